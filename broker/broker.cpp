@@ -1,0 +1,415 @@
+#include "broker/broker.h"
+
+#include <openssl/rand.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "common/messages.h"
+#include "common/xml.h"
+
+namespace gridrt {
+
+using wire::Frame;
+using wire::Type;
+
+// How long a job submitted with kSubmitWaitForGrid waits for missing clusters before it is
+// mapped onto the clusters that did register.
+constexpr auto kGridWait = std::chrono::seconds(15);
+
+struct Broker::Peer {
+  std::shared_ptr<TlsLink> link;
+  enum class Kind { kUnknown, kRelay, kLauncher } kind = Kind::kUnknown;
+  std::string cluster;                // relays
+  RelayRegistration registration;     // relays
+  std::vector<std::uint64_t> jobs;    // launchers: jobs they submitted
+};
+
+struct Broker::Part {
+  std::string cluster;
+  PeerPtr relay;
+  bool ready = false;
+  bool done = false;
+  std::vector<std::string> hostnames;
+};
+
+struct Broker::Job {
+  std::uint64_t id = 0;
+  JobSpec spec;
+  Topology topology;
+  std::string secret;
+  PeerPtr launcher;
+  std::vector<Part> parts;           // parallel to topology.clusters
+  std::vector<int> status;           // per global rank, -1 while unknown
+  int first_failure = 0;             // first non-zero status seen, in arrival order
+  std::string failure_note;          // why the job was stopped, if it was
+  bool killed = false;
+};
+
+namespace {
+std::string random_secret() {
+  unsigned char b[16];
+  RAND_bytes(b, sizeof b);
+  static const char* hex = "0123456789abcdef";
+  std::string s;
+  for (unsigned char c : b) {
+    s += hex[c >> 4];
+    s += hex[c & 15];
+  }
+  return s;
+}
+
+// "0-2,5" from a sorted list of ranks.
+std::string rank_ranges(const std::vector<std::uint32_t>& ranks) {
+  std::ostringstream os;
+  for (std::size_t i = 0; i < ranks.size();) {
+    std::size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    os << (i ? "," : "") << ranks[i];
+    if (j > i) os << "-" << ranks[j];
+    i = j + 1;
+  }
+  return os.str();
+}
+}  // namespace
+
+Broker::Broker(asio::io_context& io, Grid grid, const tls::Credentials& creds, const tcp::endpoint& listen)
+    : io_(io), grid_(std::move(grid)), tls_(tls::make_context(tls::Role::kServer, creds)), acceptor_(io, listen),
+      pending_deadline_(io) {
+  asio::co_spawn(io_, accept_loop(), asio::detached);
+}
+
+Broker::~Broker() { stop(); }
+
+void Broker::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  boost::system::error_code ec;
+  acceptor_.close(ec);
+  pending_deadline_.cancel();
+  for (auto& [id, job] : jobs_)
+    for (auto& p : job->parts)
+      if (p.relay) p.relay->link->send(wire::make_frame(Type::kKillJob, "broker shutting down", id));
+  std::vector<PeerPtr> peers;
+  for (auto& [name, p] : relays_) peers.push_back(p);
+  for (auto& j : jobs_)
+    if (j.second->launcher) peers.push_back(j.second->launcher);
+  for (auto& p : peers) p->link->close_after_flush("broker shutting down");
+}
+
+asio::awaitable<void> Broker::accept_loop() {
+  while (!stopped_) {
+    boost::system::error_code ec;
+    tcp::socket socket = co_await acceptor_.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      if (ec == asio::error::operation_aborted) co_return;
+      log::warn("accept: ", ec.message());
+      continue;
+    }
+    asio::co_spawn(io_, handshake(std::move(socket)), asio::detached);
+  }
+}
+
+asio::awaitable<void> Broker::handshake(tcp::socket socket) {
+  boost::system::error_code ec;
+  std::string who = socket.remote_endpoint(ec).address().to_string() + ":" + std::to_string(socket.remote_endpoint(ec).port());
+  TlsStream stream(std::move(socket), tls_);
+  // A peer that connects and says nothing must not hold a session forever.
+  asio::steady_timer guard(io_, std::chrono::seconds(10));
+  guard.async_wait([&stream](const boost::system::error_code& e) {
+    if (!e) {
+      boost::system::error_code ignored;
+      stream.next_layer().close(ignored);
+    }
+  });
+  co_await stream.async_handshake(asio::ssl::stream_base::server, asio::redirect_error(asio::use_awaitable, ec));
+  guard.cancel();
+  if (ec) {
+    log::warn("TLS handshake with ", who, " failed: ", ec.message());
+    co_return;
+  }
+  const std::string cn = tls::peer_common_name(stream.native_handle());
+  auto peer = std::make_shared<Peer>();
+  peer->link = std::make_shared<TlsLink>(std::move(stream), who + " (" + cn + ")");
+  log::info("connection from ", peer->link->peer());
+  std::weak_ptr<Peer> weak = peer;
+  peer->link->start([this, weak](Frame& f) { if (auto p = weak.lock()) on_frame(p, f); },
+                    [this, peer](const std::string& why) { on_closed(peer, why); });
+}
+
+void Broker::on_frame(const PeerPtr& peer, Frame& f) {
+  try {
+    switch (f.header.type) {
+      case Type::kRelayRegister: return handle_register(peer, f);
+      case Type::kSubmit: return handle_submit(peer, f);
+      case Type::kPartReady: return handle_part_ready(peer, f);
+      case Type::kOutput: return handle_output(peer, f);
+      case Type::kProcExitRank: return handle_rank_exit(peer, f);
+      case Type::kPartDone: return handle_part_done(peer, f);
+      case Type::kError:
+        log::warn(peer->link->peer(), " reported an error: ", f.body);
+        return;
+      default:
+        peer->link->fail(std::string("unexpected ") + wire::type_name(f.header.type) + " frame at the broker");
+    }
+  } catch (const wire::BadBody& e) {
+    log::warn("dropping ", peer->link->peer(), ": bad ", wire::type_name(f.header.type), " body: ", e.what());
+    peer->link->fail(std::string("bad ") + wire::type_name(f.header.type) + " body: " + e.what());
+  }
+}
+
+void Broker::handle_register(const PeerPtr& peer, const Frame& f) {
+  if (peer->kind != Peer::Kind::kUnknown) return peer->link->fail("RelayRegister on a connection already identified");
+  RelayRegistration reg = RelayRegistration::decode(f.body);
+  const ClusterDesc* desc = grid_.find(reg.cluster);
+  if (!desc) return peer->link->fail("cluster '" + reg.cluster + "' is not in the broker's grid (" + grid_.source + ")");
+  if (relays_.count(reg.cluster))
+    return peer->link->fail("cluster '" + reg.cluster + "' already has a registered relay (" +
+                            relays_[reg.cluster]->link->peer() + ")");
+  // The grid description is authoritative for site and slots; the relay says where it listens.
+  reg.site = desc->site;
+  reg.slots = desc->slots;
+  peer->kind = Peer::Kind::kRelay;
+  peer->cluster = reg.cluster;
+  peer->registration = reg;
+  relays_[reg.cluster] = peer;
+  peer->link->set_peer("relay " + reg.cluster + " [" + peer->link->peer() + "]");
+  log::info("registered ", peer->link->peer(), " links at ", reg.link_host, ":", reg.link_port);
+  peer->link->send(wire::make_frame(Type::kRegistered));
+  try_pending_submits(false);
+}
+
+void Broker::handle_submit(const PeerPtr& peer, const Frame& f) {
+  if (peer->kind == Peer::Kind::kRelay) return peer->link->fail("a relay may not submit jobs");
+  peer->kind = Peer::Kind::kLauncher;
+  JobSpec spec = JobSpec::decode(f.body);
+  const bool dry_run = f.header.flags & kSubmitDryRun;
+  if ((f.header.flags & kSubmitWaitForGrid) && relays_.size() < grid_.clusters.size()) {
+    pending_.push_back({peer, std::move(spec), dry_run});
+    if (pending_.size() == 1) {
+      pending_deadline_.expires_after(kGridWait);
+      pending_deadline_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) try_pending_submits(true);
+      });
+    }
+    return;
+  }
+  start_job(peer, std::move(spec), dry_run);
+}
+
+void Broker::try_pending_submits(bool deadline_passed) {
+  if (pending_.empty() || (!deadline_passed && relays_.size() < grid_.clusters.size())) return;
+  pending_deadline_.cancel();
+  auto waiting = std::move(pending_);
+  pending_.clear();
+  for (auto& p : waiting)
+    if (!p.launcher->link->closed()) start_job(p.launcher, std::move(p.spec), p.dry_run);
+}
+
+void Broker::start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run) {
+  std::vector<ClusterOffer> offers;
+  for (const auto& c : grid_.clusters) {
+    auto it = relays_.find(c.name);
+    if (it == relays_.end()) continue;
+    const auto& reg = it->second->registration;
+    offers.push_back({c.name, c.site, c.slots, reg.link_host, reg.link_port});
+  }
+  auto job = std::make_unique<Job>();
+  try {
+    job->topology = map_job(spec, offers);
+  } catch (const InputError& e) {
+    std::string why = e.what();
+    if (offers.size() < grid_.clusters.size()) why += "; " + std::to_string(grid_.clusters.size() - offers.size()) + " cluster(s) of the grid have no relay registered";
+    return launcher->link->fail(why);
+  }
+  job->id = next_job_++;
+  const std::string topo = [&] {
+    wire::Writer w;
+    job->topology.encode(w);
+    return w.take();
+  }();
+  launcher->link->send(wire::make_frame(Type::kJobAccepted, topo, job->id));
+  if (dry_run) return;
+
+  job->spec = std::move(spec);
+  job->secret = random_secret();
+  job->launcher = launcher;
+  job->status.assign(job->topology.size(), -1);
+  launcher->jobs.push_back(job->id);
+  for (std::uint32_t c = 0; c < job->topology.clusters.size(); ++c) {
+    Part part;
+    part.cluster = job->topology.clusters[c].name;
+    part.relay = relays_.at(part.cluster);
+    PartStart start{job->id, job->secret, c, job->topology, job->spec};
+    part.relay->link->send(wire::make_frame(Type::kStartPart, start.encode(), job->id));
+    job->parts.push_back(std::move(part));
+  }
+  log::info("job ", job->id, " (", job->spec.app_id, ") from ", launcher->link->peer(), ": ", job->topology.size(),
+            " processes on ", job->topology.clusters.size(), " cluster(s)");
+  jobs_[job->id] = std::move(job);
+}
+
+Broker::Job* Broker::job_of_relay_frame(const PeerPtr& peer, const Frame& f, Part** part) {
+  if (peer->kind != Peer::Kind::kRelay) {
+    peer->link->fail(std::string(wire::type_name(f.header.type)) + " is only accepted from a relay");
+    return nullptr;
+  }
+  auto it = jobs_.find(f.header.job);
+  if (it == jobs_.end()) return nullptr;  // a job that ended already: late frames are harmless
+  for (auto& p : it->second->parts)
+    if (p.relay == peer) {
+      *part = &p;
+      return it->second.get();
+    }
+  // A relay speaking for a job it has no part in is refused, and only it is dropped.
+  peer->link->fail("job " + std::to_string(f.header.job) + " has no part on cluster " + peer->cluster);
+  return nullptr;
+}
+
+void Broker::handle_part_ready(const PeerPtr& peer, const Frame& f) {
+  Part* part = nullptr;
+  Job* job = job_of_relay_frame(peer, f, &part);
+  if (!job) return;
+  PartReady ready = PartReady::decode(f.body);
+  const auto& cp = job->topology.clusters[static_cast<std::size_t>(part - job->parts.data())];
+  if (ready.hostnames.size() != cp.count) return peer->link->fail("PartReady with a wrong number of hostnames");
+  part->ready = true;
+  part->hostnames = std::move(ready.hostnames);
+  for (const auto& p : job->parts)
+    if (!p.ready) return;
+  // Every process said hello: node colors can now be assigned, one per (cluster, host) --
+  // a node belongs to one cluster, even where two emulated clusters share a machine.
+  Topology& t = job->topology;
+  std::vector<std::pair<std::string, std::string>> seen;  // (cluster, host) by node color
+  t.nodes.clear();
+  t.rank_node.clear();
+  for (const auto& p : job->parts)
+    for (const auto& host : p.hostnames) {
+      const auto key = std::make_pair(p.cluster, host);
+      auto it = std::find(seen.begin(), seen.end(), key);
+      if (it == seen.end()) {
+        it = seen.insert(seen.end(), key);
+        t.nodes.push_back(host);
+      }
+      t.rank_node.push_back(static_cast<std::uint32_t>(it - seen.begin()));
+    }
+  wire::Writer w;
+  t.encode(w);
+  const Frame topo = wire::make_frame(Type::kTopology, w.take(), job->id);
+  for (auto& p : job->parts) p.relay->link->send(topo);
+}
+
+void Broker::handle_output(const PeerPtr& peer, Frame& f) {
+  Part* part = nullptr;
+  Job* job = job_of_relay_frame(peer, f, &part);
+  if (!job || !job->launcher) return;
+  f.header.context = static_cast<std::uint32_t>(part - job->parts.data());  // the cluster, for rank -1 lines
+  job->launcher->link->send(f);
+}
+
+void Broker::handle_rank_exit(const PeerPtr& peer, const Frame& f) {
+  Part* part = nullptr;
+  Job* job = job_of_relay_frame(peer, f, &part);
+  if (!job) return;
+  const auto& cp = job->topology.clusters[static_cast<std::size_t>(part - job->parts.data())];
+  const auto rank = static_cast<std::uint32_t>(f.header.src);
+  if (rank < cp.first_rank || rank >= cp.first_rank + cp.count) return peer->link->fail("exit status for a rank of another cluster");
+  record_exit(*job, rank, f.header.tag);
+}
+
+void Broker::record_exit(Job& job, std::uint32_t rank, int status) {
+  if (job.status[rank] != -1) return;
+  job.status[rank] = status;
+  if (status != 0 && job.first_failure == 0) {
+    job.first_failure = status;
+    // As mpiexec does: one failed process ends the job, so that no rank waits forever on it.
+    fail_job(job, "rank " + std::to_string(rank) + " exited with status " + std::to_string(status));
+  }
+}
+
+void Broker::fail_job(Job& job, const std::string& why) {
+  if (job.killed) return;
+  job.killed = true;
+  job.failure_note = why;
+  log::info("job ", job.id, " stopping: ", why);
+  for (auto& p : job.parts)
+    if (!p.done && p.relay) p.relay->link->send(wire::make_frame(Type::kKillJob, why, job.id));
+}
+
+void Broker::handle_part_done(const PeerPtr& peer, const Frame& f) {
+  Part* part = nullptr;
+  Job* job = job_of_relay_frame(peer, f, &part);
+  if (!job) return;
+  PartDone done = PartDone::decode(f.body);
+  const auto& cp = job->topology.clusters[static_cast<std::size_t>(part - job->parts.data())];
+  if (done.statuses.size() != cp.count) return peer->link->fail("PartDone with a wrong number of statuses");
+  if (!done.message.empty() && job->launcher)
+    job->launcher->link->send(wire::make_frame(Type::kError, "cluster " + cp.name + ": " + done.message, job->id));
+  for (std::uint32_t i = 0; i < cp.count; ++i) record_exit(*job, cp.first_rank + i, static_cast<int>(done.statuses[i]));
+  part->done = true;
+  maybe_finish(*job);
+}
+
+void Broker::maybe_finish(Job& job) {
+  for (const auto& p : job.parts)
+    if (!p.done) return;
+  JobEnd end;
+  end.status = job.first_failure;
+  if (end.status != 0) {
+    std::map<int, std::vector<std::uint32_t>> by_status;
+    for (std::uint32_t r = 0; r < job.status.size(); ++r)
+      if (job.status[r] != 0) by_status[job.status[r]].push_back(r);
+    std::ostringstream os;
+    os << "job " << job.id << " failed: " << job.failure_note << ";";
+    for (const auto& [st, ranks] : by_status) {
+      os << " rank(s) " << rank_ranges(ranks);
+      if (st > 128 && st < 160) os << " killed by signal " << st - 128 << ";";
+      else os << " exited with status " << st << ";";
+    }
+    end.summary = os.str();
+    end.summary.pop_back();
+  }
+  log::info("job ", job.id, " ended with status ", end.status);
+  if (job.launcher) job.launcher->link->send(wire::make_frame(Type::kJobEnd, end.encode(), job.id));
+  jobs_.erase(job.id);
+}
+
+void Broker::on_closed(const PeerPtr& peer, const std::string& why) {
+  log::info("connection ", peer->link->peer(), " closed: ", why);
+  if (peer->kind == Peer::Kind::kRelay) {
+    auto it = relays_.find(peer->cluster);
+    if (it != relays_.end() && it->second == peer) relays_.erase(it);
+    // Every job with a part on that cluster has lost it: its ranks count as failed and the
+    // other parts are stopped, so that nobody waits for a cluster that is gone.
+    std::vector<std::uint64_t> ids;
+    for (auto& [id, job] : jobs_) ids.push_back(id);
+    for (auto id : ids) {
+      auto jt = jobs_.find(id);
+      if (jt == jobs_.end()) continue;
+      Job& job = *jt->second;
+      for (std::size_t c = 0; c < job.parts.size(); ++c) {
+        Part& p = job.parts[c];
+        if (p.relay != peer || p.done) continue;
+        const auto& cp = job.topology.clusters[c];
+        if (job.first_failure == 0) job.first_failure = 255;
+        fail_job(job, "lost the relay of cluster " + cp.name + " (" + why + ")");
+        for (std::uint32_t r = cp.first_rank; r < cp.first_rank + cp.count; ++r)
+          if (job.status[r] == -1) job.status[r] = 255;
+        p.done = true;
+        p.relay.reset();
+      }
+      maybe_finish(job);
+    }
+  } else if (peer->kind == Peer::Kind::kLauncher) {
+    for (auto id : peer->jobs) {
+      auto jt = jobs_.find(id);
+      if (jt == jobs_.end()) continue;
+      jt->second->launcher.reset();
+      if (jt->second->first_failure == 0) jt->second->first_failure = 255;
+      fail_job(*jt->second, "the submitting launcher disconnected");
+    }
+  }
+  std::erase_if(pending_, [&](const PendingSubmit& p) { return p.launcher == peer; });
+}
+
+}  // namespace gridrt

@@ -1,0 +1,78 @@
+// gridbroker: the grid's only central service (design.md, "Components"). It knows the relays,
+// maps jobs onto clusters, assigns global ranks, publishes the topology, and tracks every job
+// to its end. It is not on the data path.
+//
+// Shape (c10d TCPStoreBackend): a listener, one TLS session per connection, one handler per
+// request type, waiting kept as state (jobs waiting for clusters, parts waiting for peers).
+// A connection that misbehaves is dropped alone; other relays and jobs carry on.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/grid.h"
+#include "common/link.h"
+#include "common/tls.h"
+
+namespace gridrt {
+
+// Flags of a Submit frame.
+inline constexpr std::uint32_t kSubmitWaitForGrid = 1;  // hold the job until every grid cluster registered
+inline constexpr std::uint32_t kSubmitDryRun = 2;       // map only: reply JobAccepted, start nothing
+
+class Broker {
+ public:
+  Broker(asio::io_context& io, Grid grid, const tls::Credentials& creds, const tcp::endpoint& listen);
+  ~Broker();
+  tcp::endpoint endpoint() const { return acceptor_.local_endpoint(); }
+  void stop();  // kills every running job and closes every connection
+  std::size_t registered_relays() const { return relays_.size(); }
+  std::size_t active_jobs() const { return jobs_.size(); }
+
+ private:
+  struct Peer;
+  struct Part;
+  struct Job;
+  using PeerPtr = std::shared_ptr<Peer>;
+
+  asio::awaitable<void> accept_loop();
+  asio::awaitable<void> handshake(tcp::socket socket);
+  void on_frame(const PeerPtr& peer, wire::Frame& f);
+  void on_closed(const PeerPtr& peer, const std::string& why);
+
+  // One handler per request type.
+  void handle_register(const PeerPtr& peer, const wire::Frame& f);
+  void handle_submit(const PeerPtr& peer, const wire::Frame& f);
+  void handle_part_ready(const PeerPtr& peer, const wire::Frame& f);
+  void handle_output(const PeerPtr& peer, wire::Frame& f);
+  void handle_rank_exit(const PeerPtr& peer, const wire::Frame& f);
+  void handle_part_done(const PeerPtr& peer, const wire::Frame& f);
+
+  void start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run);
+  void try_pending_submits(bool deadline_passed);
+  Job* job_of_relay_frame(const PeerPtr& peer, const wire::Frame& f, Part** part);
+  void record_exit(Job& job, std::uint32_t rank, int status);
+  void fail_job(Job& job, const std::string& why);
+  void maybe_finish(Job& job);
+
+  asio::io_context& io_;
+  Grid grid_;
+  asio::ssl::context tls_;
+  tcp::acceptor acceptor_;
+  std::map<std::string, PeerPtr> relays_;  // cluster name -> its registered relay
+  std::map<std::uint64_t, std::unique_ptr<Job>> jobs_;
+  struct PendingSubmit {
+    PeerPtr launcher;
+    JobSpec spec;
+    bool dry_run;
+  };
+  std::vector<PendingSubmit> pending_;
+  asio::steady_timer pending_deadline_;
+  std::uint64_t next_job_ = 1;
+  bool stopped_ = false;
+};
+
+}  // namespace gridrt

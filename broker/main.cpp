@@ -1,0 +1,81 @@
+// gridbroker: see broker.h and docs/architecture.md.
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+#include "broker/broker.h"
+
+namespace {
+const char* kUsage = R"(usage: gridbroker --grid FILE --listen HOST:PORT --cert PEM --key PEM --ca PEM
+                  [--port-file FILE]
+
+The central service of a gridrt grid: relays register their clusters with it, gridrun
+submits jobs to it. Every connection is mutual TLS 1.3 from the grid CA.
+
+  --grid FILE        grid description (docs/grid.md): the clusters relays may register as
+  --listen HOST:PORT address to listen on; port 0 lets the kernel choose
+  --cert/--key PEM   this broker's certificate and key, issued by the grid CA
+  --ca PEM           the grid CA: peers must present a certificate it signed
+  --port-file FILE   write the port actually listened on to FILE (for port 0)
+  --help             this text
+Logging goes to stderr; set GRIDRT_LOG=info or debug for more.
+)";
+}
+
+int main(int argc, char** argv) {
+  using namespace gridrt;
+  log::set_component("broker");
+  std::string grid_path, listen, port_file;
+  tls::Credentials creds;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "gridbroker: %s needs a value\n%s", a.c_str(), kUsage);
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--grid") grid_path = value();
+    else if (a == "--listen") listen = value();
+    else if (a == "--cert") creds.cert = value();
+    else if (a == "--key") creds.key = value();
+    else if (a == "--ca") creds.ca = value();
+    else if (a == "--port-file") port_file = value();
+    else {
+      std::fprintf(stderr, "gridbroker: unknown option '%s'\n%s", a.c_str(), kUsage);
+      return 2;
+    }
+  }
+  if (grid_path.empty() || listen.empty() || creds.cert.empty() || creds.key.empty() || creds.ca.empty()) {
+    std::fprintf(stderr, "gridbroker: --grid, --listen, --cert, --key and --ca are required\n%s", kUsage);
+    return 2;
+  }
+  try {
+    asio::io_context io;
+    Broker broker(io, load_grid(grid_path), creds, parse_endpoint(listen));
+    const auto ep = broker.endpoint();
+    log::info("listening on ", ep.address().to_string(), ":", ep.port());
+    if (!port_file.empty()) {
+      FILE* f = std::fopen((port_file + ".tmp").c_str(), "w");
+      if (!f) throw std::runtime_error("cannot write " + port_file);
+      std::fprintf(f, "%u\n", ep.port());
+      std::fclose(f);
+      std::rename((port_file + ".tmp").c_str(), port_file.c_str());
+    }
+    asio::steady_timer grace(io);
+    on_termination_signal(io, [&](int) {
+      broker.stop();  // tells the relays to kill running jobs; give that a moment to be sent
+      grace.expires_after(std::chrono::milliseconds(500));
+      grace.async_wait([&](const boost::system::error_code&) { io.stop(); });
+    });
+    io.run();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gridbroker: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,159 @@
+#include "common/grid.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "common/link.h"
+#include "common/xml.h"
+
+namespace gridrt {
+
+const ClusterDesc* Grid::find(const std::string& name) const {
+  for (const auto& c : clusters)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+std::uint32_t Grid::total_slots() const {
+  std::uint32_t n = 0;
+  for (const auto& c : clusters) n += c.slots;
+  return n;
+}
+
+namespace {
+
+std::vector<std::string> split_words(const std::string& s) {
+  std::istringstream in(s);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
+
+std::string endpoint_attr(const XmlFile& f, const pugi::xml_node& n, const char* name) {
+  const std::string v = f.attribute(n, name);
+  try {
+    parse_endpoint(v);
+  } catch (const std::invalid_argument& e) {
+    f.fail(n, std::string("attribute ") + name + ": " + e.what());
+  }
+  return v;
+}
+
+Grid parse(const XmlFile& f) {
+  const pugi::xml_node root = f.doc().child("grid");
+  if (!root) {
+    const pugi::xml_node any = f.doc().document_element();
+    if (!any) throw InputError(f.path() + ":1:1: empty document; expected <grid>");
+    f.fail(any, "the root element must be <grid>");
+  }
+  Grid g;
+  g.source = f.path();
+  std::set<std::string> names;
+  for (pugi::xml_node c : root.children("cluster")) {
+    ClusterDesc d;
+    d.name = f.attribute(c, "name");
+    if (!names.insert(d.name).second) f.fail(c, "cluster '" + d.name + "' is declared twice");
+    d.site = c.attribute("site") ? f.attribute(c, "site") : d.name;
+    d.slots = parse_count(f, c, f.attribute(c, "slots"));
+    const pugi::xml_node relay = f.child(c, "relay");
+    d.link = endpoint_attr(f, relay, "link");
+    d.local = endpoint_attr(f, relay, "local");
+    const pugi::xml_node launch = f.child(c, "launch");
+    d.launch = split_words(f.text(launch));
+    if (std::find(d.launch.begin(), d.launch.end(), "{np}") == d.launch.end())
+      f.fail(launch, "the launch command must contain {np} (replaced with the number of processes)");
+    g.clusters.push_back(std::move(d));
+  }
+  if (g.clusters.empty()) f.fail(root, "no <cluster> declared");
+  return g;
+}
+
+}  // namespace
+
+Grid load_grid(const std::string& path) {
+  XmlFile f(path);
+  return parse(f);
+}
+
+Grid parse_grid(const std::string& source, const std::string& text) {
+  XmlFile f(source, &text);
+  return parse(f);
+}
+
+std::string default_grid_xml(int clusters, int slots) {
+  std::ostringstream os;
+  os << "<grid name=\"embedded\">\n";
+  for (int i = 0; i < clusters; ++i) {
+    os << "  <cluster name=\"c" << i << "\" site=\"site" << i << "\" slots=\"" << slots << "\">\n"
+       << "    <relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>\n"
+       << "    <launch>mpiexec -launcher fork -n {np}</launch>\n"
+       << "  </cluster>\n";
+  }
+  os << "</grid>\n";
+  return os.str();
+}
+
+Topology map_job(const JobSpec& spec, const std::vector<ClusterOffer>& clusters) {
+  std::uint32_t slots = 0;
+  for (const auto& c : clusters) slots += c.slots;
+  const std::uint32_t need = spec.total_processes();
+  if (clusters.empty()) throw InputError("no cluster is available to run the job");
+  if (need > slots) {
+    std::ostringstream os;
+    os << "the job needs " << need << " processes but the grid has " << slots << " slots (";
+    for (std::size_t i = 0; i < clusters.size(); ++i) os << (i ? ", " : "") << clusters[i].name << ": " << clusters[i].slots;
+    os << ")";
+    throw InputError(os.str());
+  }
+  // placed[c][g]: processes of group g on cluster c.
+  std::vector<std::uint32_t> free_slots;
+  for (const auto& c : clusters) free_slots.push_back(c.slots);
+  std::vector<std::vector<std::uint32_t>> placed(clusters.size(), std::vector<std::uint32_t>(spec.groups.size(), 0));
+  auto freest = [&] { return static_cast<std::size_t>(std::max_element(free_slots.begin(), free_slots.end()) - free_slots.begin()); };
+  for (std::size_t g = 0; g < spec.groups.size(); ++g) {
+    std::uint32_t left = spec.groups[g].count;
+    while (left > 0) {  // terminates: the total fits, so the freest cluster has room
+      const std::size_t c = freest();
+      const std::uint32_t take = std::min(left, free_slots[c]);
+      placed[c][g] += take;
+      free_slots[c] -= take;
+      left -= take;
+    }
+  }
+  Topology t;
+  for (const auto& g : spec.groups) t.groups.push_back(g.name);
+  for (std::size_t c = 0; c < clusters.size(); ++c) {
+    std::uint32_t count = 0;
+    for (auto n : placed[c]) count += n;
+    if (count == 0) continue;
+    auto site = std::find(t.sites.begin(), t.sites.end(), clusters[c].site);
+    if (site == t.sites.end()) site = t.sites.insert(t.sites.end(), clusters[c].site);
+    t.clusters.push_back({clusters[c].name, static_cast<std::uint32_t>(site - t.sites.begin()), t.size(), count,
+                          clusters[c].link_host, clusters[c].link_port});
+    for (std::size_t g = 0; g < spec.groups.size(); ++g)
+      t.rank_group.insert(t.rank_group.end(), placed[c][g], static_cast<std::uint32_t>(g));
+  }
+  return t;
+}
+
+std::string describe_mapping(const Topology& t) {
+  std::ostringstream os;
+  for (std::uint32_t g = 0; g < t.groups.size(); ++g) {
+    os << "group " << t.groups[g] << " (color " << g << ")\n";
+    for (const auto& c : t.clusters) {
+      std::vector<std::uint32_t> ranks;
+      for (std::uint32_t r = c.first_rank; r < c.first_rank + c.count; ++r)
+        if (t.rank_group[r] == g) ranks.push_back(r);
+      if (ranks.empty()) continue;
+      os << "  -> cluster " << c.name << " (site " << t.sites[c.site] << "): rank" << (ranks.size() > 1 ? "s " : " ");
+      // Ranks of a group on a cluster are contiguous by construction.
+      os << ranks.front();
+      if (ranks.size() > 1) os << "-" << ranks.back();
+      os << " (" << ranks.size() << (ranks.size() == 1 ? " process)\n" : " processes)\n");
+    }
+  }
+  return os.str();
+}
+
+}  // namespace gridrt

@@ -1,0 +1,60 @@
+// The grid description: which clusters exist, where their relays listen and how processes
+// start there (docs/grid.md). Read by the broker, the relays and gridrun --dry-run.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/messages.h"
+
+namespace gridrt {
+
+struct ClusterDesc {
+  std::string name;
+  std::string site;
+  std::uint32_t slots = 0;
+  std::string link;   // HOST:PORT where this relay accepts relay-to-relay links (port 0: any)
+  std::string local;  // HOST:PORT where this relay accepts its cluster's processes
+  // The command that starts the cluster's part of a job; "{np}" is replaced with the number
+  // of processes, and the program and its arguments are appended.
+  std::vector<std::string> launch;
+};
+
+struct Grid {
+  std::string source;  // the file it came from, or "embedded default grid"
+  std::vector<ClusterDesc> clusters;
+
+  const ClusterDesc* find(const std::string& name) const;
+  std::uint32_t total_slots() const;
+};
+
+// Throws InputError (file:line:column, element, what) on any bad input.
+Grid load_grid(const std::string& path);
+Grid parse_grid(const std::string& source, const std::string& text);
+
+// The embedded default grid: `clusters` clusters of `slots` slots on this machine, each its
+// own site, relays on 127.0.0.1 with kernel-chosen ports, processes started by MPICH's
+// mpiexec with the fork launcher.
+std::string default_grid_xml(int clusters = 2, int slots = 3);
+
+// A cluster able to take part of a job: its description plus where its relay really listens.
+struct ClusterOffer {
+  std::string name;
+  std::string site;
+  std::uint32_t slots = 0;
+  std::string link_host;
+  std::uint16_t link_port = 0;
+};
+
+// Maps the job's groups onto clusters (in the given order), honouring slots:
+//  - a group that fits whole on one cluster goes onto the cluster with the most free slots
+//    (the first such in grid order): groups stay together, groups spread over clusters;
+//  - a group that fits nowhere whole is split, filling the freest cluster first.
+// Global ranks are contiguous per cluster, in group order inside a cluster (design.md).
+// Clusters that get no process are left out. Throws InputError when slots do not suffice.
+Topology map_job(const JobSpec& spec, const std::vector<ClusterOffer>& clusters);
+
+// "group -> cluster -> ranks" lines, as gridrun --dry-run prints them.
+std::string describe_mapping(const Topology& t);
+
+}  // namespace gridrt

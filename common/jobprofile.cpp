@@ -1,0 +1,148 @@
+#include "common/jobprofile.h"
+
+#include <unistd.h>
+
+#include <cctype>
+#include <filesystem>
+#include <set>
+
+namespace gridrt {
+namespace {
+
+// Replaces $NAME and ${NAME}; fails on an undefined variable, naming it and the element.
+std::string substitute(const XmlFile& f, const pugi::xml_node& n, const std::string& in, const Variables& vars) {
+  std::string out;
+  for (std::size_t i = 0; i < in.size();) {
+    if (in[i] != '$') {
+      out += in[i++];
+      continue;
+    }
+    std::size_t b = i + 1;
+    const bool braced = b < in.size() && in[b] == '{';
+    if (braced) ++b;
+    std::size_t e = b;
+    while (e < in.size() && (std::isalnum(static_cast<unsigned char>(in[e])) || in[e] == '_')) ++e;
+    const std::string name = in.substr(b, e - b);
+    if (name.empty() || (braced && (e >= in.size() || in[e] != '}'))) f.fail(n, "malformed variable reference in '" + in + "'");
+    const auto it = vars.find(name);
+    if (it == vars.end()) {
+      const std::string how = name == "NPROCS" ? "give -n N or --var NPROCS=N" : "give --var " + name + "=VALUE";
+      f.fail(n, "undefined variable $" + name + " (" + how + ")");
+    }
+    out += it->second;
+    i = braced ? e + 1 : e;
+  }
+  return out;
+}
+
+std::string value_of(const XmlFile& f, const pugi::xml_node& n, const Variables& vars) {
+  return substitute(f, n, f.text(n), vars);
+}
+
+// processesCount/value, required and positive.
+std::uint32_t count_of(const XmlFile& f, const pugi::xml_node& parent, const Variables& vars) {
+  const pugi::xml_node value = f.child(f.child(parent, "processesCount"), "value");
+  return parse_count(f, value, value_of(f, value, vars));
+}
+
+// A plain path or a file:// URL naming a local executable.
+std::string resolve_executable(const XmlFile& f, const pugi::xml_node& url_node, const std::string& url) {
+  std::string path = url;
+  const auto scheme_end = url.find("://");
+  if (scheme_end != std::string::npos) {
+    const std::string scheme = url.substr(0, scheme_end);
+    if (scheme != "file")
+      f.fail(url_node, "unsupported URL scheme '" + scheme + "' in '" + url +
+                           "' (supported: file:// URLs and plain paths to a local executable)");
+    path = url.substr(scheme_end + 3);
+    if (path.rfind("localhost/", 0) == 0) path = path.substr(9);
+    if (path.empty() || path[0] != '/') f.fail(url_node, "file URL '" + url + "' must hold an absolute path (file:///path)");
+  }
+  std::error_code ec;
+  const std::filesystem::path abs = std::filesystem::absolute(path, ec);
+  if (ec || !std::filesystem::exists(abs, ec)) f.fail(url_node, "executable '" + path + "' does not exist");
+  if (std::filesystem::is_directory(abs, ec)) f.fail(url_node, "executable '" + path + "' is a directory");
+  if (::access(abs.c_str(), X_OK) != 0) f.fail(url_node, "executable '" + path + "' is not executable");
+  return abs.lexically_normal().string();
+}
+
+JobSpec parse(const XmlFile& f, const Variables& vars) {
+  const pugi::xml_node job = f.doc().child("grmsJob");
+  if (!job) {
+    const pugi::xml_node root = f.doc().document_element();
+    if (!root) throw InputError(f.path() + ":1:1: empty document; expected <grmsJob>");
+    f.fail(root, "the root element must be <grmsJob>");
+  }
+  JobSpec spec;
+  spec.app_id = f.attribute(job, "appId");
+  const pugi::xml_node task = f.child(job, "task");
+  spec.task_id = f.attribute(task, "taskId");
+
+  // Logical topology: groups, then how many processes each holds.
+  const pugi::xml_node topology = f.child(f.child(task, "resourcesDescription"), "topology");
+  std::map<std::string, pugi::xml_node> declared;
+  for (pugi::xml_node g : topology.children("group")) {
+    const std::string id = f.attribute(g, "groupId");
+    if (declared.count(id)) f.fail(g, "group '" + id + "' is declared twice");
+    declared[id] = g;
+    spec.groups.push_back({id, 0});
+  }
+  if (spec.groups.empty()) f.fail(topology, "no <group> declared; a job needs at least one");
+  for (pugi::xml_node p : topology.children("processes")) {
+    const pugi::xml_node ref = f.child(p, "groupIdReference");
+    const std::string id = f.attribute(ref, "groupId");
+    if (!declared.count(id)) f.fail(ref, "reference to undefined group '" + id + "'");
+    for (auto& g : spec.groups) {
+      if (g.name != id) continue;
+      if (g.count != 0) f.fail(p, "group '" + id + "' is given processes twice");
+      g.count = count_of(f, p, vars);
+    }
+  }
+  for (const auto& g : spec.groups)
+    if (g.count == 0) f.fail(declared[g.name], "group '" + g.name + "' has no processes (add a <processes> element for it)");
+
+  // Execution: the executable, its arguments, environment and working directory.
+  const pugi::xml_node exec = f.child(task, "execution");
+  f.attribute(exec, "type");
+  const pugi::xml_node url = f.child(f.child(f.child(f.child(exec, "executable"), "execFile"), "file"), "url");
+  spec.executable = resolve_executable(f, url, value_of(f, url, vars));
+  if (exec.child("processesCount")) {
+    const std::uint32_t n = count_of(f, exec, vars);
+    if (n != spec.total_processes())
+      f.fail(exec.child("processesCount"), "execution asks for " + std::to_string(n) +
+                                               " processes but the groups hold " + std::to_string(spec.total_processes()));
+  }
+  for (pugi::xml_node args : exec.children("arguments"))
+    for (pugi::xml_node v : args.children())
+      if (v.type() == pugi::node_element) {
+        if (std::string(v.name()) != "value") f.fail(v, "unknown element inside <arguments> (expected <value>)");
+        spec.args.push_back(substitute(f, v, v.child_value(), vars));
+      }
+  for (pugi::xml_node env : exec.children("environment"))
+    for (pugi::xml_node v : env.children())
+      if (v.type() == pugi::node_element) {
+        if (std::string(v.name()) != "variable") f.fail(v, "unknown element inside <environment> (expected <variable>)");
+        const std::string name = f.attribute(v, "name");
+        if (name.find('=') != std::string::npos) f.fail(v, "variable name '" + name + "' contains '='");
+        spec.env.emplace_back(name, substitute(f, v, v.child_value(), vars));
+      }
+  if (pugi::xml_node wd = exec.child("workingDirectory")) {
+    spec.workdir = value_of(f, wd, vars);
+    if (!std::filesystem::is_directory(spec.workdir)) f.fail(wd, "working directory '" + spec.workdir + "' does not exist");
+  }
+  return spec;
+}
+
+}  // namespace
+
+JobSpec load_job_profile(const std::string& path, const Variables& vars) {
+  XmlFile f(path);
+  return parse(f, vars);
+}
+
+JobSpec parse_job_profile(const std::string& path, const std::string& text, const Variables& vars) {
+  XmlFile f(path, &text);
+  return parse(f, vars);
+}
+
+}  // namespace gridrt

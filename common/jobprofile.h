@@ -1,0 +1,22 @@
+// The JobProfile: QosCosGrid job XML (seed 001, Figure 2) -> a validated JobSpec.
+// docs/jobprofile.md lists every element understood.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "common/messages.h"
+#include "common/xml.h"
+
+namespace gridrt {
+
+// Values for $NAME (or ${NAME}) in any text of the profile: --var NAME=VALUE, -n (NPROCS),
+// and the launcher's own (GRIDRT_BIN).
+using Variables = std::map<std::string, std::string>;
+
+// Parses and validates `path`; throws InputError (file:line:column, element, what) on any bad
+// input. Checks that the executable exists and is executable on this machine.
+JobSpec load_job_profile(const std::string& path, const Variables& vars);
+JobSpec parse_job_profile(const std::string& path, const std::string& text, const Variables& vars);
+
+}  // namespace gridrt

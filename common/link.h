@@ -1,0 +1,162 @@
+// A framed connection: one read loop, one write queue, over a TCP socket or a TLS stream.
+// The session piece of every daemon (asio's server examples: listener, session, manager).
+// All its callbacks run on the executor the stream was made on; each daemon runs one thread,
+// so a Link needs no strand. A peer that sends a frame the codec rejects gets an Error frame
+// naming what was wrong and is dropped; nothing else is disturbed.
+#pragma once
+
+#include <utility>  // before Asio: boost 1.74 awaitable.hpp uses std::exchange without it
+#include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/log.h"
+#include "common/wire.h"
+
+namespace gridrt {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using TlsStream = asio::ssl::stream<tcp::socket>;
+
+inline tcp::socket& lowest_layer(tcp::socket& s) { return s; }
+inline tcp::socket& lowest_layer(TlsStream& s) { return s.next_layer(); }
+
+template <typename Stream>
+class Link : public std::enable_shared_from_this<Link<Stream>> {
+ public:
+  using FrameHandler = std::function<void(wire::Frame&)>;
+  using CloseHandler = std::function<void(const std::string& why)>;
+
+  Link(Stream stream, std::string peer) : stream_(std::move(stream)), peer_(std::move(peer)),
+      wake_(stream_.get_executor(), std::chrono::steady_clock::time_point::max()) {}
+
+  // Starts the read and write loops. on_frame sees every good frame; on_closed runs once,
+  // when the connection ends for any reason (peer gone, bad frame, close()).
+  void start(FrameHandler on_frame, CloseHandler on_closed) {
+    on_frame_ = std::move(on_frame);
+    on_closed_ = std::move(on_closed);
+    auto self = this->shared_from_this();
+    asio::co_spawn(stream_.get_executor(), self->read_loop(), asio::detached);
+    asio::co_spawn(stream_.get_executor(), self->write_loop(), asio::detached);
+  }
+
+  void send(const wire::Frame& f) { send_bytes(wire::encode(f)); }
+  void send_bytes(std::string bytes) {
+    if (closed_) return;
+    queued_bytes_ += bytes.size();
+    queue_.push_back(std::move(bytes));
+    wake_.cancel();
+  }
+  // Sends an Error frame, then closes once it is written.
+  void fail(const std::string& why) {
+    send(wire::make_frame(wire::Type::kError, why));
+    close_after_flush(why);
+  }
+  void close_after_flush(const std::string& why) {
+    closing_ = true;
+    close_reason_ = why;
+    wake_.cancel();
+  }
+  void close(const std::string& why) {
+    if (closed_) return;
+    closed_ = true;
+    boost::system::error_code ec;
+    lowest_layer(stream_).shutdown(tcp::socket::shutdown_both, ec);
+    lowest_layer(stream_).close(ec);
+    wake_.cancel();
+    if (on_closed_) {
+      auto cb = std::move(on_closed_);
+      on_closed_ = nullptr;
+      on_frame_ = nullptr;  // break cycles: handlers often capture this link
+      cb(why);
+    }
+  }
+
+  bool closed() const { return closed_; }
+  const std::string& peer() const { return peer_; }
+  void set_peer(std::string p) { peer_ = std::move(p); }
+  std::size_t queued_bytes() const { return queued_bytes_; }
+  Stream& stream() { return stream_; }
+
+ private:
+  asio::awaitable<void> read_loop() {
+    auto self = this->shared_from_this();
+    wire::Decoder decoder;
+    std::array<char, 64 * 1024> buf;
+    wire::Frame frame;
+    while (!closed_) {
+      boost::system::error_code ec;
+      const std::size_t n = co_await stream_.async_read_some(asio::buffer(buf), asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) {
+        close(ec == asio::error::eof || ec == asio::ssl::error::stream_truncated ? "connection closed by peer"
+                                                                                 : ec.message());
+        co_return;
+      }
+      decoder.feed(buf.data(), n);
+      for (;;) {
+        const auto st = decoder.next(frame);
+        if (st == wire::Decoder::Status::kNeedMore) break;
+        if (st == wire::Decoder::Status::kBad) {
+          log::warn("dropping ", peer_, ": ", decoder.error());
+          fail("protocol error: " + decoder.error());
+          co_return;
+        }
+        if (closed_ || closing_) co_return;
+        if (on_frame_) on_frame_(frame);
+      }
+    }
+  }
+
+  asio::awaitable<void> write_loop() {
+    auto self = this->shared_from_this();
+    while (!closed_) {
+      if (queue_.empty()) {
+        if (closing_) break;
+        boost::system::error_code ec;
+        wake_.expires_at(std::chrono::steady_clock::time_point::max());
+        co_await wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        continue;
+      }
+      // Gather what is queued into one write: fewer syscalls and TLS records.
+      std::string batch = std::move(queue_.front());
+      queue_.pop_front();
+      while (!queue_.empty() && batch.size() < (256u << 10)) {
+        batch += queue_.front();
+        queue_.pop_front();
+      }
+      boost::system::error_code ec;
+      co_await asio::async_write(stream_, asio::buffer(batch), asio::redirect_error(asio::use_awaitable, ec));
+      queued_bytes_ -= batch.size();
+      if (ec) {
+        close(ec.message());
+        co_return;
+      }
+    }
+    if (!closed_) close(close_reason_);
+  }
+
+  Stream stream_;
+  std::string peer_;
+  asio::steady_timer wake_;
+  std::deque<std::string> queue_;
+  std::size_t queued_bytes_ = 0;
+  bool closing_ = false;
+  bool closed_ = false;
+  std::string close_reason_;
+  FrameHandler on_frame_;
+  CloseHandler on_closed_;
+};
+
+using TlsLink = Link<TlsStream>;
+using TcpLink = Link<tcp::socket>;
+
+// Parses "HOST:PORT"; throws std::invalid_argument naming the text on error.
+tcp::endpoint parse_endpoint(const std::string& text);
+// Installs SIGINT/SIGTERM handling on `io` that calls `stop` once.
+void on_termination_signal(asio::io_context& io, std::function<void(int)> stop);
+
+}  // namespace gridrt

@@ -1,0 +1,47 @@
+#include "common/log.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <mutex>
+
+namespace gridrt::log {
+namespace {
+std::string& component() {
+  static std::string c = "gridrt";
+  return c;
+}
+Level threshold() {
+  static const Level l = [] {
+    const char* v = std::getenv("GRIDRT_LOG");
+    if (!v) return Level::kWarn;
+    if (!std::strcmp(v, "error")) return Level::kError;
+    if (!std::strcmp(v, "info")) return Level::kInfo;
+    if (!std::strcmp(v, "debug")) return Level::kDebug;
+    return Level::kWarn;
+  }();
+  return l;
+}
+const char* names[] = {"error", "warn", "info", "debug"};
+}  // namespace
+
+void set_component(std::string name) { component() = std::move(name); }
+bool enabled(Level l) { return l <= threshold(); }
+
+void write(Level l, const std::string& msg) {
+  static std::mutex m;
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char ts[32];
+  std::strftime(ts, sizeof ts, "%H:%M:%S", &tm);
+  std::lock_guard<std::mutex> lock(m);
+  std::fprintf(stderr, "%s.%03d %s %s: %s\n", ts, static_cast<int>(ms), component().c_str(),
+               names[static_cast<int>(l)], msg.c_str());
+}
+
+}  // namespace gridrt::log

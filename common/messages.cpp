@@ -1,0 +1,177 @@
+#include "common/messages.h"
+
+namespace gridrt {
+
+using wire::Reader;
+using wire::Writer;
+
+std::uint32_t JobSpec::total_processes() const {
+  std::uint32_t n = 0;
+  for (const auto& g : groups) n += g.count;
+  return n;
+}
+
+namespace {
+void write_spec(Writer& w, const JobSpec& s) {
+  w.str(s.app_id).str(s.task_id).u32(static_cast<std::uint32_t>(s.groups.size()));
+  for (const auto& g : s.groups) w.str(g.name).u32(g.count);
+  w.str(s.executable).strs(s.args).u32(static_cast<std::uint32_t>(s.env.size()));
+  for (const auto& [k, v] : s.env) w.str(k).str(v);
+  w.str(s.workdir);
+}
+JobSpec read_spec(Reader& r) {
+  JobSpec s;
+  s.app_id = r.str();
+  s.task_id = r.str();
+  const std::uint32_t ngroups = r.u32();
+  for (std::uint32_t i = 0; i < ngroups; ++i) {
+    GroupSpec g;
+    g.name = r.str();
+    g.count = r.u32();
+    s.groups.push_back(std::move(g));
+  }
+  s.executable = r.str();
+  s.args = r.strs();
+  const std::uint32_t nenv = r.u32();
+  for (std::uint32_t i = 0; i < nenv; ++i) {
+    auto k = r.str();
+    s.env.emplace_back(std::move(k), r.str());
+  }
+  s.workdir = r.str();
+  return s;
+}
+}  // namespace
+
+std::string JobSpec::encode() const {
+  Writer w;
+  write_spec(w, *this);
+  return w.take();
+}
+JobSpec JobSpec::decode(std::string_view body) {
+  Reader r(body);
+  JobSpec s = read_spec(r);
+  r.end();
+  return s;
+}
+
+std::string RelayRegistration::encode() const {
+  return Writer().str(cluster).str(site).u32(slots).str(link_host).u32(link_port).take();
+}
+RelayRegistration RelayRegistration::decode(std::string_view body) {
+  Reader r(body);
+  RelayRegistration m;
+  m.cluster = r.str();
+  m.site = r.str();
+  m.slots = r.u32();
+  m.link_host = r.str();
+  m.link_port = static_cast<std::uint16_t>(r.u32());
+  r.end();
+  return m;
+}
+
+std::uint32_t Topology::cluster_of(std::uint32_t rank) const {
+  for (std::uint32_t c = 0; c < clusters.size(); ++c)
+    if (rank >= clusters[c].first_rank && rank < clusters[c].first_rank + clusters[c].count) return c;
+  return static_cast<std::uint32_t>(clusters.size());
+}
+
+void Topology::encode(Writer& w) const {
+  w.strs(groups).strs(sites).u32(static_cast<std::uint32_t>(clusters.size()));
+  for (const auto& c : clusters)
+    w.str(c.name).u32(c.site).u32(c.first_rank).u32(c.count).str(c.link_host).u32(c.link_port);
+  w.u32s(rank_group).strs(nodes).u32s(rank_node);
+}
+
+Topology Topology::decode(Reader& r) {
+  Topology t;
+  t.groups = r.strs();
+  t.sites = r.strs();
+  const std::uint32_t n = r.u32();
+  for (std::uint32_t i = 0; i < n; ++i) {
+    ClusterPart c;
+    c.name = r.str();
+    c.site = r.u32();
+    c.first_rank = r.u32();
+    c.count = r.u32();
+    c.link_host = r.str();
+    c.link_port = static_cast<std::uint16_t>(r.u32());
+    t.clusters.push_back(std::move(c));
+  }
+  t.rank_group = r.u32s();
+  t.nodes = r.strs();
+  t.rank_node = r.u32s();
+  // Consistency: a topology that indexes out of its own tables is as bad as a truncated one.
+  for (auto g : t.rank_group)
+    if (g >= t.groups.size()) throw wire::BadBody("topology: group index out of range");
+  for (auto nd : t.rank_node)
+    if (nd >= t.nodes.size()) throw wire::BadBody("topology: node index out of range");
+  std::uint32_t next = 0;
+  for (const auto& c : t.clusters) {
+    if (c.first_rank != next || c.site >= t.sites.size()) throw wire::BadBody("topology: clusters not contiguous");
+    next += c.count;
+  }
+  if (next != t.rank_group.size()) throw wire::BadBody("topology: cluster ranks do not cover the job");
+  return t;
+}
+
+std::string PartStart::encode() const {
+  Writer w;
+  w.u64(job).str(secret).u32(cluster);
+  topology.encode(w);
+  write_spec(w, spec);
+  return w.take();
+}
+PartStart PartStart::decode(std::string_view body) {
+  Reader r(body);
+  PartStart m;
+  m.job = r.u64();
+  m.secret = r.str();
+  m.cluster = r.u32();
+  m.topology = Topology::decode(r);
+  m.spec = read_spec(r);
+  r.end();
+  if (m.cluster >= m.topology.clusters.size()) throw wire::BadBody("StartPart: cluster index out of range");
+  return m;
+}
+
+std::string ProcHello::encode() const { return Writer().str(secret).u32(local_rank).str(hostname).take(); }
+ProcHello ProcHello::decode(std::string_view body) {
+  Reader r(body);
+  ProcHello m;
+  m.secret = r.str();
+  m.local_rank = r.u32();
+  m.hostname = r.str();
+  r.end();
+  return m;
+}
+
+std::string PartReady::encode() const { return Writer().strs(hostnames).take(); }
+PartReady PartReady::decode(std::string_view body) {
+  Reader r(body);
+  PartReady m;
+  m.hostnames = r.strs();
+  r.end();
+  return m;
+}
+
+std::string PartDone::encode() const { return Writer().u32s(statuses).str(message).take(); }
+PartDone PartDone::decode(std::string_view body) {
+  Reader r(body);
+  PartDone m;
+  m.statuses = r.u32s();
+  m.message = r.str();
+  r.end();
+  return m;
+}
+
+std::string JobEnd::encode() const { return Writer().i32(status).str(summary).take(); }
+JobEnd JobEnd::decode(std::string_view body) {
+  Reader r(body);
+  JobEnd m;
+  m.status = r.i32();
+  m.summary = r.str();
+  r.end();
+  return m;
+}
+
+}  // namespace gridrt

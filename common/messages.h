@@ -1,0 +1,123 @@
+// Bodies of the control messages (docs/protocol.md lists which frame type carries which).
+// Each struct has encode() into a frame body and a decode() that throws wire::BadBody on a
+// malformed body, so a handler either gets a whole message or drops the peer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/wire.h"
+
+namespace gridrt {
+
+// One process group of a JobProfile: the logical topology (seed 001 §3.1).
+struct GroupSpec {
+  std::string name;
+  std::uint32_t count = 0;
+};
+
+// What the launcher submits: a validated JobProfile with every variable filled in.
+struct JobSpec {
+  std::string app_id;
+  std::string task_id;
+  std::vector<GroupSpec> groups;  // JobProfile order: a group's color is its index here
+  std::string executable;         // absolute path on the grid's nodes
+  std::vector<std::string> args;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::string workdir;            // empty: the relay's working directory
+
+  std::uint32_t total_processes() const;
+  std::string encode() const;
+  static JobSpec decode(std::string_view body);
+};
+
+struct RelayRegistration {
+  std::string cluster;
+  std::string site;
+  std::uint32_t slots = 0;
+  std::string link_host;  // where other relays dial this one (relay-to-relay links)
+  std::uint16_t link_port = 0;
+
+  std::string encode() const;
+  static RelayRegistration decode(std::string_view body);
+};
+
+// One cluster's share of a job: global ranks [first_rank, first_rank + count).
+struct ClusterPart {
+  std::string name;
+  std::uint32_t site = 0;  // index into Topology::sites
+  std::uint32_t first_rank = 0;
+  std::uint32_t count = 0;
+  std::string link_host;
+  std::uint16_t link_port = 0;
+};
+
+// Where every process of a job runs, and the names behind the colors. Built by the broker,
+// published to every process through the relays.
+struct Topology {
+  std::vector<std::string> groups;      // group color = index
+  std::vector<std::string> sites;       // site color = index
+  std::vector<ClusterPart> clusters;    // cluster color = index; ranks contiguous, grid order
+  std::vector<std::uint32_t> rank_group;
+  std::vector<std::string> nodes;       // node color = index; filled when every part is ready
+  std::vector<std::uint32_t> rank_node;
+
+  std::uint32_t size() const { return static_cast<std::uint32_t>(rank_group.size()); }
+  // Index of the cluster holding `rank`; size() is not a rank (returns clusters.size()).
+  std::uint32_t cluster_of(std::uint32_t rank) const;
+  void encode(wire::Writer& w) const;
+  static Topology decode(wire::Reader& r);
+};
+
+// Broker -> relay: start this cluster's part of a job.
+struct PartStart {
+  std::uint64_t job = 0;
+  std::string secret;        // processes prove membership of the job with it
+  std::uint32_t cluster = 0; // index of the receiving relay's cluster in topology.clusters
+  Topology topology;         // without nodes yet
+  JobSpec spec;
+
+  std::string encode() const;
+  static PartStart decode(std::string_view body);
+};
+
+// Runtime or gridproc -> relay, first frame of the connection.
+struct ProcHello {
+  std::string secret;
+  std::uint32_t local_rank = 0;  // rank in the cluster's MPI_COMM_WORLD
+  std::string hostname;
+
+  std::string encode() const;
+  static ProcHello decode(std::string_view body);
+};
+
+// Relay -> broker: every local process said hello; their hostnames by local rank.
+struct PartReady {
+  std::vector<std::string> hostnames;
+  std::string encode() const;
+  static PartReady decode(std::string_view body);
+};
+
+// Relay -> broker: the part is over. Exit statuses by local rank (0..255; 128+N for signal N).
+struct PartDone {
+  std::vector<std::uint32_t> statuses;
+  std::string message;  // why, when the part could not run at all (e.g. mpiexec missing)
+  std::string encode() const;
+  static PartDone decode(std::string_view body);
+};
+
+// Broker -> launcher: the job is over.
+struct JobEnd {
+  std::int32_t status = 0;  // what gridrun exits with
+  std::string summary;      // one line: which ranks failed and how
+  std::string encode() const;
+  static JobEnd decode(std::string_view body);
+};
+
+// Output frames carry one line of a process's output; the stream is in header.flags.
+inline constexpr std::uint32_t kStdout = 1;
+inline constexpr std::uint32_t kStderr = 2;
+
+}  // namespace gridrt

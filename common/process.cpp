@@ -1,0 +1,93 @@
+#include "common/process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace gridrt {
+
+Child spawn(const std::vector<std::string>& argv, const SpawnOptions& opt) {
+  if (argv.empty()) throw std::runtime_error("spawn: empty command");
+  int out[2] = {-1, -1}, err[2] = {-1, -1}, status[2];
+  if (::pipe2(status, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  if (opt.pipe_stdout && ::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  if (opt.pipe_stderr && ::pipe2(err, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    const std::string kv = *e;
+    const std::string key = kv.substr(0, kv.find('='));
+    bool overridden = false;
+    for (const auto& [k, v] : opt.env) overridden = overridden || k == key;
+    if (!overridden) env_strings.push_back(kv);
+  }
+  for (const auto& [k, v] : opt.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const pid_t parent = ::getpid();
+
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    if (opt.die_with_parent) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);  // parent died before prctl took effect
+    }
+    if (opt.new_process_group) ::setpgid(0, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::signal(SIGPIPE, SIG_DFL);
+    if (opt.pipe_stdout) ::dup2(out[1], 1);
+    if (opt.pipe_stderr) ::dup2(err[1], 2);
+    int code = 0;
+    if (!opt.workdir.empty() && ::chdir(opt.workdir.c_str()) != 0) {
+      code = errno;
+    } else {
+      ::execvpe(args[0], args.data(), envp.data());
+      code = errno;
+    }
+    ssize_t ignored = ::write(status[1], &code, sizeof code);
+    (void)ignored;
+    ::_exit(127);
+  }
+  ::close(status[1]);
+  if (opt.pipe_stdout) ::close(out[1]);
+  if (opt.pipe_stderr) ::close(err[1]);
+  int code = 0;
+  ssize_t n;
+  do n = ::read(status[0], &code, sizeof code);
+  while (n < 0 && errno == EINTR);
+  ::close(status[0]);
+  if (n == sizeof code) {
+    ::waitpid(pid, nullptr, 0);
+    if (opt.pipe_stdout) ::close(out[0]);
+    if (opt.pipe_stderr) ::close(err[0]);
+    const std::string where = opt.workdir.empty() ? "" : " in " + opt.workdir;
+    throw std::runtime_error("cannot start '" + argv[0] + "'" + where + ": " + std::strerror(code));
+  }
+  return Child{pid, out[0], err[0]};
+}
+
+int exit_code_of(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  return 255;
+}
+
+void signal_tree(pid_t pid, int sig) {
+  if (pid <= 0) return;
+  if (::kill(-pid, sig) != 0) ::kill(pid, sig);
+}
+
+}  // namespace gridrt

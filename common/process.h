@@ -1,0 +1,40 @@
+// Starting child processes the way every gridrt component needs: argv without a shell,
+// extra environment, a working directory, optional pipes for stdout/stderr, its own process
+// group (so the whole tree below it can be signalled), and death with its parent
+// (PR_SET_PDEATHSIG) so that nothing outlives a killed launcher or relay.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gridrt {
+
+struct SpawnOptions {
+  std::vector<std::pair<std::string, std::string>> env;  // added to (or replacing in) ours
+  std::string workdir;
+  bool pipe_stdout = false;
+  bool pipe_stderr = false;
+  bool new_process_group = true;
+  bool die_with_parent = true;
+};
+
+struct Child {
+  pid_t pid = -1;
+  int stdout_fd = -1;  // read ends, when piped
+  int stderr_fd = -1;
+};
+
+// Throws std::runtime_error naming argv[0] when the program cannot be started (exec
+// failure is reported through a close-on-exec pipe, so it is seen here, not as exit 127).
+Child spawn(const std::vector<std::string>& argv, const SpawnOptions& opt);
+
+// A wait status as a shell reports it: the exit code, or 128 + the signal number.
+int exit_code_of(int wait_status);
+
+// Sends `sig` to the child's process group (or the child alone if it has none).
+void signal_tree(pid_t pid, int sig);
+
+}  // namespace gridrt

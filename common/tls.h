@@ -1,0 +1,50 @@
+// TLS in one place: mutual TLS 1.3 contexts from a grid CA, and the small certificate
+// authority the embedded grid and the tests use to make throw-away credentials.
+// Every failure throws TlsError carrying OpenSSL's own error text.
+#pragma once
+
+#include <boost/asio/ssl/context.hpp>
+#include <stdexcept>
+#include <string>
+
+namespace gridrt::tls {
+
+struct TlsError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Paths of the PEM files one party presents: its certificate, its key, and the CA it trusts.
+struct Credentials {
+  std::string cert;
+  std::string key;
+  std::string ca;
+};
+
+enum class Role { kServer, kClient };
+
+// TLS 1.3 only; the peer must present a certificate signed by `ca` (both roles).
+boost::asio::ssl::context make_context(Role role, const Credentials& creds);
+
+// The common name of the peer's verified certificate ("" if none).
+std::string peer_common_name(SSL* ssl);
+
+// A certificate authority held in memory (EC P-256 keys, SHA-256 signatures).
+class Authority {
+ public:
+  explicit Authority(const std::string& name);  // a fresh self-signed CA
+  ~Authority();
+  Authority(const Authority&) = delete;
+  Authority& operator=(const Authority&) = delete;
+
+  // Writes <dir>/ca.pem.
+  std::string write_ca(const std::string& dir) const;
+  // Issues a certificate for `common_name`, writes <dir>/<file>.pem and <dir>/<file>.key
+  // (mode 0600) and returns the credentials (with this CA as the trusted one).
+  Credentials issue(const std::string& common_name, const std::string& dir, const std::string& file) const;
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+}  // namespace gridrt::tls

@@ -1,0 +1,126 @@
+// Frame header and the pure codec of the gridrt wire protocol (docs/protocol.md).
+//
+// Every connection in gridrt (launcher-broker, relay-broker, relay-relay, process-relay,
+// gridproc-relay) carries the same frames: a fixed 48-byte little-endian header followed by a
+// body of `length` bytes. The codec never touches a socket: it is fed bytes and says whether
+// they hold a good frame, a bad one, or need more.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gridrt::wire {
+
+inline constexpr std::uint32_t kMagic = 0x54445247;  // "GRDT" read as little-endian bytes
+inline constexpr std::uint16_t kVersion = 1;
+inline constexpr std::size_t kHeaderSize = 48;
+// Largest body accepted. Runtime payloads above this are cut into several frames by the
+// sender; a peer announcing more is misbehaving and its connection is dropped.
+inline constexpr std::uint32_t kMaxBody = 16u << 20;
+
+enum class Type : std::uint16_t {
+  kError = 1,          // any direction: body = text; the sender closes afterwards
+  kRelayRegister = 2,  // relay -> broker: RelayRegistration
+  kRegistered = 3,     // broker -> relay: empty, registration accepted
+  kSubmit = 4,         // launcher -> broker: JobSpec
+  kJobAccepted = 5,    // broker -> launcher: job id in header, body = Mapping
+  kStartPart = 6,      // broker -> relay: PartStart
+  kProcHello = 7,      // runtime -> relay: ProcHello
+  kMonitorHello = 8,   // gridproc -> relay: ProcHello (hostname unused)
+  kPartReady = 9,      // relay -> broker: PartReady (hostnames of the local ranks)
+  kTopology = 10,      // broker -> relay -> runtime: Topology, complete with nodes
+  kOutput = 11,        // gridproc -> relay -> broker -> launcher: Output
+  kProcExit = 12,      // gridproc -> relay: exit status in header.tag, rank in src
+  kPartDone = 13,      // relay -> broker: PartDone
+  kKillJob = 14,       // broker -> relay: stop the job's processes, body = reason
+  kJobEnd = 15,        // broker -> launcher: JobEnd
+  kLinkHello = 16,     // relay -> relay: body = the dialling relay's cluster name
+  kData = 17,          // runtime <-> relay <-> relay <-> runtime: a point-to-point payload
+  kProcExitRank = 18,  // relay -> broker: one rank's exit (src = rank, tag = status)
+};
+const char* type_name(Type t);
+
+// The fixed header. Fields that a message type does not use are zero.
+struct Header {
+  std::uint32_t magic = kMagic;
+  std::uint16_t version = kVersion;
+  Type type = Type::kError;
+  std::uint32_t flags = 0;
+  std::uint32_t length = 0;   // body bytes following the header
+  std::uint64_t job = 0;      // job id assigned by the broker (0: none)
+  std::int32_t src = -1;      // global source rank (-1: not a rank)
+  std::int32_t dst = -1;      // global destination rank
+  std::uint32_t context = 0;  // communicator context (kData): keeps traffic classes apart
+  std::int32_t tag = 0;       // message tag (kData), or an exit status (kProcExit)
+  std::uint64_t seq = 0;      // per (src, dst) sequence number, for FIFO checks
+};
+
+struct Frame {
+  Header header;
+  std::string body;
+};
+
+void encode_header(const Header& h, unsigned char out[kHeaderSize]);
+std::string encode(const Frame& f);  // header + body, ready for a socket
+Frame make_frame(Type t, std::string body = {}, std::uint64_t job = 0);
+
+// Incremental decoder. feed() appends bytes; next() yields frames one at a time.
+class Decoder {
+ public:
+  enum class Status { kFrame, kNeedMore, kBad };
+  void feed(const void* data, std::size_t n);
+  // On kFrame, `out` holds the frame. On kBad, error() says what was wrong and the decoder
+  // stays bad: the connection must be dropped (its stream can no longer be trusted).
+  Status next(Frame& out);
+  const std::string& error() const { return error_; }
+
+ private:
+  std::string buf_;
+  std::size_t pos_ = 0;
+  std::string error_;
+};
+
+// Serialisation of message bodies: little-endian integers, strings as u32 length + bytes.
+class Writer {
+ public:
+  Writer& u8(std::uint8_t v);
+  Writer& u32(std::uint32_t v);
+  Writer& i32(std::int32_t v) { return u32(static_cast<std::uint32_t>(v)); }
+  Writer& u64(std::uint64_t v);
+  Writer& str(std::string_view s);
+  Writer& strs(const std::vector<std::string>& v);
+  Writer& u32s(const std::vector<std::uint32_t>& v);
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+// Reads what Writer wrote; any truncation or oversize count throws wire::BadBody.
+class Reader {
+ public:
+  explicit Reader(std::string_view in) : in_(in) {}
+  std::uint8_t u8();
+  std::uint32_t u32();
+  std::int32_t i32() { return static_cast<std::int32_t>(u32()); }
+  std::uint64_t u64();
+  std::string str();
+  std::vector<std::string> strs();
+  std::vector<std::uint32_t> u32s();
+  void end() const;  // throws unless every byte was consumed
+
+ private:
+  void need(std::size_t n) const;
+  std::string_view in_;
+  std::size_t pos_ = 0;
+};
+
+struct BadBody : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace gridrt::wire

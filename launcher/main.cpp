@@ -1,0 +1,168 @@
+// gridrun: submit a JobProfile and follow it to its end. See --help and README.md.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <signal.h>
+
+#include "broker/broker.h"
+#include "common/grid.h"
+#include "common/jobprofile.h"
+#include "launcher/embedded.h"
+#include "launcher/submit.h"
+
+namespace {
+
+const char* kUsage = R"(usage: gridrun [options] JOBPROFILE.xml
+
+Runs the job a JobProfile describes as one MPI job across the clusters of a grid: every
+cluster runs its part as an ordinary MPICH job behind its relay, and the runtime library
+(libgridrt) connects the parts. Output lines are prefixed with [cluster:rank].
+
+Job options:
+  -n N                 number of processes: sets $NPROCS in the profile
+                       (default: every slot of the grid)
+  --var NAME=VALUE     sets $NAME in the profile (repeatable)
+  --dry-run            print how the groups map onto clusters and ranks, run nothing
+  -v, --verbose        say what gridrun is doing (job id, daemons' log level info)
+
+Grid options:
+  (none)               use the embedded default grid: a broker and one relay per cluster
+                       started on this machine for this job, with fresh certificates in
+                       a private temporary directory, all removed afterwards
+  --grid FILE          grid description for the embedded grid (docs/grid.md), instead of
+                       the default of 2 clusters x 3 slots
+  --broker HOST:PORT   submit to a running broker instead (needs the three below)
+  --cert PEM --key PEM your user certificate and key, issued by the grid's CA
+  --ca PEM             the grid's CA certificate
+
+Variables always defined: NPROCS (see -n) and GRIDRT_BIN (the directory of gridrun,
+where the examples are built).
+
+Exit status: 0 when every process exited 0; otherwise the first non-zero status of a
+process (128+N for signal N), with a one-line summary of the failed ranks on stderr;
+2 for bad input (the message names file:line:column and the element); 1 when the grid
+could not run the job (broker unreachable, daemons failed to start); 130 on Ctrl-C.
+)";
+
+[[noreturn]] void usage_error(const std::string& msg) {
+  std::fprintf(stderr, "gridrun: %s\n(gridrun --help explains the options)\n", msg.c_str());
+  std::exit(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace gridrt;
+  log::set_component("gridrun");
+  std::string profile, grid_path, nprocs;
+  Variables vars;
+  SubmitOptions sub;
+  bool dry_run = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage_error(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "-n") {
+      nprocs = value();
+    } else if (a == "--var") {
+      const std::string kv = value();
+      const auto eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) usage_error("--var takes NAME=VALUE, got '" + kv + "'");
+      vars[kv.substr(0, eq)] = kv.substr(eq + 1);
+    } else if (a == "--dry-run") {
+      dry_run = true;
+    } else if (a == "-v" || a == "--verbose") {
+      sub.verbose = true;
+    } else if (a == "--grid") {
+      grid_path = value();
+    } else if (a == "--broker") {
+      sub.broker = value();
+    } else if (a == "--cert") {
+      sub.creds.cert = value();
+    } else if (a == "--key") {
+      sub.creds.key = value();
+    } else if (a == "--ca") {
+      sub.creds.ca = value();
+    } else if (!a.empty() && a[0] == '-') {
+      usage_error("unknown option '" + a + "'");
+    } else if (profile.empty()) {
+      profile = a;
+    } else {
+      usage_error("only one JobProfile may be given ('" + profile + "' and '" + a + "')");
+    }
+  }
+  if (profile.empty()) usage_error("no JobProfile given");
+  const bool embedded = sub.broker.empty();
+  if (!embedded && (sub.creds.cert.empty() || sub.creds.key.empty() || sub.creds.ca.empty()))
+    usage_error("--broker needs --cert, --key and --ca");
+  if (!embedded && !grid_path.empty()) usage_error("--grid describes the embedded grid; it cannot go with --broker");
+  if (sub.verbose && !std::getenv("GRIDRT_LOG")) ::setenv("GRIDRT_LOG", "info", 1);
+
+  const std::string bin_dir = std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
+  try {
+    std::string grid_xml;
+    Grid grid;
+    if (embedded) {
+      if (grid_path.empty()) {
+        grid_xml = default_grid_xml();
+        grid = parse_grid("embedded default grid", grid_xml);
+      } else {
+        grid = load_grid(grid_path);
+        std::ifstream in(grid_path);
+        grid_xml.assign(std::istreambuf_iterator<char>(in), {});
+      }
+    }
+    if (!nprocs.empty()) {
+      const bool ok = nprocs.find_first_not_of("0123456789") == std::string::npos && std::atol(nprocs.c_str()) > 0;
+      if (!ok) usage_error("-n takes a positive number, got '" + nprocs + "'");
+      vars["NPROCS"] = nprocs;
+    } else if (embedded && !vars.count("NPROCS")) {
+      vars["NPROCS"] = std::to_string(grid.total_slots());
+    }
+    vars.emplace("GRIDRT_BIN", bin_dir);
+    const JobSpec spec = load_job_profile(profile, vars);
+
+    if (dry_run && embedded) {
+      std::vector<ClusterOffer> offers;
+      for (const auto& c : grid.clusters) offers.push_back({c.name, c.site, c.slots, "", 0});
+      std::fputs(describe_mapping(map_job(spec, offers)).c_str(), stdout);
+      return 0;
+    }
+    if (dry_run) sub.flags |= kSubmitDryRun;
+    if (!embedded) return submit_job(spec, sub);
+
+    // Checked before anything starts: a job the grid cannot hold is bad input.
+    {
+      std::vector<ClusterOffer> offers;
+      for (const auto& c : grid.clusters) offers.push_back({c.name, c.site, c.slots, "", 0});
+      map_job(spec, offers);
+    }
+    // Signals during start-up must not leave daemons behind: block them until the submit
+    // loop installs its own handling, and let the destructor clean up on every path.
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    EmbeddedGrid eg(grid_xml, bin_dir);
+    sub.broker = eg.broker_endpoint();
+    sub.creds = eg.user_credentials();
+    sub.flags |= kSubmitWaitForGrid;
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    return submit_job(spec, sub);
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "gridrun: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gridrun: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,100 @@
+#include "launcher/submit.h"
+
+#include <cstdio>
+
+#include "broker/broker.h"
+#include "common/link.h"
+
+namespace gridrt {
+
+using wire::Frame;
+using wire::Type;
+
+int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
+  asio::io_context io;
+  asio::ssl::context ctx = tls::make_context(tls::Role::kClient, opt.creds);
+  TlsStream stream(io, ctx);
+  boost::system::error_code ec;
+  const tcp::endpoint ep = parse_endpoint(opt.broker);
+  stream.next_layer().connect(ep, ec);
+  if (!ec) stream.handshake(asio::ssl::stream_base::client, ec);
+  if (ec) {
+    std::fprintf(stderr, "gridrun: cannot reach the broker at %s: %s\n", opt.broker.c_str(), ec.message().c_str());
+    return 1;
+  }
+  auto link = std::make_shared<TlsLink>(std::move(stream), "broker");
+  int status = 1;
+  bool accepted = false, ended = false, interrupted = false;
+  Topology topo;
+  auto prefix = [&](std::int32_t rank) {
+    if (rank < 0 || static_cast<std::uint32_t>(rank) >= topo.size()) return std::string("[?] ");
+    return "[" + topo.clusters[topo.cluster_of(static_cast<std::uint32_t>(rank))].name + ":" + std::to_string(rank) + "] ";
+  };
+  link->start(
+      [&](Frame& f) {
+        switch (f.header.type) {
+          case Type::kJobAccepted: {
+            wire::Reader r(f.body);
+            topo = Topology::decode(r);
+            accepted = true;
+            if (opt.flags & kSubmitDryRun) {
+              std::fputs(describe_mapping(topo).c_str(), stdout);
+              status = 0;
+              ended = true;
+              link->close("dry run done");
+            } else if (opt.verbose) {
+              std::fprintf(stderr, "gridrun: job %llu accepted: %u processes on %zu cluster(s)\n",
+                           static_cast<unsigned long long>(f.header.job), topo.size(), topo.clusters.size());
+            }
+            break;
+          }
+          case Type::kOutput: {
+            FILE* out = f.header.flags == kStderr ? stderr : stdout;
+            // Rank -1: the launch command's own output (e.g. mpiexec's errors).
+            std::string line = f.header.src >= 0 ? prefix(f.header.src)
+                               : f.header.context < topo.clusters.size() ? "[" + topo.clusters[f.header.context].name + "] "
+                                                                         : std::string("[?] ");
+            line += f.body;
+            line += '\n';
+            std::fwrite(line.data(), 1, line.size(), out);
+            break;
+          }
+          case Type::kError:
+            std::fprintf(stderr, "gridrun: %s\n", f.body.c_str());
+            if (!accepted) status = 2;
+            break;
+          case Type::kJobEnd: {
+            const JobEnd end = JobEnd::decode(f.body);
+            status = end.status;
+            if (!end.summary.empty()) std::fprintf(stderr, "gridrun: %s\n", end.summary.c_str());
+            ended = true;
+            link->close("job ended");
+            break;
+          }
+          default:
+            break;
+        }
+      },
+      [&](const std::string& why) {
+        if (!ended && !interrupted) {
+          if (accepted || status != 2) std::fprintf(stderr, "gridrun: lost the broker: %s\n", why.c_str());
+          if (status != 2) status = 1;
+        }
+        io.stop();
+      });
+  Frame submit = wire::make_frame(Type::kSubmit, spec.encode());
+  submit.header.flags = opt.flags;
+  link->send(submit);
+  on_termination_signal(io, [&](int sig) {
+    // Hanging up makes the broker stop the job everywhere.
+    interrupted = true;
+    status = 128 + sig;
+    std::fprintf(stderr, "gridrun: interrupted, stopping the job\n");
+    link->close("interrupted");
+  });
+  io.run();
+  std::fflush(stdout);
+  return status;
+}
+
+}  // namespace gridrt

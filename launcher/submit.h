@@ -1,0 +1,24 @@
+// Submitting a job to a broker and streaming it to its end: output lines prefixed with
+// cluster and rank, the job's exit status, a one-line summary of failed ranks.
+#pragma once
+
+#include <string>
+
+#include "common/messages.h"
+#include "common/tls.h"
+
+namespace gridrt {
+
+struct SubmitOptions {
+  std::string broker;  // HOST:PORT
+  tls::Credentials creds;
+  std::uint32_t flags = 0;  // kSubmit* flags of broker.h
+  bool verbose = false;
+};
+
+// Returns what gridrun exits with: the job's status, 2 when the broker refused the job
+// (bad input), 1 when the broker could not be reached or vanished, 130 on Ctrl-C.
+// With kSubmitDryRun, prints the mapping the broker chose instead of running.
+int submit_job(const JobSpec& spec, const SubmitOptions& opt);
+
+}  // namespace gridrt

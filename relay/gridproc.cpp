@@ -1,0 +1,163 @@
+// gridproc: the monitor the relay starts under mpiexec in front of every process of a job.
+//
+//   <launch command> gridproc -- PROGRAM ARGS...
+//
+// It runs PROGRAM as its child (same MPI environment: PMI variables and fds are inherited),
+// sends each line the program writes to stdout/stderr to the relay as an Output frame, and
+// reports the program's exit status (128+N for signal N) in a ProcExit frame. This is how
+// gridrun prefixes every line with cluster and rank and knows which rank failed and how,
+// whatever the launch command (mpiexec, srun) does with output and statuses.
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/link.h"
+#include "common/messages.h"
+#include "common/process.h"
+
+namespace {
+
+pid_t g_child = -1;
+void forward_signal(int sig) {
+  if (g_child > 0) ::kill(g_child, sig);
+}
+
+// The rank of this process in its cluster's MPI job, from the process manager's environment.
+int local_rank() {
+  for (const char* var : {"PMI_RANK", "PMIX_RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"})
+    if (const char* v = std::getenv(var)) return std::atoi(v);
+  return -1;
+}
+
+bool write_all(int fd, const std::string& bytes) {
+  std::size_t off = 0;
+  while (off < bytes.size()) {
+    const ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    off += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+int connect_relay(const std::string& endpoint) {
+  const auto ep = gridrt::parse_endpoint(endpoint);
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(ep.port());
+  sa.sin_addr.s_addr = htonl(ep.address().to_v4().to_uint());
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    std::fprintf(stderr, "gridproc: cannot connect to the relay at %s: %s\n", endpoint.c_str(), std::strerror(errno));
+    std::exit(1);
+  }
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace gridrt;
+  if (argc < 3 || std::strcmp(argv[1], "--") != 0) {
+    std::fprintf(stderr, "usage: gridproc -- PROGRAM [ARGS...]\n"
+                         "Started by gridrelay under the cluster's launch command; not for direct use.\n");
+    return 2;
+  }
+  std::vector<std::string> cmd(argv + 2, argv + argc);
+  const char* relay = std::getenv("GRIDRT_RELAY");
+  const char* job_text = std::getenv("GRIDRT_JOB");
+  const char* secret = std::getenv("GRIDRT_SECRET");
+  const int rank = local_rank();
+  if (!relay || !job_text || !secret || rank < 0) {
+    std::fprintf(stderr, "gridproc: GRIDRT_RELAY, GRIDRT_JOB, GRIDRT_SECRET and a rank (PMI_RANK) must be set\n");
+    return 2;
+  }
+  const std::uint64_t job = std::strtoull(job_text, nullptr, 10);
+  const int sock = connect_relay(relay);
+  ProcHello hello{secret, static_cast<std::uint32_t>(rank), ""};
+  write_all(sock, wire::encode(wire::make_frame(wire::Type::kMonitorHello, hello.encode(), job)));
+
+  SpawnOptions so;
+  so.pipe_stdout = so.pipe_stderr = true;
+  so.new_process_group = false;  // stay in the launch command's group: one signal stops all
+  Child child;
+  try {
+    child = spawn(cmd, so);
+  } catch (const std::exception& e) {
+    wire::Frame out = wire::make_frame(wire::Type::kOutput, std::string("gridproc: ") + e.what(), job);
+    out.header.flags = kStderr;
+    wire::Frame ex = wire::make_frame(wire::Type::kProcExit, {}, job);
+    ex.header.tag = 127;
+    write_all(sock, wire::encode(out) + wire::encode(ex));
+    return 127;
+  }
+  g_child = child.pid;
+  struct sigaction sa {};
+  sa.sa_handler = forward_signal;
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGHUP, &sa, nullptr);
+
+  // Forward output line by line until both pipes close.
+  pollfd fds[2] = {{child.stdout_fd, POLLIN, 0}, {child.stderr_fd, POLLIN, 0}};
+  std::string partial[2];
+  const std::uint32_t stream[2] = {kStdout, kStderr};
+  bool relay_ok = true;
+  auto send_line = [&](int i, std::string line) {
+    wire::Frame f = wire::make_frame(wire::Type::kOutput, std::move(line), job);
+    f.header.flags = stream[i];
+    if (relay_ok) relay_ok = write_all(sock, wire::encode(f));
+  };
+  int open = 2;
+  char buf[65536];
+  while (open > 0) {
+    const int r = ::poll(fds, 2, -1);
+    if (r < 0 && errno == EINTR) continue;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        if (!partial[i].empty()) send_line(i, std::move(partial[i]));
+        partial[i].clear();
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open;
+        continue;
+      }
+      partial[i].append(buf, static_cast<std::size_t>(n));
+      std::size_t nl;
+      while ((nl = partial[i].find('\n')) != std::string::npos) {
+        send_line(i, partial[i].substr(0, nl));
+        partial[i].erase(0, nl + 1);
+      }
+      if (partial[i].size() > 65536) {  // a very long line goes in pieces
+        send_line(i, std::move(partial[i]));
+        partial[i].clear();
+      }
+    }
+  }
+  int st = 0;
+  while (::waitpid(child.pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  const int code = exit_code_of(st);
+  wire::Frame ex = wire::make_frame(wire::Type::kProcExit, {}, job);
+  ex.header.tag = code;
+  write_all(sock, wire::encode(ex));
+  ::shutdown(sock, SHUT_WR);
+  ::close(sock);
+  return code;
+}

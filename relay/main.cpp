@@ -1,0 +1,89 @@
+// gridrelay: see relay.h and docs/architecture.md.
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <filesystem>
+
+#include "relay/relay.h"
+
+namespace {
+const char* kUsage = R"(usage: gridrelay --grid FILE --cluster NAME --broker HOST:PORT --cert PEM --key PEM --ca PEM
+
+The relay of one cluster: run it on the cluster's front-end. It registers the cluster with
+the broker, starts the cluster's part of each job with the launch command of the grid
+description, and carries the job's traffic to and from other clusters.
+
+  --grid FILE         grid description (docs/grid.md) holding this cluster
+  --cluster NAME      which cluster of the grid this relay serves
+  --broker HOST:PORT  the broker to register with (retried every second until reachable)
+  --cert/--key PEM    this relay's certificate and key, issued by the grid CA
+  --ca PEM            the grid CA
+  --gridproc PATH     the per-process monitor (default: gridproc next to this program)
+  --help              this text
+Logging goes to stderr; set GRIDRT_LOG=info or debug for more.
+)";
+}
+
+int main(int argc, char** argv) {
+  using namespace gridrt;
+  log::set_component("relay");
+  std::string grid_path, cluster, broker, gridproc;
+  tls::Credentials creds;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "gridrelay: %s needs a value\n%s", a.c_str(), kUsage);
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--grid") grid_path = value();
+    else if (a == "--cluster") cluster = value();
+    else if (a == "--broker") broker = value();
+    else if (a == "--cert") creds.cert = value();
+    else if (a == "--key") creds.key = value();
+    else if (a == "--ca") creds.ca = value();
+    else if (a == "--gridproc") gridproc = value();
+    else {
+      std::fprintf(stderr, "gridrelay: unknown option '%s'\n%s", a.c_str(), kUsage);
+      return 2;
+    }
+  }
+  if (grid_path.empty() || cluster.empty() || broker.empty() || creds.cert.empty() || creds.key.empty() || creds.ca.empty()) {
+    std::fprintf(stderr, "gridrelay: --grid, --cluster, --broker, --cert, --key and --ca are required\n%s", kUsage);
+    return 2;
+  }
+  if (gridproc.empty()) gridproc = (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "gridproc").string();
+  int status = 0;
+  try {
+    const Grid grid = load_grid(grid_path);
+    const ClusterDesc* desc = grid.find(cluster);
+    if (!desc) {
+      std::fprintf(stderr, "gridrelay: cluster '%s' is not in %s\n", cluster.c_str(), grid_path.c_str());
+      return 2;
+    }
+    asio::io_context io;
+    Relay relay(io, {*desc, creds, parse_endpoint(broker), gridproc});
+    relay.on_fatal = [&](const std::string& why) {
+      std::fprintf(stderr, "gridrelay: the broker refused cluster '%s': %s\n", cluster.c_str(), why.c_str());
+      status = 1;
+      relay.stop();
+      io.stop();
+    };
+    relay.start();
+    on_termination_signal(io, [&](int) {
+      relay.stop();
+      io.stop();
+    });
+    io.run();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gridrelay: %s\n", e.what());
+    return 1;
+  }
+  return status;
+}

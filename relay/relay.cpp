@@ -1,0 +1,607 @@
+#include "relay/relay.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "common/messages.h"
+#include "common/process.h"
+
+namespace gridrt {
+
+using wire::Frame;
+using wire::Type;
+
+// After mpiexec exits, how long to wait for monitors still flushing their last frames.
+constexpr auto kExitGrace = std::chrono::milliseconds(300);
+// After asking a job to stop (SIGTERM), when to stop asking (SIGKILL).
+constexpr auto kKillGrace = std::chrono::seconds(2);
+// Frames held for a local rank that has not connected yet; a job that exceeds it is broken.
+constexpr std::size_t kMaxPendingBytes = 64u << 20;
+
+struct Relay::LocalConn {
+  std::shared_ptr<TcpLink> link;
+  std::uint64_t job = 0;
+  std::uint32_t local_rank = 0;
+  bool admitted = false;
+  bool monitor = false;
+};
+
+struct Relay::Job {
+  PartStart start;
+  std::uint32_t first = 0;
+  std::uint32_t count = 0;
+  pid_t mpiexec = -1;
+  bool exited = false;
+  int mpiexec_status = 0;
+  std::string failure;                 // set when the part could not run
+  std::vector<LocalPtr> procs;         // runtime connections, by local rank
+  std::vector<LocalPtr> monitors;      // gridproc connections, by local rank
+  std::vector<std::string> hostnames;
+  std::uint32_t hellos = 0;
+  std::vector<int> status;             // per local rank, -1 while unknown
+  std::map<std::uint32_t, std::vector<Frame>> pending;  // data for ranks not yet connected
+  std::size_t pending_bytes = 0;
+  std::string topology;                // the Topology frame body, once the broker sent it
+  bool killed = false;
+  bool grace_over = false;
+  std::unique_ptr<asio::steady_timer> timer;
+  int open_pipes = 0;
+
+  std::uint64_t id() const { return start.job; }
+  const Topology& topo() const { return start.topology; }
+  bool is_local(std::int32_t rank) const {
+    return rank >= 0 && static_cast<std::uint32_t>(rank) >= first && static_cast<std::uint32_t>(rank) < first + count;
+  }
+};
+
+struct Relay::PeerLink {
+  std::shared_ptr<TlsLink> link;
+  bool up = false;
+  bool dialling = false;
+  std::vector<std::string> queue;  // encoded frames waiting for the link to come up
+};
+
+Relay::Relay(asio::io_context& io, Options opt)
+    : io_(io), opt_(std::move(opt)),
+      tls_server_(tls::make_context(tls::Role::kServer, opt_.creds)),
+      tls_client_(tls::make_context(tls::Role::kClient, opt_.creds)),
+      link_acceptor_(io, parse_endpoint(opt_.cluster.link)),
+      local_acceptor_(io, parse_endpoint(opt_.cluster.local)),
+      child_signal_(io, SIGCHLD) {}
+
+Relay::~Relay() { stop(); }
+
+void Relay::start() {
+  log::set_component("relay " + opt_.cluster.name);
+  child_signal_.async_wait([this](const boost::system::error_code& ec, int) {
+    if (!ec) on_child_signal();
+  });
+  asio::co_spawn(io_, accept_local(), asio::detached);
+  asio::co_spawn(io_, accept_links(), asio::detached);
+  asio::co_spawn(io_, broker_loop(), asio::detached);
+}
+
+void Relay::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  for (auto& [id, job] : jobs_)
+    if (job->mpiexec > 0 && !job->exited) signal_tree(job->mpiexec, SIGKILL);
+  boost::system::error_code ec;
+  link_acceptor_.close(ec);
+  local_acceptor_.close(ec);
+  child_signal_.cancel();
+  if (broker_) broker_->close("relay stopping");
+  for (auto& [name, l] : links_)
+    if (l->link) l->link->close("relay stopping");
+  for (auto& [id, job] : jobs_) {
+    for (auto& c : job->procs)
+      if (c) c->link->close("relay stopping");
+    for (auto& c : job->monitors)
+      if (c) c->link->close("relay stopping");
+    if (job->timer) job->timer->cancel();
+  }
+}
+
+// ---------------------------------------------------------------- broker
+
+asio::awaitable<void> Relay::broker_loop() {
+  bool warned = false;
+  while (!stopped_) {
+    boost::system::error_code ec;
+    TlsStream stream(io_, tls_client_);
+    co_await stream.next_layer().async_connect(opt_.broker, asio::redirect_error(asio::use_awaitable, ec));
+    if (!ec) co_await stream.async_handshake(asio::ssl::stream_base::client, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      if (!warned) log::warn("cannot reach the broker at ", opt_.broker, ": ", ec.message(), "; retrying every second");
+      warned = true;
+      asio::steady_timer t(io_, std::chrono::seconds(1));
+      co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      continue;
+    }
+    warned = false;
+    auto link = std::make_shared<TlsLink>(std::move(stream), "broker");
+    broker_ = link;
+    auto closed = std::make_shared<asio::steady_timer>(io_, std::chrono::steady_clock::time_point::max());
+    link->start([this](Frame& f) { on_broker_frame(f); },
+                [this, closed](const std::string& why) {
+                  if (!stopped_) log::warn("lost the broker: ", why);
+                  registered_ = false;
+                  // Jobs cannot be tracked without the broker: stop them rather than let them
+                  // run unobserved.
+                  for (auto& [id, job] : jobs_) kill_job(*job, "lost the broker");
+                  closed->cancel();
+                });
+    RelayRegistration reg;
+    reg.cluster = opt_.cluster.name;
+    reg.site = opt_.cluster.site;
+    reg.slots = opt_.cluster.slots;
+    reg.link_host = link_endpoint().address().to_string();
+    reg.link_port = link_endpoint().port();
+    link->send(wire::make_frame(Type::kRelayRegister, reg.encode()));
+    co_await closed->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (stopped_) co_return;
+    asio::steady_timer t(io_, std::chrono::seconds(1));
+    co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+}
+
+void Relay::to_broker(const Frame& f) {
+  if (broker_) broker_->send(f);
+}
+
+void Relay::on_broker_frame(Frame& f) {
+  try {
+    switch (f.header.type) {
+      case Type::kRegistered:
+        registered_ = true;
+        log::info("registered with the broker at ", opt_.broker);
+        return;
+      case Type::kError:
+        log::error("the broker refused this relay: ", f.body);
+        if (!registered_ && on_fatal) on_fatal(f.body);
+        return;
+      case Type::kStartPart: return handle_start(f);
+      case Type::kTopology: return handle_topology(f);
+      case Type::kKillJob: return handle_kill(f);
+      default:
+        log::warn("ignoring unexpected ", wire::type_name(f.header.type), " frame from the broker");
+    }
+  } catch (const wire::BadBody& e) {
+    log::error("bad ", wire::type_name(f.header.type), " from the broker: ", e.what());
+    broker_->fail(std::string("bad body: ") + e.what());
+  }
+}
+
+void Relay::handle_start(const Frame& f) {
+  auto job = std::make_unique<Job>();
+  job->start = PartStart::decode(f.body);
+  const ClusterPart& me = job->topo().clusters[job->start.cluster];
+  if (me.name != opt_.cluster.name) {
+    log::error("StartPart for cluster ", me.name, " sent to ", opt_.cluster.name);
+    return;
+  }
+  if (jobs_.count(job->id())) return;
+  job->first = me.first_rank;
+  job->count = me.count;
+  job->procs.resize(me.count);
+  job->monitors.resize(me.count);
+  job->hostnames.resize(me.count);
+  job->status.assign(me.count, -1);
+  Job& j = *job;
+  jobs_[j.id()] = std::move(job);
+  ensure_links(j);
+  launch(j);
+}
+
+void Relay::handle_topology(const Frame& f) {
+  auto it = jobs_.find(f.header.job);
+  if (it == jobs_.end()) return;
+  Job& job = *it->second;
+  job.topology = f.body;
+  for (auto& c : job.procs)
+    if (c) c->link->send(f);
+}
+
+void Relay::handle_kill(const Frame& f) {
+  auto it = jobs_.find(f.header.job);
+  if (it != jobs_.end()) kill_job(*it->second, f.body);
+}
+
+// ---------------------------------------------------------------- processes
+
+void Relay::launch(Job& job) {
+  const JobSpec& spec = job.start.spec;
+  std::vector<std::string> argv;
+  for (const auto& w : opt_.cluster.launch) argv.push_back(w == "{np}" ? std::to_string(job.count) : w);
+  argv.push_back(opt_.gridproc);
+  argv.push_back("--");
+  argv.push_back(spec.executable);
+  argv.insert(argv.end(), spec.args.begin(), spec.args.end());
+  SpawnOptions so;
+  so.env = spec.env;
+  const auto local = local_endpoint();
+  so.env.emplace_back("GRIDRT_RELAY", local.address().to_string() + ":" + std::to_string(local.port()));
+  so.env.emplace_back("GRIDRT_JOB", std::to_string(job.id()));
+  so.env.emplace_back("GRIDRT_SECRET", job.start.secret);
+  so.env.emplace_back("GRIDRT_CLUSTER", opt_.cluster.name);
+  so.workdir = spec.workdir;
+  so.pipe_stdout = so.pipe_stderr = true;
+  try {
+    Child c = spawn(argv, so);
+    job.mpiexec = c.pid;
+    log::info("job ", job.id(), ": started ", job.count, " process(es) with ", argv[0], " (pid ", c.pid, ")");
+    read_launcher_output(job, c.stdout_fd, kStdout);
+    read_launcher_output(job, c.stderr_fd, kStderr);
+  } catch (const std::exception& e) {
+    job.failure = e.what();
+    job.exited = true;
+    job.mpiexec_status = 127;
+    log::error("job ", job.id(), ": ", e.what());
+    maybe_finish(job);
+  }
+}
+
+// The launch command's own output (e.g. mpiexec's errors), forwarded line by line as output
+// of the cluster (rank -1). The processes' output comes through their gridproc monitors.
+void Relay::read_launcher_output(Job& job, int fd, std::uint32_t stream) {
+  ++job.open_pipes;
+  auto desc = std::make_shared<asio::posix::stream_descriptor>(io_, fd);
+  auto buf = std::make_shared<std::string>();
+  auto chunk = std::make_shared<std::array<char, 4096>>();
+  const std::uint64_t id = job.id();
+  auto step = std::make_shared<std::function<void()>>();
+  *step = [this, desc, buf, chunk, id, stream, step] {
+    desc->async_read_some(asio::buffer(*chunk), [this, desc, buf, chunk, id, stream, step](const boost::system::error_code& ec, std::size_t n) {
+      buf->append(chunk->data(), n);
+      std::size_t nl;
+      while ((nl = buf->find('\n')) != std::string::npos || (ec && !buf->empty())) {
+        const std::size_t len = nl == std::string::npos ? buf->size() : nl;
+        Frame f = wire::make_frame(Type::kOutput, buf->substr(0, len), id);
+        f.header.flags = stream;
+        to_broker(f);
+        buf->erase(0, nl == std::string::npos ? len : len + 1);
+      }
+      auto it = jobs_.find(id);
+      if (!ec) {
+        (*step)();
+        return;
+      }
+      *step = nullptr;  // break the self-reference
+      if (it != jobs_.end()) {
+        --it->second->open_pipes;
+        maybe_finish(*it->second);
+      }
+    });
+  };
+  (*step)();
+}
+
+void Relay::on_child_signal() {
+  child_signal_.async_wait([this](const boost::system::error_code& ec, int) {
+    if (!ec) on_child_signal();
+  });
+  int st = 0;
+  pid_t pid;
+  while ((pid = ::waitpid(-1, &st, WNOHANG)) > 0) {
+    for (auto& [id, job] : jobs_) {
+      if (job->mpiexec != pid) continue;
+      job->exited = true;
+      job->mpiexec_status = exit_code_of(st);
+      log::info("job ", id, ": launch command exited with status ", job->mpiexec_status);
+      // Monitors may still be flushing their last frames: give them a moment.
+      job->timer = std::make_unique<asio::steady_timer>(io_, kExitGrace);
+      job->timer->async_wait([this, id = id](const boost::system::error_code& e) {
+        auto it = jobs_.find(id);
+        if (e || it == jobs_.end()) return;
+        it->second->grace_over = true;
+        maybe_finish(*it->second);
+      });
+      maybe_finish(*job);
+      break;
+    }
+  }
+}
+
+void Relay::kill_job(Job& job, const std::string& why) {
+  if (job.killed) return;
+  job.killed = true;
+  log::info("job ", job.id(), ": stopping (", why, ")");
+  if (job.mpiexec > 0 && !job.exited) {
+    signal_tree(job.mpiexec, SIGTERM);
+    const std::uint64_t id = job.id();
+    auto t = std::make_shared<asio::steady_timer>(io_, kKillGrace);
+    t->async_wait([this, t, id](const boost::system::error_code&) {
+      auto it = jobs_.find(id);
+      if (it != jobs_.end() && !it->second->exited) signal_tree(it->second->mpiexec, SIGKILL);
+    });
+  }
+}
+
+// The part is over when the launch command exited, its output pipes are drained, every
+// monitor has hung up, and every rank's status is known (or the grace period after the exit
+// ran out: a rank whose monitor never reported is then accounted from the launch command).
+void Relay::maybe_finish(Job& job) {
+  if (!job.exited || job.open_pipes > 0) return;
+  for (auto& m : job.monitors)
+    if (m && !m->link->closed()) return;
+  const bool all_known = std::find(job.status.begin(), job.status.end(), -1) == job.status.end();
+  if (!all_known && !job.grace_over && job.failure.empty()) return;
+  finish(job);
+}
+
+void Relay::finish(Job& job) {
+  PartDone done;
+  done.message = job.failure;
+  for (std::uint32_t i = 0; i < job.count; ++i) {
+    int st = job.status[i];
+    // No status from the rank's monitor: it never started or was killed with it. The
+    // launch command's status is the best account of it, else 255 ("lost").
+    if (st == -1) st = job.mpiexec_status != 0 ? job.mpiexec_status : 255;
+    done.statuses.push_back(static_cast<std::uint32_t>(st));
+  }
+  if (done.message.empty() && job.mpiexec_status != 0 && !job.killed) {
+    bool any_reported = false;
+    for (int s : job.status) any_reported = any_reported || s != -1;
+    if (!any_reported)
+      done.message = "launch command '" + opt_.cluster.launch[0] + "' exited with status " +
+                     std::to_string(job.mpiexec_status) + " before any process started";
+  }
+  to_broker(wire::make_frame(Type::kPartDone, done.encode(), job.id()));
+  log::info("job ", job.id(), ": part done");
+  for (auto& c : job.procs)
+    if (c) c->link->close_after_flush("job ended");
+  for (auto& c : job.monitors)
+    if (c) c->link->close("job ended");
+  if (job.timer) job.timer->cancel();
+  jobs_.erase(job.id());
+}
+
+// ---------------------------------------------------------------- local connections
+
+asio::awaitable<void> Relay::accept_local() {
+  while (!stopped_) {
+    boost::system::error_code ec;
+    tcp::socket s = co_await local_acceptor_.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      if (ec == asio::error::operation_aborted) co_return;
+      continue;
+    }
+    s.set_option(tcp::no_delay(true), ec);
+    auto conn = std::make_shared<LocalConn>();
+    const auto ep = s.remote_endpoint(ec);
+    conn->link = std::make_shared<TcpLink>(std::move(s), "local " + ep.address().to_string() + ":" + std::to_string(ep.port()));
+    std::weak_ptr<LocalConn> weak = conn;
+    conn->link->start([this, weak](Frame& f) { if (auto c = weak.lock()) on_local_frame(c, f); },
+                      [this, conn](const std::string&) { on_local_closed(conn); });
+  }
+}
+
+void Relay::on_local_frame(const LocalPtr& conn, Frame& f) {
+  if (!conn->admitted) return on_local_hello(conn, f);
+  auto it = jobs_.find(conn->job);
+  if (it == jobs_.end()) return;
+  Job& job = *it->second;
+  const auto rank = static_cast<std::int32_t>(job.first + conn->local_rank);
+  // A connection speaks only for its own job and rank.
+  if (f.header.job != conn->job || (f.header.type == Type::kData && f.header.src != rank)) {
+    log::warn("refusing a frame from ", conn->link->peer(), " forged for job ", f.header.job, " rank ", f.header.src);
+    return conn->link->fail("frames must carry this connection's own job and rank");
+  }
+  switch (f.header.type) {
+    case Type::kData:
+      if (f.header.dst < 0 || static_cast<std::uint32_t>(f.header.dst) >= job.topo().size())
+        return conn->link->fail("destination rank " + std::to_string(f.header.dst) + " is not in the job");
+      return route(job, f);
+    case Type::kOutput:
+      if (!conn->monitor) break;
+      f.header.src = rank;
+      return to_broker(f);
+    case Type::kProcExit:
+      if (!conn->monitor) break;
+      job.status[conn->local_rank] = f.header.tag;
+      f.header.type = Type::kProcExitRank;
+      f.header.src = rank;
+      return to_broker(f);
+    default:
+      break;
+  }
+  conn->link->fail(std::string("unexpected ") + wire::type_name(f.header.type) + " frame from a process");
+}
+
+void Relay::on_local_hello(const LocalPtr& conn, const Frame& f) {
+  const bool monitor = f.header.type == Type::kMonitorHello;
+  if (f.header.type != Type::kProcHello && !monitor) return conn->link->fail("the first frame must be a hello");
+  ProcHello hello;
+  try {
+    hello = ProcHello::decode(f.body);
+  } catch (const wire::BadBody& e) {
+    return conn->link->fail(std::string("bad hello: ") + e.what());
+  }
+  auto it = jobs_.find(f.header.job);
+  // The same answer for an unknown job and a wrong secret: nothing to learn by probing.
+  if (it == jobs_.end() || hello.secret != it->second->start.secret) {
+    log::warn("refusing ", conn->link->peer(), ": unknown job ", f.header.job, " or wrong job secret");
+    return conn->link->fail("unknown job or wrong job secret");
+  }
+  Job& job = *it->second;
+  if (hello.local_rank >= job.count) return conn->link->fail("local rank " + std::to_string(hello.local_rank) + " is not in this part");
+  auto& slot = monitor ? job.monitors[hello.local_rank] : job.procs[hello.local_rank];
+  if (slot) return conn->link->fail("local rank " + std::to_string(hello.local_rank) + " is already connected");
+  conn->admitted = true;
+  conn->monitor = monitor;
+  conn->job = job.id();
+  conn->local_rank = hello.local_rank;
+  conn->link->set_peer("job " + std::to_string(job.id()) + (monitor ? " monitor " : " rank ") + std::to_string(job.first + hello.local_rank));
+  slot = conn;
+  if (monitor) return;
+  job.hostnames[hello.local_rank] = hello.hostname;
+  if (!job.topology.empty()) conn->link->send(wire::make_frame(Type::kTopology, job.topology, job.id()));
+  auto pend = job.pending.find(hello.local_rank);
+  if (pend != job.pending.end()) {
+    for (auto& pf : pend->second) {
+      job.pending_bytes -= pf.body.size();
+      conn->link->send(pf);
+    }
+    job.pending.erase(pend);
+  }
+  if (++job.hellos == job.count) {
+    PartReady ready{job.hostnames};
+    to_broker(wire::make_frame(Type::kPartReady, ready.encode(), job.id()));
+  }
+}
+
+void Relay::on_local_closed(const LocalPtr& conn) {
+  if (!conn->admitted) return;
+  auto it = jobs_.find(conn->job);
+  if (it == jobs_.end()) return;
+  if (conn->monitor) maybe_finish(*it->second);
+}
+
+// ---------------------------------------------------------------- routing
+
+void Relay::route(Job& job, const Frame& f) {
+  const std::uint32_t c = job.topo().cluster_of(static_cast<std::uint32_t>(f.header.dst));
+  if (c == job.start.cluster) return deliver_local(job, f);
+  send_to_cluster(job.topo().clusters[c].name, f);
+}
+
+void Relay::deliver_local(Job& job, const Frame& f) {
+  const std::uint32_t local = static_cast<std::uint32_t>(f.header.dst) - job.first;
+  if (auto& c = job.procs[local]; c && !c->link->closed()) return c->link->send(f);
+  job.pending_bytes += f.body.size();
+  if (job.pending_bytes > kMaxPendingBytes) {
+    if (!job.killed) log::error("job ", job.id(), ": over ", kMaxPendingBytes, " bytes wait for ranks that never connected");
+    return kill_job(job, "data for ranks that never connected");
+  }
+  job.pending[local].push_back(f);
+}
+
+void Relay::ensure_links(const Job& job) {
+  for (const auto& c : job.topo().clusters) {
+    if (c.name == opt_.cluster.name) continue;
+    auto& pl = links_[c.name];
+    if (!pl) pl = std::make_unique<PeerLink>();
+    // One link per pair of clusters, dialled by the side whose name sorts first, so the two
+    // never dial each other at once. (Issue 3 replaces this with the broker's ladder.)
+    if (opt_.cluster.name < c.name && !pl->up && !pl->dialling) {
+      pl->dialling = true;
+      boost::system::error_code ec;
+      tcp::endpoint ep(asio::ip::make_address(c.link_host, ec), c.link_port);
+      asio::co_spawn(io_, dial_link(c.name, ep), asio::detached);
+    }
+  }
+}
+
+void Relay::send_to_cluster(const std::string& cluster, const Frame& f) {
+  auto& pl = links_[cluster];
+  if (!pl) pl = std::make_unique<PeerLink>();
+  if (pl->up) return pl->link->send(f);
+  pl->queue.push_back(wire::encode(f));
+}
+
+asio::awaitable<void> Relay::dial_link(std::string cluster, tcp::endpoint ep) {
+  boost::system::error_code ec;
+  TlsStream stream(io_, tls_client_);
+  co_await stream.next_layer().async_connect(ep, asio::redirect_error(asio::use_awaitable, ec));
+  if (!ec) stream.next_layer().set_option(tcp::no_delay(true), ec);
+  if (!ec) co_await stream.async_handshake(asio::ssl::stream_base::client, asio::redirect_error(asio::use_awaitable, ec));
+  auto& pl = links_[cluster];
+  pl->dialling = false;
+  if (ec) {
+    log::error("cannot link to the relay of cluster ", cluster, " at ", ep, ": ", ec.message());
+    for (auto& [id, job] : jobs_)
+      for (const auto& c : job->topo().clusters)
+        if (c.name == cluster) kill_job(*job, "no link to cluster " + cluster);
+    pl->queue.clear();
+    co_return;
+  }
+  auto link = std::make_shared<TlsLink>(std::move(stream), "relay " + cluster);
+  link->send(wire::make_frame(Type::kLinkHello, opt_.cluster.name));
+  on_link_up(cluster, link);
+  log::info("linked to the relay of cluster ", cluster, " at ", ep);
+  link->start([this, cluster](Frame& f) { on_link_frame(cluster, f); },
+              [this, cluster, link](const std::string& why) { on_link_lost(cluster, link, why); });
+}
+
+asio::awaitable<void> Relay::accept_links() {
+  while (!stopped_) {
+    boost::system::error_code ec;
+    tcp::socket s = co_await link_acceptor_.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      if (ec == asio::error::operation_aborted) co_return;
+      continue;
+    }
+    s.set_option(tcp::no_delay(true), ec);
+    asio::co_spawn(io_, [this, s = std::move(s)]() mutable -> asio::awaitable<void> {
+      boost::system::error_code ec;
+      const auto remote = s.remote_endpoint(ec);
+      TlsStream stream(std::move(s), tls_server_);
+      co_await stream.async_handshake(asio::ssl::stream_base::server, asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) {
+        log::warn("TLS handshake with ", remote, " on the link port failed: ", ec.message());
+        co_return;
+      }
+      auto link = std::make_shared<TlsLink>(std::move(stream), "relay link from " + remote.address().to_string());
+      auto name = std::make_shared<std::string>();
+      std::weak_ptr<TlsLink> weak = link;
+      link->start(
+          [this, name, weak](Frame& f) {
+            auto l = weak.lock();
+            if (!l) return;
+            if (!name->empty()) return on_link_frame(*name, f);
+            if (f.header.type != Type::kLinkHello || f.body.empty()) return l->fail("the first frame must be LinkHello");
+            *name = f.body;
+            l->set_peer("relay " + *name);
+            on_link_up(*name, l);
+            log::info("accepted a link from the relay of cluster ", *name);
+          },
+          [this, name, link](const std::string& why) {
+            if (!name->empty()) on_link_lost(*name, link, why);
+          });
+    }, asio::detached);
+  }
+}
+
+void Relay::on_link_up(const std::string& cluster, const std::shared_ptr<TlsLink>& link) {
+  auto& pl = links_[cluster];
+  if (!pl) pl = std::make_unique<PeerLink>();
+  pl->link = link;
+  pl->up = true;
+  for (auto& bytes : pl->queue) link->send_bytes(std::move(bytes));
+  pl->queue.clear();
+}
+
+// A lost relay link may have taken frames with it: every job spanning that cluster fails
+// (issue 3 adds reconnection); none is left waiting for data that will never come.
+void Relay::on_link_lost(const std::string& cluster, const std::shared_ptr<TlsLink>& link, const std::string& why) {
+  auto it = links_.find(cluster);
+  if (it != links_.end() && it->second->link == link) it->second->up = false;
+  if (stopped_) return;
+  log::warn("link with cluster ", cluster, " closed: ", why);
+  for (auto& [id, job] : jobs_)
+    for (const auto& c : job->topo().clusters)
+      if (c.name == cluster) kill_job(*job, "lost the link to cluster " + cluster);
+}
+
+void Relay::on_link_frame(const std::string& cluster, Frame& f) {
+  if (f.header.type != Type::kData) {
+    log::warn("ignoring ", wire::type_name(f.header.type), " frame on the link from cluster ", cluster);
+    return;
+  }
+  auto it = jobs_.find(f.header.job);
+  if (it == jobs_.end()) return;  // the job ended here already
+  Job& job = *it->second;
+  const std::uint32_t src_cluster = job.topo().cluster_of(static_cast<std::uint32_t>(f.header.src));
+  if (src_cluster >= job.topo().clusters.size() || job.topo().clusters[src_cluster].name != cluster ||
+      !job.is_local(f.header.dst)) {
+    log::warn("dropping a frame from cluster ", cluster, " with source ", f.header.src, " and destination ", f.header.dst,
+              " that do not belong to it and to us");
+    return;
+  }
+  deliver_local(job, f);
+}
+
+}  // namespace gridrt

@@ -1,0 +1,101 @@
+// gridrelay: one per cluster front-end (design.md, "Components"). It registers its cluster
+// with the broker, starts its part of each job with the cluster's launch command (MPICH
+// mpiexec), forwards output and exit statuses, and routes runtime frames between its local
+// processes and the relays of other clusters (relay-to-relay links over mutual TLS).
+//
+// Three listeners/dialers, one session type each: the broker link (TLS, dialled), the
+// relay links (TLS, dialled by the relay whose cluster name sorts first, accepted by the
+// other), and local connections (TCP from the cluster's processes and their gridproc
+// monitors, admitted by the job's secret). Everything runs on one thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "common/grid.h"
+#include "common/link.h"
+#include "common/tls.h"
+
+namespace gridrt {
+
+class Relay {
+ public:
+  struct Options {
+    ClusterDesc cluster;
+    tls::Credentials creds;
+    tcp::endpoint broker;
+    std::string gridproc;  // path of the per-process monitor started under mpiexec
+  };
+  Relay(asio::io_context& io, Options opt);
+  ~Relay();
+
+  void start();
+  // Kills every job's processes and closes every connection.
+  void stop();
+  // Called once if the broker refuses this relay (e.g. an unknown cluster): a configuration
+  // error that retrying cannot mend.
+  std::function<void(const std::string&)> on_fatal;
+
+  tcp::endpoint link_endpoint() const { return link_acceptor_.local_endpoint(); }
+  tcp::endpoint local_endpoint() const { return local_acceptor_.local_endpoint(); }
+  bool registered() const { return registered_; }
+  std::size_t active_jobs() const { return jobs_.size(); }
+
+ private:
+  struct LocalConn;
+  struct Job;
+  struct PeerLink;
+  using LocalPtr = std::shared_ptr<LocalConn>;
+
+  // Broker side.
+  asio::awaitable<void> broker_loop();
+  void on_broker_frame(wire::Frame& f);
+  void handle_start(const wire::Frame& f);
+  void handle_topology(const wire::Frame& f);
+  void handle_kill(const wire::Frame& f);
+  void to_broker(const wire::Frame& f);
+
+  // Local processes.
+  asio::awaitable<void> accept_local();
+  void on_local_frame(const LocalPtr& conn, wire::Frame& f);
+  void on_local_hello(const LocalPtr& conn, const wire::Frame& f);
+  void on_local_closed(const LocalPtr& conn);
+
+  // Other relays.
+  asio::awaitable<void> accept_links();
+  asio::awaitable<void> dial_link(std::string cluster, tcp::endpoint ep);
+  void on_link_frame(const std::string& cluster, wire::Frame& f);
+  void on_link_up(const std::string& cluster, const std::shared_ptr<TlsLink>& link);
+  void on_link_lost(const std::string& cluster, const std::shared_ptr<TlsLink>& link, const std::string& why);
+  void ensure_links(const Job& job);
+  void send_to_cluster(const std::string& cluster, const wire::Frame& f);
+
+  // Routing and job life.
+  void route(Job& job, const wire::Frame& f);
+  void deliver_local(Job& job, const wire::Frame& f);
+  void launch(Job& job);
+  void read_launcher_output(Job& job, int fd, std::uint32_t stream);
+  void on_child_signal();
+  void kill_job(Job& job, const std::string& why);
+  void maybe_finish(Job& job);
+  void finish(Job& job);
+
+  asio::io_context& io_;
+  Options opt_;
+  asio::ssl::context tls_server_;
+  asio::ssl::context tls_client_;
+  tcp::acceptor link_acceptor_;
+  tcp::acceptor local_acceptor_;
+  std::shared_ptr<TlsLink> broker_;
+  asio::signal_set child_signal_;
+  std::map<std::uint64_t, std::unique_ptr<Job>> jobs_;
+  std::map<std::string, std::unique_ptr<PeerLink>> links_;
+  bool registered_ = false;
+  bool stopped_ = false;
+};
+
+}  // namespace gridrt

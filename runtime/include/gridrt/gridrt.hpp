@@ -1,0 +1,105 @@
+// libgridrt: the runtime an application links to run as one job across clusters.
+//
+//   gridrt::init(&argc, &argv);            // wraps MPI_Init_thread; MPI_COMM_WORLD = this cluster
+//   gridrt::rank(), gridrt::size()         // global rank and size over every cluster
+//   gridrt::group_name()                   // the JobProfile group this process belongs to
+//   gridrt::group_color("workers")         // a group's color: same in every process, usable
+//                                          // as the color of MPI_Comm_split
+//   gridrt::send / recv / isend / irecv    // point-to-point between any two global ranks
+//   gridrt::barrier()                      // grid-wide, crossing the WAN once per cluster
+//   gridrt::finalize();
+//
+// Errors are thrown as gridrt::Error (docs/errors.md). Waiting never busy-spins on a socket,
+// and yields the CPU while waiting on MPI (design.md, "Waiting and progress").
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace gridrt {
+
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+inline constexpr int kAnyTag = -1;
+inline constexpr int kMaxTag = (1 << 30) - 1;
+
+// Levels of the physical topology, outermost first (seed 001 §3.1).
+enum class Level { kSite = 0, kCluster = 1, kNode = 2 };
+
+struct Status {
+  int source = -1;
+  int tag = -1;
+  std::size_t bytes = 0;
+};
+
+namespace detail {
+struct RequestState;
+}
+class Request {
+ public:
+  Request() = default;
+  explicit Request(std::shared_ptr<detail::RequestState> s) : state_(std::move(s)) {}
+  bool valid() const { return state_ != nullptr; }
+  detail::RequestState* state() const { return state_.get(); }
+
+ private:
+  std::shared_ptr<detail::RequestState> state_;
+};
+
+// Life cycle. init() calls MPI_Init_thread(required) and joins the job through the relay;
+// outside gridrun it throws Error. finalize() calls MPI_Finalize.
+void init(int* argc, char*** argv, int required_thread_level = MPI_THREAD_FUNNELED);
+void finalize();
+bool initialized();
+
+// Global rank and size of the whole job.
+int rank();
+int size();
+
+// Logical topology: the JobProfile's groups. Colors are the groups' indices in JobProfile
+// order: a bijection, the same in every process of the job.
+int num_groups();
+const std::string& group_name();                  // this process's group
+int group_color();                                // this process's group's color
+int group_of(int rank);                           // color of any rank's group
+int group_color(const std::string& name);         // throws Error for an unknown group
+const std::string& group_name_of(int color);      // throws Error for an unknown color
+
+// Physical topology: site, cluster and node of any rank, as colors (indices) and names.
+int level_color(Level level, int rank);
+int level_color(Level level);
+const std::string& level_name(Level level, int rank);
+int num_colors(Level level);
+// This process's cluster: MPI_COMM_WORLD's members, and a private duplicate of it.
+MPI_Comm cluster_comm();
+int cluster_first_rank();
+
+// MPICH-G2-style topology attributes for porting code written for them: depth(r) levels for
+// every rank r, and colors(r)[l] its color at level l; level 0 is the whole grid (color 0),
+// then site, cluster, node. Two ranks share a color at level l iff they can talk at that level.
+int depth(int rank);
+std::vector<int> colors(int rank);
+
+// Point-to-point between global ranks. Messages from one source are matched in order on
+// (source, tag); tag may be kAnyTag when receiving. Inside a cluster these are MPI calls on
+// a private communicator; across clusters they go through the relays.
+void send(const void* buf, std::size_t bytes, int dst, int tag);
+Status recv(void* buf, std::size_t capacity, int src, int tag);
+Request isend(const void* buf, std::size_t bytes, int dst, int tag);  // buf reusable at return only
+                                                                      // once the request completes
+Request irecv(void* buf, std::size_t capacity, int src, int tag);
+Status wait(Request& req);
+bool test(Request& req, Status* status = nullptr);
+void wait_all(std::vector<Request>& reqs);
+
+// Grid-wide barrier: cluster barrier, one exchange between cluster leaders, cluster barrier.
+void barrier();
+
+}  // namespace gridrt
