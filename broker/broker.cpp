@@ -2,6 +2,8 @@
 
 #include <openssl/rand.h>
 
+#include <signal.h>
+
 #include <algorithm>
 #include <sstream>
 
@@ -42,6 +44,7 @@ struct Broker::Job {
   std::vector<Part> parts;           // parallel to topology.clusters
   std::vector<int> status;           // per global rank, -1 while unknown
   int first_failure = 0;             // first non-zero status seen, in arrival order
+  std::uint32_t first_failed_rank = UINT32_MAX;
   std::string failure_note;          // why the job was stopped, if it was
   bool killed = false;
 };
@@ -146,6 +149,7 @@ void Broker::on_frame(const PeerPtr& peer, Frame& f) {
       case Type::kOutput: return handle_output(peer, f);
       case Type::kProcExitRank: return handle_rank_exit(peer, f);
       case Type::kPartDone: return handle_part_done(peer, f);
+      case Type::kKillJob: return handle_cancel(peer, f);
       case Type::kError:
         log::warn(peer->link->peer(), " reported an error: ", f.body);
         return;
@@ -322,8 +326,10 @@ void Broker::record_exit(Job& job, std::uint32_t rank, int status) {
   job.status[rank] = status;
   if (status != 0 && job.first_failure == 0) {
     job.first_failure = status;
+    job.first_failed_rank = rank;
     // As mpiexec does: one failed process ends the job, so that no rank waits forever on it.
-    fail_job(job, "rank " + std::to_string(rank) + " exited with status " + std::to_string(status));
+    fail_job(job, "rank " + std::to_string(rank) + (status > 128 && status < 160 ? " killed by signal " + std::to_string(status - 128)
+                                                                                 : " exited with status " + std::to_string(status)));
   }
 }
 
@@ -334,6 +340,17 @@ void Broker::fail_job(Job& job, const std::string& why) {
   log::info("job ", job.id, " stopping: ", why);
   for (auto& p : job.parts)
     if (!p.done && p.relay) p.relay->link->send(wire::make_frame(Type::kKillJob, why, job.id));
+}
+
+// A launcher cancels its own job (Ctrl-C): the job stops everywhere and ends as usual, with
+// JobEnd once every part is done.
+void Broker::handle_cancel(const PeerPtr& peer, const Frame& f) {
+  auto it = jobs_.find(f.header.job);
+  if (peer->kind != Peer::Kind::kLauncher || it == jobs_.end() || it->second->launcher != peer)
+    return peer->link->fail("KillJob: job " + std::to_string(f.header.job) + " is not yours");
+  Job& job = *it->second;
+  if (job.first_failure == 0) job.first_failure = 128 + SIGINT;
+  fail_job(job, "cancelled by the user" + (f.body.empty() ? std::string() : " (" + f.body + ")"));
 }
 
 void Broker::handle_part_done(const PeerPtr& peer, const Frame& f) {
@@ -356,18 +373,20 @@ void Broker::maybe_finish(Job& job) {
   JobEnd end;
   end.status = job.first_failure;
   if (end.status != 0) {
-    std::map<int, std::vector<std::uint32_t>> by_status;
+    // "job 3 failed: rank 2 exited with status 7; then rank(s) 0-1 killed by signal 15"
+    std::map<int, std::vector<std::uint32_t>> others;
     for (std::uint32_t r = 0; r < job.status.size(); ++r)
-      if (job.status[r] != 0) by_status[job.status[r]].push_back(r);
+      if (job.status[r] != 0 && r != job.first_failed_rank) others[job.status[r]].push_back(r);
     std::ostringstream os;
-    os << "job " << job.id << " failed: " << job.failure_note << ";";
-    for (const auto& [st, ranks] : by_status) {
-      os << " rank(s) " << rank_ranges(ranks);
-      if (st > 128 && st < 160) os << " killed by signal " << st - 128 << ";";
-      else os << " exited with status " << st << ";";
+    os << "job " << job.id << " failed: " << job.failure_note;
+    const char* sep = "; then";
+    for (const auto& [st, ranks] : others) {
+      os << sep << " rank" << (ranks.size() > 1 ? "s " : " ") << rank_ranges(ranks);
+      if (st > 128 && st < 160) os << " killed by signal " << st - 128;
+      else os << " exited with status " << st;
+      sep = ",";
     }
     end.summary = os.str();
-    end.summary.pop_back();
   }
   log::info("job ", job.id, " ended with status ", end.status);
   if (job.launcher) job.launcher->link->send(wire::make_frame(Type::kJobEnd, end.encode(), job.id));

@@ -50,6 +50,7 @@ class Broker {
   void handle_output(const PeerPtr& peer, wire::Frame& f);
   void handle_rank_exit(const PeerPtr& peer, const wire::Frame& f);
   void handle_part_done(const PeerPtr& peer, const wire::Frame& f);
+  void handle_cancel(const PeerPtr& peer, const wire::Frame& f);
 
   void start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run);
   void try_pending_submits(bool deadline_passed);

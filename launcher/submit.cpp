@@ -1,6 +1,7 @@
 #include "launcher/submit.h"
 
 #include <cstdio>
+#include <functional>
 
 #include "broker/broker.h"
 #include "common/link.h"
@@ -26,6 +27,8 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
   int status = 1;
   bool accepted = false, ended = false, interrupted = false;
   Topology topo;
+  std::uint64_t job_id = 0;
+  asio::steady_timer give_up(io);
   auto prefix = [&](std::int32_t rank) {
     if (rank < 0 || static_cast<std::uint32_t>(rank) >= topo.size()) return std::string("[?] ");
     return "[" + topo.clusters[topo.cluster_of(static_cast<std::uint32_t>(rank))].name + ":" + std::to_string(rank) + "] ";
@@ -37,6 +40,7 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
             wire::Reader r(f.body);
             topo = Topology::decode(r);
             accepted = true;
+            job_id = f.header.job;
             if (opt.flags & kSubmitDryRun) {
               std::fputs(describe_mapping(topo).c_str(), stdout);
               status = 0;
@@ -65,9 +69,10 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
             break;
           case Type::kJobEnd: {
             const JobEnd end = JobEnd::decode(f.body);
-            status = end.status;
+            if (!interrupted) status = end.status;
             if (!end.summary.empty()) std::fprintf(stderr, "gridrun: %s\n", end.summary.c_str());
             ended = true;
+            give_up.cancel();
             link->close("job ended");
             break;
           }
@@ -85,13 +90,29 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
   Frame submit = wire::make_frame(Type::kSubmit, spec.encode());
   submit.header.flags = opt.flags;
   link->send(submit);
-  on_termination_signal(io, [&](int sig) {
-    // Hanging up makes the broker stop the job everywhere.
-    interrupted = true;
+  // First Ctrl-C: ask the broker to stop the job and wait (up to 5 s) for every part to end,
+  // so nothing is left running. Second Ctrl-C, or the wait running out: hang up, which
+  // makes the broker stop the job too.
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  std::function<void(const boost::system::error_code&, int)> on_signal = [&](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
     status = 128 + sig;
-    std::fprintf(stderr, "gridrun: interrupted, stopping the job\n");
-    link->close("interrupted");
-  });
+    if (interrupted || job_id == 0) {
+      interrupted = true;
+      link->close("interrupted");
+      return;
+    }
+    interrupted = true;
+    std::fprintf(stderr, "gridrun: interrupted, stopping job %llu (Ctrl-C again to leave at once)\n",
+                 static_cast<unsigned long long>(job_id));
+    link->send(wire::make_frame(Type::kKillJob, "Ctrl-C", job_id));
+    give_up.expires_after(std::chrono::seconds(5));
+    give_up.async_wait([&](const boost::system::error_code& e) {
+      if (!e) link->close("interrupted");
+    });
+    signals.async_wait(on_signal);
+  };
+  signals.async_wait(on_signal);
   io.run();
   std::fflush(stdout);
   return status;

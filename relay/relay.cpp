@@ -127,7 +127,8 @@ asio::awaitable<void> Relay::broker_loop() {
     auto closed = std::make_shared<asio::steady_timer>(io_, std::chrono::steady_clock::time_point::max());
     link->start([this](Frame& f) { on_broker_frame(f); },
                 [this, closed](const std::string& why) {
-                  if (!stopped_) log::warn("lost the broker: ", why);
+                  // Expected when the grid shuts down; worth a warning only if jobs are hit.
+                  if (!stopped_) log::emit(jobs_.empty() ? log::Level::kInfo : log::Level::kWarn, "lost the broker: ", why);
                   registered_ = false;
                   // Jobs cannot be tracked without the broker: stop them rather than let them
                   // run unobserved.
@@ -259,9 +260,15 @@ void Relay::read_launcher_output(Job& job, int fd, std::uint32_t stream) {
       std::size_t nl;
       while ((nl = buf->find('\n')) != std::string::npos || (ec && !buf->empty())) {
         const std::size_t len = nl == std::string::npos ? buf->size() : nl;
-        Frame f = wire::make_frame(Type::kOutput, buf->substr(0, len), id);
-        f.header.flags = stream;
-        to_broker(f);
+        auto job = jobs_.find(id);
+        if (job != jobs_.end() && job->second->killed) {
+          // After we stopped the job, the launch command only narrates its clean-up.
+          log::debug("launch command: ", buf->substr(0, len));
+        } else {
+          Frame f = wire::make_frame(Type::kOutput, buf->substr(0, len), id);
+          f.header.flags = stream;
+          to_broker(f);
+        }
         buf->erase(0, nl == std::string::npos ? len : len + 1);
       }
       auto it = jobs_.find(id);
@@ -337,9 +344,10 @@ void Relay::finish(Job& job) {
   done.message = job.failure;
   for (std::uint32_t i = 0; i < job.count; ++i) {
     int st = job.status[i];
-    // No status from the rank's monitor: it never started or was killed with it. The
-    // launch command's status is the best account of it, else 255 ("lost").
-    if (st == -1) st = job.mpiexec_status != 0 ? job.mpiexec_status : 255;
+    // No status from the rank's monitor: it never started, or was killed with it. If we
+    // stopped the job, say so (SIGTERM); else the launch command's status is the best
+    // account of it, else 255 ("lost").
+    if (st == -1) st = job.killed ? 128 + SIGTERM : job.mpiexec_status != 0 ? job.mpiexec_status : 255;
     done.statuses.push_back(static_cast<std::uint32_t>(st));
   }
   if (done.message.empty() && job.mpiexec_status != 0 && !job.killed) {
@@ -580,10 +588,14 @@ void Relay::on_link_lost(const std::string& cluster, const std::shared_ptr<TlsLi
   auto it = links_.find(cluster);
   if (it != links_.end() && it->second->link == link) it->second->up = false;
   if (stopped_) return;
-  log::warn("link with cluster ", cluster, " closed: ", why);
+  bool hit = false;
   for (auto& [id, job] : jobs_)
     for (const auto& c : job->topo().clusters)
-      if (c.name == cluster) kill_job(*job, "lost the link to cluster " + cluster);
+      if (c.name == cluster) {
+        hit = true;
+        kill_job(*job, "lost the link to cluster " + cluster);
+      }
+  log::emit(hit ? log::Level::kWarn : log::Level::kInfo, "link with cluster ", cluster, " closed: ", why);
 }
 
 void Relay::on_link_frame(const std::string& cluster, Frame& f) {
