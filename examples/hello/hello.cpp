@@ -1,13 +1,15 @@
 // hello: one line per process with where it landed, a ping-pong between the first rank of
 // each cluster (through the relays) and a grid barrier.
 //
-//   hello [--fail-rank R --exit-code E] [--pingpong-bytes N]
+//   hello [--fail-rank R (--exit-code E | --signal S)] [--pingpong-bytes N]
 //
-// --fail-rank R --exit-code E: rank R exits with status E after the barrier (tests use it to
-// check that gridrun reports the failed rank and its status).
+// --fail-rank R --exit-code E: rank R exits with status E after the barrier; with --signal S
+// it kills itself with signal S instead (tests use these to check that gridrun reports the
+// failed rank and its status).
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,15 +19,16 @@
 #include "gridrt/gridrt.hpp"
 
 int main(int argc, char** argv) {
-  int fail_rank = -1, exit_code = 1;
+  int fail_rank = -1, exit_code = 1, fail_signal = 0;
   std::size_t bytes = 8;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--fail-rank" && i + 1 < argc) fail_rank = std::atoi(argv[++i]);
     else if (a == "--exit-code" && i + 1 < argc) exit_code = std::atoi(argv[++i]);
+    else if (a == "--signal" && i + 1 < argc) fail_signal = std::atoi(argv[++i]);
     else if (a == "--pingpong-bytes" && i + 1 < argc) bytes = std::strtoull(argv[++i], nullptr, 10);
     else {
-      std::fprintf(stderr, "usage: hello [--fail-rank R --exit-code E] [--pingpong-bytes N]\n");
+      std::fprintf(stderr, "usage: hello [--fail-rank R (--exit-code E | --signal S)] [--pingpong-bytes N]\n");
       return 2;
     }
   }
@@ -65,6 +68,12 @@ int main(int argc, char** argv) {
     gridrt::barrier();
     if (me == 0) std::printf("barrier passed by %d processes\n", gridrt::size());
     std::fflush(stdout);
+    if (me == fail_rank && fail_signal > 0) {
+      std::fprintf(stderr, "rank %d raising signal %d as asked\n", me, fail_signal);
+      std::fflush(stderr);
+      std::signal(fail_signal, SIG_DFL);
+      std::raise(fail_signal);
+    }
     if (me == fail_rank) {
       std::fprintf(stderr, "rank %d exiting with status %d as asked\n", me, exit_code);
       std::_Exit(exit_code);

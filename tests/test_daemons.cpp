@@ -1,0 +1,252 @@
+// Broker and relays in-process on 127.0.0.1 port 0 with a CA made for the test: registration,
+// refusals, a relay that disconnects, garbage on every socket. After each misbehaving peer
+// the daemons must keep serving the others.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <future>
+#include <thread>
+
+#include "broker/broker.h"
+#include "common/messages.h"
+#include "relay/relay.h"
+
+using namespace gridrt;
+using namespace std::chrono_literals;
+
+namespace {
+
+class Daemons : public ::testing::Test {
+ protected:
+  // Runs f on the daemons' thread and returns its result (the daemons are single-threaded).
+  template <typename F>
+  auto on_io(F f) {
+    std::packaged_task<decltype(f())()> task(std::move(f));
+    auto fut = task.get_future();
+    asio::post(io_, [&task] { task(); });
+    return fut.get();
+  }
+  template <typename F>
+  bool eventually(F cond) {
+    for (int i = 0; i < 500; ++i) {
+      if (on_io(cond)) return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
+
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/gridrt-daemons-" + std::to_string(::getpid()) + "-" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::create_directories(dir_);
+    grid_ = parse_grid("test grid", default_grid_xml(2, 1));
+    broker_ = std::make_unique<Broker>(io_, grid_, ca_.issue("broker", dir_, "broker"), tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+    broker_ep_ = broker_->endpoint();
+    work_.emplace(io_.get_executor());
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  void TearDown() override {
+    on_io([this] {
+      for (auto& r : relays_) r->stop();
+      broker_->stop();
+      return 0;
+    });
+    work_.reset();
+    io_.stop();
+    thread_.join();
+    relays_.clear();
+    broker_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  // A relay for `cluster`; `fatal` receives the broker's refusal, if any.
+  Relay* add_relay(const std::string& cluster, std::shared_ptr<std::string> fatal = nullptr, const tls::Authority* ca = nullptr) {
+    ClusterDesc d = grid_.clusters[0];
+    d.name = cluster;
+    Relay::Options o{d, (ca ? *ca : ca_).issue("relay " + cluster, dir_, "relay-" + cluster + std::to_string(relays_.size())), broker_ep_, "/bin/false"};
+    return on_io([&] {
+      relays_.push_back(std::make_unique<Relay>(io_, o));
+      Relay* r = relays_.back().get();
+      r->on_fatal = [fatal](const std::string& why) {
+        if (fatal) *fatal = why;
+      };
+      r->start();
+      return r;
+    });
+  }
+  std::size_t registered() {
+    return on_io([this] { return broker_->registered_relays(); });
+  }
+
+  // A blocking TLS client, as a launcher or a stranger would be.
+  struct Client {
+    asio::io_context io;
+    asio::ssl::context ctx;
+    TlsStream stream;
+    Client(const tls::Credentials& c) : ctx(tls::make_context(tls::Role::kClient, c)), stream(io, ctx) {}
+    boost::system::error_code connect(const tcp::endpoint& ep) {
+      boost::system::error_code ec;
+      stream.next_layer().connect(ep, ec);
+      if (!ec) stream.handshake(asio::ssl::stream_base::client, ec);
+      return ec;
+    }
+    // Reads frames until the connection closes; returns them.
+    std::vector<wire::Frame> read_all() {
+      std::vector<wire::Frame> frames;
+      wire::Decoder d;
+      char buf[4096];
+      boost::system::error_code ec;
+      for (;;) {
+        const std::size_t n = stream.read_some(asio::buffer(buf), ec);
+        if (ec) break;
+        d.feed(buf, n);
+        wire::Frame f;
+        while (d.next(f) == wire::Decoder::Status::kFrame) frames.push_back(f);
+      }
+      return frames;
+    }
+  };
+
+  std::string dir_;
+  Grid grid_;
+  tls::Authority ca_{"test CA"};
+  asio::io_context io_;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+  std::thread thread_;
+  std::unique_ptr<Broker> broker_;
+  tcp::endpoint broker_ep_;
+  std::vector<std::unique_ptr<Relay>> relays_;
+};
+
+}  // namespace
+
+TEST_F(Daemons, RelaysRegister) {
+  Relay* c0 = add_relay("c0");
+  Relay* c1 = add_relay("c1");
+  ASSERT_TRUE(eventually([&] { return broker_->registered_relays() == 2; }));
+  EXPECT_TRUE(on_io([&] { return c0->registered() && c1->registered(); }));
+}
+
+TEST_F(Daemons, UnknownClusterAndDuplicateAreRefused) {
+  add_relay("c0");
+  ASSERT_TRUE(eventually([&] { return broker_->registered_relays() == 1; }));
+  auto unknown = std::make_shared<std::string>();
+  auto duplicate = std::make_shared<std::string>();
+  add_relay("nowhere", unknown);
+  add_relay("c0", duplicate);
+  ASSERT_TRUE(eventually([&] { return !unknown->empty() && !duplicate->empty(); }));
+  EXPECT_NE(unknown->find("'nowhere' is not in the broker's grid"), std::string::npos) << *unknown;
+  EXPECT_NE(duplicate->find("'c0' already has a registered relay"), std::string::npos) << *duplicate;
+  EXPECT_EQ(registered(), 1u);  // the first c0 is undisturbed
+}
+
+TEST_F(Daemons, RelayThatDisconnectsIsForgottenAndMayComeBack) {
+  Relay* c0 = add_relay("c0");
+  add_relay("c1");
+  ASSERT_TRUE(eventually([&] { return broker_->registered_relays() == 2; }));
+  on_io([&] {
+    c0->stop();
+    return 0;
+  });
+  ASSERT_TRUE(eventually([&] { return broker_->registered_relays() == 1; }));
+  add_relay("c0");
+  EXPECT_TRUE(eventually([&] { return broker_->registered_relays() == 2; }));
+}
+
+TEST_F(Daemons, GarbageBeforeTlsIsDroppedAndOthersAreServed) {
+  add_relay("c0");
+  ASSERT_TRUE(eventually([&] { return broker_->registered_relays() == 1; }));
+  asio::io_context io;
+  tcp::socket raw(io);
+  raw.connect(broker_ep_);
+  const std::string junk(4096, '\x5a');
+  boost::system::error_code ec;
+  asio::write(raw, asio::buffer(junk), ec);
+  char c;
+  raw.read_some(asio::buffer(&c, 1), ec);  // the broker hangs up
+  EXPECT_TRUE(ec);
+  add_relay("c1");
+  EXPECT_TRUE(eventually([&] { return broker_->registered_relays() == 2; }));
+}
+
+TEST_F(Daemons, GarbageInsideTlsGetsAnErrorFrameAndOnlyThatConnectionDrops) {
+  add_relay("c0");
+  ASSERT_TRUE(eventually([&] { return broker_->registered_relays() == 1; }));
+  Client client(ca_.issue("user test", dir_, "user"));
+  ASSERT_FALSE(client.connect(broker_ep_));
+  const std::string junk = "GET / HTTP/1.1\r\nHost: broker\r\n\r\n" + std::string(64, '\0');
+  asio::write(client.stream, asio::buffer(junk));
+  const auto frames = client.read_all();
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].header.type, wire::Type::kError);
+  EXPECT_NE(frames[0].body.find("bad magic"), std::string::npos) << frames[0].body;
+  EXPECT_EQ(registered(), 1u);
+}
+
+TEST_F(Daemons, WellFramedButWrongMessagesAreRefused) {
+  Client client(ca_.issue("user test", dir_, "user"));
+  ASSERT_FALSE(client.connect(broker_ep_));
+  // A launcher may not report a part's end; a truncated Submit body is refused too.
+  std::string bytes = wire::encode(wire::make_frame(wire::Type::kSubmit, "\x05\x00"));
+  asio::write(client.stream, asio::buffer(bytes));
+  const auto frames = client.read_all();
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].header.type, wire::Type::kError);
+  EXPECT_NE(frames[0].body.find("bad Submit body"), std::string::npos) << frames[0].body;
+  add_relay("c0");
+  EXPECT_TRUE(eventually([&] { return broker_->registered_relays() == 1; }));
+}
+
+TEST_F(Daemons, CertificateFromAnotherCaIsRefused) {
+  tls::Authority other("other CA");
+  tls::Credentials creds = other.issue("user evil", dir_, "evil");
+  creds.ca = ca_.write_ca(dir_);  // trusts the grid CA, but its own certificate is foreign
+  Client client(creds);
+  // Under TLS 1.3 the client may finish its side before the server rejects its certificate;
+  // either way nothing it sends is ever answered.
+  if (!client.connect(broker_ep_)) {
+    boost::system::error_code ec;
+    asio::write(client.stream, asio::buffer(wire::encode(wire::make_frame(wire::Type::kSubmit, JobSpec{}.encode()))), ec);
+    EXPECT_TRUE(client.read_all().empty());
+  }
+  // And a relay with a foreign certificate never registers.
+  auto fatal = std::make_shared<std::string>();
+  add_relay("c1", fatal, &other);
+  add_relay("c0");
+  ASSERT_TRUE(eventually([&] { return broker_->registered_relays() == 1; }));
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(registered(), 1u);
+}
+
+TEST_F(Daemons, RelayLocalPortRefusesGarbageAndStrangers) {
+  Relay* c0 = add_relay("c0");
+  ASSERT_TRUE(eventually([&] { return broker_->registered_relays() == 1; }));
+  const tcp::endpoint local = on_io([&] { return c0->local_endpoint(); });
+  auto exchange = [&](const std::string& bytes) {
+    asio::io_context io;
+    tcp::socket s(io);
+    s.connect(local);
+    asio::write(s, asio::buffer(bytes));
+    std::vector<wire::Frame> frames;
+    wire::Decoder d;
+    char buf[4096];
+    boost::system::error_code ec;
+    for (;;) {
+      const std::size_t n = s.read_some(asio::buffer(buf), ec);
+      if (ec) break;
+      d.feed(buf, n);
+      wire::Frame f;
+      while (d.next(f) == wire::Decoder::Status::kFrame) frames.push_back(f);
+    }
+    return frames;
+  };
+  auto frames = exchange(std::string(200, '\x01'));
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_NE(frames[0].body.find("protocol error"), std::string::npos);
+  ProcHello hello{"not-the-secret", 0, "host"};
+  frames = exchange(wire::encode(wire::make_frame(wire::Type::kProcHello, hello.encode(), 77)));
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].body, "unknown job or wrong job secret");
+  EXPECT_TRUE(on_io([&] { return c0->registered(); }));
+}

@@ -1,0 +1,248 @@
+// The whole path: gridrun -> broker -> relays -> mpiexec -> hello linked with libgridrt, on
+// the embedded grid of this machine. Each test also checks that nothing outlives the run.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kBin = GRIDRT_BIN_DIR;
+const std::string kSrc = GRIDRT_SOURCE_DIR;
+
+struct Outcome {
+  int status = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Private directories gridrun made under /tmp (there may be others' from other runs).
+std::set<std::string> gridrun_dirs() {
+  std::set<std::string> dirs;
+  for (const auto& e : fs::directory_iterator("/tmp"))
+    if (e.path().filename().string().rfind("gridrun-", 0) == 0) dirs.insert(e.path());
+  return dirs;
+}
+std::set<std::string> dirs_before;
+
+// Runs gridrun with `args`; `interrupt_after` > 0 sends SIGINT after that many ms.
+Outcome gridrun(const std::vector<std::string>& args, int interrupt_after_ms = 0) {
+  const std::string out = ::testing::TempDir() + "/gridrun.out", err = ::testing::TempDir() + "/gridrun.err";
+  dirs_before = gridrun_dirs();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    std::freopen(out.c_str(), "w", stdout);
+    std::freopen(err.c_str(), "w", stderr);
+    std::vector<char*> argv;
+    const std::string prog = kBin + "/gridrun";
+    argv.push_back(const_cast<char*>(prog.c_str()));
+    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(prog.c_str(), argv.data());
+    ::_exit(127);
+  }
+  if (interrupt_after_ms > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(interrupt_after_ms));
+    ::kill(pid, SIGINT);
+  }
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  Outcome r;
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+// Processes that belong to a gridrt run: programs from the build's bin directory (except
+// the test binaries) and anything whose command line names them (mpiexec, hydra proxies).
+std::vector<std::string> gridrt_processes() {
+  std::vector<std::string> found;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string pid = e.path().filename();
+    if (pid.find_first_not_of("0123456789") != std::string::npos || std::stoi(pid) == ::getpid()) continue;
+    std::error_code ec;
+    const std::string exe = fs::read_symlink(e.path() / "exe", ec).string();
+    std::string cmd = slurp(e.path() / "cmdline");
+    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+    const bool ours = (exe.rfind(kBin, 0) == 0 || cmd.find(kBin + "/gridproc") != std::string::npos ||
+                       cmd.find("hydra_pmi_proxy") != std::string::npos) &&
+                      exe.find("/test_") == std::string::npos && cmd.find("/test_") == std::string::npos;
+    const std::string state = slurp(e.path() / "stat");
+    const bool zombie = state.find(") Z ") != std::string::npos;
+    if (ours && !zombie) found.push_back(pid + ": " + cmd);
+  }
+  return found;
+}
+
+void expect_nothing_left() {
+  // Daemons get a moment to exit after gridrun returns (they are reaped by then; this is
+  // only for processes that would have escaped).
+  std::vector<std::string> left;
+  for (int i = 0; i < 50; ++i) {
+    left = gridrt_processes();
+    if (left.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(left.empty()) << "left behind:\n" << [&] {
+    std::string s;
+    for (auto& l : left) s += l + "\n";
+    return s;
+  }();
+  for (const auto& d : gridrun_dirs()) EXPECT_TRUE(dirs_before.count(d)) << "left behind: " << d;
+}
+
+struct HelloLine {
+  std::string prefix_cluster;
+  int prefix_rank, rank, size, color;
+  std::string group, cluster, node, site;
+};
+
+std::vector<HelloLine> hello_lines(const std::string& out) {
+  static const std::regex re(R"(^\[(\w+):(\d+)\] rank=(\d+) size=(\d+) group=(\S+) color=(\d+) cluster=(\S+) node=(\S+) site=(\S+)$)");
+  std::vector<HelloLine> lines;
+  std::istringstream in(out);
+  for (std::string l; std::getline(in, l);) {
+    std::smatch m;
+    if (std::regex_match(l, m, re))
+      lines.push_back({m[1], std::stoi(m[2]), std::stoi(m[3]), std::stoi(m[4]), std::stoi(m[6]), m[5], m[7], m[8], m[9]});
+  }
+  std::sort(lines.begin(), lines.end(), [](auto& a, auto& b) { return a.rank < b.rank; });
+  return lines;
+}
+
+// A copy of two-groups.xml whose hello gets `args`.
+std::string two_groups_with(const std::string& args) {
+  std::string text = slurp(kSrc + "/jobprofiles/two-groups.xml");
+  const std::string from = "<value>4096</value>";
+  text.replace(text.find(from), from.size(), from + args);
+  const std::string path = ::testing::TempDir() + "/two-groups-variant.xml";
+  std::ofstream(path) << text;
+  return path;
+}
+
+}  // namespace
+
+TEST(EndToEnd, TwoGroupsRunAsOneJobAcrossTwoClusters) {
+  const Outcome r = gridrun({kSrc + "/jobprofiles/two-groups.xml"});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const auto lines = hello_lines(r.out);
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  const char* groups[] = {"masters", "masters", "workers"};
+  const char* clusters[] = {"c0", "c0", "c1"};
+  std::map<std::string, int> color_of;
+  std::map<int, std::string> group_of;
+  for (int i = 0; i < 3; ++i) {
+    const auto& l = lines[i];
+    EXPECT_EQ(l.rank, i);
+    EXPECT_EQ(l.prefix_rank, i);
+    EXPECT_EQ(l.size, 3);
+    EXPECT_EQ(l.group, groups[i]);
+    EXPECT_EQ(l.cluster, clusters[i]);
+    EXPECT_EQ(l.prefix_cluster, l.cluster);
+    EXPECT_EQ(l.site, i < 2 ? "site0" : "site1");
+    // The same bijection in every process: a group always has one color, a color one group.
+    if (color_of.count(l.group)) EXPECT_EQ(color_of[l.group], l.color);
+    if (group_of.count(l.color)) EXPECT_EQ(group_of[l.color], l.group);
+    color_of[l.group] = l.color;
+    group_of[l.color] = l.group;
+  }
+  EXPECT_EQ(color_of.size(), 2u);
+  EXPECT_EQ(color_of["masters"], 0);  // colors follow JobProfile order
+  EXPECT_EQ(color_of["workers"], 1);
+  EXPECT_NE(r.out.find("[c0:0] pingpong rank 0 <-> rank 2 (cluster c1): 4096 bytes"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[c0:0] barrier passed by 3 processes"), std::string::npos) << r.out;
+  expect_nothing_left();
+}
+
+TEST(EndToEnd, HelloworldWithSixProcessesSpansBothClusters) {
+  const Outcome r = gridrun({"-n", "6", kSrc + "/jobprofiles/helloworld.xml"});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const auto lines = hello_lines(r.out);
+  ASSERT_EQ(lines.size(), 6u) << r.out;
+  for (const auto& l : lines) {
+    EXPECT_EQ(l.group, "g1");
+    EXPECT_EQ(l.color, 0);
+    EXPECT_EQ(l.cluster, l.rank < 3 ? "c0" : "c1");
+  }
+  expect_nothing_left();
+}
+
+TEST(EndToEnd, FailedRankPropagatesItsExitStatus) {
+  for (const auto& [rank, code] : std::vector<std::pair<int, int>>{{2, 7}, {0, 3}}) {
+    const std::string profile = two_groups_with("<value>--fail-rank</value><value>" + std::to_string(rank) +
+                                                "</value><value>--exit-code</value><value>" + std::to_string(code) + "</value>");
+    const Outcome r = gridrun({profile});
+    EXPECT_EQ(r.status, code) << r.out << r.err;
+    EXPECT_NE(r.err.find("failed: rank " + std::to_string(rank) + " exited with status " + std::to_string(code)), std::string::npos)
+        << r.err;
+    expect_nothing_left();
+  }
+}
+
+TEST(EndToEnd, RankKilledBySignalGives128PlusSignal) {
+  const Outcome r = gridrun({two_groups_with("<value>--fail-rank</value><value>1</value><value>--signal</value><value>9</value>")});
+  EXPECT_EQ(r.status, 128 + 9) << r.out << r.err;
+  EXPECT_NE(r.err.find("rank 1 killed by signal 9"), std::string::npos) << r.err;
+  expect_nothing_left();
+}
+
+TEST(EndToEnd, BadInputExitsTwoAndStartsNothing) {
+  const std::string bad = ::testing::TempDir() + "/bad.xml";
+  std::ofstream(bad) << "<grmsJob appId=\"x\">\n  <task taskId=\"t\">\n</grmsJob>\n";
+  Outcome r = gridrun({bad});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find(bad + ":3:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("malformed XML"), std::string::npos) << r.err;
+  r = gridrun({"-n", "0", kSrc + "/jobprofiles/helloworld.xml"});
+  EXPECT_EQ(r.status, 2) << r.err;
+  r = gridrun({"-n", "7", kSrc + "/jobprofiles/helloworld.xml"});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("needs 7 processes but the grid has 6 slots"), std::string::npos) << r.err;
+  r = gridrun({"--frobnicate", kSrc + "/jobprofiles/helloworld.xml"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(r.out.empty());
+  expect_nothing_left();
+}
+
+TEST(EndToEnd, DryRunPrintsTheMapping) {
+  const Outcome r = gridrun({"--dry-run", kSrc + "/jobprofiles/two-groups.xml"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "group masters (color 0)\n  -> cluster c0 (site site0): ranks 0-1 (2 processes)\n"
+            "group workers (color 1)\n  -> cluster c1 (site site1): rank 2 (1 process)\n");
+}
+
+TEST(EndToEnd, CtrlCStopsTheJobAndLeavesNothing) {
+  const std::string profile = ::testing::TempDir() + "/sleep.xml";
+  std::ofstream(profile) << "<grmsJob appId=\"sleep\"><task taskId=\"t\"><resourcesDescription><topology>"
+                            "<group groupId=\"a\"/><group groupId=\"b\"/>"
+                            "<processes><groupIdReference groupId=\"a\"/><processesCount><value>2</value></processesCount></processes>"
+                            "<processes><groupIdReference groupId=\"b\"/><processesCount><value>1</value></processesCount></processes>"
+                            "</topology></resourcesDescription><execution type=\"x\"><executable><execFile><file>"
+                            "<url>/bin/sleep</url></file></execFile></executable><arguments><value>60</value></arguments>"
+                            "</execution></task></grmsJob>";
+  const auto t0 = std::chrono::steady_clock::now();
+  const Outcome r = gridrun({profile}, 1500);
+  EXPECT_EQ(r.status, 130) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+  EXPECT_NE(r.err.find("cancelled by the user"), std::string::npos) << r.err;
+  expect_nothing_left();
+}

@@ -1,0 +1,235 @@
+// Every bad JobProfile and grid description gets one message naming file:line:column and
+// the element; good ones give exactly what they say.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <regex>
+
+#include "common/grid.h"
+#include "common/jobprofile.h"
+
+using namespace gridrt;
+
+namespace {
+
+// A profile with two groups; pieces can be replaced to make each bad case.
+std::string profile(const std::string& topology_extra = "", const std::string& count_a = "<processesCount><value>2</value></processesCount>",
+                    const std::string& url = "/bin/true", const std::string& exec_extra = "", const std::string& ref_b = "b") {
+  return "<grmsJob appId=\"app\">\n"
+         " <task taskId=\"t1\">\n"
+         "  <resourcesDescription>\n"
+         "   <topology>\n"
+         "    <group groupId=\"a\"/>\n"
+         "    <group groupId=\"b\"/>\n" +
+         topology_extra +
+         "    <processes><groupIdReference groupId=\"a\"/>" + count_a + "</processes>\n"
+         "    <processes><groupIdReference groupId=\"" + ref_b + "\"/><processesCount><value>1</value></processesCount></processes>\n"
+         "   </topology>\n"
+         "  </resourcesDescription>\n"
+         "  <execution type=\"mpich\">\n"
+         "   <executable><execFile><file><url>" + url + "</url></file></execFile></executable>\n" +
+         exec_extra +
+         "  </execution>\n"
+         " </task>\n"
+         "</grmsJob>\n";
+}
+
+// Parses `text` as job.xml; returns the error message ("" if it parsed).
+std::string job_error(const std::string& text, const Variables& vars = {}) {
+  try {
+    parse_job_profile("job.xml", text, vars);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void expect_error(const std::string& msg, const std::string& location, const std::string& element, const std::string& what) {
+  EXPECT_EQ(msg.rfind(location, 0), 0u) << msg;
+  EXPECT_NE(msg.find(element), std::string::npos) << msg;
+  EXPECT_NE(msg.find(what), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
+}
+
+}  // namespace
+
+TEST(JobProfile, GoodProfileGivesGroupsArgsEnvAndWorkdir) {
+  const std::string extra =
+      "   <arguments><value>first</value><value>$X</value><value>${X}-3</value></arguments>\n"
+      "   <environment><variable name=\"A\">1</variable><variable name=\"B\">$X</variable></environment>\n"
+      "   <workingDirectory>/tmp</workingDirectory>\n"
+      "   <processesCount><value>$NPROCS</value></processesCount>\n";
+  const JobSpec s = parse_job_profile("job.xml", profile("", "<processesCount><value>2</value></processesCount>", "file:///bin/true", extra),
+                                      {{"X", "two"}, {"NPROCS", "3"}});
+  ASSERT_EQ(s.groups.size(), 2u);
+  EXPECT_EQ(s.groups[0].name, "a");
+  EXPECT_EQ(s.groups[0].count, 2u);
+  EXPECT_EQ(s.groups[1].count, 1u);
+  EXPECT_EQ(s.executable, "/bin/true");
+  EXPECT_EQ(s.args, (std::vector<std::string>{"first", "two", "two-3"}));
+  EXPECT_EQ(s.env, (std::vector<std::pair<std::string, std::string>>{{"A", "1"}, {"B", "two"}}));
+  EXPECT_EQ(s.workdir, "/tmp");
+  EXPECT_EQ(s.app_id, "app");
+  EXPECT_EQ(s.task_id, "t1");
+}
+
+TEST(JobProfile, MalformedXml) {
+  expect_error(job_error("<grmsJob appId=\"x\">\n  <task>\n</grmsJob>\n"), "job.xml:3:", "", "malformed XML");
+}
+
+TEST(JobProfile, UndefinedGroupReference) {
+  expect_error(job_error(profile("", "<processesCount><value>2</value></processesCount>", "/bin/true", "", "nope")), "job.xml:8:16",
+               "<groupIdReference>", "undefined group 'nope'");
+}
+
+TEST(JobProfile, GroupWithoutProcesses) {
+  expect_error(job_error(profile("    <group groupId=\"lonely\"/>\n")), "job.xml:7:5", "<group>", "group 'lonely' has no processes");
+}
+
+TEST(JobProfile, CountMissingZeroNegativeNotANumber) {
+  expect_error(job_error(profile("", "")), "job.xml:7:", "<processes>", "missing element <processesCount>");
+  expect_error(job_error(profile("", "<processesCount></processesCount>")), "job.xml:7:", "<processesCount>", "missing element <value>");
+  expect_error(job_error(profile("", "<processesCount><value>0</value></processesCount>")), "job.xml:7:", "<value>", "at least 1, got 0");
+  expect_error(job_error(profile("", "<processesCount><value>-4</value></processesCount>")), "job.xml:7:", "<value>", "got -4");
+  expect_error(job_error(profile("", "<processesCount><value>many</value></processesCount>")), "job.xml:7:", "<value>",
+               "'many' is not a number");
+  expect_error(job_error(profile("", "<processesCount><value>2x</value></processesCount>")), "job.xml:7:", "<value>", "not a number");
+}
+
+TEST(JobProfile, UndefinedVariable) {
+  const std::string msg = job_error(profile("", "<processesCount><value>$NPROCS</value></processesCount>"));
+  expect_error(msg, "job.xml:7:", "(/grmsJob/task/resourcesDescription/topology/processes/processesCount/value)", "undefined variable $NPROCS");
+  EXPECT_NE(msg.find("-n N"), std::string::npos) << msg;
+  expect_error(job_error(profile("", "<processesCount><value>2</value></processesCount>", "$DIR/x")), "job.xml:12:32", "<url>",
+               "undefined variable $DIR (give --var DIR=VALUE)");
+}
+
+TEST(JobProfile, UnsupportedUrlSchemeSaysWhichAreSupported) {
+  const std::string msg = job_error(profile("", "<processesCount><value>2</value></processesCount>", "gsiftp://host.domain.com/~/hello"));
+  expect_error(msg, "job.xml:12:32", "<url>", "unsupported URL scheme 'gsiftp'");
+  EXPECT_NE(msg.find("supported: file://"), std::string::npos) << msg;
+}
+
+TEST(JobProfile, ExecutableMissingOrNotExecutable) {
+  expect_error(job_error(profile("", "<processesCount><value>2</value></processesCount>", "/no/such/program")), "job.xml:12:32", "<url>",
+               "'/no/such/program' does not exist");
+  const std::string plain = ::testing::TempDir() + "/gridrt-not-executable";
+  std::ofstream(plain) << "data";
+  ::chmod(plain.c_str(), 0644);
+  expect_error(job_error(profile("", "<processesCount><value>2</value></processesCount>", plain)), "job.xml:12:32", "<url>",
+               "is not executable");
+}
+
+TEST(JobProfile, ExecutionCountMustMatchTheGroups) {
+  expect_error(job_error(profile("", "<processesCount><value>2</value></processesCount>", "/bin/true",
+                                 "   <processesCount><value>5</value></processesCount>\n")),
+               "job.xml:13:", "<processesCount>", "asks for 5 processes but the groups hold 3");
+}
+
+TEST(JobProfile, DuplicateGroupAndWrongRoot) {
+  expect_error(job_error(profile("    <group groupId=\"a\"/>\n")), "job.xml:7:", "<group>", "declared twice");
+  expect_error(job_error("<job/>"), "job.xml:1:1", "<job>", "root element must be <grmsJob>");
+}
+
+TEST(JobProfile, ShippedProfilesParse) {
+  const Variables vars{{"NPROCS", "4"}, {"GRIDRT_BIN", GRIDRT_BIN_DIR}};
+  const JobSpec hello = load_job_profile(GRIDRT_SOURCE_DIR "/jobprofiles/helloworld.xml", vars);
+  EXPECT_EQ(hello.total_processes(), 4u);
+  const JobSpec two = load_job_profile(GRIDRT_SOURCE_DIR "/jobprofiles/two-groups.xml", vars);
+  ASSERT_EQ(two.groups.size(), 2u);
+  EXPECT_NE(two.groups[0].count, two.groups[1].count);
+}
+
+// ---------------------------------------------------------------- grid description
+
+namespace {
+std::string cluster(const std::string& attrs, const std::string& relay = "<relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>",
+                    const std::string& launch = "<launch>mpiexec -n {np}</launch>") {
+  return "  <cluster " + attrs + ">\n    " + relay + "\n    " + launch + "\n  </cluster>\n";
+}
+std::string grid_error(const std::string& body) {
+  try {
+    parse_grid("grid.xml", "<grid>\n" + body + "</grid>\n");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(Grid, GoodGridAndDefault) {
+  const Grid g = parse_grid("grid.xml", "<grid>\n" + cluster("name=\"x\" site=\"s\" slots=\"4\"") + cluster("name=\"y\" slots=\"2\"") + "</grid>");
+  ASSERT_EQ(g.clusters.size(), 2u);
+  EXPECT_EQ(g.clusters[1].site, "y");  // site defaults to the cluster's name
+  EXPECT_EQ(g.total_slots(), 6u);
+  EXPECT_EQ(g.clusters[0].launch, (std::vector<std::string>{"mpiexec", "-n", "{np}"}));
+  const Grid d = parse_grid("default", default_grid_xml());
+  EXPECT_EQ(d.clusters.size(), 2u);
+  EXPECT_EQ(d.total_slots(), 6u);
+}
+
+TEST(Grid, BadInputs) {
+  expect_error(grid_error("<cluster name=\"x\">"), "grid.xml:", "", "malformed XML");
+  expect_error(grid_error(""), "grid.xml:1:1", "<grid>", "no <cluster> declared");
+  expect_error(grid_error(cluster("slots=\"2\"")), "grid.xml:2:3", "<cluster>", "missing attribute name");
+  expect_error(grid_error(cluster("name=\"x\" slots=\"2\"") + cluster("name=\"x\" slots=\"1\"")), "grid.xml:6:3", "<cluster>",
+               "'x' is declared twice");
+  expect_error(grid_error(cluster("name=\"x\" slots=\"zero\"")), "grid.xml:2:3", "<cluster>", "'zero' is not a number");
+  expect_error(grid_error(cluster("name=\"x\" slots=\"0\"")), "grid.xml:2:3", "<cluster>", "at least 1");
+  expect_error(grid_error(cluster("name=\"x\" slots=\"1\"", "<relay link=\"nohost\" local=\"127.0.0.1:0\"/>")), "grid.xml:3:5", "<relay>",
+               "'nohost' is not HOST:PORT");
+  expect_error(grid_error(cluster("name=\"x\" slots=\"1\"", "<relay link=\"127.0.0.1:99999\" local=\"127.0.0.1:0\"/>")), "grid.xml:3:5",
+               "<relay>", "not a number from 0 to 65535");
+  expect_error(grid_error(cluster("name=\"x\" slots=\"1\"", "<relay local=\"127.0.0.1:0\"/>")), "grid.xml:3:5", "<relay>",
+               "missing attribute link");
+  expect_error(grid_error(cluster("name=\"x\" slots=\"1\"", "<relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>", "")), "grid.xml:2:3",
+               "<cluster>", "missing element <launch>");
+  expect_error(grid_error(cluster("name=\"x\" slots=\"1\"", "<relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>", "<launch>mpiexec</launch>")),
+               "grid.xml:4:5", "<launch>", "must contain {np}");
+}
+
+// ---------------------------------------------------------------- mapping
+
+namespace {
+JobSpec job(std::vector<GroupSpec> groups) {
+  JobSpec s;
+  s.groups = std::move(groups);
+  return s;
+}
+std::vector<ClusterOffer> offers(std::vector<std::uint32_t> slots) {
+  std::vector<ClusterOffer> o;
+  for (std::size_t i = 0; i < slots.size(); ++i) o.push_back({"c" + std::to_string(i), "s" + std::to_string(i / 2), slots[i], "h", 1});
+  return o;
+}
+}  // namespace
+
+TEST(Mapping, GroupsStayWholeAndSpreadOverClusters) {
+  const Topology t = map_job(job({{"masters", 2}, {"workers", 1}}), offers({3, 3}));
+  ASSERT_EQ(t.clusters.size(), 2u);
+  EXPECT_EQ(t.clusters[0].name, "c0");
+  EXPECT_EQ(t.clusters[0].count, 2u);
+  EXPECT_EQ(t.clusters[1].count, 1u);
+  EXPECT_EQ(t.rank_group, (std::vector<std::uint32_t>{0, 0, 1}));
+  EXPECT_EQ(t.sites.size(), 1u);  // c0 and c1 share site s0
+}
+
+TEST(Mapping, LargeGroupSpansClustersWithContiguousRanksInGroupOrder) {
+  const Topology t = map_job(job({{"a", 4}, {"b", 1}}), offers({3, 3}));
+  ASSERT_EQ(t.clusters.size(), 2u);
+  EXPECT_EQ(t.clusters[0].count, 3u);
+  EXPECT_EQ(t.clusters[1].first_rank, 3u);
+  // c1 holds a's 4th process and b: group order inside the cluster.
+  EXPECT_EQ(t.rank_group, (std::vector<std::uint32_t>{0, 0, 0, 0, 1}));
+  EXPECT_NE(describe_mapping(t).find("cluster c1 (site s0): rank 3 (1 process)"), std::string::npos) << describe_mapping(t);
+}
+
+TEST(Mapping, UnusedClustersAreLeftOutAndTooFewSlotsFail) {
+  EXPECT_EQ(map_job(job({{"a", 2}}), offers({3, 3})).clusters.size(), 1u);
+  try {
+    map_job(job({{"a", 5}, {"b", 2}}), offers({3, 3}));
+    FAIL() << "expected an error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("needs 7 processes but the grid has 6 slots (c0: 3, c1: 3)"), std::string::npos) << e.what();
+  }
+}

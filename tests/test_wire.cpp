@@ -1,0 +1,121 @@
+// The pure codec: frames in, frames out, and every kind of garbage rejected.
+#include <gtest/gtest.h>
+
+#include "common/messages.h"
+#include "common/wire.h"
+
+using namespace gridrt;
+using namespace gridrt::wire;
+
+namespace {
+Frame sample() {
+  Frame f = make_frame(Type::kData, "payload bytes", 42);
+  f.header.src = 3;
+  f.header.dst = -1;
+  f.header.context = 7;
+  f.header.tag = 99;
+  f.header.seq = 1234567890123ull;
+  f.header.flags = 5;
+  return f;
+}
+}  // namespace
+
+TEST(Wire, RoundTripByteByByte) {
+  const std::string bytes = encode(sample()) + encode(make_frame(Type::kRegistered));
+  Decoder d;
+  Frame out;
+  std::vector<Frame> got;
+  for (char c : bytes) {
+    d.feed(&c, 1);
+    while (d.next(out) == Decoder::Status::kFrame) got.push_back(out);
+  }
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].header.type, Type::kData);
+  EXPECT_EQ(got[0].header.job, 42u);
+  EXPECT_EQ(got[0].header.src, 3);
+  EXPECT_EQ(got[0].header.dst, -1);
+  EXPECT_EQ(got[0].header.context, 7u);
+  EXPECT_EQ(got[0].header.tag, 99);
+  EXPECT_EQ(got[0].header.seq, 1234567890123ull);
+  EXPECT_EQ(got[0].header.flags, 5u);
+  EXPECT_EQ(got[0].body, "payload bytes");
+  EXPECT_EQ(got[1].header.type, Type::kRegistered);
+  EXPECT_TRUE(got[1].body.empty());
+}
+
+TEST(Wire, HeaderIsFixedSize) { EXPECT_EQ(encode(make_frame(Type::kError)).size(), kHeaderSize); }
+
+TEST(Wire, RejectsGarbage) {
+  Decoder d;
+  const std::string junk(100, 'x');
+  d.feed(junk.data(), junk.size());
+  Frame out;
+  EXPECT_EQ(d.next(out), Decoder::Status::kBad);
+  EXPECT_NE(d.error().find("magic"), std::string::npos);
+  EXPECT_EQ(d.next(out), Decoder::Status::kBad);  // stays bad
+}
+
+TEST(Wire, RejectsOtherVersionUnknownTypeAndOversize) {
+  auto corrupt = [](int offset, unsigned char value) {
+    std::string b = encode(sample());
+    b[offset] = static_cast<char>(value);
+    Decoder d;
+    d.feed(b.data(), b.size());
+    Frame out;
+    EXPECT_EQ(d.next(out), Decoder::Status::kBad);
+    return d.error();
+  };
+  EXPECT_NE(corrupt(4, 9).find("version 9"), std::string::npos);
+  EXPECT_NE(corrupt(6, 200).find("unknown frame type 200"), std::string::npos);
+  EXPECT_NE(corrupt(15, 0x7f).find("exceeds the maximum"), std::string::npos);
+}
+
+TEST(Wire, NeedsMoreUntilTheBodyIsComplete) {
+  const std::string b = encode(sample());
+  Decoder d;
+  d.feed(b.data(), b.size() - 1);
+  Frame out;
+  EXPECT_EQ(d.next(out), Decoder::Status::kNeedMore);
+  d.feed(b.data() + b.size() - 1, 1);
+  EXPECT_EQ(d.next(out), Decoder::Status::kFrame);
+}
+
+TEST(Messages, RoundTripAndTruncation) {
+  JobSpec s;
+  s.app_id = "app";
+  s.task_id = "t";
+  s.groups = {{"a", 2}, {"b", 1}};
+  s.executable = "/bin/true";
+  s.args = {"x", "", "y z"};
+  s.env = {{"K", "V"}};
+  s.workdir = "/tmp";
+  const std::string body = s.encode();
+  const JobSpec back = JobSpec::decode(body);
+  EXPECT_EQ(back.groups.size(), 2u);
+  EXPECT_EQ(back.groups[1].name, "b");
+  EXPECT_EQ(back.args, s.args);
+  EXPECT_EQ(back.env, s.env);
+  EXPECT_EQ(back.total_processes(), 3u);
+  for (std::size_t cut = 0; cut < body.size(); ++cut)
+    EXPECT_THROW(JobSpec::decode(body.substr(0, cut)), BadBody) << "cut at " << cut;
+  EXPECT_THROW(JobSpec::decode(body + "x"), BadBody);
+}
+
+TEST(Messages, TopologyRejectsInconsistentTables) {
+  Topology t;
+  t.groups = {"g"};
+  t.sites = {"s"};
+  t.clusters = {{"c0", 0, 0, 2, "127.0.0.1", 1}};
+  t.rank_group = {0, 0};
+  Writer w;
+  t.encode(w);
+  std::string ok = w.take();
+  Reader r(ok);
+  EXPECT_EQ(Topology::decode(r).size(), 2u);
+  t.rank_group = {0, 1};  // group 1 does not exist
+  Writer w2;
+  t.encode(w2);
+  std::string bad = w2.take();
+  Reader r2(bad);
+  EXPECT_THROW(Topology::decode(r2), BadBody);
+}
