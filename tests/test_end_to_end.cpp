@@ -159,8 +159,12 @@ TEST(EndToEnd, TwoGroupsRunAsOneJobAcrossTwoClusters) {
     EXPECT_EQ(l.prefix_cluster, l.cluster);
     EXPECT_EQ(l.site, i < 2 ? "site0" : "site1");
     // The same bijection in every process: a group always has one color, a color one group.
-    if (color_of.count(l.group)) EXPECT_EQ(color_of[l.group], l.color);
-    if (group_of.count(l.color)) EXPECT_EQ(group_of[l.color], l.group);
+    if (color_of.count(l.group)) {
+      EXPECT_EQ(color_of[l.group], l.color);
+    }
+    if (group_of.count(l.color)) {
+      EXPECT_EQ(group_of[l.color], l.group);
+    }
     color_of[l.group] = l.color;
     group_of[l.color] = l.group;
   }
@@ -244,5 +248,24 @@ TEST(EndToEnd, CtrlCStopsTheJobAndLeavesNothing) {
   EXPECT_EQ(r.status, 130) << r.err;
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
   EXPECT_NE(r.err.find("cancelled by the user"), std::string::npos) << r.err;
+  expect_nothing_left();
+}
+
+TEST(EndToEnd, CApiWithNonBlockingPointToPoint) {
+  std::string text = slurp(kSrc + "/jobprofiles/two-groups.xml");
+  text.replace(text.find("$GRIDRT_BIN/hello"), 17, "$GRIDRT_BIN/hello_c");
+  text.replace(text.find("<arguments>"), text.find("</arguments>") + 12 - text.find("<arguments>"), "");
+  const std::string path = ::testing::TempDir() + "/hello-c.xml";
+  std::ofstream(path) << text;
+  const Outcome r = gridrun({path});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  // colors: level 0 (grid) is 0 for all, then site, cluster, node (MPICH-G2 style).
+  EXPECT_NE(r.out.find("[c0:0] rank=0 size=3 group=masters color=0 cluster=c0 depth=4 colors=0,0,0,0 name_of_color=masters"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[c0:1] rank=1 size=3 group=masters color=0 cluster=c0 depth=4 colors=0,0,0,0 name_of_color=masters"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[c1:2] rank=2 size=3 group=workers color=1 cluster=c1 depth=4 colors=0,1,1,1 name_of_color=workers"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[c0:0] gathered ranks by isend/irecv: sum=3 expected=3"), std::string::npos) << r.out;
   expect_nothing_left();
 }

@@ -277,13 +277,9 @@ Request irecv(void* buf, std::size_t capacity, int src, int tag) {
 
 namespace {
 void finish_local(detail::RequestState& r, const MPI_Status& st) {
+  // st.MPI_ERROR is not set by single-request completion (MPI 4.0 §3.2.5), and errors are
+  // fatal on these communicators, so there is nothing to check here.
   r.done = true;
-  if (st.MPI_ERROR != MPI_SUCCESS && st.MPI_ERROR != MPI_ERR_IN_STATUS) {
-    char text[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    MPI_Error_string(st.MPI_ERROR, text, &len);
-    throw Error(std::string("gridrt: ") + text);
-  }
   int count = 0;
   MPI_Get_count(&st, MPI_BYTE, &count);
   r.status = {st.MPI_SOURCE == MPI_ANY_SOURCE || st.MPI_SOURCE < 0 ? -1 : st.MPI_SOURCE + cluster_first_rank(), st.MPI_TAG,

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Quick start 1: install what is missing, build, and run the demo job
+# (jobprofiles/helloworld.xml) on the embedded default grid of this machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+echo "+ build/bin/gridrun jobprofiles/helloworld.xml"
+exec build/bin/gridrun jobprofiles/helloworld.xml

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what gridrt needs from Debian's packages, and only what is missing (idempotent).
+# Runs as root, or through sudo.
+set -euo pipefail
+
+packages=(
+  g++ make cmake             # toolchain
+  libboost-dev               # Boost.Asio (headers)
+  libssl-dev                 # OpenSSL: TLS 1.3, certificates
+  libpugixml-dev             # JobProfile and grid description XML
+  mpich libmpich-dev         # MPICH: mpiexec (hydra) and the MPI library
+  libgtest-dev               # GoogleTest
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: everything is installed"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
