@@ -66,13 +66,14 @@ int main(int argc, char** argv) {
       std::fclose(f);
       std::rename((port_file + ".tmp").c_str(), port_file.c_str());
     }
-    asio::steady_timer grace(io);
     on_termination_signal(io, [&](int) {
-      broker.stop();  // tells the relays to kill running jobs; give that a moment to be sent
-      grace.expires_after(std::chrono::milliseconds(500));
-      grace.async_wait([&](const boost::system::error_code&) { io.stop(); });
+      broker.stop();  // tells the relays to kill running jobs and closes every connection
+      io.stop();
     });
     io.run();
+    // Let those last frames go out: run until nothing is left to do, for at most 500 ms.
+    io.restart();
+    io.run_for(std::chrono::milliseconds(500));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gridbroker: %s\n", e.what());
     return 1;

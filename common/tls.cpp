@@ -125,8 +125,10 @@ Authority::Authority(const std::string& name) : impl_(new Impl) {
 Authority::~Authority() { delete impl_; }
 
 std::string Authority::write_ca(const std::string& dir) const {
+  // Written aside and renamed: a daemon already started may be reading the file right now.
   const std::string path = dir + "/ca.pem";
-  write_pem(path, false, [&](FILE* f) { return PEM_write_X509(f, impl_->cert.get()); });
+  write_pem(path + ".tmp", false, [&](FILE* f) { return PEM_write_X509(f, impl_->cert.get()); });
+  if (std::rename((path + ".tmp").c_str(), path.c_str()) != 0) throw TlsError("cannot write " + path);
   return path;
 }
 

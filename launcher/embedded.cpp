@@ -57,6 +57,19 @@ EmbeddedGrid::EmbeddedGrid(const std::string& grid_xml, const std::string& bin_d
 
 EmbeddedGrid::~EmbeddedGrid() { shutdown(); }
 
+std::string EmbeddedGrid::dead_daemon() {
+  auto exited = [](pid_t& pid) -> std::string {
+    int st = 0;
+    if (pid <= 0 || ::waitpid(pid, &st, WNOHANG) != pid) return "";
+    pid = -1;
+    return " exited with status " + std::to_string(exit_code_of(st));
+  };
+  if (auto how = exited(broker_); !how.empty()) return "the embedded broker" + how;
+  for (std::size_t i = 0; i < relays_.size(); ++i)
+    if (auto how = exited(relays_[i]); !how.empty()) return "the embedded relay of cluster " + grid_.clusters[i].name + how;
+  return "";
+}
+
 void EmbeddedGrid::shutdown() {
   std::vector<pid_t> all = relays_;
   if (broker_ > 0) all.push_back(broker_);

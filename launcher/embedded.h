@@ -24,15 +24,17 @@ class EmbeddedGrid {
   std::string broker_endpoint() const { return "127.0.0.1:" + std::to_string(broker_port_); }
   const tls::Credentials& user_credentials() const { return user_; }
   const Grid& grid() const { return grid_; }
-  // Stops the daemons (idempotent); safe to call from the signal path's normal flow.
+  // Stops the daemons (idempotent).
   void shutdown();
+  // "" while every daemon runs; else which one exited, and how.
+  std::string dead_daemon();
 
  private:
   std::string dir_;
   Grid grid_;
   tls::Credentials user_;
   pid_t broker_ = -1;
-  std::vector<pid_t> relays_;
+  std::vector<pid_t> relays_;  // parallel to grid_.clusters
   unsigned broker_port_ = 0;
 };
 

@@ -156,6 +156,7 @@ int main(int argc, char** argv) {
     sub.broker = eg.broker_endpoint();
     sub.creds = eg.user_credentials();
     sub.flags |= kSubmitWaitForGrid;
+    sub.health = [&eg] { return eg.dead_daemon(); };
     sigprocmask(SIG_SETMASK, &old, nullptr);
     return submit_job(spec, sub);
   } catch (const InputError& e) {

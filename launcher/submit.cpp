@@ -29,6 +29,7 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
   Topology topo;
   std::uint64_t job_id = 0;
   asio::steady_timer give_up(io);
+  asio::steady_timer health_timer(io);
   auto prefix = [&](std::int32_t rank) {
     if (rank < 0 || static_cast<std::uint32_t>(rank) >= topo.size()) return std::string("[?] ");
     return "[" + topo.clusters[topo.cluster_of(static_cast<std::uint32_t>(rank))].name + ":" + std::to_string(rank) + "] ";
@@ -85,6 +86,7 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
           if (accepted || status != 2) std::fprintf(stderr, "gridrun: lost the broker: %s\n", why.c_str());
           if (status != 2) status = 1;
         }
+        health_timer.cancel();
         io.stop();
       });
   Frame submit = wire::make_frame(Type::kSubmit, spec.encode());
@@ -111,8 +113,34 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
       if (!e) link->close("interrupted");
     });
     signals.async_wait(on_signal);
+  std::function<void(const boost::system::error_code&)> check_health = [&](const boost::system::error_code& ec) {
+    if (ec || !opt.health) return;
+    if (const std::string why = opt.health(); !why.empty()) {
+      std::fprintf(stderr, "gridrun: %s\n", why.c_str());
+      status = 1;
+      interrupted = true;  // no second message about the broker
+      link->close(why);
+      return;
+    }
+    health_timer.expires_after(std::chrono::milliseconds(100));
+    health_timer.async_wait(check_health);
+  };
+  check_health({});
   };
   signals.async_wait(on_signal);
+  std::function<void(const boost::system::error_code&)> check_health = [&](const boost::system::error_code& ec) {
+    if (ec || !opt.health) return;
+    if (const std::string why = opt.health(); !why.empty()) {
+      std::fprintf(stderr, "gridrun: %s\n", why.c_str());
+      status = 1;
+      interrupted = true;  // no second message about the broker
+      link->close(why);
+      return;
+    }
+    health_timer.expires_after(std::chrono::milliseconds(100));
+    health_timer.async_wait(check_health);
+  };
+  check_health({});
   io.run();
   std::fflush(stdout);
   return status;

@@ -2,6 +2,7 @@
 // cluster and rank, the job's exit status, a one-line summary of failed ranks.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "common/messages.h"
@@ -14,6 +15,9 @@ struct SubmitOptions {
   tls::Credentials creds;
   std::uint32_t flags = 0;  // kSubmit* flags of broker.h
   bool verbose = false;
+  // Polled while the job runs: a non-empty answer (e.g. "the embedded relay of cluster c0
+  // exited with status 1") ends gridrun with status 1 and that message.
+  std::function<std::string()> health;
 };
 
 // Returns what gridrun exits with: the job's status, 2 when the broker refused the job
