@@ -222,9 +222,16 @@ void Broker::start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run) {
   try {
     job->topology = map_job(spec, offers);
   } catch (const InputError& e) {
-    std::string why = e.what();
-    if (offers.size() < grid_.clusters.size()) why += "; " + std::to_string(grid_.clusters.size() - offers.size()) + " cluster(s) of the grid have no relay registered";
-    return launcher->link->fail(why);
+    // Too big for the whole grid: bad input (2). Too big for the clusters up now: the grid
+    // is short of relays, not the job at fault (1). The launcher exits with header.tag.
+    Frame err = wire::make_frame(Type::kError, e.what());
+    err.header.tag = 2;
+    if (offers.size() < grid_.clusters.size()) {
+      err.body += "; " + std::to_string(grid_.clusters.size() - offers.size()) + " cluster(s) of the grid have no relay registered";
+      err.header.tag = 1;
+    }
+    launcher->link->send(err);
+    return launcher->link->close_after_flush(err.body);
   }
   job->id = next_job_++;
   const std::string topo = [&] {

@@ -25,7 +25,7 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
   }
   auto link = std::make_shared<TlsLink>(std::move(stream), "broker");
   int status = 1;
-  bool accepted = false, ended = false, interrupted = false;
+  bool accepted = false, ended = false, interrupted = false, refused = false;
   Topology topo;
   std::uint64_t job_id = 0;
   asio::steady_timer give_up(io);
@@ -66,7 +66,10 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
           }
           case Type::kError:
             std::fprintf(stderr, "gridrun: %s\n", f.body.c_str());
-            if (!accepted) status = 2;
+            if (!accepted) {
+              status = f.header.tag == 2 ? 2 : 1;  // 2: the job does not fit the grid (bad input)
+              refused = true;
+            }
             break;
           case Type::kJobEnd: {
             const JobEnd end = JobEnd::decode(f.body);
@@ -82,9 +85,13 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
         }
       },
       [&](const std::string& why) {
-        if (!ended && !interrupted) {
-          if (accepted || status != 2) std::fprintf(stderr, "gridrun: lost the broker: %s\n", why.c_str());
-          if (status != 2) status = 1;
+        if (!ended && !interrupted && !refused) {
+          if (accepted)
+            std::fprintf(stderr, "gridrun: lost the broker: %s\n", why.c_str());
+          else  // e.g. a certificate the grid's CA did not sign: TLS 1.3 reports it only now
+            std::fprintf(stderr, "gridrun: the broker at %s closed the connection before accepting the job: %s\n",
+                         opt.broker.c_str(), why.c_str());
+          status = 1;
         }
         health_timer.cancel();
         io.stop();

@@ -14,6 +14,10 @@
 #include <sstream>
 #include <thread>
 
+#include "common/grid.h"
+#include "common/process.h"
+#include "common/tls.h"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -268,4 +272,62 @@ TEST(EndToEnd, CApiWithNonBlockingPointToPoint) {
             std::string::npos) << r.out;
   EXPECT_NE(r.out.find("[c0:0] gathered ranks by isend/irecv: sum=3 expected=3"), std::string::npos) << r.out;
   expect_nothing_left();
+}
+
+// A standing grid: broker and relays started on their own, jobs submitted with --broker.
+TEST(EndToEnd, SubmitsToARunningBrokerWithUserCertificates) {
+  const std::string dir = ::testing::TempDir() + "/standing-grid";
+  fs::create_directories(dir);
+  gridrt::tls::Authority ca("standing CA"), other("other CA");
+  const auto broker = ca.issue("broker", dir, "broker");
+  const auto user = ca.issue("user alice", dir, "alice");
+  std::ofstream(dir + "/grid.xml") << gridrt::default_grid_xml(2, 2);
+  const std::string port_file = dir + "/port";
+  fs::remove(port_file);
+  std::vector<pid_t> daemons;
+  daemons.push_back(gridrt::spawn({kBin + "/gridbroker", "--grid", dir + "/grid.xml", "--listen", "127.0.0.1:0", "--cert", broker.cert,
+                                   "--key", broker.key, "--ca", broker.ca, "--port-file", port_file},
+                                  {})
+                        .pid);
+  for (int i = 0; i < 100 && !fs::exists(port_file); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const std::string endpoint = "127.0.0.1:" + slurp(port_file).substr(0, slurp(port_file).find('\n'));
+  for (const char* c : {"c0", "c1"}) {
+    const auto relay = ca.issue(std::string("relay ") + c, dir, std::string("relay-") + c);
+    daemons.push_back(gridrt::spawn({kBin + "/gridrelay", "--grid", dir + "/grid.xml", "--cluster", c, "--broker", endpoint, "--cert",
+                                     relay.cert, "--key", relay.key, "--ca", relay.ca},
+                                    {})
+                          .pid);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // registration
+
+  const std::vector<std::string> as_alice = {"--broker", endpoint, "--cert", user.cert, "--key", user.key, "--ca", user.ca};
+  auto with = [](std::vector<std::string> a, std::initializer_list<std::string> more) {
+    a.insert(a.end(), more);
+    return a;
+  };
+  Outcome r = gridrun(with(as_alice, {kSrc + "/jobprofiles/two-groups.xml"}));
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(hello_lines(r.out).size(), 3u) << r.out;
+
+  // A user whose certificate the grid's CA did not sign gets nothing.
+  fs::create_directories(dir + "/other");
+  auto mallory = other.issue("user mallory", dir + "/other", "mallory");
+  mallory.ca = user.ca;
+  r = gridrun({"--broker", endpoint, "--cert", mallory.cert, "--key", mallory.key, "--ca", mallory.ca, kSrc + "/jobprofiles/two-groups.xml"});
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("unknown ca"), std::string::npos) << r.err;
+  EXPECT_TRUE(hello_lines(r.out).empty());
+
+  // The grid is undisturbed: the next job runs, and a job too big for it is refused (2).
+  r = gridrun(with(as_alice, {"-n", "4", kSrc + "/jobprofiles/helloworld.xml"}));
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(hello_lines(r.out).size(), 4u) << r.out;
+  r = gridrun(with(as_alice, {"-n", "5", kSrc + "/jobprofiles/helloworld.xml"}));
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("needs 5 processes but the grid has 4 slots"), std::string::npos) << r.err;
+
+  for (pid_t p : daemons) ::kill(p, SIGTERM);
+  for (pid_t p : daemons) ::waitpid(p, nullptr, 0);
+  expect_nothing_left();
+  fs::remove_all(dir);
 }
