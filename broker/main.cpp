@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "broker/broker.h"
+#include "common/cli.h"
 
 namespace {
 const char* kUsage = R"(usage: gridbroker --grid FILE --listen HOST:PORT --cert PEM --key PEM --ca PEM
@@ -27,33 +28,10 @@ int main(int argc, char** argv) {
   log::set_component("broker");
   std::string grid_path, listen, port_file;
   tls::Credentials creds;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "gridbroker: %s needs a value\n%s", a.c_str(), kUsage);
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (a == "--grid") grid_path = value();
-    else if (a == "--listen") listen = value();
-    else if (a == "--cert") creds.cert = value();
-    else if (a == "--key") creds.key = value();
-    else if (a == "--ca") creds.ca = value();
-    else if (a == "--port-file") port_file = value();
-    else {
-      std::fprintf(stderr, "gridbroker: unknown option '%s'\n%s", a.c_str(), kUsage);
-      return 2;
-    }
-  }
-  if (grid_path.empty() || listen.empty() || creds.cert.empty() || creds.key.empty() || creds.ca.empty()) {
-    std::fprintf(stderr, "gridbroker: --grid, --listen, --cert, --key and --ca are required\n%s", kUsage);
-    return 2;
-  }
+  parse_daemon_options(argc, argv, "gridbroker", kUsage,
+                       {{"--grid", &grid_path}, {"--listen", &listen}, {"--cert", &creds.cert}, {"--key", &creds.key},
+                        {"--ca", &creds.ca}, {"--port-file", &port_file}},
+                       {"--grid", "--listen", "--cert", "--key", "--ca"});
   try {
     asio::io_context io;
     Broker broker(io, load_grid(grid_path), creds, parse_endpoint(listen));

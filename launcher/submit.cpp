@@ -120,19 +120,6 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
       if (!e) link->close("interrupted");
     });
     signals.async_wait(on_signal);
-  std::function<void(const boost::system::error_code&)> check_health = [&](const boost::system::error_code& ec) {
-    if (ec || !opt.health) return;
-    if (const std::string why = opt.health(); !why.empty()) {
-      std::fprintf(stderr, "gridrun: %s\n", why.c_str());
-      status = 1;
-      interrupted = true;  // no second message about the broker
-      link->close(why);
-      return;
-    }
-    health_timer.expires_after(std::chrono::milliseconds(100));
-    health_timer.async_wait(check_health);
-  };
-  check_health({});
   };
   signals.async_wait(on_signal);
   std::function<void(const boost::system::error_code&)> check_health = [&](const boost::system::error_code& ec) {

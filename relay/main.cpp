@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "common/cli.h"
 #include "relay/relay.h"
 
 namespace {
@@ -30,34 +31,10 @@ int main(int argc, char** argv) {
   log::set_component("relay");
   std::string grid_path, cluster, broker, gridproc;
   tls::Credentials creds;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "gridrelay: %s needs a value\n%s", a.c_str(), kUsage);
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (a == "--grid") grid_path = value();
-    else if (a == "--cluster") cluster = value();
-    else if (a == "--broker") broker = value();
-    else if (a == "--cert") creds.cert = value();
-    else if (a == "--key") creds.key = value();
-    else if (a == "--ca") creds.ca = value();
-    else if (a == "--gridproc") gridproc = value();
-    else {
-      std::fprintf(stderr, "gridrelay: unknown option '%s'\n%s", a.c_str(), kUsage);
-      return 2;
-    }
-  }
-  if (grid_path.empty() || cluster.empty() || broker.empty() || creds.cert.empty() || creds.key.empty() || creds.ca.empty()) {
-    std::fprintf(stderr, "gridrelay: --grid, --cluster, --broker, --cert, --key and --ca are required\n%s", kUsage);
-    return 2;
-  }
+  parse_daemon_options(argc, argv, "gridrelay", kUsage,
+                       {{"--grid", &grid_path}, {"--cluster", &cluster}, {"--broker", &broker}, {"--cert", &creds.cert},
+                        {"--key", &creds.key}, {"--ca", &creds.ca}, {"--gridproc", &gridproc}},
+                       {"--grid", "--cluster", "--broker", "--cert", "--key", "--ca"});
   if (gridproc.empty()) gridproc = (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "gridproc").string();
   int status = 0;
   try {

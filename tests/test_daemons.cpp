@@ -17,6 +17,23 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// Reads frames from a blocking stream until the peer closes it.
+template <typename Stream>
+std::vector<wire::Frame> read_until_closed(Stream& s) {
+  std::vector<wire::Frame> frames;
+  wire::Decoder d;
+  char buf[4096];
+  boost::system::error_code ec;
+  for (;;) {
+    const std::size_t n = s.read_some(asio::buffer(buf), ec);
+    if (ec) break;
+    d.feed(buf, n);
+    wire::Frame f;
+    while (d.next(f) == wire::Decoder::Status::kFrame) frames.push_back(f);
+  }
+  return frames;
+}
+
 class Daemons : public ::testing::Test {
  protected:
   // Runs f on the daemons' thread and returns its result (the daemons are single-threaded).
@@ -92,20 +109,7 @@ class Daemons : public ::testing::Test {
       return ec;
     }
     // Reads frames until the connection closes; returns them.
-    std::vector<wire::Frame> read_all() {
-      std::vector<wire::Frame> frames;
-      wire::Decoder d;
-      char buf[4096];
-      boost::system::error_code ec;
-      for (;;) {
-        const std::size_t n = stream.read_some(asio::buffer(buf), ec);
-        if (ec) break;
-        d.feed(buf, n);
-        wire::Frame f;
-        while (d.next(f) == wire::Decoder::Status::kFrame) frames.push_back(f);
-      }
-      return frames;
-    }
+    std::vector<wire::Frame> read_all() { return read_until_closed(stream); }
   };
 
   std::string dir_;
@@ -228,18 +232,7 @@ TEST_F(Daemons, RelayLocalPortRefusesGarbageAndStrangers) {
     tcp::socket s(io);
     s.connect(local);
     asio::write(s, asio::buffer(bytes));
-    std::vector<wire::Frame> frames;
-    wire::Decoder d;
-    char buf[4096];
-    boost::system::error_code ec;
-    for (;;) {
-      const std::size_t n = s.read_some(asio::buffer(buf), ec);
-      if (ec) break;
-      d.feed(buf, n);
-      wire::Frame f;
-      while (d.next(f) == wire::Decoder::Status::kFrame) frames.push_back(f);
-    }
-    return frames;
+    return read_until_closed(s);
   };
   auto frames = exchange(std::string(200, '\x01'));
   ASSERT_EQ(frames.size(), 1u);
