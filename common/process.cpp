@@ -8,6 +8,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 
 namespace gridrt {
@@ -83,6 +86,23 @@ int exit_code_of(int wait_status) {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
   if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
   return 255;
+}
+
+int signal_by_environment(const std::string& entry, int sig) {
+  int n = 0;
+  const std::string needle = entry + '\0';
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (pid == ::getpid()) continue;
+    std::ifstream in(e.path() / "environ", std::ios::binary);
+    const std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (env.compare(0, needle.size(), needle) == 0 || env.find('\0' + needle) != std::string::npos) {
+      if (::kill(pid, sig) == 0) ++n;
+    }
+  }
+  return n;
 }
 
 void signal_tree(pid_t pid, int sig) {

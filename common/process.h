@@ -37,4 +37,10 @@ int exit_code_of(int wait_status);
 // Sends `sig` to the child's process group (or the child alone if it has none).
 void signal_tree(pid_t pid, int sig);
 
+// Sends `sig` to every process on this machine whose environment holds exactly `entry`
+// ("NAME=VALUE"); returns how many. Process managers put their helpers in process groups
+// of their own (hydra's proxies do), and a killed mpiexec can leave them orphaned; a job's
+// processes all inherit its secret, which finds them wherever they ended up.
+int signal_by_environment(const std::string& entry, int sig);
+
 }  // namespace gridrt

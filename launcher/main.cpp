@@ -145,19 +145,19 @@ int main(int argc, char** argv) {
       for (const auto& c : grid.clusters) offers.push_back({c.name, c.site, c.slots, "", 0});
       map_job(spec, offers);
     }
-    // Signals during start-up must not leave daemons behind: block them until the submit
-    // loop installs its own handling, and let the destructor clean up on every path.
-    sigset_t block, old;
+    // Ctrl-C during start-up must not leave daemons or keys behind: SIGINT/SIGTERM stay
+    // blocked until submit_job has its handler in place (it unblocks them), and the
+    // EmbeddedGrid destructor cleans up on every path out of here.
+    sigset_t block;
     sigemptyset(&block);
     sigaddset(&block, SIGINT);
     sigaddset(&block, SIGTERM);
-    sigprocmask(SIG_BLOCK, &block, &old);
+    sigprocmask(SIG_BLOCK, &block, nullptr);
     EmbeddedGrid eg(grid_xml, bin_dir);
     sub.broker = eg.broker_endpoint();
     sub.creds = eg.user_credentials();
     sub.flags |= kSubmitWaitForGrid;
     sub.health = [&eg] { return eg.dead_daemon(); };
-    sigprocmask(SIG_SETMASK, &old, nullptr);
     return submit_job(spec, sub);
   } catch (const InputError& e) {
     std::fprintf(stderr, "gridrun: error: %s\n", e.what());

@@ -1,5 +1,7 @@
 #include "launcher/submit.h"
 
+#include <signal.h>
+
 #include <cstdio>
 #include <functional>
 
@@ -122,6 +124,13 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
     signals.async_wait(on_signal);
   };
   signals.async_wait(on_signal);
+  // gridrun blocks SIGINT/SIGTERM while it starts the embedded grid; one that arrived
+  // meanwhile is delivered now, to the handler above.
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGINT);
+  sigaddset(&term, SIGTERM);
+  sigprocmask(SIG_UNBLOCK, &term, nullptr);
   std::function<void(const boost::system::error_code&)> check_health = [&](const boost::system::error_code& ec) {
     if (ec || !opt.health) return;
     if (const std::string why = opt.health(); !why.empty()) {

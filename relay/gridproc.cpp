@@ -11,6 +11,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -85,6 +86,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gridproc: GRIDRT_RELAY, GRIDRT_JOB, GRIDRT_SECRET and a rank (PMI_RANK) must be set\n");
     return 2;
   }
+  // If the process manager's helper above us dies, stop too (and so does our child).
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   const std::uint64_t job = std::strtoull(job_text, nullptr, 10);
   const int sock = connect_relay(relay);
   ProcHello hello{secret, static_cast<std::uint32_t>(rank), ""};

@@ -87,8 +87,27 @@ void Relay::start() {
 void Relay::stop() {
   if (stopped_) return;
   stopped_ = true;
+  // Ask running jobs to stop (mpiexec cleans up its proxies on SIGTERM), give them a
+  // moment, then kill whatever of theirs is left, wherever it is (signal_by_environment).
+  bool running = false;
   for (auto& [id, job] : jobs_)
+    if (job->mpiexec > 0 && !job->exited) {
+      signal_tree(job->mpiexec, SIGTERM);
+      running = true;
+    }
+  for (int i = 0; running && i < 100; ++i) {
+    running = false;
+    for (auto& [id, job] : jobs_)
+      if (job->mpiexec > 0 && !job->exited) {
+        if (::waitpid(job->mpiexec, nullptr, WNOHANG) == job->mpiexec) job->exited = true;
+        else running = true;
+      }
+    if (running) ::usleep(10000);
+  }
+  for (auto& [id, job] : jobs_) {
     if (job->mpiexec > 0 && !job->exited) signal_tree(job->mpiexec, SIGKILL);
+    signal_by_environment("GRIDRT_SECRET=" + job->start.secret, SIGKILL);
+  }
   boost::system::error_code ec;
   link_acceptor_.close(ec);
   local_acceptor_.close(ec);
@@ -322,7 +341,9 @@ void Relay::kill_job(Job& job, const std::string& why) {
     auto t = std::make_shared<asio::steady_timer>(io_, kKillGrace);
     t->async_wait([this, t, id](const boost::system::error_code&) {
       auto it = jobs_.find(id);
-      if (it != jobs_.end() && !it->second->exited) signal_tree(it->second->mpiexec, SIGKILL);
+      if (it == jobs_.end() || it->second->exited) return;
+      signal_tree(it->second->mpiexec, SIGKILL);
+      signal_by_environment("GRIDRT_SECRET=" + it->second->start.secret, SIGKILL);
     });
   }
 }
