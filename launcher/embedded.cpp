@@ -71,7 +71,10 @@ std::string EmbeddedGrid::dead_daemon() {
 }
 
 void EmbeddedGrid::shutdown() {
-  std::vector<pid_t> all = relays_;
+  // Only live daemons: a pid of -1 (already reaped) would make kill() signal every process.
+  std::vector<pid_t> all;
+  for (pid_t p : relays_)
+    if (p > 0) all.push_back(p);
   if (broker_ > 0) all.push_back(broker_);
   // Relays first stop their jobs' processes, then exit; the broker follows.
   for (pid_t p : all) ::kill(p, SIGTERM);

@@ -331,3 +331,42 @@ TEST(EndToEnd, SubmitsToARunningBrokerWithUserCertificates) {
   expect_nothing_left();
   fs::remove_all(dir);
 }
+
+TEST(EndToEnd, RelayKilledMidJobFailsTheJobCleanly) {
+  const std::string profile = ::testing::TempDir() + "/sleep-relay.xml";
+  std::ofstream(profile) << "<grmsJob appId=\"sleep\"><task taskId=\"t\"><resourcesDescription><topology>"
+                            "<group groupId=\"a\"/><group groupId=\"b\"/>"
+                            "<processes><groupIdReference groupId=\"a\"/><processesCount><value>1</value></processesCount></processes>"
+                            "<processes><groupIdReference groupId=\"b\"/><processesCount><value>1</value></processesCount></processes>"
+                            "</topology></resourcesDescription><execution type=\"x\"><executable><execFile><file>"
+                            "<url>/bin/sleep</url></file></execFile></executable><arguments><value>60</value></arguments>"
+                            "</execution></task></grmsJob>";
+  // Kill the relay of cluster c1 once the job runs there.
+  std::thread killer([] {
+    for (int i = 0; i < 200; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      for (const auto& e : fs::directory_iterator("/proc")) {
+        std::error_code ec;
+        if (fs::read_symlink(e.path() / "exe", ec) != fs::path(kBin) / "gridproc") continue;
+        // A sleep is running: now find c1's relay and kill it without warning.
+        for (const auto& r : fs::directory_iterator("/proc")) {
+          std::error_code ec;
+          if (fs::read_symlink(r.path() / "exe", ec) != fs::path(kBin) / "gridrelay") continue;
+          std::string rc = slurp(r.path() / "cmdline");
+          std::replace(rc.begin(), rc.end(), '\0', ' ');
+          if (rc.find("--cluster c1 ") != std::string::npos) {
+            ::kill(std::stoi(r.path().filename().string()), SIGKILL);
+            return;
+          }
+        }
+      }
+    }
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  const Outcome r = gridrun({profile});
+  killer.join();
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("the embedded relay of cluster c1 exited with status 137"), std::string::npos) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+  expect_nothing_left();
+}
