@@ -287,7 +287,7 @@ void Broker::handle_part_ready(const PeerPtr& peer, const Frame& f) {
   part->ready = true;
   part->hostnames = std::move(ready.hostnames);
   for (const auto& p : job->parts)
-    if (!p.ready) return;
+    if (!p.ready) return stop_if_stuck(*job);
   // Every process said hello: node colors can now be assigned, one per (cluster, host) --
   // a node belongs to one cluster, even where two emulated clusters share a machine.
   Topology& t = job->topology;
@@ -308,6 +308,22 @@ void Broker::handle_part_ready(const PeerPtr& peer, const Frame& f) {
   t.encode(w);
   const Frame topo = wire::make_frame(Type::kTopology, w.take(), job->id);
   for (auto& p : job->parts) p.relay->link->send(topo);
+}
+
+// A part that ended without all its processes joining (gridrt::init) while another part's
+// processes all joined and wait for the topology: they would wait forever. Stop them.
+// Checked when a part gets ready and when one ends, whichever comes last.
+void Broker::stop_if_stuck(Job& job) {
+  if (job.killed) return;
+  const Part* gone = nullptr;
+  bool waiting = false;
+  for (const auto& p : job.parts) {
+    if (p.done && !p.ready) gone = &p;
+    waiting = waiting || (p.ready && !p.done);
+  }
+  if (!gone || !waiting) return;
+  if (job.first_failure == 0) job.first_failure = 1;
+  fail_job(job, "the processes of cluster " + gone->cluster + " ended before all of them joined the job (gridrt::init)");
 }
 
 void Broker::handle_output(const PeerPtr& peer, Frame& f) {
@@ -371,6 +387,7 @@ void Broker::handle_part_done(const PeerPtr& peer, const Frame& f) {
     job->launcher->link->send(wire::make_frame(Type::kError, "cluster " + cp.name + ": " + done.message, job->id));
   for (std::uint32_t i = 0; i < cp.count; ++i) record_exit(*job, cp.first_rank + i, static_cast<int>(done.statuses[i]));
   part->done = true;
+  stop_if_stuck(*job);
   maybe_finish(*job);
 }
 

@@ -58,6 +58,7 @@ class Broker {
   void record_exit(Job& job, std::uint32_t rank, int status);
   void fail_job(Job& job, const std::string& why);
   void maybe_finish(Job& job);
+  void stop_if_stuck(Job& job);
 
   asio::io_context& io_;
   Grid grid_;

@@ -370,3 +370,23 @@ TEST(EndToEnd, RelayKilledMidJobFailsTheJobCleanly) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
   expect_nothing_left();
 }
+
+TEST(EndToEnd, MessagesLargerThanOneFrameCrossClustersIntact) {
+  // 20 MB > the 16 MiB frame limit: sent in fragments, reassembled, checked byte by byte
+  // by hello (it exits 3 on a wrong byte).
+  std::string text = slurp(kSrc + "/jobprofiles/two-groups.xml");
+  text.replace(text.find("<value>4096</value>"), 19, "<value>20000000</value>");
+  const std::string path = ::testing::TempDir() + "/two-groups-large.xml";
+  std::ofstream(path) << text;
+  const Outcome r = gridrun({path});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("pingpong rank 0 <-> rank 2 (cluster c1): 20000000 bytes"), std::string::npos) << r.out;
+  expect_nothing_left();
+}
+
+TEST(EndToEnd, PartEndingBeforeInitStopsTheProcessesWaitingForIt) {
+  const Outcome r = gridrun({two_groups_with("<value>--quit-on-cluster</value><value>c1</value>")});
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("the processes of cluster c1 ended before all of them joined the job"), std::string::npos) << r.err;
+  expect_nothing_left();
+}

@@ -1,11 +1,12 @@
 // hello: one line per process with where it landed, a ping-pong between the first rank of
 // each cluster (through the relays) and a grid barrier.
 //
-//   hello [--fail-rank R (--exit-code E | --signal S)] [--pingpong-bytes N]
+//   hello [--fail-rank R (--exit-code E | --signal S)] [--pingpong-bytes N] [--quit-on-cluster C]
 //
 // --fail-rank R --exit-code E: rank R exits with status E after the barrier; with --signal S
 // it kills itself with signal S instead (tests use these to check that gridrun reports the
-// failed rank and its status).
+// failed rank and its status). --quit-on-cluster C: the processes of cluster C exit 0 at
+// once, without joining the job (tests use it for a part that ends before init).
 #include <unistd.h>
 
 #include <chrono>
@@ -25,10 +26,13 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--fail-rank" && i + 1 < argc) fail_rank = std::atoi(argv[++i]);
     else if (a == "--exit-code" && i + 1 < argc) exit_code = std::atoi(argv[++i]);
-    else if (a == "--signal" && i + 1 < argc) fail_signal = std::atoi(argv[++i]);
+    else if (a == "--quit-on-cluster" && i + 1 < argc) {
+      const char* mine = std::getenv("GRIDRT_CLUSTER");
+      if (mine && std::string(mine) == argv[++i]) return 0;
+    } else if (a == "--signal" && i + 1 < argc) fail_signal = std::atoi(argv[++i]);
     else if (a == "--pingpong-bytes" && i + 1 < argc) bytes = std::strtoull(argv[++i], nullptr, 10);
     else {
-      std::fprintf(stderr, "usage: hello [--fail-rank R (--exit-code E | --signal S)] [--pingpong-bytes N]\n");
+      std::fprintf(stderr, "usage: hello [--fail-rank R (--exit-code E | --signal S)] [--pingpong-bytes N] [--quit-on-cluster C]\n");
       return 2;
     }
   }

@@ -142,7 +142,10 @@ void init(int* argc, char*** argv, int required) {
   try {
     s->transport = std::make_unique<detail::RelayTransport>(relay, std::strtoull(job, nullptr, 10), secret,
                                                             static_cast<std::uint32_t>(s->local_rank), host);
-    s->topo = s->transport->wait_topology();
+    const char* t = std::getenv("GRIDRT_INIT_TIMEOUT");
+    const long seconds = t ? std::strtol(t, nullptr, 10) : 300;
+    if (seconds <= 0) throw std::runtime_error(std::string("GRIDRT_INIT_TIMEOUT='") + t + "' is not a positive number of seconds");
+    s->topo = s->transport->wait_topology(std::chrono::seconds(seconds));
   } catch (const std::runtime_error& e) {
     throw Error(std::string("gridrt: init: ") + e.what());
   }

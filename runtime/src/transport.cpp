@@ -29,9 +29,11 @@ RelayTransport::~RelayTransport() {
   thread_.join();
 }
 
-Topology RelayTransport::wait_topology() {
+Topology RelayTransport::wait_topology(std::chrono::seconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return topology_.has_value() || !failure_.empty(); });
+  if (!cv_.wait_for(lock, timeout, [&] { return topology_.has_value() || !failure_.empty(); }))
+    throw std::runtime_error("the job's other processes did not all join within " + std::to_string(timeout.count()) +
+                             " s (GRIDRT_INIT_TIMEOUT); did every process call gridrt::init?");
   if (!topology_) throw std::runtime_error(failure_);
   return *topology_;
 }

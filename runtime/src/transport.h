@@ -3,6 +3,7 @@
 // blocks on a condition variable, never spinning, while it waits for the relay).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <map>
@@ -35,8 +36,9 @@ class RelayTransport {
                  const std::string& hostname);
   ~RelayTransport();
 
-  // Blocks until the broker's topology arrives (or the connection fails: throws).
-  Topology wait_topology();
+  // Blocks until the broker's topology arrives; throws if the connection fails or the
+  // timeout passes (a process elsewhere that never joins must not hang this one forever).
+  Topology wait_topology(std::chrono::seconds timeout);
 
   // Eager send: the payload is copied; the call returns at once. Payloads larger than a frame
   // go as several frames (flag kMore on all but the last), reassembled by the receiver.
