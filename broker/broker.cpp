@@ -210,28 +210,50 @@ void Broker::try_pending_submits(bool deadline_passed) {
     if (!p.launcher->link->closed()) start_job(p.launcher, std::move(p.spec), p.dry_run);
 }
 
-void Broker::start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run) {
-  std::vector<ClusterOffer> offers;
+std::vector<ClusterOffer> Broker::offers(bool free_slots_only) const {
+  std::vector<ClusterOffer> out;
   for (const auto& c : grid_.clusters) {
     auto it = relays_.find(c.name);
     if (it == relays_.end()) continue;
     const auto& reg = it->second->registration;
-    offers.push_back({c.name, c.site, c.slots, reg.link_host, reg.link_port});
+    const auto busy = busy_.find(c.name);
+    const std::uint32_t used = free_slots_only && busy != busy_.end() ? busy->second : 0;
+    if (used < c.slots) out.push_back({c.name, c.site, c.slots - used, reg.link_host, reg.link_port});
   }
+  return out;
+}
+
+void Broker::start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run) {
+  const std::vector<ClusterOffer> all = offers(false);
   auto job = std::make_unique<Job>();
   try {
-    job->topology = map_job(spec, offers);
+    job->topology = map_job(spec, all);
   } catch (const InputError& e) {
     // Too big for the whole grid: bad input (2). Too big for the clusters up now: the grid
     // is short of relays, not the job at fault (1). The launcher exits with header.tag.
     Frame err = wire::make_frame(Type::kError, e.what());
     err.header.tag = 2;
-    if (offers.size() < grid_.clusters.size()) {
-      err.body += "; " + std::to_string(grid_.clusters.size() - offers.size()) + " cluster(s) of the grid have no relay registered";
+    if (all.size() < grid_.clusters.size()) {
+      err.body += "; " + std::to_string(grid_.clusters.size() - all.size()) + " cluster(s) of the grid have no relay registered";
       err.header.tag = 1;
     }
     launcher->link->send(err);
     return launcher->link->close_after_flush(err.body);
+  }
+  if (!dry_run) {
+    // The grid can hold the job, but maybe not beside the jobs running now: it waits for
+    // slots, first come first served.
+    try {
+      job->topology = map_job(spec, offers(true));
+    } catch (const InputError&) {
+      std::uint32_t free = 0;
+      for (const auto& o : offers(true)) free += o.slots;
+      launcher->link->send(wire::make_frame(Type::kNotice, "waiting for free slots: the job needs " +
+                                                               std::to_string(spec.total_processes()) + ", " +
+                                                               std::to_string(free) + " are free now"));
+      queued_.push_back({launcher, std::move(spec), false});
+      return;
+    }
   }
   job->id = next_job_++;
   const std::string topo = [&] {
@@ -255,9 +277,30 @@ void Broker::start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run) {
     part.relay->link->send(wire::make_frame(Type::kStartPart, start.encode(), job->id));
     job->parts.push_back(std::move(part));
   }
+  for (const auto& c : job->topology.clusters) busy_[c.name] += c.count;
   log::info("job ", job->id, " (", job->spec.app_id, ") from ", launcher->link->peer(), ": ", job->topology.size(),
             " processes on ", job->topology.clusters.size(), " cluster(s)");
   jobs_[job->id] = std::move(job);
+}
+
+// Starts queued jobs in arrival order while they fit; the first that does not fit keeps its
+// place (and those behind it wait too: no large job starves behind small ones).
+void Broker::start_queued() {
+  while (!queued_.empty()) {
+    PendingSubmit& next = queued_.front();
+    if (next.launcher->link->closed()) {
+      queued_.erase(queued_.begin());
+      continue;
+    }
+    try {
+      map_job(next.spec, offers(true));
+    } catch (const InputError&) {
+      return;
+    }
+    PendingSubmit p = std::move(next);
+    queued_.erase(queued_.begin());
+    start_job(p.launcher, std::move(p.spec), false);
+  }
 }
 
 Broker::Job* Broker::job_of_relay_frame(const PeerPtr& peer, const Frame& f, Part** part) {
@@ -414,7 +457,9 @@ void Broker::maybe_finish(Job& job) {
   }
   log::info("job ", job.id, " ended with status ", end.status);
   if (job.launcher) job.launcher->link->send(wire::make_frame(Type::kJobEnd, end.encode(), job.id));
+  for (const auto& c : job.topology.clusters) busy_[c.name] -= c.count;
   jobs_.erase(job.id);
+  start_queued();
 }
 
 void Broker::on_closed(const PeerPtr& peer, const std::string& why) {
@@ -453,6 +498,7 @@ void Broker::on_closed(const PeerPtr& peer, const std::string& why) {
     }
   }
   std::erase_if(pending_, [&](const PendingSubmit& p) { return p.launcher == peer; });
+  std::erase_if(queued_, [&](const PendingSubmit& p) { return p.launcher == peer; });
 }
 
 }  // namespace gridrt

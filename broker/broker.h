@@ -53,6 +53,9 @@ class Broker {
   void handle_cancel(const PeerPtr& peer, const wire::Frame& f);
 
   void start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run);
+  void start_queued();
+  // The registered clusters in grid order, with all their slots or only those free now.
+  std::vector<ClusterOffer> offers(bool free_slots_only) const;
   void try_pending_submits(bool deadline_passed);
   Job* job_of_relay_frame(const PeerPtr& peer, const wire::Frame& f, Part** part);
   void record_exit(Job& job, std::uint32_t rank, int status);
@@ -71,7 +74,9 @@ class Broker {
     JobSpec spec;
     bool dry_run;
   };
-  std::vector<PendingSubmit> pending_;
+  std::vector<PendingSubmit> pending_;  // waiting for the grid's relays to register
+  std::vector<PendingSubmit> queued_;   // waiting for free slots
+  std::map<std::string, std::uint32_t> busy_;  // cluster -> slots used by running jobs
   asio::steady_timer pending_deadline_;
   std::uint64_t next_job_ = 1;
   bool stopped_ = false;

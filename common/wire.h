@@ -41,6 +41,7 @@ enum class Type : std::uint16_t {
   kLinkHello = 16,     // relay -> relay: body = the dialling relay's cluster name
   kData = 17,          // runtime <-> relay <-> relay <-> runtime: a point-to-point payload
   kProcExitRank = 18,  // relay -> broker: one rank's exit (src = rank, tag = status)
+  kNotice = 19,        // broker -> launcher: body = text for the user (e.g. waiting for slots)
 };
 const char* type_name(Type t);
 

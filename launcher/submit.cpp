@@ -66,6 +66,9 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
             std::fwrite(line.data(), 1, line.size(), out);
             break;
           }
+          case Type::kNotice:
+            std::fprintf(stderr, "gridrun: %s\n", f.body.c_str());
+            break;
           case Type::kError:
             std::fprintf(stderr, "gridrun: %s\n", f.body.c_str());
             if (!accepted) {

@@ -46,14 +46,27 @@ std::set<std::string> gridrun_dirs() {
 }
 std::set<std::string> dirs_before;
 
-// Runs gridrun with `args`; `interrupt_after` > 0 sends SIGINT after that many ms.
-Outcome gridrun(const std::vector<std::string>& args, int interrupt_after_ms = 0) {
-  const std::string out = ::testing::TempDir() + "/gridrun.out", err = ::testing::TempDir() + "/gridrun.err";
-  dirs_before = gridrun_dirs();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    std::freopen(out.c_str(), "w", stdout);
-    std::freopen(err.c_str(), "w", stderr);
+// A gridrun started in the background; finish() waits for it and collects its output.
+struct Running {
+  pid_t pid;
+  std::string out_path, err_path;
+  Outcome finish() {
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    Outcome r;
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    r.out = slurp(out_path);
+    r.err = slurp(err_path);
+    return r;
+  }
+};
+
+Running start_gridrun(const std::vector<std::string>& args, const std::string& name = "gridrun") {
+  Running run{-1, ::testing::TempDir() + "/" + name + ".out", ::testing::TempDir() + "/" + name + ".err"};
+  run.pid = ::fork();
+  if (run.pid == 0) {
+    std::freopen(run.out_path.c_str(), "w", stdout);
+    std::freopen(run.err_path.c_str(), "w", stderr);
     std::vector<char*> argv;
     const std::string prog = kBin + "/gridrun";
     argv.push_back(const_cast<char*>(prog.c_str()));
@@ -62,17 +75,18 @@ Outcome gridrun(const std::vector<std::string>& args, int interrupt_after_ms = 0
     ::execv(prog.c_str(), argv.data());
     ::_exit(127);
   }
+  return run;
+}
+
+// Runs gridrun with `args`; `interrupt_after_ms` > 0 sends SIGINT after that many ms.
+Outcome gridrun(const std::vector<std::string>& args, int interrupt_after_ms = 0) {
+  dirs_before = gridrun_dirs();
+  Running run = start_gridrun(args);
   if (interrupt_after_ms > 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(interrupt_after_ms));
-    ::kill(pid, SIGINT);
+    ::kill(run.pid, SIGINT);
   }
-  int st = 0;
-  ::waitpid(pid, &st, 0);
-  Outcome r;
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
+  return run.finish();
 }
 
 // Processes that belong to a gridrt run: programs from the build's bin directory (except
@@ -281,7 +295,7 @@ TEST(EndToEnd, SubmitsToARunningBrokerWithUserCertificates) {
   gridrt::tls::Authority ca("standing CA"), other("other CA");
   const auto broker = ca.issue("broker", dir, "broker");
   const auto user = ca.issue("user alice", dir, "alice");
-  std::ofstream(dir + "/grid.xml") << gridrt::default_grid_xml(2, 2);
+  std::ofstream(dir + "/grid.xml") << gridrt::default_grid_xml(2, 3);
   const std::string port_file = dir + "/port";
   fs::remove(port_file);
   std::vector<pid_t> daemons;
@@ -322,9 +336,34 @@ TEST(EndToEnd, SubmitsToARunningBrokerWithUserCertificates) {
   r = gridrun(with(as_alice, {"-n", "4", kSrc + "/jobprofiles/helloworld.xml"}));
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_EQ(hello_lines(r.out).size(), 4u) << r.out;
-  r = gridrun(with(as_alice, {"-n", "5", kSrc + "/jobprofiles/helloworld.xml"}));
+  r = gridrun(with(as_alice, {"-n", "7", kSrc + "/jobprofiles/helloworld.xml"}));
   EXPECT_EQ(r.status, 2) << r.err;
-  EXPECT_NE(r.err.find("needs 5 processes but the grid has 4 slots"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("needs 7 processes but the grid has 6 slots"), std::string::npos) << r.err;
+
+  // Three jobs of 3 processes at once on 6 slots: two run side by side on the shared relay
+  // links without seeing each other's traffic, the third waits for slots and then runs.
+  std::vector<Running> runs;
+  for (int i = 0; i < 3; ++i)
+    runs.push_back(start_gridrun(with(as_alice, {kSrc + "/jobprofiles/two-groups.xml"}), "concurrent" + std::to_string(i)));
+  int waited = 0;
+  for (auto& run : runs) {
+    const Outcome c = run.finish();
+    EXPECT_EQ(c.status, 0) << c.out << c.err;
+    const auto lines = hello_lines(c.out);
+    ASSERT_EQ(lines.size(), 3u) << c.out;
+    // Where the groups land depends on which slots are free, but never what they are.
+    int masters = 0;
+    for (const auto& l : lines) {
+      EXPECT_EQ(l.size, 3);
+      EXPECT_EQ(l.color, l.group == "masters" ? 0 : 1);
+      masters += l.group == "masters";
+    }
+    EXPECT_EQ(masters, 2) << c.out;
+    EXPECT_NE(c.out.find("[c0:0] pingpong rank 0 <-> rank "), std::string::npos) << c.out;
+    EXPECT_NE(c.out.find("barrier passed by 3 processes"), std::string::npos) << c.out;
+    if (c.err.find("waiting for free slots: the job needs 3, 0 are free now") != std::string::npos) ++waited;
+  }
+  EXPECT_EQ(waited, 1);
 
   for (pid_t p : daemons) ::kill(p, SIGTERM);
   for (pid_t p : daemons) ::waitpid(p, nullptr, 0);
