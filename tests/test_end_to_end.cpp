@@ -156,6 +156,20 @@ std::string two_groups_with(const std::string& args) {
   return path;
 }
 
+// A job of two groups (a: na, b: nb processes) running `sleep 60`: a plain program, not
+// using gridrt, for tests that stop a job while it runs.
+std::string sleep_profile(const std::string& name, int na, int nb) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path) << "<grmsJob appId=\"sleep\"><task taskId=\"t\"><resourcesDescription><topology>"
+                         "<group groupId=\"a\"/><group groupId=\"b\"/>"
+                         "<processes><groupIdReference groupId=\"a\"/><processesCount><value>" << na << "</value></processesCount></processes>"
+                         "<processes><groupIdReference groupId=\"b\"/><processesCount><value>" << nb << "</value></processesCount></processes>"
+                         "</topology></resourcesDescription><execution type=\"x\"><executable><execFile><file>"
+                         "<url>/bin/sleep</url></file></execFile></executable><arguments><value>60</value></arguments>"
+                         "</execution></task></grmsJob>";
+  return path;
+}
+
 }  // namespace
 
 TEST(EndToEnd, TwoGroupsRunAsOneJobAcrossTwoClusters) {
@@ -253,14 +267,7 @@ TEST(EndToEnd, DryRunPrintsTheMapping) {
 }
 
 TEST(EndToEnd, CtrlCStopsTheJobAndLeavesNothing) {
-  const std::string profile = ::testing::TempDir() + "/sleep.xml";
-  std::ofstream(profile) << "<grmsJob appId=\"sleep\"><task taskId=\"t\"><resourcesDescription><topology>"
-                            "<group groupId=\"a\"/><group groupId=\"b\"/>"
-                            "<processes><groupIdReference groupId=\"a\"/><processesCount><value>2</value></processesCount></processes>"
-                            "<processes><groupIdReference groupId=\"b\"/><processesCount><value>1</value></processesCount></processes>"
-                            "</topology></resourcesDescription><execution type=\"x\"><executable><execFile><file>"
-                            "<url>/bin/sleep</url></file></execFile></executable><arguments><value>60</value></arguments>"
-                            "</execution></task></grmsJob>";
+  const std::string profile = sleep_profile("sleep.xml", 2, 1);
   const auto t0 = std::chrono::steady_clock::now();
   const Outcome r = gridrun({profile}, 1500);
   EXPECT_EQ(r.status, 130) << r.err;
@@ -372,14 +379,7 @@ TEST(EndToEnd, SubmitsToARunningBrokerWithUserCertificates) {
 }
 
 TEST(EndToEnd, RelayKilledMidJobFailsTheJobCleanly) {
-  const std::string profile = ::testing::TempDir() + "/sleep-relay.xml";
-  std::ofstream(profile) << "<grmsJob appId=\"sleep\"><task taskId=\"t\"><resourcesDescription><topology>"
-                            "<group groupId=\"a\"/><group groupId=\"b\"/>"
-                            "<processes><groupIdReference groupId=\"a\"/><processesCount><value>1</value></processesCount></processes>"
-                            "<processes><groupIdReference groupId=\"b\"/><processesCount><value>1</value></processesCount></processes>"
-                            "</topology></resourcesDescription><execution type=\"x\"><executable><execFile><file>"
-                            "<url>/bin/sleep</url></file></execFile></executable><arguments><value>60</value></arguments>"
-                            "</execution></task></grmsJob>";
+  const std::string profile = sleep_profile("sleep-relay.xml", 1, 1);
   // Kill the relay of cluster c1 once the job runs there.
   std::thread killer([] {
     for (int i = 0; i < 200; ++i) {
