@@ -80,6 +80,13 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
             const JobEnd end = JobEnd::decode(f.body);
             if (!interrupted) status = end.status;
             if (!end.summary.empty()) std::fprintf(stderr, "gridrun: %s\n", end.summary.c_str());
+            // The broker may report a lost relay before the health check sees it die: a dead
+            // daemon is the grid's failure (1), whichever is noticed first.
+            if (opt.health && end.status != 0)
+              if (const std::string why = opt.health(); !why.empty()) {
+                std::fprintf(stderr, "gridrun: %s\n", why.c_str());
+                status = 1;
+              }
             ended = true;
             give_up.cancel();
             link->close("job ended");
