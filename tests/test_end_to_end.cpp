@@ -429,3 +429,30 @@ TEST(EndToEnd, PartEndingBeforeInitStopsTheProcessesWaitingForIt) {
   EXPECT_NE(r.err.find("the processes of cluster c1 ended before all of them joined the job"), std::string::npos) << r.err;
   expect_nothing_left();
 }
+
+TEST(EndToEnd, OwnGridOfThreeClustersOfUnequalSizes) {
+  // --grid: three clusters of 2, 1 and 1 slots; a job of 4 fills them all, and the
+  // ping-pong and barrier cross every cluster.
+  const std::string grid = ::testing::TempDir() + "/three.xml";
+  std::string xml = gridrt::default_grid_xml(3, 1);
+  xml.replace(xml.find("slots=\"1\""), 9, "slots=\"2\"");
+  std::ofstream(grid) << xml;
+  const Outcome r = gridrun({"--grid", grid, "-n", "4", kSrc + "/jobprofiles/helloworld.xml"});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const auto lines = hello_lines(r.out);
+  ASSERT_EQ(lines.size(), 4u) << r.out;
+  const char* clusters[] = {"c0", "c0", "c1", "c2"};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(lines[i].cluster, clusters[i]);
+    EXPECT_EQ(lines[i].site, std::string("site") + clusters[i][1]);
+  }
+  EXPECT_NE(r.out.find("pingpong rank 0 <-> rank 2 (cluster c1)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pingpong rank 0 <-> rank 3 (cluster c2)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("barrier passed by 4 processes"), std::string::npos) << r.out;
+
+  std::ofstream(grid) << "<grid>\n  <cluster name=\"c0\" slots=\"x\"/>\n</grid>\n";
+  const Outcome bad = gridrun({"--grid", grid, kSrc + "/jobprofiles/helloworld.xml"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find(grid + ":2:3: <cluster>"), std::string::npos) << bad.err;
+  expect_nothing_left();
+}
