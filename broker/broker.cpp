@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <ctime>
 #include <sstream>
 
 #include "common/messages.h"
@@ -21,6 +22,7 @@ constexpr auto kGridWait = std::chrono::seconds(15);
 
 struct Broker::Peer {
   std::shared_ptr<TlsLink> link;
+  std::string name;                   // the common name of its certificate: who it is
   enum class Kind { kUnknown, kRelay, kLauncher } kind = Kind::kUnknown;
   std::string cluster;                // relays
   RelayRegistration registration;     // relays
@@ -84,6 +86,21 @@ Broker::Broker(asio::io_context& io, Grid grid, const tls::Credentials& creds, c
 
 Broker::~Broker() { stop(); }
 
+void Broker::set_journal(const std::string& path) {
+  journal_ = std::make_unique<std::ofstream>(path, std::ios::app);
+  if (!*journal_) throw std::runtime_error("cannot append to the journal " + path);
+}
+
+void Broker::journal(const std::string& line) {
+  if (!journal_) return;
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char ts[32];
+  std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  *journal_ << ts << ' ' << line << std::endl;  // flushed: the record survives a crash
+}
+
 void Broker::stop() {
   if (stopped_) return;
   stopped_ = true;
@@ -133,6 +150,7 @@ asio::awaitable<void> Broker::handshake(tcp::socket socket) {
   }
   const std::string cn = tls::peer_common_name(stream.native_handle());
   auto peer = std::make_shared<Peer>();
+  peer->name = cn;
   peer->link = std::make_shared<TlsLink>(std::move(stream), who + " (" + cn + ")");
   log::info("connection from ", peer->link->peer());
   std::weak_ptr<Peer> weak = peer;
@@ -165,6 +183,12 @@ void Broker::on_frame(const PeerPtr& peer, Frame& f) {
 void Broker::handle_register(const PeerPtr& peer, const Frame& f) {
   if (peer->kind != Peer::Kind::kUnknown) return peer->link->fail("RelayRegister on a connection already identified");
   RelayRegistration reg = RelayRegistration::decode(f.body);
+  // Only the holder of "relay <cluster>" may speak for a cluster (docs/security.md).
+  if (peer->name != tls::relay_name(reg.cluster)) {
+    log::warn("refusing ", peer->link->peer(), ": certificate '", peer->name, "' may not register cluster '", reg.cluster, "'");
+    return peer->link->fail("certificate '" + peer->name + "' may not register cluster '" + reg.cluster +
+                            "' (a relay's certificate must be named '" + tls::relay_name(reg.cluster) + "')");
+  }
   const ClusterDesc* desc = grid_.find(reg.cluster);
   if (!desc) return peer->link->fail("cluster '" + reg.cluster + "' is not in the broker's grid (" + grid_.source + ")");
   if (relays_.count(reg.cluster))
@@ -184,7 +208,10 @@ void Broker::handle_register(const PeerPtr& peer, const Frame& f) {
 }
 
 void Broker::handle_submit(const PeerPtr& peer, const Frame& f) {
-  if (peer->kind == Peer::Kind::kRelay) return peer->link->fail("a relay may not submit jobs");
+  if (peer->kind == Peer::Kind::kRelay || !tls::is_user_name(peer->name)) {
+    log::warn("refusing a job from ", peer->link->peer(), ": not a user certificate");
+    return peer->link->fail("only user certificates ('user NAME') may submit jobs; this one is '" + peer->name + "'");
+  }
   peer->kind = Peer::Kind::kLauncher;
   JobSpec spec = JobSpec::decode(f.body);
   const bool dry_run = f.header.flags & kSubmitDryRun;
@@ -237,6 +264,7 @@ void Broker::start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run) {
       err.body += "; " + std::to_string(grid_.clusters.size() - all.size()) + " cluster(s) of the grid have no relay registered";
       err.header.tag = 1;
     }
+    journal("refused job of " + launcher->name + " (" + spec.app_id + "): " + err.body);
     launcher->link->send(err);
     return launcher->link->close_after_flush(err.body);
   }
@@ -278,6 +306,13 @@ void Broker::start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run) {
     job->parts.push_back(std::move(part));
   }
   for (const auto& c : job->topology.clusters) busy_[c.name] += c.count;
+  {
+    std::ostringstream os;
+    os << "job " << job->id << " started for " << launcher->name << ": app " << job->spec.app_id << ", "
+       << job->topology.size() << " processes of " << job->spec.executable << " on";
+    for (const auto& c : job->topology.clusters) os << ' ' << c.name << ':' << c.count;
+    journal(os.str());
+  }
   log::info("job ", job->id, " (", job->spec.app_id, ") from ", launcher->link->peer(), ": ", job->topology.size(),
             " processes on ", job->topology.clusters.size(), " cluster(s)");
   jobs_[job->id] = std::move(job);
@@ -456,6 +491,8 @@ void Broker::maybe_finish(Job& job) {
     end.summary = os.str();
   }
   log::info("job ", job.id, " ended with status ", end.status);
+  journal("job " + std::to_string(job.id) + " ended with status " + std::to_string(end.status) +
+          (end.summary.empty() ? "" : ": " + end.summary));
   if (job.launcher) job.launcher->link->send(wire::make_frame(Type::kJobEnd, end.encode(), job.id));
   for (const auto& c : job.topology.clusters) busy_[c.name] -= c.count;
   jobs_.erase(job.id);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -30,6 +31,8 @@ class Broker {
   tcp::endpoint endpoint() const { return acceptor_.local_endpoint(); }
   void stop();  // kills every running job and closes every connection
   std::size_t registered_relays() const { return relays_.size(); }
+  // Appends one line per job started, refused and ended to `path`: who submitted what.
+  void set_journal(const std::string& path);
   std::size_t active_jobs() const { return jobs_.size(); }
 
  private:
@@ -63,8 +66,11 @@ class Broker {
   void maybe_finish(Job& job);
   void stop_if_stuck(Job& job);
 
+  void journal(const std::string& line);
+
   asio::io_context& io_;
   Grid grid_;
+  std::unique_ptr<std::ofstream> journal_;
   asio::ssl::context tls_;
   tcp::acceptor acceptor_;
   std::map<std::string, PeerPtr> relays_;  // cluster name -> its registered relay

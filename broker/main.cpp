@@ -18,6 +18,8 @@ submits jobs to it. Every connection is mutual TLS 1.3 from the grid CA.
   --cert/--key PEM   this broker's certificate and key, issued by the grid CA
   --ca PEM           the grid CA: peers must present a certificate it signed
   --port-file FILE   write the port actually listened on to FILE (for port 0)
+  --journal FILE     append a line for every job started, refused or ended: when,
+                     which user (their certificate's name), what, where, how it ended
   --help             this text
 Logging goes to stderr; set GRIDRT_LOG=info or debug for more.
 )";
@@ -26,15 +28,17 @@ Logging goes to stderr; set GRIDRT_LOG=info or debug for more.
 int main(int argc, char** argv) {
   using namespace gridrt;
   log::set_component("broker");
-  std::string grid_path, listen, port_file;
+  std::string grid_path, listen, port_file, journal;
   tls::Credentials creds;
   parse_daemon_options(argc, argv, "gridbroker", kUsage,
                        {{"--grid", &grid_path}, {"--listen", &listen}, {"--cert", &creds.cert}, {"--key", &creds.key},
-                        {"--ca", &creds.ca}, {"--port-file", &port_file}},
+                        {"--ca", &creds.ca}, {"--port-file", &port_file},
+                        {"--journal", &journal}},
                        {"--grid", "--listen", "--cert", "--key", "--ca"});
   try {
     asio::io_context io;
     Broker broker(io, load_grid(grid_path), creds, parse_endpoint(listen));
+    if (!journal.empty()) broker.set_journal(journal);
     const auto ep = broker.endpoint();
     log::info("listening on ", ep.address().to_string(), ":", ep.port());
     if (!port_file.empty()) {

@@ -6,6 +6,7 @@
 #include <openssl/rand.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -79,9 +80,11 @@ CertPtr new_cert(const std::string& cn, EVP_PKEY* key, X509* issuer, EVP_PKEY* i
 }
 
 void write_pem(const std::string& path, bool secret, const std::function<int(FILE*)>& body) {
-  FILE* f = std::fopen(path.c_str(), "w");
+  // A key is created 0600 from the start: never readable by others, not even for a moment.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, secret ? 0600 : 0644);
+  FILE* f = fd >= 0 ? ::fdopen(fd, "w") : nullptr;
   if (!f) throw TlsError("cannot write " + path);
-  if (secret) ::chmod(path.c_str(), 0600);
+  if (secret) ::fchmod(fd, 0600);  // also when the file existed with wider permissions
   const int ok = body(f);
   std::fclose(f);
   if (!ok) fail("writing " + path);
@@ -123,6 +126,31 @@ Authority::Authority(const std::string& name) : impl_(new Impl) {
   impl_->cert = new_cert(name, impl_->key.get(), nullptr, impl_->key.get(), true);
 }
 Authority::~Authority() { delete impl_; }
+
+Authority Authority::load(const std::string& cert_path, const std::string& key_path) {
+  Authority a;
+  a.impl_ = new Impl;
+  FILE* f = std::fopen(cert_path.c_str(), "r");
+  if (!f) throw TlsError("cannot read CA certificate " + cert_path);
+  a.impl_->cert.reset(PEM_read_X509(f, nullptr, nullptr, nullptr));
+  std::fclose(f);
+  if (!a.impl_->cert) fail("reading CA certificate " + cert_path);
+  f = std::fopen(key_path.c_str(), "r");
+  if (!f) throw TlsError("cannot read CA key " + key_path);
+  a.impl_->key.reset(PEM_read_PrivateKey(f, nullptr, nullptr, nullptr));
+  std::fclose(f);
+  if (!a.impl_->key) fail("reading CA key " + key_path);
+  if (X509_check_private_key(a.impl_->cert.get(), a.impl_->key.get()) != 1) fail(key_path + " is not the key of " + cert_path);
+  return a;
+}
+
+std::string Authority::write_key(const std::string& dir) const {
+  const std::string path = dir + "/ca.key";
+  write_pem(path, true, [&](FILE* f) {
+    return PEM_write_PrivateKey(f, impl_->key.get(), nullptr, nullptr, 0, nullptr, nullptr);
+  });
+  return path;
+}
 
 std::string Authority::write_ca(const std::string& dir) const {
   // Written aside and renamed: a daemon already started may be reading the file right now.

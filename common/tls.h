@@ -28,23 +28,37 @@ boost::asio::ssl::context make_context(Role role, const Credentials& creds);
 // The common name of the peer's verified certificate ("" if none).
 std::string peer_common_name(SSL* ssl);
 
+// Who a party is comes from its certificate's common name (docs/security.md):
+//   "broker"            the grid's broker
+//   "relay <cluster>"   the relay of one cluster
+//   "user <name>"       someone who may submit jobs
+inline const std::string kBrokerName = "broker";
+inline std::string relay_name(const std::string& cluster) { return "relay " + cluster; }
+inline bool is_user_name(const std::string& cn) { return cn.rfind("user ", 0) == 0 && cn.size() > 5; }
+
 // A certificate authority held in memory (EC P-256 keys, SHA-256 signatures).
 class Authority {
  public:
   explicit Authority(const std::string& name);  // a fresh self-signed CA
+  // An existing CA from its PEM certificate and key (as write_ca and write_key made them).
+  static Authority load(const std::string& cert_path, const std::string& key_path);
   ~Authority();
   Authority(const Authority&) = delete;
   Authority& operator=(const Authority&) = delete;
+  Authority(Authority&& o) noexcept : impl_(o.impl_) { o.impl_ = nullptr; }
 
   // Writes <dir>/ca.pem.
   std::string write_ca(const std::string& dir) const;
+  // Writes <dir>/ca.key (mode 0600): whoever holds it can issue certificates for the grid.
+  std::string write_key(const std::string& dir) const;
   // Issues a certificate for `common_name`, writes <dir>/<file>.pem and <dir>/<file>.key
   // (mode 0600) and returns the credentials (with this CA as the trusted one).
   Credentials issue(const std::string& common_name, const std::string& dir, const std::string& file) const;
 
  private:
   struct Impl;
-  Impl* impl_;
+  Authority() = default;
+  Impl* impl_ = nullptr;
 };
 
 }  // namespace gridrt::tls

@@ -25,6 +25,11 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
     std::fprintf(stderr, "gridrun: cannot reach the broker at %s: %s\n", opt.broker.c_str(), ec.message().c_str());
     return 1;
   }
+  if (const std::string cn = tls::peer_common_name(stream.native_handle()); cn != tls::kBrokerName) {
+    std::fprintf(stderr, "gridrun: %s is not the grid's broker: its certificate is named '%s', not '%s'\n",
+                 opt.broker.c_str(), cn.c_str(), tls::kBrokerName.c_str());
+    return 1;
+  }
   auto link = std::make_shared<TlsLink>(std::move(stream), "broker");
   int status = 1;
   bool accepted = false, ended = false, interrupted = false, refused = false;

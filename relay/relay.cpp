@@ -133,8 +133,13 @@ asio::awaitable<void> Relay::broker_loop() {
     TlsStream stream(io_, tls_client_);
     co_await stream.next_layer().async_connect(opt_.broker, asio::redirect_error(asio::use_awaitable, ec));
     if (!ec) co_await stream.async_handshake(asio::ssl::stream_base::client, asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) {
-      if (!warned) log::warn("cannot reach the broker at ", opt_.broker, ": ", ec.message(), "; retrying every second");
+    std::string why = ec ? ec.message() : "";
+    // The grid CA signed it, but is it the broker? (docs/security.md: names are roles)
+    if (!ec && tls::peer_common_name(stream.native_handle()) != tls::kBrokerName)
+      why = "it presents a certificate named '" + tls::peer_common_name(stream.native_handle()) + "', not '" +
+            tls::kBrokerName + "'";
+    if (!why.empty()) {
+      if (!warned) log::warn("cannot reach the broker at ", opt_.broker, ": ", why, "; retrying every second");
       warned = true;
       asio::steady_timer t(io_, std::chrono::seconds(1));
       co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
@@ -537,10 +542,14 @@ asio::awaitable<void> Relay::dial_link(std::string cluster, tcp::endpoint ep) {
   co_await stream.next_layer().async_connect(ep, asio::redirect_error(asio::use_awaitable, ec));
   if (!ec) stream.next_layer().set_option(tcp::no_delay(true), ec);
   if (!ec) co_await stream.async_handshake(asio::ssl::stream_base::client, asio::redirect_error(asio::use_awaitable, ec));
+  std::string why = ec ? ec.message() : "";
+  if (!ec && tls::peer_common_name(stream.native_handle()) != tls::relay_name(cluster))
+    why = "it presents a certificate named '" + tls::peer_common_name(stream.native_handle()) + "', not '" +
+          tls::relay_name(cluster) + "'";
   auto& pl = links_[cluster];
   pl->dialling = false;
-  if (ec) {
-    log::error("cannot link to the relay of cluster ", cluster, " at ", ep, ": ", ec.message());
+  if (!why.empty()) {
+    log::error("cannot link to the relay of cluster ", cluster, " at ", ep, ": ", why);
     for (auto& [id, job] : jobs_)
       for (const auto& c : job->topo().clusters)
         if (c.name == cluster) kill_job(*job, "no link to cluster " + cluster);
@@ -573,15 +582,20 @@ asio::awaitable<void> Relay::accept_links() {
         log::warn("TLS handshake with ", remote, " on the link port failed: ", ec.message());
         co_return;
       }
-      auto link = std::make_shared<TlsLink>(std::move(stream), "relay link from " + remote.address().to_string());
+      const std::string cn = tls::peer_common_name(stream.native_handle());
+      auto link = std::make_shared<TlsLink>(std::move(stream), "relay link from " + remote.address().to_string() + " (" + cn + ")");
       auto name = std::make_shared<std::string>();
       std::weak_ptr<TlsLink> weak = link;
       link->start(
-          [this, name, weak](Frame& f) {
+          [this, name, weak, cn](Frame& f) {
             auto l = weak.lock();
             if (!l) return;
             if (!name->empty()) return on_link_frame(*name, f);
             if (f.header.type != Type::kLinkHello || f.body.empty()) return l->fail("the first frame must be LinkHello");
+            if (cn != tls::relay_name(f.body)) {
+              log::warn("refusing a link from ", l->peer(), ": certificate '", cn, "' may not speak for cluster '", f.body, "'");
+              return l->fail("certificate '" + cn + "' may not speak for cluster '" + f.body + "'");
+            }
             *name = f.body;
             l->set_peer("relay " + *name);
             on_link_up(*name, l);

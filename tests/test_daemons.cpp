@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <thread>
 
@@ -78,10 +79,13 @@ class Daemons : public ::testing::Test {
   }
 
   // A relay for `cluster`; `fatal` receives the broker's refusal, if any.
-  Relay* add_relay(const std::string& cluster, std::shared_ptr<std::string> fatal = nullptr, const tls::Authority* ca = nullptr) {
+  // `cert_name` overrides the certificate's name (default "relay <cluster>").
+  Relay* add_relay(const std::string& cluster, std::shared_ptr<std::string> fatal = nullptr, const tls::Authority* ca = nullptr,
+                   const std::string& cert_name = "") {
     ClusterDesc d = grid_.clusters[0];
     d.name = cluster;
-    Relay::Options o{d, (ca ? *ca : ca_).issue("relay " + cluster, dir_, "relay-" + cluster + std::to_string(relays_.size())), broker_ep_, "/bin/false"};
+    const std::string cn = cert_name.empty() ? "relay " + cluster : cert_name;
+    Relay::Options o{d, (ca ? *ca : ca_).issue(cn, dir_, "relay-" + cluster + std::to_string(relays_.size())), broker_ep_, "/bin/false"};
     return on_io([&] {
       relays_.push_back(std::make_unique<Relay>(io_, o));
       Relay* r = relays_.back().get();
@@ -242,4 +246,56 @@ TEST_F(Daemons, RelayLocalPortRefusesGarbageAndStrangers) {
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_EQ(frames[0].body, "unknown job or wrong job secret");
   EXPECT_TRUE(on_io([&] { return c0->registered(); }));
+}
+
+TEST_F(Daemons, CertificateNamesAreRoles) {
+  // A relay may only register the cluster its certificate names.
+  auto fatal = std::make_shared<std::string>();
+  add_relay("c0", fatal, nullptr, "relay c1");
+  ASSERT_TRUE(eventually([&] { return !fatal->empty(); }));
+  EXPECT_NE(fatal->find("certificate 'relay c1' may not register cluster 'c0'"), std::string::npos) << *fatal;
+  // Only users submit jobs.
+  Client relay_as_user(ca_.issue("relay c1", dir_, "relay-c1-client"));
+  ASSERT_FALSE(relay_as_user.connect(broker_ep_));
+  JobSpec spec;
+  spec.groups = {{"g", 1}};
+  asio::write(relay_as_user.stream, asio::buffer(wire::encode(wire::make_frame(wire::Type::kSubmit, spec.encode()))));
+  auto frames = relay_as_user.read_all();
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_NE(frames[0].body.find("only user certificates ('user NAME') may submit jobs; this one is 'relay c1'"), std::string::npos)
+      << frames[0].body;
+  // A relay link may only speak for the cluster its certificate names.
+  Relay* c0 = add_relay("c0");
+  ASSERT_TRUE(eventually([&] { return broker_->registered_relays() == 1; }));
+  Client impostor(ca_.issue("relay c1", dir_, "relay-c1-impostor"));
+  ASSERT_FALSE(impostor.connect(on_io([&] { return c0->link_endpoint(); })));
+  asio::write(impostor.stream, asio::buffer(wire::encode(wire::make_frame(wire::Type::kLinkHello, "c7"))));
+  frames = impostor.read_all();
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].body, "certificate 'relay c1' may not speak for cluster 'c7'");
+}
+
+TEST_F(Daemons, JournalRecordsWhoSubmittedWhat) {
+  const std::string path = dir_ + "/journal";
+  on_io([&] {
+    broker_->set_journal(path);
+    return 0;
+  });
+  add_relay("c0");
+  add_relay("c1");
+  ASSERT_TRUE(eventually([&] { return broker_->registered_relays() == 2; }));
+  Client alice(ca_.issue("user alice", dir_, "alice"));
+  ASSERT_FALSE(alice.connect(broker_ep_));
+  JobSpec spec;
+  spec.app_id = "too-big";
+  spec.groups = {{"g", 9}};  // the grid has 2 slots
+  asio::write(alice.stream, asio::buffer(wire::encode(wire::make_frame(wire::Type::kSubmit, spec.encode()))));
+  const auto frames = alice.read_all();
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].header.tag, 2);  // bad input: gridrun exits 2
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_NE(line.find("refused job of user alice (too-big): the job needs 9 processes but the grid has 2 slots"), std::string::npos)
+      << line;
 }
