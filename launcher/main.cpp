@@ -10,12 +10,14 @@
 #include "broker/broker.h"
 #include "common/grid.h"
 #include "common/jobprofile.h"
+#include "launcher/ca.h"
 #include "launcher/embedded.h"
 #include "launcher/submit.h"
 
 namespace {
 
 const char* kUsage = R"(usage: gridrun [options] JOBPROFILE.xml
+       gridrun ca ...      (the grid's certificate authority: gridrun ca --help)
 
 Runs the job a JobProfile describes as one MPI job across the clusters of a grid: every
 cluster runs its part as an ordinary MPICH job behind its relay, and the runtime library
@@ -57,6 +59,7 @@ could not run the job (broker unreachable, daemons failed to start); 130 on Ctrl
 int main(int argc, char** argv) {
   using namespace gridrt;
   log::set_component("gridrun");
+  if (argc > 1 && std::string(argv[1]) == "ca") return ca_command(argc - 1, argv + 1);
   std::string profile, grid_path, nprocs;
   Variables vars;
   SubmitOptions sub;

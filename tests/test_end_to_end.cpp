@@ -299,9 +299,22 @@ TEST(EndToEnd, CApiWithNonBlockingPointToPoint) {
 TEST(EndToEnd, SubmitsToARunningBrokerWithUserCertificates) {
   const std::string dir = ::testing::TempDir() + "/standing-grid";
   fs::create_directories(dir);
-  gridrt::tls::Authority ca("standing CA"), other("other CA");
-  const auto broker = ca.issue("broker", dir, "broker");
-  const auto user = ca.issue("user alice", dir, "alice");
+  // The grid's credentials come from `gridrun ca`, as an administrator would make them.
+  fs::remove_all(dir + "/ca");
+  for (const auto& args : std::vector<std::vector<std::string>>{{"ca", "init", dir + "/ca", "standing CA"},
+                                                                {"ca", "issue", dir + "/ca", "broker"},
+                                                                {"ca", "issue", dir + "/ca", "relay", "c0"},
+                                                                {"ca", "issue", dir + "/ca", "relay", "c1"},
+                                                                {"ca", "issue", dir + "/ca", "user", "alice"}}) {
+    const Outcome made = start_gridrun(args, "ca").finish();
+    ASSERT_EQ(made.status, 0) << made.err;
+  }
+  auto creds = [&](const std::string& who) {
+    return gridrt::tls::Credentials{dir + "/ca/" + who + ".pem", dir + "/ca/" + who + ".key", dir + "/ca/ca.pem"};
+  };
+  gridrt::tls::Authority other("other CA");
+  const auto broker = creds("broker");
+  const auto user = creds("user-alice");
   std::ofstream(dir + "/grid.xml") << gridrt::default_grid_xml(2, 3);
   const std::string port_file = dir + "/port";
   fs::remove(port_file);
@@ -313,7 +326,7 @@ TEST(EndToEnd, SubmitsToARunningBrokerWithUserCertificates) {
   for (int i = 0; i < 100 && !fs::exists(port_file); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   const std::string endpoint = "127.0.0.1:" + slurp(port_file).substr(0, slurp(port_file).find('\n'));
   for (const char* c : {"c0", "c1"}) {
-    const auto relay = ca.issue(std::string("relay ") + c, dir, std::string("relay-") + c);
+    const auto relay = creds(std::string("relay-") + c);
     daemons.push_back(gridrt::spawn({kBin + "/gridrelay", "--grid", dir + "/grid.xml", "--cluster", c, "--broker", endpoint, "--cert",
                                      relay.cert, "--key", relay.key, "--ca", relay.ca},
                                     {})
