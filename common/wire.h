@@ -42,6 +42,8 @@ enum class Type : std::uint16_t {
   kData = 17,          // runtime <-> relay <-> relay <-> runtime: a point-to-point payload
   kProcExitRank = 18,  // relay -> broker: one rank's exit (src = rank, tag = status)
   kNotice = 19,        // broker -> launcher: body = text for the user (e.g. waiting for slots)
+  kCredit = 20,        // runtime <-> relays <-> runtime: the receiver (src) grants the sender (dst)
+                       // `seq` more bytes on stream (src, dst, context): flow control
 };
 const char* type_name(Type t);
 

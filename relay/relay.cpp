@@ -420,12 +420,14 @@ void Relay::on_local_frame(const LocalPtr& conn, Frame& f) {
   Job& job = *it->second;
   const auto rank = static_cast<std::int32_t>(job.first + conn->local_rank);
   // A connection speaks only for its own job and rank.
-  if (f.header.job != conn->job || (f.header.type == Type::kData && f.header.src != rank)) {
+  const bool traffic = f.header.type == Type::kData || f.header.type == Type::kCredit;
+  if (f.header.job != conn->job || (traffic && f.header.src != rank)) {
     log::warn("refusing a frame from ", conn->link->peer(), " forged for job ", f.header.job, " rank ", f.header.src);
     return conn->link->fail("frames must carry this connection's own job and rank");
   }
   switch (f.header.type) {
     case Type::kData:
+    case Type::kCredit:
       if (f.header.dst < 0 || static_cast<std::uint32_t>(f.header.dst) >= job.topo().size())
         return conn->link->fail("destination rank " + std::to_string(f.header.dst) + " is not in the job");
       return route(job, f);
@@ -634,7 +636,7 @@ void Relay::on_link_lost(const std::string& cluster, const std::shared_ptr<TlsLi
 }
 
 void Relay::on_link_frame(const std::string& cluster, Frame& f) {
-  if (f.header.type != Type::kData) {
+  if (f.header.type != Type::kData && f.header.type != Type::kCredit) {
     log::warn("ignoring ", wire::type_name(f.header.type), " frame on the link from cluster ", cluster);
     return;
   }

@@ -1,16 +1,16 @@
 // MPI-like message matching for traffic that arrives through the relay (design.md, "The
 // cross-site transport"): posted receives matched in the order they were posted, arrivals
 // kept in an unexpected queue in arrival order; a receive matches on (context, source, tag)
-// with kAnyTag allowed. Pure data structure: no socket, no lock (the transport locks).
+// with a negative tag meaning any tag. A message is matched when its first fragment
+// arrives, so a receive can take a message larger than the flow-control window while the
+// rest is still on its way. Pure data structure: no socket, no lock (the transport locks).
 #pragma once
 
 #include <cstdint>
-#include <cstring>
-#include <functional>
 #include <list>
 #include <memory>
 #include <optional>
-#include <string>
+#include <utility>
 
 namespace gridrt::detail {
 
@@ -20,41 +20,39 @@ struct Envelope {
   std::int32_t tag = 0;
 };
 
-struct Arrival {
-  Envelope env;
-  std::string data;
-};
-
-// Receives are held as shared_ptr<R>, R having an Envelope `pattern` (tag < 0: any tag).
-template <typename R>
+// R has an Envelope `pattern` (the receive); A has an Envelope `env` (the message).
+template <typename R, typename A>
 class MatchQueue {
  public:
   using Posted = std::shared_ptr<R>;
+  using Arrived = std::shared_ptr<A>;
+
   static bool matches(const Envelope& pattern, const Envelope& e) {
     return pattern.context == e.context && pattern.source == e.source && (pattern.tag < 0 || pattern.tag == e.tag);
   }
-  // A receive being posted: the first unexpected arrival it matches, if any; else it waits.
-  std::optional<Arrival> post(Posted p) {
+  // A receive being posted: the oldest unexpected message it matches (removed), if any;
+  // else the receive waits.
+  Arrived post(Posted p) {
     for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it)
-      if (matches(p->pattern, it->env)) {
-        Arrival a = std::move(*it);
+      if (matches(p->pattern, (*it)->env)) {
+        Arrived a = std::move(*it);
         unexpected_.erase(it);
         return a;
       }
     posted_.push_back(std::move(p));
-    return std::nullopt;
+    return nullptr;
   }
-  // A message arriving: the first posted receive it matches, if any (then `a` is left for the
-  // caller to deliver); else it is moved into the unexpected queue.
-  std::optional<Posted> arrive(Arrival& a) {
+  // A message arriving: the oldest posted receive it matches (removed), if any; else the
+  // message is kept as unexpected.
+  Posted arrive(Arrived a) {
     for (auto it = posted_.begin(); it != posted_.end(); ++it)
-      if (matches((*it)->pattern, a.env)) {
+      if (matches((*it)->pattern, a->env)) {
         Posted p = std::move(*it);
         posted_.erase(it);
         return p;
       }
     unexpected_.push_back(std::move(a));
-    return std::nullopt;
+    return nullptr;
   }
   // Removes every posted receive (on failure, to fail them all).
   std::list<Posted> take_posted() { return std::exchange(posted_, {}); }
@@ -63,7 +61,7 @@ class MatchQueue {
 
  private:
   std::list<Posted> posted_;
-  std::list<Arrival> unexpected_;
+  std::list<Arrived> unexpected_;
 };
 
 }  // namespace gridrt::detail

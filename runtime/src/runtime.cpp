@@ -23,7 +23,7 @@ enum class WaitPolicy { kSpin, kYield, kSleep };
 struct RequestState {
   bool local = false;
   MPI_Request mpi = MPI_REQUEST_NULL;
-  std::shared_ptr<RemoteRecv> remote;  // remote receives; remote sends complete at once
+  std::shared_ptr<RemoteOp> remote;    // a send or receive through the relay
   bool done = false;
   Status status;
 };
@@ -82,28 +82,36 @@ WaitPolicy policy_from_env() {
   throw Error(std::string("gridrt: GRIDRT_WAIT='") + v + "' is not one of spin, yield, sleep");
 }
 
-void remote_send(int dst, std::uint32_t context, int tag, const void* buf, std::size_t bytes) {
+std::shared_ptr<RemoteOp> remote_send(int dst, std::uint32_t context, int tag, const void* buf, std::size_t bytes) {
   try {
-    state().transport->send(state().rank, dst, context, tag, buf, bytes);
+    return state().transport->send(dst, context, tag, buf, bytes);
   } catch (const std::runtime_error& e) {
     throw Error(std::string("gridrt: send to rank ") + std::to_string(dst) + ": " + e.what());
   }
 }
 
-std::shared_ptr<RemoteRecv> remote_recv(void* buf, std::size_t capacity, int src, std::uint32_t context, int tag) {
-  auto r = std::make_shared<RemoteRecv>();
-  r->pattern = {context, src, tag};
-  r->buf = buf;
-  r->capacity = capacity;
-  state().transport->post_recv(r);
-  return r;
+std::shared_ptr<RemoteOp> remote_recv(void* buf, std::size_t capacity, int src, std::uint32_t context, int tag) {
+  return state().transport->recv(buf, capacity, src, context, tag);
 }
 
-void remote_wait(const std::shared_ptr<RemoteRecv>& r) {
+// What a failed remote operation was, for its error message.
+std::string describe(const RemoteOp& op) {
+  return op.buf ? "receive from rank " + std::to_string(op.pattern.source) : std::string("send");
+}
+
+void remote_wait(const std::shared_ptr<RemoteOp>& op) {
   try {
-    state().transport->wait(r);
+    state().transport->wait(op);
   } catch (const std::runtime_error& e) {
-    throw Error(std::string("gridrt: receive from rank ") + std::to_string(r->pattern.source) + ": " + e.what());
+    throw Error("gridrt: " + describe(*op) + ": " + e.what());
+  }
+}
+
+bool remote_test(const std::shared_ptr<RemoteOp>& op) {
+  try {
+    return state().transport->test(op);
+  } catch (const std::runtime_error& e) {
+    throw Error("gridrt: " + describe(*op) + ": " + e.what());
   }
 }
 
@@ -140,8 +148,14 @@ void init(int* argc, char*** argv, int required) {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   try {
+    const char* w = std::getenv("GRIDRT_WINDOW");
+    const long long window = w ? std::strtoll(w, nullptr, 10) : 512 * 1024;
+    if (window < static_cast<long long>(detail::RelayTransport::kMinWindow))
+      throw std::runtime_error(std::string("GRIDRT_WINDOW='") + (w ? w : "") + "' must be at least " +
+                               std::to_string(detail::RelayTransport::kMinWindow) + " bytes");
     s->transport = std::make_unique<detail::RelayTransport>(relay, std::strtoull(job, nullptr, 10), secret,
-                                                            static_cast<std::uint32_t>(s->local_rank), host);
+                                                            static_cast<std::uint32_t>(s->local_rank), host,
+                                                            static_cast<std::size_t>(window));
     const char* t = std::getenv("GRIDRT_INIT_TIMEOUT");
     const long seconds = t ? std::strtol(t, nullptr, 10) : 300;
     if (seconds <= 0) throw std::runtime_error(std::string("GRIDRT_INIT_TIMEOUT='") + t + "' is not a positive number of seconds");
@@ -157,6 +171,7 @@ void init(int* argc, char*** argv, int required) {
                 std::to_string(it->count));
   s->cluster = static_cast<std::uint32_t>(it - clusters.begin());
   s->rank = static_cast<int>(it->first_rank) + s->local_rank;
+  s->transport->set_rank(s->rank);
   for (const auto& c : clusters) s->cluster_names.push_back(c.name);
   g = std::move(s);
 }
@@ -258,8 +273,7 @@ Request isend(const void* buf, std::size_t bytes, int dst, int tag) {
     r->local = true;
     MPI_Isend(buf, static_cast<int>(bytes), MPI_BYTE, detail::to_local(dst), tag, state().p2p, &r->mpi);
   } else {
-    detail::remote_send(dst, detail::kP2P, tag, buf, bytes);
-    r->done = true;
+    r->remote = detail::remote_send(dst, detail::kP2P, tag, buf, bytes);
   }
   return Request(r);
 }
@@ -290,7 +304,7 @@ void finish_local(detail::RequestState& r, const MPI_Status& st) {
 }
 void finish_remote(detail::RequestState& r) {
   r.done = true;
-  r.status = {r.remote->got.source, r.remote->got.tag, r.remote->bytes};
+  if (r.remote->buf) r.status = {r.remote->got.source, r.remote->got.tag, r.remote->bytes};
 }
 }  // namespace
 
@@ -320,13 +334,7 @@ bool test(Request& req, Status* status) {
       MPI_Test(&r.mpi, &flag, &st);
       if (flag) finish_local(r, st);
     } else if (r.remote) {
-      bool done = false;
-      try {
-        done = state().transport->test(r.remote);
-      } catch (const std::runtime_error& e) {
-        throw Error(std::string("gridrt: receive from rank ") + std::to_string(r.remote->pattern.source) + ": " + e.what());
-      }
-      if (done) finish_remote(r);
+      if (detail::remote_test(r.remote)) finish_remote(r);
     }
   }
   if (r.done && status) *status = r.status;
@@ -363,15 +371,15 @@ void barrier() {
     char token = 0;
     const int root = static_cast<int>(clusters[0].first_rank);
     if (s.cluster == 0) {
-      std::vector<std::shared_ptr<detail::RemoteRecv>> arrivals;
+      std::vector<std::shared_ptr<detail::RemoteOp>> arrivals;
       for (std::size_t c = 1; c < clusters.size(); ++c)
         arrivals.push_back(detail::remote_recv(&token, 1, static_cast<int>(clusters[c].first_rank), detail::kBarrier, tag));
       for (auto& a : arrivals) detail::remote_wait(a);
       for (std::size_t c = 1; c < clusters.size(); ++c)
-        detail::remote_send(static_cast<int>(clusters[c].first_rank), detail::kBarrier, tag, &token, 1);
+        detail::remote_wait(detail::remote_send(static_cast<int>(clusters[c].first_rank), detail::kBarrier, tag, &token, 1));
     } else {
       auto release = detail::remote_recv(&token, 1, root, detail::kBarrier, tag);
-      detail::remote_send(root, detail::kBarrier, tag, &token, 1);
+      detail::remote_wait(detail::remote_send(root, detail::kBarrier, tag, &token, 1));
       detail::remote_wait(release);
     }
   }

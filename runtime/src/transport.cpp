@@ -9,8 +9,8 @@ using wire::Frame;
 using wire::Type;
 
 RelayTransport::RelayTransport(const std::string& relay, std::uint64_t job, const std::string& secret,
-                               std::uint32_t local_rank, const std::string& hostname)
-    : job_(job) {
+                               std::uint32_t local_rank, const std::string& hostname, std::size_t window)
+    : job_(job), window_(std::max(window, kMinWindow)) {
   tcp::socket socket(io_);
   boost::system::error_code ec;
   socket.connect(parse_endpoint(relay), ec);
@@ -38,109 +38,205 @@ Topology RelayTransport::wait_topology(std::chrono::seconds timeout) {
   return *topology_;
 }
 
-void RelayTransport::send(std::int32_t src, std::int32_t dst, std::uint32_t context, std::int32_t tag, const void* buf,
-                          std::size_t bytes) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!failure_.empty()) throw std::runtime_error(failure_);
-  }
-  // Encoded here, in the application thread: the caller's buffer is free once we return.
-  std::string out;
+// ---------------------------------------------------------------- sending
+
+std::shared_ptr<RemoteOp> RelayTransport::send(std::int32_t dst, std::uint32_t context, std::int32_t tag, const void* buf,
+                                               std::size_t bytes) {
+  // Fragments of half a window keep a stream flowing while the receiver returns credit.
+  const std::size_t fragment = std::min<std::size_t>(wire::kMaxBody, window_ / 2 - kFrameCost);
+  auto op = std::make_shared<RemoteOp>();
+  std::vector<Outgoing> frames;
   const char* p = static_cast<const char*>(buf);
   std::size_t off = 0;
-  do {
-    const std::size_t n = std::min<std::size_t>(bytes - off, wire::kMaxBody);
+  do {  // encoded here, in the caller's thread: its buffer is free once we return
+    const std::size_t n = std::min(bytes - off, fragment);
     Frame f = wire::make_frame(Type::kData, std::string(p + off, n), job_);
-    f.header.src = src;
+    f.header.src = rank_;
     f.header.dst = dst;
     f.header.context = context;
     f.header.tag = tag;
-    f.header.seq = seq_++;
     off += n;
     f.header.flags = off < bytes ? kMore : 0;
-    out += wire::encode(f);
+    frames.push_back({{}, n + kFrameCost, off < bytes ? nullptr : op});
+    f.header.seq = seq_++;
+    frames.back().bytes = wire::encode(f);
   } while (off < bytes);
-  asio::post(io_, [link = link_, out = std::move(out)]() mutable { link->send_bytes(std::move(out)); });
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!failure_.empty()) throw std::runtime_error(failure_);
+  auto [it, fresh] = out_.try_emplace({dst, context});
+  if (fresh) it->second.credit = static_cast<std::int64_t>(window_);
+  for (auto& o : frames) it->second.queue.push_back(std::move(o));
+  pump(it->second);
+  return op;
 }
 
-void RelayTransport::post_recv(const std::shared_ptr<RemoteRecv>& r) {
+void RelayTransport::pump(Stream& s) {
+  bool completed = false;
+  while (!s.queue.empty() && s.credit >= static_cast<std::int64_t>(s.queue.front().cost)) {
+    Outgoing& o = s.queue.front();
+    s.credit -= static_cast<std::int64_t>(o.cost);
+    write(std::move(o.bytes));
+    if (o.completes) {
+      o.completes->done = true;
+      completed = true;
+    }
+    s.queue.pop_front();
+  }
+  if (completed) cv_.notify_all();
+}
+
+void RelayTransport::write(std::string bytes) {
+  // Always through the I/O thread's queue, also from the I/O thread itself: frames leave in
+  // the order they were written, whichever thread wrote them.
+  asio::post(io_, [link = link_, b = std::move(bytes)]() mutable { link->send_bytes(std::move(b)); });
+}
+
+void RelayTransport::grant(const Envelope& from, std::size_t bytes) {
+  if (bytes == 0 || !failure_.empty()) return;
+  Frame f = wire::make_frame(Type::kCredit, {}, job_);
+  f.header.src = rank_;
+  f.header.dst = from.source;
+  f.header.context = from.context;
+  f.header.seq = bytes;
+  write(wire::encode(f));
+}
+
+// ---------------------------------------------------------------- receiving
+
+std::shared_ptr<RemoteOp> RelayTransport::recv(void* buf, std::size_t capacity, std::int32_t src, std::uint32_t context,
+                                               std::int32_t tag) {
+  auto op = std::make_shared<RemoteOp>();
+  op->pattern = {context, src, tag};
+  op->buf = buf;
+  op->capacity = capacity;
   std::lock_guard<std::mutex> lock(mu_);
   if (!failure_.empty()) {
-    r->error = failure_;
-    return;
+    op->error = failure_;
+    return op;
   }
-  if (auto a = queue_.post(r)) complete(r, *a);
+  if (auto in = queue_.post(op)) bind(in, op);
+  return op;
 }
 
-void RelayTransport::complete(const std::shared_ptr<RemoteRecv>& r, Arrival& a) {
-  r->got = a.env;
-  r->bytes = a.data.size();
-  if (a.data.size() > r->capacity) {
-    r->error = "message of " + std::to_string(a.data.size()) + " bytes from rank " + std::to_string(a.env.source) +
-               " (tag " + std::to_string(a.env.tag) + ") truncated: the receive buffer holds " + std::to_string(r->capacity);
-  } else {
-    if (!a.data.empty()) std::memcpy(r->buf, a.data.data(), a.data.size());
-    r->done = true;
-  }
-  cv_.notify_all();
+void RelayTransport::bind(const std::shared_ptr<Incoming>& in, const std::shared_ptr<RemoteOp>& op) {
+  in->bound = op;
+  op->got = in->env;
+  const std::string held = std::move(in->data);
+  in->data.clear();
+  deliver(*in, held.data(), held.size());
+  grant(in->env, std::exchange(in->withheld, 0));
+  finish_if_complete(*in);
 }
 
-void RelayTransport::wait(const std::shared_ptr<RemoteRecv>& r) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return r->done || !r->error.empty(); });
-  if (!r->error.empty()) throw std::runtime_error(r->error);
-}
-
-bool RelayTransport::test(const std::shared_ptr<RemoteRecv>& r) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!r->error.empty()) throw std::runtime_error(r->error);
-  return r->done;
-}
-
-void RelayTransport::on_frame(Frame& f) {
-  if (f.header.type == Type::kTopology) {
-    try {
-      wire::Reader r(f.body);
-      Topology t = Topology::decode(r);
-      std::lock_guard<std::mutex> lock(mu_);
-      topology_ = std::move(t);
-    } catch (const wire::BadBody& e) {
-      std::lock_guard<std::mutex> lock(mu_);
-      failure_ = std::string("bad topology from the relay: ") + e.what();
-    }
+void RelayTransport::deliver(Incoming& in, const char* data, std::size_t n) {
+  RemoteOp& op = *in.bound;
+  if (!op.error.empty()) return;  // truncated already: the rest is consumed and dropped
+  if (in.filled + n > op.capacity) {
+    op.error = "message from rank " + std::to_string(in.env.source) + " (tag " + std::to_string(in.env.tag) +
+               ") truncated: the receive buffer holds " + std::to_string(op.capacity) + " bytes";
     cv_.notify_all();
     return;
   }
-  if (f.header.type == Type::kError) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (failure_.empty()) failure_ = "the relay refused this process: " + f.body;
-    return;
-  }
-  if (f.header.type != Type::kData) return;
-  const auto key = std::make_pair(f.header.src, f.header.context);
-  Arrival a;
-  auto part = partial_.find(key);
-  if (part != partial_.end()) {
-    a = std::move(part->second);
-    partial_.erase(part);
-    a.data += f.body;
-  } else {
-    a.env = {f.header.context, f.header.src, f.header.tag};
-    a.data = std::move(f.body);
-  }
-  if (f.header.flags & kMore) {
-    partial_[key] = std::move(a);
-    return;
-  }
+  if (n) std::memcpy(static_cast<char*>(op.buf) + in.filled, data, n);
+  in.filled += n;
+}
+
+void RelayTransport::finish_if_complete(Incoming& in) {
+  if (!in.complete || !in.bound) return;
+  in.bound->bytes = in.filled;
+  if (in.bound->error.empty()) in.bound->done = true;
+  cv_.notify_all();
+}
+
+void RelayTransport::on_data(Frame& f) {
+  const Envelope env{f.header.context, f.header.src, f.header.tag};
+  const StreamKey key{f.header.src, f.header.context};
+  const std::size_t cost = f.body.size() + kFrameCost;
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto r = queue_.arrive(a)) complete(*r, a);
+  auto& in = current_[key];
+  if (!in) {  // the first fragment of a message: match it now
+    in = std::make_shared<Incoming>();
+    in->env = env;
+    if (auto op = queue_.arrive(in)) {
+      in->bound = op;
+      op->got = env;
+    }
+  }
+  if (in->bound) {
+    deliver(*in, f.body.data(), f.body.size());
+    grant(env, cost);
+  } else {
+    in->data += f.body;
+    in->withheld += cost;
+  }
+  if (!(f.header.flags & kMore)) {
+    in->complete = true;
+    finish_if_complete(*in);
+    current_.erase(key);
+  }
+}
+
+void RelayTransport::on_frame(Frame& f) {
+  switch (f.header.type) {
+    case Type::kData:
+      return on_data(f);
+    case Type::kCredit: {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = out_.find({f.header.src, f.header.context});
+      if (it == out_.end()) return;  // credit for a stream never used: nothing waits on it
+      it->second.credit += static_cast<std::int64_t>(f.header.seq);
+      return pump(it->second);
+    }
+    case Type::kTopology:
+      try {
+        wire::Reader r(f.body);
+        Topology t = Topology::decode(r);
+        std::lock_guard<std::mutex> lock(mu_);
+        topology_ = std::move(t);
+      } catch (const wire::BadBody& e) {
+        std::lock_guard<std::mutex> lock(mu_);
+        failure_ = std::string("bad topology from the relay: ") + e.what();
+      }
+      cv_.notify_all();
+      return;
+    case Type::kError: {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (failure_.empty()) failure_ = "the relay refused this process: " + f.body;
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+// ---------------------------------------------------------------- waiting and failure
+
+void RelayTransport::wait(const std::shared_ptr<RemoteOp>& op) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return op->done || !op->error.empty(); });
+  if (!op->error.empty()) throw std::runtime_error(op->error);
+}
+
+bool RelayTransport::test(const std::shared_ptr<RemoteOp>& op) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!op->error.empty()) throw std::runtime_error(op->error);
+  return op->done;
+}
+
+void RelayTransport::fail_all(const std::string& why) {
+  if (failure_.empty()) failure_ = why;
+  for (auto& op : queue_.take_posted()) op->error = failure_;
+  for (auto& [key, in] : current_)
+    if (in->bound && !in->bound->done) in->bound->error = failure_;
+  for (auto& [key, s] : out_)
+    for (auto& o : s.queue)
+      if (o.completes) o.completes->error = failure_;
+  cv_.notify_all();
 }
 
 void RelayTransport::on_closed(const std::string& why) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (failure_.empty()) failure_ = "lost the connection to the relay: " + why;
-  for (auto& r : queue_.take_posted()) r->error = failure_;
-  cv_.notify_all();
+  fail_all("lost the connection to the relay: " + why);
 }
 
 }  // namespace gridrt::detail

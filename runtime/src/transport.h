@@ -1,12 +1,19 @@
 // The process side of the cross-site transport: one TCP connection to this cluster's relay,
 // served by one I/O thread running Asio (the application thread never touches the socket and
 // blocks on a condition variable, never spinning, while it waits for the relay).
+//
+// Flow control is end to end, per stream (source, destination, context): a sender may have
+// at most `window` bytes (plus a fixed cost per frame) that the receiving *application* has
+// not yet taken; the receiver grants credit back as its receives consume the data. So a
+// slow receiver makes its senders wait, the relays in between never hold more than one
+// window per stream, and nothing is ever dropped (design.md, "The cross-site transport").
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
-#include <memory>
+#include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -18,53 +25,89 @@
 
 namespace gridrt::detail {
 
-// Completion of one remote receive, filled by the I/O thread.
-struct RemoteRecv {
-  Envelope pattern;
-  void* buf = nullptr;
+// One remote send or receive; the transport fills in the outcome.
+struct RemoteOp {
+  Envelope pattern;        // receive: what it waits for (tag < 0: any tag)
+  void* buf = nullptr;     // receive: where the data goes
   std::size_t capacity = 0;
   bool done = false;
-  std::string error;  // set instead of done data when it failed
-  Envelope got;
-  std::size_t bytes = 0;
+  std::string error;       // set instead of done when it failed
+  Envelope got;            // receive: what matched
+  std::size_t bytes = 0;   // receive: the message's size
 };
 
 class RelayTransport {
  public:
-  // Connects to `relay`, says hello for (job, secret, local_rank), returns once connected.
+  // Connects to `relay` and says hello for (job, secret, local_rank); `window` is the
+  // flow-control window per stream, in bytes.
   RelayTransport(const std::string& relay, std::uint64_t job, const std::string& secret, std::uint32_t local_rank,
-                 const std::string& hostname);
+                 const std::string& hostname, std::size_t window);
   ~RelayTransport();
 
   // Blocks until the broker's topology arrives; throws if the connection fails or the
   // timeout passes (a process elsewhere that never joins must not hang this one forever).
   Topology wait_topology(std::chrono::seconds timeout);
+  // This process's global rank: the source of everything it sends from now on.
+  void set_rank(std::int32_t rank) { rank_ = rank; }
 
-  // Eager send: the payload is copied; the call returns at once. Payloads larger than a frame
-  // go as several frames (flag kMore on all but the last), reassembled by the receiver.
-  void send(std::int32_t src, std::int32_t dst, std::uint32_t context, std::int32_t tag, const void* buf, std::size_t bytes);
-  void post_recv(const std::shared_ptr<RemoteRecv>& r);
-  // Blocks (condition variable) until r completes; throws on failure.
-  void wait(const std::shared_ptr<RemoteRecv>& r);
-  bool test(const std::shared_ptr<RemoteRecv>& r);
+  // Sends a copy of `bytes` to `dst`, cut into fragments. The op completes when the last
+  // fragment has been handed to the relay connection, as the receiver's window allows.
+  std::shared_ptr<RemoteOp> send(std::int32_t dst, std::uint32_t context, std::int32_t tag, const void* buf, std::size_t bytes);
+  std::shared_ptr<RemoteOp> recv(void* buf, std::size_t capacity, std::int32_t src, std::uint32_t context, std::int32_t tag);
+  // Blocks (condition variable) until op completes; throws std::runtime_error on failure.
+  void wait(const std::shared_ptr<RemoteOp>& op);
+  bool test(const std::shared_ptr<RemoteOp>& op);
 
-  static constexpr std::uint32_t kMore = 1;
+  static constexpr std::uint32_t kMore = 1;         // Data flag: more fragments follow
+  static constexpr std::size_t kFrameCost = 64;     // credit charged per frame beyond its body
+  static constexpr std::size_t kMinWindow = 4096;
 
  private:
+  // A message arriving from one stream, matched as soon as its first fragment is here.
+  struct Incoming {
+    Envelope env;
+    std::string data;             // fragments not yet delivered (while unmatched)
+    std::size_t withheld = 0;     // credit owed for them, granted when they are delivered
+    std::size_t filled = 0;       // bytes delivered into the bound receive
+    std::shared_ptr<RemoteOp> bound;
+    bool complete = false;
+  };
+  struct Outgoing {
+    std::string bytes;            // an encoded frame
+    std::size_t cost = 0;
+    std::shared_ptr<RemoteOp> completes;  // on the last fragment of a message
+  };
+  struct Stream {                 // outgoing, per (destination, context)
+    std::int64_t credit = 0;
+    std::deque<Outgoing> queue;
+  };
+  using StreamKey = std::pair<std::int32_t, std::uint32_t>;
+
   void on_frame(wire::Frame& f);
+  void on_data(wire::Frame& f);
   void on_closed(const std::string& why);
-  void complete(const std::shared_ptr<RemoteRecv>& r, Arrival& a);  // with mu_ held
+  // The rest of these run with mu_ held.
+  void bind(const std::shared_ptr<Incoming>& in, const std::shared_ptr<RemoteOp>& op);
+  void deliver(Incoming& in, const char* data, std::size_t n);
+  void finish_if_complete(Incoming& in);
+  void grant(const Envelope& from, std::size_t bytes);
+  void pump(Stream& s);
+  void write(std::string bytes);
+  void fail_all(const std::string& why);
 
   asio::io_context io_;
   std::shared_ptr<TcpLink> link_;
   std::thread thread_;
-  std::uint64_t job_;
+  const std::uint64_t job_;
+  const std::size_t window_;
+  std::int32_t rank_ = -1;
   std::mutex mu_;
   std::condition_variable cv_;
   std::optional<Topology> topology_;
   std::string failure_;
-  MatchQueue<RemoteRecv> queue_;
-  std::map<std::pair<std::int32_t, std::uint32_t>, Arrival> partial_;  // (source, context) -> fragments so far
+  MatchQueue<RemoteOp, Incoming> queue_;
+  std::map<StreamKey, std::shared_ptr<Incoming>> current_;  // (source, context) -> message being received
+  std::map<StreamKey, Stream> out_;                         // (destination, context) -> outgoing stream
   std::uint64_t seq_ = 0;
 };
 

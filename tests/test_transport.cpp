@@ -1,0 +1,211 @@
+// The process side of the relay transport, in-process: several RelayTransports (one per
+// "rank") connect to a fake relay on 127.0.0.1 that forwards Data and Credit frames by
+// destination rank and counts what each source sent. No MPI, no daemons.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <map>
+#include <numeric>
+#include <thread>
+
+#include "common/link.h"
+#include "common/messages.h"
+#include "transport.h"
+
+using namespace gridrt;
+using namespace gridrt::detail;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::size_t kWindow = 64 * 1024;
+
+// Forwards frames between connected transports: rank = the local rank of the hello.
+class FakeRelay {
+ public:
+  FakeRelay() : acceptor_(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {
+    accept();
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~FakeRelay() {
+    asio::post(io_, [this] {
+      acceptor_.close();
+      for (auto& l : all_) l->close("test over");
+    });
+    thread_.join();
+  }
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port()); }
+  // Data bytes forwarded from `rank` so far.
+  std::size_t data_from(int rank) { return data_bytes_[rank].load(); }
+  int hellos() const { return hellos_.load(); }
+  // Drops every connection, as a relay that dies would.
+  void kill() {
+    std::promise<void> done;
+    asio::post(io_, [&] {
+      for (auto& l : all_) l->close("relay killed");
+      done.set_value();
+    });
+    done.get_future().wait();
+  }
+
+ private:
+  void accept() {
+    acceptor_.async_accept([this](const boost::system::error_code& ec, tcp::socket s) {
+      if (ec) return;
+      auto link = std::make_shared<TcpLink>(std::move(s), "test");
+      all_.push_back(link);
+      auto rank = std::make_shared<int>(-1);
+      link->start(
+          [this, link, rank](wire::Frame& f) {
+            if (f.header.type == wire::Type::kProcHello) {
+              *rank = static_cast<int>(ProcHello::decode(f.body).local_rank);
+              links_[*rank] = link;
+              ++hellos_;
+              for (auto& held : pending_[*rank]) link->send(held);  // as a relay does
+              pending_.erase(*rank);
+              return;
+            }
+            if (f.header.type == wire::Type::kData) data_bytes_[*rank] += f.body.size();
+            auto to = links_.find(f.header.dst);
+            if (to != links_.end()) to->second->send(f);
+            else pending_[f.header.dst].push_back(f);
+          },
+          [](const std::string&) {});
+      accept();
+    });
+  }
+
+  asio::io_context io_;
+  tcp::acceptor acceptor_;
+  std::thread thread_;
+  std::map<int, std::shared_ptr<TcpLink>> links_;
+  std::vector<std::shared_ptr<TcpLink>> all_;
+  std::atomic<int> hellos_{0};
+  std::map<int, std::vector<wire::Frame>> pending_;  // for ranks not connected yet
+  std::array<std::atomic<std::size_t>, 8> data_bytes_{};
+};
+
+std::unique_ptr<RelayTransport> connect(FakeRelay& relay, int rank) {
+  auto t = std::make_unique<RelayTransport>(relay.endpoint(), 1, "secret", rank, "host", kWindow);
+  t->set_rank(rank);
+  return t;
+}
+
+std::string pattern(std::size_t n, int seed) {
+  std::string s(n, '\0');
+  for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>(i * 31 + seed);
+  return s;
+}
+
+// Waits until cond() holds (up to 5 s).
+template <typename F>
+bool eventually(F cond) {
+  for (int i = 0; i < 500 && !cond(); ++i) std::this_thread::sleep_for(10ms);
+  return cond();
+}
+
+}  // namespace
+
+TEST(Transport, SlowReceiverMakesTheSenderWaitAndNothingIsLost) {
+  FakeRelay relay;
+  auto a = connect(relay, 0), b = connect(relay, 1);
+  constexpr int kMessages = 12;
+  constexpr std::size_t kSize = 20000;  // 12 x 20 kB = 240 kB, well past a 64 KiB window
+  std::vector<std::shared_ptr<RemoteOp>> sends;
+  for (int i = 0; i < kMessages; ++i) {
+    const std::string m = pattern(kSize, i);
+    sends.push_back(a->send(1, 0, i, m.data(), m.size()));
+  }
+  // Nobody receives yet: the sender is held to one window in flight.
+  std::this_thread::sleep_for(200ms);
+  const std::size_t in_flight = relay.data_from(0);
+  EXPECT_LE(in_flight, kWindow);
+  EXPECT_GT(in_flight, kWindow / 2);  // but it used its window
+  int done = 0;
+  for (auto& s : sends) done += a->test(s);
+  EXPECT_LT(done, kMessages);
+  // The receiver takes them all, in order, intact; the sender's sends all complete.
+  for (int i = 0; i < kMessages; ++i) {
+    std::string got(kSize, '\0');
+    auto r = b->recv(got.data(), got.size(), 0, 0, -1);
+    b->wait(r);
+    EXPECT_EQ(r->got.tag, i);
+    EXPECT_EQ(r->bytes, kSize);
+    EXPECT_EQ(got, pattern(kSize, i)) << "message " << i;
+  }
+  for (auto& s : sends) a->wait(s);
+  EXPECT_EQ(relay.data_from(0), kMessages * kSize);
+}
+
+TEST(Transport, MessageLargerThanTheWindowArrivesWhenTheReceiveIsPostedLate) {
+  FakeRelay relay;
+  auto a = connect(relay, 0), b = connect(relay, 1);
+  const std::string big = pattern(10 * kWindow + 123, 7);
+  auto s = a->send(1, 0, 3, big.data(), big.size());
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(a->test(s));
+  EXPECT_LE(relay.data_from(0), kWindow);
+  std::string got(big.size(), '\0');
+  auto r = b->recv(got.data(), got.size(), 0, 0, 3);
+  b->wait(r);
+  a->wait(s);
+  EXPECT_EQ(r->bytes, big.size());
+  EXPECT_TRUE(got == big);
+}
+
+TEST(Transport, StreamsAreIndependent) {
+  // Context 0 from 0 to 1 is full (nobody receives); context 1 still flows.
+  FakeRelay relay;
+  auto a = connect(relay, 0), b = connect(relay, 1);
+  const std::string filler = pattern(4 * kWindow, 1);
+  auto stuck = a->send(1, 0, 0, filler.data(), filler.size());
+  char token = 'x', got = 0;
+  auto s = a->send(1, 1, 0, &token, 1);
+  auto r = b->recv(&got, 1, 0, 1, 0);
+  b->wait(r);
+  a->wait(s);
+  EXPECT_EQ(got, 'x');
+  EXPECT_FALSE(a->test(stuck));
+}
+
+TEST(Transport, TruncationFailsThatReceiveOnlyAndTheStreamGoesOn) {
+  FakeRelay relay;
+  auto a = connect(relay, 0), b = connect(relay, 1);
+  const std::string m1 = pattern(3 * kWindow, 2), m2 = "after";
+  auto s1 = a->send(1, 0, 1, m1.data(), m1.size());
+  auto s2 = a->send(1, 0, 2, m2.data(), m2.size());
+  std::string small(100, '\0');
+  auto r1 = b->recv(small.data(), small.size(), 0, 0, 1);
+  try {
+    b->wait(r1);
+    FAIL() << "expected truncation";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("truncated: the receive buffer holds 100 bytes"), std::string::npos) << e.what();
+  }
+  std::string got(16, '\0');
+  auto r2 = b->recv(got.data(), got.size(), 0, 0, 2);
+  b->wait(r2);
+  EXPECT_EQ(got.substr(0, r2->bytes), "after");
+  a->wait(s1);
+  a->wait(s2);
+}
+
+TEST(Transport, LostRelayFailsEveryPendingOperation) {
+  FakeRelay relay;
+  auto a = connect(relay, 0), b = connect(relay, 1);
+  const std::string filler = pattern(4 * kWindow, 3);
+  auto stuck = a->send(1, 0, 0, filler.data(), filler.size());
+  char buf[8];
+  auto never = b->recv(buf, sizeof buf, 0, 5, 0);
+  ASSERT_TRUE(eventually([&] { return relay.hellos() == 2; }));
+  relay.kill();
+  EXPECT_THROW(a->wait(stuck), std::runtime_error);
+  try {
+    b->wait(never);
+    FAIL() << "expected a failure";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("lost the connection to the relay"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(a->send(1, 0, 0, buf, 1), std::runtime_error);
+}
