@@ -44,13 +44,22 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
     asio::co_spawn(stream_.get_executor(), self->write_loop(), asio::detached);
   }
 
-  void send(const wire::Frame& f) { send_bytes(wire::encode(f)); }
-  void send_bytes(std::string bytes) {
-    if (closed_) return;
-    queued_bytes_ += bytes.size();
-    queue_.push_back(std::move(bytes));
-    wake_.cancel();
+  void send(const wire::Frame& f) {
+    wire::Frame copy = f;
+    send(std::move(copy));
   }
+  // Takes the body over: forwarding a frame copies only its 48-byte header.
+  void send(wire::Frame&& f) {
+    Outbound o;
+    o.head.resize(wire::kHeaderSize);
+    wire::Header h = f.header;
+    h.length = static_cast<std::uint32_t>(f.body.size());
+    wire::encode_header(h, reinterpret_cast<unsigned char*>(o.head.data()));
+    o.body = std::move(f.body);
+    enqueue(std::move(o));
+  }
+  // Already encoded frames.
+  void send_bytes(std::string bytes) { enqueue(Outbound{std::move(bytes), {}}); }
   // Sends an Error frame, then closes once it is written.
   void fail(const std::string& why) {
     send(wire::make_frame(wire::Type::kError, why));
@@ -86,17 +95,18 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
   asio::awaitable<void> read_loop() {
     auto self = this->shared_from_this();
     wire::Decoder decoder;
-    std::array<char, 64 * 1024> buf;
+    constexpr std::size_t kReadSize = 256 * 1024;
     wire::Frame frame;
     while (!closed_) {
       boost::system::error_code ec;
-      const std::size_t n = co_await stream_.async_read_some(asio::buffer(buf), asio::redirect_error(asio::use_awaitable, ec));
+      char* space = decoder.prepare(kReadSize);  // read straight into the decoder
+      const std::size_t n = co_await stream_.async_read_some(asio::buffer(space, kReadSize), asio::redirect_error(asio::use_awaitable, ec));
       if (ec) {
         close(ec == asio::error::eof || ec == asio::ssl::error::stream_truncated ? "connection closed by peer"
                                                                                  : ec.message());
         co_return;
       }
-      decoder.feed(buf.data(), n);
+      decoder.commit(n);
       for (;;) {
         const auto st = decoder.next(frame);
         if (st == wire::Decoder::Status::kNeedMore) break;
@@ -113,6 +123,11 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
 
   asio::awaitable<void> write_loop() {
     auto self = this->shared_from_this();
+    // `buffers` point into `batch`: reserved once so that it never moves its elements (a
+    // moved short string would move its bytes too).
+    std::vector<Outbound> batch;
+    batch.reserve(kBatchBuffers);
+    std::vector<asio::const_buffer> buffers;
     while (!closed_) {
       if (queue_.empty()) {
         if (closing_) break;
@@ -121,16 +136,22 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
         co_await wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
         continue;
       }
-      // Gather what is queued into one write: fewer syscalls and TLS records.
-      std::string batch = std::move(queue_.front());
-      queue_.pop_front();
-      while (!queue_.empty() && batch.size() < (256u << 10)) {
-        batch += queue_.front();
+      // What is queued goes in one gathering write, without copying it together: fewer
+      // system calls and fuller TLS records.
+      batch.clear();
+      buffers.clear();
+      std::size_t bytes = 0;
+      while (!queue_.empty() && bytes < kBatchBytes && buffers.size() + 2 <= kBatchBuffers) {
+        batch.push_back(std::move(queue_.front()));
         queue_.pop_front();
+        const Outbound& o = batch.back();
+        buffers.push_back(asio::buffer(o.head));
+        if (!o.body.empty()) buffers.push_back(asio::buffer(o.body));
+        bytes += o.head.size() + o.body.size();
       }
       boost::system::error_code ec;
-      co_await asio::async_write(stream_, asio::buffer(batch), asio::redirect_error(asio::use_awaitable, ec));
-      queued_bytes_ -= batch.size();
+      co_await asio::async_write(stream_, buffers, asio::redirect_error(asio::use_awaitable, ec));
+      queued_bytes_ -= bytes;
       if (ec) {
         close(ec.message());
         co_return;
@@ -139,10 +160,24 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
     if (!closed_) close(close_reason_);
   }
 
+  struct Outbound {
+    std::string head;  // an encoded header, or a whole encoded frame
+    std::string body;
+  };
+  static constexpr std::size_t kBatchBytes = 1u << 20;
+  static constexpr std::size_t kBatchBuffers = 64;
+
+  void enqueue(Outbound o) {
+    if (closed_) return;
+    queued_bytes_ += o.head.size() + o.body.size();
+    queue_.push_back(std::move(o));
+    wake_.cancel();
+  }
+
   Stream stream_;
   std::string peer_;
   asio::steady_timer wake_;
-  std::deque<std::string> queue_;
+  std::deque<Outbound> queue_;
   std::size_t queued_bytes_ = 0;
   bool closing_ = false;
   bool closed_ = false;

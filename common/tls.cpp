@@ -97,6 +97,10 @@ boost::asio::ssl::context make_context(Role role, const Credentials& creds) {
   ssl::context ctx(role == Role::kServer ? ssl::context::tls_server : ssl::context::tls_client);
   SSL_CTX* native = ctx.native_handle();
   if (!SSL_CTX_set_min_proto_version(native, TLS1_3_VERSION)) fail("requiring TLS 1.3");
+  // AES-128-GCM first: as safe for this use and the cheapest on CPUs with AES instructions,
+  // which matters on relays that encrypt every byte crossing sites.
+  if (!SSL_CTX_set_ciphersuites(native, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"))
+    fail("setting the TLS 1.3 cipher suites");
   if (SSL_CTX_load_verify_locations(native, creds.ca.c_str(), nullptr) != 1) fail("loading CA " + creds.ca);
   if (SSL_CTX_use_certificate_chain_file(native, creds.cert.c_str()) != 1) fail("loading certificate " + creds.cert);
   if (SSL_CTX_use_PrivateKey_file(native, creds.key.c_str(), SSL_FILETYPE_PEM) != 1) fail("loading key " + creds.key);

@@ -1,5 +1,6 @@
 #include "common/wire.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace gridrt::wire {
@@ -75,16 +76,27 @@ Frame make_frame(Type t, std::string body, std::uint64_t job) {
 }
 
 void Decoder::feed(const void* data, std::size_t n) {
-  if (pos_ > 0 && pos_ == buf_.size()) {
-    buf_.clear();
+  std::memcpy(prepare(n), data, n);
+  commit(n);
+}
+
+char* Decoder::prepare(std::size_t n) {
+  if (pos_ == end_) pos_ = end_ = 0;  // everything decoded: start over at the front
+  if (pos_ > 0 && (pos_ > (1u << 20) || buf_.size() - end_ < n)) {
+    // Move what is left to the front rather than grow without end.
+    buf_.erase(0, pos_);
+    end_ -= pos_;
     pos_ = 0;
   }
-  buf_.append(static_cast<const char*>(data), n);
+  if (buf_.size() < end_ + n) buf_.resize(std::max(end_ + n, buf_.size() * 2));
+  return buf_.data() + end_;
 }
+
+void Decoder::commit(std::size_t n) { end_ += n; }
 
 Decoder::Status Decoder::next(Frame& out) {
   if (!error_.empty()) return Status::kBad;
-  if (buf_.size() - pos_ < kHeaderSize) return Status::kNeedMore;
+  if (end_ - pos_ < kHeaderSize) return Status::kNeedMore;
   const auto* p = reinterpret_cast<const unsigned char*>(buf_.data() + pos_);
   Header h;
   h.magic = static_cast<std::uint32_t>(get(p, 4));
@@ -110,15 +122,11 @@ Decoder::Status Decoder::next(Frame& out) {
              std::to_string(kMaxBody);
   }
   if (!error_.empty()) return Status::kBad;
-  if (buf_.size() - pos_ < kHeaderSize + h.length) return Status::kNeedMore;
+  if (end_ - pos_ < kHeaderSize + h.length) return Status::kNeedMore;
   h.type = static_cast<Type>(type);
   out.header = h;
   out.body.assign(buf_, pos_ + kHeaderSize, h.length);
   pos_ += kHeaderSize + h.length;
-  if (pos_ > (1u << 20) && pos_ * 2 > buf_.size()) {  // compact now and then
-    buf_.erase(0, pos_);
-    pos_ = 0;
-  }
   return Status::kFrame;
 }
 

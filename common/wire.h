@@ -76,6 +76,9 @@ class Decoder {
  public:
   enum class Status { kFrame, kNeedMore, kBad };
   void feed(const void* data, std::size_t n);
+  // Zero-copy feeding: read up to n bytes straight into prepare(n), then commit what came.
+  char* prepare(std::size_t n);
+  void commit(std::size_t n);
   // On kFrame, `out` holds the frame. On kBad, error() says what was wrong and the decoder
   // stays bad: the connection must be dropped (its stream can no longer be trusted).
   Status next(Frame& out);
@@ -83,7 +86,8 @@ class Decoder {
 
  private:
   std::string buf_;
-  std::size_t pos_ = 0;
+  std::size_t pos_ = 0;   // first byte not yet decoded
+  std::size_t end_ = 0;   // end of the bytes fed so far (buf_ may be larger: prepared space)
   std::string error_;
 };
 

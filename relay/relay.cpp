@@ -479,7 +479,7 @@ void Relay::on_local_hello(const LocalPtr& conn, const Frame& f) {
   if (pend != job.pending.end()) {
     for (auto& pf : pend->second) {
       job.pending_bytes -= pf.body.size();
-      conn->link->send(pf);
+      conn->link->send(std::move(pf));
     }
     job.pending.erase(pend);
   }
@@ -498,21 +498,22 @@ void Relay::on_local_closed(const LocalPtr& conn) {
 
 // ---------------------------------------------------------------- routing
 
-void Relay::route(Job& job, const Frame& f) {
+void Relay::route(Job& job, Frame& f) {
   const std::uint32_t c = job.topo().cluster_of(static_cast<std::uint32_t>(f.header.dst));
   if (c == job.start.cluster) return deliver_local(job, f);
   send_to_cluster(job.topo().clusters[c].name, f);
 }
 
-void Relay::deliver_local(Job& job, const Frame& f) {
+// Frames are moved along, not copied: `f` is left empty.
+void Relay::deliver_local(Job& job, Frame& f) {
   const std::uint32_t local = static_cast<std::uint32_t>(f.header.dst) - job.first;
-  if (auto& c = job.procs[local]; c && !c->link->closed()) return c->link->send(f);
+  if (auto& c = job.procs[local]; c && !c->link->closed()) return c->link->send(std::move(f));
   job.pending_bytes += f.body.size();
   if (job.pending_bytes > kMaxPendingBytes) {
     if (!job.killed) log::error("job ", job.id(), ": over ", kMaxPendingBytes, " bytes wait for ranks that never connected");
     return kill_job(job, "data for ranks that never connected");
   }
-  job.pending[local].push_back(f);
+  job.pending[local].push_back(std::move(f));
 }
 
 void Relay::ensure_links(const Job& job) {
@@ -531,10 +532,10 @@ void Relay::ensure_links(const Job& job) {
   }
 }
 
-void Relay::send_to_cluster(const std::string& cluster, const Frame& f) {
+void Relay::send_to_cluster(const std::string& cluster, Frame& f) {
   auto& pl = links_[cluster];
   if (!pl) pl = std::make_unique<PeerLink>();
-  if (pl->up) return pl->link->send(f);
+  if (pl->up) return pl->link->send(std::move(f));
   pl->queue.push_back(wire::encode(f));
 }
 

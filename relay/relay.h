@@ -72,11 +72,11 @@ class Relay {
   void on_link_up(const std::string& cluster, const std::shared_ptr<TlsLink>& link);
   void on_link_lost(const std::string& cluster, const std::shared_ptr<TlsLink>& link, const std::string& why);
   void ensure_links(const Job& job);
-  void send_to_cluster(const std::string& cluster, const wire::Frame& f);
+  void send_to_cluster(const std::string& cluster, wire::Frame& f);
 
   // Routing and job life.
-  void route(Job& job, const wire::Frame& f);
-  void deliver_local(Job& job, const wire::Frame& f);
+  void route(Job& job, wire::Frame& f);
+  void deliver_local(Job& job, wire::Frame& f);
   void launch(Job& job);
   void read_launcher_output(Job& job, int fd, std::uint32_t stream);
   void on_child_signal();

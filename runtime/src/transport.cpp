@@ -42,24 +42,31 @@ Topology RelayTransport::wait_topology(std::chrono::seconds timeout) {
 
 std::shared_ptr<RemoteOp> RelayTransport::send(std::int32_t dst, std::uint32_t context, std::int32_t tag, const void* buf,
                                                std::size_t bytes) {
-  // Fragments of half a window keep a stream flowing while the receiver returns credit.
-  const std::size_t fragment = std::min<std::size_t>(wire::kMaxBody, window_ / 2 - kFrameCost);
+  // Relays store and forward whole frames, so small fragments let the hops work at once
+  // (a pipeline); a window holds several, so the stream flows while credit comes back.
+  const std::size_t fragment = std::min<std::size_t>(kMaxFragment, window_ / 4 - kFrameCost);
   auto op = std::make_shared<RemoteOp>();
   std::vector<Outgoing> frames;
   const char* p = static_cast<const char*>(buf);
   std::size_t off = 0;
   do {  // encoded here, in the caller's thread: its buffer is free once we return
     const std::size_t n = std::min(bytes - off, fragment);
-    Frame f = wire::make_frame(Type::kData, std::string(p + off, n), job_);
-    f.header.src = rank_;
-    f.header.dst = dst;
-    f.header.context = context;
-    f.header.tag = tag;
+    wire::Header h;
+    h.type = Type::kData;
+    h.job = job_;
+    h.src = rank_;
+    h.dst = dst;
+    h.context = context;
+    h.tag = tag;
+    h.length = static_cast<std::uint32_t>(n);
+    h.flags = off + n < bytes ? kMore : 0;
+    h.seq = seq_++;
+    // Header and payload straight into one buffer: the only copy of the caller's data.
+    std::string encoded(wire::kHeaderSize + n, '\0');
+    wire::encode_header(h, reinterpret_cast<unsigned char*>(encoded.data()));
+    if (n) std::memcpy(encoded.data() + wire::kHeaderSize, p + off, n);
     off += n;
-    f.header.flags = off < bytes ? kMore : 0;
-    frames.push_back({{}, n + kFrameCost, off < bytes ? nullptr : op});
-    f.header.seq = seq_++;
-    frames.back().bytes = wire::encode(f);
+    frames.push_back({std::move(encoded), n + kFrameCost, off < bytes ? nullptr : op});
   } while (off < bytes);
   std::lock_guard<std::mutex> lock(mu_);
   if (!failure_.empty()) throw std::runtime_error(failure_);

@@ -61,6 +61,7 @@ class RelayTransport {
   static constexpr std::uint32_t kMore = 1;         // Data flag: more fragments follow
   static constexpr std::size_t kFrameCost = 64;     // credit charged per frame beyond its body
   static constexpr std::size_t kMinWindow = 4096;
+  static constexpr std::size_t kMaxFragment = 64 * 1024;
 
  private:
   // A message arriving from one stream, matched as soon as its first fragment is here.

@@ -1,0 +1,218 @@
+// relay_bench: point-to-point across clusters through the relays (process -> relay ->
+// relay -> process, TLS between relays) against raw TCP between the same two processes
+// over loopback, measured in the same run.
+//
+// Run it through gridrun with two groups of K processes (bench/relay.sh does): process i of
+// the first group pairs with process i of the second; the K pairs run at once (K streams).
+//
+//   relay_bench [--sizes MIN:MAX] [--bytes-per-size N] [--latency-iters N] [--rounds R]
+//
+// For each size (powers of two from MIN to MAX) and each path, a pair streams N bytes in
+// messages of that size and the receiver acknowledges the end; the figure is the median of
+// R rounds. Latency: 1 KiB ping-pong. Rank 0 prints one line per measurement and, last,
+// the peak resident memory of the relays on this machine (VmHWM of every gridrelay).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gridrt/gridrt.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void die(const char* what) {
+  std::perror(what);
+  std::exit(1);
+}
+
+void write_all(int fd, const char* p, std::size_t n) {
+  while (n) {
+    const ssize_t k = ::write(fd, p, n);
+    if (k <= 0) die("write");
+    p += k;
+    n -= static_cast<std::size_t>(k);
+  }
+}
+void read_all(int fd, char* p, std::size_t n) {
+  while (n) {
+    const ssize_t k = ::read(fd, p, n);
+    if (k <= 0) die("read");
+    p += k;
+    n -= static_cast<std::size_t>(k);
+  }
+}
+
+// The raw TCP baseline: the second process of a pair listens, the first connects.
+int raw_socket(bool listener, int peer) {
+  if (listener) {
+    const int l = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) || ::listen(l, 1) ||
+        ::getsockname(l, reinterpret_cast<sockaddr*>(&a), &len))
+      die("listen");
+    const int port = ntohs(a.sin_port);
+    gridrt::send(&port, sizeof port, peer, 90);
+    const int s = ::accept(l, nullptr, nullptr);
+    ::close(l);
+    return s;
+  }
+  int port = 0;
+  gridrt::recv(&port, sizeof port, peer, 90);
+  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a)) die("connect");
+  int one = 1;
+  ::setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return s;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+// Peak resident memory of every gridrelay process on this machine, in KiB.
+std::vector<long> relay_peak_kib() {
+  std::vector<long> out;
+  DIR* d = ::opendir("/proc");
+  while (dirent* e = d ? ::readdir(d) : nullptr) {
+    std::ifstream comm(std::string("/proc/") + e->d_name + "/comm");
+    std::string name;
+    if (!(comm >> name) || name != "gridrelay") continue;
+    std::ifstream status(std::string("/proc/") + e->d_name + "/status");
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("VmHWM:", 0) == 0) out.push_back(std::atol(line.c_str() + 6));
+  }
+  if (d) ::closedir(d);
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::size_t min_size = 1024, max_size = 4u << 20, bytes_per_size = 64u << 20;
+  int latency_iters = 2000, rounds = 5;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--sizes" && i + 1 < argc) {
+      const std::string v = argv[++i];
+      min_size = std::strtoull(v.c_str(), nullptr, 10);
+      max_size = std::strtoull(v.substr(v.find(':') + 1).c_str(), nullptr, 10);
+    } else if (a == "--bytes-per-size" && i + 1 < argc) bytes_per_size = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--latency-iters" && i + 1 < argc) latency_iters = std::atoi(argv[++i]);
+    else if (a == "--rounds" && i + 1 < argc) rounds = std::atoi(argv[++i]);
+    else {
+      std::fprintf(stderr, "usage: relay_bench [--sizes MIN:MAX] [--bytes-per-size N] [--latency-iters N] [--rounds R]\n");
+      return 2;
+    }
+  }
+  gridrt::init(&argc, &argv);
+  const int me = gridrt::rank(), n = gridrt::size(), pairs = n / 2;
+  if (n % 2 || gridrt::level_color(gridrt::Level::kCluster, 0) == gridrt::level_color(gridrt::Level::kCluster, pairs)) {
+    if (me == 0) std::fprintf(stderr, "relay_bench: needs two groups of equal size on two clusters\n");
+    gridrt::finalize();
+    return 2;
+  }
+  const bool sender = me < pairs;
+  const int peer = sender ? me + pairs : me - pairs;
+  const int tcp = raw_socket(!sender, peer);
+  std::vector<char> buf(max_size, 'g');
+  char ack = 0;
+
+  // Latency: 1 KiB round trips, pair 0 only while the others wait.
+  if (me == 0) std::printf("# %d stream(s); figures are medians of %d rounds\n", pairs, rounds);
+  for (const bool relay : {true, false}) {
+    std::vector<double> us;
+    for (int r = 0; r < rounds; ++r) {
+      gridrt::barrier();
+      if (me != 0 && me != pairs) continue;
+      const auto t0 = Clock::now();
+      for (int i = 0; i < latency_iters; ++i) {
+        if (relay && sender) {
+          gridrt::send(buf.data(), 1024, peer, 1);
+          gridrt::recv(buf.data(), 1024, peer, 1);
+        } else if (relay) {
+          gridrt::recv(buf.data(), 1024, peer, 1);
+          gridrt::send(buf.data(), 1024, peer, 1);
+        } else if (sender) {
+          write_all(tcp, buf.data(), 1024);
+          read_all(tcp, buf.data(), 1024);
+        } else {
+          read_all(tcp, buf.data(), 1024);
+          write_all(tcp, buf.data(), 1024);
+        }
+      }
+      us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / latency_iters);
+    }
+    if (me == 0) std::printf("latency %-5s 1024 B round trip: %8.1f us\n", relay ? "relay" : "tcp", median(us));
+  }
+
+  // Bandwidth: every pair streams at once.
+  for (std::size_t size = min_size; size <= max_size; size *= 2) {
+    const std::size_t count = std::max<std::size_t>(1, bytes_per_size / size);
+    double mbps[2];
+    for (const bool relay : {true, false}) {
+      std::vector<double> rates;
+      for (int r = 0; r < rounds; ++r) {
+        gridrt::barrier();
+        const auto t0 = Clock::now();
+        for (std::size_t i = 0; i < count; ++i) {
+          if (relay && sender) gridrt::send(buf.data(), size, peer, 2);
+          else if (relay) gridrt::recv(buf.data(), size, peer, 2);
+          else if (sender) write_all(tcp, buf.data(), size);
+          else read_all(tcp, buf.data(), size);
+        }
+        if (relay && sender) gridrt::recv(&ack, 1, peer, 3);
+        else if (relay) gridrt::send(&ack, 1, peer, 3);
+        else if (sender) read_all(tcp, &ack, 1);
+        else write_all(tcp, &ack, 1);
+        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        double rate = sender ? count * size / s / 1e6 : 0;  // MB/s of this pair
+        // The aggregate over all pairs, gathered at rank 0.
+        if (me == 0) {
+          for (int p = 1; p < pairs; ++p) {
+            double other = 0;
+            gridrt::recv(&other, sizeof other, p, 4);
+            rate += other;
+          }
+        } else if (sender) {
+          gridrt::send(&rate, sizeof rate, 0, 4);
+        }
+        rates.push_back(rate);
+      }
+      mbps[relay ? 0 : 1] = median(rates);
+    }
+    if (me == 0)
+      std::printf("bandwidth %8zu B: relay %9.1f MB/s  tcp %9.1f MB/s  relay/tcp %5.1f%%\n", size, mbps[0], mbps[1],
+                  100.0 * mbps[0] / mbps[1]);
+    std::fflush(stdout);
+  }
+  gridrt::barrier();
+  if (me == 0) {
+    std::printf("relay peak resident memory (VmHWM):");
+    for (long kib : relay_peak_kib()) std::printf(" %.1f MiB", kib / 1024.0);
+    std::printf("\n");
+  }
+  ::close(tcp);
+  gridrt::finalize();
+  return 0;
+}
