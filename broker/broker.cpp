@@ -245,7 +245,7 @@ std::vector<ClusterOffer> Broker::offers(bool free_slots_only) const {
     const auto& reg = it->second->registration;
     const auto busy = busy_.find(c.name);
     const std::uint32_t used = free_slots_only && busy != busy_.end() ? busy->second : 0;
-    if (used < c.slots) out.push_back({c.name, c.site, c.slots - used, reg.link_host, reg.link_port});
+    if (used < c.slots) out.push_back({c.name, c.site, c.slots - used, reg.link_host, reg.link_port, c.network.frontend_reachable});
   }
   return out;
 }
@@ -264,6 +264,14 @@ void Broker::start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run) {
       err.body += "; " + std::to_string(grid_.clusters.size() - all.size()) + " cluster(s) of the grid have no relay registered";
       err.header.tag = 1;
     }
+    journal("refused job of " + launcher->name + " (" + spec.app_id + "): " + err.body);
+    launcher->link->send(err);
+    return launcher->link->close_after_flush(err.body);
+  }
+  if (const std::string why = unlinkable_pairs(job->topology); !why.empty()) {
+    // The grid's declared network cannot connect these clusters: not the job's fault (1).
+    Frame err = wire::make_frame(Type::kError, "the job cannot run across these clusters: " + why);
+    err.header.tag = 1;
     journal("refused job of " + launcher->name + " (" + spec.app_id + "): " + err.body);
     launcher->link->send(err);
     return launcher->link->close_after_flush(err.body);

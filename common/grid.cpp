@@ -1,6 +1,7 @@
 #include "common/grid.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 #include <sstream>
 
@@ -40,6 +41,32 @@ std::string endpoint_attr(const XmlFile& f, const pugi::xml_node& n, const char*
   return v;
 }
 
+bool yes_no(const XmlFile& f, const pugi::xml_node& n, const char* attr, const char* yes, const char* no, bool dflt) {
+  const pugi::xml_attribute a = n.attribute(attr);
+  if (!a) return dflt;
+  const std::string v = a.value();
+  if (v == yes) return true;
+  if (v == no) return false;
+  f.fail(n, std::string("attribute ") + attr + "='" + v + "' must be '" + yes + "' or '" + no + "'");
+}
+
+NetworkPolicy parse_network(const XmlFile& f, const pugi::xml_node& n) {
+  NetworkPolicy p;
+  p.frontend_reachable = yes_no(f, n, "frontend", "reachable", "unreachable", true);
+  p.nodes_public = yes_no(f, n, "nodes", "public", "private", true);
+  p.inbound = yes_no(f, n, "inbound", "yes", "no", true);
+  if (const pugi::xml_attribute ports = n.attribute("ports")) {
+    const std::string v = ports.value();
+    unsigned lo = 0, hi = 0;
+    char dash = 0, extra = 0;
+    if (std::sscanf(v.c_str(), "%u%c%u%c", &lo, &dash, &hi, &extra) != 3 || dash != '-' || lo == 0 || lo > hi || hi > 65535)
+      f.fail(n, "attribute ports='" + v + "' must be a range LOW-HIGH of ports from 1 to 65535");
+    p.port_min = static_cast<std::uint16_t>(lo);
+    p.port_max = static_cast<std::uint16_t>(hi);
+  }
+  return p;
+}
+
 Grid parse(const XmlFile& f) {
   const pugi::xml_node root = f.doc().child("grid");
   if (!root) {
@@ -59,6 +86,7 @@ Grid parse(const XmlFile& f) {
     const pugi::xml_node relay = f.child(c, "relay");
     d.link = endpoint_attr(f, relay, "link");
     d.local = endpoint_attr(f, relay, "local");
+    if (pugi::xml_node net = c.child("network")) d.network = parse_network(f, net);
     const pugi::xml_node launch = f.child(c, "launch");
     d.launch = split_words(f.text(launch));
     if (std::find(d.launch.begin(), d.launch.end(), "{np}") == d.launch.end())
@@ -130,7 +158,7 @@ Topology map_job(const JobSpec& spec, const std::vector<ClusterOffer>& clusters)
     auto site = std::find(t.sites.begin(), t.sites.end(), clusters[c].site);
     if (site == t.sites.end()) site = t.sites.insert(t.sites.end(), clusters[c].site);
     t.clusters.push_back({clusters[c].name, static_cast<std::uint32_t>(site - t.sites.begin()), t.size(), count,
-                          clusters[c].link_host, clusters[c].link_port});
+                          clusters[c].link_host, clusters[c].link_port, clusters[c].reachable});
     for (std::size_t g = 0; g < spec.groups.size(); ++g)
       t.rank_group.insert(t.rank_group.end(), placed[c][g], static_cast<std::uint32_t>(g));
   }
@@ -154,6 +182,51 @@ std::string describe_mapping(const Topology& t) {
     }
   }
   return os.str();
+}
+
+}  // namespace gridrt
+
+namespace gridrt {
+
+int relay_link_dialer(const Topology& t, std::uint32_t a, std::uint32_t b) {
+  const ClusterPart& x = t.clusters[a];
+  const ClusterPart& y = t.clusters[b];
+  if (x.reachable && y.reachable) return x.name < y.name ? static_cast<int>(a) : static_cast<int>(b);
+  if (y.reachable) return static_cast<int>(a);  // only y accepts: x dials
+  if (x.reachable) return static_cast<int>(b);  // only x accepts: y dials (reverse)
+  return -1;
+}
+
+std::string explain_links(const Topology& t) {
+  std::ostringstream os;
+  for (std::uint32_t a = 0; a < t.clusters.size(); ++a)
+    for (std::uint32_t b = a + 1; b < t.clusters.size(); ++b) {
+      const ClusterPart& x = t.clusters[a];
+      const ClusterPart& y = t.clusters[b];
+      os << x.name << " <-> " << y.name << ": ";
+      const int d = relay_link_dialer(t, a, b);
+      if (d < 0) {
+        os << "no connection possible (neither relay accepts connections from other sites)\n";
+        continue;
+      }
+      const ClusterPart& dialer = t.clusters[d];
+      const ClusterPart& other = t.clusters[d == static_cast<int>(a) ? b : a];
+      os << "relayed through the relays' link, dialled by " << dialer.name << " ("
+         << (x.reachable && y.reachable ? "both relays accept connections; the first by name dials"
+                                        : other.name + " accepts connections, " + dialer.name + " does not")
+         << ")\n";
+    }
+  return os.str();
+}
+
+std::string unlinkable_pairs(const Topology& t) {
+  std::string why;
+  for (std::uint32_t a = 0; a < t.clusters.size(); ++a)
+    for (std::uint32_t b = a + 1; b < t.clusters.size(); ++b)
+      if (relay_link_dialer(t, a, b) < 0)
+        why += (why.empty() ? "" : "; ") + std::string("the relays of ") + t.clusters[a].name + " and " + t.clusters[b].name +
+               " both accept no connection from other sites";
+  return why;
 }
 
 }  // namespace gridrt

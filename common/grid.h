@@ -9,10 +9,21 @@
 
 namespace gridrt {
 
+// How a cluster can be reached from other sites (the declared network policy; seed 001 §3,
+// design.md "The cross-site transport").
+struct NetworkPolicy {
+  bool frontend_reachable = true;  // other sites can connect to the relay's link address
+  bool nodes_public = true;        // nodes have routable addresses (else private, behind NAT)
+  bool inbound = true;             // nodes accept connections from other sites
+  std::uint16_t port_min = 0;      // if inbound: only ports in [port_min, port_max] (0: any)
+  std::uint16_t port_max = 0;
+};
+
 struct ClusterDesc {
   std::string name;
   std::string site;
   std::uint32_t slots = 0;
+  NetworkPolicy network;
   std::string link;   // HOST:PORT where this relay accepts relay-to-relay links (port 0: any)
   std::string local;  // HOST:PORT where this relay accepts its cluster's processes
   // The command that starts the cluster's part of a job; "{np}" is replaced with the number
@@ -44,6 +55,7 @@ struct ClusterOffer {
   std::uint32_t slots = 0;
   std::string link_host;
   std::uint16_t link_port = 0;
+  bool reachable = true;
 };
 
 // Maps the job's groups onto clusters (in the given order), honouring slots:
@@ -56,5 +68,16 @@ Topology map_job(const JobSpec& spec, const std::vector<ClusterOffer>& clusters)
 
 // "group -> cluster -> ranks" lines, as gridrun --dry-run prints them.
 std::string describe_mapping(const Topology& t);
+
+// The relay link between clusters a and b (indices into t.clusters) is dialled by the
+// returned cluster: by the one whose peer accepts connections; when both do, by the one
+// whose name sorts first; when neither does, there is none (returns -1).
+int relay_link_dialer(const Topology& t, std::uint32_t a, std::uint32_t b);
+
+// For every pair of clusters of the job: how their processes reach each other, and why
+// (gridrun --explain). Names pairs whose relays cannot connect at all.
+std::string explain_links(const Topology& t);
+// "" when every pair of the job's clusters can link; else why not.
+std::string unlinkable_pairs(const Topology& t);
 
 }  // namespace gridrt

@@ -78,7 +78,7 @@ std::uint32_t Topology::cluster_of(std::uint32_t rank) const {
 void Topology::encode(Writer& w) const {
   w.strs(groups).strs(sites).u32(static_cast<std::uint32_t>(clusters.size()));
   for (const auto& c : clusters)
-    w.str(c.name).u32(c.site).u32(c.first_rank).u32(c.count).str(c.link_host).u32(c.link_port);
+    w.str(c.name).u32(c.site).u32(c.first_rank).u32(c.count).str(c.link_host).u32(c.link_port).u8(c.reachable);
   w.u32s(rank_group).strs(nodes).u32s(rank_node);
 }
 
@@ -95,6 +95,7 @@ Topology Topology::decode(Reader& r) {
     c.count = r.u32();
     c.link_host = r.str();
     c.link_port = static_cast<std::uint16_t>(r.u32());
+    c.reachable = r.u8() != 0;
     t.clusters.push_back(std::move(c));
   }
   t.rank_group = r.u32s();

@@ -52,6 +52,7 @@ struct ClusterPart {
   std::uint32_t count = 0;
   std::string link_host;
   std::uint16_t link_port = 0;
+  bool reachable = true;   // other sites can open connections to its relay's link address
 };
 
 // Where every process of a job runs, and the names behind the colors. Built by the broker,

@@ -28,6 +28,8 @@ Job options:
                        (default: every slot of the grid)
   --var NAME=VALUE     sets $NAME in the profile (repeatable)
   --dry-run            print how the groups map onto clusters and ranks, run nothing
+  --explain            print how each pair of clusters connects, and why (with
+                       --dry-run: and run nothing)
   -v, --verbose        say what gridrun is doing (job id, daemons' log level info)
 
 Grid options:
@@ -48,6 +50,13 @@ process (128+N for signal N), with a one-line summary of the failed ranks on std
 2 for bad input (the message names file:line:column and the element); 1 when the grid
 could not run the job (broker unreachable, daemons failed to start); 130 on Ctrl-C.
 )";
+
+// The clusters of a grid description as the broker will offer them once all registered.
+std::vector<gridrt::ClusterOffer> offers_of(const gridrt::Grid& grid) {
+  std::vector<gridrt::ClusterOffer> offers;
+  for (const auto& c : grid.clusters) offers.push_back({c.name, c.site, c.slots, "", 0, c.network.frontend_reachable});
+  return offers;
+}
 
 [[noreturn]] void usage_error(const std::string& msg) {
   std::fprintf(stderr, "gridrun: %s\n(gridrun --help explains the options)\n", msg.c_str());
@@ -82,6 +91,8 @@ int main(int argc, char** argv) {
       vars[kv.substr(0, eq)] = kv.substr(eq + 1);
     } else if (a == "--dry-run") {
       dry_run = true;
+    } else if (a == "--explain") {
+      sub.explain = true;
     } else if (a == "-v" || a == "--verbose") {
       sub.verbose = true;
     } else if (a == "--grid") {
@@ -134,20 +145,16 @@ int main(int argc, char** argv) {
     const JobSpec spec = load_job_profile(profile, vars);
 
     if (dry_run && embedded) {
-      std::vector<ClusterOffer> offers;
-      for (const auto& c : grid.clusters) offers.push_back({c.name, c.site, c.slots, "", 0});
-      std::fputs(describe_mapping(map_job(spec, offers)).c_str(), stdout);
+      const Topology t = map_job(spec, offers_of(grid));
+      std::fputs(describe_mapping(t).c_str(), stdout);
+      if (sub.explain) std::fputs(explain_links(t).c_str(), stdout);
       return 0;
     }
     if (dry_run) sub.flags |= kSubmitDryRun;
     if (!embedded) return submit_job(spec, sub);
 
     // Checked before anything starts: a job the grid cannot hold is bad input.
-    {
-      std::vector<ClusterOffer> offers;
-      for (const auto& c : grid.clusters) offers.push_back({c.name, c.site, c.slots, "", 0});
-      map_job(spec, offers);
-    }
+    map_job(spec, offers_of(grid));
     // Ctrl-C during start-up must not leave daemons or keys behind: SIGINT/SIGTERM stay
     // blocked until submit_job has its handler in place (it unblocks them), and the
     // EmbeddedGrid destructor cleans up on every path out of here.

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "broker/broker.h"
+#include "common/grid.h"
 #include "common/link.h"
 
 namespace gridrt {
@@ -49,6 +50,7 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
             topo = Topology::decode(r);
             accepted = true;
             job_id = f.header.job;
+            if (opt.explain) std::fputs(explain_links(topo).c_str(), (opt.flags & kSubmitDryRun) ? stdout : stderr);
             if (opt.flags & kSubmitDryRun) {
               std::fputs(describe_mapping(topo).c_str(), stdout);
               status = 0;

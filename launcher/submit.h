@@ -15,6 +15,7 @@ struct SubmitOptions {
   tls::Credentials creds;
   std::uint32_t flags = 0;  // kSubmit* flags of broker.h
   bool verbose = false;
+  bool explain = false;  // print how each pair of the job's clusters connects
   // Polled while the job runs: a non-empty answer (e.g. "the embedded relay of cluster c0
   // exited with status 1") ends gridrun with status 1 and that message.
   std::function<std::string()> health;

@@ -517,13 +517,16 @@ void Relay::deliver_local(Job& job, Frame& f) {
 }
 
 void Relay::ensure_links(const Job& job) {
-  for (const auto& c : job.topo().clusters) {
-    if (c.name == opt_.cluster.name) continue;
+  const Topology& t = job.topo();
+  for (std::uint32_t i = 0; i < t.clusters.size(); ++i) {
+    const ClusterPart& c = t.clusters[i];
+    if (i == job.start.cluster) continue;
     auto& pl = links_[c.name];
     if (!pl) pl = std::make_unique<PeerLink>();
-    // One link per pair of clusters, dialled by the side whose name sorts first, so the two
-    // never dial each other at once. (Issue 3 replaces this with the broker's ladder.)
-    if (opt_.cluster.name < c.name && !pl->up && !pl->dialling) {
+    // One link per pair of clusters, dialled by the side the other accepts connections
+    // from (relay_link_dialer: the reverse direction when only we are reachable), so the
+    // two never dial each other at once. The other side waits for our call.
+    if (relay_link_dialer(t, job.start.cluster, i) == static_cast<int>(job.start.cluster) && !pl->up && !pl->dialling) {
       pl->dialling = true;
       boost::system::error_code ec;
       tcp::endpoint ep(asio::ip::make_address(c.link_host, ec), c.link_port);

@@ -233,3 +233,60 @@ TEST(Mapping, UnusedClustersAreLeftOutAndTooFewSlotsFail) {
     EXPECT_NE(std::string(e.what()).find("needs 7 processes but the grid has 6 slots (c0: 3, c1: 3)"), std::string::npos) << e.what();
   }
 }
+
+// ---------------------------------------------------------------- network policy and links
+
+TEST(Grid, NetworkPolicy) {
+  const Grid g = parse_grid("grid.xml", "<grid>\n" +
+                                            cluster("name=\"a\" slots=\"1\"", "<relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>\n"
+                                                    "    <network frontend=\"unreachable\" nodes=\"private\" inbound=\"no\"/>") +
+                                            cluster("name=\"b\" slots=\"1\"", "<relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>\n"
+                                                    "    <network ports=\"40000-40100\"/>") +
+                                            "</grid>");
+  EXPECT_FALSE(g.clusters[0].network.frontend_reachable);
+  EXPECT_FALSE(g.clusters[0].network.nodes_public);
+  EXPECT_FALSE(g.clusters[0].network.inbound);
+  EXPECT_TRUE(g.clusters[1].network.frontend_reachable);
+  EXPECT_EQ(g.clusters[1].network.port_min, 40000);
+  EXPECT_EQ(g.clusters[1].network.port_max, 40100);
+  auto bad = [](const std::string& attrs) {
+    return grid_error(cluster("name=\"x\" slots=\"1\"", "<relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>\n    <network " + attrs + "/>"));
+  };
+  expect_error(bad("frontend=\"maybe\""), "grid.xml:4:5", "<network>", "frontend='maybe' must be 'reachable' or 'unreachable'");
+  expect_error(bad("inbound=\"1\""), "grid.xml:4:5", "<network>", "inbound='1' must be 'yes' or 'no'");
+  expect_error(bad("ports=\"9-3\""), "grid.xml:4:5", "<network>", "ports='9-3' must be a range LOW-HIGH");
+  expect_error(bad("ports=\"0-70000\""), "grid.xml:4:5", "<network>", "must be a range");
+}
+
+TEST(Links, DialerFollowsReachabilityForEveryCombination) {
+  for (int ra = 0; ra < 2; ++ra)
+    for (int rb = 0; rb < 2; ++rb) {
+      Topology t;
+      t.clusters = {{"beta", 0, 0, 1, "h", 1, ra == 1}, {"alpha", 0, 1, 1, "h", 2, rb == 1}};
+      const int d = relay_link_dialer(t, 0, 1);
+      EXPECT_EQ(d, relay_link_dialer(t, 1, 0)) << "both sides must agree";
+      if (ra && rb) {
+        EXPECT_EQ(d, 1);  // both reachable: "alpha" sorts first and dials
+      } else if (rb) {
+        EXPECT_EQ(d, 0);  // only alpha accepts: beta dials
+      } else if (ra) {
+        EXPECT_EQ(d, 1);  // only beta accepts: alpha dials (reverse connection)
+      } else {
+        EXPECT_EQ(d, -1);
+        EXPECT_NE(unlinkable_pairs(t).find("the relays of beta and alpha both accept no connection"), std::string::npos);
+      }
+      if (ra || rb) {
+        EXPECT_TRUE(unlinkable_pairs(t).empty());
+      }
+    }
+}
+
+TEST(Links, ExplainNamesTheDialerAndWhy) {
+  Topology t;
+  t.clusters = {{"a", 0, 0, 1, "h", 1, true}, {"b", 0, 1, 1, "h", 2, true}, {"c", 0, 2, 1, "h", 3, false}};
+  const std::string e = explain_links(t);
+  EXPECT_NE(e.find("a <-> b: relayed through the relays' link, dialled by a (both relays accept connections; the first by name dials)"),
+            std::string::npos) << e;
+  EXPECT_NE(e.find("a <-> c: relayed through the relays' link, dialled by c (a accepts connections, c does not)"), std::string::npos) << e;
+  EXPECT_NE(e.find("b <-> c: relayed through the relays' link, dialled by c (b accepts connections, c does not)"), std::string::npos) << e;
+}
