@@ -291,7 +291,7 @@ void Broker::start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run) {
       return;
     }
   }
-  job->id = next_job_++;
+  job->id = dry_run ? 0 : next_job_++;  // a dry run is not a job: it gets no id
   const std::string topo = [&] {
     wire::Writer w;
     job->topology.encode(w);

@@ -10,6 +10,7 @@ packages=(
   libpugixml-dev             # JobProfile and grid description XML
   mpich libmpich-dev         # MPICH: mpiexec (hydra) and the MPI library
   libgtest-dev               # GoogleTest
+  iproute2 iptables          # the three-site test network (network namespaces, firewalls, NAT)
 )
 
 missing=()

@@ -1,0 +1,222 @@
+// A real three-site test network in network namespaces (issue 3): a "wan" namespace routes
+// between three site front-ends, each its own namespace with its own iptables rules:
+//   site a: public, behind a firewall that admits only its relay's port range;
+//   site b: public front-end, nodes would be private behind NAT (MASQUERADE) on it;
+//   site c: accepts no inbound connection at all.
+// The broker runs in "wan", one relay per site in its namespace, and their MPICH jobs
+// inside those namespaces. Only addresses inside these namespaces are used; everything is
+// torn down afterwards, also when a test fails. Without root or without `ip netns` and
+// iptables the tests are skipped, saying why.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "common/process.h"
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string kBin = GRIDRT_BIN_DIR;
+const std::string kSrc = GRIDRT_SOURCE_DIR;
+
+int sh(const std::string& cmd) {
+  const int st = std::system((cmd + " >/dev/null 2>&1").c_str());
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Site {
+  std::string name;      // cluster name
+  std::string ns;        // its namespace
+  std::string addr;      // its front-end's address on the wan side
+  std::string gateway;   // the wan namespace's address towards it
+  int link_port;         // its relay's link port
+};
+
+class ThreeSites : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "the three-site network needs root (network namespaces, iptables)";
+    if (sh("ip netns list") != 0) GTEST_SKIP() << "`ip netns` is not available (install iproute2)";
+    if (sh("command -v iptables") != 0) GTEST_SKIP() << "iptables is not installed (scripts/install-deps.sh installs it)";
+    prefix_ = "grt" + std::to_string(::getpid() % 100000) + "-";
+    wan_ = prefix_ + "wan";
+    sites_ = {{"a", prefix_ + "a", "10.231.1.2", "10.231.1.1", 7105},
+              {"b", prefix_ + "b", "10.231.2.2", "10.231.2.1", 7200},
+              {"c", prefix_ + "c", "10.231.3.2", "10.231.3.1", 7300}};
+    dir_ = ::testing::TempDir() + "/" + prefix_ + "lab";
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    build_network();
+    make_credentials();
+    write_grid();
+    start_daemons();
+  }
+
+  void TearDown() override {
+    for (pid_t p : daemons_) ::kill(p, SIGTERM);
+    for (pid_t p : daemons_) ::waitpid(p, nullptr, 0);
+    daemons_.clear();
+    for (const auto& s : sites_) sh("ip netns del " + s.ns);
+    if (!wan_.empty()) sh("ip netns del " + wan_);
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  void run_or_fail(const std::string& cmd) { ASSERT_EQ(sh(cmd), 0) << cmd; }
+
+  void build_network() {
+    run_or_fail("ip netns add " + wan_);
+    run_or_fail("ip netns exec " + wan_ + " ip link set lo up");
+    run_or_fail("ip netns exec " + wan_ + " sysctl -w net.ipv4.ip_forward=1");
+    for (std::size_t i = 0; i < sites_.size(); ++i) {
+      const Site& s = sites_[i];
+      const std::string in = "w" + std::to_string(i), out = "s" + std::to_string(i);
+      run_or_fail("ip netns add " + s.ns);
+      run_or_fail("ip netns exec " + s.ns + " ip link set lo up");
+      run_or_fail("ip link add " + prefix_ + in + " netns " + wan_ + " type veth peer name " + prefix_ + out + " netns " + s.ns);
+      run_or_fail("ip netns exec " + wan_ + " ip addr add " + s.gateway + "/24 dev " + prefix_ + in);
+      run_or_fail("ip netns exec " + wan_ + " ip link set " + prefix_ + in + " up");
+      run_or_fail("ip netns exec " + s.ns + " ip addr add " + s.addr + "/24 dev " + prefix_ + out);
+      run_or_fail("ip netns exec " + s.ns + " ip link set " + prefix_ + out + " up");
+      run_or_fail("ip netns exec " + s.ns + " ip route add default via " + s.gateway);
+    }
+    // Site a: a firewall that admits only its relay's port range from outside.
+    const std::string a = "ip netns exec " + sites_[0].ns + " iptables ";
+    run_or_fail(a + "-A INPUT -i lo -j ACCEPT");
+    run_or_fail(a + "-A INPUT -m state --state ESTABLISHED,RELATED -j ACCEPT");
+    run_or_fail(a + "-A INPUT -p tcp --dport 7100:7110 -j ACCEPT");
+    run_or_fail(a + "-A INPUT -j DROP");
+    // Site b: its nodes' traffic leaves masqueraded as the front-end (NAT).
+    run_or_fail("ip netns exec " + sites_[1].ns + " iptables -t nat -A POSTROUTING -o " + prefix_ + "s1 -j MASQUERADE");
+    // Site c: no inbound connection at all.
+    const std::string c = "ip netns exec " + sites_[2].ns + " iptables ";
+    run_or_fail(c + "-A INPUT -i lo -j ACCEPT");
+    run_or_fail(c + "-A INPUT -m state --state ESTABLISHED,RELATED -j ACCEPT");
+    run_or_fail(c + "-A INPUT -j DROP");
+  }
+
+  void make_credentials() {
+    const std::string ca = dir_ + "/ca";
+    run_or_fail(kBin + "/gridrun ca init " + ca + " 'lab CA'");
+    run_or_fail(kBin + "/gridrun ca issue " + ca + " broker");
+    run_or_fail(kBin + "/gridrun ca issue " + ca + " user lab");
+    for (const auto& s : sites_) run_or_fail(kBin + "/gridrun ca issue " + ca + " relay " + s.name);
+  }
+
+  void write_grid() {
+    std::ofstream g(dir_ + "/grid.xml");
+    g << "<grid>\n";
+    const char* network[] = {"<network frontend=\"reachable\" nodes=\"public\" inbound=\"yes\" ports=\"7100-7110\"/>",
+                             "<network frontend=\"reachable\" nodes=\"private\" inbound=\"no\"/>",
+                             "<network frontend=\"unreachable\" nodes=\"private\" inbound=\"no\"/>"};
+    for (std::size_t i = 0; i < sites_.size(); ++i) {
+      const Site& s = sites_[i];
+      g << "  <cluster name=\"" << s.name << "\" site=\"site-" << s.name << "\" slots=\"1\">\n"
+        << "    <relay link=\"" << s.addr << ":" << s.link_port << "\" local=\"127.0.0.1:0\"/>\n"
+        << "    " << network[i] << "\n"
+        << "    <launch>mpiexec -launcher fork -n {np}</launch>\n  </cluster>\n";
+    }
+    g << "</grid>\n";
+  }
+
+  // `ip netns exec NS program args...` as a child of the test, output to dir_/name.log.
+  pid_t start_in(const std::string& ns, const std::string& name, std::vector<std::string> argv) {
+    argv.insert(argv.begin(), {"ip", "netns", "exec", ns});
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      std::freopen((dir_ + "/" + name + ".log").c_str(), "w", stdout);
+      ::dup2(1, 2);  // one file, one offset: stdout and stderr interleaved as they come
+      std::vector<char*> args;
+      for (auto& a : argv) args.push_back(a.data());
+      args.push_back(nullptr);
+      ::execvp("ip", args.data());
+      ::_exit(127);
+    }
+    return pid;
+  }
+
+  void start_daemons() {
+    const std::string ca = dir_ + "/ca";
+    daemons_.push_back(start_in(wan_, "broker", {kBin + "/gridbroker", "--grid", dir_ + "/grid.xml", "--listen", "0.0.0.0:7000", "--cert",
+                                                 ca + "/broker.pem", "--key", ca + "/broker.key", "--ca", ca + "/ca.pem", "--journal",
+                                                 dir_ + "/journal"}));
+    for (const auto& s : sites_)
+      daemons_.push_back(start_in(s.ns, "relay-" + s.name, {kBin + "/gridrelay", "--grid", dir_ + "/grid.xml", "--cluster", s.name,
+                                                            "--broker", s.gateway + ":7000", "--cert", ca + "/relay-" + s.name + ".pem",
+                                                            "--key", ca + "/relay-" + s.name + ".key", "--ca", ca + "/ca.pem"}));
+    // Registration: the broker's journal has nothing to say yet, so ask it for a dry run
+    // until all three clusters are there.
+    for (int i = 0; i < 100; ++i) {
+      if (gridrun({"--dry-run", kSrc + "/jobprofiles/three-sites.xml"}).status == 0) return;
+      std::this_thread::sleep_for(100ms);
+    }
+    FAIL() << "the relays did not register:\n" << slurp(dir_ + "/broker.log") << slurp(dir_ + "/relay-a.log");
+  }
+
+  struct Outcome {
+    int status;
+    std::string out;
+  };
+  // gridrun in the wan namespace, submitting to the broker as user "lab".
+  Outcome gridrun(std::vector<std::string> args) {
+    const std::string ca = dir_ + "/ca";
+    std::vector<std::string> argv = {kBin + "/gridrun", "--broker", "127.0.0.1:7000", "--cert", ca + "/user-lab.pem", "--key",
+                                     ca + "/user-lab.key", "--ca", ca + "/ca.pem"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const pid_t pid = start_in(wan_, "gridrun", argv);
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), slurp(dir_ + "/gridrun.log")};
+  }
+
+  // Whether a TCP connection from namespace `ns` to addr:port succeeds within 2 s.
+  bool can_connect(const std::string& ns, const std::string& addr, int port) {
+    return sh("ip netns exec " + ns + " timeout 2 bash -c 'exec 3<>/dev/tcp/" + addr + "/" + std::to_string(port) + "'") == 0;
+  }
+
+  std::string prefix_, wan_, dir_;
+  std::vector<Site> sites_;
+  std::vector<pid_t> daemons_;
+};
+
+}  // namespace
+
+TEST_F(ThreeSites, FirewallsAreReal) {
+  EXPECT_TRUE(can_connect(wan_, sites_[0].addr, sites_[0].link_port)) << "a admits its relay's port range";
+  EXPECT_FALSE(can_connect(wan_, sites_[0].addr, 22)) << "a's firewall drops other ports";
+  EXPECT_TRUE(can_connect(wan_, sites_[1].addr, sites_[1].link_port));
+  EXPECT_FALSE(can_connect(wan_, sites_[2].addr, sites_[2].link_port)) << "c accepts no inbound connection";
+  EXPECT_TRUE(can_connect(sites_[2].ns, sites_[0].addr, sites_[0].link_port)) << "c can dial out";
+}
+
+TEST_F(ThreeSites, JobSpansAllThreeSitesWithTheExpectedTechniques) {
+  const Outcome r = gridrun({"--explain", kSrc + "/jobprofiles/three-sites.xml"});
+  ASSERT_EQ(r.status, 0) << r.out << "\nbroker:\n" << slurp(dir_ + "/broker.log") << "relay c:\n" << slurp(dir_ + "/relay-c.log");
+  EXPECT_NE(r.out.find("a <-> b: relayed through the relays' link, dialled by a (both relays accept connections"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("a <-> c: relayed through the relays' link, dialled by c (a accepts connections, c does not)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("b <-> c: relayed through the relays' link, dialled by c (b accepts connections, c does not)"), std::string::npos)
+      << r.out;
+  for (const char* line : {"[a:0] rank=0 size=3 group=east color=0 cluster=a", "[b:1] rank=1 size=3 group=south color=1 cluster=b",
+                           "[c:2] rank=2 size=3 group=west color=2 cluster=c",
+                           "[a:0] pingpong rank 0 <-> rank 1 (cluster b): 100000 bytes",
+                           "[a:0] pingpong rank 0 <-> rank 2 (cluster c): 100000 bytes", "[a:0] barrier passed by 3 processes"})
+    EXPECT_NE(r.out.find(line), std::string::npos) << "missing: " << line << "\n" << r.out;
+  EXPECT_NE(slurp(dir_ + "/journal").find("started for user lab: app three-sites, 3 processes"), std::string::npos);
+}
