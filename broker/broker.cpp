@@ -169,6 +169,7 @@ void Broker::on_frame(const PeerPtr& peer, Frame& f) {
       case Type::kPartDone: return handle_part_done(peer, f);
       case Type::kKillJob: return handle_cancel(peer, f);
       case Type::kError:
+        if (peer->kind == Peer::Kind::kRelay && f.header.job != 0) return handle_relay_failure(peer, f);
         log::warn(peer->link->peer(), " reported an error: ", f.body);
         return;
       default:
@@ -410,6 +411,17 @@ void Broker::stop_if_stuck(Job& job) {
   if (!gone || !waiting) return;
   if (job.first_failure == 0) job.first_failure = 1;
   fail_job(job, "the processes of cluster " + gone->cluster + " ended before all of them joined the job (gridrt::init)");
+}
+
+// A relay stopped its part of a job for a reason of its own (a lost relay link, ...): the
+// whole job stops, and that reason is what the user is told.
+void Broker::handle_relay_failure(const PeerPtr& peer, const Frame& f) {
+  Part* part = nullptr;
+  Job* job = job_of_relay_frame(peer, f, &part);
+  if (!job) return;
+  log::warn("job ", job->id, ": cluster ", part->cluster, " stopped it: ", f.body);
+  if (job->first_failure == 0) job->first_failure = 1;
+  fail_job(*job, "cluster " + part->cluster + ": " + f.body);
 }
 
 void Broker::handle_output(const PeerPtr& peer, Frame& f) {

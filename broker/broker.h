@@ -54,6 +54,7 @@ class Broker {
   void handle_rank_exit(const PeerPtr& peer, const wire::Frame& f);
   void handle_part_done(const PeerPtr& peer, const wire::Frame& f);
   void handle_cancel(const PeerPtr& peer, const wire::Frame& f);
+  void handle_relay_failure(const PeerPtr& peer, const wire::Frame& f);
 
   void start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run);
   void start_queued();

@@ -69,6 +69,8 @@ int main(int argc, char** argv) {
   using namespace gridrt;
   log::set_component("gridrun");
   if (argc > 1 && std::string(argv[1]) == "ca") return ca_command(argc - 1, argv + 1);
+  // The job's lines appear as they come, also when gridrun's output goes to a file or pipe.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::string profile, grid_path, nprocs;
   Variables vars;
   SubmitOptions sub;

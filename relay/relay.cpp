@@ -336,9 +336,11 @@ void Relay::on_child_signal() {
   }
 }
 
-void Relay::kill_job(Job& job, const std::string& why) {
+void Relay::kill_job(Job& job, const std::string& why, bool tell_broker) {
   if (job.killed) return;
   job.killed = true;
+  // Stopped here, for a reason only this relay knows: the broker (and the user) learn it.
+  if (tell_broker) to_broker(wire::make_frame(Type::kError, why, job.id()));
   log::info("job ", job.id(), ": stopping (", why, ")");
   if (job.mpiexec > 0 && !job.exited) {
     signal_tree(job.mpiexec, SIGTERM);
@@ -511,7 +513,7 @@ void Relay::deliver_local(Job& job, Frame& f) {
   job.pending_bytes += f.body.size();
   if (job.pending_bytes > kMaxPendingBytes) {
     if (!job.killed) log::error("job ", job.id(), ": over ", kMaxPendingBytes, " bytes wait for ranks that never connected");
-    return kill_job(job, "data for ranks that never connected");
+    return kill_job(job, "data for ranks that never connected", true);
   }
   job.pending[local].push_back(std::move(f));
 }
@@ -558,7 +560,7 @@ asio::awaitable<void> Relay::dial_link(std::string cluster, tcp::endpoint ep) {
     log::error("cannot link to the relay of cluster ", cluster, " at ", ep, ": ", why);
     for (auto& [id, job] : jobs_)
       for (const auto& c : job->topo().clusters)
-        if (c.name == cluster) kill_job(*job, "no link to cluster " + cluster);
+        if (c.name == cluster) kill_job(*job, "no link to cluster " + cluster + ": " + why, true);
     pl->queue.clear();
     co_return;
   }
@@ -602,6 +604,12 @@ asio::awaitable<void> Relay::accept_links() {
               log::warn("refusing a link from ", l->peer(), ": certificate '", cn, "' may not speak for cluster '", f.body, "'");
               return l->fail("certificate '" + cn + "' may not speak for cluster '" + f.body + "'");
             }
+            // One link per pair of clusters: a second one while the first is up would take
+            // its traffic (a replayed or stolen credential); it is refused.
+            if (auto it = links_.find(f.body); it != links_.end() && it->second->up && !it->second->link->closed()) {
+              log::warn("refusing a second link from cluster ", f.body, " (", l->peer(), "): one is up already");
+              return l->fail("a link with cluster '" + f.body + "' is up already");
+            }
             *name = f.body;
             l->set_peer("relay " + *name);
             on_link_up(*name, l);
@@ -634,7 +642,7 @@ void Relay::on_link_lost(const std::string& cluster, const std::shared_ptr<TlsLi
     for (const auto& c : job->topo().clusters)
       if (c.name == cluster) {
         hit = true;
-        kill_job(*job, "lost the link to cluster " + cluster);
+        kill_job(*job, "lost the link to cluster " + cluster + " (" + why + ")", true);
       }
   log::emit(hit ? log::Level::kWarn : log::Level::kInfo, "link with cluster ", cluster, " closed: ", why);
 }

@@ -80,7 +80,7 @@ class Relay {
   void launch(Job& job);
   void read_launcher_output(Job& job, int fd, std::uint32_t stream);
   void on_child_signal();
-  void kill_job(Job& job, const std::string& why);
+  void kill_job(Job& job, const std::string& why, bool tell_broker = false);
   void maybe_finish(Job& job);
   void finish(Job& job);
 

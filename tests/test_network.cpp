@@ -9,17 +9,23 @@
 // iptables the tests are skipped, saying why.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
+#include "common/link.h"
+#include "common/messages.h"
 #include "common/process.h"
+#include "common/tls.h"
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -117,6 +123,11 @@ class ThreeSites : public ::testing::Test {
     run_or_fail(kBin + "/gridrun ca issue " + ca + " broker");
     run_or_fail(kBin + "/gridrun ca issue " + ca + " user lab");
     for (const auto& s : sites_) run_or_fail(kBin + "/gridrun ca issue " + ca + " relay " + s.name);
+    run_or_fail(kBin + "/gridrun ca issue " + ca + " relay d");
+    // Another grid's CA, for the strangers.
+    run_or_fail(kBin + "/gridrun ca init " + dir_ + "/other 'other CA'");
+    run_or_fail(kBin + "/gridrun ca issue " + dir_ + "/other user mallory");
+    run_or_fail(kBin + "/gridrun ca issue " + dir_ + "/other relay b");
   }
 
   void write_grid() {
@@ -128,10 +139,13 @@ class ThreeSites : public ::testing::Test {
     for (std::size_t i = 0; i < sites_.size(); ++i) {
       const Site& s = sites_[i];
       g << "  <cluster name=\"" << s.name << "\" site=\"site-" << s.name << "\" slots=\"1\">\n"
-        << "    <relay link=\"" << s.addr << ":" << s.link_port << "\" local=\"127.0.0.1:0\"/>\n"
+        << "    <relay link=\"" << s.addr << ":" << s.link_port << "\" local=\"127.0.0.1:" << s.link_port + 50 << "\"/>\n"
         << "    " << network[i] << "\n"
         << "    <launch>mpiexec -launcher fork -n {np}</launch>\n  </cluster>\n";
     }
+    // A cluster with no relay running: its (valid) certificate is what a forger holds.
+    g << "  <cluster name=\"d\" slots=\"1\"><relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>"
+         "<launch>mpiexec -n {np}</launch></cluster>\n";
     g << "</grid>\n";
   }
 
@@ -173,16 +187,47 @@ class ThreeSites : public ::testing::Test {
     int status;
     std::string out;
   };
-  // gridrun in the wan namespace, submitting to the broker as user "lab".
-  Outcome gridrun(std::vector<std::string> args) {
-    const std::string ca = dir_ + "/ca";
-    std::vector<std::string> argv = {kBin + "/gridrun", "--broker", "127.0.0.1:7000", "--cert", ca + "/user-lab.pem", "--key",
-                                     ca + "/user-lab.key", "--ca", ca + "/ca.pem"};
+  // gridrun in the wan namespace, submitting to the broker as `user` (a user-NAME.pem in
+  // `ca_dir`); started in the background, logging to dir_/log.log.
+  pid_t start_gridrun(std::vector<std::string> args, const std::string& log = "gridrun", const std::string& user = "user-lab",
+                      const std::string& ca_dir = "ca") {
+    const std::string ca = dir_ + "/" + ca_dir;
+    std::vector<std::string> argv = {kBin + "/gridrun", "--broker", "127.0.0.1:7000", "--cert", ca + "/" + user + ".pem", "--key",
+                                     ca + "/" + user + ".key", "--ca", dir_ + "/ca/ca.pem"};
     argv.insert(argv.end(), args.begin(), args.end());
-    const pid_t pid = start_in(wan_, "gridrun", argv);
+    return start_in(wan_, log, argv);
+  }
+  Outcome finish(pid_t pid, const std::string& log = "gridrun") {
     int st = 0;
     ::waitpid(pid, &st, 0);
-    return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), slurp(dir_ + "/gridrun.log")};
+    return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), slurp(dir_ + "/" + log + ".log")};
+  }
+  Outcome gridrun(std::vector<std::string> args) { return finish(start_gridrun(std::move(args))); }
+
+  // A job of the three sites that keeps ping-ponging for about `seconds`; returns once its
+  // first round went through every site.
+  pid_t start_long_job(int seconds) {
+    std::string text = slurp(kSrc + "/jobprofiles/three-sites.xml");
+    const std::string args = "<value>100000</value>";
+    text.replace(text.find(args), args.size(),
+                 args + "<value>--rounds</value><value>" + std::to_string(seconds * 10) + "</value><value>--round-ms</value><value>100</value>");
+    std::ofstream(dir_ + "/long.xml") << text;
+    const pid_t pid = start_gridrun({dir_ + "/long.xml"}, "long");
+    for (int i = 0; i < 300 && slurp(dir_ + "/long.log").find("(first round)") == std::string::npos; ++i) std::this_thread::sleep_for(50ms);
+    return pid;
+  }
+
+  // Runs `body` in a child process inside namespace `ns`; returns its exit status.
+  int in_netns(const std::string& ns, const std::function<int()>& body) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      const int fd = ::open(("/var/run/netns/" + ns).c_str(), O_RDONLY);
+      if (fd < 0 || ::setns(fd, CLONE_NEWNET) != 0) ::_exit(90);
+      ::_exit(body());
+    }
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   }
 
   // Whether a TCP connection from namespace `ns` to addr:port succeeds within 2 s.
@@ -219,4 +264,114 @@ TEST_F(ThreeSites, JobSpansAllThreeSitesWithTheExpectedTechniques) {
                            "[a:0] pingpong rank 0 <-> rank 2 (cluster c): 100000 bytes", "[a:0] barrier passed by 3 processes"})
     EXPECT_NE(r.out.find(line), std::string::npos) << "missing: " << line << "\n" << r.out;
   EXPECT_NE(slurp(dir_ + "/journal").find("started for user lab: app three-sites, 3 processes"), std::string::npos);
+}
+
+namespace {
+// Reads frames until the peer closes; returns the bodies of the Error frames.
+template <typename Stream>
+std::string errors_until_closed(Stream& s) {
+  std::string errors;
+  gridrt::wire::Decoder d;
+  char buf[4096];
+  boost::system::error_code ec;
+  for (;;) {
+    const std::size_t n = s.read_some(gridrt::asio::buffer(buf), ec);
+    if (ec) break;
+    d.feed(buf, n);
+    gridrt::wire::Frame f;
+    while (d.next(f) == gridrt::wire::Decoder::Status::kFrame)
+      if (f.header.type == gridrt::wire::Type::kError) errors += f.body;
+  }
+  return errors;
+}
+}  // namespace
+
+TEST_F(ThreeSites, StrangersAndForgeriesAreRefusedWhileTheJobRunsOn) {
+  using namespace gridrt;
+  const pid_t job = start_long_job(6);
+
+  // 1. A user whose certificate another CA signed.
+  const Outcome mallory = finish(start_gridrun({kSrc + "/jobprofiles/three-sites.xml"}, "mallory", "user-mallory", "other"), "mallory");
+  EXPECT_EQ(mallory.status, 1) << mallory.out;
+  EXPECT_NE(mallory.out.find("unknown ca"), std::string::npos) << mallory.out;
+
+  // 2. A relay with a certificate from another CA, claiming cluster b.
+  const pid_t rogue = start_in(sites_[1].ns, "rogue-relay",
+                               {kBin + "/gridrelay", "--grid", dir_ + "/grid.xml", "--cluster", "b", "--broker", sites_[1].gateway + ":7000",
+                                "--cert", dir_ + "/other/relay-b.pem", "--key", dir_ + "/other/relay-b.key", "--ca", dir_ + "/ca/ca.pem"});
+  std::this_thread::sleep_for(1500ms);
+  ::kill(rogue, SIGTERM);
+  ::waitpid(rogue, nullptr, 0);
+
+  // 3. A process with a wrong job secret, at site a's relay.
+  const int wrong_secret = in_netns(sites_[0].ns, [&] {
+    asio::io_context io;
+    tcp::socket s(io);
+    s.connect(parse_endpoint("127.0.0.1:" + std::to_string(sites_[0].link_port + 50)));
+    ProcHello hello{"0123456789abcdef0123456789abcdef", 0, "intruder"};
+    asio::write(s, asio::buffer(wire::encode(wire::make_frame(wire::Type::kProcHello, hello.encode(), 1))));
+    return errors_until_closed(s) == "unknown job or wrong job secret" ? 0 : 1;
+  });
+  EXPECT_EQ(wrong_secret, 0);
+
+  // 4. Frames forged for the running job by a relay that is not part of it (cluster d's
+  //    certificate is valid), and a second link claiming cluster c, which has one up.
+  const int forged = in_netns(wan_, [&] {
+    asio::io_context io;
+    auto ctx = tls::make_context(tls::Role::kClient, {dir_ + "/ca/relay-d.pem", dir_ + "/ca/relay-d.key", dir_ + "/ca/ca.pem"});
+    TlsStream s(io, ctx);
+    s.next_layer().connect(parse_endpoint(sites_[0].addr + ":" + std::to_string(sites_[0].link_port)));
+    s.handshake(asio::ssl::stream_base::client);
+    std::string bytes = wire::encode(wire::make_frame(wire::Type::kLinkHello, "d"));
+    for (int i = 0; i < 3; ++i) {
+      wire::Frame f = wire::make_frame(wire::Type::kData, "forged payload", 1);
+      f.header.src = 2;  // rank 2 is on cluster c, not d
+      f.header.dst = 0;
+      f.header.tag = 1;
+      bytes += wire::encode(f);
+    }
+    asio::write(s, asio::buffer(bytes));
+    std::this_thread::sleep_for(300ms);
+    return 0;
+  });
+  EXPECT_EQ(forged, 0);
+  const int second_link = in_netns(wan_, [&] {
+    asio::io_context io;
+    auto ctx = tls::make_context(tls::Role::kClient, {dir_ + "/ca/relay-c.pem", dir_ + "/ca/relay-c.key", dir_ + "/ca/ca.pem"});
+    TlsStream s(io, ctx);
+    s.next_layer().connect(parse_endpoint(sites_[0].addr + ":" + std::to_string(sites_[0].link_port)));
+    s.handshake(asio::ssl::stream_base::client);
+    asio::write(s, asio::buffer(wire::encode(wire::make_frame(wire::Type::kLinkHello, "c"))));
+    return errors_until_closed(s) == "a link with cluster 'c' is up already" ? 0 : 1;
+  });
+  EXPECT_EQ(second_link, 0);
+
+  // The job was undisturbed: every round's data checked out, and it ended well.
+  const Outcome r = finish(job, "long");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("[a:0] pingpong rank 0 <-> rank 2 (cluster c): 100000 bytes"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(last round)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("is wrong"), std::string::npos) << r.out;
+
+  // And every refusal was logged where it happened.
+  const std::string broker = slurp(dir_ + "/broker.log"), relay_a = slurp(dir_ + "/relay-a.log");
+  EXPECT_NE(broker.find("TLS handshake with"), std::string::npos) << broker;
+  EXPECT_NE(relay_a.find("unknown job 1 or wrong job secret"), std::string::npos) << relay_a;
+  EXPECT_NE(relay_a.find("dropping a frame from cluster d with source 2"), std::string::npos) << relay_a;
+  EXPECT_NE(relay_a.find("refusing a second link from cluster c"), std::string::npos) << relay_a;
+}
+
+TEST_F(ThreeSites, ARelayLinkKilledMidTransferFailsTheJobClearly) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t job = start_long_job(8);
+  // Site c dialled a's relay at port 7105: reset that connection from c's side.
+  run_or_fail("ip netns exec " + sites_[2].ns + " iptables -I INPUT -p tcp --sport " + std::to_string(sites_[0].link_port) +
+              " -j REJECT --reject-with tcp-reset");
+  const Outcome r = finish(job, "long");
+  EXPECT_NE(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("failed: cluster "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(": lost the link to cluster "), std::string::npos) << r.out << "relay a:\n" << slurp(dir_ + "/relay-a.log") << "relay c:\n"
+                                                            << slurp(dir_ + "/relay-c.log");
+  EXPECT_EQ(r.out.find("is wrong"), std::string::npos) << r.out;  // never wrong data
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(60)) << "must not hang";
 }
