@@ -49,10 +49,13 @@ std::string slurp(const std::string& path) {
 
 struct Site {
   std::string name;      // cluster name
-  std::string ns;        // its namespace
-  std::string addr;      // its front-end's address on the wan side
+  std::string ns;        // its front-end's namespace (where the relay runs)
+  std::string addr;      // the front-end's address on the wan side
   std::string gateway;   // the wan namespace's address towards it
   int link_port;         // its relay's link port
+  std::string node_ns;   // the site's compute node (where the job's processes run)
+  std::string inside;    // the front-end's address on the site's own network
+  std::string node;      // the node's address
 };
 
 class ThreeSites : public ::testing::Test {
@@ -63,9 +66,9 @@ class ThreeSites : public ::testing::Test {
     if (sh("command -v iptables") != 0) GTEST_SKIP() << "iptables is not installed (scripts/install-deps.sh installs it)";
     prefix_ = "grt" + std::to_string(::getpid() % 100000) + "-";
     wan_ = prefix_ + "wan";
-    sites_ = {{"a", prefix_ + "a", "10.231.1.2", "10.231.1.1", 7105},
-              {"b", prefix_ + "b", "10.231.2.2", "10.231.2.1", 7200},
-              {"c", prefix_ + "c", "10.231.3.2", "10.231.3.1", 7300}};
+    sites_ = {{"a", prefix_ + "a", "10.231.1.2", "10.231.1.1", 7105, prefix_ + "a1", "10.232.1.1", "10.232.1.2"},
+              {"b", prefix_ + "b", "10.231.2.2", "10.231.2.1", 7200, prefix_ + "b1", "10.232.2.1", "10.232.2.2"},
+              {"c", prefix_ + "c", "10.231.3.2", "10.231.3.1", 7300, prefix_ + "c1", "10.232.3.1", "10.232.3.2"}};
     dir_ = ::testing::TempDir() + "/" + prefix_ + "lab";
     fs::remove_all(dir_);
     fs::create_directories(dir_);
@@ -79,7 +82,10 @@ class ThreeSites : public ::testing::Test {
     for (pid_t p : daemons_) ::kill(p, SIGTERM);
     for (pid_t p : daemons_) ::waitpid(p, nullptr, 0);
     daemons_.clear();
-    for (const auto& s : sites_) sh("ip netns del " + s.ns);
+    for (const auto& s : sites_) {
+      sh("ip netns del " + s.node_ns);
+      sh("ip netns del " + s.ns);
+    }
     if (!wan_.empty()) sh("ip netns del " + wan_);
     if (!dir_.empty()) fs::remove_all(dir_);
   }
@@ -102,19 +108,41 @@ class ThreeSites : public ::testing::Test {
       run_or_fail("ip netns exec " + s.ns + " ip link set " + prefix_ + out + " up");
       run_or_fail("ip netns exec " + s.ns + " ip route add default via " + s.gateway);
     }
-    // Site a: a firewall that admits only its relay's port range from outside.
-    const std::string a = "ip netns exec " + sites_[0].ns + " iptables ";
-    run_or_fail(a + "-A INPUT -i lo -j ACCEPT");
-    run_or_fail(a + "-A INPUT -m state --state ESTABLISHED,RELATED -j ACCEPT");
-    run_or_fail(a + "-A INPUT -p tcp --dport 7100:7110 -j ACCEPT");
-    run_or_fail(a + "-A INPUT -j DROP");
-    // Site b: its nodes' traffic leaves masqueraded as the front-end (NAT).
-    run_or_fail("ip netns exec " + sites_[1].ns + " iptables -t nat -A POSTROUTING -o " + prefix_ + "s1 -j MASQUERADE");
-    // Site c: no inbound connection at all.
-    const std::string c = "ip netns exec " + sites_[2].ns + " iptables ";
-    run_or_fail(c + "-A INPUT -i lo -j ACCEPT");
-    run_or_fail(c + "-A INPUT -m state --state ESTABLISHED,RELATED -j ACCEPT");
-    run_or_fail(c + "-A INPUT -j DROP");
+    // Each site's compute node sits on the site's own network behind its front-end.
+    for (std::size_t i = 0; i < sites_.size(); ++i) {
+      const Site& s = sites_[i];
+      const std::string fe = prefix_ + "f" + std::to_string(i), nd = prefix_ + "n" + std::to_string(i);
+      run_or_fail("ip netns add " + s.node_ns);
+      run_or_fail("ip netns exec " + s.node_ns + " ip link set lo up");
+      run_or_fail("ip link add " + fe + " netns " + s.ns + " type veth peer name " + nd + " netns " + s.node_ns);
+      run_or_fail("ip netns exec " + s.ns + " ip addr add " + s.inside + "/24 dev " + fe);
+      run_or_fail("ip netns exec " + s.ns + " ip link set " + fe + " up");
+      run_or_fail("ip netns exec " + s.ns + " sysctl -w net.ipv4.ip_forward=1");
+      run_or_fail("ip netns exec " + s.node_ns + " ip addr add " + s.node + "/24 dev " + nd);
+      run_or_fail("ip netns exec " + s.node_ns + " ip link set " + nd + " up");
+      run_or_fail("ip netns exec " + s.node_ns + " ip route add default via " + s.inside);
+    }
+    // Site a: public node addresses (the wan routes to them) behind a firewall on the
+    // front-end that admits only a port range from outside, to the relay and to the node.
+    const std::string wan_if_a = prefix_ + "s0";
+    run_or_fail("ip netns exec " + wan_ + " ip route add 10.232.1.0/24 via " + sites_[0].addr);
+    for (const char* chain : {"INPUT", "FORWARD"}) {
+      const std::string a = "ip netns exec " + sites_[0].ns + " iptables -A " + chain + " -i " + wan_if_a + " ";
+      run_or_fail(a + "-m state --state ESTABLISHED,RELATED -j ACCEPT");
+      run_or_fail(a + "-p tcp --dport 7100:7110 -j ACCEPT");
+      run_or_fail(a + "-j DROP");
+    }
+    // Site b: private nodes; their traffic leaves masqueraded as the front-end (NAT).
+    run_or_fail("ip netns exec " + sites_[1].ns + " iptables -t nat -A POSTROUTING -s 10.232.2.0/24 -o " + prefix_ +
+                "s1 -j MASQUERADE");
+    // Site c: private nodes, and no inbound connection from outside at all.
+    for (const char* chain : {"INPUT", "FORWARD"}) {
+      const std::string c = "ip netns exec " + sites_[2].ns + " iptables -A " + chain + " -i " + prefix_ + "s2 ";
+      run_or_fail(c + "-m state --state ESTABLISHED,RELATED -j ACCEPT");
+      run_or_fail(c + "-j DROP");
+    }
+    run_or_fail("ip netns exec " + sites_[2].ns + " iptables -t nat -A POSTROUTING -s 10.232.3.0/24 -o " + prefix_ +
+                "s2 -j MASQUERADE");
   }
 
   void make_credentials() {
@@ -139,9 +167,9 @@ class ThreeSites : public ::testing::Test {
     for (std::size_t i = 0; i < sites_.size(); ++i) {
       const Site& s = sites_[i];
       g << "  <cluster name=\"" << s.name << "\" site=\"site-" << s.name << "\" slots=\"1\">\n"
-        << "    <relay link=\"" << s.addr << ":" << s.link_port << "\" local=\"127.0.0.1:" << s.link_port + 50 << "\"/>\n"
+        << "    <relay link=\"" << s.addr << ":" << s.link_port << "\" local=\"" << s.inside << ":" << s.link_port + 50 << "\"/>\n"
         << "    " << network[i] << "\n"
-        << "    <launch>mpiexec -launcher fork -n {np}</launch>\n  </cluster>\n";
+        << "    <launch>ip netns exec " << s.node_ns << " mpiexec -launcher fork -n {np}</launch>\n  </cluster>\n";
     }
     // A cluster with no relay running: its (valid) certificate is what a forger holds.
     g << "  <cluster name=\"d\" slots=\"1\"><relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>"
@@ -230,6 +258,19 @@ class ThreeSites : public ::testing::Test {
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   }
 
+  // A process in namespace `ns` accepting (and dropping) TCP connections on `port`.
+  pid_t serve_in(const std::string& ns, int port) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      const int fd = ::open(("/var/run/netns/" + ns).c_str(), O_RDONLY);
+      if (fd < 0 || ::setns(fd, CLONE_NEWNET) != 0) ::_exit(90);
+      gridrt::asio::io_context io;
+      gridrt::tcp::acceptor acc(io, gridrt::tcp::endpoint(gridrt::tcp::v4(), static_cast<unsigned short>(port)));
+      for (;;) acc.accept();
+    }
+    return pid;
+  }
+
   // Whether a TCP connection from namespace `ns` to addr:port succeeds within 2 s.
   bool can_connect(const std::string& ns, const std::string& addr, int port) {
     return sh("ip netns exec " + ns + " timeout 2 bash -c 'exec 3<>/dev/tcp/" + addr + "/" + std::to_string(port) + "'") == 0;
@@ -242,12 +283,27 @@ class ThreeSites : public ::testing::Test {
 
 }  // namespace
 
-TEST_F(ThreeSites, FirewallsAreReal) {
+TEST_F(ThreeSites, FirewallsAndNatAreReal) {
+  // Front-ends.
   EXPECT_TRUE(can_connect(wan_, sites_[0].addr, sites_[0].link_port)) << "a admits its relay's port range";
   EXPECT_FALSE(can_connect(wan_, sites_[0].addr, 22)) << "a's firewall drops other ports";
   EXPECT_TRUE(can_connect(wan_, sites_[1].addr, sites_[1].link_port));
   EXPECT_FALSE(can_connect(wan_, sites_[2].addr, sites_[2].link_port)) << "c accepts no inbound connection";
-  EXPECT_TRUE(can_connect(sites_[2].ns, sites_[0].addr, sites_[0].link_port)) << "c can dial out";
+  // Nodes: a's are public but only its port range gets through; b's and c's are private.
+  const pid_t in_range = serve_in(sites_[0].node_ns, 7101), out_of_range = serve_in(sites_[0].node_ns, 7150),
+              private_b = serve_in(sites_[1].node_ns, 7101);
+  std::this_thread::sleep_for(200ms);
+  EXPECT_TRUE(can_connect(wan_, sites_[0].node, 7101)) << "a's node is reachable inside the port range";
+  EXPECT_FALSE(can_connect(wan_, sites_[0].node, 7150)) << "a's firewall drops the node's other ports";
+  EXPECT_FALSE(can_connect(wan_, sites_[1].node, 7101)) << "b's node has a private address";
+  for (pid_t p : {in_range, out_of_range, private_b}) {
+    ::kill(p, SIGKILL);
+    ::waitpid(p, nullptr, 0);
+  }
+  // Everyone can dial out (b and c through NAT).
+  EXPECT_TRUE(can_connect(sites_[1].node_ns, sites_[0].addr, sites_[0].link_port)) << "b's node dials out through NAT";
+  EXPECT_TRUE(can_connect(sites_[2].node_ns, sites_[0].addr, sites_[0].link_port)) << "c's node dials out through NAT";
+  EXPECT_TRUE(can_connect(sites_[2].ns, sites_[0].addr, sites_[0].link_port)) << "c's front-end dials out";
 }
 
 TEST_F(ThreeSites, JobSpansAllThreeSitesWithTheExpectedTechniques) {
@@ -264,6 +320,29 @@ TEST_F(ThreeSites, JobSpansAllThreeSitesWithTheExpectedTechniques) {
                            "[a:0] pingpong rank 0 <-> rank 2 (cluster c): 100000 bytes", "[a:0] barrier passed by 3 processes"})
     EXPECT_NE(r.out.find(line), std::string::npos) << "missing: " << line << "\n" << r.out;
   EXPECT_NE(slurp(dir_ + "/journal").find("started for user lab: app three-sites, 3 processes"), std::string::npos);
+}
+
+TEST_F(ThreeSites, ProcessesRunOnTheSitesNodes) {
+  const pid_t job = start_long_job(3);
+  // Every hello of the job lives in its site's node namespace, not on the front-end.
+  int seen = 0;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    std::error_code ec;
+    if (fs::read_symlink(e.path() / "exe", ec) != fs::path(kBin) / "hello") continue;
+    std::string env = slurp(e.path() / "environ");
+    for (const auto& s : sites_)
+      if (env.find("GRIDRT_CLUSTER=" + s.name + '\0') != std::string::npos) {
+        std::string ns;
+        FILE* p = ::popen(("ip netns identify " + e.path().filename().string()).c_str(), "r");
+        char line[256] = {0};
+        if (p && std::fgets(line, sizeof line, p)) ns = line;
+        if (p) ::pclose(p);
+        EXPECT_EQ(ns, s.node_ns + "\n") << "cluster " << s.name;
+        ++seen;
+      }
+  }
+  EXPECT_EQ(seen, 3);
+  EXPECT_EQ(finish(job, "long").status, 0);
 }
 
 namespace {
@@ -304,10 +383,10 @@ TEST_F(ThreeSites, StrangersAndForgeriesAreRefusedWhileTheJobRunsOn) {
   ::waitpid(rogue, nullptr, 0);
 
   // 3. A process with a wrong job secret, at site a's relay.
-  const int wrong_secret = in_netns(sites_[0].ns, [&] {
+  const int wrong_secret = in_netns(sites_[0].node_ns, [&] {  // from the site's node
     asio::io_context io;
     tcp::socket s(io);
-    s.connect(parse_endpoint("127.0.0.1:" + std::to_string(sites_[0].link_port + 50)));
+    s.connect(parse_endpoint(sites_[0].inside + ":" + std::to_string(sites_[0].link_port + 50)));
     ProcHello hello{"0123456789abcdef0123456789abcdef", 0, "intruder"};
     asio::write(s, asio::buffer(wire::encode(wire::make_frame(wire::Type::kProcHello, hello.encode(), 1))));
     return errors_until_closed(s) == "unknown job or wrong job secret" ? 0 : 1;
