@@ -19,6 +19,8 @@ using wire::Type;
 // How long a job submitted with kSubmitWaitForGrid waits for missing clusters before it is
 // mapped onto the clusters that did register.
 constexpr auto kGridWait = std::chrono::seconds(15);
+// How long the broker waits for a relay's link address to accept its probe connection.
+constexpr auto kProbeTimeout = std::chrono::seconds(2);
 
 struct Broker::Peer {
   std::shared_ptr<TlsLink> link;
@@ -192,18 +194,50 @@ void Broker::handle_register(const PeerPtr& peer, const Frame& f) {
   }
   const ClusterDesc* desc = grid_.find(reg.cluster);
   if (!desc) return peer->link->fail("cluster '" + reg.cluster + "' is not in the broker's grid (" + grid_.source + ")");
-  if (relays_.count(reg.cluster))
-    return peer->link->fail("cluster '" + reg.cluster + "' already has a registered relay (" +
-                            relays_[reg.cluster]->link->peer() + ")");
+  if (relays_.count(reg.cluster) || probing_.count(reg.cluster))
+    return peer->link->fail("cluster '" + reg.cluster + "' already has a registered relay" +
+                            (relays_.count(reg.cluster) ? " (" + relays_[reg.cluster]->link->peer() + ")" : std::string()));
   // The grid description is authoritative for site and slots; the relay says where it listens.
   reg.site = desc->site;
   reg.slots = desc->slots;
   peer->kind = Peer::Kind::kRelay;
   peer->cluster = reg.cluster;
   peer->registration = reg;
-  relays_[reg.cluster] = peer;
   peer->link->set_peer("relay " + reg.cluster + " [" + peer->link->peer() + "]");
-  log::info("registered ", peer->link->peer(), " links at ", reg.link_host, ":", reg.link_port);
+  probing_.insert(reg.cluster);
+  asio::co_spawn(io_, probe_and_register(peer), asio::detached);
+}
+
+// Before a relay joins, the broker checks the declared reachability of its link address
+// by trying to connect to it, and trusts what it sees over the declaration (issue 3): a
+// front-end declared reachable that does not answer is treated as unreachable (other
+// relays will not dial it; it dials them), and the other way round.
+asio::awaitable<void> Broker::probe_and_register(PeerPtr peer) {
+  const RelayRegistration& reg = peer->registration;
+  const bool declared = grid_.find(reg.cluster)->network.frontend_reachable;
+  boost::system::error_code ec;
+  tcp::socket probe(io_);
+  asio::steady_timer deadline(io_, kProbeTimeout);
+  deadline.async_wait([&probe](const boost::system::error_code& e) {
+    if (!e) {
+      boost::system::error_code ignored;
+      probe.close(ignored);
+    }
+  });
+  const tcp::endpoint ep(asio::ip::make_address(reg.link_host, ec), reg.link_port);
+  if (!ec) co_await probe.async_connect(ep, asio::redirect_error(asio::use_awaitable, ec));
+  deadline.cancel();
+  const bool answered = !ec;
+  probing_.erase(reg.cluster);
+  if (peer->link->closed() || stopped_) co_return;
+  reachable_[reg.cluster] = answered;
+  if (answered != declared)
+    log::warn("cluster ", reg.cluster, " is declared ", declared ? "reachable" : "unreachable", " but its relay's link address ",
+              ep, answered ? " answers" : " does not answer", " the broker's probe: treating it as ",
+              answered ? "reachable" : "unreachable");
+  relays_[reg.cluster] = peer;
+  log::info("registered ", peer->link->peer(), " links at ", reg.link_host, ":", reg.link_port,
+            answered ? " (answers probes)" : " (does not answer probes)");
   peer->link->send(wire::make_frame(Type::kRegistered));
   try_pending_submits(false);
 }
@@ -246,7 +280,9 @@ std::vector<ClusterOffer> Broker::offers(bool free_slots_only) const {
     const auto& reg = it->second->registration;
     const auto busy = busy_.find(c.name);
     const std::uint32_t used = free_slots_only && busy != busy_.end() ? busy->second : 0;
-    if (used < c.slots) out.push_back({c.name, c.site, c.slots - used, reg.link_host, reg.link_port, c.network.frontend_reachable});
+    const auto probed = reachable_.find(c.name);
+    const bool reachable = probed != reachable_.end() ? probed->second : c.network.frontend_reachable;
+    if (used < c.slots) out.push_back({c.name, c.site, c.slots - used, reg.link_host, reg.link_port, reachable});
   }
   return out;
 }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <fstream>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,6 +49,7 @@ class Broker {
 
   // One handler per request type.
   void handle_register(const PeerPtr& peer, const wire::Frame& f);
+  asio::awaitable<void> probe_and_register(PeerPtr peer);
   void handle_submit(const PeerPtr& peer, const wire::Frame& f);
   void handle_part_ready(const PeerPtr& peer, const wire::Frame& f);
   void handle_output(const PeerPtr& peer, wire::Frame& f);
@@ -75,6 +77,8 @@ class Broker {
   asio::ssl::context tls_;
   tcp::acceptor acceptor_;
   std::map<std::string, PeerPtr> relays_;  // cluster name -> its registered relay
+  std::set<std::string> probing_;          // clusters whose relay is being probed
+  std::map<std::string, bool> reachable_;  // cluster -> did its link address answer the probe
   std::map<std::uint64_t, std::unique_ptr<Job>> jobs_;
   struct PendingSubmit {
     PeerPtr launcher;

@@ -161,9 +161,10 @@ class ThreeSites : public ::testing::Test {
   void write_grid() {
     std::ofstream g(dir_ + "/grid.xml");
     g << "<grid>\n";
-    const char* network[] = {"<network frontend=\"reachable\" nodes=\"public\" inbound=\"yes\" ports=\"7100-7110\"/>",
-                             "<network frontend=\"reachable\" nodes=\"private\" inbound=\"no\"/>",
-                             "<network frontend=\"unreachable\" nodes=\"private\" inbound=\"no\"/>"};
+    const std::string c_frontend = misdeclare_c_ ? "reachable" : "unreachable";
+    const std::string network[] = {"<network frontend=\"reachable\" nodes=\"public\" inbound=\"yes\" ports=\"7100-7110\"/>",
+                                   "<network frontend=\"reachable\" nodes=\"private\" inbound=\"no\"/>",
+                                   "<network frontend=\"" + c_frontend + "\" nodes=\"private\" inbound=\"no\"/>"};
     for (std::size_t i = 0; i < sites_.size(); ++i) {
       const Site& s = sites_[i];
       g << "  <cluster name=\"" << s.name << "\" site=\"site-" << s.name << "\" slots=\"1\">\n"
@@ -276,6 +277,7 @@ class ThreeSites : public ::testing::Test {
     return sh("ip netns exec " + ns + " timeout 2 bash -c 'exec 3<>/dev/tcp/" + addr + "/" + std::to_string(port) + "'") == 0;
   }
 
+  bool misdeclare_c_ = false;  // declare site c reachable, which it is not
   std::string prefix_, wan_, dir_;
   std::vector<Site> sites_;
   std::vector<pid_t> daemons_;
@@ -453,4 +455,23 @@ TEST_F(ThreeSites, ARelayLinkKilledMidTransferFailsTheJobClearly) {
                                                             << slurp(dir_ + "/relay-c.log");
   EXPECT_EQ(r.out.find("is wrong"), std::string::npos) << r.out;  // never wrong data
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(60)) << "must not hang";
+}
+
+// Site c is declared reachable, which its firewall makes false: the broker's probe finds
+// out, the other relays do not try to dial c, c dials them, and the job runs.
+class ThreeSitesMisdeclared : public ThreeSites {
+ protected:
+  ThreeSitesMisdeclared() { misdeclare_c_ = true; }
+};
+
+TEST_F(ThreeSitesMisdeclared, TheBrokersProbeOverridesAWrongDeclaration) {
+  const Outcome r = gridrun({"--explain", kSrc + "/jobprofiles/three-sites.xml"});
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("a <-> c: relayed through the relays' link, dialled by c (a accepts connections, c does not)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("[a:0] barrier passed by 3 processes"), std::string::npos) << r.out;
+  EXPECT_NE(slurp(dir_ + "/broker.log").find("cluster c is declared reachable but its relay's link address 10.231.3.2:7300 does not "
+                                             "answer the broker's probe: treating it as unreachable"),
+            std::string::npos)
+      << slurp(dir_ + "/broker.log");
 }
