@@ -8,6 +8,7 @@
 #include <ctime>
 #include <sstream>
 
+#include "common/ladder.h"
 #include "common/messages.h"
 #include "common/xml.h"
 
@@ -37,6 +38,7 @@ struct Broker::Part {
   bool ready = false;
   bool done = false;
   std::vector<std::string> hostnames;
+  std::vector<std::string> endpoints;
 };
 
 struct Broker::Job {
@@ -282,7 +284,9 @@ std::vector<ClusterOffer> Broker::offers(bool free_slots_only) const {
     const std::uint32_t used = free_slots_only && busy != busy_.end() ? busy->second : 0;
     const auto probed = reachable_.find(c.name);
     const bool reachable = probed != reachable_.end() ? probed->second : c.network.frontend_reachable;
-    if (used < c.slots) out.push_back({c.name, c.site, c.slots - used, reg.link_host, reg.link_port, reachable});
+    if (used >= c.slots) continue;
+    out.push_back(offer_of(c, reg.link_host, reg.link_port, reachable));
+    out.back().slots = c.slots - used;
   }
   return out;
 }
@@ -406,9 +410,11 @@ void Broker::handle_part_ready(const PeerPtr& peer, const Frame& f) {
   if (!job) return;
   PartReady ready = PartReady::decode(f.body);
   const auto& cp = job->topology.clusters[static_cast<std::size_t>(part - job->parts.data())];
-  if (ready.hostnames.size() != cp.count) return peer->link->fail("PartReady with a wrong number of hostnames");
+  if (ready.hostnames.size() != cp.count || ready.endpoints.size() != cp.count)
+    return peer->link->fail("PartReady with a wrong number of hostnames or endpoints");
   part->ready = true;
   part->hostnames = std::move(ready.hostnames);
+  part->endpoints = std::move(ready.endpoints);
   for (const auto& p : job->parts)
     if (!p.ready) return stop_if_stuck(*job);
   // Every process said hello: node colors can now be assigned, one per (cluster, host) --
@@ -417,6 +423,8 @@ void Broker::handle_part_ready(const PeerPtr& peer, const Frame& f) {
   std::vector<std::pair<std::string, std::string>> seen;  // (cluster, host) by node color
   t.nodes.clear();
   t.rank_node.clear();
+  t.rank_endpoint.clear();
+  for (const auto& p : job->parts) t.rank_endpoint.insert(t.rank_endpoint.end(), p.endpoints.begin(), p.endpoints.end());
   for (const auto& p : job->parts)
     for (const auto& host : p.hostnames) {
       const auto key = std::make_pair(p.cluster, host);
@@ -431,6 +439,7 @@ void Broker::handle_part_ready(const PeerPtr& peer, const Frame& f) {
   t.encode(w);
   const Frame topo = wire::make_frame(Type::kTopology, w.take(), job->id);
   for (auto& p : job->parts) p.relay->link->send(topo);
+  if (job->launcher) job->launcher->link->send(topo);  // for gridrun --explain
 }
 
 // A part that ended without all its processes joining (gridrt::init) while another part's

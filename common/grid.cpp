@@ -55,6 +55,7 @@ NetworkPolicy parse_network(const XmlFile& f, const pugi::xml_node& n) {
   p.frontend_reachable = yes_no(f, n, "frontend", "reachable", "unreachable", true);
   p.nodes_public = yes_no(f, n, "nodes", "public", "private", true);
   p.inbound = yes_no(f, n, "inbound", "yes", "no", true);
+  p.outbound = yes_no(f, n, "outbound", "yes", "no", true);
   if (const pugi::xml_attribute ports = n.attribute("ports")) {
     const std::string v = ports.value();
     unsigned lo = 0, hi = 0;
@@ -122,6 +123,13 @@ std::string default_grid_xml(int clusters, int slots) {
   return os.str();
 }
 
+ClusterOffer offer_of(const ClusterDesc& c, const std::string& link_host, std::uint16_t link_port, bool reachable) {
+  const NetworkPolicy& n = c.network;
+  ClusterOffer o{c.name, c.site, c.slots, link_host, link_port, reachable, n.outbound, n.nodes_public && n.inbound, ""};
+  if (o.accepts && n.port_min) o.ports = std::to_string(n.port_min) + "-" + std::to_string(n.port_max);
+  return o;
+}
+
 Topology map_job(const JobSpec& spec, const std::vector<ClusterOffer>& clusters) {
   std::uint32_t slots = 0;
   for (const auto& c : clusters) slots += c.slots;
@@ -158,7 +166,8 @@ Topology map_job(const JobSpec& spec, const std::vector<ClusterOffer>& clusters)
     auto site = std::find(t.sites.begin(), t.sites.end(), clusters[c].site);
     if (site == t.sites.end()) site = t.sites.insert(t.sites.end(), clusters[c].site);
     t.clusters.push_back({clusters[c].name, static_cast<std::uint32_t>(site - t.sites.begin()), t.size(), count,
-                          clusters[c].link_host, clusters[c].link_port, clusters[c].reachable});
+                          clusters[c].link_host, clusters[c].link_port, clusters[c].reachable,
+                          clusters[c].outbound, clusters[c].accepts, clusters[c].ports});
     for (std::size_t g = 0; g < spec.groups.size(); ++g)
       t.rank_group.insert(t.rank_group.end(), placed[c][g], static_cast<std::uint32_t>(g));
   }
@@ -186,47 +195,3 @@ std::string describe_mapping(const Topology& t) {
 
 }  // namespace gridrt
 
-namespace gridrt {
-
-int relay_link_dialer(const Topology& t, std::uint32_t a, std::uint32_t b) {
-  const ClusterPart& x = t.clusters[a];
-  const ClusterPart& y = t.clusters[b];
-  if (x.reachable && y.reachable) return x.name < y.name ? static_cast<int>(a) : static_cast<int>(b);
-  if (y.reachable) return static_cast<int>(a);  // only y accepts: x dials
-  if (x.reachable) return static_cast<int>(b);  // only x accepts: y dials (reverse)
-  return -1;
-}
-
-std::string explain_links(const Topology& t) {
-  std::ostringstream os;
-  for (std::uint32_t a = 0; a < t.clusters.size(); ++a)
-    for (std::uint32_t b = a + 1; b < t.clusters.size(); ++b) {
-      const ClusterPart& x = t.clusters[a];
-      const ClusterPart& y = t.clusters[b];
-      os << x.name << " <-> " << y.name << ": ";
-      const int d = relay_link_dialer(t, a, b);
-      if (d < 0) {
-        os << "no connection possible (neither relay accepts connections from other sites)\n";
-        continue;
-      }
-      const ClusterPart& dialer = t.clusters[d];
-      const ClusterPart& other = t.clusters[d == static_cast<int>(a) ? b : a];
-      os << "relayed through the relays' link, dialled by " << dialer.name << " ("
-         << (x.reachable && y.reachable ? "both relays accept connections; the first by name dials"
-                                        : other.name + " accepts connections, " + dialer.name + " does not")
-         << ")\n";
-    }
-  return os.str();
-}
-
-std::string unlinkable_pairs(const Topology& t) {
-  std::string why;
-  for (std::uint32_t a = 0; a < t.clusters.size(); ++a)
-    for (std::uint32_t b = a + 1; b < t.clusters.size(); ++b)
-      if (relay_link_dialer(t, a, b) < 0)
-        why += (why.empty() ? "" : "; ") + std::string("the relays of ") + t.clusters[a].name + " and " + t.clusters[b].name +
-               " both accept no connection from other sites";
-  return why;
-}
-
-}  // namespace gridrt

@@ -15,6 +15,7 @@ struct NetworkPolicy {
   bool frontend_reachable = true;  // other sites can connect to the relay's link address
   bool nodes_public = true;        // nodes have routable addresses (else private, behind NAT)
   bool inbound = true;             // nodes accept connections from other sites
+  bool outbound = true;            // nodes can open connections to other sites
   std::uint16_t port_min = 0;      // if inbound: only ports in [port_min, port_max] (0: any)
   std::uint16_t port_max = 0;
 };
@@ -56,7 +57,14 @@ struct ClusterOffer {
   std::string link_host;
   std::uint16_t link_port = 0;
   bool reachable = true;
+  bool outbound = true;
+  bool accepts = false;
+  std::string ports;
 };
+
+// What the broker offers of a registered cluster: its description, where its relay
+// listens, and whether its front-end answered the broker's probe.
+ClusterOffer offer_of(const ClusterDesc& c, const std::string& link_host, std::uint16_t link_port, bool reachable);
 
 // Maps the job's groups onto clusters (in the given order), honouring slots:
 //  - a group that fits whole on one cluster goes onto the cluster with the most free slots
@@ -68,16 +76,5 @@ Topology map_job(const JobSpec& spec, const std::vector<ClusterOffer>& clusters)
 
 // "group -> cluster -> ranks" lines, as gridrun --dry-run prints them.
 std::string describe_mapping(const Topology& t);
-
-// The relay link between clusters a and b (indices into t.clusters) is dialled by the
-// returned cluster: by the one whose peer accepts connections; when both do, by the one
-// whose name sorts first; when neither does, there is none (returns -1).
-int relay_link_dialer(const Topology& t, std::uint32_t a, std::uint32_t b);
-
-// For every pair of clusters of the job: how their processes reach each other, and why
-// (gridrun --explain). Names pairs whose relays cannot connect at all.
-std::string explain_links(const Topology& t);
-// "" when every pair of the job's clusters can link; else why not.
-std::string unlinkable_pairs(const Topology& t);
 
 }  // namespace gridrt

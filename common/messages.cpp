@@ -78,8 +78,8 @@ std::uint32_t Topology::cluster_of(std::uint32_t rank) const {
 void Topology::encode(Writer& w) const {
   w.strs(groups).strs(sites).u32(static_cast<std::uint32_t>(clusters.size()));
   for (const auto& c : clusters)
-    w.str(c.name).u32(c.site).u32(c.first_rank).u32(c.count).str(c.link_host).u32(c.link_port).u8(c.reachable);
-  w.u32s(rank_group).strs(nodes).u32s(rank_node);
+    w.str(c.name).u32(c.site).u32(c.first_rank).u32(c.count).str(c.link_host).u32(c.link_port).u8(c.reachable).u8(c.outbound).u8(c.accepts).str(c.ports);
+  w.u32s(rank_group).strs(nodes).u32s(rank_node).strs(rank_endpoint);
 }
 
 Topology Topology::decode(Reader& r) {
@@ -96,11 +96,17 @@ Topology Topology::decode(Reader& r) {
     c.link_host = r.str();
     c.link_port = static_cast<std::uint16_t>(r.u32());
     c.reachable = r.u8() != 0;
+    c.outbound = r.u8() != 0;
+    c.accepts = r.u8() != 0;
+    c.ports = r.str();
     t.clusters.push_back(std::move(c));
   }
   t.rank_group = r.u32s();
   t.nodes = r.strs();
   t.rank_node = r.u32s();
+  t.rank_endpoint = r.strs();
+  if (!t.rank_endpoint.empty() && t.rank_endpoint.size() != t.rank_group.size())
+    throw wire::BadBody("topology: endpoints do not match the ranks");
   // Consistency: a topology that indexes out of its own tables is as bad as a truncated one.
   for (auto g : t.rank_group)
     if (g >= t.groups.size()) throw wire::BadBody("topology: group index out of range");
@@ -135,22 +141,24 @@ PartStart PartStart::decode(std::string_view body) {
   return m;
 }
 
-std::string ProcHello::encode() const { return Writer().str(secret).u32(local_rank).str(hostname).take(); }
+std::string ProcHello::encode() const { return Writer().str(secret).u32(local_rank).str(hostname).str(listen).take(); }
 ProcHello ProcHello::decode(std::string_view body) {
   Reader r(body);
   ProcHello m;
   m.secret = r.str();
   m.local_rank = r.u32();
   m.hostname = r.str();
+  m.listen = r.str();
   r.end();
   return m;
 }
 
-std::string PartReady::encode() const { return Writer().strs(hostnames).take(); }
+std::string PartReady::encode() const { return Writer().strs(hostnames).strs(endpoints).take(); }
 PartReady PartReady::decode(std::string_view body) {
   Reader r(body);
   PartReady m;
   m.hostnames = r.strs();
+  m.endpoints = r.strs();
   r.end();
   return m;
 }

@@ -53,6 +53,9 @@ struct ClusterPart {
   std::string link_host;
   std::uint16_t link_port = 0;
   bool reachable = true;   // other sites can open connections to its relay's link address
+  bool outbound = true;    // its nodes can open connections to other sites
+  bool accepts = false;    // its nodes accept connections from other sites (public, inbound)
+  std::string ports;       // if they do: the port range they listen in ("" for any)
 };
 
 // Where every process of a job runs, and the names behind the colors. Built by the broker,
@@ -64,6 +67,7 @@ struct Topology {
   std::vector<std::uint32_t> rank_group;
   std::vector<std::string> nodes;       // node color = index; filled when every part is ready
   std::vector<std::uint32_t> rank_node;
+  std::vector<std::string> rank_endpoint;  // "HOST:PORT" where a rank accepts direct connections, or ""
 
   std::uint32_t size() const { return static_cast<std::uint32_t>(rank_group.size()); }
   // Index of the cluster holding `rank`; size() is not a rank (returns clusters.size()).
@@ -89,6 +93,7 @@ struct ProcHello {
   std::string secret;
   std::uint32_t local_rank = 0;  // rank in the cluster's MPI_COMM_WORLD
   std::string hostname;
+  std::string listen;            // "HOST:PORT" where it accepts direct connections, or ""
 
   std::string encode() const;
   static ProcHello decode(std::string_view body);
@@ -97,6 +102,7 @@ struct ProcHello {
 // Relay -> broker: every local process said hello; their hostnames by local rank.
 struct PartReady {
   std::vector<std::string> hostnames;
+  std::vector<std::string> endpoints;  // by local rank: where each accepts direct connections, or ""
   std::string encode() const;
   static PartReady decode(std::string_view body);
 };

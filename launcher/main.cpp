@@ -10,6 +10,7 @@
 #include "broker/broker.h"
 #include "common/grid.h"
 #include "common/jobprofile.h"
+#include "common/ladder.h"
 #include "launcher/ca.h"
 #include "launcher/embedded.h"
 #include "launcher/submit.h"
@@ -54,7 +55,7 @@ could not run the job (broker unreachable, daemons failed to start); 130 on Ctrl
 // The clusters of a grid description as the broker will offer them once all registered.
 std::vector<gridrt::ClusterOffer> offers_of(const gridrt::Grid& grid) {
   std::vector<gridrt::ClusterOffer> offers;
-  for (const auto& c : grid.clusters) offers.push_back({c.name, c.site, c.slots, "", 0, c.network.frontend_reachable});
+  for (const auto& c : grid.clusters) offers.push_back(gridrt::offer_of(c, "", 0, c.network.frontend_reachable));
   return offers;
 }
 

@@ -7,6 +7,7 @@
 
 #include "broker/broker.h"
 #include "common/grid.h"
+#include "common/ladder.h"
 #include "common/link.h"
 
 namespace gridrt {
@@ -50,7 +51,7 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
             topo = Topology::decode(r);
             accepted = true;
             job_id = f.header.job;
-            if (opt.explain) std::fputs(explain_links(topo).c_str(), (opt.flags & kSubmitDryRun) ? stdout : stderr);
+            if (opt.explain && (opt.flags & kSubmitDryRun)) std::fputs(explain_links(topo).c_str(), stdout);
             if (opt.flags & kSubmitDryRun) {
               std::fputs(describe_mapping(topo).c_str(), stdout);
               status = 0;
@@ -60,6 +61,12 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
               std::fprintf(stderr, "gridrun: job %llu accepted: %u processes on %zu cluster(s)\n",
                            static_cast<unsigned long long>(f.header.job), topo.size(), topo.clusters.size());
             }
+            break;
+          }
+          case Type::kTopology: {  // complete, with where every process listens
+            wire::Reader r(f.body);
+            topo = Topology::decode(r);
+            if (opt.explain) std::fputs(explain_links(topo).c_str(), stderr);
             break;
           }
           case Type::kOutput: {

@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   const std::uint64_t job = std::strtoull(job_text, nullptr, 10);
   const int sock = connect_relay(relay);
-  ProcHello hello{secret, static_cast<std::uint32_t>(rank), ""};
+  ProcHello hello{secret, static_cast<std::uint32_t>(rank), "", ""};
   write_all(sock, wire::encode(wire::make_frame(wire::Type::kMonitorHello, hello.encode(), job)));
 
   SpawnOptions so;

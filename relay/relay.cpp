@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "common/ladder.h"
 #include "common/messages.h"
 #include "common/process.h"
 
@@ -40,6 +41,7 @@ struct Relay::Job {
   std::vector<LocalPtr> procs;         // runtime connections, by local rank
   std::vector<LocalPtr> monitors;      // gridproc connections, by local rank
   std::vector<std::string> hostnames;
+  std::vector<std::string> endpoints;  // where each local rank accepts direct connections
   std::uint32_t hellos = 0;
   std::vector<int> status;             // per local rank, -1 while unknown
   std::map<std::uint32_t, std::vector<Frame>> pending;  // data for ranks not yet connected
@@ -214,6 +216,7 @@ void Relay::handle_start(const Frame& f) {
   job->procs.resize(me.count);
   job->monitors.resize(me.count);
   job->hostnames.resize(me.count);
+  job->endpoints.resize(me.count);
   job->status.assign(me.count, -1);
   Job& j = *job;
   jobs_[j.id()] = std::move(job);
@@ -476,6 +479,7 @@ void Relay::on_local_hello(const LocalPtr& conn, const Frame& f) {
   slot = conn;
   if (monitor) return;
   job.hostnames[hello.local_rank] = hello.hostname;
+  job.endpoints[hello.local_rank] = hello.listen;
   if (!job.topology.empty()) conn->link->send(wire::make_frame(Type::kTopology, job.topology, job.id()));
   auto pend = job.pending.find(hello.local_rank);
   if (pend != job.pending.end()) {
@@ -486,7 +490,7 @@ void Relay::on_local_hello(const LocalPtr& conn, const Frame& f) {
     job.pending.erase(pend);
   }
   if (++job.hellos == job.count) {
-    PartReady ready{job.hostnames};
+    PartReady ready{job.hostnames, job.endpoints};
     to_broker(wire::make_frame(Type::kPartReady, ready.encode(), job.id()));
   }
 }

@@ -241,7 +241,7 @@ TEST_F(Daemons, RelayLocalPortRefusesGarbageAndStrangers) {
   auto frames = exchange(std::string(200, '\x01'));
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_NE(frames[0].body.find("protocol error"), std::string::npos);
-  ProcHello hello{"not-the-secret", 0, "host"};
+  ProcHello hello{"not-the-secret", 0, "host", ""};
   frames = exchange(wire::encode(wire::make_frame(wire::Type::kProcHello, hello.encode(), 77)));
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_EQ(frames[0].body, "unknown job or wrong job secret");

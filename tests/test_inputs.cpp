@@ -8,6 +8,7 @@
 
 #include "common/grid.h"
 #include "common/jobprofile.h"
+#include "common/ladder.h"
 
 using namespace gridrt;
 
@@ -199,7 +200,7 @@ JobSpec job(std::vector<GroupSpec> groups) {
 }
 std::vector<ClusterOffer> offers(std::vector<std::uint32_t> slots) {
   std::vector<ClusterOffer> o;
-  for (std::size_t i = 0; i < slots.size(); ++i) o.push_back({"c" + std::to_string(i), "s" + std::to_string(i / 2), slots[i], "h", 1});
+  for (std::size_t i = 0; i < slots.size(); ++i) o.push_back({"c" + std::to_string(i), "s" + std::to_string(i / 2), slots[i], "h", 1, true, true, false, ""});
   return o;
 }
 }  // namespace
@@ -262,7 +263,7 @@ TEST(Links, DialerFollowsReachabilityForEveryCombination) {
   for (int ra = 0; ra < 2; ++ra)
     for (int rb = 0; rb < 2; ++rb) {
       Topology t;
-      t.clusters = {{"beta", 0, 0, 1, "h", 1, ra == 1}, {"alpha", 0, 1, 1, "h", 2, rb == 1}};
+      t.clusters = {{"beta", 0, 0, 1, "h", 1, ra == 1, true, false, ""}, {"alpha", 0, 1, 1, "h", 2, rb == 1, true, false, ""}};
       const int d = relay_link_dialer(t, 0, 1);
       EXPECT_EQ(d, relay_link_dialer(t, 1, 0)) << "both sides must agree";
       if (ra && rb) {
@@ -283,10 +284,47 @@ TEST(Links, DialerFollowsReachabilityForEveryCombination) {
 
 TEST(Links, ExplainNamesTheDialerAndWhy) {
   Topology t;
-  t.clusters = {{"a", 0, 0, 1, "h", 1, true}, {"b", 0, 1, 1, "h", 2, true}, {"c", 0, 2, 1, "h", 3, false}};
+  t.clusters = {{"a", 0, 0, 1, "h", 1, true, true, false, ""}, {"b", 0, 1, 1, "h", 2, true, true, false, ""},
+                {"c", 0, 2, 1, "h", 3, false, true, false, ""}};
   const std::string e = explain_links(t);
-  EXPECT_NE(e.find("a <-> b: relayed through the relays' link, dialled by a (both relays accept connections; the first by name dials)"),
+  EXPECT_NE(e.find("a <-> b: relayed (neither side's processes can open a connection to the other's) through the relays' link, "
+                   "dialled by a (both relays accept connections; the first by name dials)"),
             std::string::npos) << e;
-  EXPECT_NE(e.find("a <-> c: relayed through the relays' link, dialled by c (a accepts connections, c does not)"), std::string::npos) << e;
-  EXPECT_NE(e.find("b <-> c: relayed through the relays' link, dialled by c (b accepts connections, c does not)"), std::string::npos) << e;
+  EXPECT_NE(e.find("a <-> c: relayed (neither side's processes can open a connection to the other's) through the relays' link, "
+                   "dialled by c (a accepts connections, c does not)"),
+            std::string::npos) << e;
+  EXPECT_NE(e.find("b <-> c: relayed (neither side's processes can open a connection to the other's) through the relays' link, "
+                   "dialled by c (b accepts connections, c does not)"),
+            std::string::npos) << e;
+}
+
+TEST(Ladder, PlanForEveryCombinationOfPolicy) {
+  // Two clusters of one rank each; every combination of "accepts" (endpoint) and
+  // "outbound" on both sides.
+  for (int mask = 0; mask < 16; ++mask) {
+    const bool acc0 = mask & 1, out0 = mask & 2, acc1 = mask & 4, out1 = mask & 8;
+    Topology t;
+    t.groups = {"g"};
+    t.sites = {"s"};
+    t.clusters = {{"x", 0, 0, 1, "h", 1, true, out0, acc0, ""}, {"y", 0, 1, 1, "h", 2, true, out1, acc1, ""}};
+    t.rank_group = {0, 0};
+    t.rank_endpoint = {acc0 ? "10.0.0.1:7000" : "", acc1 ? "10.0.0.2:7000" : ""};
+    const PairPlan p = plan_pair(t, 0, 1), q = plan_pair(t, 1, 0);
+    EXPECT_EQ(p.technique, q.technique) << mask;
+    EXPECT_EQ(p.dialer, q.dialer) << mask;
+    const bool zero_dials = acc1 && out0, one_dials = acc0 && out1;
+    if (zero_dials) {
+      EXPECT_EQ(p.technique, Technique::kDirect);
+      EXPECT_EQ(p.dialer, 0) << mask;  // the lower rank when both can
+    } else if (one_dials) {
+      EXPECT_EQ(p.technique, Technique::kDirect);
+      EXPECT_EQ(p.dialer, 1) << mask;
+    } else {
+      EXPECT_EQ(p.technique, Technique::kRelayed) << mask;
+    }
+  }
+  Topology same;
+  same.clusters = {{"x", 0, 0, 2, "h", 1, true, true, true, ""}};
+  same.rank_group = {0, 0};
+  EXPECT_EQ(plan_pair(same, 0, 1).technique, Technique::kLocal);
 }

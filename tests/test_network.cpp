@@ -311,10 +311,10 @@ TEST_F(ThreeSites, FirewallsAndNatAreReal) {
 TEST_F(ThreeSites, JobSpansAllThreeSitesWithTheExpectedTechniques) {
   const Outcome r = gridrun({"--explain", kSrc + "/jobprofiles/three-sites.xml"});
   ASSERT_EQ(r.status, 0) << r.out << "\nbroker:\n" << slurp(dir_ + "/broker.log") << "relay c:\n" << slurp(dir_ + "/relay-c.log");
-  EXPECT_NE(r.out.find("a <-> b: relayed through the relays' link, dialled by a (both relays accept connections"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("a <-> c: relayed through the relays' link, dialled by c (a accepts connections, c does not)"), std::string::npos)
+  EXPECT_NE(r.out.find("a <-> b: relayed (neither side's processes can open a connection to the other's) through the relays' link, dialled by a (both relays accept connections"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("a <-> c: relayed (neither side's processes can open a connection to the other's) through the relays' link, dialled by c (a accepts connections, c does not)"), std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("b <-> c: relayed through the relays' link, dialled by c (b accepts connections, c does not)"), std::string::npos)
+  EXPECT_NE(r.out.find("b <-> c: relayed (neither side's processes can open a connection to the other's) through the relays' link, dialled by c (b accepts connections, c does not)"), std::string::npos)
       << r.out;
   for (const char* line : {"[a:0] rank=0 size=3 group=east color=0 cluster=a", "[b:1] rank=1 size=3 group=south color=1 cluster=b",
                            "[c:2] rank=2 size=3 group=west color=2 cluster=c",
@@ -389,7 +389,7 @@ TEST_F(ThreeSites, StrangersAndForgeriesAreRefusedWhileTheJobRunsOn) {
     asio::io_context io;
     tcp::socket s(io);
     s.connect(parse_endpoint(sites_[0].inside + ":" + std::to_string(sites_[0].link_port + 50)));
-    ProcHello hello{"0123456789abcdef0123456789abcdef", 0, "intruder"};
+    ProcHello hello{"0123456789abcdef0123456789abcdef", 0, "intruder", ""};
     asio::write(s, asio::buffer(wire::encode(wire::make_frame(wire::Type::kProcHello, hello.encode(), 1))));
     return errors_until_closed(s) == "unknown job or wrong job secret" ? 0 : 1;
   });
@@ -467,7 +467,7 @@ class ThreeSitesMisdeclared : public ThreeSites {
 TEST_F(ThreeSitesMisdeclared, TheBrokersProbeOverridesAWrongDeclaration) {
   const Outcome r = gridrun({"--explain", kSrc + "/jobprofiles/three-sites.xml"});
   EXPECT_EQ(r.status, 0) << r.out;
-  EXPECT_NE(r.out.find("a <-> c: relayed through the relays' link, dialled by c (a accepts connections, c does not)"), std::string::npos)
+  EXPECT_NE(r.out.find("a <-> c: relayed (neither side's processes can open a connection to the other's) through the relays' link, dialled by c (a accepts connections, c does not)"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("[a:0] barrier passed by 3 processes"), std::string::npos) << r.out;
   EXPECT_NE(slurp(dir_ + "/broker.log").find("cluster c is declared reachable but its relay's link address 10.231.3.2:7300 does not "

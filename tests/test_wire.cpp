@@ -105,7 +105,7 @@ TEST(Messages, TopologyRejectsInconsistentTables) {
   Topology t;
   t.groups = {"g"};
   t.sites = {"s"};
-  t.clusters = {{"c0", 0, 0, 2, "127.0.0.1", 1}};
+  t.clusters = {{"c0", 0, 0, 2, "127.0.0.1", 1, true, true, false, ""}};
   t.rank_group = {0, 0};
   Writer w;
   t.encode(w);

@@ -17,7 +17,7 @@ RelayTransport::RelayTransport(const std::string& relay, std::uint64_t job, cons
   if (ec) throw std::runtime_error("cannot connect to the relay at " + relay + ": " + ec.message());
   socket.set_option(tcp::no_delay(true), ec);
   link_ = std::make_shared<TcpLink>(std::move(socket), "relay");
-  ProcHello hello{secret, local_rank, hostname};
+  ProcHello hello{secret, local_rank, hostname, ""};
   link_->send(wire::make_frame(Type::kProcHello, hello.encode(), job));
   link_->start([this](Frame& f) { on_frame(f); }, [this](const std::string& why) { on_closed(why); });
   thread_ = std::thread([this] { io_.run(); });
