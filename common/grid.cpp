@@ -116,6 +116,7 @@ std::string default_grid_xml(int clusters, int slots) {
   for (int i = 0; i < clusters; ++i) {
     os << "  <cluster name=\"c" << i << "\" site=\"site" << i << "\" slots=\"" << slots << "\">\n"
        << "    <relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>\n"
+       << "    <network nodes=\"private\" inbound=\"no\"/>\n"
        << "    <launch>mpiexec -launcher fork -n {np}</launch>\n"
        << "  </cluster>\n";
   }

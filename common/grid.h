@@ -46,7 +46,9 @@ Grid parse_grid(const std::string& source, const std::string& text);
 
 // The embedded default grid: `clusters` clusters of `slots` slots on this machine, each its
 // own site, relays on 127.0.0.1 with kernel-chosen ports, processes started by MPICH's
-// mpiexec with the fork launcher.
+// mpiexec with the fork launcher. Nodes are declared private, so that cross-cluster traffic
+// goes through the relays as it would between real firewalled sites (and through whatever
+// sits between the relays, such as a WAN emulator); a --grid file can declare otherwise.
 std::string default_grid_xml(int clusters = 2, int slots = 3);
 
 // A cluster able to take part of a job: its description plus where its relay really listens.

@@ -39,9 +39,11 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
   void start(FrameHandler on_frame, CloseHandler on_closed) {
     on_frame_ = std::move(on_frame);
     on_closed_ = std::move(on_closed);
-    auto self = this->shared_from_this();
-    asio::co_spawn(stream_.get_executor(), self->read_loop(), asio::detached);
-    asio::co_spawn(stream_.get_executor(), self->write_loop(), asio::detached);
+    // Each loop owns the link from its creation (a coroutine's parameters live in its
+    // frame; a lazily started coroutine taking shared_from_this() in its body would be too
+    // late if the caller drops its pointer first).
+    asio::co_spawn(stream_.get_executor(), read_loop(this->shared_from_this()), asio::detached);
+    asio::co_spawn(stream_.get_executor(), write_loop(this->shared_from_this()), asio::detached);
   }
 
   void send(const wire::Frame& f) {
@@ -92,8 +94,7 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
   Stream& stream() { return stream_; }
 
  private:
-  asio::awaitable<void> read_loop() {
-    auto self = this->shared_from_this();
+  asio::awaitable<void> read_loop(std::shared_ptr<Link> /*keeps the link alive*/) {
     wire::Decoder decoder;
     constexpr std::size_t kReadSize = 256 * 1024;
     wire::Frame frame;
@@ -121,8 +122,7 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
     }
   }
 
-  asio::awaitable<void> write_loop() {
-    auto self = this->shared_from_this();
+  asio::awaitable<void> write_loop(std::shared_ptr<Link> /*keeps the link alive*/) {
     // `buffers` point into `batch`: reserved once so that it never moves its elements (a
     // moved short string would move its bytes too).
     std::vector<Outbound> batch;

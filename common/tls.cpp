@@ -4,12 +4,14 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
+#include <openssl/sha.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -108,6 +110,54 @@ boost::asio::ssl::context make_context(Role role, const Credentials& creds) {
   // Mutual authentication: both sides must present a certificate from the grid CA. Peers are
   // identified by the certificate's common name, not by host name (relays sit behind NAT).
   SSL_CTX_set_verify(native, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+  return ctx;
+}
+
+namespace {
+constexpr const char* kPskIdentity = "gridrt job";
+constexpr unsigned kPskLength = 32;
+
+// The key: SHA-256 over a label and the job's secret, kept with the context.
+struct PskKey {
+  unsigned char key[kPskLength];
+};
+int psk_index() {
+  static const int index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, [](void*, void* p, CRYPTO_EX_DATA*, int, long, void*) {
+    delete static_cast<PskKey*>(p);
+  });
+  return index;
+}
+const PskKey* key_of(SSL* ssl) { return static_cast<PskKey*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), psk_index())); }
+
+unsigned int psk_client(SSL* ssl, const char*, char* identity, unsigned int max_identity, unsigned char* psk, unsigned int max_psk) {
+  const PskKey* k = key_of(ssl);
+  if (!k || max_psk < kPskLength || max_identity <= std::strlen(kPskIdentity)) return 0;
+  std::strcpy(identity, kPskIdentity);
+  std::memcpy(psk, k->key, kPskLength);
+  return kPskLength;
+}
+unsigned int psk_server(SSL* ssl, const char* identity, unsigned char* psk, unsigned int max_psk) {
+  const PskKey* k = key_of(ssl);
+  if (!k || !identity || std::strcmp(identity, kPskIdentity) != 0 || max_psk < kPskLength) return 0;
+  std::memcpy(psk, k->key, kPskLength);
+  return kPskLength;
+}
+}  // namespace
+
+boost::asio::ssl::context make_psk_context(Role role, const std::string& secret) {
+  namespace ssl = boost::asio::ssl;
+  ssl::context ctx(role == Role::kServer ? ssl::context::tls_server : ssl::context::tls_client);
+  SSL_CTX* native = ctx.native_handle();
+  if (!SSL_CTX_set_min_proto_version(native, TLS1_3_VERSION)) fail("requiring TLS 1.3");
+  // The legacy PSK callbacks serve TLS 1.3 with a SHA-256 suite.
+  if (!SSL_CTX_set_ciphersuites(native, "TLS_AES_128_GCM_SHA256")) fail("setting the TLS 1.3 cipher suite");
+  auto* k = new PskKey;
+  const std::string material = "gridrt direct connection key:" + secret;
+  SHA256(reinterpret_cast<const unsigned char*>(material.data()), material.size(), k->key);
+  SSL_CTX_set_ex_data(native, psk_index(), k);
+  if (role == Role::kServer) SSL_CTX_set_psk_server_callback(native, psk_server);
+  else SSL_CTX_set_psk_client_callback(native, psk_client);
+  SSL_CTX_set_verify(native, SSL_VERIFY_NONE, nullptr);
   return ctx;
 }
 

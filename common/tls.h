@@ -25,6 +25,11 @@ enum class Role { kServer, kClient };
 // TLS 1.3 only; the peer must present a certificate signed by `ca` (both roles).
 boost::asio::ssl::context make_context(Role role, const Credentials& creds);
 
+// TLS 1.3 with a pre-shared key instead of certificates: for direct connections between the
+// processes of one job, which share the job's secret (the key is derived from it). Only a
+// peer holding the same key completes the handshake.
+boost::asio::ssl::context make_psk_context(Role role, const std::string& secret);
+
 // The common name of the peer's verified certificate ("" if none).
 std::string peer_common_name(SSL* ssl);
 

@@ -44,6 +44,9 @@ enum class Type : std::uint16_t {
   kNotice = 19,        // broker -> launcher: body = text for the user (e.g. waiting for slots)
   kCredit = 20,        // runtime <-> relays <-> runtime: the receiver (src) grants the sender (dst)
                        // `seq` more bytes on stream (src, dst, context): flow control
+  kDirectHello = 21,   // process -> process, first frame of a direct connection: src = the dialler
+  kConnectBack = 22,   // process -> relays -> process: src asks dst to open a direct connection to it
+  kDirectFailed = 23,  // process -> relays -> process: src could not connect to dst; use the relays
 };
 const char* type_name(Type t);
 

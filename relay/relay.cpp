@@ -22,6 +22,11 @@ constexpr auto kKillGrace = std::chrono::seconds(2);
 // Frames held for a local rank that has not connected yet; a job that exceeds it is broken.
 constexpr std::size_t kMaxPendingBytes = 64u << 20;
 
+// Frames one process sends another through the relays.
+bool is_process_traffic(Type t) {
+  return t == Type::kData || t == Type::kCredit || t == Type::kConnectBack || t == Type::kDirectFailed;
+}
+
 struct Relay::LocalConn {
   std::shared_ptr<TcpLink> link;
   std::uint64_t job = 0;
@@ -255,6 +260,11 @@ void Relay::launch(Job& job) {
   so.env.emplace_back("GRIDRT_JOB", std::to_string(job.id()));
   so.env.emplace_back("GRIDRT_SECRET", job.start.secret);
   so.env.emplace_back("GRIDRT_CLUSTER", opt_.cluster.name);
+  // Whether and where processes listen for direct connections from other sites.
+  const NetworkPolicy& net = opt_.cluster.network;
+  so.env.emplace_back("GRIDRT_LISTEN", !(net.nodes_public && net.inbound) ? "none"
+                                       : net.port_min ? std::to_string(net.port_min) + "-" + std::to_string(net.port_max)
+                                                      : "any");
   so.workdir = spec.workdir;
   so.pipe_stdout = so.pipe_stderr = true;
   try {
@@ -425,7 +435,7 @@ void Relay::on_local_frame(const LocalPtr& conn, Frame& f) {
   Job& job = *it->second;
   const auto rank = static_cast<std::int32_t>(job.first + conn->local_rank);
   // A connection speaks only for its own job and rank.
-  const bool traffic = f.header.type == Type::kData || f.header.type == Type::kCredit;
+  const bool traffic = is_process_traffic(f.header.type);
   if (f.header.job != conn->job || (traffic && f.header.src != rank)) {
     log::warn("refusing a frame from ", conn->link->peer(), " forged for job ", f.header.job, " rank ", f.header.src);
     return conn->link->fail("frames must carry this connection's own job and rank");
@@ -433,6 +443,8 @@ void Relay::on_local_frame(const LocalPtr& conn, Frame& f) {
   switch (f.header.type) {
     case Type::kData:
     case Type::kCredit:
+    case Type::kConnectBack:
+    case Type::kDirectFailed:
       if (f.header.dst < 0 || static_cast<std::uint32_t>(f.header.dst) >= job.topo().size())
         return conn->link->fail("destination rank " + std::to_string(f.header.dst) + " is not in the job");
       return route(job, f);
@@ -585,13 +597,21 @@ asio::awaitable<void> Relay::accept_links() {
       continue;
     }
     s.set_option(tcp::no_delay(true), ec);
-    asio::co_spawn(io_, [this, s = std::move(s)]() mutable -> asio::awaitable<void> {
+    asio::co_spawn(io_, serve_link(std::move(s)), asio::detached);
+  }
+}
+
+// One accepted relay link. (A member coroutine, not a capturing lambda: a lambda's captures
+// die with the lambda object, before the coroutine resumes.)
+asio::awaitable<void> Relay::serve_link(tcp::socket s) {
       boost::system::error_code ec;
       const auto remote = s.remote_endpoint(ec);
       TlsStream stream(std::move(s), tls_server_);
       co_await stream.async_handshake(asio::ssl::stream_base::server, asio::redirect_error(asio::use_awaitable, ec));
       if (ec) {
-        log::warn("TLS handshake with ", remote, " on the link port failed: ", ec.message());
+        // A peer that hangs up before saying anything is the broker probing this port.
+        const bool probe = ec == asio::ssl::error::stream_truncated || ec == asio::error::eof;
+        log::emit(probe ? log::Level::kDebug : log::Level::kWarn, "TLS handshake with ", remote, " on the link port failed: ", ec.message());
         co_return;
       }
       const std::string cn = tls::peer_common_name(stream.native_handle());
@@ -622,8 +642,6 @@ asio::awaitable<void> Relay::accept_links() {
           [this, name, link](const std::string& why) {
             if (!name->empty()) on_link_lost(*name, link, why);
           });
-    }, asio::detached);
-  }
 }
 
 void Relay::on_link_up(const std::string& cluster, const std::shared_ptr<TlsLink>& link) {
@@ -652,7 +670,7 @@ void Relay::on_link_lost(const std::string& cluster, const std::shared_ptr<TlsLi
 }
 
 void Relay::on_link_frame(const std::string& cluster, Frame& f) {
-  if (f.header.type != Type::kData && f.header.type != Type::kCredit) {
+  if (!is_process_traffic(f.header.type)) {
     log::warn("ignoring ", wire::type_name(f.header.type), " frame on the link from cluster ", cluster);
     return;
   }

@@ -67,6 +67,7 @@ class Relay {
 
   // Other relays.
   asio::awaitable<void> accept_links();
+  asio::awaitable<void> serve_link(tcp::socket s);
   asio::awaitable<void> dial_link(std::string cluster, tcp::endpoint ep);
   void on_link_frame(const std::string& cluster, wire::Frame& f);
   void on_link_up(const std::string& cluster, const std::shared_ptr<TlsLink>& link);

@@ -469,3 +469,24 @@ TEST(EndToEnd, OwnGridOfThreeClustersOfUnequalSizes) {
   EXPECT_NE(bad.err.find(grid + ":2:3: <cluster>"), std::string::npos) << bad.err;
   expect_nothing_left();
 }
+
+TEST(EndToEnd, DirectConnectionsBetweenClustersOnThisMachine) {
+  // c0's nodes accept connections in a port range, c1's do not but may dial out: c1's
+  // processes dial c0's directly; the data and the barrier do not touch the relays.
+  const std::string grid = ::testing::TempDir() + "/direct.xml";
+  std::ofstream(grid) << "<grid>\n"
+                         "  <cluster name=\"c0\" site=\"s0\" slots=\"2\"><relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>"
+                         "<network nodes=\"public\" inbound=\"yes\" ports=\"47100-47120\"/>"
+                         "<launch>mpiexec -launcher fork -n {np}</launch></cluster>\n"
+                         "  <cluster name=\"c1\" site=\"s1\" slots=\"1\"><relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>"
+                         "<network nodes=\"private\" inbound=\"no\" outbound=\"yes\"/>"
+                         "<launch>mpiexec -launcher fork -n {np}</launch></cluster>\n"
+                         "</grid>\n";
+  const Outcome r = gridrun({"--explain", "--grid", grid, kSrc + "/jobprofiles/two-groups.xml"});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("c0 <-> c1: direct, dialled by c1's processes (c0's processes accept connections (127.0.0.1:471"),
+            std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("[c0:0] pingpong rank 0 <-> rank 2 (cluster c1): 4096 bytes"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[c0:0] barrier passed by 3 processes"), std::string::npos) << r.out;
+  expect_nothing_left();
+}

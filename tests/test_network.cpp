@@ -141,8 +141,7 @@ class ThreeSites : public ::testing::Test {
       run_or_fail(c + "-m state --state ESTABLISHED,RELATED -j ACCEPT");
       run_or_fail(c + "-j DROP");
     }
-    run_or_fail("ip netns exec " + sites_[2].ns + " iptables -t nat -A POSTROUTING -s 10.232.3.0/24 -o " + prefix_ +
-                "s2 -j MASQUERADE");
+    // (and no NAT: c's nodes cannot reach other sites at all, only their front-end)
   }
 
   void make_credentials() {
@@ -163,8 +162,8 @@ class ThreeSites : public ::testing::Test {
     g << "<grid>\n";
     const std::string c_frontend = misdeclare_c_ ? "reachable" : "unreachable";
     const std::string network[] = {"<network frontend=\"reachable\" nodes=\"public\" inbound=\"yes\" ports=\"7100-7110\"/>",
-                                   "<network frontend=\"reachable\" nodes=\"private\" inbound=\"no\"/>",
-                                   "<network frontend=\"" + c_frontend + "\" nodes=\"private\" inbound=\"no\"/>"};
+                                   "<network frontend=\"reachable\" nodes=\"private\" inbound=\"no\" outbound=\"yes\"/>",
+                                   "<network frontend=\"" + c_frontend + "\" nodes=\"private\" inbound=\"no\" outbound=\"no\"/>"};
     for (std::size_t i = 0; i < sites_.size(); ++i) {
       const Site& s = sites_[i];
       g << "  <cluster name=\"" << s.name << "\" site=\"site-" << s.name << "\" slots=\"1\">\n"
@@ -302,16 +301,20 @@ TEST_F(ThreeSites, FirewallsAndNatAreReal) {
     ::kill(p, SIGKILL);
     ::waitpid(p, nullptr, 0);
   }
-  // Everyone can dial out (b and c through NAT).
+  // b's node dials out through NAT; c's front-end dials out, its node cannot.
   EXPECT_TRUE(can_connect(sites_[1].node_ns, sites_[0].addr, sites_[0].link_port)) << "b's node dials out through NAT";
-  EXPECT_TRUE(can_connect(sites_[2].node_ns, sites_[0].addr, sites_[0].link_port)) << "c's node dials out through NAT";
+  EXPECT_FALSE(can_connect(sites_[2].node_ns, sites_[0].addr, sites_[0].link_port)) << "c's node cannot reach other sites";
   EXPECT_TRUE(can_connect(sites_[2].ns, sites_[0].addr, sites_[0].link_port)) << "c's front-end dials out";
 }
 
 TEST_F(ThreeSites, JobSpansAllThreeSitesWithTheExpectedTechniques) {
   const Outcome r = gridrun({"--explain", kSrc + "/jobprofiles/three-sites.xml"});
   ASSERT_EQ(r.status, 0) << r.out << "\nbroker:\n" << slurp(dir_ + "/broker.log") << "relay c:\n" << slurp(dir_ + "/relay-c.log");
-  EXPECT_NE(r.out.find("a <-> b: relayed (neither side's processes can open a connection to the other's) through the relays' link, dialled by a (both relays accept connections"), std::string::npos) << r.out;
+  // The ladder: b's processes dial a's (public, in a's port range) through b's NAT; when a
+  // speaks first it asks b to call back (a reverse connection). c's cannot reach anyone.
+  EXPECT_NE(r.out.find("a <-> b: direct, dialled by b's processes (a's processes accept connections (10.232.1.2:71"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("b's do not; when a speaks first it asks b to connect back)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("a <-> c: relayed (neither side's processes can open a connection to the other's) through the relays' link, dialled by c (a accepts connections, c does not)"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("b <-> c: relayed (neither side's processes can open a connection to the other's) through the relays' link, dialled by c (b accepts connections, c does not)"), std::string::npos)
@@ -324,7 +327,7 @@ TEST_F(ThreeSites, JobSpansAllThreeSitesWithTheExpectedTechniques) {
   EXPECT_NE(slurp(dir_ + "/journal").find("started for user lab: app three-sites, 3 processes"), std::string::npos);
 }
 
-TEST_F(ThreeSites, ProcessesRunOnTheSitesNodes) {
+TEST_F(ThreeSites, ProcessesRunOnTheSitesNodesAndConnectDirectlyWhereTheyCan) {
   const pid_t job = start_long_job(3);
   // Every hello of the job lives in its site's node namespace, not on the front-end.
   int seen = 0;
@@ -344,6 +347,15 @@ TEST_F(ThreeSites, ProcessesRunOnTheSitesNodes) {
       }
   }
   EXPECT_EQ(seen, 3);
+  // The direct connection between a's and b's processes is real: on a's node, a TCP
+  // connection to a port of a's range from b's front-end address (b's nodes are behind NAT).
+  FILE* p = ::popen(("ip netns exec " + sites_[0].node_ns + " ss -Htn state established").c_str(), "r");
+  std::string established;
+  char line[512];
+  while (p && std::fgets(line, sizeof line, p)) established += line;
+  if (p) ::pclose(p);
+  EXPECT_NE(established.find(sites_[0].node + ":71"), std::string::npos) << established;
+  EXPECT_NE(established.find(sites_[1].addr + ":"), std::string::npos) << "b's NAT address\n" << established;
   EXPECT_EQ(finish(job, "long").status, 0);
 }
 

@@ -13,6 +13,8 @@
 #include "common/messages.h"
 #include "transport.h"
 
+#include "common/ladder.h"
+
 using namespace gridrt;
 using namespace gridrt::detail;
 using namespace std::chrono_literals;
@@ -39,6 +41,12 @@ class FakeRelay {
   // Data bytes forwarded from `rank` so far.
   std::size_t data_from(int rank) { return data_bytes_[rank].load(); }
   int hellos() const { return hellos_.load(); }
+  // Once `n` processes said hello, send them a topology of n one-rank clusters, with the
+  // endpoints they announced; cluster i's nodes may dial out iff outbound[i].
+  void publish_topology_after(int n, std::vector<bool> outbound) {
+    outbound_ = std::move(outbound);
+    topology_for_ = n;
+  }
   // Drops every connection, as a relay that dies would.
   void kill() {
     std::promise<void> done;
@@ -50,6 +58,22 @@ class FakeRelay {
   }
 
  private:
+  void publish_topology() {
+    Topology t;
+    t.groups = {"g"};
+    t.sites = {"s"};
+    for (int i = 0; i < topology_for_; ++i) {
+      t.clusters.push_back({"c" + std::to_string(i), 0, static_cast<std::uint32_t>(i), 1, "h", 1, true, outbound_[i],
+                            !endpoints_[i].empty(), ""});
+      t.rank_group.push_back(0);
+      t.rank_endpoint.push_back(endpoints_[i]);
+    }
+    wire::Writer w;
+    t.encode(w);
+    const wire::Frame f = wire::make_frame(wire::Type::kTopology, w.take(), 1);
+    for (auto& [r, l] : links_) l->send(f);
+  }
+
   void accept() {
     acceptor_.async_accept([this](const boost::system::error_code& ec, tcp::socket s) {
       if (ec) return;
@@ -59,9 +83,12 @@ class FakeRelay {
       link->start(
           [this, link, rank](wire::Frame& f) {
             if (f.header.type == wire::Type::kProcHello) {
-              *rank = static_cast<int>(ProcHello::decode(f.body).local_rank);
+              const ProcHello hello = ProcHello::decode(f.body);
+              *rank = static_cast<int>(hello.local_rank);
               links_[*rank] = link;
+              endpoints_[*rank] = hello.listen;
               ++hellos_;
+              if (topology_for_ > 0 && hellos_ == topology_for_) publish_topology();
               for (auto& held : pending_[*rank]) link->send(held);  // as a relay does
               pending_.erase(*rank);
               return;
@@ -82,12 +109,15 @@ class FakeRelay {
   std::map<int, std::shared_ptr<TcpLink>> links_;
   std::vector<std::shared_ptr<TcpLink>> all_;
   std::atomic<int> hellos_{0};
+  std::map<int, std::string> endpoints_;
+  std::vector<bool> outbound_;
+  int topology_for_ = 0;
   std::map<int, std::vector<wire::Frame>> pending_;  // for ranks not connected yet
   std::array<std::atomic<std::size_t>, 8> data_bytes_{};
 };
 
-std::unique_ptr<RelayTransport> connect(FakeRelay& relay, int rank) {
-  auto t = std::make_unique<RelayTransport>(relay.endpoint(), 1, "secret", rank, "host", kWindow);
+std::unique_ptr<RelayTransport> connect(FakeRelay& relay, int rank, ListenSpec listen = {}) {
+  auto t = std::make_unique<RelayTransport>(relay.endpoint(), 1, "secret", rank, "host", kWindow, listen);
   t->set_rank(rank);
   return t;
 }
@@ -208,4 +238,50 @@ TEST(Transport, LostRelayFailsEveryPendingOperation) {
     EXPECT_NE(std::string(e.what()).find("lost the connection to the relay"), std::string::npos) << e.what();
   }
   EXPECT_THROW(a->send(1, 0, 0, buf, 1), std::runtime_error);
+}
+
+TEST(Transport, DirectConnectionBothWaysWhenOnlyOneSideListens) {
+  // Rank 0 listens (public nodes), rank 1 does not but may dial out: 1 dials 0. When 0
+  // speaks first it asks 1, through the relay, to connect back.
+  FakeRelay relay;
+  relay.publish_topology_after(2, {true, true});
+  auto a = connect(relay, 0, ListenSpec::parse("any"));
+  auto b = connect(relay, 1);
+  EXPECT_FALSE(a->listening().empty());
+  EXPECT_TRUE(b->listening().empty());
+  a->wait_topology(std::chrono::seconds(5));
+  b->wait_topology(std::chrono::seconds(5));
+  const std::size_t relayed_before = relay.data_from(0) + relay.data_from(1);
+  for (int round = 0; round < 3; ++round) {
+    const std::string m = pattern(200000, round);
+    auto s = a->send(1, 0, round, m.data(), m.size());
+    std::string got(m.size(), '\0');
+    auto r = b->recv(got.data(), got.size(), 0, 0, round);
+    b->wait(r);
+    a->wait(s);
+    EXPECT_TRUE(got == m);
+    auto s2 = b->send(0, 0, round, m.data(), 1000);
+    auto r2 = a->recv(got.data(), got.size(), 1, 0, round);
+    a->wait(r2);
+    b->wait(s2);
+    EXPECT_EQ(r2->bytes, 1000u);
+  }
+  EXPECT_EQ(relay.data_from(0) + relay.data_from(1), relayed_before) << "no data through the relay";
+}
+
+TEST(Transport, FallsBackToTheRelayWhenNobodyCanDial) {
+  FakeRelay relay;
+  relay.publish_topology_after(2, {false, false});  // 0 listens, but 1 may not dial out
+  auto a = connect(relay, 0, ListenSpec::parse("any"));
+  auto b = connect(relay, 1);
+  a->wait_topology(std::chrono::seconds(5));
+  b->wait_topology(std::chrono::seconds(5));
+  const std::string m = pattern(5000, 9);
+  auto s = a->send(1, 0, 0, m.data(), m.size());
+  std::string got(m.size(), '\0');
+  auto r = b->recv(got.data(), got.size(), 0, 0, 0);
+  b->wait(r);
+  a->wait(s);
+  EXPECT_TRUE(got == m);
+  EXPECT_EQ(relay.data_from(0), m.size()) << "relayed";
 }

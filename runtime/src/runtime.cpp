@@ -155,7 +155,8 @@ void init(int* argc, char*** argv, int required) {
                                std::to_string(detail::RelayTransport::kMinWindow) + " bytes");
     s->transport = std::make_unique<detail::RelayTransport>(relay, std::strtoull(job, nullptr, 10), secret,
                                                             static_cast<std::uint32_t>(s->local_rank), host,
-                                                            static_cast<std::size_t>(window));
+                                                            static_cast<std::size_t>(window),
+                                                            detail::ListenSpec::parse(std::getenv("GRIDRT_LISTEN")));
     const char* t = std::getenv("GRIDRT_INIT_TIMEOUT");
     const long seconds = t ? std::strtol(t, nullptr, 10) : 300;
     if (seconds <= 0) throw std::runtime_error(std::string("GRIDRT_INIT_TIMEOUT='") + t + "' is not a positive number of seconds");

@@ -1,31 +1,90 @@
 #include "transport.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <unistd.h>
+
+#include "common/tls.h"
 
 namespace gridrt::detail {
 
 using wire::Frame;
 using wire::Type;
 
+// How long a direct connection may take before the pair falls back to the relays, and how
+// long the side that asked to be called back waits for the call.
+constexpr auto kDialTimeout = std::chrono::seconds(3);
+constexpr auto kCallBackTimeout = std::chrono::seconds(6);
+
+ListenSpec ListenSpec::parse(const char* text) {
+  ListenSpec l;
+  const std::string v = text ? text : "none";
+  if (v == "none") return l;
+  l.enabled = true;
+  if (v == "any") return l;
+  unsigned lo = 0, hi = 0;
+  char dash = 0, extra = 0;
+  if (std::sscanf(v.c_str(), "%u%c%u%c", &lo, &dash, &hi, &extra) != 3 || dash != '-' || lo == 0 || lo > hi || hi > 65535)
+    throw std::runtime_error("GRIDRT_LISTEN='" + v + "' is not none, any or LOW-HIGH");
+  l.port_min = static_cast<std::uint16_t>(lo);
+  l.port_max = static_cast<std::uint16_t>(hi);
+  return l;
+}
+
 RelayTransport::RelayTransport(const std::string& relay, std::uint64_t job, const std::string& secret,
-                               std::uint32_t local_rank, const std::string& hostname, std::size_t window)
+                               std::uint32_t local_rank, const std::string& hostname, std::size_t window, ListenSpec listen)
     : job_(job), window_(std::max(window, kMinWindow)) {
   tcp::socket socket(io_);
   boost::system::error_code ec;
   socket.connect(parse_endpoint(relay), ec);
   if (ec) throw std::runtime_error("cannot connect to the relay at " + relay + ": " + ec.message());
   socket.set_option(tcp::no_delay(true), ec);
+  if (listen.enabled) {
+    // On the address this node reaches its relay from: the node's address on the cluster's
+    // network, which the declared policy says other sites can reach.
+    const auto host = socket.local_endpoint(ec).address();
+    acceptor_ = std::make_unique<tcp::acceptor>(io_);
+    const unsigned span = listen.port_min ? listen.port_max - listen.port_min + 1u : 1u;
+    const unsigned start = listen.port_min ? static_cast<unsigned>(::getpid()) % span : 0;
+    for (unsigned i = 0; i < span && listening_.empty(); ++i) {
+      const unsigned port = listen.port_min ? listen.port_min + (start + i) % span : 0;
+      boost::system::error_code bec;
+      acceptor_->open(tcp::v4(), bec);
+      acceptor_->bind(tcp::endpoint(host, static_cast<unsigned short>(port)), bec);
+      if (!bec) acceptor_->listen(asio::socket_base::max_listen_connections, bec);
+      if (!bec) listening_ = host.to_string() + ":" + std::to_string(acceptor_->local_endpoint(bec).port());
+      else acceptor_->close(bec);
+    }
+    if (listening_.empty()) {
+      log::warn("no free port in ", listen.port_min, "-", listen.port_max, " for direct connections: using the relays");
+      acceptor_.reset();
+    } else {
+      psk_server_ = std::make_unique<asio::ssl::context>(tls::make_psk_context(tls::Role::kServer, secret));
+    }
+  }
+  psk_client_ = std::make_unique<asio::ssl::context>(tls::make_psk_context(tls::Role::kClient, secret));
   link_ = std::make_shared<TcpLink>(std::move(socket), "relay");
-  ProcHello hello{secret, local_rank, hostname, ""};
+  ProcHello hello{secret, local_rank, hostname, listening_};
   link_->send(wire::make_frame(Type::kProcHello, hello.encode(), job));
   link_->start([this](Frame& f) { on_frame(f); }, [this](const std::string& why) { on_closed(why); });
+  if (acceptor_) asio::co_spawn(io_, accept_loop(), asio::detached);
   thread_ = std::thread([this] { io_.run(); });
 }
 
 RelayTransport::~RelayTransport() {
-  // Let queued frames reach the relay before hanging up (close_after_flush), then stop.
-  asio::post(io_, [link = link_] { link->close_after_flush("finalize"); });
+  // Let queued frames out before hanging up (close_after_flush), then stop.
+  asio::post(io_, [this] {
+    std::lock_guard<std::mutex> lock(mu_);
+    closing_ = true;
+    if (acceptor_) acceptor_->close();
+    for (auto& [rank, p] : peers_) {
+      if (p.timer) p.timer->cancel();
+      if (p.link) p.link->close_after_flush("finalize");
+    }
+    link_->close_after_flush("finalize");
+  });
   thread_.join();
 }
 
@@ -71,7 +130,10 @@ std::shared_ptr<RemoteOp> RelayTransport::send(std::int32_t dst, std::uint32_t c
   std::lock_guard<std::mutex> lock(mu_);
   if (!failure_.empty()) throw std::runtime_error(failure_);
   auto [it, fresh] = out_.try_emplace({dst, context});
-  if (fresh) it->second.credit = static_cast<std::int64_t>(window_);
+  if (fresh) {
+    it->second.dst = dst;
+    it->second.credit = static_cast<std::int64_t>(window_);
+  }
   for (auto& o : frames) it->second.queue.push_back(std::move(o));
   pump(it->second);
   return op;
@@ -82,7 +144,7 @@ void RelayTransport::pump(Stream& s) {
   while (!s.queue.empty() && s.credit >= static_cast<std::int64_t>(s.queue.front().cost)) {
     Outgoing& o = s.queue.front();
     s.credit -= static_cast<std::int64_t>(o.cost);
-    write(std::move(o.bytes));
+    write(s.dst, std::move(o.bytes));
     if (o.completes) {
       o.completes->done = true;
       completed = true;
@@ -92,10 +154,204 @@ void RelayTransport::pump(Stream& s) {
   if (completed) cv_.notify_all();
 }
 
-void RelayTransport::write(std::string bytes) {
+void RelayTransport::write_relay(std::string bytes) {
   // Always through the I/O thread's queue, also from the I/O thread itself: frames leave in
   // the order they were written, whichever thread wrote them.
   asio::post(io_, [link = link_, b = std::move(bytes)]() mutable { link->send_bytes(std::move(b)); });
+}
+
+void RelayTransport::write(std::int32_t dst, std::string bytes) {
+  Peer& p = peers_[dst];
+  if (p.path == Peer::Path::kUndecided) decide(dst, p);
+  switch (p.path) {
+    case Peer::Path::kRelay:
+      return write_relay(std::move(bytes));
+    case Peer::Path::kDirect:
+      asio::post(io_, [link = p.link, b = std::move(bytes)]() mutable { link->send_bytes(std::move(b)); });
+      return;
+    case Peer::Path::kClosed:
+      return fail_all("the direct connection to rank " + std::to_string(dst) + " is closed");
+    default:  // a direct connection is on its way
+      p.held.push_back(std::move(bytes));
+  }
+}
+
+// The first frame for `dst`: choose the path (common/ladder.h), start a direct connection
+// if there is to be one. Ranks in this cluster never get here (they use MPI).
+void RelayTransport::decide(std::int32_t dst, Peer& p) {
+  const char* direct = std::getenv("GRIDRT_DIRECT");
+  const bool allowed = !(direct && std::string(direct) == "off");
+  const PairPlan plan = topology_ && allowed ? plan_pair(*topology_, static_cast<std::uint32_t>(rank_), static_cast<std::uint32_t>(dst))
+                                             : PairPlan{};
+  if (plan.technique != Technique::kDirect) {
+    p.path = Peer::Path::kRelay;
+    return;
+  }
+  p.timer = std::make_unique<asio::steady_timer>(io_);
+  if (plan.dialer == rank_) {
+    p.path = Peer::Path::kDialling;
+    tcp::endpoint ep;
+    try {
+      ep = parse_endpoint(topology_->rank_endpoint[dst]);
+    } catch (const std::invalid_argument&) {
+      return fall_back(dst, p, "bad endpoint '" + topology_->rank_endpoint[dst] + "'");
+    }
+    asio::co_spawn(io_, dial(dst, ep), asio::detached);
+    return;
+  }
+  // Only the peer can dial: ask it to, through the relays (a reverse connection).
+  p.path = Peer::Path::kAwaitingCallBack;
+  signal_peer(Type::kConnectBack, dst);
+  p.timer->expires_after(kCallBackTimeout);
+  p.timer->async_wait([this, dst](const boost::system::error_code& ec) {
+    if (ec) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    Peer& peer = peers_[dst];
+    if (peer.path == Peer::Path::kAwaitingCallBack) fall_back(dst, peer, "rank " + std::to_string(dst) + " did not call back");
+  });
+}
+
+void RelayTransport::fall_back(std::int32_t dst, Peer& p, const std::string& why) {
+  log::info("rank ", rank_, ": no direct connection to rank ", dst, " (", why, "); using the relays");
+  p.path = Peer::Path::kRelay;
+  while (!p.held.empty()) {
+    write_relay(std::move(p.held.front()));
+    p.held.pop_front();
+  }
+}
+
+void RelayTransport::go_direct(std::int32_t dst, Peer& p, const std::shared_ptr<TlsLink>& link) {
+  log::debug("rank ", rank_, ": direct connection with rank ", dst, " up");
+  p.link = link;
+  if (p.timer) p.timer->cancel();
+  // A pair already sending through the relays stays there (its frames must not overtake
+  // each other); the connection still carries what the peer sends.
+  if (p.path == Peer::Path::kRelay || p.path == Peer::Path::kDirect) return;
+  p.path = Peer::Path::kDirect;
+  while (!p.held.empty()) {
+    asio::post(io_, [link, b = std::move(p.held.front())]() mutable { link->send_bytes(std::move(b)); });
+    p.held.pop_front();
+  }
+}
+
+void RelayTransport::signal_peer(Type t, std::int32_t dst) {
+  Frame f = wire::make_frame(t, {}, job_);
+  f.header.src = rank_;
+  f.header.dst = dst;
+  write_relay(wire::encode(f));
+}
+
+// ---------------------------------------------------------------- direct connections
+
+asio::awaitable<void> RelayTransport::dial(std::int32_t rank, tcp::endpoint ep) {
+  boost::system::error_code ec;
+  TlsStream stream(io_, *psk_client_);
+  asio::steady_timer deadline(io_, kDialTimeout);
+  deadline.async_wait([&stream](const boost::system::error_code& e) {
+    if (!e) {
+      boost::system::error_code ignored;
+      stream.next_layer().close(ignored);
+    }
+  });
+  co_await stream.next_layer().async_connect(ep, asio::redirect_error(asio::use_awaitable, ec));
+  if (!ec) stream.next_layer().set_option(tcp::no_delay(true), ec);
+  if (!ec) co_await stream.async_handshake(asio::ssl::stream_base::client, asio::redirect_error(asio::use_awaitable, ec));
+  deadline.cancel();
+  std::lock_guard<std::mutex> lock(mu_);
+  Peer& p = peers_[rank];
+  if (ec || closing_) {
+    fall_back(rank, p, ec ? "connecting to " + ep.address().to_string() + ":" + std::to_string(ep.port()) + ": " + ec.message()
+                          : "closing");
+    signal_peer(Type::kDirectFailed, rank);  // it may be waiting for our call
+    co_return;
+  }
+  auto link = std::make_shared<TlsLink>(std::move(stream), "rank " + std::to_string(rank));
+  Frame hello = wire::make_frame(Type::kDirectHello, {}, job_);
+  hello.header.src = rank_;
+  hello.header.dst = rank;
+  link->send(hello);
+  start_direct(rank, link);
+  go_direct(rank, p, link);
+  log::info("rank ", rank_, ": direct connection to rank ", rank, " at ", ep);
+}
+
+asio::awaitable<void> RelayTransport::accept_loop() {
+  for (;;) {
+    boost::system::error_code ec;
+    tcp::socket s = co_await acceptor_->async_accept(asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) co_return;  // closed
+    s.set_option(tcp::no_delay(true), ec);
+    asio::co_spawn(io_, serve_direct(std::move(s)), asio::detached);
+  }
+}
+
+// One accepted direct connection. (A member coroutine, not a capturing lambda: a lambda's
+// captures die with the lambda object, before the coroutine resumes.)
+asio::awaitable<void> RelayTransport::serve_direct(tcp::socket s) {
+      boost::system::error_code ec;
+      TlsStream stream(std::move(s), *psk_server_);
+      asio::steady_timer deadline(io_, kDialTimeout);
+      deadline.async_wait([&stream](const boost::system::error_code& e) {
+        if (!e) {
+          boost::system::error_code ignored;
+          stream.next_layer().close(ignored);
+        }
+      });
+      // Only a process holding the job's secret completes this handshake (TLS-PSK).
+      co_await stream.async_handshake(asio::ssl::stream_base::server, asio::redirect_error(asio::use_awaitable, ec));
+      deadline.cancel();
+      if (ec) {
+        log::warn("rank ", rank_, ": refused a direct connection: ", ec.message());
+        co_return;
+      }
+      auto link = std::make_shared<TlsLink>(std::move(stream), "a direct connection");
+      auto who = std::make_shared<std::int32_t>(-1);
+      std::weak_ptr<TlsLink> weak = link;
+      link->start(
+          [this, who, weak](Frame& f) {
+            auto l = weak.lock();
+            if (!l) return;
+            if (*who >= 0) return on_peer_frame(*who, f);
+            // The first frame names the dialler, which must be the one the ladder says dials.
+            std::lock_guard<std::mutex> lock(mu_);
+            const std::int32_t r = f.header.src;
+            const bool valid = f.header.type == Type::kDirectHello && f.header.job == job_ && f.header.dst == rank_ && topology_ &&
+                               r >= 0 && static_cast<std::uint32_t>(r) < topology_->size() &&
+                               plan_pair(*topology_, static_cast<std::uint32_t>(rank_), static_cast<std::uint32_t>(r)).dialer == r;
+            if (!valid || (peers_[r].link && !peers_[r].link->closed())) return l->fail("not a direct connection expected here");
+            *who = r;
+            l->set_peer("rank " + std::to_string(r));
+            go_direct(r, peers_[r], l);
+          },
+          [this, who](const std::string& why) {
+            if (*who < 0) return;
+            std::lock_guard<std::mutex> lock(mu_);
+            Peer& p = peers_[*who];
+            if (!closing_ && p.path == Peer::Path::kDirect) p.path = Peer::Path::kClosed;
+            if (!closing_) log::info("rank ", rank_, ": direct connection from rank ", *who, " closed: ", why);
+          });
+}
+
+// Handlers of a direct connection we dialled.
+void RelayTransport::start_direct(std::int32_t rank, const std::shared_ptr<TlsLink>& link) {
+  link->start([this, rank](Frame& f) { on_peer_frame(rank, f); },
+              [this, rank](const std::string& why) {
+                std::lock_guard<std::mutex> lock(mu_);
+                Peer& p = peers_[rank];
+                if (!closing_ && p.path == Peer::Path::kDirect) p.path = Peer::Path::kClosed;
+                if (!closing_) log::info("rank ", rank_, ": direct connection to rank ", rank, " closed: ", why);
+              });
+}
+
+void RelayTransport::on_peer_frame(std::int32_t rank, Frame& f) {
+  // A direct connection carries its peer's traffic and nothing else.
+  if (f.header.job != job_ || f.header.src != rank || f.header.dst != rank_ ||
+      (f.header.type != Type::kData && f.header.type != Type::kCredit)) {
+    log::warn("rank ", rank_, ": dropping a ", wire::type_name(f.header.type), " frame from rank ", rank,
+              " that is not its traffic to us");
+    return;
+  }
+  on_frame(f);
 }
 
 void RelayTransport::grant(const Envelope& from, std::size_t bytes) {
@@ -105,7 +361,7 @@ void RelayTransport::grant(const Envelope& from, std::size_t bytes) {
   f.header.dst = from.source;
   f.header.context = from.context;
   f.header.seq = bytes;
-  write(wire::encode(f));
+  write(from.source, wire::encode(f));
 }
 
 // ---------------------------------------------------------------- receiving
@@ -193,6 +449,19 @@ void RelayTransport::on_frame(Frame& f) {
       if (it == out_.end()) return;  // credit for a stream never used: nothing waits on it
       it->second.credit += static_cast<std::int64_t>(f.header.seq);
       return pump(it->second);
+    }
+    case Type::kConnectBack: {  // the peer wants to talk and only we can dial: do it now
+      std::lock_guard<std::mutex> lock(mu_);
+      Peer& p = peers_[f.header.src];
+      if (p.path == Peer::Path::kUndecided) decide(f.header.src, p);
+      else if (p.path == Peer::Path::kRelay) signal_peer(Type::kDirectFailed, f.header.src);
+      return;
+    }
+    case Type::kDirectFailed: {
+      std::lock_guard<std::mutex> lock(mu_);
+      Peer& p = peers_[f.header.src];
+      if (p.path == Peer::Path::kAwaitingCallBack) fall_back(f.header.src, p, "it could not connect to us");
+      return;
     }
     case Type::kTopology:
       try {

@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 
+#include "common/ladder.h"
 #include "common/link.h"
 #include "common/messages.h"
 #include "matching.h"
@@ -36,13 +37,25 @@ struct RemoteOp {
   std::size_t bytes = 0;   // receive: the message's size
 };
 
+// Whether and where this process accepts direct connections from other sites (GRIDRT_LISTEN
+// as the relay sets it from the cluster's declared policy: "none", "any" or "LOW-HIGH").
+struct ListenSpec {
+  bool enabled = false;
+  std::uint16_t port_min = 0, port_max = 0;  // 0: any port
+  static ListenSpec parse(const char* text);  // throws std::runtime_error on a bad value
+};
+
 class RelayTransport {
  public:
   // Connects to `relay` and says hello for (job, secret, local_rank); `window` is the
-  // flow-control window per stream, in bytes.
+  // flow-control window per stream, in bytes. With `listen` enabled it first opens a
+  // listener for direct connections (on the address it reaches the relay from, inside
+  // the port range) and announces it in the hello.
   RelayTransport(const std::string& relay, std::uint64_t job, const std::string& secret, std::uint32_t local_rank,
-                 const std::string& hostname, std::size_t window);
+                 const std::string& hostname, std::size_t window, ListenSpec listen = {});
   ~RelayTransport();
+  // "HOST:PORT" of the direct-connection listener, or "".
+  const std::string& listening() const { return listening_; }
 
   // Blocks until the broker's topology arrives; throws if the connection fails or the
   // timeout passes (a process elsewhere that never joins must not hang this one forever).
@@ -79,21 +92,43 @@ class RelayTransport {
     std::shared_ptr<RemoteOp> completes;  // on the last fragment of a message
   };
   struct Stream {                 // outgoing, per (destination, context)
+    std::int32_t dst = -1;
     std::int64_t credit = 0;
     std::deque<Outgoing> queue;
   };
   using StreamKey = std::pair<std::int32_t, std::uint32_t>;
 
+  // The path to one peer process (the connection ladder, common/ladder.h). Decided on the
+  // first frame for that peer and final, so that a stream's frames never take two paths;
+  // frames wait in `held` while a direct connection is being made.
+  struct Peer {
+    enum class Path { kUndecided, kRelay, kDialling, kAwaitingCallBack, kDirect, kClosed };
+    Path path = Path::kUndecided;
+    std::shared_ptr<TlsLink> link;
+    std::deque<std::string> held;
+    std::unique_ptr<asio::steady_timer> timer;
+  };
+
   void on_frame(wire::Frame& f);
   void on_data(wire::Frame& f);
   void on_closed(const std::string& why);
+  void on_peer_frame(std::int32_t rank, wire::Frame& f);  // from a direct connection
+  asio::awaitable<void> accept_loop();
+  asio::awaitable<void> serve_direct(tcp::socket s);
+  asio::awaitable<void> dial(std::int32_t rank, tcp::endpoint ep);
+  void start_direct(std::int32_t rank, const std::shared_ptr<TlsLink>& link);
   // The rest of these run with mu_ held.
   void bind(const std::shared_ptr<Incoming>& in, const std::shared_ptr<RemoteOp>& op);
   void deliver(Incoming& in, const char* data, std::size_t n);
   void finish_if_complete(Incoming& in);
   void grant(const Envelope& from, std::size_t bytes);
   void pump(Stream& s);
-  void write(std::string bytes);
+  void write(std::int32_t dst, std::string bytes);
+  void write_relay(std::string bytes);
+  void decide(std::int32_t dst, Peer& p);
+  void fall_back(std::int32_t dst, Peer& p, const std::string& why);
+  void go_direct(std::int32_t dst, Peer& p, const std::shared_ptr<TlsLink>& link);
+  void signal_peer(wire::Type t, std::int32_t dst);
   void fail_all(const std::string& why);
 
   asio::io_context io_;
@@ -110,6 +145,12 @@ class RelayTransport {
   std::map<StreamKey, std::shared_ptr<Incoming>> current_;  // (source, context) -> message being received
   std::map<StreamKey, Stream> out_;                         // (destination, context) -> outgoing stream
   std::uint64_t seq_ = 0;
+  // Direct connections.
+  std::unique_ptr<asio::ssl::context> psk_server_, psk_client_;
+  std::unique_ptr<tcp::acceptor> acceptor_;
+  std::string listening_;
+  std::map<std::int32_t, Peer> peers_;
+  bool closing_ = false;
 };
 
 }  // namespace gridrt::detail
