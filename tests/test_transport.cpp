@@ -43,8 +43,10 @@ class FakeRelay {
   int hellos() const { return hellos_.load(); }
   // Once `n` processes said hello, send them a topology of n one-rank clusters, with the
   // endpoints they announced; cluster i's nodes may dial out iff outbound[i].
-  void publish_topology_after(int n, std::vector<bool> outbound) {
+  // `fake_endpoints` replace what the processes announced, where not empty.
+  void publish_topology_after(int n, std::vector<bool> outbound, std::vector<std::string> fake_endpoints = {}) {
     outbound_ = std::move(outbound);
+    fake_endpoints_ = std::move(fake_endpoints);
     topology_for_ = n;
   }
   // Drops every connection, as a relay that dies would.
@@ -63,6 +65,7 @@ class FakeRelay {
     t.groups = {"g"};
     t.sites = {"s"};
     for (int i = 0; i < topology_for_; ++i) {
+      if (i < static_cast<int>(fake_endpoints_.size()) && !fake_endpoints_[i].empty()) endpoints_[i] = fake_endpoints_[i];
       t.clusters.push_back({"c" + std::to_string(i), 0, static_cast<std::uint32_t>(i), 1, "h", 1, true, outbound_[i],
                             !endpoints_[i].empty(), ""});
       t.rank_group.push_back(0);
@@ -111,6 +114,7 @@ class FakeRelay {
   std::atomic<int> hellos_{0};
   std::map<int, std::string> endpoints_;
   std::vector<bool> outbound_;
+  std::vector<std::string> fake_endpoints_;
   int topology_for_ = 0;
   std::map<int, std::vector<wire::Frame>> pending_;  // for ranks not connected yet
   std::array<std::atomic<std::size_t>, 8> data_bytes_{};
@@ -284,4 +288,30 @@ TEST(Transport, FallsBackToTheRelayWhenNobodyCanDial) {
   a->wait(s);
   EXPECT_TRUE(got == m);
   EXPECT_EQ(relay.data_from(0), m.size()) << "relayed";
+}
+
+TEST(Transport, AFailedDirectAttemptFallsBackToTheRelayInBoundedTime) {
+  // Rank 0 announces an endpoint nobody can connect to: rank 1's dial fails, it tells
+  // rank 0, and both use the relay; nothing is lost, each way.
+  FakeRelay relay;
+  relay.publish_topology_after(2, {true, true}, {"127.0.0.1:1", ""});
+  auto a = connect(relay, 0, ListenSpec::parse("any"));
+  auto b = connect(relay, 1);
+  a->wait_topology(std::chrono::seconds(5));
+  b->wait_topology(std::chrono::seconds(5));
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string m = pattern(300000, 4);
+  auto s = a->send(1, 0, 0, m.data(), m.size());  // 0 speaks first: asks 1 to call back
+  std::string got(m.size(), '\0');
+  auto r = b->recv(got.data(), got.size(), 0, 0, 0);
+  b->wait(r);
+  a->wait(s);
+  EXPECT_TRUE(got == m);
+  auto s2 = b->send(0, 0, 1, m.data(), 10);
+  auto r2 = a->recv(got.data(), got.size(), 1, 0, 1);
+  a->wait(r2);
+  b->wait(s2);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(8));
+  EXPECT_EQ(relay.data_from(0), m.size());
+  EXPECT_EQ(relay.data_from(1), 10u);
 }
