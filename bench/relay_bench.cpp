@@ -1,6 +1,7 @@
-// relay_bench: point-to-point across clusters through the relays (process -> relay ->
-// relay -> process, TLS between relays) against raw TCP between the same two processes
-// over loopback, measured in the same run.
+// relay_bench: gridrt point-to-point across clusters (through the relays: process -> relay
+// -> relay -> process, TLS between relays; or over a direct TLS connection, as the grid's
+// declared network decides) against raw TCP between the same two processes over loopback,
+// measured in the same run.
 //
 // Run it through gridrun with two groups of K processes (bench/relay.sh does): process i of
 // the first group pairs with process i of the second; the K pairs run at once (K streams).
@@ -163,7 +164,7 @@ int main(int argc, char** argv) {
       }
       us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / latency_iters);
     }
-    if (me == 0) std::printf("latency %-5s 1024 B round trip: %8.1f us\n", relay ? "relay" : "tcp", median(us));
+    if (me == 0) std::printf("latency %-6s 1024 B round trip: %8.1f us\n", relay ? "gridrt" : "tcp", median(us));
   }
 
   // Bandwidth: every pair streams at once.
@@ -202,7 +203,7 @@ int main(int argc, char** argv) {
       mbps[relay ? 0 : 1] = median(rates);
     }
     if (me == 0)
-      std::printf("bandwidth %8zu B: relay %9.1f MB/s  tcp %9.1f MB/s  relay/tcp %5.1f%%\n", size, mbps[0], mbps[1],
+      std::printf("bandwidth %8zu B: gridrt %9.1f MB/s  tcp %9.1f MB/s  gridrt/tcp %5.1f%%\n", size, mbps[0], mbps[1],
                   100.0 * mbps[0] / mbps[1]);
     std::fflush(stdout);
   }
