@@ -138,16 +138,11 @@ asio::awaitable<void> Broker::handshake(tcp::socket socket) {
   boost::system::error_code ec;
   std::string who = socket.remote_endpoint(ec).address().to_string() + ":" + std::to_string(socket.remote_endpoint(ec).port());
   TlsStream stream(std::move(socket), tls_);
-  // A peer that connects and says nothing must not hold a session forever.
-  asio::steady_timer guard(io_, std::chrono::seconds(10));
-  guard.async_wait([&stream](const boost::system::error_code& e) {
-    if (!e) {
-      boost::system::error_code ignored;
-      stream.next_layer().close(ignored);
-    }
-  });
-  co_await stream.async_handshake(asio::ssl::stream_base::server, asio::redirect_error(asio::use_awaitable, ec));
-  guard.cancel();
+  {
+    // A peer that connects and says nothing must not hold a session forever.
+    Deadline guard(stream.next_layer(), std::chrono::seconds(10));
+    co_await stream.async_handshake(asio::ssl::stream_base::server, asio::redirect_error(asio::use_awaitable, ec));
+  }
   if (ec) {
     log::warn("TLS handshake with ", who, " failed: ", ec.message());
     co_return;
@@ -219,16 +214,11 @@ asio::awaitable<void> Broker::probe_and_register(PeerPtr peer) {
   const bool declared = grid_.find(reg.cluster)->network.frontend_reachable;
   boost::system::error_code ec;
   tcp::socket probe(io_);
-  asio::steady_timer deadline(io_, kProbeTimeout);
-  deadline.async_wait([&probe](const boost::system::error_code& e) {
-    if (!e) {
-      boost::system::error_code ignored;
-      probe.close(ignored);
-    }
-  });
   const tcp::endpoint ep(asio::ip::make_address(reg.link_host, ec), reg.link_port);
-  if (!ec) co_await probe.async_connect(ep, asio::redirect_error(asio::use_awaitable, ec));
-  deadline.cancel();
+  if (!ec) {
+    Deadline deadline(probe, kProbeTimeout);
+    co_await probe.async_connect(ep, asio::redirect_error(asio::use_awaitable, ec));
+  }
   const bool answered = !ec;
   probing_.erase(reg.cluster);
   if (peer->link->closed() || stopped_) co_return;

@@ -189,6 +189,26 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
 using TlsLink = Link<TlsStream>;
 using TcpLink = Link<tcp::socket>;
 
+// Bounds a connect or a handshake: closes `socket` when `timeout` passes first, which makes
+// the pending operation fail. Cancelled when it goes out of scope.
+class Deadline {
+ public:
+  template <typename Duration>
+  Deadline(tcp::socket& socket, Duration timeout) : timer_(socket.get_executor(), timeout) {
+    timer_.async_wait([&socket](const boost::system::error_code& ec) {
+      if (ec) return;  // cancelled: the operation finished in time
+      boost::system::error_code ignored;
+      socket.close(ignored);
+    });
+  }
+  ~Deadline() { timer_.cancel(); }
+  Deadline(const Deadline&) = delete;
+  Deadline& operator=(const Deadline&) = delete;
+
+ private:
+  asio::steady_timer timer_;
+};
+
 // Parses "HOST:PORT"; throws std::invalid_argument naming the text on error.
 tcp::endpoint parse_endpoint(const std::string& text);
 // Installs SIGINT/SIGTERM handling on `io` that calls `stop` once.

@@ -19,6 +19,8 @@ using wire::Type;
 constexpr auto kExitGrace = std::chrono::milliseconds(300);
 // After asking a job to stop (SIGTERM), when to stop asking (SIGKILL).
 constexpr auto kKillGrace = std::chrono::seconds(2);
+// Connecting to and shaking hands with a broker or a relay: at most this long.
+constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
 // Frames held for a local rank that has not connected yet; a job that exceeds it is broken.
 constexpr std::size_t kMaxPendingBytes = 64u << 20;
 
@@ -138,8 +140,11 @@ asio::awaitable<void> Relay::broker_loop() {
   while (!stopped_) {
     boost::system::error_code ec;
     TlsStream stream(io_, tls_client_);
-    co_await stream.next_layer().async_connect(opt_.broker, asio::redirect_error(asio::use_awaitable, ec));
-    if (!ec) co_await stream.async_handshake(asio::ssl::stream_base::client, asio::redirect_error(asio::use_awaitable, ec));
+    {
+      Deadline deadline(stream.next_layer(), kHandshakeTimeout);
+      co_await stream.next_layer().async_connect(opt_.broker, asio::redirect_error(asio::use_awaitable, ec));
+      if (!ec) co_await stream.async_handshake(asio::ssl::stream_base::client, asio::redirect_error(asio::use_awaitable, ec));
+    }
     std::string why = ec ? ec.message() : "";
     // The grid CA signed it, but is it the broker? (docs/security.md: names are roles)
     if (!ec && tls::peer_common_name(stream.native_handle()) != tls::kBrokerName)
@@ -563,9 +568,13 @@ void Relay::send_to_cluster(const std::string& cluster, Frame& f) {
 asio::awaitable<void> Relay::dial_link(std::string cluster, tcp::endpoint ep) {
   boost::system::error_code ec;
   TlsStream stream(io_, tls_client_);
-  co_await stream.next_layer().async_connect(ep, asio::redirect_error(asio::use_awaitable, ec));
-  if (!ec) stream.next_layer().set_option(tcp::no_delay(true), ec);
-  if (!ec) co_await stream.async_handshake(asio::ssl::stream_base::client, asio::redirect_error(asio::use_awaitable, ec));
+  {
+    // A firewall that drops the connection would otherwise keep us waiting for minutes.
+    Deadline deadline(stream.next_layer(), kHandshakeTimeout);
+    co_await stream.next_layer().async_connect(ep, asio::redirect_error(asio::use_awaitable, ec));
+    if (!ec) stream.next_layer().set_option(tcp::no_delay(true), ec);
+    if (!ec) co_await stream.async_handshake(asio::ssl::stream_base::client, asio::redirect_error(asio::use_awaitable, ec));
+  }
   std::string why = ec ? ec.message() : "";
   if (!ec && tls::peer_common_name(stream.native_handle()) != tls::relay_name(cluster))
     why = "it presents a certificate named '" + tls::peer_common_name(stream.native_handle()) + "', not '" +
@@ -604,44 +613,47 @@ asio::awaitable<void> Relay::accept_links() {
 // One accepted relay link. (A member coroutine, not a capturing lambda: a lambda's captures
 // die with the lambda object, before the coroutine resumes.)
 asio::awaitable<void> Relay::serve_link(tcp::socket s) {
-      boost::system::error_code ec;
-      const auto remote = s.remote_endpoint(ec);
-      TlsStream stream(std::move(s), tls_server_);
-      co_await stream.async_handshake(asio::ssl::stream_base::server, asio::redirect_error(asio::use_awaitable, ec));
-      if (ec) {
-        // A peer that hangs up before saying anything is the broker probing this port.
-        const bool probe = ec == asio::ssl::error::stream_truncated || ec == asio::error::eof;
-        log::emit(probe ? log::Level::kDebug : log::Level::kWarn, "TLS handshake with ", remote, " on the link port failed: ", ec.message());
-        co_return;
-      }
-      const std::string cn = tls::peer_common_name(stream.native_handle());
-      auto link = std::make_shared<TlsLink>(std::move(stream), "relay link from " + remote.address().to_string() + " (" + cn + ")");
-      auto name = std::make_shared<std::string>();
-      std::weak_ptr<TlsLink> weak = link;
-      link->start(
-          [this, name, weak, cn](Frame& f) {
-            auto l = weak.lock();
-            if (!l) return;
-            if (!name->empty()) return on_link_frame(*name, f);
-            if (f.header.type != Type::kLinkHello || f.body.empty()) return l->fail("the first frame must be LinkHello");
-            if (cn != tls::relay_name(f.body)) {
-              log::warn("refusing a link from ", l->peer(), ": certificate '", cn, "' may not speak for cluster '", f.body, "'");
-              return l->fail("certificate '" + cn + "' may not speak for cluster '" + f.body + "'");
-            }
-            // One link per pair of clusters: a second one while the first is up would take
-            // its traffic (a replayed or stolen credential); it is refused.
-            if (auto it = links_.find(f.body); it != links_.end() && it->second->up && !it->second->link->closed()) {
-              log::warn("refusing a second link from cluster ", f.body, " (", l->peer(), "): one is up already");
-              return l->fail("a link with cluster '" + f.body + "' is up already");
-            }
-            *name = f.body;
-            l->set_peer("relay " + *name);
-            on_link_up(*name, l);
-            log::info("accepted a link from the relay of cluster ", *name);
-          },
-          [this, name, link](const std::string& why) {
-            if (!name->empty()) on_link_lost(*name, link, why);
-          });
+  boost::system::error_code ec;
+  const auto remote = s.remote_endpoint(ec);
+  TlsStream stream(std::move(s), tls_server_);
+  {
+    Deadline deadline(stream.next_layer(), kHandshakeTimeout);
+    co_await stream.async_handshake(asio::ssl::stream_base::server, asio::redirect_error(asio::use_awaitable, ec));
+  }
+  if (ec) {
+    // A peer that hangs up before saying anything is the broker probing this port.
+    const bool probe = ec == asio::ssl::error::stream_truncated || ec == asio::error::eof;
+    log::emit(probe ? log::Level::kDebug : log::Level::kWarn, "TLS handshake with ", remote, " on the link port failed: ", ec.message());
+    co_return;
+  }
+  const std::string cn = tls::peer_common_name(stream.native_handle());
+  auto link = std::make_shared<TlsLink>(std::move(stream), "relay link from " + remote.address().to_string() + " (" + cn + ")");
+  auto name = std::make_shared<std::string>();
+  std::weak_ptr<TlsLink> weak = link;
+  link->start(
+      [this, name, weak, cn](Frame& f) {
+        auto l = weak.lock();
+        if (!l) return;
+        if (!name->empty()) return on_link_frame(*name, f);
+        if (f.header.type != Type::kLinkHello || f.body.empty()) return l->fail("the first frame must be LinkHello");
+        if (cn != tls::relay_name(f.body)) {
+          log::warn("refusing a link from ", l->peer(), ": certificate '", cn, "' may not speak for cluster '", f.body, "'");
+          return l->fail("certificate '" + cn + "' may not speak for cluster '" + f.body + "'");
+        }
+        // One link per pair of clusters: a second one while the first is up would take
+        // its traffic (a replayed or stolen credential); it is refused.
+        if (auto it = links_.find(f.body); it != links_.end() && it->second->up && !it->second->link->closed()) {
+          log::warn("refusing a second link from cluster ", f.body, " (", l->peer(), "): one is up already");
+          return l->fail("a link with cluster '" + f.body + "' is up already");
+        }
+        *name = f.body;
+        l->set_peer("relay " + *name);
+        on_link_up(*name, l);
+        log::info("accepted a link from the relay of cluster ", *name);
+      },
+      [this, name, link](const std::string& why) {
+        if (!name->empty()) on_link_lost(*name, link, why);
+      });
 }
 
 void Relay::on_link_up(const std::string& cluster, const std::shared_ptr<TlsLink>& link) {

@@ -246,17 +246,12 @@ void RelayTransport::signal_peer(Type t, std::int32_t dst) {
 asio::awaitable<void> RelayTransport::dial(std::int32_t rank, tcp::endpoint ep) {
   boost::system::error_code ec;
   TlsStream stream(io_, *psk_client_);
-  asio::steady_timer deadline(io_, kDialTimeout);
-  deadline.async_wait([&stream](const boost::system::error_code& e) {
-    if (!e) {
-      boost::system::error_code ignored;
-      stream.next_layer().close(ignored);
-    }
-  });
-  co_await stream.next_layer().async_connect(ep, asio::redirect_error(asio::use_awaitable, ec));
-  if (!ec) stream.next_layer().set_option(tcp::no_delay(true), ec);
-  if (!ec) co_await stream.async_handshake(asio::ssl::stream_base::client, asio::redirect_error(asio::use_awaitable, ec));
-  deadline.cancel();
+  {
+    Deadline deadline(stream.next_layer(), kDialTimeout);
+    co_await stream.next_layer().async_connect(ep, asio::redirect_error(asio::use_awaitable, ec));
+    if (!ec) stream.next_layer().set_option(tcp::no_delay(true), ec);
+    if (!ec) co_await stream.async_handshake(asio::ssl::stream_base::client, asio::redirect_error(asio::use_awaitable, ec));
+  }
   std::lock_guard<std::mutex> lock(mu_);
   Peer& p = peers_[rank];
   if (ec || closing_) {
@@ -288,59 +283,55 @@ asio::awaitable<void> RelayTransport::accept_loop() {
 // One accepted direct connection. (A member coroutine, not a capturing lambda: a lambda's
 // captures die with the lambda object, before the coroutine resumes.)
 asio::awaitable<void> RelayTransport::serve_direct(tcp::socket s) {
-      boost::system::error_code ec;
-      TlsStream stream(std::move(s), *psk_server_);
-      asio::steady_timer deadline(io_, kDialTimeout);
-      deadline.async_wait([&stream](const boost::system::error_code& e) {
-        if (!e) {
-          boost::system::error_code ignored;
-          stream.next_layer().close(ignored);
-        }
+  boost::system::error_code ec;
+  TlsStream stream(std::move(s), *psk_server_);
+  {
+    // Only a process holding the job's secret completes this handshake (TLS-PSK).
+    Deadline deadline(stream.next_layer(), kDialTimeout);
+    co_await stream.async_handshake(asio::ssl::stream_base::server, asio::redirect_error(asio::use_awaitable, ec));
+  }
+  if (ec) {
+    log::warn("rank ", rank_, ": refused a direct connection: ", ec.message());
+    co_return;
+  }
+  auto link = std::make_shared<TlsLink>(std::move(stream), "a direct connection");
+  auto who = std::make_shared<std::int32_t>(-1);
+  std::weak_ptr<TlsLink> weak = link;
+  link->start(
+      [this, who, weak](Frame& f) {
+        auto l = weak.lock();
+        if (!l) return;
+        if (*who >= 0) return on_peer_frame(*who, f);
+        // The first frame names the dialler, which must be the one the ladder says dials.
+        std::lock_guard<std::mutex> lock(mu_);
+        const std::int32_t r = f.header.src;
+        const bool valid = f.header.type == Type::kDirectHello && f.header.job == job_ && f.header.dst == rank_ && topology_ &&
+                           r >= 0 && static_cast<std::uint32_t>(r) < topology_->size() &&
+                           plan_pair(*topology_, static_cast<std::uint32_t>(rank_), static_cast<std::uint32_t>(r)).dialer == r;
+        if (!valid || (peers_[r].link && !peers_[r].link->closed())) return l->fail("not a direct connection expected here");
+        *who = r;
+        l->set_peer("rank " + std::to_string(r));
+        go_direct(r, peers_[r], l);
+      },
+      [this, who](const std::string& why) {
+        if (*who >= 0) on_direct_closed(*who, why);
       });
-      // Only a process holding the job's secret completes this handshake (TLS-PSK).
-      co_await stream.async_handshake(asio::ssl::stream_base::server, asio::redirect_error(asio::use_awaitable, ec));
-      deadline.cancel();
-      if (ec) {
-        log::warn("rank ", rank_, ": refused a direct connection: ", ec.message());
-        co_return;
-      }
-      auto link = std::make_shared<TlsLink>(std::move(stream), "a direct connection");
-      auto who = std::make_shared<std::int32_t>(-1);
-      std::weak_ptr<TlsLink> weak = link;
-      link->start(
-          [this, who, weak](Frame& f) {
-            auto l = weak.lock();
-            if (!l) return;
-            if (*who >= 0) return on_peer_frame(*who, f);
-            // The first frame names the dialler, which must be the one the ladder says dials.
-            std::lock_guard<std::mutex> lock(mu_);
-            const std::int32_t r = f.header.src;
-            const bool valid = f.header.type == Type::kDirectHello && f.header.job == job_ && f.header.dst == rank_ && topology_ &&
-                               r >= 0 && static_cast<std::uint32_t>(r) < topology_->size() &&
-                               plan_pair(*topology_, static_cast<std::uint32_t>(rank_), static_cast<std::uint32_t>(r)).dialer == r;
-            if (!valid || (peers_[r].link && !peers_[r].link->closed())) return l->fail("not a direct connection expected here");
-            *who = r;
-            l->set_peer("rank " + std::to_string(r));
-            go_direct(r, peers_[r], l);
-          },
-          [this, who](const std::string& why) {
-            if (*who < 0) return;
-            std::lock_guard<std::mutex> lock(mu_);
-            Peer& p = peers_[*who];
-            if (!closing_ && p.path == Peer::Path::kDirect) p.path = Peer::Path::kClosed;
-            if (!closing_) log::info("rank ", rank_, ": direct connection from rank ", *who, " closed: ", why);
-          });
 }
 
 // Handlers of a direct connection we dialled.
 void RelayTransport::start_direct(std::int32_t rank, const std::shared_ptr<TlsLink>& link) {
   link->start([this, rank](Frame& f) { on_peer_frame(rank, f); },
-              [this, rank](const std::string& why) {
-                std::lock_guard<std::mutex> lock(mu_);
-                Peer& p = peers_[rank];
-                if (!closing_ && p.path == Peer::Path::kDirect) p.path = Peer::Path::kClosed;
-                if (!closing_) log::info("rank ", rank_, ": direct connection to rank ", rank, " closed: ", why);
-              });
+              [this, rank](const std::string& why) { on_direct_closed(rank, why); });
+}
+
+// A pair sending directly cannot switch to the relays (its frames would overtake each
+// other): once its connection is gone, sending to that peer fails.
+void RelayTransport::on_direct_closed(std::int32_t rank, const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closing_) return;
+  Peer& p = peers_[rank];
+  if (p.path == Peer::Path::kDirect) p.path = Peer::Path::kClosed;
+  log::info("rank ", rank_, ": direct connection with rank ", rank, " closed: ", why);
 }
 
 void RelayTransport::on_peer_frame(std::int32_t rank, Frame& f) {

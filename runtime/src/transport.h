@@ -117,6 +117,7 @@ class RelayTransport {
   asio::awaitable<void> serve_direct(tcp::socket s);
   asio::awaitable<void> dial(std::int32_t rank, tcp::endpoint ep);
   void start_direct(std::int32_t rank, const std::shared_ptr<TlsLink>& link);
+  void on_direct_closed(std::int32_t rank, const std::string& why);
   // The rest of these run with mu_ held.
   void bind(const std::shared_ptr<Incoming>& in, const std::shared_ptr<RemoteOp>& op);
   void deliver(Incoming& in, const char* data, std::size_t n);
