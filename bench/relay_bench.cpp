@@ -7,6 +7,11 @@
 // the first group pairs with process i of the second; the K pairs run at once (K streams).
 //
 //   relay_bench [--sizes MIN:MAX] [--bytes-per-size N] [--latency-iters N] [--rounds R]
+//   relay_bench --all-to-all SECONDS [--sizes S:S]
+//
+// --all-to-all: every process of the first group streams messages of size S to every
+// process of the second for SECONDS (K x K concurrent streams), then rank 0 prints the
+// aggregate rate and the relays' peak memory: flow control must keep it bounded.
 //
 // For each size (powers of two from MIN to MAX) and each path, a pair streams N bytes in
 // messages of that size and the receiver acknowledges the end; the figure is the median of
@@ -112,6 +117,7 @@ std::vector<long> relay_peak_kib() {
 int main(int argc, char** argv) {
   std::size_t min_size = 1024, max_size = 4u << 20, bytes_per_size = 64u << 20;
   int latency_iters = 2000, rounds = 5;
+  double all_to_all = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--sizes" && i + 1 < argc) {
@@ -121,6 +127,7 @@ int main(int argc, char** argv) {
     } else if (a == "--bytes-per-size" && i + 1 < argc) bytes_per_size = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--latency-iters" && i + 1 < argc) latency_iters = std::atoi(argv[++i]);
     else if (a == "--rounds" && i + 1 < argc) rounds = std::atoi(argv[++i]);
+    else if (a == "--all-to-all" && i + 1 < argc) all_to_all = std::atof(argv[++i]);
     else {
       std::fprintf(stderr, "usage: relay_bench [--sizes MIN:MAX] [--bytes-per-size N] [--latency-iters N] [--rounds R]\n");
       return 2;
@@ -135,6 +142,49 @@ int main(int argc, char** argv) {
   }
   const bool sender = me < pairs;
   const int peer = sender ? me + pairs : me - pairs;
+  if (all_to_all > 0) {
+    // Sustained load on K x K streams: senders keep one message in flight to every
+    // receiver until time is up; the last round carries a stop mark (tag 9).
+    std::vector<char> msg(min_size, 'a');
+    std::vector<std::vector<char>> in(pairs, std::vector<char>(min_size));
+    std::size_t moved = 0;
+    gridrt::barrier();
+    const auto t0 = Clock::now();
+    for (bool more = true; more;) {
+      std::vector<gridrt::Request> reqs;
+      if (sender) {
+        more = std::chrono::duration<double>(Clock::now() - t0).count() < all_to_all;
+        for (int r = 0; r < pairs; ++r) reqs.push_back(gridrt::isend(msg.data(), min_size, pairs + r, more ? 8 : 9));
+        moved += pairs * min_size;
+      } else {
+        for (int s = 0; s < pairs; ++s) reqs.push_back(gridrt::irecv(in[s].data(), min_size, s, gridrt::kAnyTag));
+      }
+      gridrt::wait_all(reqs);
+      if (!sender) {
+        gridrt::Status st;
+        gridrt::test(reqs[0], &st);
+        more = st.tag == 8;
+      }
+    }
+    const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    double rate = sender ? moved / secs / 1e6 : 0;
+    if (me == 0) {
+      for (int p = 1; p < pairs; ++p) {
+        double other = 0;
+        gridrt::recv(&other, sizeof other, p, 4);
+        rate += other;
+      }
+      std::printf("all-to-all: %d x %d streams of %zu-byte messages for %.1f s: %.1f MB/s aggregate\n", pairs, pairs, min_size,
+                  secs, rate);
+      std::printf("relay peak resident memory (VmHWM):");
+      for (long kib : relay_peak_kib()) std::printf(" %.1f MiB", kib / 1024.0);
+      std::printf("\n");
+    } else if (sender) {
+      gridrt::send(&rate, sizeof rate, 0, 4);
+    }
+    gridrt::finalize();
+    return 0;
+  }
   const int tcp = raw_socket(!sender, peer);
   std::vector<char> buf(max_size, 'g');
   char ack = 0;
