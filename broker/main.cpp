@@ -5,6 +5,7 @@
 
 #include "broker/broker.h"
 #include "common/cli.h"
+#include "common/xml.h"
 
 namespace {
 const char* kUsage = R"(usage: gridbroker --grid FILE --listen HOST:PORT --cert PEM --key PEM --ca PEM
@@ -56,6 +57,9 @@ int main(int argc, char** argv) {
     // Let those last frames go out: run until nothing is left to do, for at most 500 ms.
     io.restart();
     io.run_for(std::chrono::milliseconds(500));
+  } catch (const InputError& e) {  // a bad grid description: bad input, as for gridrun
+    std::fprintf(stderr, "gridbroker: %s\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gridbroker: %s\n", e.what());
     return 1;

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "common/cli.h"
+#include "common/xml.h"
 #include "relay/relay.h"
 
 namespace {
@@ -58,6 +59,9 @@ int main(int argc, char** argv) {
       io.stop();
     });
     io.run();
+  } catch (const InputError& e) {  // a bad grid description: bad input, as for gridrun
+    std::fprintf(stderr, "gridrelay: %s\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gridrelay: %s\n", e.what());
     return 1;
