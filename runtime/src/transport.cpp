@@ -146,7 +146,9 @@ void RelayTransport::pump(Stream& s) {
     s.credit -= static_cast<std::int64_t>(o.cost);
     write(s.dst, std::move(o.bytes));
     if (o.completes) {
-      o.completes->done = true;
+      // A frame that could not go (the peer's direct connection is gone) fails its send.
+      if (failure_.empty()) o.completes->done = true;
+      else o.completes->error = failure_;
       completed = true;
     }
     s.queue.pop_front();
