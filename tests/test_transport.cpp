@@ -315,3 +315,26 @@ TEST(Transport, AFailedDirectAttemptFallsBackToTheRelayInBoundedTime) {
   EXPECT_EQ(relay.data_from(0), m.size());
   EXPECT_EQ(relay.data_from(1), 10u);
 }
+
+TEST(Transport, SendingOverALostDirectConnectionFailsClearly) {
+  FakeRelay relay;
+  relay.publish_topology_after(2, {true, true});
+  auto a = connect(relay, 0, ListenSpec::parse("any"));
+  auto b = connect(relay, 1);
+  a->wait_topology(std::chrono::seconds(5));
+  b->wait_topology(std::chrono::seconds(5));
+  char x = 'x', y = 0;
+  auto s = a->send(1, 0, 0, &x, 1);
+  auto r = b->recv(&y, 1, 0, 0, 0);
+  b->wait(r);
+  a->wait(s);
+  b.reset();  // rank 1 goes away: its direct connection with rank 0 closes
+  ASSERT_TRUE(eventually([&] {
+    try {
+      a->wait(a->send(1, 0, 1, &x, 1));
+      return false;
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what()).find("the direct connection to rank 1 is closed") != std::string::npos;
+    }
+  }));
+}
