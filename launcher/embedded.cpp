@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -15,10 +16,27 @@
 namespace gridrt {
 namespace fs = std::filesystem;
 
+namespace {
+// A gridrun killed outright (SIGKILL) cannot clean up after itself; the next one does:
+// directories whose owner process is gone are removed.
+void remove_stale_directories() {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/tmp", ec)) {
+    if (e.path().filename().string().rfind("gridrun-", 0) != 0) continue;
+    std::ifstream owner(e.path() / "owner");
+    pid_t pid = 0;
+    if (!(owner >> pid) || pid <= 0) continue;  // not ours to judge (or being created)
+    if (::kill(pid, 0) != 0 && errno == ESRCH) fs::remove_all(e.path(), ec);
+  }
+}
+}  // namespace
+
 EmbeddedGrid::EmbeddedGrid(const std::string& grid_xml, const std::string& bin_dir) {
+  remove_stale_directories();
   char tmpl[] = "/tmp/gridrun-XXXXXX";
   if (!::mkdtemp(tmpl)) throw std::runtime_error("cannot create a private temporary directory in /tmp");
   dir_ = tmpl;  // mkdtemp makes it 0700: the keys inside are ours alone
+  std::ofstream(dir_ + "/owner") << ::getpid() << "\n";
   try {
     const std::string grid_path = dir_ + "/grid.xml";
     std::ofstream(grid_path) << grid_xml;

@@ -490,3 +490,27 @@ TEST(EndToEnd, DirectConnectionsBetweenClustersOnThisMachine) {
   EXPECT_NE(r.out.find("[c0:0] barrier passed by 3 processes"), std::string::npos) << r.out;
   expect_nothing_left();
 }
+
+TEST(EndToEnd, KilledOutrightLeavesNoProcessAndTheNextRunCleansUp) {
+  // SIGKILL gives gridrun no chance to clean up: its daemons and the job still die with it
+  // (PR_SET_PDEATHSIG down the chain), and the next gridrun removes its directory.
+  const auto before = gridrun_dirs();
+  Running run = start_gridrun({sleep_profile("sleep-kill.xml", 1, 1)}, "killed");
+  for (int i = 0; i < 100 && gridrun_dirs().size() == before.size(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // the job is running
+  ::kill(run.pid, SIGKILL);
+  run.finish();
+  dirs_before = before;
+  std::vector<std::string> left;
+  for (int i = 0; i < 50; ++i) {
+    left = gridrt_processes();
+    if (left.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(left.empty()) << left.size() << " processes left, first: " << (left.empty() ? "" : left[0]);
+  EXPECT_GT(gridrun_dirs().size(), before.size()) << "the killed run's directory is there until the next run";
+  const Outcome next = gridrun({"-n", "2", kSrc + "/jobprofiles/helloworld.xml"});
+  EXPECT_EQ(next.status, 0) << next.err;
+  dirs_before = before;
+  expect_nothing_left();
+}
