@@ -88,6 +88,8 @@ void Relay::start() {
   child_signal_.async_wait([this](const boost::system::error_code& ec, int) {
     if (!ec) on_child_signal();
   });
+  link_work_.emplace(link_io_.get_executor());
+  link_thread_ = std::thread([this] { link_io_.run(); });
   asio::co_spawn(io_, accept_local(), asio::detached);
   asio::co_spawn(io_, accept_links(), asio::detached);
   asio::co_spawn(io_, broker_loop(), asio::detached);
@@ -122,8 +124,18 @@ void Relay::stop() {
   local_acceptor_.close(ec);
   child_signal_.cancel();
   if (broker_) broker_->close("relay stopping");
+  // Relay links close on their own thread, which then runs out of work and ends.
+  std::vector<std::shared_ptr<TlsLink>> links;
   for (auto& [name, l] : links_)
-    if (l->link) l->link->close("relay stopping");
+    if (l->link) links.push_back(l->link);
+  asio::post(link_io_, [this, links] {
+    for (auto& l : links) l->close("relay stopping");
+    // Whatever is still going (a handshake) gets a moment, not its full deadline.
+    auto last = std::make_shared<asio::steady_timer>(link_io_, std::chrono::milliseconds(300));
+    last->async_wait([this, last](const boost::system::error_code&) { link_io_.stop(); });
+  });
+  link_work_.reset();
+  if (link_thread_.joinable()) link_thread_.join();
   for (auto& [id, job] : jobs_) {
     for (auto& c : job->procs)
       if (c) c->link->close("relay stopping");
@@ -553,7 +565,7 @@ void Relay::ensure_links(const Job& job) {
       pl->dialling = true;
       boost::system::error_code ec;
       tcp::endpoint ep(asio::ip::make_address(c.link_host, ec), c.link_port);
-      asio::co_spawn(io_, dial_link(c.name, ep), asio::detached);
+      asio::co_spawn(link_io_, dial_link(c.name, ep), asio::detached);
     }
   }
 }
@@ -561,13 +573,19 @@ void Relay::ensure_links(const Job& job) {
 void Relay::send_to_cluster(const std::string& cluster, Frame& f) {
   auto& pl = links_[cluster];
   if (!pl) pl = std::make_unique<PeerLink>();
-  if (pl->up) return pl->link->send(std::move(f));
+  if (pl->up) {
+    asio::post(link_io_, [link = pl->link, f = std::move(f)]() mutable { link->send(std::move(f)); });
+    return;
+  }
   pl->queue.push_back(wire::encode(f));
 }
 
+// Runs on the link thread: relay links do their TLS work there, beside the main thread
+// that serves the cluster's processes and routes frames (two cores for the two halves of
+// a relay's work). Everything that touches the relay's state is posted to the main thread.
 asio::awaitable<void> Relay::dial_link(std::string cluster, tcp::endpoint ep) {
   boost::system::error_code ec;
-  TlsStream stream(io_, tls_client_);
+  TlsStream stream(link_io_, tls_client_);
   {
     // A firewall that drops the connection would otherwise keep us waiting for minutes.
     Deadline deadline(stream.next_layer(), kHandshakeTimeout);
@@ -579,22 +597,33 @@ asio::awaitable<void> Relay::dial_link(std::string cluster, tcp::endpoint ep) {
   if (!ec && tls::peer_common_name(stream.native_handle()) != tls::relay_name(cluster))
     why = "it presents a certificate named '" + tls::peer_common_name(stream.native_handle()) + "', not '" +
           tls::relay_name(cluster) + "'";
-  auto& pl = links_[cluster];
-  pl->dialling = false;
   if (!why.empty()) {
-    log::error("cannot link to the relay of cluster ", cluster, " at ", ep, ": ", why);
-    for (auto& [id, job] : jobs_)
-      for (const auto& c : job->topo().clusters)
-        if (c.name == cluster) kill_job(*job, "no link to cluster " + cluster + ": " + why, true);
-    pl->queue.clear();
+    asio::post(io_, [this, cluster, ep, why] {
+      links_[cluster]->dialling = false;
+      log::error("cannot link to the relay of cluster ", cluster, " at ", ep, ": ", why);
+      for (auto& [id, job] : jobs_)
+        for (const auto& c : job->topo().clusters)
+          if (c.name == cluster) kill_job(*job, "no link to cluster " + cluster + ": " + why, true);
+      links_[cluster]->queue.clear();
+    });
     co_return;
   }
   auto link = std::make_shared<TlsLink>(std::move(stream), "relay " + cluster);
   link->send(wire::make_frame(Type::kLinkHello, opt_.cluster.name));
-  on_link_up(cluster, link);
-  log::info("linked to the relay of cluster ", cluster, " at ", ep);
-  link->start([this, cluster](Frame& f) { on_link_frame(cluster, f); },
-              [this, cluster, link](const std::string& why) { on_link_lost(cluster, link, why); });
+  start_link(cluster, link);
+  asio::post(io_, [this, cluster, link, ep] {
+    links_[cluster]->dialling = false;
+    on_link_up(cluster, link);
+    log::info("linked to the relay of cluster ", cluster, " at ", ep);
+  });
+}
+
+// Link thread: frames and the end of a link are handed to the main thread.
+void Relay::start_link(const std::string& cluster, const std::shared_ptr<TlsLink>& link) {
+  link->start([this, cluster](Frame& f) { asio::post(io_, [this, cluster, f = std::move(f)]() mutable { on_link_frame(cluster, f); }); },
+              [this, cluster, link](const std::string& why) {
+                asio::post(io_, [this, cluster, link, why] { on_link_lost(cluster, link, why); });
+              });
 }
 
 asio::awaitable<void> Relay::accept_links() {
@@ -606,7 +635,10 @@ asio::awaitable<void> Relay::accept_links() {
       continue;
     }
     s.set_option(tcp::no_delay(true), ec);
-    asio::co_spawn(io_, serve_link(std::move(s)), asio::detached);
+    // The link lives on the link thread: give it a socket of that thread's.
+    tcp::socket moved(link_io_);
+    moved.assign(tcp::v4(), s.release(ec), ec);
+    if (!ec) asio::co_spawn(link_io_, serve_link(std::move(moved)), asio::detached);
   }
 }
 
@@ -628,31 +660,40 @@ asio::awaitable<void> Relay::serve_link(tcp::socket s) {
   }
   const std::string cn = tls::peer_common_name(stream.native_handle());
   auto link = std::make_shared<TlsLink>(std::move(stream), "relay link from " + remote.address().to_string() + " (" + cn + ")");
-  auto name = std::make_shared<std::string>();
+  // Until its LinkHello is accepted (on the main thread, which knows the links), the link's
+  // frames go nowhere; afterwards they are handed to the main thread like a dialled link's.
+  auto name = std::make_shared<std::string>();  // link thread only
   std::weak_ptr<TlsLink> weak = link;
   link->start(
       [this, name, weak, cn](Frame& f) {
         auto l = weak.lock();
         if (!l) return;
-        if (!name->empty()) return on_link_frame(*name, f);
+        if (!name->empty()) {
+          asio::post(io_, [this, cluster = *name, f = std::move(f)]() mutable { on_link_frame(cluster, f); });
+          return;
+        }
         if (f.header.type != Type::kLinkHello || f.body.empty()) return l->fail("the first frame must be LinkHello");
         if (cn != tls::relay_name(f.body)) {
           log::warn("refusing a link from ", l->peer(), ": certificate '", cn, "' may not speak for cluster '", f.body, "'");
           return l->fail("certificate '" + cn + "' may not speak for cluster '" + f.body + "'");
         }
-        // One link per pair of clusters: a second one while the first is up would take
-        // its traffic (a replayed or stolen credential); it is refused.
-        if (auto it = links_.find(f.body); it != links_.end() && it->second->up && !it->second->link->closed()) {
-          log::warn("refusing a second link from cluster ", f.body, " (", l->peer(), "): one is up already");
-          return l->fail("a link with cluster '" + f.body + "' is up already");
-        }
         *name = f.body;
         l->set_peer("relay " + *name);
-        on_link_up(*name, l);
-        log::info("accepted a link from the relay of cluster ", *name);
+        asio::post(io_, [this, cluster = *name, l] {
+          // One link per pair of clusters: a second one while the first is up would take
+          // its traffic (a replayed or stolen credential); it is refused.
+          if (auto it = links_.find(cluster); it != links_.end() && it->second->up) {
+            log::warn("refusing a second link from cluster ", cluster, " (", l->peer(), "): one is up already");
+            asio::post(link_io_, [l, cluster] { l->fail("a link with cluster '" + cluster + "' is up already"); });
+            return;
+          }
+          on_link_up(cluster, l);
+          log::info("accepted a link from the relay of cluster ", cluster);
+        });
       },
       [this, name, link](const std::string& why) {
-        if (!name->empty()) on_link_lost(*name, link, why);
+        if (name->empty()) return;
+        asio::post(io_, [this, cluster = *name, link, why] { on_link_lost(cluster, link, why); });
       });
 }
 
@@ -661,7 +702,9 @@ void Relay::on_link_up(const std::string& cluster, const std::shared_ptr<TlsLink
   if (!pl) pl = std::make_unique<PeerLink>();
   pl->link = link;
   pl->up = true;
-  for (auto& bytes : pl->queue) link->send_bytes(std::move(bytes));
+  asio::post(link_io_, [link, queue = std::move(pl->queue)]() mutable {
+    for (auto& bytes : queue) link->send_bytes(std::move(bytes));
+  });
   pl->queue.clear();
 }
 
@@ -669,7 +712,9 @@ void Relay::on_link_up(const std::string& cluster, const std::shared_ptr<TlsLink
 // (issue 3 adds reconnection); none is left waiting for data that will never come.
 void Relay::on_link_lost(const std::string& cluster, const std::shared_ptr<TlsLink>& link, const std::string& why) {
   auto it = links_.find(cluster);
-  if (it != links_.end() && it->second->link == link) it->second->up = false;
+  // A link that never became the cluster's (refused, or replaced) takes nothing with it.
+  if (it == links_.end() || it->second->link != link) return;
+  it->second->up = false;
   if (stopped_) return;
   bool hit = false;
   for (auto& [id, job] : jobs_)

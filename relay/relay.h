@@ -6,7 +6,8 @@
 // Three listeners/dialers, one session type each: the broker link (TLS, dialled), the
 // relay links (TLS, dialled by the relay whose cluster name sorts first, accepted by the
 // other), and local connections (TCP from the cluster's processes and their gridproc
-// monitors, admitted by the job's secret). Everything runs on one thread.
+// monitors, admitted by the job's secret). Relay links run on a thread of their own (their
+// TLS work is most of a relay's); everything else on the caller's thread.
 #pragma once
 
 #include <sys/types.h>
@@ -14,7 +15,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "common/grid.h"
 #include "common/link.h"
@@ -72,6 +75,7 @@ class Relay {
   void on_link_frame(const std::string& cluster, wire::Frame& f);
   void on_link_up(const std::string& cluster, const std::shared_ptr<TlsLink>& link);
   void on_link_lost(const std::string& cluster, const std::shared_ptr<TlsLink>& link, const std::string& why);
+  void start_link(const std::string& cluster, const std::shared_ptr<TlsLink>& link);
   void ensure_links(const Job& job);
   void send_to_cluster(const std::string& cluster, wire::Frame& f);
 
@@ -85,7 +89,10 @@ class Relay {
   void maybe_finish(Job& job);
   void finish(Job& job);
 
-  asio::io_context& io_;
+  asio::io_context& io_;     // main thread: broker, local processes, routing, job life
+  asio::io_context link_io_;  // link thread: relay-to-relay links (their TLS work)
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> link_work_;
+  std::thread link_thread_;
   Options opt_;
   asio::ssl::context tls_server_;
   asio::ssl::context tls_client_;
