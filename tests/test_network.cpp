@@ -409,35 +409,35 @@ TEST_F(ThreeSites, StrangersAndForgeriesAreRefusedWhileTheJobRunsOn) {
 
   // 4. Frames forged for the running job by a relay that is not part of it (cluster d's
   //    certificate is valid), and a second link claiming cluster c, which has one up.
-  const int forged = in_netns(wan_, [&] {
-    asio::io_context io;
-    auto ctx = tls::make_context(tls::Role::kClient, {dir_ + "/ca/relay-d.pem", dir_ + "/ca/relay-d.key", dir_ + "/ca/ca.pem"});
-    TlsStream s(io, ctx);
-    s.next_layer().connect(parse_endpoint(sites_[0].addr + ":" + std::to_string(sites_[0].link_port)));
-    s.handshake(asio::ssl::stream_base::client);
-    std::string bytes = wire::encode(wire::make_frame(wire::Type::kLinkHello, "d"));
-    for (int i = 0; i < 3; ++i) {
-      wire::Frame f = wire::make_frame(wire::Type::kData, "forged payload", 1);
-      f.header.src = 2;  // rank 2 is on cluster c, not d
-      f.header.dst = 0;
-      f.header.tag = 1;
-      bytes += wire::encode(f);
-    }
-    asio::write(s, asio::buffer(bytes));
-    std::this_thread::sleep_for(300ms);
-    return 0;
-  });
-  EXPECT_EQ(forged, 0);
-  const int second_link = in_netns(wan_, [&] {
-    asio::io_context io;
-    auto ctx = tls::make_context(tls::Role::kClient, {dir_ + "/ca/relay-c.pem", dir_ + "/ca/relay-c.key", dir_ + "/ca/ca.pem"});
-    TlsStream s(io, ctx);
-    s.next_layer().connect(parse_endpoint(sites_[0].addr + ":" + std::to_string(sites_[0].link_port)));
-    s.handshake(asio::ssl::stream_base::client);
-    asio::write(s, asio::buffer(wire::encode(wire::make_frame(wire::Type::kLinkHello, "c"))));
-    return errors_until_closed(s) == "a link with cluster 'c' is up already" ? 0 : 1;
-  });
-  EXPECT_EQ(second_link, 0);
+  //    `speak_as` opens a link to a's relay from the wan with `relay`'s credentials, sends
+  //    `bytes`, and returns the Error frames a's relay answers until it hangs up (or, with
+  //    wait_for_close false, after a moment).
+  auto speak_as = [&](const std::string& relay, const std::string& bytes, bool wait_for_close) {
+    return in_netns(wan_, [&] {
+      asio::io_context io;
+      auto ctx = tls::make_context(tls::Role::kClient,
+                                   {dir_ + "/ca/relay-" + relay + ".pem", dir_ + "/ca/relay-" + relay + ".key", dir_ + "/ca/ca.pem"});
+      TlsStream s(io, ctx);
+      s.next_layer().connect(parse_endpoint(sites_[0].addr + ":" + std::to_string(sites_[0].link_port)));
+      s.handshake(asio::ssl::stream_base::client);
+      asio::write(s, asio::buffer(bytes));
+      if (!wait_for_close) {
+        std::this_thread::sleep_for(300ms);
+        return 0;
+      }
+      return errors_until_closed(s) == "a link with cluster '" + relay + "' is up already" ? 0 : 1;
+    });
+  };
+  std::string forged = wire::encode(wire::make_frame(wire::Type::kLinkHello, "d"));
+  for (int i = 0; i < 3; ++i) {
+    wire::Frame f = wire::make_frame(wire::Type::kData, "forged payload", 1);
+    f.header.src = 2;  // rank 2 is on cluster c, not d
+    f.header.dst = 0;
+    f.header.tag = 1;
+    forged += wire::encode(f);
+  }
+  EXPECT_EQ(speak_as("d", forged, false), 0);
+  EXPECT_EQ(speak_as("c", wire::encode(wire::make_frame(wire::Type::kLinkHello, "c")), true), 0);
 
   // The job was undisturbed: every round's data checked out, and it ended well.
   const Outcome r = finish(job, "long");
