@@ -27,7 +27,6 @@ struct Broker::Peer {
   std::shared_ptr<TlsLink> link;
   std::string name;                   // the common name of its certificate: who it is
   enum class Kind { kUnknown, kRelay, kLauncher } kind = Kind::kUnknown;
-  std::string cluster;                // relays
   RelayRegistration registration;     // relays
   std::vector<std::uint64_t> jobs;    // launchers: jobs they submitted
 };
@@ -194,11 +193,8 @@ void Broker::handle_register(const PeerPtr& peer, const Frame& f) {
   if (relays_.count(reg.cluster) || probing_.count(reg.cluster))
     return peer->link->fail("cluster '" + reg.cluster + "' already has a registered relay" +
                             (relays_.count(reg.cluster) ? " (" + relays_[reg.cluster]->link->peer() + ")" : std::string()));
-  // The grid description is authoritative for site and slots; the relay says where it listens.
-  reg.site = desc->site;
-  reg.slots = desc->slots;
+  // The grid description says the rest of the cluster; the relay says where it listens.
   peer->kind = Peer::Kind::kRelay;
-  peer->cluster = reg.cluster;
   peer->registration = reg;
   peer->link->set_peer("relay " + reg.cluster + " [" + peer->link->peer() + "]");
   probing_.insert(reg.cluster);
@@ -281,47 +277,48 @@ std::vector<ClusterOffer> Broker::offers(bool free_slots_only) const {
   return out;
 }
 
+// Refuses a job: tells the launcher why (it exits with `status`: 2 when the job is at fault,
+// 1 when the grid is) and journals it.
+void Broker::refuse(const PeerPtr& launcher, const JobSpec& spec, const std::string& why, int status) {
+  Frame err = wire::make_frame(Type::kError, why);
+  err.header.tag = status;
+  journal("refused job of " + launcher->name + " (" + spec.app_id + "): " + why);
+  launcher->link->send(err);
+  launcher->link->close_after_flush(why);
+}
+
 void Broker::start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run) {
   const std::vector<ClusterOffer> all = offers(false);
   auto job = std::make_unique<Job>();
   try {
     job->topology = map_job(spec, all);
   } catch (const InputError& e) {
-    // Too big for the whole grid: bad input (2). Too big for the clusters up now: the grid
-    // is short of relays, not the job at fault (1). The launcher exits with header.tag.
-    Frame err = wire::make_frame(Type::kError, e.what());
-    err.header.tag = 2;
-    if (all.size() < grid_.clusters.size()) {
-      err.body += "; " + std::to_string(grid_.clusters.size() - all.size()) + " cluster(s) of the grid have no relay registered";
-      err.header.tag = 1;
-    }
-    journal("refused job of " + launcher->name + " (" + spec.app_id + "): " + err.body);
-    launcher->link->send(err);
-    return launcher->link->close_after_flush(err.body);
-  }
-  if (const std::string why = unlinkable_pairs(job->topology); !why.empty()) {
-    // The grid's declared network cannot connect these clusters: not the job's fault (1).
-    Frame err = wire::make_frame(Type::kError, "the job cannot run across these clusters: " + why);
-    err.header.tag = 1;
-    journal("refused job of " + launcher->name + " (" + spec.app_id + "): " + err.body);
-    launcher->link->send(err);
-    return launcher->link->close_after_flush(err.body);
+    // Too big for the whole grid: bad input. Too big for the clusters up now: the grid is
+    // short of relays, not the job at fault.
+    if (all.size() == grid_.clusters.size()) return refuse(launcher, spec, e.what(), 2);
+    return refuse(launcher, spec, e.what() + std::string("; ") + std::to_string(grid_.clusters.size() - all.size()) +
+                                      " cluster(s) of the grid have no relay registered", 1);
   }
   if (!dry_run) {
     // The grid can hold the job, but maybe not beside the jobs running now: it waits for
     // slots, first come first served.
+    const std::vector<ClusterOffer> free = offers(true);
     try {
-      job->topology = map_job(spec, offers(true));
+      job->topology = map_job(spec, free);
     } catch (const InputError&) {
-      std::uint32_t free = 0;
-      for (const auto& o : offers(true)) free += o.slots;
+      std::uint32_t slots = 0;
+      for (const auto& o : free) slots += o.slots;
       launcher->link->send(wire::make_frame(Type::kNotice, "waiting for free slots: the job needs " +
                                                                std::to_string(spec.total_processes()) + ", " +
-                                                               std::to_string(free) + " are free now"));
+                                                               std::to_string(slots) + " are free now"));
       queued_.push_back({launcher, std::move(spec), false});
       return;
     }
   }
+  // Checked on the clusters the job will really use: the grid's declared network must be
+  // able to connect every pair of them (not the job's fault).
+  if (const std::string why = unlinkable_pairs(job->topology); !why.empty())
+    return refuse(launcher, spec, "the job cannot run across these clusters: " + why, 1);
   job->id = dry_run ? 0 : next_job_++;  // a dry run is not a job: it gets no id
   const std::string topo = [&] {
     wire::Writer w;
@@ -390,7 +387,7 @@ Broker::Job* Broker::job_of_relay_frame(const PeerPtr& peer, const Frame& f, Par
       return it->second.get();
     }
   // A relay speaking for a job it has no part in is refused, and only it is dropped.
-  peer->link->fail("job " + std::to_string(f.header.job) + " has no part on cluster " + peer->cluster);
+  peer->link->fail("job " + std::to_string(f.header.job) + " has no part on cluster " + peer->registration.cluster);
   return nullptr;
 }
 
@@ -557,7 +554,7 @@ void Broker::maybe_finish(Job& job) {
 void Broker::on_closed(const PeerPtr& peer, const std::string& why) {
   log::info("connection ", peer->link->peer(), " closed: ", why);
   if (peer->kind == Peer::Kind::kRelay) {
-    auto it = relays_.find(peer->cluster);
+    auto it = relays_.find(peer->registration.cluster);
     if (it != relays_.end() && it->second == peer) relays_.erase(it);
     // Every job with a part on that cluster has lost it: its ranks count as failed and the
     // other parts are stopped, so that nobody waits for a cluster that is gone.

@@ -59,6 +59,7 @@ class Broker {
   void handle_relay_failure(const PeerPtr& peer, const wire::Frame& f);
 
   void start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run);
+  void refuse(const PeerPtr& launcher, const JobSpec& spec, const std::string& why, int status);
   void start_queued();
   // The registered clusters in grid order, with all their slots or only those free now.
   std::vector<ClusterOffer> offers(bool free_slots_only) const;

@@ -190,24 +190,51 @@ using TlsLink = Link<TlsStream>;
 using TcpLink = Link<tcp::socket>;
 
 // Bounds a connect or a handshake: closes `socket` when `timeout` passes first, which makes
-// the pending operation fail. Cancelled when it goes out of scope.
+// the pending operation fail. Disarmed when it goes out of scope. (The state is shared with
+// the timer's handler: an expiry already queued when the deadline goes away must not touch
+// a socket that may be gone too.)
 class Deadline {
  public:
   template <typename Duration>
-  Deadline(tcp::socket& socket, Duration timeout) : timer_(socket.get_executor(), timeout) {
-    timer_.async_wait([&socket](const boost::system::error_code& ec) {
-      if (ec) return;  // cancelled: the operation finished in time
+  Deadline(tcp::socket& socket, Duration timeout) : state_(std::make_shared<State>()), timer_(socket.get_executor(), timeout) {
+    state_->socket = &socket;
+    timer_.async_wait([state = state_](const boost::system::error_code& ec) {
+      if (ec || !state->socket) return;  // disarmed: the operation finished in time
+      state->fired = true;
       boost::system::error_code ignored;
-      socket.close(ignored);
+      state->socket->close(ignored);
     });
   }
-  ~Deadline() { timer_.cancel(); }
+  ~Deadline() {
+    state_->socket = nullptr;
+    timer_.cancel();
+  }
   Deadline(const Deadline&) = delete;
   Deadline& operator=(const Deadline&) = delete;
+  bool fired() const { return state_->fired; }
 
  private:
+  struct State {
+    tcp::socket* socket = nullptr;
+    bool fired = false;
+  };
+  std::shared_ptr<State> state_;
   asio::steady_timer timer_;
 };
+
+// Connects `stream` to `ep` and shakes hands as the TLS client, all within `timeout`
+// (a firewall that drops packets would otherwise hold a connect for minutes). Returns
+// what went wrong, if anything.
+inline asio::awaitable<boost::system::error_code> connect_tls(TlsStream& stream, tcp::endpoint ep,
+                                                              std::chrono::steady_clock::duration timeout) {
+  boost::system::error_code ec;
+  Deadline deadline(stream.next_layer(), timeout);
+  co_await stream.next_layer().async_connect(ep, asio::redirect_error(asio::use_awaitable, ec));
+  if (!ec) stream.next_layer().set_option(tcp::no_delay(true), ec);
+  if (!ec) co_await stream.async_handshake(asio::ssl::stream_base::client, asio::redirect_error(asio::use_awaitable, ec));
+  if (ec && deadline.fired()) ec = asio::error::timed_out;  // say what happened, not how we stopped it
+  co_return ec;
+}
 
 // Parses "HOST:PORT"; throws std::invalid_argument naming the text on error.
 tcp::endpoint parse_endpoint(const std::string& text);

@@ -55,14 +55,12 @@ JobSpec JobSpec::decode(std::string_view body) {
 }
 
 std::string RelayRegistration::encode() const {
-  return Writer().str(cluster).str(site).u32(slots).str(link_host).u32(link_port).take();
+  return Writer().str(cluster).str(link_host).u32(link_port).take();
 }
 RelayRegistration RelayRegistration::decode(std::string_view body) {
   Reader r(body);
   RelayRegistration m;
   m.cluster = r.str();
-  m.site = r.str();
-  m.slots = r.u32();
   m.link_host = r.str();
   m.link_port = static_cast<std::uint16_t>(r.u32());
   r.end();

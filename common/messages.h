@@ -33,10 +33,9 @@ struct JobSpec {
   static JobSpec decode(std::string_view body);
 };
 
+// Relay -> broker. The grid description tells the broker the rest (site, slots, policy).
 struct RelayRegistration {
   std::string cluster;
-  std::string site;
-  std::uint32_t slots = 0;
   std::string link_host;  // where other relays dial this one (relay-to-relay links)
   std::uint16_t link_port = 0;
 

@@ -20,9 +20,10 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
   asio::ssl::context ctx = tls::make_context(tls::Role::kClient, opt.creds);
   TlsStream stream(io, ctx);
   boost::system::error_code ec;
-  const tcp::endpoint ep = parse_endpoint(opt.broker);
-  stream.next_layer().connect(ep, ec);
-  if (!ec) stream.handshake(asio::ssl::stream_base::client, ec);
+  asio::co_spawn(io, connect_tls(stream, parse_endpoint(opt.broker), std::chrono::seconds(10)),
+                 [&ec](std::exception_ptr, boost::system::error_code result) { ec = result; });
+  io.run();
+  io.restart();
   if (ec) {
     std::fprintf(stderr, "gridrun: cannot reach the broker at %s: %s\n", opt.broker.c_str(), ec.message().c_str());
     return 1;

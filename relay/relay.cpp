@@ -21,13 +21,16 @@ constexpr auto kExitGrace = std::chrono::milliseconds(300);
 constexpr auto kKillGrace = std::chrono::seconds(2);
 // Connecting to and shaking hands with a broker or a relay: at most this long.
 constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
-// Frames held for a local rank that has not connected yet; a job that exceeds it is broken.
+// Frames held for a local rank that has not connected yet. Flow control keeps this to a
+// window per stream; more means a misbehaving sender, and the job is stopped.
 constexpr std::size_t kMaxPendingBytes = 64u << 20;
 
+namespace {
 // Frames one process sends another through the relays.
 bool is_process_traffic(Type t) {
   return t == Type::kData || t == Type::kCredit || t == Type::kConnectBack || t == Type::kDirectFailed;
 }
+}  // namespace
 
 struct Relay::LocalConn {
   std::shared_ptr<TcpLink> link;
@@ -124,15 +127,14 @@ void Relay::stop() {
   local_acceptor_.close(ec);
   child_signal_.cancel();
   if (broker_) broker_->close("relay stopping");
-  // Relay links close on their own thread, which then runs out of work and ends.
+  // Relay links close on their own thread, which stops right after: a handshake still
+  // under way is abandoned, not waited for.
   std::vector<std::shared_ptr<TlsLink>> links;
   for (auto& [name, l] : links_)
     if (l->link) links.push_back(l->link);
   asio::post(link_io_, [this, links] {
     for (auto& l : links) l->close("relay stopping");
-    // Whatever is still going (a handshake) gets a moment, not its full deadline.
-    auto last = std::make_shared<asio::steady_timer>(link_io_, std::chrono::milliseconds(300));
-    last->async_wait([this, last](const boost::system::error_code&) { link_io_.stop(); });
+    link_io_.stop();
   });
   link_work_.reset();
   if (link_thread_.joinable()) link_thread_.join();
@@ -152,11 +154,7 @@ asio::awaitable<void> Relay::broker_loop() {
   while (!stopped_) {
     boost::system::error_code ec;
     TlsStream stream(io_, tls_client_);
-    {
-      Deadline deadline(stream.next_layer(), kHandshakeTimeout);
-      co_await stream.next_layer().async_connect(opt_.broker, asio::redirect_error(asio::use_awaitable, ec));
-      if (!ec) co_await stream.async_handshake(asio::ssl::stream_base::client, asio::redirect_error(asio::use_awaitable, ec));
-    }
+    ec = co_await connect_tls(stream, opt_.broker, kHandshakeTimeout);
     std::string why = ec ? ec.message() : "";
     // The grid CA signed it, but is it the broker? (docs/security.md: names are roles)
     if (!ec && tls::peer_common_name(stream.native_handle()) != tls::kBrokerName)
@@ -185,8 +183,6 @@ asio::awaitable<void> Relay::broker_loop() {
                 });
     RelayRegistration reg;
     reg.cluster = opt_.cluster.name;
-    reg.site = opt_.cluster.site;
-    reg.slots = opt_.cluster.slots;
     reg.link_host = link_endpoint().address().to_string();
     reg.link_port = link_endpoint().port();
     link->send(wire::make_frame(Type::kRelayRegister, reg.encode()));
@@ -303,41 +299,36 @@ void Relay::launch(Job& job) {
 // of the cluster (rank -1). The processes' output comes through their gridproc monitors.
 void Relay::read_launcher_output(Job& job, int fd, std::uint32_t stream) {
   ++job.open_pipes;
-  auto desc = std::make_shared<asio::posix::stream_descriptor>(io_, fd);
-  auto buf = std::make_shared<std::string>();
-  auto chunk = std::make_shared<std::array<char, 4096>>();
-  const std::uint64_t id = job.id();
-  auto step = std::make_shared<std::function<void()>>();
-  *step = [this, desc, buf, chunk, id, stream, step] {
-    desc->async_read_some(asio::buffer(*chunk), [this, desc, buf, chunk, id, stream, step](const boost::system::error_code& ec, std::size_t n) {
-      buf->append(chunk->data(), n);
-      std::size_t nl;
-      while ((nl = buf->find('\n')) != std::string::npos || (ec && !buf->empty())) {
-        const std::size_t len = nl == std::string::npos ? buf->size() : nl;
-        auto job = jobs_.find(id);
-        if (job != jobs_.end() && job->second->killed) {
-          // After we stopped the job, the launch command only narrates its clean-up.
-          log::debug("launch command: ", buf->substr(0, len));
-        } else {
-          Frame f = wire::make_frame(Type::kOutput, buf->substr(0, len), id);
-          f.header.flags = stream;
-          to_broker(f);
-        }
-        buf->erase(0, nl == std::string::npos ? len : len + 1);
+  asio::co_spawn(io_, forward_launcher_output(job.id(), asio::posix::stream_descriptor(io_, fd), stream), asio::detached);
+}
+
+asio::awaitable<void> Relay::forward_launcher_output(std::uint64_t id, asio::posix::stream_descriptor pipe, std::uint32_t stream) {
+  std::string pending;
+  std::array<char, 4096> chunk;
+  boost::system::error_code ec;
+  while (!ec) {
+    const std::size_t n = co_await pipe.async_read_some(asio::buffer(chunk), asio::redirect_error(asio::use_awaitable, ec));
+    pending.append(chunk.data(), n);
+    std::size_t nl;
+    // Whole lines as they come; at the end, what is left.
+    while ((nl = pending.find('\n')) != std::string::npos || (ec && !pending.empty())) {
+      const std::string line = pending.substr(0, nl);
+      pending.erase(0, nl == std::string::npos ? nl : nl + 1);
+      auto job = jobs_.find(id);
+      if (job != jobs_.end() && job->second->killed) {
+        // After we stopped the job, the launch command only narrates its clean-up.
+        log::debug("launch command: ", line);
+        continue;
       }
-      auto it = jobs_.find(id);
-      if (!ec) {
-        (*step)();
-        return;
-      }
-      *step = nullptr;  // break the self-reference
-      if (it != jobs_.end()) {
-        --it->second->open_pipes;
-        maybe_finish(*it->second);
-      }
-    });
-  };
-  (*step)();
+      Frame f = wire::make_frame(Type::kOutput, line, id);
+      f.header.flags = stream;
+      to_broker(f);
+    }
+  }
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) co_return;
+  --it->second->open_pipes;
+  maybe_finish(*it->second);
 }
 
 void Relay::on_child_signal() {
@@ -457,14 +448,12 @@ void Relay::on_local_frame(const LocalPtr& conn, Frame& f) {
     log::warn("refusing a frame from ", conn->link->peer(), " forged for job ", f.header.job, " rank ", f.header.src);
     return conn->link->fail("frames must carry this connection's own job and rank");
   }
+  if (traffic) {
+    if (f.header.dst < 0 || static_cast<std::uint32_t>(f.header.dst) >= job.topo().size())
+      return conn->link->fail("destination rank " + std::to_string(f.header.dst) + " is not in the job");
+    return route(job, f);
+  }
   switch (f.header.type) {
-    case Type::kData:
-    case Type::kCredit:
-    case Type::kConnectBack:
-    case Type::kDirectFailed:
-      if (f.header.dst < 0 || static_cast<std::uint32_t>(f.header.dst) >= job.topo().size())
-        return conn->link->fail("destination rank " + std::to_string(f.header.dst) + " is not in the job");
-      return route(job, f);
     case Type::kOutput:
       if (!conn->monitor) break;
       f.header.src = rank;
@@ -584,15 +573,8 @@ void Relay::send_to_cluster(const std::string& cluster, Frame& f) {
 // that serves the cluster's processes and routes frames (two cores for the two halves of
 // a relay's work). Everything that touches the relay's state is posted to the main thread.
 asio::awaitable<void> Relay::dial_link(std::string cluster, tcp::endpoint ep) {
-  boost::system::error_code ec;
   TlsStream stream(link_io_, tls_client_);
-  {
-    // A firewall that drops the connection would otherwise keep us waiting for minutes.
-    Deadline deadline(stream.next_layer(), kHandshakeTimeout);
-    co_await stream.next_layer().async_connect(ep, asio::redirect_error(asio::use_awaitable, ec));
-    if (!ec) stream.next_layer().set_option(tcp::no_delay(true), ec);
-    if (!ec) co_await stream.async_handshake(asio::ssl::stream_base::client, asio::redirect_error(asio::use_awaitable, ec));
-  }
+  const boost::system::error_code ec = co_await connect_tls(stream, ep, kHandshakeTimeout);
   std::string why = ec ? ec.message() : "";
   if (!ec && tls::peer_common_name(stream.native_handle()) != tls::relay_name(cluster))
     why = "it presents a certificate named '" + tls::peer_common_name(stream.native_handle()) + "', not '" +

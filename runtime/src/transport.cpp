@@ -246,14 +246,8 @@ void RelayTransport::signal_peer(Type t, std::int32_t dst) {
 // ---------------------------------------------------------------- direct connections
 
 asio::awaitable<void> RelayTransport::dial(std::int32_t rank, tcp::endpoint ep) {
-  boost::system::error_code ec;
   TlsStream stream(io_, *psk_client_);
-  {
-    Deadline deadline(stream.next_layer(), kDialTimeout);
-    co_await stream.next_layer().async_connect(ep, asio::redirect_error(asio::use_awaitable, ec));
-    if (!ec) stream.next_layer().set_option(tcp::no_delay(true), ec);
-    if (!ec) co_await stream.async_handshake(asio::ssl::stream_base::client, asio::redirect_error(asio::use_awaitable, ec));
-  }
+  const boost::system::error_code ec = co_await connect_tls(stream, ep, kDialTimeout);
   std::lock_guard<std::mutex> lock(mu_);
   Peer& p = peers_[rank];
   if (ec || closing_) {
