@@ -31,7 +31,7 @@ void remove_stale_directories() {
 }
 }  // namespace
 
-EmbeddedGrid::EmbeddedGrid(const std::string& grid_xml, const std::string& bin_dir) {
+EmbeddedGrid::EmbeddedGrid(Grid grid, const std::string& grid_xml, const std::string& bin_dir) : grid_(std::move(grid)) {
   remove_stale_directories();
   char tmpl[] = "/tmp/gridrun-XXXXXX";
   if (!::mkdtemp(tmpl)) throw std::runtime_error("cannot create a private temporary directory in /tmp");
@@ -40,7 +40,6 @@ EmbeddedGrid::EmbeddedGrid(const std::string& grid_xml, const std::string& bin_d
   try {
     const std::string grid_path = dir_ + "/grid.xml";
     std::ofstream(grid_path) << grid_xml;
-    grid_ = load_grid(grid_path);
     tls::Authority ca("gridrt embedded CA");
     const tls::Credentials broker = ca.issue("broker", dir_, "broker");
     user_ = ca.issue("user " + std::string(getenv("USER") ? getenv("USER") : "gridrun"), dir_, "user");

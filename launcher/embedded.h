@@ -17,7 +17,8 @@ class EmbeddedGrid {
  public:
   // Writes the grid description and credentials, starts the broker and the relays.
   // Throws std::runtime_error naming what could not be started.
-  EmbeddedGrid(const std::string& grid_xml, const std::string& bin_dir);
+  // `grid` is `grid_xml` parsed; the daemons get the text.
+  EmbeddedGrid(Grid grid, const std::string& grid_xml, const std::string& bin_dir);
   ~EmbeddedGrid();  // stops the daemons and removes the directory
   EmbeddedGrid(const EmbeddedGrid&) = delete;
 

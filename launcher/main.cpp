@@ -1,4 +1,5 @@
 // gridrun: submit a JobProfile and follow it to its end. See --help and README.md.
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -132,9 +133,10 @@ int main(int argc, char** argv) {
         grid_xml = default_grid_xml();
         grid = parse_grid("embedded default grid", grid_xml);
       } else {
-        grid = load_grid(grid_path);
         std::ifstream in(grid_path);
+        if (!in) throw InputError(grid_path + ": cannot read the file: " + std::strerror(errno));
         grid_xml.assign(std::istreambuf_iterator<char>(in), {});
+        grid = parse_grid(grid_path, grid_xml);
       }
     }
     if (!nprocs.empty()) {
@@ -151,7 +153,7 @@ int main(int argc, char** argv) {
       const Topology t = map_job(spec, offers_of(grid));
       std::fputs(describe_mapping(t).c_str(), stdout);
       if (sub.explain) std::fputs(explain_links(t).c_str(), stdout);
-      return 0;
+      return 0;  // (with --broker, the broker maps the job: submit_job prints the same)
     }
     if (dry_run) sub.flags |= kSubmitDryRun;
     if (!embedded) return submit_job(spec, sub);
@@ -166,7 +168,7 @@ int main(int argc, char** argv) {
     sigaddset(&block, SIGINT);
     sigaddset(&block, SIGTERM);
     sigprocmask(SIG_BLOCK, &block, nullptr);
-    EmbeddedGrid eg(grid_xml, bin_dir);
+    EmbeddedGrid eg(grid, grid_xml, bin_dir);
     sub.broker = eg.broker_endpoint();
     sub.creds = eg.user_credentials();
     sub.flags |= kSubmitWaitForGrid;

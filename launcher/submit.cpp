@@ -52,9 +52,9 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
             topo = Topology::decode(r);
             accepted = true;
             job_id = f.header.job;
-            if (opt.explain && (opt.flags & kSubmitDryRun)) std::fputs(explain_links(topo).c_str(), stdout);
             if (opt.flags & kSubmitDryRun) {
               std::fputs(describe_mapping(topo).c_str(), stdout);
+              if (opt.explain) std::fputs(explain_links(topo).c_str(), stdout);
               status = 0;
               ended = true;
               link->close("dry run done");

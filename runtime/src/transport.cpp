@@ -36,6 +36,8 @@ ListenSpec ListenSpec::parse(const char* text) {
 RelayTransport::RelayTransport(const std::string& relay, std::uint64_t job, const std::string& secret,
                                std::uint32_t local_rank, const std::string& hostname, std::size_t window, ListenSpec listen)
     : job_(job), window_(std::max(window, kMinWindow)) {
+  const char* direct = std::getenv("GRIDRT_DIRECT");
+  direct_allowed_ = !(direct && std::string(direct) == "off");
   tcp::socket socket(io_);
   boost::system::error_code ec;
   socket.connect(parse_endpoint(relay), ec);
@@ -181,15 +183,13 @@ void RelayTransport::write(std::int32_t dst, std::string bytes) {
 // The first frame for `dst`: choose the path (common/ladder.h), start a direct connection
 // if there is to be one. Ranks in this cluster never get here (they use MPI).
 void RelayTransport::decide(std::int32_t dst, Peer& p) {
-  const char* direct = std::getenv("GRIDRT_DIRECT");
-  const bool allowed = !(direct && std::string(direct) == "off");
-  const PairPlan plan = topology_ && allowed ? plan_pair(*topology_, static_cast<std::uint32_t>(rank_), static_cast<std::uint32_t>(dst))
-                                             : PairPlan{};
+  const PairPlan plan = topology_ && direct_allowed_
+                            ? plan_pair(*topology_, static_cast<std::uint32_t>(rank_), static_cast<std::uint32_t>(dst))
+                            : PairPlan{};
   if (plan.technique != Technique::kDirect) {
     p.path = Peer::Path::kRelay;
     return;
   }
-  p.timer = std::make_unique<asio::steady_timer>(io_);
   if (plan.dialer == rank_) {
     p.path = Peer::Path::kDialling;
     tcp::endpoint ep;
@@ -204,7 +204,7 @@ void RelayTransport::decide(std::int32_t dst, Peer& p) {
   // Only the peer can dial: ask it to, through the relays (a reverse connection).
   p.path = Peer::Path::kAwaitingCallBack;
   signal_peer(Type::kConnectBack, dst);
-  p.timer->expires_after(kCallBackTimeout);
+  p.timer = std::make_unique<asio::steady_timer>(io_, kCallBackTimeout);
   p.timer->async_wait([this, dst](const boost::system::error_code& ec) {
     if (ec) return;
     std::lock_guard<std::mutex> lock(mu_);

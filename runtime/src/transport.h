@@ -151,6 +151,7 @@ class RelayTransport {
   std::unique_ptr<tcp::acceptor> acceptor_;
   std::string listening_;
   std::map<std::int32_t, Peer> peers_;
+  bool direct_allowed_ = true;  // GRIDRT_DIRECT=off keeps every pair on the relays
   bool closing_ = false;
 };
 
