@@ -140,7 +140,7 @@ asio::awaitable<void> Broker::handshake(tcp::socket socket) {
   {
     // A peer that connects and says nothing must not hold a session forever.
     Deadline guard(stream.next_layer(), std::chrono::seconds(10));
-    co_await stream.async_handshake(asio::ssl::stream_base::server, asio::redirect_error(asio::use_awaitable, ec));
+    ec = co_await stream.handshake(asio::ssl::stream_base::server);
   }
   if (ec) {
     log::warn("TLS handshake with ", who, " failed: ", ec.message());

@@ -14,16 +14,10 @@
 #include <string>
 
 #include "common/log.h"
+#include "common/tls_stream.h"
 #include "common/wire.h"
 
 namespace gridrt {
-
-namespace asio = boost::asio;
-using tcp = asio::ip::tcp;
-using TlsStream = asio::ssl::stream<tcp::socket>;
-
-inline tcp::socket& lowest_layer(tcp::socket& s) { return s; }
-inline tcp::socket& lowest_layer(TlsStream& s) { return s.next_layer(); }
 
 template <typename Stream>
 class Link : public std::enable_shared_from_this<Link<Stream>> {
@@ -101,12 +95,12 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
     while (!closed_) {
       boost::system::error_code ec;
       char* space = decoder.prepare(kReadSize);  // read straight into the decoder
-      const std::size_t n = co_await stream_.async_read_some(asio::buffer(space, kReadSize), asio::redirect_error(asio::use_awaitable, ec));
+      const std::size_t n = co_await gridrt::read_some(stream_, asio::buffer(space, kReadSize), ec);
       if (ec) {
-        close(ec == asio::error::eof || ec == asio::ssl::error::stream_truncated ? "connection closed by peer"
-                                                                                 : ec.message());
+        close(ec == asio::error::eof ? "connection closed by peer" : ec.message());
         co_return;
       }
+      if (has_output(stream_)) wake_.cancel();  // TLS answers something: the writer sends it
       decoder.commit(n);
       for (;;) {
         const auto st = decoder.next(frame);
@@ -129,6 +123,15 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
     batch.reserve(kBatchBuffers);
     std::vector<asio::const_buffer> buffers;
     while (!closed_) {
+      if (queue_.empty() && has_output(stream_)) {
+        boost::system::error_code ec;
+        co_await gridrt::write(stream_, {}, ec);
+        if (ec) {
+          close(ec.message());
+          co_return;
+        }
+        continue;
+      }
       if (queue_.empty()) {
         if (closing_) break;
         boost::system::error_code ec;
@@ -150,7 +153,7 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
         bytes += o.head.size() + o.body.size();
       }
       boost::system::error_code ec;
-      co_await asio::async_write(stream_, buffers, asio::redirect_error(asio::use_awaitable, ec));
+      co_await gridrt::write(stream_, buffers, ec);
       queued_bytes_ -= bytes;
       if (ec) {
         close(ec.message());
@@ -231,7 +234,7 @@ inline asio::awaitable<boost::system::error_code> connect_tls(TlsStream& stream,
   Deadline deadline(stream.next_layer(), timeout);
   co_await stream.next_layer().async_connect(ep, asio::redirect_error(asio::use_awaitable, ec));
   if (!ec) stream.next_layer().set_option(tcp::no_delay(true), ec);
-  if (!ec) co_await stream.async_handshake(asio::ssl::stream_base::client, asio::redirect_error(asio::use_awaitable, ec));
+  if (!ec) ec = co_await stream.handshake(asio::ssl::stream_base::client);
   if (ec && deadline.fired()) ec = asio::error::timed_out;  // say what happened, not how we stopped it
   co_return ec;
 }

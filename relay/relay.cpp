@@ -632,11 +632,11 @@ asio::awaitable<void> Relay::serve_link(tcp::socket s) {
   TlsStream stream(std::move(s), tls_server_);
   {
     Deadline deadline(stream.next_layer(), kHandshakeTimeout);
-    co_await stream.async_handshake(asio::ssl::stream_base::server, asio::redirect_error(asio::use_awaitable, ec));
+    ec = co_await stream.handshake(asio::ssl::stream_base::server);
   }
   if (ec) {
     // A peer that hangs up before saying anything is the broker probing this port.
-    const bool probe = ec == asio::ssl::error::stream_truncated || ec == asio::error::eof;
+    const bool probe = ec == asio::error::eof;
     log::emit(probe ? log::Level::kDebug : log::Level::kWarn, "TLS handshake with ", remote, " on the link port failed: ", ec.message());
     co_return;
   }

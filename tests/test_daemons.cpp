@@ -104,7 +104,7 @@ class Daemons : public ::testing::Test {
   struct Client {
     asio::io_context io;
     asio::ssl::context ctx;
-    TlsStream stream;
+    asio::ssl::stream<tcp::socket> stream;  // Asio's own TLS: an independent client
     Client(const tls::Credentials& c) : ctx(tls::make_context(tls::Role::kClient, c)), stream(io, ctx) {}
     boost::system::error_code connect(const tcp::endpoint& ep) {
       boost::system::error_code ec;

@@ -417,7 +417,7 @@ TEST_F(ThreeSites, StrangersAndForgeriesAreRefusedWhileTheJobRunsOn) {
       asio::io_context io;
       auto ctx = tls::make_context(tls::Role::kClient,
                                    {dir_ + "/ca/relay-" + relay + ".pem", dir_ + "/ca/relay-" + relay + ".key", dir_ + "/ca/ca.pem"});
-      TlsStream s(io, ctx);
+      asio::ssl::stream<tcp::socket> s(io, ctx);
       s.next_layer().connect(parse_endpoint(sites_[0].addr + ":" + std::to_string(sites_[0].link_port)));
       s.handshake(asio::ssl::stream_base::client);
       asio::write(s, asio::buffer(bytes));

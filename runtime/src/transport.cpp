@@ -284,7 +284,7 @@ asio::awaitable<void> RelayTransport::serve_direct(tcp::socket s) {
   {
     // Only a process holding the job's secret completes this handshake (TLS-PSK).
     Deadline deadline(stream.next_layer(), kDialTimeout);
-    co_await stream.async_handshake(asio::ssl::stream_base::server, asio::redirect_error(asio::use_awaitable, ec));
+    ec = co_await stream.handshake(asio::ssl::stream_base::server);
   }
   if (ec) {
     log::warn("rank ", rank_, ": refused a direct connection: ", ec.message());

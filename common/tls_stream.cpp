@@ -1,0 +1,168 @@
+#include "common/tls_stream.h"
+
+#include <openssl/err.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace gridrt {
+namespace {
+
+constexpr std::size_t kRecord = 16 * 1024;       // TLS's largest record payload
+constexpr std::size_t kSocketRead = 256 * 1024;  // ciphertext taken from the socket at once
+
+BIO* new_memory_bio() {
+  BIO* b = BIO_new(BIO_s_mem());
+  if (!b) throw std::bad_alloc();
+  BIO_set_mem_eof_return(b, -1);  // empty means "wait for more", not end of stream
+  return b;
+}
+
+// OpenSSL's reason for the last failure, in Asio's ssl category (so that its message is
+// OpenSSL's own text, as with Asio's streams).
+boost::system::error_code last_tls_error() {
+  const unsigned long e = ERR_get_error();
+  ERR_clear_error();
+  if (e == 0) return asio::error::connection_aborted;
+  return {static_cast<int>(e), asio::error::get_ssl_category()};
+}
+
+}  // namespace
+
+TlsStream::TlsStream(tcp::socket socket, asio::ssl::context& ctx) : socket_(std::move(socket)) {
+  ssl_ = SSL_new(ctx.native_handle());
+  if (!ssl_) throw std::bad_alloc();
+  SSL_set_bio(ssl_, new_memory_bio(), new_memory_bio());
+  spare_output_ = new_memory_bio();
+}
+
+TlsStream::TlsStream(TlsStream&& o) noexcept
+    : socket_(std::move(o.socket_)), ssl_(std::exchange(o.ssl_, nullptr)),
+      spare_output_(std::exchange(o.spare_output_, nullptr)), input_(std::move(o.input_)), staging_(std::move(o.staging_)) {}
+
+TlsStream::~TlsStream() {
+  if (ssl_) SSL_free(ssl_);  // frees its BIOs too
+  if (spare_output_) BIO_free(spare_output_);
+}
+
+bool TlsStream::has_output() const { return BIO_ctrl_pending(SSL_get_wbio(ssl_)) > 0; }
+
+asio::awaitable<boost::system::error_code> TlsStream::handshake(HandshakeType type) {
+  if (type == asio::ssl::stream_base::client) SSL_set_connect_state(ssl_);
+  else SSL_set_accept_state(ssl_);
+  boost::system::error_code ec;
+  for (;;) {
+    ERR_clear_error();
+    const int r = SSL_do_handshake(ssl_);
+    const int why = r == 1 ? SSL_ERROR_NONE : SSL_get_error(ssl_, r);
+    // What OpenSSL has to say goes out first, an alert about a refused certificate included.
+    const boost::system::error_code failure = why == SSL_ERROR_NONE || why == SSL_ERROR_WANT_READ ? boost::system::error_code{} : last_tls_error();
+    co_await flush(ec);
+    if (failure) co_return failure;
+    if (ec) co_return ec;
+    if (why == SSL_ERROR_NONE) co_return ec;
+    if (!co_await fill(ec)) co_return ec;
+  }
+}
+
+asio::awaitable<bool> TlsStream::fill(boost::system::error_code& ec) {
+  input_.resize(kSocketRead);
+  const std::size_t n = co_await socket_.async_read_some(asio::buffer(input_), asio::redirect_error(asio::use_awaitable, ec));
+  if (ec) co_return false;
+  // A memory BIO only fails to take bytes when memory runs out.
+  if (BIO_write(SSL_get_rbio(ssl_), input_.data(), static_cast<int>(n)) != static_cast<int>(n)) throw std::bad_alloc();
+  co_return true;
+}
+
+asio::awaitable<std::size_t> TlsStream::read_some(asio::mutable_buffer space, boost::system::error_code& ec) {
+  char* out = static_cast<char*>(space.data());
+  std::size_t got = 0;
+  for (;;) {
+    while (got < space.size()) {
+      ERR_clear_error();
+      std::size_t n = 0;
+      const int r = SSL_read_ex(ssl_, out + got, space.size() - got, &n);
+      if (r == 1) {
+        got += n;
+        continue;
+      }
+      const int why = SSL_get_error(ssl_, r);
+      if (why == SSL_ERROR_WANT_READ) break;
+      if (got > 0) co_return got;  // the error comes back on the next call
+      ec = why == SSL_ERROR_ZERO_RETURN ? boost::system::error_code(asio::error::eof) : last_tls_error();
+      co_return 0;
+    }
+    if (got > 0) co_return got;
+    if (!co_await fill(ec)) co_return 0;
+  }
+}
+
+// Plaintext goes to TLS in full records where it can: small buffers (frame headers, short
+// frames) are gathered first, large ones go straight through.
+bool TlsStream::encrypt(const void* data, std::size_t size) {
+  ERR_clear_error();
+  std::size_t written = 0;
+  return SSL_write_ex(ssl_, data, size, &written) == 1;
+}
+
+asio::awaitable<void> TlsStream::write(const std::vector<asio::const_buffer>& buffers, boost::system::error_code& ec) {
+  staging_.clear();
+  for (const auto& b : buffers) {
+    const char* p = static_cast<const char*>(b.data());
+    std::size_t left = b.size();
+    if (staging_.size() + left < kRecord) {
+      staging_.insert(staging_.end(), p, p + left);
+      continue;
+    }
+    // Complete the gathered record with this buffer's head, then whole records straight
+    // from the buffer; its tail starts the next gathered record.
+    const std::size_t head = staging_.empty() ? 0 : kRecord - staging_.size();
+    if (head > 0) {
+      staging_.insert(staging_.end(), p, p + head);
+      p += head;
+      left -= head;
+      if (!encrypt(staging_.data(), staging_.size())) {
+        ec = last_tls_error();
+        co_return;
+      }
+      staging_.clear();
+    }
+    const std::size_t whole = left / kRecord * kRecord;
+    if (whole > 0 && !encrypt(p, whole)) {
+      ec = last_tls_error();
+      co_return;
+    }
+    staging_.insert(staging_.end(), p + whole, p + left);
+  }
+  if (!staging_.empty() && !encrypt(staging_.data(), staging_.size())) {
+    ec = last_tls_error();
+    co_return;
+  }
+  co_await flush(ec);
+}
+
+// Sends what TLS has written. The full memory BIO is swapped for an empty one and sent
+// from where it lies (no copy); reading may meanwhile write to the fresh one.
+asio::awaitable<void> TlsStream::flush(boost::system::error_code& ec) {
+  while (!ec && has_output()) {
+    BIO* full = SSL_get_wbio(ssl_);
+    BIO_up_ref(full);
+    SSL_set0_wbio(ssl_, std::exchange(spare_output_, nullptr));  // drops the SSL's reference to `full`
+    char* data = nullptr;
+    const long size = BIO_get_mem_data(full, &data);
+    co_await asio::async_write(socket_, asio::buffer(data, static_cast<std::size_t>(size)),
+                               asio::redirect_error(asio::use_awaitable, ec));
+    BIO_reset(full);
+    spare_output_ = full;
+  }
+}
+
+asio::awaitable<std::size_t> read_some(tcp::socket& s, asio::mutable_buffer space, boost::system::error_code& ec) {
+  return s.async_read_some(space, asio::redirect_error(asio::use_awaitable, ec));
+}
+
+asio::awaitable<void> write(tcp::socket& s, const std::vector<asio::const_buffer>& buffers, boost::system::error_code& ec) {
+  co_await asio::async_write(s, buffers, asio::redirect_error(asio::use_awaitable, ec));
+}
+
+}  // namespace gridrt
