@@ -162,7 +162,7 @@ boost::asio::ssl::context make_psk_context(Role role, const std::string& secret)
 }
 
 std::string peer_common_name(SSL* ssl) {
-  X509* cert = SSL_get1_peer_certificate(ssl);
+  X509* cert = ssl ? SSL_get1_peer_certificate(ssl) : nullptr;
   if (!cert) return {};
   char buf[256] = {0};
   X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, buf, sizeof buf);

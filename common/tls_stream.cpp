@@ -45,9 +45,10 @@ TlsStream::~TlsStream() {
   if (spare_output_) BIO_free(spare_output_);
 }
 
-bool TlsStream::has_output() const { return BIO_ctrl_pending(SSL_get_wbio(ssl_)) > 0; }
+bool TlsStream::has_output() const { return ssl_ && BIO_ctrl_pending(SSL_get_wbio(ssl_)) > 0; }
 
 asio::awaitable<boost::system::error_code> TlsStream::handshake(HandshakeType type) {
+  if (!ssl_) co_return boost::system::error_code{};
   if (type == asio::ssl::stream_base::client) SSL_set_connect_state(ssl_);
   else SSL_set_accept_state(ssl_);
   boost::system::error_code ec;
@@ -75,6 +76,7 @@ asio::awaitable<bool> TlsStream::fill(boost::system::error_code& ec) {
 }
 
 asio::awaitable<std::size_t> TlsStream::read_some(asio::mutable_buffer space, boost::system::error_code& ec) {
+  if (!ssl_) co_return co_await gridrt::read_some(socket_, space, ec);
   char* out = static_cast<char*>(space.data());
   std::size_t got = 0;
   for (;;) {
@@ -106,6 +108,7 @@ bool TlsStream::encrypt(const void* data, std::size_t size) {
 }
 
 asio::awaitable<void> TlsStream::write(const std::vector<asio::const_buffer>& buffers, boost::system::error_code& ec) {
+  if (!ssl_) co_return co_await gridrt::write(socket_, buffers, ec);
   staging_.clear();
   for (const auto& b : buffers) {
     const char* p = static_cast<const char*>(b.data());

@@ -30,12 +30,16 @@ class TlsStream {
 
   TlsStream(asio::io_context& io, asio::ssl::context& ctx) : TlsStream(tcp::socket(io), ctx) {}
   TlsStream(tcp::socket socket, asio::ssl::context& ctx);
+  // Benchmarks only (GRIDRT_LINK_ENCRYPTION=none, docs/benchmarks.md): the same calls with
+  // no TLS at all, so that the cost of encryption can be measured on the real path.
+  static TlsStream unencrypted(tcp::socket socket) { return TlsStream(std::move(socket)); }
   TlsStream(TlsStream&& o) noexcept;
   TlsStream& operator=(TlsStream&&) = delete;
   ~TlsStream();
 
   tcp::socket& next_layer() { return socket_; }
   SSL* native_handle() { return ssl_; }
+  bool encrypted() const { return ssl_ != nullptr; }
   executor_type get_executor() { return socket_.get_executor(); }
 
   // Shakes hands as `type`; returns what went wrong (OpenSSL's reason in the ssl category,
@@ -51,12 +55,13 @@ class TlsStream {
   bool has_output() const;
 
  private:
+  explicit TlsStream(tcp::socket socket) : socket_(std::move(socket)) {}
   bool encrypt(const void* data, std::size_t size);
   asio::awaitable<void> flush(boost::system::error_code& ec);
   asio::awaitable<bool> fill(boost::system::error_code& ec);  // more ciphertext from the socket
 
   tcp::socket socket_;
-  SSL* ssl_ = nullptr;
+  SSL* ssl_ = nullptr;  // none when unencrypted
   BIO* spare_output_ = nullptr;  // an empty memory BIO to swap in while the last one is sent
   std::vector<char> input_;      // ciphertext as read from the socket
   std::vector<char> staging_;    // small buffers gathered into one full record

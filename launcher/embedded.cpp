@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -61,10 +62,11 @@ EmbeddedGrid::EmbeddedGrid(Grid grid, const std::string& grid_xml, const std::st
     std::ifstream(port_file) >> broker_port_;
     for (const auto& c : grid_.clusters) {
       const tls::Credentials relay = ca.issue("relay " + c.name, dir_, "relay-" + c.name);
-      relays_.push_back(spawn({bin_dir + "/gridrelay", "--grid", grid_path, "--cluster", c.name, "--broker",
-                               broker_endpoint(), "--cert", relay.cert, "--key", relay.key, "--ca", relay.ca},
-                              {})
-                            .pid);
+      std::vector<std::string> argv = {bin_dir + "/gridrelay", "--grid", grid_path, "--cluster", c.name, "--broker",
+                                       broker_endpoint(), "--cert", relay.cert, "--key", relay.key, "--ca", relay.ca};
+      // Benchmarks measure the relay path without TLS this way (docs/benchmarks.md).
+      if (const char* e = std::getenv("GRIDRT_LINK_ENCRYPTION")) argv.insert(argv.end(), {"--link-encryption", e});
+      relays_.push_back(spawn(argv, {}).pid);
     }
   } catch (...) {
     shutdown();

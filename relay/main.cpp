@@ -22,6 +22,10 @@ description, and carries the job's traffic to and from other clusters.
   --cert/--key PEM    this relay's certificate and key, issued by the grid CA
   --ca PEM            the grid CA
   --gridproc PATH     the per-process monitor (default: gridproc next to this program)
+  --link-encryption tls|none
+                      relay-to-relay links over mutual TLS 1.3 (the default), or, for
+                      benchmarks only, unencrypted and unauthenticated (every relay of the
+                      grid must then say none)
   --help              this text
 Logging goes to stderr; set GRIDRT_LOG=info or debug for more.
 )";
@@ -30,13 +34,18 @@ Logging goes to stderr; set GRIDRT_LOG=info or debug for more.
 int main(int argc, char** argv) {
   using namespace gridrt;
   log::set_component("relay");
-  std::string grid_path, cluster, broker, gridproc;
+  std::string grid_path, cluster, broker, gridproc, link_encryption = "tls";
   tls::Credentials creds;
   parse_daemon_options(argc, argv, "gridrelay", kUsage,
                        {{"--grid", &grid_path}, {"--cluster", &cluster}, {"--broker", &broker}, {"--cert", &creds.cert},
-                        {"--key", &creds.key}, {"--ca", &creds.ca}, {"--gridproc", &gridproc}},
+                        {"--key", &creds.key}, {"--ca", &creds.ca}, {"--gridproc", &gridproc},
+                        {"--link-encryption", &link_encryption}},
                        {"--grid", "--cluster", "--broker", "--cert", "--key", "--ca"});
   if (gridproc.empty()) gridproc = (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "gridproc").string();
+  if (link_encryption != "tls" && link_encryption != "none") {
+    std::fprintf(stderr, "gridrelay: --link-encryption must be tls or none, not '%s'\n", link_encryption.c_str());
+    return 2;
+  }
   int status = 0;
   try {
     const Grid grid = load_grid(grid_path);
@@ -46,7 +55,9 @@ int main(int argc, char** argv) {
       return 2;
     }
     asio::io_context io;
-    Relay relay(io, {*desc, creds, parse_endpoint(broker), gridproc});
+    Relay relay(io, {*desc, creds, parse_endpoint(broker), gridproc, link_encryption == "tls"});
+    if (link_encryption == "none")
+      log::warn("relay links are NOT encrypted nor authenticated (--link-encryption none): for benchmarks only");
     relay.on_fatal = [&](const std::string& why) {
       std::fprintf(stderr, "gridrelay: the broker refused cluster '%s': %s\n", cluster.c_str(), why.c_str());
       status = 1;

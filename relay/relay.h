@@ -32,6 +32,9 @@ class Relay {
     tls::Credentials creds;
     tcp::endpoint broker;
     std::string gridproc;  // path of the per-process monitor started under mpiexec
+    // Benchmarks only: relay links without TLS, so neither encrypted nor authenticated
+    // (a link is trusted to be the cluster its LinkHello names). Both ends must agree.
+    bool encrypt_links = true;
   };
   Relay(asio::io_context& io, Options opt);
   ~Relay();

@@ -514,3 +514,26 @@ TEST(EndToEnd, KilledOutrightLeavesNoProcessAndTheNextRunCleansUp) {
   dirs_before = before;
   expect_nothing_left();
 }
+
+// The benchmark-only mode without TLS on relay links (docs/benchmarks.md) carries the same
+// traffic intact, and the relays say loudly that it is not encrypted.
+TEST(EndToEnd, UnencryptedRelayLinksForBenchmarksCarryTrafficIntactAndSaySo) {
+  std::string text = slurp(kSrc + "/jobprofiles/two-groups.xml");
+  text.replace(text.find("<value>4096</value>"), 19, "<value>20000000</value>");
+  const std::string path = ::testing::TempDir() + "/two-groups-unencrypted.xml";
+  std::ofstream(path) << text;
+  ::setenv("GRIDRT_LINK_ENCRYPTION", "none", 1);
+  const Outcome r = gridrun({path});
+  ::unsetenv("GRIDRT_LINK_ENCRYPTION");
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("pingpong rank 0 <-> rank 2 (cluster c1): 20000000 bytes"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("relay links are NOT encrypted"), std::string::npos) << r.err;
+  expect_nothing_left();
+
+  ::setenv("GRIDRT_LINK_ENCRYPTION", "rot13", 1);
+  const Outcome bad = gridrun({kSrc + "/jobprofiles/two-groups.xml"});
+  ::unsetenv("GRIDRT_LINK_ENCRYPTION");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.err.find("--link-encryption must be tls or none, not 'rot13'"), std::string::npos) << bad.err;
+  expect_nothing_left();
+}
