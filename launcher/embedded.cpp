@@ -32,7 +32,8 @@ void remove_stale_directories() {
 }
 }  // namespace
 
-EmbeddedGrid::EmbeddedGrid(Grid grid, const std::string& grid_xml, const std::string& bin_dir) : grid_(std::move(grid)) {
+EmbeddedGrid::EmbeddedGrid(Grid grid, const std::string& grid_xml, const std::string& bin_dir,
+                           const std::vector<std::string>& relay_options) : grid_(std::move(grid)) {
   remove_stale_directories();
   char tmpl[] = "/tmp/gridrun-XXXXXX";
   if (!::mkdtemp(tmpl)) throw std::runtime_error("cannot create a private temporary directory in /tmp");
@@ -64,8 +65,7 @@ EmbeddedGrid::EmbeddedGrid(Grid grid, const std::string& grid_xml, const std::st
       const tls::Credentials relay = ca.issue("relay " + c.name, dir_, "relay-" + c.name);
       std::vector<std::string> argv = {bin_dir + "/gridrelay", "--grid", grid_path, "--cluster", c.name, "--broker",
                                        broker_endpoint(), "--cert", relay.cert, "--key", relay.key, "--ca", relay.ca};
-      // Benchmarks measure the relay path without TLS this way (docs/benchmarks.md).
-      if (const char* e = std::getenv("GRIDRT_LINK_ENCRYPTION")) argv.insert(argv.end(), {"--link-encryption", e});
+      argv.insert(argv.end(), relay_options.begin(), relay_options.end());
       relays_.push_back(spawn(argv, {}).pid);
     }
   } catch (...) {

@@ -17,8 +17,9 @@ class EmbeddedGrid {
  public:
   // Writes the grid description and credentials, starts the broker and the relays.
   // Throws std::runtime_error naming what could not be started.
-  // `grid` is `grid_xml` parsed; the daemons get the text.
-  EmbeddedGrid(Grid grid, const std::string& grid_xml, const std::string& bin_dir);
+  // `grid` is `grid_xml` parsed; the daemons get the text. `relay_options` go to every
+  // relay's command line (link encryption, WAN emulation).
+  EmbeddedGrid(Grid grid, const std::string& grid_xml, const std::string& bin_dir, const std::vector<std::string>& relay_options = {});
   ~EmbeddedGrid();  // stops the daemons and removes the directory
   EmbeddedGrid(const EmbeddedGrid&) = delete;
 

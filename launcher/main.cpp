@@ -12,6 +12,7 @@
 #include "common/grid.h"
 #include "common/jobprofile.h"
 #include "common/ladder.h"
+#include "common/wan.h"
 #include "launcher/ca.h"
 #include "launcher/embedded.h"
 #include "launcher/submit.h"
@@ -40,6 +41,13 @@ Grid options:
                        a private temporary directory, all removed afterwards
   --grid FILE          grid description for the embedded grid (docs/grid.md), instead of
                        the default of 2 clusters x 3 slots
+  --clusters C         the default grid with C clusters (each its own site) ...
+  --ranks-per-cluster R
+                       ... of R slots each (defaults 2 and 3)
+  --emulate-wan DELAY[,RATE]
+                       test facility: every relay link of the embedded grid crosses an
+                       emulated WAN line, DELAY one way (us, ms, s) and RATE (kbit, mbit,
+                       gbit) each way, e.g. 10ms,100mbit
   --broker HOST:PORT   submit to a running broker instead (needs the three below)
   --cert PEM --key PEM your user certificate and key, issued by the grid's CA
   --ca PEM             the grid's CA certificate
@@ -65,6 +73,13 @@ std::vector<gridrt::ClusterOffer> offers_of(const gridrt::Grid& grid) {
   std::exit(2);
 }
 
+int positive_number(const std::string& option, const std::string& text, int most) {
+  const bool digits = !text.empty() && text.size() <= 6 && text.find_first_not_of("0123456789") == std::string::npos;
+  const int v = digits ? std::atoi(text.c_str()) : 0;
+  if (v < 1 || v > most) usage_error(option + " takes a number from 1 to " + std::to_string(most) + ", got '" + text + "'");
+  return v;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -77,6 +92,7 @@ int main(int argc, char** argv) {
   Variables vars;
   SubmitOptions sub;
   bool dry_run = false;
+  std::string clusters, ranks_per_cluster, emulate_wan;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -101,6 +117,12 @@ int main(int argc, char** argv) {
       sub.verbose = true;
     } else if (a == "--grid") {
       grid_path = value();
+    } else if (a == "--clusters") {
+      clusters = value();
+    } else if (a == "--ranks-per-cluster") {
+      ranks_per_cluster = value();
+    } else if (a == "--emulate-wan") {
+      emulate_wan = value();
     } else if (a == "--broker") {
       sub.broker = value();
     } else if (a == "--cert") {
@@ -122,6 +144,23 @@ int main(int argc, char** argv) {
   if (!embedded && (sub.creds.cert.empty() || sub.creds.key.empty() || sub.creds.ca.empty()))
     usage_error("--broker needs --cert, --key and --ca");
   if (!embedded && !grid_path.empty()) usage_error("--grid describes the embedded grid; it cannot go with --broker");
+  const bool sized = !clusters.empty() || !ranks_per_cluster.empty();
+  if (sized && (!embedded || !grid_path.empty()))
+    usage_error("--clusters and --ranks-per-cluster size the default embedded grid; they cannot go with --grid or --broker");
+  const int num_clusters = clusters.empty() ? 2 : positive_number("--clusters", clusters, 64);
+  const int slots_per_cluster = ranks_per_cluster.empty() ? 3 : positive_number("--ranks-per-cluster", ranks_per_cluster, 1024);
+  std::vector<std::string> relay_options;
+  if (!emulate_wan.empty()) {
+    if (!embedded) usage_error("--emulate-wan applies to the embedded grid; it cannot go with --broker");
+    try {
+      parse_wan_spec(emulate_wan);
+    } catch (const std::invalid_argument& e) {
+      usage_error(std::string("--emulate-wan: ") + e.what());
+    }
+    relay_options.insert(relay_options.end(), {"--emulate-wan", emulate_wan});
+  }
+  // Benchmarks measure the relay path without TLS this way (docs/benchmarks.md).
+  if (const char* e = std::getenv("GRIDRT_LINK_ENCRYPTION")) relay_options.insert(relay_options.end(), {"--link-encryption", e});
   if (sub.verbose && !std::getenv("GRIDRT_LOG")) ::setenv("GRIDRT_LOG", "info", 1);
 
   const std::string bin_dir = std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
@@ -130,7 +169,7 @@ int main(int argc, char** argv) {
     Grid grid;
     if (embedded) {
       if (grid_path.empty()) {
-        grid_xml = default_grid_xml();
+        grid_xml = default_grid_xml(num_clusters, slots_per_cluster);
         grid = parse_grid("embedded default grid", grid_xml);
       } else {
         std::ifstream in(grid_path);
@@ -168,7 +207,7 @@ int main(int argc, char** argv) {
     sigaddset(&block, SIGINT);
     sigaddset(&block, SIGTERM);
     sigprocmask(SIG_BLOCK, &block, nullptr);
-    EmbeddedGrid eg(grid, grid_xml, bin_dir);
+    EmbeddedGrid eg(grid, grid_xml, bin_dir, relay_options);
     sub.broker = eg.broker_endpoint();
     sub.creds = eg.user_credentials();
     sub.flags |= kSubmitWaitForGrid;

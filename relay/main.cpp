@@ -26,6 +26,10 @@ description, and carries the job's traffic to and from other clusters.
                       relay-to-relay links over mutual TLS 1.3 (the default), or, for
                       benchmarks only, unencrypted and unauthenticated (every relay of the
                       grid must then say none)
+  --emulate-wan DELAY[,RATE]
+                      test facility: what this relay sends on relay links crosses an
+                      emulated WAN line, DELAY one way (us, ms, s) at RATE (kbit, mbit,
+                      gbit), e.g. 10ms,100mbit (docs/benchmarks.md)
   --help              this text
 Logging goes to stderr; set GRIDRT_LOG=info or debug for more.
 )";
@@ -34,16 +38,23 @@ Logging goes to stderr; set GRIDRT_LOG=info or debug for more.
 int main(int argc, char** argv) {
   using namespace gridrt;
   log::set_component("relay");
-  std::string grid_path, cluster, broker, gridproc, link_encryption = "tls";
+  std::string grid_path, cluster, broker, gridproc, link_encryption = "tls", emulate_wan;
   tls::Credentials creds;
   parse_daemon_options(argc, argv, "gridrelay", kUsage,
                        {{"--grid", &grid_path}, {"--cluster", &cluster}, {"--broker", &broker}, {"--cert", &creds.cert},
                         {"--key", &creds.key}, {"--ca", &creds.ca}, {"--gridproc", &gridproc},
-                        {"--link-encryption", &link_encryption}},
+                        {"--link-encryption", &link_encryption}, {"--emulate-wan", &emulate_wan}},
                        {"--grid", "--cluster", "--broker", "--cert", "--key", "--ca"});
   if (gridproc.empty()) gridproc = (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "gridproc").string();
   if (link_encryption != "tls" && link_encryption != "none") {
     std::fprintf(stderr, "gridrelay: --link-encryption must be tls or none, not '%s'\n", link_encryption.c_str());
+    return 2;
+  }
+  WanSpec wan;
+  try {
+    if (!emulate_wan.empty()) wan = parse_wan_spec(emulate_wan);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "gridrelay: --emulate-wan: %s\n", e.what());
     return 2;
   }
   int status = 0;
@@ -55,7 +66,8 @@ int main(int argc, char** argv) {
       return 2;
     }
     asio::io_context io;
-    Relay relay(io, {*desc, creds, parse_endpoint(broker), gridproc, link_encryption == "tls"});
+    Relay relay(io, {*desc, creds, parse_endpoint(broker), gridproc, link_encryption == "tls", wan});
+    if (wan.active()) log::info("emulating a WAN line under relay links: ", describe(wan));
     if (link_encryption == "none")
       log::warn("relay links are NOT encrypted nor authenticated (--link-encryption none): for benchmarks only");
     relay.on_fatal = [&](const std::string& why) {

@@ -74,6 +74,11 @@ struct Relay::PeerLink {
   bool up = false;
   bool dialling = false;
   std::vector<std::string> queue;  // encoded frames waiting for the link to come up
+  // WAN emulation (Options::wan): frames wait here until the emulated line delivers them,
+  // in order (arrival times never decrease).
+  std::unique_ptr<WanLine> line;
+  std::deque<std::pair<WanLine::Clock::time_point, Frame>> on_the_line;
+  std::unique_ptr<asio::steady_timer> line_timer;
 };
 
 Relay::Relay(asio::io_context& io, Options opt)
@@ -130,8 +135,10 @@ void Relay::stop() {
   // Relay links close on their own thread, which stops right after: a handshake still
   // under way is abandoned, not waited for.
   std::vector<std::shared_ptr<TlsLink>> links;
-  for (auto& [name, l] : links_)
+  for (auto& [name, l] : links_) {
     if (l->link) links.push_back(l->link);
+    if (l->line_timer) l->line_timer->cancel();
+  }
   asio::post(link_io_, [this, links] {
     for (auto& l : links) l->close("relay stopping");
     link_io_.stop();
@@ -562,11 +569,36 @@ void Relay::ensure_links(const Job& job) {
 void Relay::send_to_cluster(const std::string& cluster, Frame& f) {
   auto& pl = links_[cluster];
   if (!pl) pl = std::make_unique<PeerLink>();
-  if (pl->up) {
-    asio::post(link_io_, [link = pl->link, f = std::move(f)]() mutable { link->send(std::move(f)); });
+  if (!opt_.wan.active()) return transmit(*pl, f);
+  if (!pl->line) {
+    pl->line = std::make_unique<WanLine>(opt_.wan);
+    pl->line_timer = std::make_unique<asio::steady_timer>(io_);
+  }
+  const auto arrival = pl->line->arrival(wire::kHeaderSize + f.body.size(), WanLine::Clock::now());
+  pl->on_the_line.emplace_back(arrival, std::move(f));
+  if (pl->on_the_line.size() == 1) wait_for_the_line(cluster, *pl);
+}
+
+void Relay::wait_for_the_line(const std::string& cluster, PeerLink& pl) {
+  pl.line_timer->expires_at(pl.on_the_line.front().first);
+  pl.line_timer->async_wait([this, cluster](const boost::system::error_code& ec) {
+    if (ec) return;  // stopping
+    PeerLink& l = *links_[cluster];
+    const auto now = WanLine::Clock::now();
+    while (!l.on_the_line.empty() && l.on_the_line.front().first <= now) {
+      transmit(l, l.on_the_line.front().second);
+      l.on_the_line.pop_front();
+    }
+    if (!l.on_the_line.empty()) wait_for_the_line(cluster, l);
+  });
+}
+
+void Relay::transmit(PeerLink& pl, Frame& f) {
+  if (pl.up) {
+    asio::post(link_io_, [link = pl.link, f = std::move(f)]() mutable { link->send(std::move(f)); });
     return;
   }
-  pl->queue.push_back(wire::encode(f));
+  pl.queue.push_back(wire::encode(f));
 }
 
 // Runs on the link thread: relay links do their TLS work there, beside the main thread

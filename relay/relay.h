@@ -22,6 +22,7 @@
 #include "common/grid.h"
 #include "common/link.h"
 #include "common/tls.h"
+#include "common/wan.h"
 
 namespace gridrt {
 
@@ -35,6 +36,8 @@ class Relay {
     // Benchmarks only: relay links without TLS, so neither encrypted nor authenticated
     // (a link is trusted to be the cluster its LinkHello names). Both ends must agree.
     bool encrypt_links = true;
+    // Test facility: an emulated WAN line under every relay link's outgoing traffic.
+    WanSpec wan;
   };
   Relay(asio::io_context& io, Options opt);
   ~Relay();
@@ -81,6 +84,8 @@ class Relay {
   void start_link(const std::string& cluster, const std::shared_ptr<TlsLink>& link);
   void ensure_links(const Job& job);
   void send_to_cluster(const std::string& cluster, wire::Frame& f);
+  void wait_for_the_line(const std::string& cluster, PeerLink& pl);  // WAN emulation
+  void transmit(PeerLink& pl, wire::Frame& f);
 
   // Routing and job life.
   void route(Job& job, wire::Frame& f);

@@ -537,3 +537,55 @@ TEST(EndToEnd, UnencryptedRelayLinksForBenchmarksCarryTrafficIntactAndSaySo) {
   EXPECT_NE(bad.err.find("--link-encryption must be tls or none, not 'rot13'"), std::string::npos) << bad.err;
   expect_nothing_left();
 }
+
+namespace {
+// The round trips (µs) of every "pingpong ... round trip N us" line.
+std::vector<long> round_trips_us(const std::string& out) {
+  std::vector<long> us;
+  for (std::size_t at = out.find("round trip "); at != std::string::npos; at = out.find("round trip ", at + 1))
+    us.push_back(std::atol(out.c_str() + at + 11));
+  return us;
+}
+}  // namespace
+
+// --emulate-wan (a test facility for issue 4's measurements): a round trip between clusters
+// crosses the emulated line twice, so it cannot take less than twice the one-way delay
+// plus twice the time to clock the message out at the rate.
+TEST(EndToEnd, EmulatedWanDelaysAndLimitsTrafficBetweenClusters) {
+  Outcome r = gridrun({"--emulate-wan", "10ms", "--clusters", "3", "--ranks-per-cluster", "1", kSrc + "/jobprofiles/helloworld.xml"});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  auto rtts = round_trips_us(r.out);
+  ASSERT_EQ(rtts.size(), 2u) << r.out;  // rank 0 with the ranks of clusters c1 and c2
+  for (long us : rtts) EXPECT_GE(us, 20000) << r.out;
+  EXPECT_NE(r.out.find("barrier passed by 3 processes"), std::string::npos) << r.out;
+  expect_nothing_left();
+
+  std::string text = slurp(kSrc + "/jobprofiles/two-groups.xml");
+  text.replace(text.find("<value>4096</value>"), 19, "<value>100000</value>");
+  const std::string path = ::testing::TempDir() + "/two-groups-100k.xml";
+  std::ofstream(path) << text;
+  r = gridrun({"--emulate-wan", "2ms,8mbit", path});  // 8 Mbit/s: one byte per µs
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  rtts = round_trips_us(r.out);
+  ASSERT_EQ(rtts.size(), 1u) << r.out;
+  EXPECT_GE(rtts[0], 2 * (2000 + 100000)) << r.out;
+  expect_nothing_left();
+}
+
+TEST(EndToEnd, GridSizingAndWanOptionsRefuseBadValues) {
+  const std::pair<std::vector<std::string>, std::string> bad[] = {
+      {{"--emulate-wan", "10"}, "--emulate-wan: the delay '10' must be a number and a unit"},
+      {{"--emulate-wan", "10ms,fast"}, "the rate 'fast'"},
+      {{"--clusters", "0"}, "--clusters takes a number from 1 to 64, got '0'"},
+      {{"--ranks-per-cluster", "x"}, "--ranks-per-cluster takes a number from 1 to 1024, got 'x'"},
+      {{"--clusters", "2", "--grid", "g.xml"}, "they cannot go with --grid or --broker"},
+  };
+  for (const auto& [args, says] : bad) {
+    std::vector<std::string> argv = args;
+    argv.push_back(kSrc + "/jobprofiles/helloworld.xml");
+    const Outcome r = gridrun(argv);
+    EXPECT_EQ(r.status, 2) << says;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+  }
+  expect_nothing_left();
+}
