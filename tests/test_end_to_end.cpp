@@ -589,3 +589,47 @@ TEST(EndToEnd, GridSizingAndWanOptionsRefuseBadValues) {
   }
   expect_nothing_left();
 }
+
+// Every collective, hierarchical and flat, against references computed in the program
+// (tests/coll_check.cpp), on 1, 2 and 3 clusters of unequal sizes, one process per
+// cluster, and with small slices so that broadcasts are pipelined in many pieces.
+TEST(EndToEnd, CollectivesMatchTheirReferencesOnGridsOfOneTwoAndThreeClusters) {
+  std::string profile = slurp(kSrc + "/jobprofiles/helloworld.xml");
+  profile.replace(profile.find("/hello<"), 7, "/coll_check<");
+  const std::string job = ::testing::TempDir() + "/coll-check.xml";
+  std::ofstream(job) << profile;
+  auto grid_of = [](std::vector<int> slots) {
+    std::string xml = gridrt::default_grid_xml(static_cast<int>(slots.size()), 1);
+    for (std::size_t i = 0, at = 0; i < slots.size(); ++i) {
+      at = xml.find("slots=\"1\"", at);
+      xml.replace(at, 9, "slots=\"" + std::to_string(slots[i]) + "\"");
+      at += 8;
+    }
+    const std::string path = ::testing::TempDir() + "/coll-grid-" + std::to_string(slots.size()) + "-" + std::to_string(slots[0]) + ".xml";
+    std::ofstream(path) << xml;
+    return path;
+  };
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const Case cases[] = {
+      {{"--clusters", "1", "--ranks-per-cluster", "3"}, "on 3 processes in 1 clusters"},
+      {{"--grid", grid_of({1, 2})}, "on 3 processes in 2 clusters"},
+      {{"--grid", grid_of({2, 1, 3})}, "on 6 processes in 3 clusters"},
+      {{"--clusters", "3", "--ranks-per-cluster", "1"}, "on 3 processes in 3 clusters"},
+  };
+  for (const Case& k : cases) {
+    std::vector<std::string> argv = k.args;
+    argv.push_back(job);
+    const Outcome r = gridrun(argv);
+    EXPECT_EQ(r.status, 0) << k.says << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find("checks passed " + k.says), std::string::npos) << r.out << r.err;
+  }
+  ::setenv("GRIDRT_SLICE", "1024", 1);
+  const Outcome sliced = gridrun({"--grid", grid_of({2, 1, 3}), job});
+  ::unsetenv("GRIDRT_SLICE");
+  EXPECT_EQ(sliced.status, 0) << sliced.out << sliced.err;
+  EXPECT_NE(sliced.out.find("checks passed on 6 processes in 3 clusters"), std::string::npos) << sliced.out << sliced.err;
+  expect_nothing_left();
+}

@@ -8,40 +8,12 @@
 #include <cstring>
 #include <thread>
 
-#include "gridrt/gridrt.hpp"
-#include "transport.h"
+#include "comm.h"
+#include "state.h"
 
 namespace gridrt {
 namespace detail {
 
-// Contexts keep traffic classes apart on the relay path (design.md: the frame header's
-// communicator context); inside a cluster each class has its own MPI communicator.
-enum Context : std::uint32_t { kP2P = 0, kBarrier = 1 };
-
-enum class WaitPolicy { kSpin, kYield, kSleep };
-
-struct RequestState {
-  bool local = false;
-  MPI_Request mpi = MPI_REQUEST_NULL;
-  std::shared_ptr<RemoteOp> remote;    // a send or receive through the relay
-  bool done = false;
-  Status status;
-};
-
-struct State {
-  Topology topo;
-  int rank = -1;
-  std::uint32_t cluster = 0;  // index in topo.clusters
-  int local_rank = -1;
-  MPI_Comm p2p = MPI_COMM_NULL;   // user point-to-point inside the cluster
-  MPI_Comm coll = MPI_COMM_NULL;  // collectives inside the cluster
-  MPI_Comm world = MPI_COMM_NULL; // a plain duplicate handed to the application
-  int tag_ub = 32767;
-  WaitPolicy policy = WaitPolicy::kYield;
-  std::unique_ptr<RelayTransport> transport;
-  std::vector<std::string> cluster_names;
-  std::uint64_t barrier_seq = 0;
-};
 std::unique_ptr<State> g;
 
 State& state() {
@@ -61,17 +33,39 @@ int to_local(int r) { return r - static_cast<int>(state().topo.clusters[state().
 // Waiting on MPI under the wait policy (design.md, "Waiting and progress"): MPICH busy-polls
 // inside blocking calls, which on an oversubscribed node slows everything by 100x; testing a
 // non-blocking request and yielding the CPU between tests does not.
+void pause_for_policy() {
+  switch (g->policy) {
+    case WaitPolicy::kSpin: break;
+    case WaitPolicy::kYield: sched_yield(); break;
+    case WaitPolicy::kSleep: std::this_thread::sleep_for(std::chrono::microseconds(50)); break;
+  }
+}
+
 void wait_mpi(MPI_Request* req, MPI_Status* st) {
   int flag = 0;
   for (;;) {
     MPI_Test(req, &flag, st);
     if (flag) return;
-    switch (g->policy) {
-      case WaitPolicy::kSpin: break;
-      case WaitPolicy::kYield: sched_yield(); break;
-      case WaitPolicy::kSleep: std::this_thread::sleep_for(std::chrono::microseconds(50)); break;
-    }
+    pause_for_policy();
   }
+}
+
+Algo algo_from_env() {
+  const char* v = std::getenv("GRIDRT_COLL");
+  if (!v || !std::strcmp(v, "auto")) return Algo::kAuto;
+  if (!std::strcmp(v, "hier")) return Algo::kHier;
+  if (!std::strcmp(v, "flat")) return Algo::kFlat;
+  throw Error(std::string("gridrt: GRIDRT_COLL='") + v + "' is not one of hier, flat, auto");
+}
+
+std::size_t slice_from_env() {
+  const char* v = std::getenv("GRIDRT_SLICE");
+  if (!v) return 64 * 1024;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  if (!*v || *end || n < 1024 || n > (1ull << 30))
+    throw Error(std::string("gridrt: GRIDRT_SLICE='") + v + "' must be a number of bytes from 1024 to 1073741824");
+  return static_cast<std::size_t>(n);
 }
 
 WaitPolicy policy_from_env() {
@@ -134,11 +128,12 @@ void init(int* argc, char*** argv, int required) {
   if (provided < required) throw Error("gridrt: MPI provides thread level " + std::to_string(provided) + " < required " + std::to_string(required));
   auto s = std::make_unique<detail::State>();
   s->policy = detail::policy_from_env();
+  s->algo = detail::algo_from_env();
+  s->slice = detail::slice_from_env();
   MPI_Comm_rank(MPI_COMM_WORLD, &s->local_rank);
   int local_size = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &local_size);
   MPI_Comm_dup(MPI_COMM_WORLD, &s->p2p);
-  MPI_Comm_dup(MPI_COMM_WORLD, &s->coll);
   MPI_Comm_dup(MPI_COMM_WORLD, &s->world);
   int* ub = nullptr;
   int has = 0;
@@ -175,14 +170,15 @@ void init(int* argc, char*** argv, int required) {
   s->transport->set_rank(s->rank);
   for (const auto& c : clusters) s->cluster_names.push_back(c.name);
   g = std::move(s);
+  g->world_comm = detail::CommImpl::make_world();
 }
 
 void finalize() {
   if (!g) throw Error("gridrt: finalize without init");
   // Nobody leaves while others may still send to them through the relays.
   barrier();
+  g->world_comm.reset();  // (communicators the application still holds free theirs at exit)
   MPI_Comm_free(&g->p2p);
-  MPI_Comm_free(&g->coll);
   MPI_Comm_free(&g->world);
   g->transport.reset();
   g.reset();
@@ -358,35 +354,6 @@ Status recv(void* buf, std::size_t capacity, int src, int tag) {
   return wait(r);
 }
 
-void barrier() {
-  detail::State& s = state();
-  // 1. Everyone in the cluster has arrived.
-  MPI_Request req;
-  MPI_Ibarrier(s.coll, &req);
-  detail::wait_mpi(&req, MPI_STATUS_IGNORE);
-  // 2. The cluster leaders (local rank 0) meet: one message to the first cluster's leader and
-  //    one back, so the WAN is crossed once each way per cluster (seed 001 §3.2, Figure 3).
-  const int tag = static_cast<int>(s.barrier_seq++ & kMaxTag);
-  const auto& clusters = s.topo.clusters;
-  if (clusters.size() > 1 && s.local_rank == 0) {
-    char token = 0;
-    const int root = static_cast<int>(clusters[0].first_rank);
-    if (s.cluster == 0) {
-      std::vector<std::shared_ptr<detail::RemoteOp>> arrivals;
-      for (std::size_t c = 1; c < clusters.size(); ++c)
-        arrivals.push_back(detail::remote_recv(&token, 1, static_cast<int>(clusters[c].first_rank), detail::kBarrier, tag));
-      for (auto& a : arrivals) detail::remote_wait(a);
-      for (std::size_t c = 1; c < clusters.size(); ++c)
-        detail::remote_wait(detail::remote_send(static_cast<int>(clusters[c].first_rank), detail::kBarrier, tag, &token, 1));
-    } else {
-      auto release = detail::remote_recv(&token, 1, root, detail::kBarrier, tag);
-      detail::remote_wait(detail::remote_send(root, detail::kBarrier, tag, &token, 1));
-      detail::remote_wait(release);
-    }
-  }
-  // 3. The cluster learns that every cluster has arrived.
-  MPI_Ibarrier(s.coll, &req);
-  detail::wait_mpi(&req, MPI_STATUS_IGNORE);
-}
+void barrier() { Comm::world().barrier(); }
 
 }  // namespace gridrt

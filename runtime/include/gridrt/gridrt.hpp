@@ -41,6 +41,7 @@ struct Status {
 
 namespace detail {
 struct RequestState;
+struct CommImpl;
 }
 class Request {
  public:
@@ -99,7 +100,57 @@ Status wait(Request& req);
 bool test(Request& req, Status* status = nullptr);
 void wait_all(std::vector<Request>& reqs);
 
-// Grid-wide barrier: cluster barrier, one exchange between cluster leaders, cluster barrier.
+// Grid-wide barrier over every process: Comm::world().barrier().
 void barrier();
+
+// Which algorithm a collective uses (docs/algorithms.md):
+//   kHier  hierarchical: at most one WAN hop on any path, each piece of data enters a cluster
+//          once, the steps inside a cluster are MPICH collectives (seed 001 §3.2, MagPIe);
+//   kFlat  topology-unaware, as a plain MPI over all processes does it (binomial tree,
+//          recursive doubling, dissemination), over the same transport: the baseline;
+//   kAuto  chosen per operation and size;
+//   kDefault  what GRIDRT_COLL says (hier, flat or auto; auto when unset).
+enum class Algo { kDefault, kAuto, kHier, kFlat };
+
+// A grid communicator: an ordered set of the job's processes with its own traffic, and the
+// topology below it (which cluster each member is in, and an MPI communicator of the members
+// in this process's cluster for the steps inside it), worked out once when it is made. Copies share one
+// communicator. Collectives must be called by every member, in the same order, as in MPI.
+// Counts are in elements of `type`; any MPI datatype (derived ones included) and any MPI_Op
+// (user-defined and non-commutative ones included: the result is always the rank-order one).
+class Comm {
+ public:
+  Comm() = default;  // the null communicator (what split gives for MPI_UNDEFINED)
+  static Comm world();  // every process of the job, in global rank order
+
+  // Collective over this communicator. Members with the same color form a new one, ordered
+  // by key, then by rank here; color MPI_UNDEFINED gives the null communicator.
+  Comm split(int color, int key) const;
+  Comm dup() const;
+
+  bool valid() const { return impl_ != nullptr; }
+  int rank() const;
+  int size() const;
+  int global_rank(int r) const;  // the job-wide rank of member r
+  int num_clusters() const;      // clusters holding members
+  int cluster_of(int r) const;   // in [0, num_clusters()), clusters numbered by first member
+
+  void barrier(Algo algo = Algo::kDefault) const;
+  void bcast(void* buf, int count, MPI_Datatype type, int root, Algo algo = Algo::kDefault) const;
+  // sendbuf may be MPI_IN_PLACE at the root (its recvbuf holds its contribution).
+  void reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
+              Algo algo = Algo::kDefault) const;
+  // sendbuf may be MPI_IN_PLACE (recvbuf holds the contribution).
+  void allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                 Algo algo = Algo::kDefault) const;
+  // recvbuf gets `count` elements from every member in rank order; sendbuf may be
+  // MPI_IN_PLACE (the contribution is already at this member's place in recvbuf).
+  void allgather(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, Algo algo = Algo::kDefault) const;
+
+ private:
+  explicit Comm(std::shared_ptr<detail::CommImpl> impl) : impl_(std::move(impl)) {}
+  detail::CommImpl& impl() const;
+  std::shared_ptr<detail::CommImpl> impl_;
+};
 
 }  // namespace gridrt

@@ -1,0 +1,206 @@
+// Grid communicators: making them (world, split, dup) and the point-to-point steps of their
+// collectives. The algorithms are in collectives.cpp.
+#include "comm.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace gridrt {
+namespace detail {
+
+CommImpl::~CommImpl() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (local != MPI_COMM_NULL && !finalized) MPI_Comm_free(&local);
+}
+
+void CommImpl::work_out_topology() {
+  const Topology& t = state().topo;
+  std::vector<int> part_of_cluster(t.clusters.size(), -1);
+  part_of.assign(members.size(), -1);
+  index_in_part.assign(members.size(), -1);
+  parts.clear();
+  for (int r = 0; r < size(); ++r) {
+    const std::uint32_t cl = t.cluster_of(static_cast<std::uint32_t>(members[r]));
+    int& p = part_of_cluster[cl];
+    if (p < 0) {
+      p = static_cast<int>(parts.size());
+      parts.emplace_back();
+    }
+    part_of[r] = p;
+    index_in_part[r] = static_cast<int>(parts[p].size());
+    parts[p].push_back(r);
+  }
+  parts_contiguous = true;
+  for (const auto& part : parts) parts_contiguous &= part.back() - part.front() + 1 == static_cast<int>(part.size());
+}
+
+std::shared_ptr<CommImpl> CommImpl::make_world() {
+  State& s = state();
+  auto c = std::make_shared<CommImpl>();
+  c->members.resize(s.topo.size());
+  std::iota(c->members.begin(), c->members.end(), 0);
+  c->me = s.rank;
+  c->context = s.next_context++;  // the same in every process: the first context after init
+  MPI_Comm_dup(MPI_COMM_WORLD, &c->local);
+  c->work_out_topology();
+  return c;
+}
+
+Step send_to(CommImpl& c, int dst, int tag, const void* data, std::size_t bytes) {
+  Step s;
+  if (c.part_of[dst] == c.my_part()) {
+    if (bytes > static_cast<std::size_t>(INT32_MAX)) throw Error("gridrt: a message inside a cluster is limited to 2 GiB");
+    MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, c.index_in_part[dst], tag, c.local, &s.mpi);
+  } else {
+    s.remote = remote_send(c.members[dst], c.context, tag, data, bytes);
+  }
+  return s;
+}
+
+Step receive_from(CommImpl& c, int src, int tag, void* data, std::size_t bytes) {
+  Step s;
+  if (c.part_of[src] == c.my_part()) {
+    if (bytes > static_cast<std::size_t>(INT32_MAX)) throw Error("gridrt: a message inside a cluster is limited to 2 GiB");
+    MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, c.index_in_part[src], tag, c.local, &s.mpi);
+  } else {
+    s.remote = remote_recv(data, bytes, c.members[src], c.context, tag);
+  }
+  return s;
+}
+
+namespace {
+// Tests what is not done yet; says whether MPI steps are pending and which remote one is.
+struct Pending {
+  bool mpi = false;
+  Step* remote = nullptr;
+};
+Pending test_steps(std::vector<Step>& steps) {
+  Pending p;
+  for (auto& s : steps) {
+    if (s.done) continue;
+    if (s.remote) {
+      if (remote_test(s.remote)) s.done = true;
+      else p.remote = &s;
+    } else {
+      int flag = 0;
+      MPI_Test(&s.mpi, &flag, MPI_STATUS_IGNORE);
+      if (flag) s.done = true;
+      else p.mpi = true;
+    }
+  }
+  return p;
+}
+}  // namespace
+
+void wait_steps(std::vector<Step>& steps) {
+  for (;;) {
+    const Pending p = test_steps(steps);
+    if (p.mpi) {
+      pause_for_policy();
+    } else if (p.remote) {
+      // Only the transport can finish what is left: sleep on it, not on the CPU.
+      remote_wait(p.remote->remote);
+      p.remote->done = true;
+    } else {
+      return;
+    }
+  }
+}
+
+void wait_step(Step s) {
+  std::vector<Step> one{std::move(s)};
+  wait_steps(one);
+}
+
+void wait_step_amid(Step& s, std::vector<Step>& background) {
+  for (;;) {
+    std::vector<Step> one{s};
+    const Pending mine = test_steps(one);
+    s.done = one[0].done;
+    s.mpi = one[0].mpi;
+    if (s.done) return;
+    const Pending others = test_steps(background);
+    if (!mine.mpi && !others.mpi) {  // nothing for MPI to do: sleep on the transport
+      remote_wait(s.remote);
+      s.done = true;
+      return;
+    }
+    pause_for_policy();
+  }
+}
+
+}  // namespace detail
+
+using detail::CommImpl;
+
+Comm Comm::world() { return Comm(detail::state().world_comm); }
+
+detail::CommImpl& Comm::impl() const {
+  if (!impl_) throw Error("gridrt: operation on the null communicator");
+  return *impl_;
+}
+
+int Comm::rank() const { return impl().me; }
+int Comm::size() const { return impl().size(); }
+int Comm::global_rank(int r) const {
+  CommImpl& c = impl();
+  if (r < 0 || r >= c.size()) throw Error("gridrt: " + std::to_string(r) + " is not a rank of this communicator (size " + std::to_string(c.size()) + ")");
+  return c.members[r];
+}
+int Comm::num_clusters() const { return static_cast<int>(impl().parts.size()); }
+int Comm::cluster_of(int r) const {
+  global_rank(r);  // checks r
+  return impl().part_of[r];
+}
+
+namespace {
+// A context above every one that any member is in (each process's next_context is), agreed
+// by all members: no two communicators sharing a process ever share a context.
+std::uint32_t agree_on_context(const Comm& parent) {
+  unsigned mine = detail::state().next_context, agreed = 0;
+  parent.allreduce(&mine, &agreed, 1, MPI_UNSIGNED, MPI_MAX, Algo::kHier);
+  detail::state().next_context = agreed + 1;
+  return agreed;
+}
+}  // namespace
+
+Comm Comm::split(int color, int key) const {
+  CommImpl& parent = impl();
+  if (color < 0 && color != MPI_UNDEFINED) throw Error("gridrt: split: color " + std::to_string(color) + " is negative");
+  std::vector<int> all(2 * parent.size());
+  const int mine[2] = {color, key};
+  allgather(mine, all.data(), 2, MPI_INT, Algo::kHier);
+  const std::uint32_t context = agree_on_context(*this);
+  // The new members: same color, by key, then by rank here.
+  std::vector<int> chosen;
+  for (int r = 0; r < parent.size(); ++r)
+    if (color != MPI_UNDEFINED && all[2 * r] == color) chosen.push_back(r);
+  std::stable_sort(chosen.begin(), chosen.end(), [&](int a, int b) { return all[2 * a + 1] < all[2 * b + 1]; });
+  auto c = std::make_shared<CommImpl>();
+  for (std::size_t i = 0; i < chosen.size(); ++i) {
+    c->members.push_back(parent.members[chosen[i]]);
+    if (chosen[i] == parent.me) c->me = static_cast<int>(i);
+  }
+  // Every member of the parent in this cluster takes part, as MPI_Comm_split requires.
+  MPI_Comm_split(parent.local, color == MPI_UNDEFINED ? MPI_UNDEFINED : color, c->me, &c->local);
+  if (color == MPI_UNDEFINED) return Comm();
+  c->context = context;
+  c->work_out_topology();
+  return Comm(c);
+}
+
+Comm Comm::dup() const {
+  CommImpl& parent = impl();
+  auto c = std::make_shared<CommImpl>();
+  c->members = parent.members;
+  c->me = parent.me;
+  c->context = agree_on_context(*this);
+  MPI_Request req;
+  MPI_Comm_idup(parent.local, &c->local, &req);
+  detail::wait_mpi(&req, MPI_STATUS_IGNORE);
+  c->work_out_topology();
+  return Comm(c);
+}
+
+}  // namespace gridrt

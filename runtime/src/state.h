@@ -1,0 +1,60 @@
+// The runtime's process-wide state and the helpers every part of libgridrt shares:
+// waiting on MPI under the wait policy, and remote operations through the relay transport.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gridrt/gridrt.hpp"
+#include "transport.h"
+
+namespace gridrt::detail {
+
+// Contexts keep traffic classes apart on the relay path (design.md: the frame header's
+// communicator context): user point-to-point, then one
+// per grid communicator, from kFirstCommContext up (agreed by its members when made).
+enum Context : std::uint32_t { kP2P = 0, kFirstCommContext = 16 };
+
+enum class WaitPolicy { kSpin, kYield, kSleep };
+
+struct RequestState {
+  bool local = false;
+  MPI_Request mpi = MPI_REQUEST_NULL;
+  std::shared_ptr<RemoteOp> remote;    // a send or receive through the relay
+  bool done = false;
+  Status status;
+};
+
+struct CommImpl;
+
+struct State {
+  Topology topo;
+  int rank = -1;
+  std::uint32_t cluster = 0;  // index in topo.clusters
+  int local_rank = -1;
+  MPI_Comm p2p = MPI_COMM_NULL;   // user point-to-point inside the cluster
+  MPI_Comm world = MPI_COMM_NULL; // a plain duplicate handed to the application
+  int tag_ub = 32767;
+  WaitPolicy policy = WaitPolicy::kYield;
+  std::unique_ptr<RelayTransport> transport;
+  std::vector<std::string> cluster_names;
+  Algo algo = Algo::kAuto;           // GRIDRT_COLL: what Algo::kDefault means
+  std::size_t slice = 64 * 1024;     // GRIDRT_SLICE: bytes per slice of pipelined collectives
+  std::shared_ptr<CommImpl> world_comm;             // Comm::world()
+  std::uint32_t next_context = kFirstCommContext;   // above every context this process is in
+};
+extern std::unique_ptr<State> g;
+
+State& state();
+void check_rank(int r, const char* what);
+// Waits for an MPI request, testing and yielding the CPU as GRIDRT_WAIT says.
+void wait_mpi(MPI_Request* req, MPI_Status* st);
+// What the wait policy does between two tests.
+void pause_for_policy();
+std::shared_ptr<RemoteOp> remote_send(int dst, std::uint32_t context, int tag, const void* buf, std::size_t bytes);
+std::shared_ptr<RemoteOp> remote_recv(void* buf, std::size_t capacity, int src, std::uint32_t context, int tag);
+void remote_wait(const std::shared_ptr<RemoteOp>& op);
+bool remote_test(const std::shared_ptr<RemoteOp>& op);
+
+}  // namespace gridrt::detail

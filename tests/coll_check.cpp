@@ -1,0 +1,260 @@
+// coll_check: every grid collective, with each algorithm, against references this program
+// computes on its own from formulas (never with a collective). Run as a job by
+// tests/test_end_to_end.cpp on grids of 1, 2 and 3 clusters of unequal sizes.
+//
+// On the world communicator, a duplicate, a split (parity of the rank, keys reversed) and
+// one whose members interleave clusters (odd ranks first): bcast from every root at sizes 0 B to 1 MiB across
+// slice boundaries and with a derived datatype whose holes must stay untouched; reduce to
+// every root and allreduce with sums, a maximum, and a user-defined non-commutative
+// operation (composition of affine maps, whose only right answer is the rank-order one),
+// also in place; allgather of ints and of the derived type, also in place; barrier.
+//
+// Exit 0 and "coll_check: N checks passed" from rank 0; exit 1 with the first failed check
+// named otherwise.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "gridrt/gridrt.hpp"
+
+namespace {
+
+using gridrt::Algo;
+using gridrt::Comm;
+
+int checks = 0;
+
+[[noreturn]] void fail(const std::string& what) {
+  std::fprintf(stderr, "coll_check: rank %d: FAILED: %s\n", gridrt::rank(), what.c_str());
+  std::fflush(stderr);
+  std::exit(1);
+}
+void expect(bool ok, const std::string& what) {
+  if (!ok) fail(what);
+  ++checks;
+}
+
+const char* name(Algo a) { return a == Algo::kHier ? "hier" : "flat"; }
+
+// Contents every member can compute for any member.
+unsigned char byte_of(int root, std::size_t i, std::size_t size) { return static_cast<unsigned char>((root * 131 + i * 7 + size) % 251); }
+int int_of(int r, int i) { return (r + 1) * 1000 + i; }
+
+// An affine map x -> a x + b (mod p). "f op g" applies f first, then g: not commutative.
+struct Affine {
+  std::int64_t a, b;
+};
+constexpr std::int64_t kP = 1000003;
+Affine then(Affine f, Affine g) { return {g.a * f.a % kP, (g.a * f.b + g.b) % kP}; }
+Affine affine_of(int r, int i) { return {(r + 2 + i) % kP, (3 * r + 1 + 5 * i) % kP}; }
+// MPI's convention: inout = in op inout, with `in` the earlier (lower-ranked) operand.
+void compose(void* in, void* inout, int* len, MPI_Datatype*) {
+  auto* x = static_cast<Affine*>(in);
+  auto* y = static_cast<Affine*>(inout);
+  for (int i = 0; i < *len; ++i) y[i] = then(x[i], y[i]);
+}
+
+struct Types {
+  MPI_Datatype affine;   // two int64
+  MPI_Datatype strided;  // 3 blocks of 2 ints, stride 3, extent 9 ints: a hole after every block
+  MPI_Op compose;
+};
+
+void check_bcast(const Comm& c, Algo algo, const std::string& label, const Types& t) {
+  const std::size_t slice = 64 * 1024;
+  const std::size_t sizes[] = {0, 1, 7, 1000, slice - 1, slice, slice + 1, 3 * slice + 5, 1 << 20};
+  for (int root = 0; root < c.size(); ++root) {
+    for (std::size_t size : sizes) {
+      if (size > 100000 && root > 1) continue;  // the large sizes from two roots suffice
+      std::vector<unsigned char> buf(size);
+      for (std::size_t i = 0; i < size; ++i) buf[i] = c.rank() == root ? byte_of(root, i, size) : 0xEE;
+      c.bcast(buf.data(), static_cast<int>(size), MPI_BYTE, root, algo);
+      bool ok = true;
+      for (std::size_t i = 0; i < size && ok; ++i) ok = buf[i] == byte_of(root, i, size);
+      expect(ok, label + " bcast " + name(algo) + " root " + std::to_string(root) + " " + std::to_string(size) + " B");
+    }
+    // Two elements of the strided type: 9 ints span each, 6 of them data, holes untouched.
+    std::vector<int> v(2 * 9, -7);
+    for (int e = 0; e < 2; ++e)
+      for (int blk = 0; blk < 3; ++blk)
+        for (int j = 0; j < 2; ++j) v[e * 9 + blk * 3 + j] = c.rank() == root ? int_of(root, e * 6 + blk * 2 + j) : 0;
+    c.bcast(v.data(), 2, t.strided, root, algo);
+    bool ok = true;
+    for (int e = 0; e < 2; ++e)
+      for (int blk = 0; blk < 3; ++blk) {
+        for (int j = 0; j < 2; ++j) ok &= v[e * 9 + blk * 3 + j] == int_of(root, e * 6 + blk * 2 + j);
+        ok &= v[e * 9 + blk * 3 + 2] == -7;  // the holes
+      }
+    expect(ok, label + " bcast " + name(algo) + " derived type root " + std::to_string(root));
+  }
+}
+
+void check_reduce(const Comm& c, Algo algo, const std::string& label, const Types& t) {
+  const int n = c.size(), me = c.rank();
+  for (int root = 0; root < n; ++root) {
+    for (int count : {0, 1, 1000, 300000}) {
+      if (count > 1000 && root > 1) continue;
+      std::vector<int> in(count), out(count, -1);
+      for (int i = 0; i < count; ++i) in[i] = int_of(me, i);
+      c.reduce(in.data(), out.data(), count, MPI_INT, MPI_SUM, root, algo);
+      if (me == root) {
+        bool ok = true;
+        for (int i = 0; i < count && ok; ++i) {
+          long long sum = 0;
+          for (int r = 0; r < n; ++r) sum += int_of(r, i);
+          ok = out[i] == sum;
+        }
+        expect(ok, label + " reduce sum " + name(algo) + " root " + std::to_string(root) + " count " + std::to_string(count));
+      }
+    }
+    // Non-commutative, 3 elements, and in place at the root.
+    std::vector<Affine> mine(3), got(3, Affine{-1, -1}), want(3);
+    for (int i = 0; i < 3; ++i) {
+      mine[i] = affine_of(me, i);
+      want[i] = affine_of(0, i);
+      for (int r = 1; r < n; ++r) want[i] = then(want[i], affine_of(r, i));
+    }
+    c.reduce(mine.data(), got.data(), 3, t.affine, t.compose, root, algo);
+    if (me == root) {
+      bool ok = true;
+      for (int i = 0; i < 3; ++i) ok &= got[i].a == want[i].a && got[i].b == want[i].b;
+      expect(ok, label + " reduce non-commutative " + name(algo) + " root " + std::to_string(root));
+    }
+    std::vector<Affine> place = mine;
+    c.reduce(me == root ? MPI_IN_PLACE : mine.data(), place.data(), 3, t.affine, t.compose, root, algo);
+    if (me == root) {
+      bool ok = true;
+      for (int i = 0; i < 3; ++i) ok &= place[i].a == want[i].a && place[i].b == want[i].b;
+      expect(ok, label + " reduce in place " + name(algo) + " root " + std::to_string(root));
+    }
+  }
+}
+
+void check_allreduce(const Comm& c, Algo algo, const std::string& label, const Types& t) {
+  const int n = c.size(), me = c.rank();
+  for (int count : {0, 1, 1000, 100000}) {
+    std::vector<int> in(count), out(count, -1);
+    for (int i = 0; i < count; ++i) in[i] = int_of(me, i);
+    c.allreduce(in.data(), out.data(), count, MPI_INT, MPI_SUM, algo);
+    bool ok = true;
+    for (int i = 0; i < count && ok; ++i) {
+      long long sum = 0;
+      for (int r = 0; r < n; ++r) sum += int_of(r, i);
+      ok = out[i] == sum;
+    }
+    expect(ok, label + " allreduce sum " + name(algo) + " count " + std::to_string(count));
+  }
+  double x = 0.5 * ((me * 7) % n), top = 0;
+  c.allreduce(&x, &top, 1, MPI_DOUBLE, MPI_MAX, algo);
+  double want_top = 0;
+  for (int r = 0; r < n; ++r) want_top = std::max(want_top, 0.5 * ((r * 7) % n));
+  expect(top == want_top, label + " allreduce max " + name(algo));
+
+  std::vector<Affine> mine(4), got(4), want(4);
+  for (int i = 0; i < 4; ++i) {
+    mine[i] = affine_of(me, i);
+    want[i] = affine_of(0, i);
+    for (int r = 1; r < n; ++r) want[i] = then(want[i], affine_of(r, i));
+  }
+  c.allreduce(mine.data(), got.data(), 4, t.affine, t.compose, algo);
+  bool ok = true;
+  for (int i = 0; i < 4; ++i) ok &= got[i].a == want[i].a && got[i].b == want[i].b;
+  expect(ok, label + " allreduce non-commutative " + name(algo));
+  c.allreduce(MPI_IN_PLACE, mine.data(), 4, t.affine, t.compose, algo);
+  ok = true;
+  for (int i = 0; i < 4; ++i) ok &= mine[i].a == want[i].a && mine[i].b == want[i].b;
+  expect(ok, label + " allreduce in place " + name(algo));
+}
+
+void check_allgather(const Comm& c, Algo algo, const std::string& label, const Types& t) {
+  const int n = c.size(), me = c.rank();
+  for (int count : {0, 1, 1000}) {
+    std::vector<int> in(count), out(static_cast<std::size_t>(count) * n, -1);
+    for (int i = 0; i < count; ++i) in[i] = int_of(c.global_rank(me), i);
+    c.allgather(in.data(), out.data(), count, MPI_INT, algo);
+    bool ok = true;
+    for (int r = 0; r < n && ok; ++r)
+      for (int i = 0; i < count && ok; ++i) ok = out[static_cast<std::size_t>(r) * count + i] == int_of(c.global_rank(r), i);
+    expect(ok, label + " allgather " + name(algo) + " count " + std::to_string(count));
+    // In place: the contribution is already at this member's place.
+    std::vector<int> all(static_cast<std::size_t>(count) * n, -1);
+    for (int i = 0; i < count; ++i) all[static_cast<std::size_t>(me) * count + i] = int_of(c.global_rank(me), i);
+    c.allgather(MPI_IN_PLACE, all.data(), count, MPI_INT, algo);
+    expect(all == out, label + " allgather in place " + name(algo) + " count " + std::to_string(count));
+  }
+  // One strided element each: member r's 6 ints land in its 9-int slot, holes untouched.
+  std::vector<int> mine(9, -7), all(9 * n, -7);
+  for (int blk = 0; blk < 3; ++blk)
+    for (int j = 0; j < 2; ++j) mine[blk * 3 + j] = int_of(me, blk * 2 + j);
+  c.allgather(mine.data(), all.data(), 1, t.strided, algo);
+  bool ok = true;
+  for (int r = 0; r < n; ++r)
+    for (int blk = 0; blk < 3; ++blk) {
+      for (int j = 0; j < 2; ++j) ok &= all[r * 9 + blk * 3 + j] == int_of(r, blk * 2 + j);
+      ok &= all[r * 9 + blk * 3 + 2] == -7;
+    }
+  expect(ok, label + " allgather derived type " + name(algo));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    gridrt::init(&argc, &argv);
+    Types t{};
+    MPI_Type_contiguous(2, MPI_INT64_T, &t.affine);
+    MPI_Type_commit(&t.affine);
+    MPI_Datatype vector;
+    MPI_Type_vector(3, 2, 3, MPI_INT, &vector);  // ends after its last block: resized to 9 ints
+    MPI_Type_create_resized(vector, 0, 9 * sizeof(int), &t.strided);
+    MPI_Type_commit(&t.strided);
+    MPI_Type_free(&vector);
+    MPI_Op_create(compose, /*commute=*/0, &t.compose);
+
+    const Comm world = Comm::world();
+    const Comm copy = world.dup();
+    // Even ranks in one, odd in the other, keys reversed.
+    const Comm interleaved = world.split(gridrt::rank() % 2, -gridrt::rank());
+    // Everyone, odd ranks first: a cluster's members no longer follow each other (the
+    // hierarchical reductions must then keep rank order some other way).
+    const int n = gridrt::size(), me = gridrt::rank();
+    const Comm shuffled = world.split(7, me % 2 == 1 ? me : n + me);
+    expect(shuffled.size() == n && shuffled.global_rank(0) == (n > 1 ? 1 : 0), "split reorders by key");
+    expect(copy.size() == world.size() && copy.rank() == world.rank(), "dup keeps ranks");
+    expect(interleaved.global_rank(interleaved.rank()) == gridrt::rank(), "split: global rank of self");
+    for (int r = 1; r < interleaved.size(); ++r)
+      expect(interleaved.global_rank(r) < interleaved.global_rank(r - 1) && interleaved.global_rank(r) % 2 == gridrt::rank() % 2,
+             "split orders by key, keeps the color");
+    const Comm none = world.split(gridrt::rank() == 0 ? 0 : MPI_UNDEFINED, 0);
+    expect(none.valid() == (gridrt::rank() == 0), "split with MPI_UNDEFINED gives the null communicator");
+
+    struct Case {
+      const Comm* comm;
+      const char* label;
+    };
+    for (const Case& k : {Case{&world, "world"}, Case{&copy, "dup"}, Case{&interleaved, "split"}, Case{&shuffled, "shuffled"}}) {
+      for (Algo algo : {Algo::kHier, Algo::kFlat}) {
+        check_bcast(*k.comm, algo, k.label, t);
+        k.comm->barrier(algo);
+        check_reduce(*k.comm, algo, k.label, t);
+        check_allreduce(*k.comm, algo, k.label, t);
+        check_allgather(*k.comm, algo, k.label, t);
+        k.comm->barrier(algo);
+      }
+    }
+    int total = 0;
+    world.allreduce(&checks, &total, 1, MPI_INT, MPI_SUM);
+    if (gridrt::rank() == 0)
+      std::printf("coll_check: %d checks passed on %d processes in %d clusters\n", total, world.size(), world.num_clusters());
+    MPI_Op_free(&t.compose);
+    MPI_Type_free(&t.affine);
+    MPI_Type_free(&t.strided);
+    gridrt::finalize();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "coll_check: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,91 @@
+// The peer arithmetic of the flat collectives (runtime/src/trees.h), for every size 1..64.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "trees.h"
+
+using namespace gridrt::detail::trees;
+
+TEST(Trees, BinomialTreeSpansEveryRankOnceWithContiguousSubtrees) {
+  for (int n = 1; n <= 64; ++n) {
+    std::vector<int> parent_seen(n, -1);
+    int depth_max = 0;
+    for (int r = 0; r < n; ++r) {
+      int prev = r;
+      for (int c : binomial_children(r, n)) {
+        ASSERT_GT(c, prev) << "n=" << n << " r=" << r << ": children in increasing order";
+        ASSERT_LT(c, n);
+        ASSERT_EQ(parent_seen[c], -1) << "n=" << n << ": rank " << c << " has two parents";
+        parent_seen[c] = r;
+        ASSERT_EQ(binomial_parent(c), r) << "n=" << n;
+        prev = c;
+      }
+    }
+    for (int r = 1; r < n; ++r) {
+      ASSERT_NE(parent_seen[r], -1) << "n=" << n << ": rank " << r << " is not in the tree";
+      // Subtree of r: the ranks [r, r + lowbit(r)) below n (what keeps reductions in order).
+      std::set<int> sub{r};
+      for (bool grew = true; grew;) {
+        grew = false;
+        for (int x : std::set<int>(sub))
+          for (int c : binomial_children(x, n)) grew |= sub.insert(c).second;
+      }
+      ASSERT_EQ(*sub.begin(), r);
+      ASSERT_EQ(*sub.rbegin(), std::min(n, r + lowbit(r)) - 1) << "n=" << n << " r=" << r;
+      ASSERT_EQ(static_cast<int>(sub.size()), std::min(n, r + lowbit(r)) - r);
+      int depth = 0;
+      for (int x = r; x != 0; x = binomial_parent(x)) ++depth;
+      depth_max = std::max(depth_max, depth);
+    }
+    int log2n = 0;
+    while ((1 << log2n) < n) ++log2n;
+    EXPECT_LE(depth_max, log2n) << "n=" << n;
+  }
+}
+
+TEST(Trees, RecursiveDoublingFoldsToAPowerOfTwoInRankOrder) {
+  for (int n = 1; n <= 64; ++n) {
+    const Doubling d(n);
+    ASSERT_EQ(d.p2 + d.rem, n);
+    ASSERT_EQ(d.p2 & (d.p2 - 1), 0) << "p2 must be a power of two";
+    ASSERT_LT(d.rem, d.p2);
+    int prev_outer = -1;
+    std::set<int> inner;
+    for (int r = 0; r < n; ++r) {
+      const int v = d.inner(r);
+      if (v < 0) {
+        ASSERT_TRUE(r < 2 * d.rem && r % 2 == 0) << "n=" << n << " r=" << r;
+        ASSERT_EQ(d.inner(r + 1), r / 2) << "a rank that sits out hands over to the next";
+        continue;
+      }
+      ASSERT_EQ(d.outer(v), r);
+      ASSERT_GT(r, prev_outer) << "inner ranks keep rank order";
+      prev_outer = r;
+      inner.insert(v);
+    }
+    ASSERT_EQ(static_cast<int>(inner.size()), d.p2);
+    ASSERT_EQ(*inner.rbegin(), d.p2 - 1);
+    // Every pairing is mutual in every round.
+    for (int mask = 1; mask < d.p2; mask <<= 1)
+      for (int v = 0; v < d.p2; ++v) ASSERT_EQ((v ^ mask) ^ mask, v);
+  }
+}
+
+TEST(Trees, DisseminationReachesEveryoneInLogRounds) {
+  for (int n = 1; n <= 64; ++n) {
+    // heard[r] = who r has heard from, directly or through others.
+    std::vector<std::set<int>> heard(n);
+    for (int r = 0; r < n; ++r) heard[r] = {r};
+    const auto ds = dissemination_distances(n);
+    for (int d : ds) {
+      auto next = heard;
+      for (int r = 0; r < n; ++r) next[(r + d) % n].insert(heard[r].begin(), heard[r].end());
+      heard = next;
+    }
+    for (int r = 0; r < n; ++r) ASSERT_EQ(static_cast<int>(heard[r].size()), n) << "n=" << n << " r=" << r;
+    int log2n = 0;
+    while ((1 << log2n) < n) ++log2n;
+    EXPECT_EQ(static_cast<int>(ds.size()), log2n);
+  }
+}
