@@ -7,7 +7,9 @@
 // slice boundaries and with a derived datatype whose holes must stay untouched; reduce to
 // every root and allreduce with sums, a maximum, and a user-defined non-commutative
 // operation (composition of affine maps, whose only right answer is the rank-order one),
-// also in place; allgather of ints and of the derived type, also in place; barrier.
+// also in place; gather, scatter, allgather and alltoall of ints and of the derived type,
+// from every root, also in place; their v forms with uneven counts (zeros included), gaps
+// and blocks in reverse rank order; barrier.
 //
 // Exit 0 and "coll_check: N checks passed" from rank 0; exit 1 with the first failed check
 // named otherwise.
@@ -198,6 +200,149 @@ void check_allgather(const Comm& c, Algo algo, const std::string& label, const T
   expect(ok, label + " allgather derived type " + name(algo));
 }
 
+
+// Uneven counts with gaps and blocks in reverse rank order: what v-collectives must honour.
+struct Uneven {
+  std::vector<int> counts, displs;
+  int span = 0;
+  explicit Uneven(int n, int salt) : counts(n), displs(n) {
+    for (int r = 0; r < n; ++r) counts[r] = (r * 3 + salt) % 5 + (r == 1 ? 0 : 1) * (r % 2);  // zeros included
+    for (int r = n - 1; r >= 0; --r) {
+      displs[r] = span;
+      span += counts[r] + 1;  // one element of gap after every block
+    }
+  }
+};
+int code(int from, int to, int i) { return from * 100000 + to * 1000 + i; }
+
+void check_gather_scatter(const Comm& c, Algo algo, const std::string& label, const Types& t) {
+  const int n = c.size(), me = c.rank(), g = c.global_rank(me);
+  for (int root = 0; root < n; ++root) {
+    const std::string at = " " + std::string(name(algo)) + " root " + std::to_string(root);
+    for (int count : {0, 1, 1000, 20000}) {
+      if (count > 1000 && root > 1) continue;
+      const std::string what = at + " count " + std::to_string(count);
+      std::vector<int> in(count), all(static_cast<std::size_t>(count) * n, -1);
+      for (int i = 0; i < count; ++i) in[i] = int_of(g, i);
+      c.gather(in.data(), all.data(), count, MPI_INT, root, algo);
+      if (me == root) {
+        bool ok = true;
+        for (int r = 0; r < n; ++r)
+          for (int i = 0; i < count; ++i) ok &= all[static_cast<std::size_t>(r) * count + i] == int_of(c.global_rank(r), i);
+        expect(ok, label + " gather" + what);
+        // In place at the root: its block is already there.
+        std::vector<int> place(static_cast<std::size_t>(count) * n, -1);
+        std::copy(in.begin(), in.end(), place.begin() + static_cast<std::ptrdiff_t>(me) * count);
+        c.gather(MPI_IN_PLACE, place.data(), count, MPI_INT, root, algo);
+        expect(place == all, label + " gather in place" + what);
+      } else {
+        c.gather(in.data(), nullptr, count, MPI_INT, root, algo);
+      }
+      // Scatter back what was gathered: every member gets its own block.
+      std::vector<int> mine(count, -1);
+      c.scatter(all.data(), mine.data(), count, MPI_INT, root, algo);
+      expect(mine == in, label + " scatter" + what);
+      if (me == root) {
+        c.scatter(all.data(), MPI_IN_PLACE, count, MPI_INT, root, algo);
+      } else {
+        std::fill(mine.begin(), mine.end(), -1);
+        c.scatter(nullptr, mine.data(), count, MPI_INT, root, algo);
+        expect(mine == in, label + " scatter (root in place)" + what);
+      }
+    }
+    // v forms: uneven counts, gaps, reverse order.
+    const Uneven u(n, root);
+    std::vector<int> in(u.counts[me]);
+    for (int i = 0; i < u.counts[me]; ++i) in[i] = int_of(g, i);
+    std::vector<int> all(u.span, -7);
+    c.gatherv(in.data(), u.counts[me], all.data(), u.counts.data(), u.displs.data(), MPI_INT, root, algo);
+    if (me == root) {
+      bool ok = true;
+      std::vector<int> want(u.span, -7);
+      for (int r = 0; r < n; ++r)
+        for (int i = 0; i < u.counts[r]; ++i) want[u.displs[r] + i] = int_of(c.global_rank(r), i);
+      ok = all == want;
+      expect(ok, label + " gatherv" + at);
+    } else {
+      // The root's buffer is the truth for the scatterv below.
+      for (int r = 0; r < n; ++r)
+        for (int i = 0; i < u.counts[r]; ++i) all[u.displs[r] + i] = int_of(c.global_rank(r), i);
+    }
+    std::vector<int> mine(u.counts[me], -1);
+    c.scatterv(all.data(), u.counts.data(), u.displs.data(), mine.data(), u.counts[me], MPI_INT, root, algo);
+    expect(mine == in, label + " scatterv" + at);
+    // A derived type: one strided element each.
+    std::vector<int> one(9, -7), gathered(9 * n, -7);
+    for (int blk = 0; blk < 3; ++blk)
+      for (int j = 0; j < 2; ++j) one[blk * 3 + j] = int_of(g, blk * 2 + j);
+    c.gather(one.data(), gathered.data(), 1, t.strided, root, algo);
+    if (me == root) {
+      bool ok = true;
+      for (int r = 0; r < n; ++r)
+        for (int k = 0; k < 9; ++k) ok &= gathered[r * 9 + k] == (k % 3 == 2 ? -7 : int_of(c.global_rank(r), (k / 3) * 2 + k % 3));
+      expect(ok, label + " gather derived type" + at);
+    }
+  }
+}
+
+void check_allgatherv_alltoall(const Comm& c, Algo algo, const std::string& label, const Types& t) {
+  const int n = c.size(), me = c.rank(), g = c.global_rank(me);
+  const std::string how = " " + std::string(name(algo));
+  const Uneven u(n, 2);
+  std::vector<int> in(u.counts[me]), all(u.span, -7), want(u.span, -7);
+  for (int i = 0; i < u.counts[me]; ++i) in[i] = int_of(g, i);
+  for (int r = 0; r < n; ++r)
+    for (int i = 0; i < u.counts[r]; ++i) want[u.displs[r] + i] = int_of(c.global_rank(r), i);
+  c.allgatherv(in.data(), u.counts[me], all.data(), u.counts.data(), u.displs.data(), MPI_INT, algo);
+  expect(all == want, label + " allgatherv" + how);
+  std::vector<int> place(u.span, -7);
+  std::copy(in.begin(), in.end(), place.begin() + u.displs[me]);
+  c.allgatherv(MPI_IN_PLACE, 0, place.data(), u.counts.data(), u.displs.data(), MPI_INT, algo);
+  expect(place == want, label + " allgatherv in place" + how);
+
+  for (int count : {0, 1, 500}) {
+    std::vector<int> send(static_cast<std::size_t>(count) * n), recv(send.size(), -1), expected(send.size());
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < count; ++i) {
+        send[static_cast<std::size_t>(j) * count + i] = code(g, c.global_rank(j), i);
+        expected[static_cast<std::size_t>(j) * count + i] = code(c.global_rank(j), g, i);
+      }
+    c.alltoall(send.data(), recv.data(), count, MPI_INT, algo);
+    expect(recv == expected, label + " alltoall" + how + " count " + std::to_string(count));
+    c.alltoall(MPI_IN_PLACE, send.data(), count, MPI_INT, algo);
+    expect(send == expected, label + " alltoall in place" + how + " count " + std::to_string(count));
+  }
+  // v: member a sends (a + 2 b) % 4 ints to member b, blocks with gaps.
+  auto f = [](int a, int b) { return (a + 2 * b) % 4; };
+  std::vector<int> sc(n), sd(n), rc(n), rd(n);
+  int sspan = 0, rspan = 0;
+  for (int j = 0; j < n; ++j) {
+    sc[j] = f(me, j);
+    sd[j] = sspan;
+    sspan += sc[j] + 1;
+    rc[j] = f(j, me);
+    rd[j] = rspan;
+    rspan += rc[j] + 2;
+  }
+  std::vector<int> send(sspan, -3), recv(rspan, -7), expected(rspan, -7);
+  for (int j = 0; j < n; ++j) {
+    for (int i = 0; i < sc[j]; ++i) send[sd[j] + i] = code(g, c.global_rank(j), i);
+    for (int i = 0; i < rc[j]; ++i) expected[rd[j] + i] = code(c.global_rank(j), g, i);
+  }
+  c.alltoallv(send.data(), sc.data(), sd.data(), recv.data(), rc.data(), rd.data(), MPI_INT, algo);
+  expect(recv == expected, label + " alltoallv" + how);
+  // A derived type: one strided element to every member.
+  std::vector<int> ds(9 * n, -7), dr(9 * n, -7);
+  for (int j = 0; j < n; ++j)
+    for (int k = 0; k < 9; ++k)
+      if (k % 3 != 2) ds[j * 9 + k] = code(g, c.global_rank(j), k);
+  c.alltoall(ds.data(), dr.data(), 1, t.strided, algo);
+  bool ok = true;
+  for (int j = 0; j < n; ++j)
+    for (int k = 0; k < 9; ++k) ok &= dr[j * 9 + k] == (k % 3 == 2 ? -7 : code(c.global_rank(j), g, k));
+  expect(ok, label + " alltoall derived type" + how);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -241,6 +386,8 @@ int main(int argc, char** argv) {
         check_reduce(*k.comm, algo, k.label, t);
         check_allreduce(*k.comm, algo, k.label, t);
         check_allgather(*k.comm, algo, k.label, t);
+        check_gather_scatter(*k.comm, algo, k.label, t);
+        check_allgatherv_alltoall(*k.comm, algo, k.label, t);
         k.comm->barrier(algo);
       }
     }

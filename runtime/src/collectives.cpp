@@ -13,109 +13,12 @@
 // non-commutative operation gives the rank-order result.
 #include <cstring>
 
-#include "comm.h"
+#include "coll_support.h"
 #include "trees.h"
 
 namespace gridrt {
 namespace detail {
 namespace {
-
-// How `count` elements of `type` lie in memory and how many bytes they pack into.
-struct Layout {
-  MPI_Datatype type = MPI_DATATYPE_NULL;
-  int count = 0;
-  MPI_Aint extent = 0, true_lb = 0, true_extent = 0;
-  std::size_t packed = 0;   // bytes of all `count` elements, packed
-  bool contiguous = false;  // the elements lie back to back from the buffer's start, no gaps
-
-  Layout(MPI_Datatype t, int n) : type(t), count(n) {
-    if (t == MPI_DATATYPE_NULL) throw Error("gridrt: collective on MPI_DATATYPE_NULL");
-    if (n < 0) throw Error("gridrt: collective with a negative count (" + std::to_string(n) + ")");
-    MPI_Aint lb = 0;
-    MPI_Type_get_extent(t, &lb, &extent);
-    MPI_Type_get_true_extent(t, &true_lb, &true_extent);
-    int size = 0;
-    MPI_Type_size(t, &size);
-    int bytes = 0;
-    MPI_Pack_size(n, t, MPI_COMM_SELF, &bytes);
-    packed = static_cast<std::size_t>(bytes);
-    contiguous = lb == 0 && true_lb == 0 && size == extent && true_extent == extent &&
-                 packed == static_cast<std::size_t>(size) * static_cast<std::size_t>(n);
-  }
-  std::size_t span() const { return count == 0 ? 0 : static_cast<std::size_t>(true_extent + (count - 1) * extent); }
-};
-
-void pack(const Layout& l, const void* buf, char* out) {
-  if (l.contiguous) {
-    if (l.packed) std::memcpy(out, buf, l.packed);
-    return;
-  }
-  int pos = 0;
-  MPI_Pack(buf, l.count, l.type, out, static_cast<int>(l.packed), &pos, MPI_COMM_SELF);
-}
-void unpack(const Layout& l, const char* in, void* buf) {
-  if (l.contiguous) {
-    if (l.packed) std::memcpy(buf, in, l.packed);
-    return;
-  }
-  int pos = 0;
-  MPI_Unpack(in, static_cast<int>(l.packed), &pos, buf, l.count, l.type, MPI_COMM_SELF);
-}
-std::vector<char> packed_copy(const Layout& l, const void* buf) {
-  std::vector<char> out(l.packed);
-  pack(l, buf, out.data());
-  return out;
-}
-
-// A buffer laid out as `count` elements of the datatype (for partial results).
-class Scratch {
- public:
-  explicit Scratch(const Layout& l) : mem_(l.span()), base_(mem_.data() - l.true_lb) {}
-  void* get() { return base_; }
-
- private:
-  std::vector<char> mem_;
-  char* base_;
-};
-
-void copy_elements(const Layout& l, const void* from, void* to) {
-  if (from == to) return;
-  const std::vector<char> p = packed_copy(l, from);
-  unpack(l, p.data(), to);
-}
-
-bool commutative(MPI_Op op) {
-  int c = 0;
-  MPI_Op_commutative(op, &c);
-  return c != 0;
-}
-
-void wait_local(MPI_Request& r) { wait_mpi(&r, MPI_STATUS_IGNORE); }
-
-int local_size(const CommImpl& c) { return static_cast<int>(c.parts[c.my_part()].size()); }
-
-// result = earlier op later, in place of `later` (MPI_Reduce_local's inoutbuf is the right operand).
-void combine(const Layout& l, MPI_Op op, const void* earlier, void* later) {
-  if (l.count) MPI_Reduce_local(earlier, later, l.count, l.type, op);
-}
-
-// Folds the packed values of all parts in part order (= rank order when the parts are
-// contiguous) into `result`, whose current content is part `mine`'s value.
-void fold_parts(const Layout& l, MPI_Op op, int mine, std::vector<std::vector<char>>& packed, void* result) {
-  Scratch acc(l), next(l);
-  void* a = acc.get();
-  void* b = next.get();
-  for (std::size_t p = 0; p < packed.size(); ++p) {
-    void* value = p == 0 ? a : b;
-    if (static_cast<int>(p) == mine) copy_elements(l, result, value);
-    else unpack(l, packed[p].data(), value);
-    if (p > 0) {
-      combine(l, op, a, b);  // b = a op b
-      std::swap(a, b);
-    }
-  }
-  copy_elements(l, a, result);
-}
 
 // ------------------------------------------------------------------ barrier
 
@@ -381,88 +284,6 @@ void allreduce_flat(CommImpl& c, const void* sendbuf, void* recvbuf, const Layou
   copy_elements(l, a, recvbuf);
 }
 
-// ------------------------------------------------------------------ allgather
-
-void allgather_hier(CommImpl& c, const void* sendbuf, void* recvbuf, const Layout& l) {
-  const int tag = c.next_tag();
-  const int n = c.size();
-  const std::size_t block = l.packed;
-  // This member's contribution, packed (in place: it is at its place in recvbuf).
-  const void* contribution = sendbuf == MPI_IN_PLACE ? static_cast<char*>(recvbuf) + c.me * l.count * l.extent : sendbuf;
-  const std::vector<char> mine = packed_copy(l, contribution);
-  std::vector<char> all(block * n);
-  // 1. Each cluster gathers its blocks at its leader (in the part's order).
-  const auto& part = c.parts[c.my_part()];
-  std::vector<char> part_blocks(block * part.size());
-  if (local_size(c) > 1) {
-    MPI_Request r;
-    MPI_Igather(mine.data(), static_cast<int>(block), MPI_BYTE, part_blocks.data(), static_cast<int>(block), MPI_BYTE, 0, c.local, &r);
-    wait_local(r);
-  } else if (block) {
-    std::memcpy(part_blocks.data(), mine.data(), block);
-  }
-  // 2. Leaders send their cluster's blocks to every other leader (one WAN hop) and put
-  //    every block at its member's place.
-  if (c.is_leader()) {
-    std::vector<std::vector<char>> from(c.parts.size());
-    std::vector<Step> steps;
-    for (std::size_t p = 0; p < c.parts.size(); ++p) {
-      if (static_cast<int>(p) == c.my_part()) continue;
-      from[p].resize(block * c.parts[p].size());
-      steps.push_back(receive_from(c, c.leader(static_cast<int>(p)), tag, from[p].data(), from[p].size()));
-      steps.push_back(send_to(c, c.leader(static_cast<int>(p)), tag, part_blocks.data(), part_blocks.size()));
-    }
-    wait_steps(steps);
-    from[c.my_part()] = std::move(part_blocks);
-    for (std::size_t p = 0; p < c.parts.size(); ++p)
-      for (std::size_t i = 0; i < c.parts[p].size() && block; ++i)
-        std::memcpy(all.data() + block * c.parts[p][i], from[p].data() + block * i, block);
-  }
-  // 3. Each leader hands the whole to its cluster.
-  if (local_size(c) > 1 && !all.empty()) {
-    MPI_Request r;
-    MPI_Ibcast(all.data(), static_cast<int>(all.size()), MPI_BYTE, 0, c.local, &r);
-    wait_local(r);
-  }
-  const Layout whole(l.type, l.count * n);
-  unpack(whole, all.data(), recvbuf);
-}
-
-void allgather_flat(CommImpl& c, const void* sendbuf, void* recvbuf, const Layout& l) {
-  const int tag = c.next_tag();
-  const int n = c.size();
-  const std::size_t block = l.packed;
-  std::vector<char> all(block * n);
-  const void* contribution = sendbuf == MPI_IN_PLACE ? static_cast<char*>(recvbuf) + c.me * l.count * l.extent : sendbuf;
-  pack(l, contribution, all.data() + block * c.me);
-  // Ring: in step k, pass on the block received in step k - 1 (MPICH's long-message allgather).
-  const int right = (c.me + 1) % n, left = (c.me - 1 + n) % n;
-  for (int k = 0; k < n - 1; ++k) {
-    const int send_block = (c.me - k + n) % n, recv_block = (c.me - k - 1 + n) % n;
-    std::vector<Step> steps;
-    steps.push_back(receive_from(c, left, tag, all.data() + block * recv_block, block));
-    steps.push_back(send_to(c, right, tag, all.data() + block * send_block, block));
-    wait_steps(steps);
-  }
-  const Layout whole(l.type, l.count * n);
-  unpack(whole, all.data(), recvbuf);
-}
-
-// What an Algo means for one call. Hierarchical reductions need the clusters' members to
-// be runs of consecutive ranks when the operation is not commutative (they fold clusters
-// in order); otherwise the flat algorithm, which keeps rank order, is used.
-Algo choose(Algo asked, const CommImpl& c, bool order_sensitive = false) {
-  Algo a = asked == Algo::kDefault ? state().algo : asked;
-  if (a == Algo::kAuto) a = Algo::kHier;  // until calibrated models choose (docs/algorithms.md)
-  if (a == Algo::kHier && order_sensitive && !c.parts_contiguous) a = Algo::kFlat;
-  return a;
-}
-
-void check_root(const CommImpl& c, int root) {
-  if (root < 0 || root >= c.size())
-    throw Error("gridrt: root " + std::to_string(root) + " is not a rank of the communicator (size " + std::to_string(c.size()) + ")");
-}
-
 }  // namespace
 }  // namespace detail
 
@@ -497,13 +318,6 @@ void Comm::allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype
   const Layout l(type, count);
   if (choose(algo, c, !detail::commutative(op)) == Algo::kFlat) detail::allreduce_flat(c, sendbuf, recvbuf, l, op);
   else detail::allreduce_hier(c, sendbuf, recvbuf, l, op);
-}
-
-void Comm::allgather(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, Algo algo) const {
-  detail::CommImpl& c = impl();
-  const Layout l(type, count);
-  if (choose(algo, c) == Algo::kFlat) detail::allgather_flat(c, sendbuf, recvbuf, l);
-  else detail::allgather_hier(c, sendbuf, recvbuf, l);
 }
 
 }  // namespace gridrt

@@ -146,6 +146,24 @@ class Comm {
   // recvbuf gets `count` elements from every member in rank order; sendbuf may be
   // MPI_IN_PLACE (the contribution is already at this member's place in recvbuf).
   void allgather(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, Algo algo = Algo::kDefault) const;
+  // The v forms: member i's block is counts[i] elements at displs[i] extents of `type`.
+  void allgatherv(const void* sendbuf, int sendcount, void* recvbuf, const int* recvcounts, const int* displs, MPI_Datatype type,
+                  Algo algo = Algo::kDefault) const;
+  // The root's recvbuf gets `count` elements from every member in rank order; sendbuf may be
+  // MPI_IN_PLACE at the root (its block is already in place).
+  void gather(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, int root, Algo algo = Algo::kDefault) const;
+  void gatherv(const void* sendbuf, int sendcount, void* recvbuf, const int* recvcounts, const int* displs, MPI_Datatype type,
+               int root, Algo algo = Algo::kDefault) const;
+  // Member r gets the r-th `count` elements of the root's sendbuf; recvbuf may be
+  // MPI_IN_PLACE at the root (its block stays where it is).
+  void scatter(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, int root, Algo algo = Algo::kDefault) const;
+  void scatterv(const void* sendbuf, const int* sendcounts, const int* displs, void* recvbuf, int recvcount, MPI_Datatype type,
+                int root, Algo algo = Algo::kDefault) const;
+  // Member i's j-th block goes to member j's i-th place; sendbuf may be MPI_IN_PLACE (the
+  // data sent is what recvbuf holds, laid out as the receive).
+  void alltoall(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, Algo algo = Algo::kDefault) const;
+  void alltoallv(const void* sendbuf, const int* sendcounts, const int* sdispls, void* recvbuf, const int* recvcounts,
+                 const int* rdispls, MPI_Datatype type, Algo algo = Algo::kDefault) const;
 
  private:
   explicit Comm(std::shared_ptr<detail::CommImpl> impl) : impl_(std::move(impl)) {}

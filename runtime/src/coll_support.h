@@ -1,0 +1,191 @@
+// What the collectives share (collectives.cpp, exchange.cpp): datatype layouts and packing,
+// scratch buffers laid out as a datatype, folding partial results in rank order, and the
+// choice of algorithm.
+#pragma once
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "comm.h"
+
+namespace gridrt::detail {
+
+// How `count` elements of `type` lie in memory and how many bytes they pack into.
+struct Layout {
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  int count = 0;
+  MPI_Aint extent = 0, true_lb = 0, true_extent = 0;
+  std::size_t packed = 0;   // bytes of all `count` elements, packed
+  bool contiguous = false;  // the elements lie back to back from the buffer's start, no gaps
+
+  Layout(MPI_Datatype t, int n) : type(t), count(n) {
+    if (t == MPI_DATATYPE_NULL) throw Error("gridrt: collective on MPI_DATATYPE_NULL");
+    if (n < 0) throw Error("gridrt: collective with a negative count (" + std::to_string(n) + ")");
+    MPI_Aint lb = 0;
+    MPI_Type_get_extent(t, &lb, &extent);
+    MPI_Type_get_true_extent(t, &true_lb, &true_extent);
+    int size = 0;
+    MPI_Type_size(t, &size);
+    int bytes = 0;
+    MPI_Pack_size(n, t, MPI_COMM_SELF, &bytes);
+    packed = static_cast<std::size_t>(bytes);
+    contiguous = lb == 0 && true_lb == 0 && size == extent && true_extent == extent &&
+                 packed == static_cast<std::size_t>(size) * static_cast<std::size_t>(n);
+  }
+  std::size_t span() const { return count == 0 ? 0 : static_cast<std::size_t>(true_extent + (count - 1) * extent); }
+};
+
+inline void pack(const Layout& l, const void* buf, char* out) {
+  if (l.contiguous) {
+    if (l.packed) std::memcpy(out, buf, l.packed);
+    return;
+  }
+  int pos = 0;
+  MPI_Pack(buf, l.count, l.type, out, static_cast<int>(l.packed), &pos, MPI_COMM_SELF);
+}
+inline void unpack(const Layout& l, const char* in, void* buf) {
+  if (l.contiguous) {
+    if (l.packed) std::memcpy(buf, in, l.packed);
+    return;
+  }
+  int pos = 0;
+  MPI_Unpack(in, static_cast<int>(l.packed), &pos, buf, l.count, l.type, MPI_COMM_SELF);
+}
+inline std::vector<char> packed_copy(const Layout& l, const void* buf) {
+  std::vector<char> out(l.packed);
+  pack(l, buf, out.data());
+  return out;
+}
+
+// A buffer laid out as `count` elements of the datatype (for partial results).
+class Scratch {
+ public:
+  explicit Scratch(const Layout& l) : mem_(l.span()), base_(mem_.data() - l.true_lb) {}
+  void* get() { return base_; }
+
+ private:
+  std::vector<char> mem_;
+  char* base_;
+};
+
+inline void copy_elements(const Layout& l, const void* from, void* to) {
+  if (from == to) return;
+  const std::vector<char> p = packed_copy(l, from);
+  unpack(l, p.data(), to);
+}
+
+// The blocks of a v-collective: member i's is counts[i] elements of `type` at
+// base + displs[i] extents.
+struct Blocks {
+  char* base;
+  const int* counts;
+  const int* displs;
+  MPI_Datatype type;
+  MPI_Aint extent = 0;
+  Blocks(const void* b, const int* c, const int* d, MPI_Datatype t)
+      : base(static_cast<char*>(const_cast<void*>(b))), counts(c), displs(d), type(t) {
+    MPI_Aint lb = 0;
+    MPI_Type_get_extent(t, &lb, &extent);
+  }
+  Layout layout(int i) const { return Layout(type, counts[i]); }
+  char* at(int i) const { return base + displs[i] * extent; }
+  std::size_t packed(int i) const { return layout(i).packed; }
+  std::size_t packed(const std::vector<int>& which) const {
+    std::size_t n = 0;
+    for (int i : which) n += packed(i);
+    return n;
+  }
+  // The blocks of `which`, packed one after the other.
+  std::vector<char> pack_all(const std::vector<int>& which) const {
+    std::vector<char> out(packed(which));
+    std::size_t at_byte = 0;
+    for (int i : which) {
+      const Layout l = layout(i);
+      pack(l, at(i), out.data() + at_byte);
+      at_byte += l.packed;
+    }
+    return out;
+  }
+  void unpack_all(const std::vector<int>& which, const char* data) const {
+    for (int i : which) {
+      const Layout l = layout(i);
+      unpack(l, data, at(i));
+      data += l.packed;
+    }
+  }
+};
+
+// Counts and displacements of equal blocks of `count` elements, one per member.
+struct EqualBlocks {
+  std::vector<int> counts, displs;
+  EqualBlocks(int members, int count) : counts(members, count), displs(members) {
+    for (int i = 0; i < members; ++i) displs[i] = i * count;
+  }
+};
+
+// Byte counts as MPI wants them, with their displacements.
+struct ByteCounts {
+  std::vector<int> counts, displs;
+  explicit ByteCounts(const std::vector<std::size_t>& sizes) : counts(sizes.size()), displs(sizes.size()) {
+    std::size_t at = 0;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      if (sizes[i] > static_cast<std::size_t>(INT32_MAX) || at > static_cast<std::size_t>(INT32_MAX))
+        throw Error("gridrt: a collective's data inside a cluster is limited to 2 GiB");
+      counts[i] = static_cast<int>(sizes[i]);
+      displs[i] = static_cast<int>(at);
+      at += sizes[i];
+    }
+  }
+  std::size_t total() const { return counts.empty() ? 0 : static_cast<std::size_t>(displs.back()) + counts.back(); }
+};
+
+inline bool commutative(MPI_Op op) {
+  int c = 0;
+  MPI_Op_commutative(op, &c);
+  return c != 0;
+}
+
+inline void wait_local(MPI_Request& r) { wait_mpi(&r, MPI_STATUS_IGNORE); }
+
+inline int local_size(const CommImpl& c) { return static_cast<int>(c.parts[c.my_part()].size()); }
+
+// result = earlier op later, in place of `later` (MPI_Reduce_local's inoutbuf is the right operand).
+inline void combine(const Layout& l, MPI_Op op, const void* earlier, void* later) {
+  if (l.count) MPI_Reduce_local(earlier, later, l.count, l.type, op);
+}
+
+// Folds the packed values of all parts in part order (= rank order when the parts are
+// contiguous) into `result`, whose current content is part `mine`'s value.
+inline void fold_parts(const Layout& l, MPI_Op op, int mine, std::vector<std::vector<char>>& packed, void* result) {
+  Scratch acc(l), next(l);
+  void* a = acc.get();
+  void* b = next.get();
+  for (std::size_t p = 0; p < packed.size(); ++p) {
+    void* value = p == 0 ? a : b;
+    if (static_cast<int>(p) == mine) copy_elements(l, result, value);
+    else unpack(l, packed[p].data(), value);
+    if (p > 0) {
+      combine(l, op, a, b);  // b = a op b
+      std::swap(a, b);
+    }
+  }
+  copy_elements(l, a, result);
+}
+
+// What an Algo means for one call. Hierarchical reductions need the clusters' members to
+// be runs of consecutive ranks when the operation is not commutative (they fold clusters
+// in order); otherwise the flat algorithm, which keeps rank order, is used.
+inline Algo choose(Algo asked, const CommImpl& c, bool order_sensitive = false) {
+  Algo a = asked == Algo::kDefault ? state().algo : asked;
+  if (a == Algo::kAuto) a = Algo::kHier;  // until calibrated models choose (docs/algorithms.md)
+  if (a == Algo::kHier && order_sensitive && !c.parts_contiguous) a = Algo::kFlat;
+  return a;
+}
+
+inline void check_root(const CommImpl& c, int root) {
+  if (root < 0 || root >= c.size())
+    throw Error("gridrt: root " + std::to_string(root) + " is not a rank of the communicator (size " + std::to_string(c.size()) + ")");
+}
+
+}  // namespace gridrt::detail

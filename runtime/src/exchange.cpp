@@ -1,0 +1,490 @@
+// Collectives that move data rather than combine it, hierarchical and flat
+// (docs/algorithms.md): gather(v), scatter(v), allgather(v), alltoall(v). The hierarchical
+// ones cross the WAN once on every path and bring each block into a cluster once: the
+// cluster's entry point (the root, or its cluster's leader) gathers or scatters inside with
+// MPICH, and across clusters whole clusters' blocks travel in one message. The all-to-all
+// is the Local Group algorithm (seed 000 §VI-B) generalised to C clusters of any sizes.
+#include <numeric>
+
+#include "coll_support.h"
+#include "trees.h"
+
+namespace gridrt {
+namespace detail {
+namespace {
+
+std::vector<std::size_t> packed_sizes(const Blocks& b, const std::vector<int>& which) {
+  std::vector<std::size_t> out;
+  for (int i : which) out.push_back(b.packed(i));
+  return out;
+}
+
+// ------------------------------------------------------------------ gather
+
+// `out` matters at the root only; sendbuf MPI_IN_PLACE at the root: its block is in place.
+void gatherv_hier(CommImpl& c, const void* sendbuf, int sendcount, const Blocks& out, MPI_Datatype type, int root) {
+  const int tag = c.next_tag();
+  const int root_part = c.part_of[root];
+  const bool entry = c.me == root || (c.my_part() != root_part && c.is_leader());
+  const int local_root = c.my_part() == root_part ? c.index_in_part[root] : 0;
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  const std::vector<char> mine = in_place ? std::vector<char>() : packed_copy(Layout(type, sendcount), sendbuf);
+  // 1. Each cluster's blocks gather at its entry point, in the cluster's order.
+  const auto& part = c.parts[c.my_part()];
+  std::vector<char> blob = mine;
+  if (part.size() > 1) {
+    int my_bytes = static_cast<int>(mine.size());
+    std::vector<int> sizes(entry ? part.size() : 0);
+    MPI_Request r;
+    MPI_Igather(&my_bytes, 1, MPI_INT, sizes.data(), 1, MPI_INT, local_root, c.local, &r);
+    wait_local(r);
+    const ByteCounts bc(std::vector<std::size_t>(sizes.begin(), sizes.end()));
+    blob.assign(bc.total(), 0);
+    MPI_Igatherv(mine.data(), my_bytes, MPI_BYTE, blob.data(), bc.counts.data(), bc.displs.data(), MPI_BYTE, local_root,
+                 c.local, &r);
+    wait_local(r);
+  }
+  // 2. Every other cluster's entry point sends its cluster's blocks to the root at once.
+  if (c.me != root) {
+    if (entry && c.parts.size() > 1) wait_step(send_to(c, root, tag, blob.data(), blob.size()));
+    return;
+  }
+  std::vector<std::vector<char>> from(c.parts.size());
+  std::vector<Step> steps;
+  for (std::size_t p = 0; p < c.parts.size(); ++p) {
+    if (static_cast<int>(p) == root_part) continue;
+    from[p].resize(out.packed(c.parts[p]));
+    steps.push_back(receive_from(c, c.leader(static_cast<int>(p)), tag, from[p].data(), from[p].size()));
+  }
+  wait_steps(steps);
+  from[root_part] = std::move(blob);
+  for (std::size_t p = 0; p < c.parts.size(); ++p) {
+    std::vector<int> members = c.parts[p];
+    if (in_place && static_cast<int>(p) == root_part) members.erase(std::find(members.begin(), members.end(), root));
+    out.unpack_all(members, from[p].data());
+  }
+}
+
+// Binomial tree towards the root (relative ranks): every subtree is a run of consecutive
+// relative ranks, gathered in one buffer and sent up whole.
+void gather_flat(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, int root) {
+  const int tag = c.next_tag();
+  const int n = c.size();
+  const int rel = (c.me - root + n) % n;
+  const Layout one(type, count);
+  const std::size_t block = one.packed;
+  auto subtree = [n](int r) { return std::min(n, r + (r == 0 ? n : trees::lowbit(r))) - r; };
+  std::vector<char> sub(block * subtree(rel));
+  const void* contribution = sendbuf == MPI_IN_PLACE ? static_cast<char*>(recvbuf) + static_cast<MPI_Aint>(root) * count * one.extent : sendbuf;
+  pack(one, contribution, sub.data());
+  std::vector<Step> steps;
+  for (int child : trees::binomial_children(rel, n))
+    steps.push_back(receive_from(c, (child + root) % n, tag, sub.data() + block * (child - rel), block * subtree(child)));
+  wait_steps(steps);
+  if (rel != 0) return wait_step(send_to(c, (trees::binomial_parent(rel) + root) % n, tag, sub.data(), sub.size()));
+  for (int k = 0; k < n; ++k) {
+    const int real = (k + root) % n;
+    if (real == root && sendbuf == MPI_IN_PLACE) continue;
+    unpack(one, sub.data() + block * k, static_cast<char*>(recvbuf) + static_cast<MPI_Aint>(real) * count * one.extent);
+  }
+}
+
+// Every member sends its block straight to the root (MPICH's gatherv).
+void gatherv_flat(CommImpl& c, const void* sendbuf, int sendcount, const Blocks& out, MPI_Datatype type, int root) {
+  const int tag = c.next_tag();
+  if (c.me != root) {
+    const std::vector<char> mine = packed_copy(Layout(type, sendcount), sendbuf);
+    return wait_step(send_to(c, root, tag, mine.data(), mine.size()));
+  }
+  std::vector<std::vector<char>> from(c.size());
+  std::vector<Step> steps;
+  for (int r = 0; r < c.size(); ++r) {
+    if (r == root) continue;
+    from[r].resize(out.packed(r));
+    steps.push_back(receive_from(c, r, tag, from[r].data(), from[r].size()));
+  }
+  wait_steps(steps);
+  for (int r = 0; r < c.size(); ++r)
+    if (r != root) out.unpack_all({r}, from[r].data());
+  if (sendbuf != MPI_IN_PLACE) copy_elements(Layout(type, sendcount), sendbuf, out.at(root));
+}
+
+// ------------------------------------------------------------------ scatter
+
+// `in` matters at the root only; recvbuf MPI_IN_PLACE at the root: its block stays in place.
+void scatterv_hier(CommImpl& c, const Blocks& in, void* recvbuf, int recvcount, MPI_Datatype type, int root) {
+  const int tag = c.next_tag();
+  const int root_part = c.part_of[root];
+  const bool entry = c.me == root || (c.my_part() != root_part && c.is_leader());
+  const int local_root = c.my_part() == root_part ? c.index_in_part[root] : 0;
+  const bool keep = c.me == root && recvbuf == MPI_IN_PLACE;
+  const auto& part = c.parts[c.my_part()];
+  // 1. The root sends each other cluster's blocks to its leader in one message (after
+  //    their sizes, which the leader needs to scatter them): one WAN hop.
+  std::vector<std::vector<int>> sizes_to(c.parts.size());
+  std::vector<std::vector<char>> blobs(c.parts.size());
+  std::vector<Step> sends;
+  std::vector<int> sizes;
+  std::vector<char> blob;
+  if (c.me == root) {
+    for (std::size_t p = 0; p < c.parts.size(); ++p) {
+      if (static_cast<int>(p) == root_part) continue;
+      for (int m : c.parts[p]) sizes_to[p].push_back(static_cast<int>(in.packed(m)));
+      blobs[p] = in.pack_all(c.parts[p]);
+      sends.push_back(send_to(c, c.leader(static_cast<int>(p)), tag, sizes_to[p].data(), sizes_to[p].size() * sizeof(int)));
+      sends.push_back(send_to(c, c.leader(static_cast<int>(p)), tag, blobs[p].data(), blobs[p].size()));
+    }
+    std::vector<int> members;
+    for (int m : part) {
+      sizes.push_back(m == root && keep ? 0 : static_cast<int>(in.packed(m)));
+      if (!(m == root && keep)) members.push_back(m);
+    }
+    blob = in.pack_all(members);
+  } else if (entry) {
+    sizes.resize(part.size());
+    wait_step(receive_from(c, root, tag, sizes.data(), sizes.size() * sizeof(int)));
+    blob.resize(std::accumulate(sizes.begin(), sizes.end(), std::size_t{0}));
+    wait_step(receive_from(c, root, tag, blob.data(), blob.size()));
+  }
+  // 2. Each entry point scatters its cluster's blocks inside.
+  const Layout mine(type, keep ? 0 : recvcount);
+  std::vector<char> got(mine.packed);
+  if (part.size() > 1) {
+    const ByteCounts bc(std::vector<std::size_t>(sizes.begin(), sizes.end()));
+    MPI_Request r;
+    MPI_Iscatterv(blob.data(), bc.counts.data(), bc.displs.data(), MPI_BYTE, got.data(), static_cast<int>(got.size()), MPI_BYTE,
+                  local_root, c.local, &r);
+    wait_local(r);
+  } else {
+    got = std::move(blob);
+  }
+  if (!keep) unpack(mine, got.data(), recvbuf);
+  wait_steps(sends);
+}
+
+// Binomial tree from the root: each member receives its subtree's blocks and passes on its
+// children's.
+void scatter_flat(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, int root) {
+  const int tag = c.next_tag();
+  const int n = c.size();
+  const int rel = (c.me - root + n) % n;
+  const Layout one(type, count);
+  const std::size_t block = one.packed;
+  auto subtree = [n](int r) { return std::min(n, r + (r == 0 ? n : trees::lowbit(r))) - r; };
+  std::vector<char> sub(block * subtree(rel));
+  if (rel == 0) {
+    for (int k = 0; k < n; ++k)
+      pack(one, static_cast<const char*>(sendbuf) + static_cast<MPI_Aint>((k + root) % n) * count * one.extent, sub.data() + block * k);
+  } else {
+    wait_step(receive_from(c, (trees::binomial_parent(rel) + root) % n, tag, sub.data(), sub.size()));
+  }
+  std::vector<Step> steps;
+  for (int child : trees::binomial_children(rel, n))
+    steps.push_back(send_to(c, (child + root) % n, tag, sub.data() + block * (child - rel), block * subtree(child)));
+  wait_steps(steps);
+  if (!(rel == 0 && recvbuf == MPI_IN_PLACE)) unpack(one, sub.data(), recvbuf);
+}
+
+// The root sends every block straight to its member (MPICH's scatterv).
+void scatterv_flat(CommImpl& c, const Blocks& in, void* recvbuf, int recvcount, MPI_Datatype type, int root) {
+  const int tag = c.next_tag();
+  const Layout mine(type, recvcount);
+  if (c.me != root) {
+    std::vector<char> got(mine.packed);
+    wait_step(receive_from(c, root, tag, got.data(), got.size()));
+    return unpack(mine, got.data(), recvbuf);
+  }
+  std::vector<std::vector<char>> to(c.size());
+  std::vector<Step> steps;
+  for (int r = 0; r < c.size(); ++r) {
+    if (r == root) continue;
+    to[r] = in.pack_all({r});
+    steps.push_back(send_to(c, r, tag, to[r].data(), to[r].size()));
+  }
+  if (recvbuf != MPI_IN_PLACE) copy_elements(mine, in.at(root), recvbuf);
+  wait_steps(steps);
+}
+
+// ------------------------------------------------------------------ allgather
+
+void allgatherv_hier(CommImpl& c, const void* sendbuf, int sendcount, const Blocks& out, MPI_Datatype type) {
+  const int tag = c.next_tag();
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  const std::vector<char> mine = in_place ? out.pack_all({c.me}) : packed_copy(Layout(type, sendcount), sendbuf);
+  // 1. Each cluster gathers its blocks at its leader (every size is known to everyone).
+  const auto& part = c.parts[c.my_part()];
+  std::vector<std::vector<char>> from(c.parts.size());
+  std::vector<char>& own = from[c.my_part()];
+  own = mine;
+  if (part.size() > 1) {
+    const ByteCounts bc(packed_sizes(out, part));
+    own.assign(c.is_leader() ? bc.total() : 0, 0);
+    MPI_Request r;
+    MPI_Igatherv(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, own.data(), bc.counts.data(), bc.displs.data(), MPI_BYTE, 0,
+                 c.local, &r);
+    wait_local(r);
+  }
+  // 2. Leaders send their cluster's blocks to every other leader (one WAN hop).
+  if (c.is_leader()) {
+    std::vector<Step> steps;
+    for (std::size_t p = 0; p < c.parts.size(); ++p) {
+      if (static_cast<int>(p) == c.my_part()) continue;
+      from[p].resize(out.packed(c.parts[p]));
+      steps.push_back(receive_from(c, c.leader(static_cast<int>(p)), tag, from[p].data(), from[p].size()));
+      steps.push_back(send_to(c, c.leader(static_cast<int>(p)), tag, own.data(), own.size()));
+    }
+    wait_steps(steps);
+  }
+  // 3. Each leader hands every cluster's blocks to its cluster (clusters in order, each
+  //    cluster's members in order: the order every member unpacks in).
+  std::vector<char> all;
+  if (c.is_leader())
+    for (const auto& f : from) all.insert(all.end(), f.begin(), f.end());
+  std::size_t total = 0;
+  for (const auto& p : c.parts) total += out.packed(p);
+  all.resize(total);
+  if (part.size() > 1 && total > 0) {
+    if (total > static_cast<std::size_t>(INT32_MAX)) throw Error("gridrt: a collective's data inside a cluster is limited to 2 GiB");
+    MPI_Request r;
+    MPI_Ibcast(all.data(), static_cast<int>(total), MPI_BYTE, 0, c.local, &r);
+    wait_local(r);
+  }
+  const char* at = all.data();
+  for (const auto& p : c.parts) {
+    out.unpack_all(p, at);
+    at += out.packed(p);
+  }
+}
+
+// Ring (MPICH's long-message allgather): in step k, pass on the block received in step k - 1.
+void allgatherv_flat(CommImpl& c, const void* sendbuf, int sendcount, const Blocks& out, MPI_Datatype type) {
+  const int tag = c.next_tag();
+  const int n = c.size();
+  std::vector<std::size_t> offset(n + 1, 0);
+  for (int i = 0; i < n; ++i) offset[i + 1] = offset[i] + out.packed(i);
+  std::vector<char> all(offset[n]);
+  const std::vector<char> mine = sendbuf == MPI_IN_PLACE ? out.pack_all({c.me}) : packed_copy(Layout(type, sendcount), sendbuf);
+  std::copy(mine.begin(), mine.end(), all.begin() + static_cast<std::ptrdiff_t>(offset[c.me]));
+  const int right = (c.me + 1) % n, left = (c.me - 1 + n) % n;
+  for (int k = 0; k < n - 1; ++k) {
+    const int send_block = (c.me - k + n) % n, recv_block = (c.me - k - 1 + n) % n;
+    std::vector<Step> steps;
+    steps.push_back(receive_from(c, left, tag, all.data() + offset[recv_block], out.packed(recv_block)));
+    steps.push_back(send_to(c, right, tag, all.data() + offset[send_block], out.packed(send_block)));
+    wait_steps(steps);
+  }
+  for (int i = 0; i < n; ++i) out.unpack_all({i}, all.data() + offset[i]);
+}
+
+// ------------------------------------------------------------------ alltoall
+
+// Local Group all-to-all (seed 000 §VI-B), for C clusters of any sizes. For every other
+// cluster Y, each member j of Y has an agent in this cluster: the member of index
+// (j's index in Y + Y's number) mod (this cluster's size), which spreads the agents over the
+// cluster. 1. Inside the cluster, one MPI_Ialltoallv: every member sends each local member
+// its block for it and its blocks for the remote members that member is agent for (after
+// their sizes). 2. Every agent sends each remote member it serves one message holding the
+// blocks of all its cluster's members for it, in the cluster's order: across the WAN each
+// member receives C - 1 messages, and the inter-cluster exchange runs between many pairs of
+// members at once, not through one coordinator.
+void alltoallv_hier(CommImpl& c, const Blocks& in, const Blocks& out) {
+  const int tag = c.next_tag();
+  const int n = c.size();
+  const int x = c.my_part();
+  const auto& part = c.parts[x];
+  const int m = static_cast<int>(part.size());
+  const int ix = c.index_in_part[c.me];
+  auto agent_index = [&](int j, int cluster) { return (c.index_in_part[j] + c.part_of[j]) % static_cast<int>(c.parts[cluster].size()); };
+  // served[a]: the members whose data local member a handles here: itself, then the remote
+  // members it is agent for, in rank order.
+  std::vector<std::vector<int>> served(m);
+  for (int a = 0; a < m; ++a) served[a].push_back(part[a]);
+  for (int j = 0; j < n; ++j)
+    if (c.part_of[j] != x) served[agent_index(j, x)].push_back(j);
+  const std::vector<int>& mine = served[ix];
+  // piece[k][t]: the block local member k sent me for the t-th member of `mine`.
+  std::vector<std::vector<char>> received(m);
+  std::vector<std::vector<std::size_t>> piece_size(m, std::vector<std::size_t>(mine.size()));
+  if (m > 1) {
+    // Sizes first: what each piece I send is, for the members each local member serves.
+    std::vector<unsigned long long> size_out, size_in(static_cast<std::size_t>(m) * mine.size());
+    std::vector<int> scount(m), sdispl(m), rcount(m), rdispl(m);
+    for (int a = 0; a < m; ++a) {
+      sdispl[a] = static_cast<int>(size_out.size());
+      for (int j : served[a]) size_out.push_back(in.packed(j));
+      scount[a] = static_cast<int>(served[a].size());
+      rcount[a] = static_cast<int>(mine.size());
+      rdispl[a] = a * static_cast<int>(mine.size());
+    }
+    MPI_Request r;
+    MPI_Ialltoallv(size_out.data(), scount.data(), sdispl.data(), MPI_UNSIGNED_LONG_LONG, size_in.data(), rcount.data(),
+                   rdispl.data(), MPI_UNSIGNED_LONG_LONG, c.local, &r);
+    wait_local(r);
+    std::vector<std::size_t> send_sizes(m), recv_sizes(m);
+    std::vector<char> send_data;
+    for (int a = 0; a < m; ++a) {
+      const std::vector<char> p = in.pack_all(served[a]);
+      send_data.insert(send_data.end(), p.begin(), p.end());
+      send_sizes[a] = p.size();
+    }
+    for (int k = 0; k < m; ++k) {
+      for (std::size_t t = 0; t < mine.size(); ++t) piece_size[k][t] = size_in[k * mine.size() + t];
+      recv_sizes[k] = std::accumulate(piece_size[k].begin(), piece_size[k].end(), std::size_t{0});
+    }
+    const ByteCounts sb(send_sizes), rb(recv_sizes);
+    std::vector<char> recv_data(rb.total());
+    MPI_Ialltoallv(send_data.data(), sb.counts.data(), sb.displs.data(), MPI_BYTE, recv_data.data(), rb.counts.data(),
+                   rb.displs.data(), MPI_BYTE, c.local, &r);
+    wait_local(r);
+    for (int k = 0; k < m; ++k)
+      received[k].assign(recv_data.begin() + rb.displs[k], recv_data.begin() + rb.displs[k] + rb.counts[k]);
+  } else {
+    received[0] = in.pack_all(mine);
+    for (std::size_t t = 0; t < mine.size(); ++t) piece_size[0][t] = in.packed(mine[t]);
+  }
+  // Where each piece lies in what local member k sent me.
+  std::vector<std::vector<std::size_t>> piece_at(m, std::vector<std::size_t>(mine.size() + 1, 0));
+  for (int k = 0; k < m; ++k)
+    for (std::size_t t = 0; t < mine.size(); ++t) piece_at[k][t + 1] = piece_at[k][t] + piece_size[k][t];
+  // My own blocks from this cluster (t = 0 is me).
+  for (int k = 0; k < m; ++k) out.unpack_all({part[k]}, received[k].data());
+  // 2. Across the WAN: to every remote member I serve, its blocks from all of this cluster;
+  //    from every other cluster, the blocks of all its members for me, from my agent there.
+  std::vector<std::vector<char>> to(mine.size());
+  std::vector<Step> steps;
+  for (std::size_t t = 1; t < mine.size(); ++t) {
+    for (int k = 0; k < m; ++k)
+      to[t].insert(to[t].end(), received[k].begin() + piece_at[k][t], received[k].begin() + piece_at[k][t + 1]);
+    steps.push_back(send_to(c, mine[t], tag, to[t].data(), to[t].size()));
+  }
+  std::vector<std::vector<char>> from(c.parts.size());
+  for (std::size_t y = 0; y < c.parts.size(); ++y) {
+    if (static_cast<int>(y) == x) continue;
+    from[y].resize(out.packed(c.parts[y]));
+    const int agent = c.parts[y][agent_index(c.me, static_cast<int>(y))];
+    steps.push_back(receive_from(c, agent, tag, from[y].data(), from[y].size()));
+  }
+  wait_steps(steps);
+  for (std::size_t y = 0; y < c.parts.size(); ++y)
+    if (static_cast<int>(y) != x) out.unpack_all(c.parts[y], from[y].data());
+}
+
+// Pairwise exchange (MPICH's long-message all-to-all): in step k, send to rank + k and
+// receive from rank - k.
+void alltoallv_flat(CommImpl& c, const Blocks& in, const Blocks& out) {
+  const int tag = c.next_tag();
+  const int n = c.size();
+  out.unpack_all({c.me}, in.pack_all({c.me}).data());
+  for (int k = 1; k < n; ++k) {
+    const int dst = (c.me + k) % n, src = (c.me - k + n) % n;
+    const std::vector<char> block = in.pack_all({dst});
+    std::vector<char> got(out.packed(src));
+    std::vector<Step> steps;
+    steps.push_back(receive_from(c, src, tag, got.data(), got.size()));
+    steps.push_back(send_to(c, dst, tag, block.data(), block.size()));
+    wait_steps(steps);
+    out.unpack_all({src}, got.data());
+  }
+}
+
+void check_counts(const CommImpl& c, const int* counts, const int* displs, const char* what) {
+  if (!counts || !displs) throw Error(std::string("gridrt: ") + what + ": counts and displacements are needed");
+  for (int i = 0; i < c.size(); ++i)
+    if (counts[i] < 0) throw Error(std::string("gridrt: ") + what + ": count " + std::to_string(counts[i]) + " of member " + std::to_string(i) + " is negative");
+}
+
+}  // namespace
+}  // namespace detail
+
+using detail::Blocks;
+using detail::choose;
+using detail::EqualBlocks;
+
+void Comm::gatherv(const void* sendbuf, int sendcount, void* recvbuf, const int* recvcounts, const int* displs, MPI_Datatype type,
+                   int root, Algo algo) const {
+  detail::CommImpl& c = impl();
+  detail::check_root(c, root);
+  if (c.me == root) detail::check_counts(c, recvcounts, displs, "gatherv");
+  if (sendbuf == MPI_IN_PLACE && c.me != root) throw Error("gridrt: gatherv: MPI_IN_PLACE is for the root only");
+  const Blocks out(recvbuf, recvcounts, displs, type);
+  if (choose(algo, c) == Algo::kFlat) detail::gatherv_flat(c, sendbuf, sendcount, out, type, root);
+  else detail::gatherv_hier(c, sendbuf, sendcount, out, type, root);
+}
+
+void Comm::gather(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, int root, Algo algo) const {
+  detail::CommImpl& c = impl();
+  detail::check_root(c, root);
+  if (sendbuf == MPI_IN_PLACE && c.me != root) throw Error("gridrt: gather: MPI_IN_PLACE is for the root only");
+  const detail::Layout l(type, count);  // checks type and count
+  if (choose(algo, c) == Algo::kFlat) return detail::gather_flat(c, sendbuf, recvbuf, count, type, root);
+  const EqualBlocks e(c.size(), count);
+  detail::gatherv_hier(c, sendbuf, count, Blocks(recvbuf, e.counts.data(), e.displs.data(), type), type, root);
+}
+
+void Comm::scatterv(const void* sendbuf, const int* sendcounts, const int* displs, void* recvbuf, int recvcount, MPI_Datatype type,
+                    int root, Algo algo) const {
+  detail::CommImpl& c = impl();
+  detail::check_root(c, root);
+  if (c.me == root) detail::check_counts(c, sendcounts, displs, "scatterv");
+  if (recvbuf == MPI_IN_PLACE && c.me != root) throw Error("gridrt: scatterv: MPI_IN_PLACE is for the root only");
+  const Blocks in(sendbuf, sendcounts, displs, type);
+  if (choose(algo, c) == Algo::kFlat) detail::scatterv_flat(c, in, recvbuf, recvcount, type, root);
+  else detail::scatterv_hier(c, in, recvbuf, recvcount, type, root);
+}
+
+void Comm::scatter(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, int root, Algo algo) const {
+  detail::CommImpl& c = impl();
+  detail::check_root(c, root);
+  if (recvbuf == MPI_IN_PLACE && c.me != root) throw Error("gridrt: scatter: MPI_IN_PLACE is for the root only");
+  const detail::Layout l(type, count);
+  if (choose(algo, c) == Algo::kFlat) return detail::scatter_flat(c, sendbuf, recvbuf, count, type, root);
+  const EqualBlocks e(c.size(), count);
+  detail::scatterv_hier(c, Blocks(sendbuf, e.counts.data(), e.displs.data(), type), recvbuf, count, type, root);
+}
+
+void Comm::allgatherv(const void* sendbuf, int sendcount, void* recvbuf, const int* recvcounts, const int* displs, MPI_Datatype type,
+                      Algo algo) const {
+  detail::CommImpl& c = impl();
+  detail::check_counts(c, recvcounts, displs, "allgatherv");
+  const Blocks out(recvbuf, recvcounts, displs, type);
+  if (choose(algo, c) == Algo::kFlat) detail::allgatherv_flat(c, sendbuf, sendcount, out, type);
+  else detail::allgatherv_hier(c, sendbuf, sendcount, out, type);
+}
+
+void Comm::allgather(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, Algo algo) const {
+  const EqualBlocks e(size(), count);
+  allgatherv(sendbuf, count, recvbuf, e.counts.data(), e.displs.data(), type, algo);
+}
+
+void Comm::alltoallv(const void* sendbuf, const int* sendcounts, const int* sdispls, void* recvbuf, const int* recvcounts,
+                     const int* rdispls, MPI_Datatype type, Algo algo) const {
+  detail::CommImpl& c = impl();
+  detail::check_counts(c, recvcounts, rdispls, "alltoallv");
+  const Blocks out(recvbuf, recvcounts, rdispls, type);
+  // In place: what recvbuf holds now is what is sent (laid out as the receive, MPI's rule);
+  // it is packed aside first and described as blocks of bytes.
+  std::vector<char> snapshot;
+  std::vector<int> snapshot_counts, snapshot_displs;
+  if (sendbuf == MPI_IN_PLACE) {
+    for (int i = 0, at = 0; i < c.size(); ++i) {
+      snapshot_counts.push_back(static_cast<int>(out.packed(i)));
+      snapshot_displs.push_back(at);
+      at += snapshot_counts.back();
+      const std::vector<char> b = out.pack_all({i});
+      snapshot.insert(snapshot.end(), b.begin(), b.end());
+    }
+  } else {
+    detail::check_counts(c, sendcounts, sdispls, "alltoallv");
+  }
+  const Blocks in = sendbuf == MPI_IN_PLACE ? Blocks(snapshot.data(), snapshot_counts.data(), snapshot_displs.data(), MPI_BYTE)
+                                            : Blocks(sendbuf, sendcounts, sdispls, type);
+  if (choose(algo, c) == Algo::kFlat) detail::alltoallv_flat(c, in, out);
+  else detail::alltoallv_hier(c, in, out);
+}
+
+void Comm::alltoall(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, Algo algo) const {
+  const EqualBlocks e(size(), count);
+  alltoallv(sendbuf, e.counts.data(), e.displs.data(), recvbuf, e.counts.data(), e.displs.data(), type, algo);
+}
+
+}  // namespace gridrt
