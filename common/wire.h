@@ -47,7 +47,11 @@ enum class Type : std::uint16_t {
   kDirectHello = 21,   // process -> process, first frame of a direct connection: src = the dialler
   kConnectBack = 22,   // process -> relays -> process: src asks dst to open a direct connection to it
   kDirectFailed = 23,  // process -> relays -> process: src could not connect to dst; use the relays
+  kWanCount = 24,      // runtime -> relay: empty, how much has src sent to other clusters through
+                       // the relays? relay -> runtime: body = u64 messages, u64 payload bytes
 };
+// kData flag: more fragments of the same message follow (the last one has it clear).
+inline constexpr std::uint32_t kMoreFragments = 1;
 const char* type_name(Type t);
 
 // The fixed header. Fields that a message type does not use are zero.

@@ -54,6 +54,8 @@ struct Relay::Job {
   std::vector<std::string> endpoints;  // where each local rank accepts direct connections
   std::uint32_t hellos = 0;
   std::vector<int> status;             // per local rank, -1 while unknown
+  // What each local rank has sent to other clusters through the links (kWanCount).
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> wan_sent;  // messages, payload bytes
   std::map<std::uint32_t, std::vector<Frame>> pending;  // data for ranks not yet connected
   std::size_t pending_bytes = 0;
   std::string topology;                // the Topology frame body, once the broker sent it
@@ -243,6 +245,7 @@ void Relay::handle_start(const Frame& f) {
   job->hostnames.resize(me.count);
   job->endpoints.resize(me.count);
   job->status.assign(me.count, -1);
+  job->wan_sent.assign(me.count, {0, 0});
   Job& j = *job;
   jobs_[j.id()] = std::move(job);
   ensure_links(j);
@@ -465,6 +468,15 @@ void Relay::on_local_frame(const LocalPtr& conn, Frame& f) {
       if (!conn->monitor) break;
       f.header.src = rank;
       return to_broker(f);
+    case Type::kWanCount: {
+      if (conn->monitor) break;
+      const auto& [messages, bytes] = job.wan_sent[conn->local_rank];
+      wire::Writer w;
+      w.u64(messages).u64(bytes);
+      Frame answer = wire::make_frame(Type::kWanCount, w.take(), job.id());
+      answer.header.dst = rank;
+      return conn->link->send(std::move(answer));
+    }
     case Type::kProcExit:
       if (!conn->monitor) break;
       job.status[conn->local_rank] = f.header.tag;
@@ -532,6 +544,11 @@ void Relay::on_local_closed(const LocalPtr& conn) {
 void Relay::route(Job& job, Frame& f) {
   const std::uint32_t c = job.topo().cluster_of(static_cast<std::uint32_t>(f.header.dst));
   if (c == job.start.cluster) return deliver_local(job, f);
+  if (f.header.type == Type::kData && job.is_local(f.header.src)) {
+    auto& [messages, bytes] = job.wan_sent[static_cast<std::uint32_t>(f.header.src) - job.first];
+    if (!(f.header.flags & wire::kMoreFragments)) ++messages;  // a message's last fragment
+    bytes += f.body.size();
+  }
   send_to_cluster(job.topo().clusters[c].name, f);
 }
 

@@ -85,7 +85,11 @@ class Daemons : public ::testing::Test {
     ClusterDesc d = grid_.clusters[0];
     d.name = cluster;
     const std::string cn = cert_name.empty() ? "relay " + cluster : cert_name;
-    Relay::Options o{d, (ca ? *ca : ca_).issue(cn, dir_, "relay-" + cluster + std::to_string(relays_.size())), broker_ep_, "/bin/false"};
+    Relay::Options o;
+    o.cluster = d;
+    o.creds = (ca ? *ca : ca_).issue(cn, dir_, "relay-" + cluster + std::to_string(relays_.size()));
+    o.broker = broker_ep_;
+    o.gridproc = "/bin/false";
     return on_io([&] {
       relays_.push_back(std::make_unique<Relay>(io_, o));
       Relay* r = relays_.back().get();

@@ -61,14 +61,15 @@ struct Running {
   }
 };
 
-Running start_gridrun(const std::vector<std::string>& args, const std::string& name = "gridrun") {
+// Starts build/bin/`program` with `args`, its output going to files named after `name`.
+Running start_program(const std::string& program, const std::vector<std::string>& args, const std::string& name) {
   Running run{-1, ::testing::TempDir() + "/" + name + ".out", ::testing::TempDir() + "/" + name + ".err"};
   run.pid = ::fork();
   if (run.pid == 0) {
     std::freopen(run.out_path.c_str(), "w", stdout);
     std::freopen(run.err_path.c_str(), "w", stderr);
     std::vector<char*> argv;
-    const std::string prog = kBin + "/gridrun";
+    const std::string prog = kBin + "/" + program;
     argv.push_back(const_cast<char*>(prog.c_str()));
     for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -76,6 +77,10 @@ Running start_gridrun(const std::vector<std::string>& args, const std::string& n
     ::_exit(127);
   }
   return run;
+}
+
+Running start_gridrun(const std::vector<std::string>& args, const std::string& name = "gridrun") {
+  return start_program("gridrun", args, name);
 }
 
 // Runs gridrun with `args`; `interrupt_after_ms` > 0 sends SIGINT after that many ms.
@@ -632,4 +637,60 @@ TEST(EndToEnd, CollectivesMatchTheirReferencesOnGridsOfOneTwoAndThreeClusters) {
   EXPECT_EQ(sliced.status, 0) << sliced.out << sliced.err;
   EXPECT_NE(sliced.out.find("checks passed on 6 processes in 3 clusters"), std::string::npos) << sliced.out << sliced.err;
   expect_nothing_left();
+}
+
+namespace {
+// The value of "key" in a one-line JSON object gridbench printed ("" if absent).
+std::string json_field(const std::string& line, const std::string& key) {
+  const auto at = line.find("\"" + key + "\":");
+  if (at == std::string::npos) return "";
+  std::size_t from = at + key.size() + 3, to = from;
+  while (to < line.size() && line[to] != ',' && line[to] != '}') ++to;
+  std::string v = line.substr(from, to - from);
+  if (v.size() >= 2 && v.front() == '"') v = v.substr(1, v.size() - 2);
+  return v;
+}
+}  // namespace
+
+// gridbench starts itself as a job and reports, per call, the WAN messages the relays
+// counted: exact numbers each algorithm must produce (docs/algorithms.md).
+TEST(EndToEnd, GridbenchReportsEveryFieldAndTheWanMessagesEachAlgorithmMustSend) {
+  dirs_before = gridrun_dirs();
+  const Outcome r = start_program("gridbench", {"--clusters", "3", "--ranks-per-cluster", "2", "--emulate-wan", "5ms", "--op",
+                                                "barrier,bcast,gather,scatter,alltoall", "--algo", "hier,flat", "--sizes", "8:8",
+                                                "--iters", "3", "--json"},
+                                    "gridbench")
+                        .finish();
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  std::map<std::string, std::string> line_of;  // "op algo" -> its line
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    ASSERT_EQ(line.front(), '{') << "not a JSON line: " << line;
+    for (const char* key : {"op", "algo", "bytes", "clusters", "ranks", "iters", "avg_us", "min_us", "max_us", "wan_msgs", "wan_bytes", "bound_us"})
+      EXPECT_NE(json_field(line, key), "") << key << " missing in " << line;
+    EXPECT_EQ(json_field(line, "clusters"), "3");
+    EXPECT_EQ(json_field(line, "ranks"), "6");
+    line_of[json_field(line, "op") + " " + json_field(line, "algo")] = line;
+  }
+  ASSERT_EQ(line_of.size(), 10u) << r.out;
+  // C = 3 clusters of p = 2, P = 6.
+  const std::pair<const char*, const char*> wan_msgs[] = {
+      {"barrier hier", "6.00"},   // leaders all-to-all: C (C - 1)
+      {"bcast hier", "2.00"},     // C - 1
+      {"gather hier", "2.00"},    // C - 1
+      {"scatter hier", "2.00"},   // C - 1
+      {"alltoall hier", "12.00"}, // P (C - 1)
+      {"alltoall flat", "24.00"}, // P (P - p)
+      {"barrier flat", "15.00"},  // dissemination: ceil(log2 6) = 3 rounds x 6, minus the local ones
+  };
+  for (const auto& [key, msgs] : wan_msgs) EXPECT_EQ(json_field(line_of[key], "wan_msgs"), msgs) << key << ": " << line_of[key];
+  // (Times are not checked: a call's time on one process depends on when the others left
+  // the barrier before it, which the WAN delay skews; bench figures are in docs/benchmarks.md.)
+  for (const char* key : {"barrier hier", "bcast hier", "gather hier", "alltoall flat"})
+    EXPECT_EQ(json_field(line_of[key], "bound_us").substr(0, 4), "5000") << line_of[key];
+  expect_nothing_left();
+
+  const Outcome bad = start_program("gridbench", {"--op", "bcst", "--algo", "hier"}, "gridbench-bad").finish();
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("unknown --op 'bcst'"), std::string::npos) << bad.err;
 }

@@ -94,10 +94,11 @@ Pending test_steps(std::vector<Step>& steps) {
 }  // namespace
 
 void wait_steps(std::vector<Step>& steps) {
+  Pause pause;
   for (;;) {
     const Pending p = test_steps(steps);
     if (p.mpi) {
-      pause_for_policy();
+      pause();
     } else if (p.remote) {
       // Only the transport can finish what is left: sleep on it, not on the CPU.
       remote_wait(p.remote->remote);
@@ -114,6 +115,7 @@ void wait_step(Step s) {
 }
 
 void wait_step_amid(Step& s, std::vector<Step>& background) {
+  Pause pause;
   for (;;) {
     std::vector<Step> one{s};
     const Pending mine = test_steps(one);
@@ -126,7 +128,7 @@ void wait_step_amid(Step& s, std::vector<Step>& background) {
       s.done = true;
       return;
     }
-    pause_for_policy();
+    pause();
   }
 }
 

@@ -112,7 +112,9 @@ void gatherv_flat(CommImpl& c, const void* sendbuf, int sendcount, const Blocks&
 // ------------------------------------------------------------------ scatter
 
 // `in` matters at the root only; recvbuf MPI_IN_PLACE at the root: its block stays in place.
-void scatterv_hier(CommImpl& c, const Blocks& in, void* recvbuf, int recvcount, MPI_Datatype type, int root) {
+// `equal`: every member's block has recvcount elements (scatter), so a leader knows the sizes
+// without being told.
+void scatterv_hier(CommImpl& c, const Blocks& in, void* recvbuf, int recvcount, MPI_Datatype type, int root, bool equal) {
   const int tag = c.next_tag();
   const int root_part = c.part_of[root];
   const bool entry = c.me == root || (c.my_part() != root_part && c.is_leader());
@@ -120,7 +122,7 @@ void scatterv_hier(CommImpl& c, const Blocks& in, void* recvbuf, int recvcount, 
   const bool keep = c.me == root && recvbuf == MPI_IN_PLACE;
   const auto& part = c.parts[c.my_part()];
   // 1. The root sends each other cluster's blocks to its leader in one message (after
-  //    their sizes, which the leader needs to scatter them): one WAN hop.
+  //    their sizes, which the leader needs to scatter them, unless all are equal): one WAN hop.
   std::vector<std::vector<int>> sizes_to(c.parts.size());
   std::vector<std::vector<char>> blobs(c.parts.size());
   std::vector<Step> sends;
@@ -131,7 +133,7 @@ void scatterv_hier(CommImpl& c, const Blocks& in, void* recvbuf, int recvcount, 
       if (static_cast<int>(p) == root_part) continue;
       for (int m : c.parts[p]) sizes_to[p].push_back(static_cast<int>(in.packed(m)));
       blobs[p] = in.pack_all(c.parts[p]);
-      sends.push_back(send_to(c, c.leader(static_cast<int>(p)), tag, sizes_to[p].data(), sizes_to[p].size() * sizeof(int)));
+      if (!equal) sends.push_back(send_to(c, c.leader(static_cast<int>(p)), tag, sizes_to[p].data(), sizes_to[p].size() * sizeof(int)));
       sends.push_back(send_to(c, c.leader(static_cast<int>(p)), tag, blobs[p].data(), blobs[p].size()));
     }
     std::vector<int> members;
@@ -141,8 +143,8 @@ void scatterv_hier(CommImpl& c, const Blocks& in, void* recvbuf, int recvcount, 
     }
     blob = in.pack_all(members);
   } else if (entry) {
-    sizes.resize(part.size());
-    wait_step(receive_from(c, root, tag, sizes.data(), sizes.size() * sizeof(int)));
+    sizes.assign(part.size(), static_cast<int>(Layout(type, recvcount).packed));
+    if (!equal) wait_step(receive_from(c, root, tag, sizes.data(), sizes.size() * sizeof(int)));
     blob.resize(std::accumulate(sizes.begin(), sizes.end(), std::size_t{0}));
     wait_step(receive_from(c, root, tag, blob.data(), blob.size()));
   }
@@ -429,7 +431,7 @@ void Comm::scatterv(const void* sendbuf, const int* sendcounts, const int* displ
   if (recvbuf == MPI_IN_PLACE && c.me != root) throw Error("gridrt: scatterv: MPI_IN_PLACE is for the root only");
   const Blocks in(sendbuf, sendcounts, displs, type);
   if (choose(algo, c) == Algo::kFlat) detail::scatterv_flat(c, in, recvbuf, recvcount, type, root);
-  else detail::scatterv_hier(c, in, recvbuf, recvcount, type, root);
+  else detail::scatterv_hier(c, in, recvbuf, recvcount, type, root, false);
 }
 
 void Comm::scatter(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, int root, Algo algo) const {
@@ -439,7 +441,7 @@ void Comm::scatter(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t
   const detail::Layout l(type, count);
   if (choose(algo, c) == Algo::kFlat) return detail::scatter_flat(c, sendbuf, recvbuf, count, type, root);
   const EqualBlocks e(c.size(), count);
-  detail::scatterv_hier(c, Blocks(sendbuf, e.counts.data(), e.displs.data(), type), recvbuf, count, type, root);
+  detail::scatterv_hier(c, Blocks(sendbuf, e.counts.data(), e.displs.data(), type), recvbuf, count, type, root, true);
 }
 
 void Comm::allgatherv(const void* sendbuf, int sendcount, void* recvbuf, const int* recvcounts, const int* displs, MPI_Datatype type,

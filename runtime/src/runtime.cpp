@@ -33,20 +33,30 @@ int to_local(int r) { return r - static_cast<int>(state().topo.clusters[state().
 // Waiting on MPI under the wait policy (design.md, "Waiting and progress"): MPICH busy-polls
 // inside blocking calls, which on an oversubscribed node slows everything by 100x; testing a
 // non-blocking request and yielding the CPU between tests does not.
-void pause_for_policy() {
+void Pause::operator()() {
+  constexpr int kYieldsBeforeSleeping = 200;  // ~100-200 µs of yielding here
   switch (g->policy) {
     case WaitPolicy::kSpin: break;
-    case WaitPolicy::kYield: sched_yield(); break;
+    case WaitPolicy::kYield:
+      if (yields_ < kYieldsBeforeSleeping) {
+        ++yields_;
+        sched_yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(sleep_us_));
+        sleep_us_ = std::min(sleep_us_ * 2, 200);
+      }
+      break;
     case WaitPolicy::kSleep: std::this_thread::sleep_for(std::chrono::microseconds(50)); break;
   }
 }
 
 void wait_mpi(MPI_Request* req, MPI_Status* st) {
   int flag = 0;
+  Pause pause;
   for (;;) {
     MPI_Test(req, &flag, st);
     if (flag) return;
-    pause_for_policy();
+    pause();
   }
 }
 
@@ -355,5 +365,14 @@ Status recv(void* buf, std::size_t capacity, int src, int tag) {
 }
 
 void barrier() { Comm::world().barrier(); }
+
+WanTraffic wan_traffic() {
+  try {
+    const auto c = state().transport->wan_count();
+    return {c.messages, c.bytes};
+  } catch (const std::runtime_error& e) {
+    throw Error(std::string("gridrt: wan_traffic: ") + e.what());
+  }
+}
 
 }  // namespace gridrt

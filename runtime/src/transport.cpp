@@ -99,6 +99,20 @@ Topology RelayTransport::wait_topology(std::chrono::seconds timeout) {
   return *topology_;
 }
 
+RelayTransport::WanCount RelayTransport::wan_count() {
+  wire::Header h;
+  h.type = Type::kWanCount;
+  h.job = job_;
+  h.src = rank_;
+  wire::Frame f{h, {}};
+  std::unique_lock<std::mutex> lock(mu_);
+  wan_answer_.reset();
+  write_relay(wire::encode(f));
+  cv_.wait(lock, [&] { return wan_answer_.has_value() || !failure_.empty(); });
+  if (!wan_answer_) throw std::runtime_error(failure_);
+  return *wan_answer_;
+}
+
 // ---------------------------------------------------------------- sending
 
 std::shared_ptr<RemoteOp> RelayTransport::send(std::int32_t dst, std::uint32_t context, std::int32_t tag, const void* buf,
@@ -459,6 +473,21 @@ void RelayTransport::on_frame(Frame& f) {
       } catch (const wire::BadBody& e) {
         std::lock_guard<std::mutex> lock(mu_);
         failure_ = std::string("bad topology from the relay: ") + e.what();
+      }
+      cv_.notify_all();
+      return;
+    case Type::kWanCount:
+      try {
+        wire::Reader r(f.body);
+        WanCount c;
+        c.messages = r.u64();
+        c.bytes = r.u64();
+        r.end();
+        std::lock_guard<std::mutex> lock(mu_);
+        wan_answer_ = c;
+      } catch (const wire::BadBody& e) {
+        std::lock_guard<std::mutex> lock(mu_);
+        failure_ = std::string("bad WanCount from the relay: ") + e.what();
       }
       cv_.notify_all();
       return;

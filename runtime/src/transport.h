@@ -67,11 +67,18 @@ class RelayTransport {
   // fragment has been handed to the relay connection, as the receiver's window allows.
   std::shared_ptr<RemoteOp> send(std::int32_t dst, std::uint32_t context, std::int32_t tag, const void* buf, std::size_t bytes);
   std::shared_ptr<RemoteOp> recv(void* buf, std::size_t capacity, std::int32_t src, std::uint32_t context, std::int32_t tag);
+  // What this process has sent to other clusters through the relays so far (Data messages
+  // and their payload bytes), as its relay counted it. The question follows everything
+  // this process sent before on the same connection, so the answer includes all of it.
+  struct WanCount {
+    std::uint64_t messages = 0, bytes = 0;
+  };
+  WanCount wan_count();
   // Blocks (condition variable) until op completes; throws std::runtime_error on failure.
   void wait(const std::shared_ptr<RemoteOp>& op);
   bool test(const std::shared_ptr<RemoteOp>& op);
 
-  static constexpr std::uint32_t kMore = 1;         // Data flag: more fragments follow
+  static constexpr std::uint32_t kMore = wire::kMoreFragments;
   static constexpr std::size_t kFrameCost = 64;     // credit charged per frame beyond its body
   static constexpr std::size_t kMinWindow = 4096;
   static constexpr std::size_t kMaxFragment = 64 * 1024;
@@ -141,6 +148,7 @@ class RelayTransport {
   std::mutex mu_;
   std::condition_variable cv_;
   std::optional<Topology> topology_;
+  std::optional<WanCount> wan_answer_;
   std::string failure_;
   MatchQueue<RemoteOp, Incoming> queue_;
   std::map<StreamKey, std::shared_ptr<Incoming>> current_;  // (source, context) -> message being received

@@ -16,6 +16,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -102,6 +103,16 @@ void wait_all(std::vector<Request>& reqs);
 
 // Grid-wide barrier over every process: Comm::world().barrier().
 void barrier();
+
+// What this process has sent to other clusters through the relays so far, as its relay
+// counted it: messages (a collective's or the application's, however many fragments each)
+// and their payload bytes. Direct connections between processes are not counted.
+// gridbench reports per-call differences of these, summed over every process.
+struct WanTraffic {
+  std::uint64_t messages = 0;
+  std::uint64_t bytes = 0;
+};
+WanTraffic wan_traffic();
 
 // Which algorithm a collective uses (docs/algorithms.md):
 //   kHier  hierarchical: at most one WAN hop on any path, each piece of data enters a cluster

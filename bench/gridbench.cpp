@@ -1,0 +1,390 @@
+// gridbench: OSU-style timings of gridrt's collectives, one command for the user.
+//
+//   gridbench [--clusters C] [--ranks-per-cluster R] [--emulate-wan 10ms,100mbit]
+//             [--grid FILE | --broker HOST:PORT --cert PEM --key PEM --ca PEM]
+//             --op OP[,OP...] --algo hier|flat|auto[,...] --sizes A:B --iters N [--json]
+//
+// It starts itself as a job through gridrun (on the embedded grid by default, C clusters of
+// R processes) and prints the results of rank 0 on stdout, a line per (op, algo, size) as it
+// is measured. See --help and docs/benchmarks.md.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/wan.h"
+#include "gridrt/gridrt.hpp"
+
+namespace {
+
+const char* kUsage = R"(usage: gridbench [grid options] --op OP --algo ALGO [--sizes A:B] [--iters N] [--json]
+
+Times gridrt's collectives: after two warm-up calls, each of N calls is timed on its own.
+When all processes run on one machine (the embedded grid) they start each call together at
+a moment rank 0 names, and a process's time is from then to its return, so max_us is when
+the operation was complete everywhere; otherwise each call starts after an untimed barrier
+(as the OSU benchmarks do). The line gives the per-call time averaged per process, and its
+average, minimum and maximum over the processes.
+gridbench starts itself as a gridrun job and prints rank 0's results on stdout.
+
+  --op OP[,OP...]      barrier, bcast, reduce, allreduce, gather, scatter, allgather,
+                       alltoall, or all
+  --algo ALGO[,...]    hier, flat or auto (docs/algorithms.md)
+  --sizes A:B          message sizes in bytes, powers of two from A to B (0 allowed as A),
+  --sizes S1,S2,...      or these sizes; per process for bcast/reduce/allreduce, per block
+                       for the others (default 1:1048576)
+  --iters N            calls timed per size (default 100)
+  --root R             the root of bcast, reduce, gather and scatter (default 0)
+  --json               one JSON object per line: op, algo, bytes, clusters, ranks, iters,
+                       avg_us, min_us, max_us, wan_msgs, wan_bytes, bound_us
+
+Grid options (as gridrun's):
+  --clusters C --ranks-per-cluster R   the embedded grid's size (default 2 x 3)
+  --emulate-wan DELAY[,RATE]           relay links cross an emulated WAN (e.g. 10ms,100mbit)
+  --grid FILE                          an embedded grid from a grid description
+  --broker HOST:PORT --cert PEM --key PEM --ca PEM   a running grid
+
+wan_msgs and wan_bytes: messages and payload bytes per call that crossed between clusters,
+counted by the relays, summed over the processes. bound_us: the least time any algorithm
+must spend on the emulated WAN for one call (docs/algorithms.md, "Bounds"); 0 without
+--emulate-wan.
+)";
+
+const std::vector<std::string> kOps = {"barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall"};
+
+[[noreturn]] void usage_error(const std::string& why) {
+  std::fprintf(stderr, "gridbench: %s\n(gridbench --help explains the options)\n", why.c_str());
+  std::exit(2);
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(item);
+  return out;
+}
+
+struct Options {
+  std::vector<std::string> ops, algos;
+  std::vector<std::size_t> sizes;
+  int iters = 100;
+  int root = 0;
+  bool json = false;
+  std::string emulate_wan;
+  std::vector<std::string> grid_args;  // for gridrun
+};
+
+std::size_t parse_size(const std::string& text) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || text.size() > 10)
+    usage_error("--sizes takes A:B, numbers of bytes; got '" + text + "'");
+  return std::strtoull(text.c_str(), nullptr, 10);
+}
+
+// The options both modes understand; grid options are kept for gridrun.
+Options parse(int argc, char** argv) {
+  Options o;
+  std::string ops, algos, sizes = "1:1048576";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage_error(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (a == "--worker") {
+    } else if (a == "--op") {
+      ops = value();
+    } else if (a == "--algo") {
+      algos = value();
+    } else if (a == "--sizes") {
+      sizes = value();
+    } else if (a == "--iters") {
+      const std::string v = value();
+      o.iters = std::atoi(v.c_str());
+      if (o.iters <= 0 || v.find_first_not_of("0123456789") != std::string::npos) usage_error("--iters takes a positive number, got '" + v + "'");
+    } else if (a == "--root") {
+      const std::string v = value();
+      o.root = std::atoi(v.c_str());
+      if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos) usage_error("--root takes a rank, got '" + v + "'");
+    } else if (a == "--json") {
+      o.json = true;
+    } else if (a == "--emulate-wan") {
+      o.emulate_wan = value();
+      try {
+        gridrt::parse_wan_spec(o.emulate_wan);
+      } catch (const std::invalid_argument& e) {
+        usage_error(std::string("--emulate-wan: ") + e.what());
+      }
+      o.grid_args.insert(o.grid_args.end(), {a, o.emulate_wan});
+    } else if (a == "--clusters" || a == "--ranks-per-cluster" || a == "--grid" || a == "--broker" || a == "--cert" || a == "--key" ||
+               a == "--ca") {
+      o.grid_args.insert(o.grid_args.end(), {a, value()});
+    } else {
+      usage_error("unknown option '" + a + "'");
+    }
+  }
+  if (ops.empty()) usage_error("--op is needed");
+  o.ops = ops == "all" ? kOps : split_list(ops);
+  for (const auto& op : o.ops)
+    if (std::find(kOps.begin(), kOps.end(), op) == kOps.end()) usage_error("unknown --op '" + op + "'");
+  if (algos.empty()) usage_error("--algo is needed");
+  o.algos = split_list(algos);
+  for (const auto& al : o.algos)
+    if (al != "hier" && al != "flat" && al != "auto") usage_error("--algo takes hier, flat or auto, got '" + al + "'");
+  if (const auto colon = sizes.find(':'); colon != std::string::npos) {
+    std::size_t lo = parse_size(sizes.substr(0, colon));
+    const std::size_t hi = parse_size(sizes.substr(colon + 1));
+    if (lo > hi) usage_error("--sizes A:B needs A <= B, got '" + sizes + "'");
+    if (lo == 0) {
+      o.sizes.push_back(0);
+      lo = 1;
+    }
+    for (std::size_t s = lo; s <= hi; s *= 2) o.sizes.push_back(s);
+  } else {
+    for (const auto& s : split_list(sizes)) o.sizes.push_back(parse_size(s));
+  }
+  for (std::size_t s : o.sizes)
+    if (s > (1u << 30)) usage_error("--sizes: at most 1 GiB");
+  return o;
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '&') out += "&amp;";
+    else if (ch == '<') out += "&lt;";
+    else if (ch == '>') out += "&gt;";
+    else out += ch;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- launcher
+
+int launch(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe");
+  const std::string gridrun = (self.parent_path() / "gridrun").string();
+  // The job: every slot of the grid runs this program as a worker with the same options.
+  char path[] = "/tmp/gridbench-XXXXXX.xml";
+  const int fd = ::mkstemps(path, 4);
+  if (fd < 0) {
+    std::perror("gridbench: cannot write its JobProfile in /tmp");
+    return 1;
+  }
+  ::close(fd);
+  {
+    std::ofstream job(path);
+    job << "<grmsJob appId=\"gridbench\"><task taskId=\"gridbench\"><resourcesDescription><topology>"
+        << "<group groupId=\"bench\"/><processes><groupIdReference groupId=\"bench\"/>"
+        << "<processesCount><value>$NPROCS</value></processesCount></processes></topology></resourcesDescription>"
+        << "<execution type=\"open_mpi\"><executable><execFile><file><url>file://" << xml_escape(self.string())
+        << "</url></file></execFile></executable><arguments><value>--worker</value>";
+    for (int i = 1; i < argc; ++i) job << "<value>" << xml_escape(argv[i]) << "</value>";
+    job << "</arguments><processesCount><value>$NPROCS</value></processesCount></execution></task></grmsJob>\n";
+  }
+  int out[2];
+  if (::pipe(out) != 0) {
+    std::perror("gridbench: pipe");
+    return 1;
+  }
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(out[1], 1);
+    ::close(out[0]);
+    ::close(out[1]);
+    std::vector<std::string> args = {gridrun};
+    args.insert(args.end(), o.grid_args.begin(), o.grid_args.end());
+    args.push_back(path);
+    std::vector<char*> cargs;
+    for (auto& a : args) cargs.push_back(a.data());
+    cargs.push_back(nullptr);
+    ::execv(gridrun.c_str(), cargs.data());
+    std::fprintf(stderr, "gridbench: cannot run %s: %s\n", gridrun.c_str(), std::strerror(errno));
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  // gridrun prefixes every line with [cluster:rank]: rank 0's lines are the results.
+  FILE* in = ::fdopen(out[0], "r");
+  char* line = nullptr;
+  std::size_t cap = 0;
+  while (::getline(&line, &cap, in) > 0) {
+    const char* text = line;
+    if (line[0] == '[')
+      if (const char* close = std::strchr(line, ']'); close && close[1] == ' ') text = close + 2;
+    std::fputs(text, stdout);
+    std::fflush(stdout);
+  }
+  std::free(line);
+  std::fclose(in);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  std::filesystem::remove(path);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// ---------------------------------------------------------------- worker
+
+gridrt::Algo algo_of(const std::string& a) {
+  return a == "hier" ? gridrt::Algo::kHier : a == "flat" ? gridrt::Algo::kFlat : gridrt::Algo::kAuto;
+}
+
+// The least time any algorithm must spend on the emulated WAN for one call of `op` with
+// messages of `n` bytes (docs/algorithms.md, "Bounds"). Cluster sizes p_i, P processes.
+double bound_us(const std::string& op, std::size_t n, const gridrt::WanSpec& wan, const std::vector<int>& p) {
+  const int C = static_cast<int>(p.size());
+  if (C < 2 || !wan.active()) return 0;
+  int P = 0;
+  for (int x : p) P += x;
+  const double d = std::chrono::duration<double, std::micro>(wan.delay).count();
+  const double per_byte = wan.bytes_per_second > 0 ? 1e6 / wan.bytes_per_second : 0;  // µs per byte on one line
+  const double lines_in = C - 1;  // lines into a cluster
+  double bytes_on_a_line = 0;
+  if (op == "barrier") bytes_on_a_line = 0;
+  else if (op == "bcast" || op == "reduce" || op == "allreduce") bytes_on_a_line = static_cast<double>(n);
+  else if (op == "gather" || op == "scatter") bytes_on_a_line = static_cast<double>(P - p[0]) * n / lines_in;
+  else if (op == "allgather") {
+    for (int x : p) bytes_on_a_line = std::max(bytes_on_a_line, static_cast<double>(P - x) * n / lines_in);
+  } else if (op == "alltoall") {
+    for (int x : p) bytes_on_a_line = std::max(bytes_on_a_line, static_cast<double>(x) * (P - x) * n / lines_in);
+  }
+  return d + bytes_on_a_line * per_byte;
+}
+
+// Whether every process runs under the same kernel (the same boot id), so that all share
+// one monotonic clock.
+bool one_machine(const gridrt::Comm& world) {
+  char id[40] = {0};
+  std::ifstream("/proc/sys/kernel/random/boot_id").read(id, 36);
+  std::vector<char> all(sizeof id * world.size());
+  world.allgather(id, all.data(), sizeof id, MPI_CHAR);
+  for (int r = 0; r < world.size(); ++r)
+    if (std::memcmp(all.data() + r * sizeof id, id, sizeof id) != 0 || id[0] == 0) return false;
+  return true;
+}
+
+int work(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  gridrt::init(&argc, &argv);
+  const gridrt::Comm world = gridrt::Comm::world();
+  const int P = world.size(), me = world.rank();
+  std::vector<int> cluster_sizes(gridrt::num_colors(gridrt::Level::kCluster), 0);
+  for (int r = 0; r < P; ++r) ++cluster_sizes[gridrt::level_color(gridrt::Level::kCluster, r)];
+  if (o.root >= P) throw gridrt::Error("--root " + std::to_string(o.root) + " is not a rank of the job (" + std::to_string(P) + " processes)");
+  // The root's cluster first (for the bounds of gather and scatter).
+  std::rotate(cluster_sizes.begin(), cluster_sizes.begin() + gridrt::level_color(gridrt::Level::kCluster, o.root), cluster_sizes.end());
+  cluster_sizes.erase(std::remove(cluster_sizes.begin(), cluster_sizes.end(), 0), cluster_sizes.end());
+  const gridrt::WanSpec wan = o.emulate_wan.empty() ? gridrt::WanSpec{} : gridrt::parse_wan_spec(o.emulate_wan);
+  const bool one_clock = one_machine(world);
+  // How far ahead the common start is: the broadcast announcing it crosses the WAN once.
+  const auto lead = std::chrono::duration_cast<std::chrono::steady_clock::duration>(3 * wan.delay + std::chrono::milliseconds(10));
+  int late = 0;  // starts announced too late to be kept (should stay 0)
+  if (me == 0 && !o.json)
+    std::printf("# gridbench: %d processes in %zu clusters, %s, %d calls per size\n# %-9s %-4s %10s %12s %12s %12s %9s %12s %12s\n", P,
+                cluster_sizes.size(), o.emulate_wan.empty() ? "no emulated WAN" : ("emulated WAN " + gridrt::describe(wan)).c_str(),
+                o.iters, "op", "algo", "bytes", "avg_us", "min_us", "max_us", "wan_msgs", "wan_bytes", "bound_us");
+  for (const auto& op : o.ops) {
+    std::vector<std::size_t> sizes = op == "barrier" ? std::vector<std::size_t>{0} : o.sizes;
+    for (std::size_t n : sizes) {
+      const bool per_member = op == "gather" || op == "scatter" || op == "allgather" || op == "alltoall";
+      std::vector<char> send(per_member && op != "gather" && op != "allgather" ? n * P : n, 1), recv(per_member ? n * P : n);
+      const int count = static_cast<int>(n);
+      for (const auto& algo_name : o.algos) {
+        const gridrt::Algo algo = algo_of(algo_name);
+        auto call = [&] {
+          if (op == "barrier") world.barrier(algo);
+          else if (op == "bcast") world.bcast(send.data(), count, MPI_BYTE, o.root, algo);
+          else if (op == "reduce") world.reduce(send.data(), recv.data(), count, MPI_BYTE, MPI_BOR, o.root, algo);
+          else if (op == "allreduce") world.allreduce(send.data(), recv.data(), count, MPI_BYTE, MPI_BOR, algo);
+          else if (op == "gather") world.gather(send.data(), recv.data(), count, MPI_BYTE, o.root, algo);
+          else if (op == "scatter") world.scatter(send.data(), recv.data(), count, MPI_BYTE, o.root, algo);
+          else if (op == "allgather") world.allgather(send.data(), recv.data(), count, MPI_BYTE, algo);
+          else if (op == "alltoall") world.alltoall(send.data(), recv.data(), count, MPI_BYTE, algo);
+        };
+        call();
+        call();
+        world.barrier();
+        // Each call is timed on its own, from a common start: when every process runs on
+        // this machine (the embedded grid), they share one monotonic clock, so rank 0 names
+        // a moment far enough ahead for the news to reach everyone, all start then, and a
+        // call's time on a process is from that moment to its return (the largest over the
+        // processes is when the operation is complete everywhere). Otherwise, as the OSU
+        // benchmarks do, each call starts after an untimed barrier.
+        double busy = 0;
+        unsigned long long sent[2] = {0, 0};
+        for (int i = 0; i < o.iters; ++i) {
+          world.barrier();
+          auto start = std::chrono::steady_clock::now();
+          if (one_clock) {
+            long long at = std::chrono::duration_cast<std::chrono::nanoseconds>((start + lead).time_since_epoch()).count();
+            world.bcast(&at, 1, MPI_LONG_LONG, 0);
+            start = std::chrono::steady_clock::time_point(std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::nanoseconds(at)));
+            if (std::chrono::steady_clock::now() > start) ++late;
+          }
+          const gridrt::WanTraffic before = gridrt::wan_traffic();
+          if (one_clock) std::this_thread::sleep_until(start);
+          else start = std::chrono::steady_clock::now();
+          call();
+          const double took = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+          busy += took;
+          if (std::getenv("GRIDBENCH_TRACE"))
+            std::fprintf(stderr, "trace %s rank %d iter %d: %.1f us start %lld\n", op.c_str(), me, i, took,
+                         static_cast<long long>(start.time_since_epoch().count() / 1000));
+          const gridrt::WanTraffic after = gridrt::wan_traffic();
+          sent[0] += after.messages - before.messages;
+          sent[1] += after.bytes - before.bytes;
+        }
+        const double us = busy / o.iters;
+        double sum = 0, lo = 0, hi = 0;
+        world.allreduce(&us, &sum, 1, MPI_DOUBLE, MPI_SUM);
+        world.allreduce(&us, &lo, 1, MPI_DOUBLE, MPI_MIN);
+        world.allreduce(&us, &hi, 1, MPI_DOUBLE, MPI_MAX);
+        unsigned long long total[2] = {0, 0};
+        world.allreduce(sent, total, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM);
+        if (me != 0) continue;
+        const double msgs = static_cast<double>(total[0]) / o.iters, bytes = static_cast<double>(total[1]) / o.iters;
+        const double bound = bound_us(op, n, wan, cluster_sizes);
+        if (o.json)
+          std::printf("{\"op\":\"%s\",\"algo\":\"%s\",\"bytes\":%zu,\"clusters\":%zu,\"ranks\":%d,\"iters\":%d,\"avg_us\":%.1f,"
+                      "\"min_us\":%.1f,\"max_us\":%.1f,\"wan_msgs\":%.2f,\"wan_bytes\":%.1f,\"bound_us\":%.1f}\n",
+                      op.c_str(), algo_name.c_str(), n, cluster_sizes.size(), P, o.iters, sum / P, lo, hi, msgs, bytes, bound);
+        else
+          std::printf("  %-9s %-4s %10zu %12.1f %12.1f %12.1f %9.2f %12.1f %12.1f\n", op.c_str(), algo_name.c_str(), n, sum / P, lo, hi, msgs,
+                      bytes, bound);
+        std::fflush(stdout);
+      }
+    }
+  }
+  int late_total = 0;
+  world.allreduce(&late, &late_total, 1, MPI_INT, MPI_SUM);
+  if (me == 0 && late_total > 0)
+    std::fprintf(stderr, "gridbench: warning: %d call(s) started late on some process (the machine was too busy)\n", late_total);
+  gridrt::finalize();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool worker = argc > 1 && std::string(argv[1]) == "--worker";
+  try {
+    return worker ? work(argc, argv) : launch(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gridbench: %s\n", e.what());
+    return 1;
+  }
+}
