@@ -7,6 +7,7 @@
 // It starts itself as a job through gridrun (on the embedded grid by default, C clusters of
 // R processes) and prints the results of rank 0 on stdout, a line per (op, algo, size) as it
 // is measured. See --help and docs/benchmarks.md.
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,7 +42,9 @@ gridbench starts itself as a gridrun job and prints rank 0's results on stdout.
 
   --op OP[,OP...]      barrier, bcast, reduce, allreduce, gather, scatter, allgather,
                        alltoall, or all
-  --algo ALGO[,...]    hier, flat or auto (docs/algorithms.md)
+  --algo ALGO[,...]    hier, flat or auto (docs/algorithms.md), or mpi: MPICH's blocking
+                       collective on the cluster's communicator, without gridrt (one
+                       cluster only): the baseline of the wait policy's gain
   --sizes A:B          message sizes in bytes, powers of two from A to B (0 allowed as A),
   --sizes S1,S2,...      or these sizes; per process for bcast/reduce/allreduce, per block
                        for the others (default 1:1048576)
@@ -144,7 +147,8 @@ Options parse(int argc, char** argv) {
   if (algos.empty()) usage_error("--algo is needed");
   o.algos = split_list(algos);
   for (const auto& al : o.algos)
-    if (al != "hier" && al != "flat" && al != "auto") usage_error("--algo takes hier, flat or auto, got '" + al + "'");
+    if (al != "hier" && al != "flat" && al != "auto" && al != "mpi")
+      usage_error("--algo takes hier, flat, auto or mpi, got '" + al + "'");
   if (const auto colon = sizes.find(':'); colon != std::string::npos) {
     std::size_t lo = parse_size(sizes.substr(0, colon));
     const std::size_t hi = parse_size(sizes.substr(colon + 1));
@@ -290,6 +294,8 @@ int work(int argc, char** argv) {
   cluster_sizes.erase(std::remove(cluster_sizes.begin(), cluster_sizes.end(), 0), cluster_sizes.end());
   const gridrt::WanSpec wan = o.emulate_wan.empty() ? gridrt::WanSpec{} : gridrt::parse_wan_spec(o.emulate_wan);
   const bool one_clock = one_machine(world);
+  // Wake at the common start itself, not up to 50 µs later (the kernel's default timer slack).
+  if (one_clock) ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   // How far ahead the common start is: the broadcast announcing it crosses the WAN once.
   const auto lead = std::chrono::duration_cast<std::chrono::steady_clock::duration>(3 * wan.delay + std::chrono::milliseconds(10));
   int late = 0;  // starts announced too late to be kept (should stay 0)
@@ -305,7 +311,20 @@ int work(int argc, char** argv) {
       const int count = static_cast<int>(n);
       for (const auto& algo_name : o.algos) {
         const gridrt::Algo algo = algo_of(algo_name);
+        if (algo_name == "mpi" && cluster_sizes.size() != 1) throw gridrt::Error("--algo mpi needs a grid of one cluster");
+        const MPI_Comm mpi = gridrt::cluster_comm();
         auto call = [&] {
+          if (algo_name == "mpi") {
+            if (op == "barrier") MPI_Barrier(mpi);
+            else if (op == "bcast") MPI_Bcast(send.data(), count, MPI_BYTE, o.root, mpi);
+            else if (op == "reduce") MPI_Reduce(send.data(), recv.data(), count, MPI_BYTE, MPI_BOR, o.root, mpi);
+            else if (op == "allreduce") MPI_Allreduce(send.data(), recv.data(), count, MPI_BYTE, MPI_BOR, mpi);
+            else if (op == "gather") MPI_Gather(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, o.root, mpi);
+            else if (op == "scatter") MPI_Scatter(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, o.root, mpi);
+            else if (op == "allgather") MPI_Allgather(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, mpi);
+            else if (op == "alltoall") MPI_Alltoall(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, mpi);
+            return;
+          }
           if (op == "barrier") world.barrier(algo);
           else if (op == "bcast") world.bcast(send.data(), count, MPI_BYTE, o.root, algo);
           else if (op == "reduce") world.reduce(send.data(), recv.data(), count, MPI_BYTE, MPI_BOR, o.root, algo);

@@ -34,12 +34,11 @@ int to_local(int r) { return r - static_cast<int>(state().topo.clusters[state().
 // inside blocking calls, which on an oversubscribed node slows everything by 100x; testing a
 // non-blocking request and yielding the CPU between tests does not.
 void Pause::operator()() {
-  constexpr int kYieldsBeforeSleeping = 200;  // ~100-200 µs of yielding here
   switch (g->policy) {
     case WaitPolicy::kSpin: break;
     case WaitPolicy::kYield:
-      if (yields_ < kYieldsBeforeSleeping) {
-        ++yields_;
+      if (yields_++ == 0) since_ = std::chrono::steady_clock::now();
+      if (std::chrono::steady_clock::now() - since_ < kYieldFor) {
         sched_yield();
       } else {
         std::this_thread::sleep_for(std::chrono::microseconds(sleep_us_));

@@ -2,6 +2,7 @@
 // waiting on MPI under the wait policy, and remote operations through the relay transport.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,16 +52,19 @@ void check_rank(int r, const char* what);
 // Waits for an MPI request, testing and yielding the CPU as GRIDRT_WAIT says.
 void wait_mpi(MPI_Request* req, MPI_Status* st);
 // What the wait policy does between two tests of one wait. Under `yield`, a wait that has
-// yielded for a while without its request completing backs off to short sleeps (20 µs
+// yielded for kYieldFor without its request completing backs off to short sleeps (20 µs
 // doubling to 200 µs): a process waiting for data that must first cross the relays would
 // otherwise keep taking the CPU from the relays and the processes that carry it (on this
-// 2-core machine a grid barrier took 5.7 ms with pure yielding).
+// 2-core machine a grid barrier took 5.7 ms with pure yielding), while a wait inside a
+// cluster mostly ends within it (docs/benchmarks.md, "Waiting").
 class Pause {
  public:
+  static constexpr std::chrono::microseconds kYieldFor{500};
   void operator()();
 
  private:
   int yields_ = 0;
+  std::chrono::steady_clock::time_point since_;
   int sleep_us_ = 20;
 };
 std::shared_ptr<RemoteOp> remote_send(int dst, std::uint32_t context, int tag, const void* buf, std::size_t bytes);
