@@ -33,11 +33,12 @@ TEST(Trees, BinomialTreeSpansEveryRankOnceWithContiguousSubtrees) {
       }
       ASSERT_EQ(*sub.begin(), r);
       ASSERT_EQ(*sub.rbegin(), std::min(n, r + lowbit(r)) - 1) << "n=" << n << " r=" << r;
-      ASSERT_EQ(static_cast<int>(sub.size()), std::min(n, r + lowbit(r)) - r);
+      ASSERT_EQ(static_cast<int>(sub.size()), binomial_subtree_size(r, n));
       int depth = 0;
       for (int x = r; x != 0; x = binomial_parent(x)) ++depth;
       depth_max = std::max(depth_max, depth);
     }
+    EXPECT_EQ(binomial_subtree_size(0, n), n);
     int log2n = 0;
     while ((1 << log2n) < n) ++log2n;
     EXPECT_LE(depth_max, log2n) << "n=" << n;

@@ -73,13 +73,12 @@ void gather_flat(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI
   const int rel = (c.me - root + n) % n;
   const Layout one(type, count);
   const std::size_t block = one.packed;
-  auto subtree = [n](int r) { return std::min(n, r + (r == 0 ? n : trees::lowbit(r))) - r; };
-  std::vector<char> sub(block * subtree(rel));
+  std::vector<char> sub(block * trees::binomial_subtree_size(rel, n));
   const void* contribution = sendbuf == MPI_IN_PLACE ? static_cast<char*>(recvbuf) + static_cast<MPI_Aint>(root) * count * one.extent : sendbuf;
   pack(one, contribution, sub.data());
   std::vector<Step> steps;
   for (int child : trees::binomial_children(rel, n))
-    steps.push_back(receive_from(c, (child + root) % n, tag, sub.data() + block * (child - rel), block * subtree(child)));
+    steps.push_back(receive_from(c, (child + root) % n, tag, sub.data() + block * (child - rel), block * trees::binomial_subtree_size(child, n)));
   wait_steps(steps);
   if (rel != 0) return wait_step(send_to(c, (trees::binomial_parent(rel) + root) % n, tag, sub.data(), sub.size()));
   for (int k = 0; k < n; ++k) {
@@ -172,8 +171,7 @@ void scatter_flat(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MP
   const int rel = (c.me - root + n) % n;
   const Layout one(type, count);
   const std::size_t block = one.packed;
-  auto subtree = [n](int r) { return std::min(n, r + (r == 0 ? n : trees::lowbit(r))) - r; };
-  std::vector<char> sub(block * subtree(rel));
+  std::vector<char> sub(block * trees::binomial_subtree_size(rel, n));
   if (rel == 0) {
     for (int k = 0; k < n; ++k)
       pack(one, static_cast<const char*>(sendbuf) + static_cast<MPI_Aint>((k + root) % n) * count * one.extent, sub.data() + block * k);
@@ -182,7 +180,7 @@ void scatter_flat(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MP
   }
   std::vector<Step> steps;
   for (int child : trees::binomial_children(rel, n))
-    steps.push_back(send_to(c, (child + root) % n, tag, sub.data() + block * (child - rel), block * subtree(child)));
+    steps.push_back(send_to(c, (child + root) % n, tag, sub.data() + block * (child - rel), block * trees::binomial_subtree_size(child, n)));
   wait_steps(steps);
   if (!(rel == 0 && recvbuf == MPI_IN_PLACE)) unpack(one, sub.data(), recvbuf);
 }

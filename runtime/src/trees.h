@@ -4,6 +4,7 @@
 // Ranks here are relative: rotate by the root before and after.
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 namespace gridrt::detail::trees {
@@ -22,6 +23,9 @@ inline std::vector<int> binomial_children(int r, int n) {
   for (int step = 1; step < limit && r + step < n; step <<= 1) out.push_back(r + step);
   return out;
 }
+
+// How many ranks the subtree of r holds (all n for the root).
+inline int binomial_subtree_size(int r, int n) { return (r == 0 ? n : std::min(n, r + lowbit(r))) - r; }
 
 // Recursive doubling over n ranks that need not be a power of two: the first 2 * rem ranks
 // (rem = n - p2, p2 the largest power of two <= n) pair up, the even one of each pair hands
