@@ -1,6 +1,7 @@
 // The peer arithmetic of the flat collectives (runtime/src/trees.h), for every size 1..64.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "trees.h"
@@ -89,4 +90,23 @@ TEST(Trees, DisseminationReachesEveryoneInLogRounds) {
     while ((1 << log2n) < n) ++log2n;
     EXPECT_EQ(static_cast<int>(ds.size()), log2n);
   }
+}
+
+// Every member of every other cluster has exactly one agent in a cluster, and the agents
+// share the work evenly: for clusters of any sizes 1..64.
+TEST(Trees, LocalGroupAgentsCoverEveryRemoteMemberOnceAndSpreadEvenly) {
+  for (int x_size = 1; x_size <= 64; ++x_size)
+    for (int y_size = 1; y_size <= 64; ++y_size)
+      for (int y_number : {0, 1, 2, 7}) {
+        std::vector<int> served(x_size, 0);
+        for (int j = 0; j < y_size; ++j) {
+          const int a = lg_agent(j, y_number, x_size);
+          ASSERT_GE(a, 0);
+          ASSERT_LT(a, x_size);
+          ++served[a];
+        }
+        const auto [lo, hi] = std::minmax_element(served.begin(), served.end());
+        ASSERT_LE(*hi - *lo, 1) << "x=" << x_size << " y=" << y_size << ": agents unevenly loaded";
+        ASSERT_EQ(*hi, (y_size + x_size - 1) / x_size);
+      }
 }

@@ -294,7 +294,9 @@ void alltoallv_hier(CommImpl& c, const Blocks& in, const Blocks& out) {
   const auto& part = c.parts[x];
   const int m = static_cast<int>(part.size());
   const int ix = c.index_in_part[c.me];
-  auto agent_index = [&](int j, int cluster) { return (c.index_in_part[j] + c.part_of[j]) % static_cast<int>(c.parts[cluster].size()); };
+  auto agent_index = [&](int j, int cluster) {
+    return trees::lg_agent(c.index_in_part[j], c.part_of[j], static_cast<int>(c.parts[cluster].size()));
+  };
   // served[a]: the members whose data local member a handles here: itself, then the remote
   // members it is agent for, in rank order.
   std::vector<std::vector<int>> served(m);

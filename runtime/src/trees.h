@@ -46,6 +46,12 @@ struct Doubling {
   int outer(int v) const { return v < rem ? 2 * v + 1 : v + rem; }
 };
 
+// Local Group all-to-all (seed 000 §VI-B, generalised to clusters of any sizes): the member
+// of a cluster of `size` that acts as agent for member `index` of cluster number `cluster`
+// (another cluster): it gathers its cluster's blocks for that member and sends them in one
+// message. The cluster number offsets the choice so that agents spread over the cluster.
+inline int lg_agent(int index, int cluster, int size) { return (index + cluster) % size; }
+
 // Dissemination barrier: in round k (distance 2^k < n) rank r signals (r + 2^k) mod n and
 // waits for (r - 2^k) mod n; after ceil(log2 n) rounds everyone has heard from everyone.
 inline std::vector<int> dissemination_distances(int n) {
