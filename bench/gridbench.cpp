@@ -59,8 +59,9 @@ Grid options (as gridrun's):
   --grid FILE                          an embedded grid from a grid description
   --broker HOST:PORT --cert PEM --key PEM --ca PEM   a running grid
 
-wan_msgs and wan_bytes: messages and payload bytes per call that crossed between clusters,
-counted by the relays, summed over the processes. bound_us: the least time any algorithm
+wan_msgs and wan_bytes: messages and payload bytes per call that crossed the WAN (between
+sites; on the embedded grid every cluster is a site), counted by the relays, summed over
+the processes. bound_us: the least time any algorithm
 must spend on the emulated WAN for one call (docs/algorithms.md, "Bounds"); 0 without
 --emulate-wan.
 )";
@@ -248,7 +249,8 @@ gridrt::Algo algo_of(const std::string& a) {
 }
 
 // The least time any algorithm must spend on the emulated WAN for one call of `op` with
-// messages of `n` bytes (docs/algorithms.md, "Bounds"). Cluster sizes p_i, P processes.
+// messages of `n` bytes (docs/algorithms.md, "Bounds"). Site sizes p_i (the root's first),
+// P processes.
 double bound_us(const std::string& op, std::size_t n, const gridrt::WanSpec& wan, const std::vector<int>& p) {
   const int C = static_cast<int>(p.size());
   if (C < 2 || !wan.active()) return 0;
@@ -286,12 +288,14 @@ int work(int argc, char** argv) {
   gridrt::init(&argc, &argv);
   const gridrt::Comm world = gridrt::Comm::world();
   const int P = world.size(), me = world.rank();
-  std::vector<int> cluster_sizes(gridrt::num_colors(gridrt::Level::kCluster), 0);
-  for (int r = 0; r < P; ++r) ++cluster_sizes[gridrt::level_color(gridrt::Level::kCluster, r)];
+  const int clusters = world.num_clusters();
+  // The WAN lies between sites (one per cluster on the embedded grid): the bounds count the
+  // processes of each site, the root's first.
+  std::vector<int> site_sizes(gridrt::num_colors(gridrt::Level::kSite), 0);
+  for (int r = 0; r < P; ++r) ++site_sizes[gridrt::level_color(gridrt::Level::kSite, r)];
   if (o.root >= P) throw gridrt::Error("--root " + std::to_string(o.root) + " is not a rank of the job (" + std::to_string(P) + " processes)");
-  // The root's cluster first (for the bounds of gather and scatter).
-  std::rotate(cluster_sizes.begin(), cluster_sizes.begin() + gridrt::level_color(gridrt::Level::kCluster, o.root), cluster_sizes.end());
-  cluster_sizes.erase(std::remove(cluster_sizes.begin(), cluster_sizes.end(), 0), cluster_sizes.end());
+  std::rotate(site_sizes.begin(), site_sizes.begin() + gridrt::level_color(gridrt::Level::kSite, o.root), site_sizes.end());
+  site_sizes.erase(std::remove(site_sizes.begin(), site_sizes.end(), 0), site_sizes.end());
   const gridrt::WanSpec wan = o.emulate_wan.empty() ? gridrt::WanSpec{} : gridrt::parse_wan_spec(o.emulate_wan);
   const bool one_clock = one_machine(world);
   // Wake at the common start itself, not up to 50 µs later (the kernel's default timer slack).
@@ -300,8 +304,8 @@ int work(int argc, char** argv) {
   const auto lead = std::chrono::duration_cast<std::chrono::steady_clock::duration>(3 * wan.delay + std::chrono::milliseconds(10));
   int late = 0;  // starts announced too late to be kept (should stay 0)
   if (me == 0 && !o.json)
-    std::printf("# gridbench: %d processes in %zu clusters, %s, %d calls per size\n# %-9s %-4s %10s %12s %12s %12s %9s %12s %12s\n", P,
-                cluster_sizes.size(), o.emulate_wan.empty() ? "no emulated WAN" : ("emulated WAN " + gridrt::describe(wan)).c_str(),
+    std::printf("# gridbench: %d processes in %d clusters at %zu sites, %s, %d calls per size\n# %-9s %-4s %10s %12s %12s %12s %9s %12s %12s\n", P,
+                clusters, site_sizes.size(), o.emulate_wan.empty() ? "no emulated WAN" : ("emulated WAN " + gridrt::describe(wan)).c_str(),
                 o.iters, "op", "algo", "bytes", "avg_us", "min_us", "max_us", "wan_msgs", "wan_bytes", "bound_us");
   for (const auto& op : o.ops) {
     std::vector<std::size_t> sizes = op == "barrier" ? std::vector<std::size_t>{0} : o.sizes;
@@ -311,7 +315,7 @@ int work(int argc, char** argv) {
       const int count = static_cast<int>(n);
       for (const auto& algo_name : o.algos) {
         const gridrt::Algo algo = algo_of(algo_name);
-        if (algo_name == "mpi" && cluster_sizes.size() != 1) throw gridrt::Error("--algo mpi needs a grid of one cluster");
+        if (algo_name == "mpi" && clusters != 1) throw gridrt::Error("--algo mpi needs a grid of one cluster");
         const MPI_Comm mpi = gridrt::cluster_comm();
         auto call = [&] {
           if (algo_name == "mpi") {
@@ -376,11 +380,11 @@ int work(int argc, char** argv) {
         world.allreduce(sent, total, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM);
         if (me != 0) continue;
         const double msgs = static_cast<double>(total[0]) / o.iters, bytes = static_cast<double>(total[1]) / o.iters;
-        const double bound = bound_us(op, n, wan, cluster_sizes);
+        const double bound = bound_us(op, n, wan, site_sizes);
         if (o.json)
           std::printf("{\"op\":\"%s\",\"algo\":\"%s\",\"bytes\":%zu,\"clusters\":%zu,\"ranks\":%d,\"iters\":%d,\"avg_us\":%.1f,"
                       "\"min_us\":%.1f,\"max_us\":%.1f,\"wan_msgs\":%.2f,\"wan_bytes\":%.1f,\"bound_us\":%.1f}\n",
-                      op.c_str(), algo_name.c_str(), n, cluster_sizes.size(), P, o.iters, sum / P, lo, hi, msgs, bytes, bound);
+                      op.c_str(), algo_name.c_str(), n, clusters, P, o.iters, sum / P, lo, hi, msgs, bytes, bound);
         else
           std::printf("  %-9s %-4s %10zu %12.1f %12.1f %12.1f %9.2f %12.1f %12.1f\n", op.c_str(), algo_name.c_str(), n, sum / P, lo, hi, msgs,
                       bytes, bound);

@@ -47,7 +47,7 @@ enum class Type : std::uint16_t {
   kDirectHello = 21,   // process -> process, first frame of a direct connection: src = the dialler
   kConnectBack = 22,   // process -> relays -> process: src asks dst to open a direct connection to it
   kDirectFailed = 23,  // process -> relays -> process: src could not connect to dst; use the relays
-  kWanCount = 24,      // runtime -> relay: empty, how much has src sent to other clusters through
+  kWanCount = 24,      // runtime -> relay: empty, how much has src sent to other sites through
                        // the relays? relay -> runtime: body = u64 messages, u64 payload bytes
 };
 // kData flag: more fragments of the same message follow (the last one has it clear).

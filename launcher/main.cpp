@@ -45,9 +45,10 @@ Grid options:
   --ranks-per-cluster R
                        ... of R slots each (defaults 2 and 3)
   --emulate-wan DELAY[,RATE]
-                       test facility: every relay link of the embedded grid crosses an
-                       emulated WAN line, DELAY one way (us, ms, s) and RATE (kbit, mbit,
-                       gbit) each way, e.g. 10ms,100mbit
+                       test facility: relay links between sites (every cluster of
+                       the default grid is a site) cross an emulated WAN line, DELAY
+                       one way (us, ms, s) and RATE (kbit, mbit, gbit) each way,
+                       e.g. 10ms,100mbit
   --broker HOST:PORT   submit to a running broker instead (needs the three below)
   --cert PEM --key PEM your user certificate and key, issued by the grid's CA
   --ca PEM             the grid's CA certificate

@@ -27,8 +27,8 @@ description, and carries the job's traffic to and from other clusters.
                       benchmarks only, unencrypted and unauthenticated (every relay of the
                       grid must then say none)
   --emulate-wan DELAY[,RATE]
-                      test facility: what this relay sends on relay links crosses an
-                      emulated WAN line, DELAY one way (us, ms, s) at RATE (kbit, mbit,
+                      test facility: what this relay sends to clusters of other sites
+                      crosses an emulated WAN line, DELAY one way (us, ms, s) at RATE (kbit, mbit,
                       gbit), e.g. 10ms,100mbit (docs/benchmarks.md)
   --help              this text
 Logging goes to stderr; set GRIDRT_LOG=info or debug for more.

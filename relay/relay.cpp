@@ -54,7 +54,7 @@ struct Relay::Job {
   std::vector<std::string> endpoints;  // where each local rank accepts direct connections
   std::uint32_t hellos = 0;
   std::vector<int> status;             // per local rank, -1 while unknown
-  // What each local rank has sent to other clusters through the links (kWanCount).
+  // What each local rank has sent to other sites through the links (kWanCount).
   std::vector<std::pair<std::uint64_t, std::uint64_t>> wan_sent;  // messages, payload bytes
   std::map<std::uint32_t, std::vector<Frame>> pending;  // data for ranks not yet connected
   std::size_t pending_bytes = 0;
@@ -544,12 +544,15 @@ void Relay::on_local_closed(const LocalPtr& conn) {
 void Relay::route(Job& job, Frame& f) {
   const std::uint32_t c = job.topo().cluster_of(static_cast<std::uint32_t>(f.header.dst));
   if (c == job.start.cluster) return deliver_local(job, f);
-  if (f.header.type == Type::kData && job.is_local(f.header.src)) {
+  // Between sites lies the wide-area network: what crosses it is counted, and emulated
+  // (Options::wan); clusters of one site reach each other over its LAN.
+  const bool wan = job.topo().clusters[c].site != job.topo().clusters[job.start.cluster].site;
+  if (wan && f.header.type == Type::kData && job.is_local(f.header.src)) {
     auto& [messages, bytes] = job.wan_sent[static_cast<std::uint32_t>(f.header.src) - job.first];
     if (!(f.header.flags & wire::kMoreFragments)) ++messages;  // a message's last fragment
     bytes += f.body.size();
   }
-  send_to_cluster(job.topo().clusters[c].name, f);
+  send_to_cluster(job.topo().clusters[c].name, f, wan);
 }
 
 // Frames are moved along, not copied: `f` is left empty.
@@ -583,10 +586,10 @@ void Relay::ensure_links(const Job& job) {
   }
 }
 
-void Relay::send_to_cluster(const std::string& cluster, Frame& f) {
+void Relay::send_to_cluster(const std::string& cluster, Frame& f, bool crosses_wan) {
   auto& pl = links_[cluster];
   if (!pl) pl = std::make_unique<PeerLink>();
-  if (!opt_.wan.active()) return transmit(*pl, f);
+  if (!opt_.wan.active() || !crosses_wan) return transmit(*pl, f);
   if (!pl->line) {
     pl->line = std::make_unique<WanLine>(opt_.wan);
     pl->line_timer = std::make_unique<asio::steady_timer>(io_);

@@ -36,7 +36,8 @@ class Relay {
     // Benchmarks only: relay links without TLS, so neither encrypted nor authenticated
     // (a link is trusted to be the cluster its LinkHello names). Both ends must agree.
     bool encrypt_links = true;
-    // Test facility: an emulated WAN line under every relay link's outgoing traffic.
+    // Test facility: an emulated WAN line under every relay link's outgoing traffic to
+    // clusters of other sites.
     WanSpec wan;
   };
   Relay(asio::io_context& io, Options opt);
@@ -83,7 +84,7 @@ class Relay {
   void on_link_lost(const std::string& cluster, const std::shared_ptr<TlsLink>& link, const std::string& why);
   void start_link(const std::string& cluster, const std::shared_ptr<TlsLink>& link);
   void ensure_links(const Job& job);
-  void send_to_cluster(const std::string& cluster, wire::Frame& f);
+  void send_to_cluster(const std::string& cluster, wire::Frame& f, bool crosses_wan);
   void wait_for_the_line(const std::string& cluster, PeerLink& pl);  // WAN emulation
   void transmit(PeerLink& pl, wire::Frame& f);
 

@@ -595,9 +595,29 @@ TEST(EndToEnd, GridSizingAndWanOptionsRefuseBadValues) {
   expect_nothing_left();
 }
 
+namespace {
+// A grid description of clusters c0, c1, ... with these (site, slots), written to a file.
+std::string grid_with_sites(const std::vector<std::pair<std::string, int>>& clusters) {
+  std::string xml = "<grid>\n";
+  for (std::size_t i = 0; i < clusters.size(); ++i)
+    xml += "  <cluster name=\"c" + std::to_string(i) + "\" site=\"" + clusters[i].first + "\" slots=\"" +
+           std::to_string(clusters[i].second) +
+           "\"><relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/><network nodes=\"private\" inbound=\"no\"/>"
+           "<launch>mpiexec -launcher fork -n {np}</launch></cluster>\n";
+  xml += "</grid>\n";
+  std::string name;
+  for (const auto& [site, slots] : clusters) name += site + std::to_string(slots);
+  const std::string path = ::testing::TempDir() + "/grid-" + name + ".xml";
+  std::ofstream(path) << xml;
+  return path;
+}
+}  // namespace
+
 // Every collective, hierarchical and flat, against references computed in the program
 // (tests/coll_check.cpp), on 1, 2 and 3 clusters of unequal sizes, one process per
-// cluster, and with small slices so that broadcasts are pipelined in many pieces.
+// cluster, clusters sharing sites (the site level above the cluster level; sites whose
+// clusters are not consecutive), and with small slices so that broadcasts are pipelined
+// in many pieces.
 TEST(EndToEnd, CollectivesMatchTheirReferencesOnGridsOfOneTwoAndThreeClusters) {
   std::string profile = slurp(kSrc + "/jobprofiles/helloworld.xml");
   profile.replace(profile.find("/hello<"), 7, "/coll_check<");
@@ -623,6 +643,9 @@ TEST(EndToEnd, CollectivesMatchTheirReferencesOnGridsOfOneTwoAndThreeClusters) {
       {{"--grid", grid_of({1, 2})}, "on 3 processes in 2 clusters"},
       {{"--grid", grid_of({2, 1, 3})}, "on 6 processes in 3 clusters"},
       {{"--clusters", "3", "--ranks-per-cluster", "1"}, "on 3 processes in 3 clusters"},
+      {{"--grid", grid_with_sites({{"A", 2}, {"A", 1}, {"B", 3}})}, "on 6 processes in 3 clusters"},
+      {{"--grid", grid_with_sites({{"A", 2}, {"B", 1}, {"A", 2}})}, "on 5 processes in 3 clusters"},
+      {{"--grid", grid_with_sites({{"A", 1}, {"B", 1}, {"B", 1}, {"C", 2}})}, "on 5 processes in 4 clusters"},
   };
   for (const Case& k : cases) {
     std::vector<std::string> argv = k.args;
@@ -693,4 +716,25 @@ TEST(EndToEnd, GridbenchReportsEveryFieldAndTheWanMessagesEachAlgorithmMustSend)
   const Outcome bad = start_program("gridbench", {"--op", "bcst", "--algo", "hier"}, "gridbench-bad").finish();
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.err.find("unknown --op 'bcst'"), std::string::npos) << bad.err;
+}
+
+// With clusters sharing sites, the WAN lies between sites: each site is entered once.
+TEST(EndToEnd, GridbenchCountsOnlyWhatCrossesBetweenSites) {
+  dirs_before = gridrun_dirs();
+  const std::string grid = grid_with_sites({{"A", 2}, {"A", 1}, {"B", 3}});  // S = 2 sites, C = 3 clusters
+  const Outcome r = start_program("gridbench", {"--grid", grid, "--emulate-wan", "2ms", "--op", "barrier,bcast,allreduce,gather,scatter,allgather,alltoall",
+                                                "--algo", "hier", "--sizes", "8", "--iters", "2", "--json"},
+                                    "gridbench-sites")
+                        .finish();
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  std::map<std::string, std::string> msgs;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) msgs[json_field(line, "op")] = json_field(line, "wan_msgs");
+  // barrier, allreduce, allgather: site heads all-to-all, S (S - 1); bcast, gather, scatter:
+  // S - 1; alltoall (Local Group between clusters): the 3 members of site A get one message
+  // from site B each, the 3 of site B one from each cluster of site A.
+  const std::map<std::string, std::string> want = {{"barrier", "2.00"}, {"bcast", "1.00"},   {"allreduce", "2.00"}, {"gather", "1.00"},
+                                                   {"scatter", "1.00"}, {"allgather", "2.00"}, {"alltoall", "9.00"}};
+  EXPECT_EQ(msgs, want) << r.out;
+  expect_nothing_left();
 }

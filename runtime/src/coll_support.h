@@ -3,6 +3,7 @@
 // choice of algorithm.
 #pragma once
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -155,31 +156,44 @@ inline void combine(const Layout& l, MPI_Op op, const void* earlier, void* later
   if (l.count) MPI_Reduce_local(earlier, later, l.count, l.type, op);
 }
 
-// Folds the packed values of all parts in part order (= rank order when the parts are
-// contiguous) into `result`, whose current content is part `mine`'s value.
-inline void fold_parts(const Layout& l, MPI_Op op, int mine, std::vector<std::vector<char>>& packed, void* result) {
+// Folds partial results in part order into `result`, whose current content is part
+// `mine`'s. `present` lists, in increasing order, the parts whose values are here: `mine`,
+// and for each other one packed[p], the partial result of a run of parts starting at p (a
+// part, or a whole site whose head is p). With contiguous parts and sites, part order is
+// rank order.
+inline void fold_parts(const Layout& l, MPI_Op op, const std::vector<int>& present, int mine,
+                       const std::vector<std::vector<char>>& packed, void* result) {
   Scratch acc(l), next(l);
   void* a = acc.get();
   void* b = next.get();
-  for (std::size_t p = 0; p < packed.size(); ++p) {
-    void* value = p == 0 ? a : b;
-    if (static_cast<int>(p) == mine) copy_elements(l, result, value);
+  bool first = true;
+  for (int p : present) {
+    void* value = first ? a : b;
+    if (p == mine) copy_elements(l, result, value);
     else unpack(l, packed[p].data(), value);
-    if (p > 0) {
+    if (!first) {
       combine(l, op, a, b);  // b = a op b
       std::swap(a, b);
     }
+    first = false;
   }
   copy_elements(l, a, result);
 }
 
+// The parts `which` and `mine`, in increasing order.
+inline std::vector<int> with_part(std::vector<int> which, int mine) {
+  which.insert(std::lower_bound(which.begin(), which.end(), mine), mine);
+  return which;
+}
+
 // What an Algo means for one call. Hierarchical reductions need the clusters' members to
-// be runs of consecutive ranks when the operation is not commutative (they fold clusters
-// in order); otherwise the flat algorithm, which keeps rank order, is used.
+// be runs of consecutive ranks, and each site's clusters consecutive, when the operation
+// is not commutative (they fold clusters and sites in order); otherwise the flat
+// algorithm, which keeps rank order, is used.
 inline Algo choose(Algo asked, const CommImpl& c, bool order_sensitive = false) {
   Algo a = asked == Algo::kDefault ? state().algo : asked;
   if (a == Algo::kAuto) a = Algo::kHier;  // until calibrated models choose (docs/algorithms.md)
-  if (a == Algo::kHier && order_sensitive && !c.parts_contiguous) a = Algo::kFlat;
+  if (a == Algo::kHier && order_sensitive && !(c.parts_contiguous && c.sites_contiguous)) a = Algo::kFlat;
   return a;
 }
 

@@ -11,6 +11,7 @@
 // Data crosses clusters packed (MPI_Pack), so any datatype works; reductions run on buffers
 // laid out as the datatype (MPI_Reduce_local), folding partial results in rank order, so a
 // non-commutative operation gives the rank-order result.
+#include <algorithm>
 #include <cstring>
 
 #include "coll_support.h"
@@ -28,18 +29,35 @@ void barrier_hier(CommImpl& c) {
   MPI_Ibarrier(c.local, &r);
   wait_local(r);
   if (c.parts.size() == 1) return;
-  // Leaders tell each other they arrived (one WAN hop: all-to-all among leaders, rather than
-  // gathering at one leader and answering, which would cross the WAN twice in a row).
+  // Leaders meet: within each site at its head, then heads tell each other they arrived (one
+  // WAN hop: all-to-all among heads, rather than gathering at one and answering, which would
+  // cross the WAN twice in a row), then heads release their site.
   if (c.is_leader()) {
-    char out = 0;
+    const int p = c.my_part(), site = c.site_of_part[p];
+    char token = 0;
     std::vector<char> in(c.parts.size());
-    std::vector<Step> steps;
-    for (std::size_t p = 0; p < c.parts.size(); ++p) {
-      if (static_cast<int>(p) == c.my_part()) continue;
-      steps.push_back(receive_from(c, c.leader(static_cast<int>(p)), tag, &in[p], 1));
-      steps.push_back(send_to(c, c.leader(static_cast<int>(p)), tag, &out, 1));
+    if (!c.is_site_head(p)) {
+      const int head = c.leader(c.site_head(site));
+      wait_step(send_to(c, head, tag, &token, 1));
+      wait_step(receive_from(c, head, tag, &token, 1));
+    } else {
+      std::vector<Step> steps;
+      for (int q : c.sites[site])
+        if (q != p) steps.push_back(receive_from(c, c.leader(q), tag, &in[q], 1));
+      wait_steps(steps);
+      steps.clear();
+      for (std::size_t t = 0; t < c.sites.size(); ++t) {
+        if (static_cast<int>(t) == site) continue;
+        const int head = c.leader(c.site_head(static_cast<int>(t)));
+        steps.push_back(receive_from(c, head, tag, &in[c.site_head(static_cast<int>(t))], 1));
+        steps.push_back(send_to(c, head, tag, &token, 1));
+      }
+      wait_steps(steps);
+      steps.clear();
+      for (int q : c.sites[site])
+        if (q != p) steps.push_back(send_to(c, c.leader(q), tag, &token, 1));
+      wait_steps(steps);
     }
-    wait_steps(steps);
   }
   MPI_Ibarrier(c.local, &r);
   wait_local(r);
@@ -71,35 +89,32 @@ void bcast_hier(CommImpl& c, void* buf, const Layout& l, int root) {
   const std::size_t total = l.packed, slice = state().slice;
   const std::size_t slices = (total + slice - 1) / slice;
   auto slice_at = [&](std::size_t k) { return std::make_pair(data + k * slice, std::min(slice, total - k * slice)); };
-  const int root_part = c.part_of[root];
+  const int root_part = c.part_of[root], p = c.my_part();
+  auto entry = [&](int part) { return part == root_part ? root : c.leader(part); };
   std::vector<Step> steps;
-  // The root sends every slice straight to the leader of every other cluster: one WAN hop.
-  if (c.me == root)
-    for (std::size_t p = 0; p < c.parts.size(); ++p)
-      if (static_cast<int>(p) != root_part)
-        for (std::size_t k = 0; k < slices; ++k) {
-          auto [at, n] = slice_at(k);
-          steps.push_back(send_to(c, c.leader(static_cast<int>(p)), tag, at, n));
-        }
-  const bool from_wan = c.my_part() != root_part && c.is_leader();
+  // The data goes down a tree over the clusters that enters every site once: the root's
+  // entry sends each slice to its site's other clusters and to the head of every other site
+  // (one WAN hop), a head to its site's other clusters; each slice goes on as soon as it is
+  // here, and into the cluster (MPI_Ibcast from its entry) while the next one crosses.
+  const bool is_entry = c.me == entry(p);
+  const bool from_relays = is_entry && p != root_part;
+  const std::vector<int> onward = is_entry ? c.downstream(p, root_part) : std::vector<int>{};
   std::vector<Step> arrivals;
-  if (from_wan)
+  if (from_relays)
     for (std::size_t k = 0; k < slices; ++k) {
       auto [at, n] = slice_at(k);
-      arrivals.push_back(receive_from(c, root, tag, at, n));
+      arrivals.push_back(receive_from(c, entry(c.upstream(p, root_part)), tag, at, n));
     }
-  // Each slice goes on inside the cluster as soon as it is here, while the next crosses.
-  if (local_size(c) > 1) {
-    const int local_root = c.my_part() == root_part ? c.index_in_part[root] : 0;
-    for (std::size_t k = 0; k < slices; ++k) {
-      if (from_wan) wait_step_amid(arrivals[k], steps);
-      auto [at, n] = slice_at(k);
+  const int local_root = p == root_part ? c.index_in_part[root] : 0;
+  for (std::size_t k = 0; k < slices; ++k) {
+    if (from_relays) wait_step_amid(arrivals[k], steps);
+    auto [at, n] = slice_at(k);
+    for (int q : onward) steps.push_back(send_to(c, c.leader(q), tag, at, n));
+    if (local_size(c) > 1) {
       MPI_Request r;
       MPI_Ibcast(at, static_cast<int>(n), MPI_BYTE, local_root, c.local, &r);
       steps.push_back(local_step(r));
     }
-  } else {
-    wait_steps(arrivals);
   }
   wait_steps(steps);
   if (!l.contiguous && c.me != root) unpack(l, data, buf);
@@ -124,37 +139,37 @@ void bcast_flat(CommImpl& c, void* buf, const Layout& l, int root) {
 void reduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, const Layout& l, MPI_Op op, int root) {
   const int tag = c.next_tag();
   const bool in_place = sendbuf == MPI_IN_PLACE;
-  const int root_part = c.part_of[root];
+  const int root_part = c.part_of[root], p = c.my_part();
+  auto entry = [&](int part) { return part == root_part ? root : c.leader(part); };
   // 1. Each cluster reduces to its entry: the root in the root's cluster, the leader elsewhere.
-  const bool entry = c.me == root || (c.my_part() != root_part && c.is_leader());
+  const bool is_entry = c.me == entry(p);
   Scratch partial(l);
   void* target = c.me == root ? recvbuf : partial.get();
   if (local_size(c) > 1) {
-    const int local_root = c.my_part() == root_part ? c.index_in_part[root] : 0;
+    const int local_root = p == root_part ? c.index_in_part[root] : 0;
     MPI_Request r;
-    MPI_Ireduce(in_place ? MPI_IN_PLACE : sendbuf, entry ? target : nullptr, l.count, l.type, op, local_root, c.local, &r);
+    MPI_Ireduce(in_place ? MPI_IN_PLACE : sendbuf, is_entry ? target : nullptr, l.count, l.type, op, local_root, c.local, &r);
     wait_local(r);
   } else if (!in_place) {
     copy_elements(l, sendbuf, target);
   }
-  if (c.parts.size() == 1) return;
-  // 2. Every other cluster's entry sends its partial result to the root: one WAN hop.
-  if (entry && c.me != root) {
-    const std::vector<char> p = packed_copy(l, partial.get());
-    wait_step(send_to(c, root, tag, p.data(), p.size()));
-    return;
-  }
-  if (c.me != root) return;
-  // 3. The root folds the clusters' partial results in cluster (= rank) order.
+  if (!is_entry || c.parts.size() == 1) return;
+  // 2. Up the tree that enters every site once (bcast's, reversed): a site's head folds its
+  //    site's partial results, the root the rest; each hop carries one partial result, and
+  //    the WAN is crossed once on every path.
+  const std::vector<int> below = c.downstream(p, root_part);
   std::vector<std::vector<char>> packed(c.parts.size());
   std::vector<Step> steps;
-  for (std::size_t p = 0; p < c.parts.size(); ++p) {
-    if (static_cast<int>(p) == root_part) continue;
-    packed[p].resize(l.packed);
-    steps.push_back(receive_from(c, c.leader(static_cast<int>(p)), tag, packed[p].data(), l.packed));
+  for (int q : below) {
+    packed[q].resize(l.packed);
+    steps.push_back(receive_from(c, c.leader(q), tag, packed[q].data(), l.packed));
   }
   wait_steps(steps);
-  fold_parts(l, op, root_part, packed, recvbuf);
+  fold_parts(l, op, with_part(below, p), p, packed, target);
+  if (c.me != root) {
+    const std::vector<char> up = packed_copy(l, target);
+    wait_step(send_to(c, entry(c.upstream(p, root_part)), tag, up.data(), up.size()));
+  }
 }
 
 void reduce_flat(CommImpl& c, const void* sendbuf, void* recvbuf, const Layout& l, MPI_Op op, int root) {
@@ -208,22 +223,53 @@ void allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, const Layou
   } else if (!in_place) {
     copy_elements(l, sendbuf, recvbuf);
   }
-  // 2. Leaders send their partial result to every other leader (one WAN hop) and each folds
-  //    all of them in cluster order: the same operands in the same order, the same result.
   if (c.is_leader()) {
-    const std::vector<char> mine = packed_copy(l, recvbuf);
-    std::vector<std::vector<char>> packed(c.parts.size());
-    std::vector<Step> steps;
-    for (std::size_t p = 0; p < c.parts.size(); ++p) {
-      if (static_cast<int>(p) == c.my_part()) continue;
-      packed[p].resize(l.packed);
-      steps.push_back(receive_from(c, c.leader(static_cast<int>(p)), tag, packed[p].data(), l.packed));
-      steps.push_back(send_to(c, c.leader(static_cast<int>(p)), tag, mine.data(), mine.size()));
+    const int p = c.my_part(), site = c.site_of_part[p];
+    const int head = c.site_head(site);
+    if (p != head) {
+      // 2. A site's clusters hand their partial result to the site's head ...
+      const std::vector<char> mine = packed_copy(l, recvbuf);
+      wait_step(send_to(c, c.leader(head), tag, mine.data(), mine.size()));
+      std::vector<char> result(l.packed);
+      wait_step(receive_from(c, c.leader(head), tag, result.data(), result.size()));
+      unpack(l, result.data(), recvbuf);
+    } else {
+      std::vector<std::vector<char>> packed(c.parts.size());
+      std::vector<Step> steps;
+      std::vector<int> in_site;
+      for (int q : c.sites[site])
+        if (q != p) {
+          packed[q].resize(l.packed);
+          steps.push_back(receive_from(c, c.leader(q), tag, packed[q].data(), l.packed));
+          in_site.push_back(q);
+        }
+      wait_steps(steps);
+      fold_parts(l, op, with_part(in_site, p), p, packed, recvbuf);
+      // 3. ... heads send their site's partial result to every other head (one WAN hop) and
+      //    each folds all of them in order: the same operands in the same order everywhere,
+      //    the same bits, floating point included ...
+      const std::vector<char> mine = packed_copy(l, recvbuf);
+      steps.clear();
+      std::vector<int> heads;
+      for (std::size_t t = 0; t < c.sites.size(); ++t) {
+        const int other = c.site_head(static_cast<int>(t));
+        if (other == p) continue;
+        packed[other].resize(l.packed);
+        steps.push_back(receive_from(c, c.leader(other), tag, packed[other].data(), l.packed));
+        steps.push_back(send_to(c, c.leader(other), tag, mine.data(), mine.size()));
+        heads.push_back(other);
+      }
+      wait_steps(steps);
+      std::sort(heads.begin(), heads.end());
+      fold_parts(l, op, with_part(heads, p), p, packed, recvbuf);
+      // ... and hand the result back to their site's clusters.
+      const std::vector<char> result = packed_copy(l, recvbuf);
+      steps.clear();
+      for (int q : in_site) steps.push_back(send_to(c, c.leader(q), tag, result.data(), result.size()));
+      wait_steps(steps);
     }
-    wait_steps(steps);
-    fold_parts(l, op, c.my_part(), packed, recvbuf);
   }
-  // 3. Each leader hands the result to its cluster.
+  // 4. Each leader hands the result to its cluster.
   if (local_size(c) > 1) {
     MPI_Request r;
     MPI_Ibcast(recvbuf, l.count, l.type, 0, c.local, &r);

@@ -33,6 +33,21 @@ void CommImpl::work_out_topology() {
   }
   parts_contiguous = true;
   for (const auto& part : parts) parts_contiguous &= part.back() - part.front() + 1 == static_cast<int>(part.size());
+  std::vector<int> site_number(t.sites.size(), -1);
+  sites.clear();
+  site_of_part.assign(parts.size(), -1);
+  for (std::size_t p = 0; p < parts.size(); ++p) {
+    const std::uint32_t site = t.clusters[t.cluster_of(static_cast<std::uint32_t>(members[parts[p].front()]))].site;
+    int& s = site_number[site];
+    if (s < 0) {
+      s = static_cast<int>(sites.size());
+      sites.emplace_back();
+    }
+    site_of_part[p] = s;
+    sites[s].push_back(static_cast<int>(p));
+  }
+  sites_contiguous = true;
+  for (const auto& site : sites) sites_contiguous &= site.back() - site.front() + 1 == static_cast<int>(site.size());
 }
 
 std::shared_ptr<CommImpl> CommImpl::make_world() {

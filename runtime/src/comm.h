@@ -27,6 +27,14 @@ struct CommImpl {
   std::vector<int> index_in_part;
   bool parts_contiguous = true;  // every part is a run of consecutive ranks
 
+  // The level above: sites, numbered by their first part, each with its parts in order. The
+  // wide-area network lies between sites; clusters of one site reach each other over its
+  // LAN (through their relays). A site's first part, its "head", speaks for it across the
+  // WAN, so that data enters every site once (seed 001 §3.1-3.2).
+  std::vector<std::vector<int>> sites;
+  std::vector<int> site_of_part;
+  bool sites_contiguous = true;  // every site's parts are consecutive part numbers
+
   std::uint64_t calls = 0;  // collectives called so far: each one's messages carry its tag
 
   CommImpl() = default;
@@ -40,6 +48,29 @@ struct CommImpl {
   // A tag for the messages of the next collective, the same in every member (they call
   // collectives in the same order); within one collective, messages between two members
   // keep their order (MPI's non-overtaking rule, and the transport's per-stream order).
+  int site_head(int site) const { return sites[site].front(); }
+  bool is_site_head(int part) const { return site_head(site_of_part[part]) == part; }
+  // On the way from part `from` to every part (a tree over the parts that enters each site
+  // once): the part whose entry hands data to part p's entry. Parts of `from`'s site and
+  // the heads of other sites hang under `from`; the other parts of a site under its head.
+  int upstream(int p, int from) const {
+    if (site_of_part[p] == site_of_part[from] || is_site_head(p)) return from;
+    return site_head(site_of_part[p]);
+  }
+  // The parts that hang under part q in that tree, in part order.
+  std::vector<int> downstream(int q, int from) const {
+    std::vector<int> out;
+    for (int p = 0; p < static_cast<int>(parts.size()); ++p)
+      if (p != from && p != q && upstream(p, from) == q) out.push_back(p);
+    return out;
+  }
+  // Every part's own members in rank order, for the parts in `which`, one after the other.
+  std::vector<int> members_of(const std::vector<int>& which) const {
+    std::vector<int> out;
+    for (int p : which) out.insert(out.end(), parts[p].begin(), parts[p].end());
+    return out;
+  }
+
   int next_tag() { return static_cast<int>(calls++ % (static_cast<std::uint64_t>(std::min(state().tag_ub, kMaxTag)) + 1)); }
 
   // `members` in rank order, me and local set: the rest follows.

@@ -21,20 +21,22 @@ std::vector<std::size_t> packed_sizes(const Blocks& b, const std::vector<int>& w
 
 // ------------------------------------------------------------------ gather
 
-// `out` matters at the root only; sendbuf MPI_IN_PLACE at the root: its block is in place.
-void gatherv_hier(CommImpl& c, const void* sendbuf, int sendcount, const Blocks& out, MPI_Datatype type, int root) {
+// `out` matters at the root only (and, when `equal`, everywhere: every block is `count`
+// elements); sendbuf MPI_IN_PLACE at the root: its block is in place.
+void gatherv_hier(CommImpl& c, const void* sendbuf, int sendcount, const Blocks& out, MPI_Datatype type, int root, bool equal) {
   const int tag = c.next_tag();
-  const int root_part = c.part_of[root];
-  const bool entry = c.me == root || (c.my_part() != root_part && c.is_leader());
-  const int local_root = c.my_part() == root_part ? c.index_in_part[root] : 0;
+  const int root_part = c.part_of[root], p = c.my_part();
+  auto entry = [&](int part) { return part == root_part ? root : c.leader(part); };
+  const bool is_entry = c.me == entry(p);
+  const int local_root = p == root_part ? c.index_in_part[root] : 0;
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const std::vector<char> mine = in_place ? std::vector<char>() : packed_copy(Layout(type, sendcount), sendbuf);
   // 1. Each cluster's blocks gather at its entry point, in the cluster's order.
-  const auto& part = c.parts[c.my_part()];
+  const auto& part = c.parts[p];
   std::vector<char> blob = mine;
   if (part.size() > 1) {
     int my_bytes = static_cast<int>(mine.size());
-    std::vector<int> sizes(entry ? part.size() : 0);
+    std::vector<int> sizes(is_entry ? part.size() : 0);
     MPI_Request r;
     MPI_Igather(&my_bytes, 1, MPI_INT, sizes.data(), 1, MPI_INT, local_root, c.local, &r);
     wait_local(r);
@@ -44,25 +46,44 @@ void gatherv_hier(CommImpl& c, const void* sendbuf, int sendcount, const Blocks&
                  c.local, &r);
     wait_local(r);
   }
-  // 2. Every other cluster's entry point sends its cluster's blocks to the root at once.
-  if (c.me != root) {
-    if (entry && c.parts.size() > 1) wait_step(send_to(c, root, tag, blob.data(), blob.size()));
+  auto unpack_own_cluster = [&] {  // at the root
+    std::vector<int> members = part;
+    if (in_place) members.erase(std::find(members.begin(), members.end(), root));
+    out.unpack_all(members, blob.data());
+  };
+  if (!is_entry || c.parts.size() == 1) {
+    if (c.me == root) unpack_own_cluster();
     return;
   }
+  // 2. Up the tree that enters every site once: an entry collects the blocks of the clusters
+  //    below it (a site's head: its site's), each cluster's or site's in one message, and
+  //    sends them on with its own (one WAN hop per site). Only the root knows gatherv's
+  //    sizes, so a head is told each message's size first.
+  auto cover = [&](int q) { return c.members_of(with_part(c.downstream(q, root_part), q)); };
+  const bool told_sizes = !equal && c.me != root;
+  const std::vector<int> below = c.downstream(p, root_part);
   std::vector<std::vector<char>> from(c.parts.size());
+  for (int q : below) {
+    std::uint64_t size = 0;
+    if (told_sizes) wait_step(receive_from(c, c.leader(q), tag, &size, sizeof size));
+    else size = out.packed(cover(q));
+    from[q].resize(size);
+  }
   std::vector<Step> steps;
-  for (std::size_t p = 0; p < c.parts.size(); ++p) {
-    if (static_cast<int>(p) == root_part) continue;
-    from[p].resize(out.packed(c.parts[p]));
-    steps.push_back(receive_from(c, c.leader(static_cast<int>(p)), tag, from[p].data(), from[p].size()));
-  }
+  for (int q : below) steps.push_back(receive_from(c, c.leader(q), tag, from[q].data(), from[q].size()));
   wait_steps(steps);
-  from[root_part] = std::move(blob);
-  for (std::size_t p = 0; p < c.parts.size(); ++p) {
-    std::vector<int> members = c.parts[p];
-    if (in_place && static_cast<int>(p) == root_part) members.erase(std::find(members.begin(), members.end(), root));
-    out.unpack_all(members, from[p].data());
+  if (c.me == root) {
+    unpack_own_cluster();
+    for (int q : below) out.unpack_all(cover(q), from[q].data());
+    return;
   }
+  for (int q : below) blob.insert(blob.end(), from[q].begin(), from[q].end());  // p comes first: it heads them
+  const int up = entry(c.upstream(p, root_part));
+  if (!equal && up != root) {
+    const std::uint64_t size = blob.size();
+    wait_step(send_to(c, up, tag, &size, sizeof size));
+  }
+  wait_step(send_to(c, up, tag, blob.data(), blob.size()));
 }
 
 // Binomial tree towards the root (relative ranks): every subtree is a run of consecutive
@@ -111,41 +132,60 @@ void gatherv_flat(CommImpl& c, const void* sendbuf, int sendcount, const Blocks&
 // ------------------------------------------------------------------ scatter
 
 // `in` matters at the root only; recvbuf MPI_IN_PLACE at the root: its block stays in place.
-// `equal`: every member's block has recvcount elements (scatter), so a leader knows the sizes
-// without being told.
+// `equal`: every member's block has recvcount elements (scatter), so an entry knows the
+// sizes without being told.
 void scatterv_hier(CommImpl& c, const Blocks& in, void* recvbuf, int recvcount, MPI_Datatype type, int root, bool equal) {
   const int tag = c.next_tag();
-  const int root_part = c.part_of[root];
-  const bool entry = c.me == root || (c.my_part() != root_part && c.is_leader());
-  const int local_root = c.my_part() == root_part ? c.index_in_part[root] : 0;
+  const int root_part = c.part_of[root], p = c.my_part();
+  auto entry = [&](int part) { return part == root_part ? root : c.leader(part); };
+  const bool is_entry = c.me == entry(p);
+  const int local_root = p == root_part ? c.index_in_part[root] : 0;
   const bool keep = c.me == root && recvbuf == MPI_IN_PLACE;
-  const auto& part = c.parts[c.my_part()];
-  // 1. The root sends each other cluster's blocks to its leader in one message (after
-  //    their sizes, which the leader needs to scatter them, unless all are equal): one WAN hop.
-  std::vector<std::vector<int>> sizes_to(c.parts.size());
-  std::vector<std::vector<char>> blobs(c.parts.size());
-  std::vector<Step> sends;
-  std::vector<int> sizes;
+  const auto& part = c.parts[p];
+  const int block_bytes = static_cast<int>(Layout(type, recvcount).packed);
+  auto cover = [&](int q) { return c.members_of(with_part(c.downstream(q, root_part), q)); };
+  // 1. Down the tree that enters every site once: each entry receives the blocks of its
+  //    cluster and of the clusters below it (a site's head: its whole site's) in one
+  //    message (after their sizes, for scatterv), keeps its cluster's and passes on the rest.
+  std::vector<int> sizes;  // of `cover(p)`'s members, in order
   std::vector<char> blob;
-  if (c.me == root) {
-    for (std::size_t p = 0; p < c.parts.size(); ++p) {
-      if (static_cast<int>(p) == root_part) continue;
-      for (int m : c.parts[p]) sizes_to[p].push_back(static_cast<int>(in.packed(m)));
-      blobs[p] = in.pack_all(c.parts[p]);
-      if (!equal) sends.push_back(send_to(c, c.leader(static_cast<int>(p)), tag, sizes_to[p].data(), sizes_to[p].size() * sizeof(int)));
-      sends.push_back(send_to(c, c.leader(static_cast<int>(p)), tag, blobs[p].data(), blobs[p].size()));
+  std::vector<std::vector<int>> sizes_to(c.parts.size());
+  std::vector<std::vector<char>> blobs_to(c.parts.size());
+  std::vector<Step> sends;
+  if (is_entry) {
+    // This cluster's members first, then those of each cluster below, in order (for an entry
+    // other than the root that is cover(p): it heads the clusters below it).
+    const std::vector<int> below = c.downstream(p, root_part);
+    std::vector<int> mine = part;
+    for (int q : below) {
+      const std::vector<int> more = cover(q);
+      mine.insert(mine.end(), more.begin(), more.end());
     }
-    std::vector<int> members;
-    for (int m : part) {
-      sizes.push_back(m == root && keep ? 0 : static_cast<int>(in.packed(m)));
-      if (!(m == root && keep)) members.push_back(m);
+    if (c.me == root) {
+      for (int m : mine) sizes.push_back(m == root && keep ? 0 : static_cast<int>(in.packed(m)));
+      std::vector<int> members = mine;
+      if (keep) members.erase(std::find(members.begin(), members.end(), root));
+      blob = in.pack_all(members);
+    } else {
+      sizes.assign(mine.size(), block_bytes);
+      if (!equal) wait_step(receive_from(c, entry(c.upstream(p, root_part)), tag, sizes.data(), sizes.size() * sizeof(int)));
+      blob.resize(std::accumulate(sizes.begin(), sizes.end(), std::size_t{0}));
+      wait_step(receive_from(c, entry(c.upstream(p, root_part)), tag, blob.data(), blob.size()));
     }
-    blob = in.pack_all(members);
-  } else if (entry) {
-    sizes.assign(part.size(), static_cast<int>(Layout(type, recvcount).packed));
-    if (!equal) wait_step(receive_from(c, root, tag, sizes.data(), sizes.size() * sizeof(int)));
-    blob.resize(std::accumulate(sizes.begin(), sizes.end(), std::size_t{0}));
-    wait_step(receive_from(c, root, tag, blob.data(), blob.size()));
+    // Cut out the clusters below's sizes and blocks.
+    std::size_t member = part.size(), at = 0;
+    for (std::size_t i = 0; i < part.size(); ++i) at += sizes[i];
+    for (int q : below) {
+      const std::size_t n = cover(q).size();
+      sizes_to[q].assign(sizes.begin() + static_cast<std::ptrdiff_t>(member), sizes.begin() + static_cast<std::ptrdiff_t>(member + n));
+      const std::size_t bytes = std::accumulate(sizes_to[q].begin(), sizes_to[q].end(), std::size_t{0});
+      blobs_to[q].assign(blob.begin() + static_cast<std::ptrdiff_t>(at), blob.begin() + static_cast<std::ptrdiff_t>(at + bytes));
+      if (!equal) sends.push_back(send_to(c, c.leader(q), tag, sizes_to[q].data(), sizes_to[q].size() * sizeof(int)));
+      sends.push_back(send_to(c, c.leader(q), tag, blobs_to[q].data(), blobs_to[q].size()));
+      member += n;
+      at += bytes;
+    }
+    sizes.resize(part.size());
   }
   // 2. Each entry point scatters its cluster's blocks inside.
   const Layout mine(type, keep ? 0 : recvcount);
@@ -156,8 +196,8 @@ void scatterv_hier(CommImpl& c, const Blocks& in, void* recvbuf, int recvcount, 
     MPI_Iscatterv(blob.data(), bc.counts.data(), bc.displs.data(), MPI_BYTE, got.data(), static_cast<int>(got.size()), MPI_BYTE,
                   local_root, c.local, &r);
     wait_local(r);
-  } else {
-    got = std::move(blob);
+  } else if (!keep) {
+    got.assign(blob.begin(), blob.begin() + static_cast<std::ptrdiff_t>(mine.packed));
   }
   if (!keep) unpack(mine, got.data(), recvbuf);
   wait_steps(sends);
@@ -211,37 +251,70 @@ void allgatherv_hier(CommImpl& c, const void* sendbuf, int sendcount, const Bloc
   const int tag = c.next_tag();
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const std::vector<char> mine = in_place ? out.pack_all({c.me}) : packed_copy(Layout(type, sendcount), sendbuf);
+  const int p = c.my_part();
   // 1. Each cluster gathers its blocks at its leader (every size is known to everyone).
-  const auto& part = c.parts[c.my_part()];
-  std::vector<std::vector<char>> from(c.parts.size());
-  std::vector<char>& own = from[c.my_part()];
-  own = mine;
+  const auto& part = c.parts[p];
+  std::vector<std::vector<char>> from(c.parts.size());  // each cluster's blocks
+  from[p] = mine;
   if (part.size() > 1) {
     const ByteCounts bc(packed_sizes(out, part));
-    own.assign(c.is_leader() ? bc.total() : 0, 0);
+    from[p].assign(c.is_leader() ? bc.total() : 0, 0);
     MPI_Request r;
-    MPI_Igatherv(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, own.data(), bc.counts.data(), bc.displs.data(), MPI_BYTE, 0,
-                 c.local, &r);
+    MPI_Igatherv(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, from[p].data(), bc.counts.data(), bc.displs.data(),
+                 MPI_BYTE, 0, c.local, &r);
     wait_local(r);
   }
-  // 2. Leaders send their cluster's blocks to every other leader (one WAN hop).
-  if (c.is_leader()) {
-    std::vector<Step> steps;
-    for (std::size_t p = 0; p < c.parts.size(); ++p) {
-      if (static_cast<int>(p) == c.my_part()) continue;
-      from[p].resize(out.packed(c.parts[p]));
-      steps.push_back(receive_from(c, c.leader(static_cast<int>(p)), tag, from[p].data(), from[p].size()));
-      steps.push_back(send_to(c, c.leader(static_cast<int>(p)), tag, own.data(), own.size()));
-    }
-    wait_steps(steps);
-  }
-  // 3. Each leader hands every cluster's blocks to its cluster (clusters in order, each
-  //    cluster's members in order: the order every member unpacks in).
-  std::vector<char> all;
-  if (c.is_leader())
-    for (const auto& f : from) all.insert(all.end(), f.begin(), f.end());
   std::size_t total = 0;
-  for (const auto& p : c.parts) total += out.packed(p);
+  for (const auto& q : c.parts) total += out.packed(q);
+  std::vector<char> all;
+  // 2. Leaders: a site's clusters hand their blocks to the site's head; heads send their
+  //    site's blocks to every other head (one WAN hop: every block enters every site once)
+  //    and hand everything back to their site's clusters, clusters in order.
+  if (c.is_leader() && c.parts.size() > 1) {
+    const int site = c.site_of_part[p], head = c.site_head(site);
+    if (p != head) {
+      wait_step(send_to(c, c.leader(head), tag, from[p].data(), from[p].size()));
+      all.resize(total);
+      wait_step(receive_from(c, c.leader(head), tag, all.data(), all.size()));
+    } else {
+      std::vector<Step> steps;
+      for (int q : c.sites[site])
+        if (q != p) {
+          from[q].resize(out.packed(c.parts[q]));
+          steps.push_back(receive_from(c, c.leader(q), tag, from[q].data(), from[q].size()));
+        }
+      wait_steps(steps);
+      std::vector<char> site_blocks;
+      for (int q : c.sites[site]) site_blocks.insert(site_blocks.end(), from[q].begin(), from[q].end());
+      std::vector<std::vector<char>> site_from(c.sites.size());
+      steps.clear();
+      for (std::size_t t = 0; t < c.sites.size(); ++t) {
+        if (static_cast<int>(t) == site) continue;
+        const int other = c.leader(c.site_head(static_cast<int>(t)));
+        site_from[t].resize(out.packed(c.members_of(c.sites[t])));
+        steps.push_back(receive_from(c, other, tag, site_from[t].data(), site_from[t].size()));
+        steps.push_back(send_to(c, other, tag, site_blocks.data(), site_blocks.size()));
+      }
+      wait_steps(steps);
+      for (std::size_t t = 0; t < c.sites.size(); ++t) {  // split every other site's blocks by cluster
+        if (static_cast<int>(t) == site) continue;
+        std::size_t at = 0;
+        for (int q : c.sites[t]) {
+          const std::size_t n = out.packed(c.parts[q]);
+          from[q].assign(site_from[t].begin() + static_cast<std::ptrdiff_t>(at), site_from[t].begin() + static_cast<std::ptrdiff_t>(at + n));
+          at += n;
+        }
+      }
+      for (const auto& f : from) all.insert(all.end(), f.begin(), f.end());
+      steps.clear();
+      for (int q : c.sites[site])
+        if (q != p) steps.push_back(send_to(c, c.leader(q), tag, all.data(), all.size()));
+      wait_steps(steps);
+    }
+  } else if (c.is_leader()) {
+    all = from[p];
+  }
+  // 3. Each leader hands everyone's blocks to its cluster.
   all.resize(total);
   if (part.size() > 1 && total > 0) {
     if (total > static_cast<std::size_t>(INT32_MAX)) throw Error("gridrt: a collective's data inside a cluster is limited to 2 GiB");
@@ -250,9 +323,9 @@ void allgatherv_hier(CommImpl& c, const void* sendbuf, int sendcount, const Bloc
     wait_local(r);
   }
   const char* at = all.data();
-  for (const auto& p : c.parts) {
-    out.unpack_all(p, at);
-    at += out.packed(p);
+  for (const auto& q : c.parts) {
+    out.unpack_all(q, at);
+    at += out.packed(q);
   }
 }
 
@@ -410,7 +483,7 @@ void Comm::gatherv(const void* sendbuf, int sendcount, void* recvbuf, const int*
   if (sendbuf == MPI_IN_PLACE && c.me != root) throw Error("gridrt: gatherv: MPI_IN_PLACE is for the root only");
   const Blocks out(recvbuf, recvcounts, displs, type);
   if (choose(algo, c) == Algo::kFlat) detail::gatherv_flat(c, sendbuf, sendcount, out, type, root);
-  else detail::gatherv_hier(c, sendbuf, sendcount, out, type, root);
+  else detail::gatherv_hier(c, sendbuf, sendcount, out, type, root, false);
 }
 
 void Comm::gather(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, int root, Algo algo) const {
@@ -420,7 +493,7 @@ void Comm::gather(const void* sendbuf, void* recvbuf, int count, MPI_Datatype ty
   const detail::Layout l(type, count);  // checks type and count
   if (choose(algo, c) == Algo::kFlat) return detail::gather_flat(c, sendbuf, recvbuf, count, type, root);
   const EqualBlocks e(c.size(), count);
-  detail::gatherv_hier(c, sendbuf, count, Blocks(recvbuf, e.counts.data(), e.displs.data(), type), type, root);
+  detail::gatherv_hier(c, sendbuf, count, Blocks(recvbuf, e.counts.data(), e.displs.data(), type), type, root, true);
 }
 
 void Comm::scatterv(const void* sendbuf, const int* sendcounts, const int* displs, void* recvbuf, int recvcount, MPI_Datatype type,

@@ -104,9 +104,10 @@ void wait_all(std::vector<Request>& reqs);
 // Grid-wide barrier over every process: Comm::world().barrier().
 void barrier();
 
-// What this process has sent to other clusters through the relays so far, as its relay
-// counted it: messages (a collective's or the application's, however many fragments each)
-// and their payload bytes. Direct connections between processes are not counted.
+// What this process has sent across the wide-area network (to clusters of other sites)
+// through the relays so far, as its relay counted it: messages (a collective's or the
+// application's, however many fragments each) and their payload bytes. Direct connections
+// between processes are not counted.
 // gridbench reports per-call differences of these, summed over every process.
 struct WanTraffic {
   std::uint64_t messages = 0;
