@@ -382,7 +382,7 @@ int work(int argc, char** argv) {
         const double msgs = static_cast<double>(total[0]) / o.iters, bytes = static_cast<double>(total[1]) / o.iters;
         const double bound = bound_us(op, n, wan, site_sizes);
         if (o.json)
-          std::printf("{\"op\":\"%s\",\"algo\":\"%s\",\"bytes\":%zu,\"clusters\":%zu,\"ranks\":%d,\"iters\":%d,\"avg_us\":%.1f,"
+          std::printf("{\"op\":\"%s\",\"algo\":\"%s\",\"bytes\":%zu,\"clusters\":%d,\"ranks\":%d,\"iters\":%d,\"avg_us\":%.1f,"
                       "\"min_us\":%.1f,\"max_us\":%.1f,\"wan_msgs\":%.2f,\"wan_bytes\":%.1f,\"bound_us\":%.1f}\n",
                       op.c_str(), algo_name.c_str(), n, clusters, P, o.iters, sum / P, lo, hi, msgs, bytes, bound);
         else

@@ -738,3 +738,15 @@ TEST(EndToEnd, GridbenchCountsOnlyWhatCrossesBetweenSites) {
   EXPECT_EQ(msgs, want) << r.out;
   expect_nothing_left();
 }
+
+// The C API of communicators and collectives (tests/coll_c.c), with its error codes.
+TEST(EndToEnd, CollectivesThroughTheCApi) {
+  std::string profile = slurp(kSrc + "/jobprofiles/helloworld.xml");
+  profile.replace(profile.find("/hello<"), 7, "/coll_c<");
+  const std::string job = ::testing::TempDir() + "/coll-c.xml";
+  std::ofstream(job) << profile;
+  const Outcome r = gridrun({"--grid", grid_with_sites({{"A", 2}, {"B", 1}, {"C", 3}}), job});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("checks passed on 6 processes"), std::string::npos) << r.out << r.err;
+  expect_nothing_left();
+}

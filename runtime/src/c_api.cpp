@@ -9,6 +9,9 @@
 struct gridrt_request_s {
   gridrt::Request req;
 };
+struct gridrt_comm_s {
+  gridrt::Comm comm;
+};
 
 namespace {
 thread_local std::string last_error;
@@ -27,6 +30,39 @@ void fill(gridrt_status* out, const gridrt::Status& s) {
   if (out) *out = {s.source, s.tag, s.bytes};
 }
 bool valid_level(int level) { return level >= GRIDRT_LEVEL_SITE && level <= GRIDRT_LEVEL_NODE; }
+
+const gridrt::Comm& comm_of(gridrt_comm c) {
+  if (!c) throw gridrt::ArgumentError("gridrt: a NULL communicator handle");
+  return c->comm;
+}
+gridrt::Algo algo_of(int algo) {
+  switch (algo) {
+    case GRIDRT_ALGO_DEFAULT: return gridrt::Algo::kDefault;
+    case GRIDRT_ALGO_AUTO: return gridrt::Algo::kAuto;
+    case GRIDRT_ALGO_HIER: return gridrt::Algo::kHier;
+    case GRIDRT_ALGO_FLAT: return gridrt::Algo::kFlat;
+  }
+  throw gridrt::ArgumentError("gridrt: unknown collective algorithm " + std::to_string(algo));
+}
+// Collectives fail with GRIDRT_ERR_ARG for what the caller got wrong (gridrt::ArgumentError),
+// GRIDRT_ERR_COMM for the rest (a peer or relay gone).
+template <typename F>
+int collective(gridrt_comm c, int algo, F&& f) {
+  try {
+    f(comm_of(c), algo_of(algo));
+    return GRIDRT_SUCCESS;
+  } catch (const gridrt::ArgumentError& e) {
+    last_error = e.what();
+    return GRIDRT_ERR_ARG;
+  } catch (const std::exception& e) {
+    last_error = e.what();
+    return GRIDRT_ERR_COMM;
+  }
+}
+int handle(gridrt_comm* out, gridrt::Comm c) {
+  *out = c.valid() ? new gridrt_comm_s{std::move(c)} : nullptr;
+  return GRIDRT_SUCCESS;
+}
 }  // namespace
 
 extern "C" {
@@ -112,5 +148,79 @@ int gridrt_test(gridrt_request* req, int* done, gridrt_status* status) {
   });
 }
 int gridrt_barrier(void) { return guarded(GRIDRT_ERR_COMM, [] { gridrt::barrier(); }); }
+
+
+int gridrt_comm_world(gridrt_comm* out) {
+  if (!out) return guarded(GRIDRT_ERR_ARG, [] { throw gridrt::Error("gridrt_comm_world: out is NULL"); });
+  return guarded(GRIDRT_ERR_STATE, [&] { handle(out, gridrt::Comm::world()); });
+}
+int gridrt_comm_split(gridrt_comm comm, int color, int key, gridrt_comm* out) {
+  if (!out) return guarded(GRIDRT_ERR_ARG, [] { throw gridrt::Error("gridrt_comm_split: out is NULL"); });
+  return guarded(GRIDRT_ERR_COMM, [&] { handle(out, comm_of(comm).split(color, key)); });
+}
+int gridrt_comm_dup(gridrt_comm comm, gridrt_comm* out) {
+  if (!out) return guarded(GRIDRT_ERR_ARG, [] { throw gridrt::Error("gridrt_comm_dup: out is NULL"); });
+  return guarded(GRIDRT_ERR_COMM, [&] { handle(out, comm_of(comm).dup()); });
+}
+int gridrt_comm_free(gridrt_comm* comm) {
+  if (comm) {
+    delete *comm;
+    *comm = nullptr;
+  }
+  return GRIDRT_SUCCESS;
+}
+int gridrt_comm_rank(gridrt_comm comm, int* rank) { return guarded(GRIDRT_ERR_ARG, [&] { *rank = comm_of(comm).rank(); }); }
+int gridrt_comm_size(gridrt_comm comm, int* size) { return guarded(GRIDRT_ERR_ARG, [&] { *size = comm_of(comm).size(); }); }
+int gridrt_comm_global_rank(gridrt_comm comm, int rank, int* global_rank) {
+  return guarded(GRIDRT_ERR_ARG, [&] { *global_rank = comm_of(comm).global_rank(rank); });
+}
+int gridrt_comm_barrier(gridrt_comm comm, int algo) {
+  return collective(comm, algo, [&](const gridrt::Comm& c, gridrt::Algo a) { c.barrier(a); });
+}
+int gridrt_bcast(void* buf, int count, MPI_Datatype type, int root, gridrt_comm comm, int algo) {
+  return collective(comm, algo, [&](const gridrt::Comm& c, gridrt::Algo a) { c.bcast(buf, count, type, root, a); });
+}
+int gridrt_reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, gridrt_comm comm, int algo) {
+  return collective(comm, algo, [&](const gridrt::Comm& c, gridrt::Algo a) { c.reduce(sendbuf, recvbuf, count, type, op, root, a); });
+}
+int gridrt_allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, gridrt_comm comm, int algo) {
+  return collective(comm, algo, [&](const gridrt::Comm& c, gridrt::Algo a) { c.allreduce(sendbuf, recvbuf, count, type, op, a); });
+}
+int gridrt_gather(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, int root, gridrt_comm comm, int algo) {
+  return collective(comm, algo, [&](const gridrt::Comm& c, gridrt::Algo a) { c.gather(sendbuf, recvbuf, count, type, root, a); });
+}
+int gridrt_gatherv(const void* sendbuf, int sendcount, void* recvbuf, const int* recvcounts, const int* displs, MPI_Datatype type,
+                   int root, gridrt_comm comm, int algo) {
+  return collective(comm, algo, [&](const gridrt::Comm& c, gridrt::Algo a) {
+    c.gatherv(sendbuf, sendcount, recvbuf, recvcounts, displs, type, root, a);
+  });
+}
+int gridrt_scatter(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, int root, gridrt_comm comm, int algo) {
+  return collective(comm, algo, [&](const gridrt::Comm& c, gridrt::Algo a) { c.scatter(sendbuf, recvbuf, count, type, root, a); });
+}
+int gridrt_scatterv(const void* sendbuf, const int* sendcounts, const int* displs, void* recvbuf, int recvcount, MPI_Datatype type,
+                    int root, gridrt_comm comm, int algo) {
+  return collective(comm, algo, [&](const gridrt::Comm& c, gridrt::Algo a) {
+    c.scatterv(sendbuf, sendcounts, displs, recvbuf, recvcount, type, root, a);
+  });
+}
+int gridrt_allgather(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, gridrt_comm comm, int algo) {
+  return collective(comm, algo, [&](const gridrt::Comm& c, gridrt::Algo a) { c.allgather(sendbuf, recvbuf, count, type, a); });
+}
+int gridrt_allgatherv(const void* sendbuf, int sendcount, void* recvbuf, const int* recvcounts, const int* displs, MPI_Datatype type,
+                      gridrt_comm comm, int algo) {
+  return collective(comm, algo, [&](const gridrt::Comm& c, gridrt::Algo a) {
+    c.allgatherv(sendbuf, sendcount, recvbuf, recvcounts, displs, type, a);
+  });
+}
+int gridrt_alltoall(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, gridrt_comm comm, int algo) {
+  return collective(comm, algo, [&](const gridrt::Comm& c, gridrt::Algo a) { c.alltoall(sendbuf, recvbuf, count, type, a); });
+}
+int gridrt_alltoallv(const void* sendbuf, const int* sendcounts, const int* sdispls, void* recvbuf, const int* recvcounts,
+                     const int* rdispls, MPI_Datatype type, gridrt_comm comm, int algo) {
+  return collective(comm, algo, [&](const gridrt::Comm& c, gridrt::Algo a) {
+    c.alltoallv(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, type, a);
+  });
+}
 
 }  // extern "C"

@@ -21,8 +21,8 @@ struct Layout {
   bool contiguous = false;  // the elements lie back to back from the buffer's start, no gaps
 
   Layout(MPI_Datatype t, int n) : type(t), count(n) {
-    if (t == MPI_DATATYPE_NULL) throw Error("gridrt: collective on MPI_DATATYPE_NULL");
-    if (n < 0) throw Error("gridrt: collective with a negative count (" + std::to_string(n) + ")");
+    if (t == MPI_DATATYPE_NULL) throw ArgumentError("gridrt: collective on MPI_DATATYPE_NULL");
+    if (n < 0) throw ArgumentError("gridrt: collective with a negative count (" + std::to_string(n) + ")");
     MPI_Aint lb = 0;
     MPI_Type_get_extent(t, &lb, &extent);
     MPI_Type_get_true_extent(t, &true_lb, &true_extent);
@@ -199,7 +199,7 @@ inline Algo choose(Algo asked, const CommImpl& c, bool order_sensitive = false) 
 
 inline void check_root(const CommImpl& c, int root) {
   if (root < 0 || root >= c.size())
-    throw Error("gridrt: root " + std::to_string(root) + " is not a rank of the communicator (size " + std::to_string(c.size()) + ")");
+    throw ArgumentError("gridrt: root " + std::to_string(root) + " is not a rank of the communicator (size " + std::to_string(c.size()) + ")");
 }
 
 }  // namespace gridrt::detail

@@ -353,7 +353,7 @@ void Comm::bcast(void* buf, int count, MPI_Datatype type, int root, Algo algo) c
 void Comm::reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, Algo algo) const {
   detail::CommImpl& c = impl();
   detail::check_root(c, root);
-  if (sendbuf == MPI_IN_PLACE && c.me != root) throw Error("gridrt: reduce: MPI_IN_PLACE is for the root only");
+  if (sendbuf == MPI_IN_PLACE && c.me != root) throw ArgumentError("gridrt: reduce: MPI_IN_PLACE is for the root only");
   const Layout l(type, count);
   if (choose(algo, c, !detail::commutative(op)) == Algo::kFlat) detail::reduce_flat(c, sendbuf, recvbuf, l, op, root);
   else detail::reduce_hier(c, sendbuf, recvbuf, l, op, root);

@@ -154,7 +154,7 @@ using detail::CommImpl;
 Comm Comm::world() { return Comm(detail::state().world_comm); }
 
 detail::CommImpl& Comm::impl() const {
-  if (!impl_) throw Error("gridrt: operation on the null communicator");
+  if (!impl_) throw ArgumentError("gridrt: operation on the null communicator");
   return *impl_;
 }
 
@@ -162,7 +162,7 @@ int Comm::rank() const { return impl().me; }
 int Comm::size() const { return impl().size(); }
 int Comm::global_rank(int r) const {
   CommImpl& c = impl();
-  if (r < 0 || r >= c.size()) throw Error("gridrt: " + std::to_string(r) + " is not a rank of this communicator (size " + std::to_string(c.size()) + ")");
+  if (r < 0 || r >= c.size()) throw ArgumentError("gridrt: " + std::to_string(r) + " is not a rank of this communicator (size " + std::to_string(c.size()) + ")");
   return c.members[r];
 }
 int Comm::num_clusters() const { return static_cast<int>(impl().parts.size()); }
@@ -184,7 +184,7 @@ std::uint32_t agree_on_context(const Comm& parent) {
 
 Comm Comm::split(int color, int key) const {
   CommImpl& parent = impl();
-  if (color < 0 && color != MPI_UNDEFINED) throw Error("gridrt: split: color " + std::to_string(color) + " is negative");
+  if (color < 0 && color != MPI_UNDEFINED) throw ArgumentError("gridrt: split: color " + std::to_string(color) + " is negative");
   std::vector<int> all(2 * parent.size());
   const int mine[2] = {color, key};
   allgather(mine, all.data(), 2, MPI_INT, Algo::kHier);

@@ -463,9 +463,9 @@ void alltoallv_flat(CommImpl& c, const Blocks& in, const Blocks& out) {
 }
 
 void check_counts(const CommImpl& c, const int* counts, const int* displs, const char* what) {
-  if (!counts || !displs) throw Error(std::string("gridrt: ") + what + ": counts and displacements are needed");
+  if (!counts || !displs) throw ArgumentError(std::string("gridrt: ") + what + ": counts and displacements are needed");
   for (int i = 0; i < c.size(); ++i)
-    if (counts[i] < 0) throw Error(std::string("gridrt: ") + what + ": count " + std::to_string(counts[i]) + " of member " + std::to_string(i) + " is negative");
+    if (counts[i] < 0) throw ArgumentError(std::string("gridrt: ") + what + ": count " + std::to_string(counts[i]) + " of member " + std::to_string(i) + " is negative");
 }
 
 }  // namespace
@@ -480,7 +480,7 @@ void Comm::gatherv(const void* sendbuf, int sendcount, void* recvbuf, const int*
   detail::CommImpl& c = impl();
   detail::check_root(c, root);
   if (c.me == root) detail::check_counts(c, recvcounts, displs, "gatherv");
-  if (sendbuf == MPI_IN_PLACE && c.me != root) throw Error("gridrt: gatherv: MPI_IN_PLACE is for the root only");
+  if (sendbuf == MPI_IN_PLACE && c.me != root) throw ArgumentError("gridrt: gatherv: MPI_IN_PLACE is for the root only");
   const Blocks out(recvbuf, recvcounts, displs, type);
   if (choose(algo, c) == Algo::kFlat) detail::gatherv_flat(c, sendbuf, sendcount, out, type, root);
   else detail::gatherv_hier(c, sendbuf, sendcount, out, type, root, false);
@@ -489,7 +489,7 @@ void Comm::gatherv(const void* sendbuf, int sendcount, void* recvbuf, const int*
 void Comm::gather(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, int root, Algo algo) const {
   detail::CommImpl& c = impl();
   detail::check_root(c, root);
-  if (sendbuf == MPI_IN_PLACE && c.me != root) throw Error("gridrt: gather: MPI_IN_PLACE is for the root only");
+  if (sendbuf == MPI_IN_PLACE && c.me != root) throw ArgumentError("gridrt: gather: MPI_IN_PLACE is for the root only");
   const detail::Layout l(type, count);  // checks type and count
   if (choose(algo, c) == Algo::kFlat) return detail::gather_flat(c, sendbuf, recvbuf, count, type, root);
   const EqualBlocks e(c.size(), count);
@@ -501,7 +501,7 @@ void Comm::scatterv(const void* sendbuf, const int* sendcounts, const int* displ
   detail::CommImpl& c = impl();
   detail::check_root(c, root);
   if (c.me == root) detail::check_counts(c, sendcounts, displs, "scatterv");
-  if (recvbuf == MPI_IN_PLACE && c.me != root) throw Error("gridrt: scatterv: MPI_IN_PLACE is for the root only");
+  if (recvbuf == MPI_IN_PLACE && c.me != root) throw ArgumentError("gridrt: scatterv: MPI_IN_PLACE is for the root only");
   const Blocks in(sendbuf, sendcounts, displs, type);
   if (choose(algo, c) == Algo::kFlat) detail::scatterv_flat(c, in, recvbuf, recvcount, type, root);
   else detail::scatterv_hier(c, in, recvbuf, recvcount, type, root, false);
@@ -510,7 +510,7 @@ void Comm::scatterv(const void* sendbuf, const int* sendcounts, const int* displ
 void Comm::scatter(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, int root, Algo algo) const {
   detail::CommImpl& c = impl();
   detail::check_root(c, root);
-  if (recvbuf == MPI_IN_PLACE && c.me != root) throw Error("gridrt: scatter: MPI_IN_PLACE is for the root only");
+  if (recvbuf == MPI_IN_PLACE && c.me != root) throw ArgumentError("gridrt: scatter: MPI_IN_PLACE is for the root only");
   const detail::Layout l(type, count);
   if (choose(algo, c) == Algo::kFlat) return detail::scatter_flat(c, sendbuf, recvbuf, count, type, root);
   const EqualBlocks e(c.size(), count);

@@ -52,6 +52,39 @@ int gridrt_wait(gridrt_request* req, gridrt_status* status);
 int gridrt_test(gridrt_request* req, int* done, gridrt_status* status);
 int gridrt_barrier(void);
 
+/* Grid communicators and their collectives (gridrt::Comm; docs/algorithms.md). A handle is
+ * freed with gridrt_comm_free; gridrt_comm_split gives NULL for color MPI_UNDEFINED. Counts
+ * are in elements of the datatype; MPI_IN_PLACE follows MPI's rules. `algo` is one of: */
+#define GRIDRT_ALGO_DEFAULT 0 /* what GRIDRT_COLL says (auto when unset) */
+#define GRIDRT_ALGO_AUTO 1
+#define GRIDRT_ALGO_HIER 2    /* hierarchical: the WAN crossed once on every path */
+#define GRIDRT_ALGO_FLAT 3    /* topology-unaware, the baseline */
+typedef struct gridrt_comm_s* gridrt_comm;
+int gridrt_comm_world(gridrt_comm* out);
+int gridrt_comm_split(gridrt_comm comm, int color, int key, gridrt_comm* out);
+int gridrt_comm_dup(gridrt_comm comm, gridrt_comm* out);
+int gridrt_comm_free(gridrt_comm* comm);
+int gridrt_comm_rank(gridrt_comm comm, int* rank);
+int gridrt_comm_size(gridrt_comm comm, int* size);
+int gridrt_comm_global_rank(gridrt_comm comm, int rank, int* global_rank);
+int gridrt_comm_barrier(gridrt_comm comm, int algo);
+int gridrt_bcast(void* buf, int count, MPI_Datatype type, int root, gridrt_comm comm, int algo);
+int gridrt_reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, gridrt_comm comm,
+                  int algo);
+int gridrt_allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, gridrt_comm comm, int algo);
+int gridrt_gather(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, int root, gridrt_comm comm, int algo);
+int gridrt_gatherv(const void* sendbuf, int sendcount, void* recvbuf, const int* recvcounts, const int* displs,
+                   MPI_Datatype type, int root, gridrt_comm comm, int algo);
+int gridrt_scatter(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, int root, gridrt_comm comm, int algo);
+int gridrt_scatterv(const void* sendbuf, const int* sendcounts, const int* displs, void* recvbuf, int recvcount,
+                    MPI_Datatype type, int root, gridrt_comm comm, int algo);
+int gridrt_allgather(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, gridrt_comm comm, int algo);
+int gridrt_allgatherv(const void* sendbuf, int sendcount, void* recvbuf, const int* recvcounts, const int* displs,
+                      MPI_Datatype type, gridrt_comm comm, int algo);
+int gridrt_alltoall(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, gridrt_comm comm, int algo);
+int gridrt_alltoallv(const void* sendbuf, const int* sendcounts, const int* sdispls, void* recvbuf, const int* recvcounts,
+                     const int* rdispls, MPI_Datatype type, gridrt_comm comm, int algo);
+
 #ifdef __cplusplus
 }
 #endif

@@ -27,6 +27,11 @@ namespace gridrt {
 struct Error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+// A call that names what cannot be: a rank, root, count, datatype, color or algorithm out
+// of range, MPI_IN_PLACE where MPI does not allow it, the null communicator.
+struct ArgumentError : Error {
+  using Error::Error;
+};
 
 inline constexpr int kAnyTag = -1;
 inline constexpr int kMaxTag = (1 << 30) - 1;
