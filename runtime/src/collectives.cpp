@@ -175,31 +175,35 @@ void reduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, const Layout& 
 void reduce_flat(CommImpl& c, const void* sendbuf, void* recvbuf, const Layout& l, MPI_Op op, int root) {
   const int tag = c.next_tag();
   const int n = c.size();
-  // A binomial tree to rank 0, not rotated to the root: every subtree is a run of
-  // consecutive ranks, so folding children in order keeps rank order; rank 0 then hands
-  // the result to the root (as MPICH does for non-commutative operations).
+  // A binomial tree, as MPICH's reduce: rooted at the root (relative ranks) for a
+  // commutative operation; for a non-commutative one rooted at rank 0, not rotated, so that
+  // every subtree is a run of consecutive ranks and folding children in order keeps rank
+  // order, rank 0 then handing the result to the root.
+  const int top = commutative(op) ? root : 0;
+  const int rel = (c.me - top + n) % n;
+  auto real = [&](int r) { return (r + top) % n; };
   Scratch acc(l), in(l);
   void* a = acc.get();
   void* b = in.get();
   copy_elements(l, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, a);
   std::vector<char> wire(l.packed);
-  for (int child : trees::binomial_children(c.me, n)) {
-    wait_step(receive_from(c, child, tag, wire.data(), wire.size()));
+  for (int child : trees::binomial_children(rel, n)) {
+    wait_step(receive_from(c, real(child), tag, wire.data(), wire.size()));
     unpack(l, wire.data(), b);
-    combine(l, op, a, b);  // b = a op b: a holds the lower ranks
+    combine(l, op, a, b);  // b = a op b: a holds the lower (relative) ranks
     std::swap(a, b);
   }
-  if (c.me != 0) {
+  if (rel != 0) {
     pack(l, a, wire.data());
-    wait_step(send_to(c, trees::binomial_parent(c.me), tag, wire.data(), wire.size()));
-  } else if (root != 0) {
+    wait_step(send_to(c, real(trees::binomial_parent(rel)), tag, wire.data(), wire.size()));
+  } else if (top != root) {
     pack(l, a, wire.data());
     wait_step(send_to(c, root, tag, wire.data(), wire.size()));
   } else {
     copy_elements(l, a, recvbuf);
   }
-  if (c.me == root && root != 0) {
-    wait_step(receive_from(c, 0, tag, wire.data(), wire.size()));
+  if (c.me == root && top != root) {
+    wait_step(receive_from(c, top, tag, wire.data(), wire.size()));
     unpack(l, wire.data(), recvbuf);
   }
 }
