@@ -192,7 +192,7 @@ inline std::vector<int> with_part(std::vector<int> which, int mine) {
 // algorithm, which keeps rank order, is used.
 inline Algo choose(Algo asked, const CommImpl& c, bool order_sensitive = false) {
   Algo a = asked == Algo::kDefault ? state().algo : asked;
-  if (a == Algo::kAuto) a = Algo::kHier;  // until calibrated models choose (docs/algorithms.md)
+  if (a == Algo::kAuto) a = Algo::kHier;  // never slower across a WAN (docs/algorithms.md, "Choosing")
   if (a == Algo::kHier && order_sensitive && !(c.parts_contiguous && c.sites_contiguous)) a = Algo::kFlat;
   return a;
 }
