@@ -37,6 +37,24 @@ struct Layout {
   std::size_t span() const { return count == 0 ? 0 : static_cast<std::size_t>(true_extent + (count - 1) * extent); }
 };
 
+// A message cut into slices of whole elements, about GRIDRT_SLICE bytes each, for
+// collectives pipelined across levels (seed 001 §4.2). At least one slice, also of none.
+struct Slices {
+  const Layout& whole;
+  int per = 1;  // elements per slice
+  int n = 1;    // slices
+  explicit Slices(const Layout& l) : whole(l) {
+    const std::size_t element = l.count > 0 ? l.packed / static_cast<std::size_t>(l.count) : 0;
+    per = element > 0 ? static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(state().slice / element, INT32_MAX))) : std::max(1, l.count);
+    n = l.count > 0 ? (l.count + per - 1) / per : 1;
+  }
+  int count(int k) const { return std::min(per, whole.count - k * per); }
+  Layout layout(int k) const { return Layout(whole.type, std::max(0, count(k))); }
+  char* at(const void* base, int k) const {
+    return static_cast<char*>(const_cast<void*>(base)) + static_cast<MPI_Aint>(k) * per * whole.extent;
+  }
+};
+
 inline void pack(const Layout& l, const void* buf, char* out) {
   if (l.contiguous) {
     if (l.packed) std::memcpy(out, buf, l.packed);

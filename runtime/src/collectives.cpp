@@ -13,6 +13,7 @@
 // non-commutative operation gives the rank-order result.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "coll_support.h"
 #include "trees.h"
@@ -141,35 +142,50 @@ void reduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, const Layout& 
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const int root_part = c.part_of[root], p = c.my_part();
   auto entry = [&](int part) { return part == root_part ? root : c.leader(part); };
-  // 1. Each cluster reduces to its entry: the root in the root's cluster, the leader elsewhere.
   const bool is_entry = c.me == entry(p);
+  const Slices sl(l);
   Scratch partial(l);
   void* target = c.me == root ? recvbuf : partial.get();
+  // 1. Each cluster reduces every slice to its entry (the root in the root's cluster, the
+  //    leader elsewhere), all slices at once.
+  std::vector<Step> local(sl.n);
   if (local_size(c) > 1) {
     const int local_root = p == root_part ? c.index_in_part[root] : 0;
-    MPI_Request r;
-    MPI_Ireduce(in_place ? MPI_IN_PLACE : sendbuf, is_entry ? target : nullptr, l.count, l.type, op, local_root, c.local, &r);
-    wait_local(r);
-  } else if (!in_place) {
-    copy_elements(l, sendbuf, target);
+    for (int k = 0; k < sl.n; ++k) {
+      MPI_Request r;
+      MPI_Ireduce(in_place ? MPI_IN_PLACE : sl.at(sendbuf, k), is_entry ? sl.at(target, k) : nullptr, sl.count(k), l.type, op,
+                  local_root, c.local, &r);
+      local[k] = local_step(r);
+    }
+  } else {
+    if (!in_place) copy_elements(l, sendbuf, target);
+    for (auto& s : local) s.done = true;
   }
-  if (!is_entry || c.parts.size() == 1) return;
-  // 2. Up the tree that enters every site once (bcast's, reversed): a site's head folds its
-  //    site's partial results, the root the rest; each hop carries one partial result, and
-  //    the WAN is crossed once on every path.
+  if (!is_entry || c.parts.size() == 1) return wait_steps(local);
+  // 2. Up the tree that enters every site once (bcast's, reversed), slice by slice: a site's
+  //    head folds its site's partial results, the root the rest; a slice goes up as soon as
+  //    it is folded, while the next is still being reduced or crossing.
   const std::vector<int> below = c.downstream(p, root_part);
-  std::vector<std::vector<char>> packed(c.parts.size());
-  std::vector<Step> steps;
-  for (int q : below) {
-    packed[q].resize(l.packed);
-    steps.push_back(receive_from(c, c.leader(q), tag, packed[q].data(), l.packed));
+  std::vector<std::vector<std::vector<char>>> from(sl.n, std::vector<std::vector<char>>(c.parts.size()));
+  std::vector<std::vector<Step>> arrivals(sl.n);
+  for (int k = 0; k < sl.n; ++k)
+    for (int q : below) {
+      from[k][q].resize(sl.layout(k).packed);
+      arrivals[k].push_back(receive_from(c, c.leader(q), tag, from[k][q].data(), from[k][q].size()));
+    }
+  std::vector<std::vector<char>> up(sl.n);
+  std::vector<Step> sends;
+  const std::vector<int> order = with_part(below, p);
+  for (int k = 0; k < sl.n; ++k) {
+    arrivals[k].push_back(local[k]);
+    wait_steps(arrivals[k]);
+    const Layout lk = sl.layout(k);
+    fold_parts(lk, op, order, p, from[k], sl.at(target, k));
+    if (c.me == root) continue;
+    up[k] = packed_copy(lk, sl.at(target, k));
+    sends.push_back(send_to(c, entry(c.upstream(p, root_part)), tag, up[k].data(), up[k].size()));
   }
-  wait_steps(steps);
-  fold_parts(l, op, with_part(below, p), p, packed, target);
-  if (c.me != root) {
-    const std::vector<char> up = packed_copy(l, target);
-    wait_step(send_to(c, entry(c.upstream(p, root_part)), tag, up.data(), up.size()));
-  }
+  wait_steps(sends);
 }
 
 void reduce_flat(CommImpl& c, const void* sendbuf, void* recvbuf, const Layout& l, MPI_Op op, int root) {
@@ -218,67 +234,108 @@ void allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, const Layou
     MPI_Iallreduce(in_place ? MPI_IN_PLACE : sendbuf, recvbuf, l.count, l.type, op, c.local, &r);
     return wait_local(r);
   }
-  // 1. Each cluster reduces to its leader.
-  if (local_size(c) > 1) {
-    MPI_Request r;
-    const void* input = in_place ? (c.is_leader() ? MPI_IN_PLACE : recvbuf) : sendbuf;
-    MPI_Ireduce(input, c.is_leader() ? recvbuf : nullptr, l.count, l.type, op, 0, c.local, &r);
-    wait_local(r);
-  } else if (!in_place) {
-    copy_elements(l, sendbuf, recvbuf);
+  const Slices sl(l);
+  const bool many = local_size(c) > 1;
+  // In place, a member's contribution is in recvbuf, which the result will overwrite while
+  // later slices are still being reduced: it is put aside first.
+  std::optional<Scratch> aside;
+  const void* input = sendbuf;
+  if (in_place && !c.is_leader()) {
+    aside.emplace(l);
+    copy_elements(l, recvbuf, aside->get());
+    input = aside->get();
   }
-  if (c.is_leader()) {
-    const int p = c.my_part(), site = c.site_of_part[p];
-    const int head = c.site_head(site);
-    if (p != head) {
-      // 2. A site's clusters hand their partial result to the site's head ...
-      const std::vector<char> mine = packed_copy(l, recvbuf);
-      wait_step(send_to(c, c.leader(head), tag, mine.data(), mine.size()));
-      std::vector<char> result(l.packed);
-      wait_step(receive_from(c, c.leader(head), tag, result.data(), result.size()));
-      unpack(l, result.data(), recvbuf);
-    } else {
-      std::vector<std::vector<char>> packed(c.parts.size());
-      std::vector<Step> steps;
-      std::vector<int> in_site;
-      for (int q : c.sites[site])
-        if (q != p) {
-          packed[q].resize(l.packed);
-          steps.push_back(receive_from(c, c.leader(q), tag, packed[q].data(), l.packed));
-          in_site.push_back(q);
-        }
-      wait_steps(steps);
-      fold_parts(l, op, with_part(in_site, p), p, packed, recvbuf);
-      // 3. ... heads send their site's partial result to every other head (one WAN hop) and
-      //    each folds all of them in order: the same operands in the same order everywhere,
-      //    the same bits, floating point included ...
-      const std::vector<char> mine = packed_copy(l, recvbuf);
-      steps.clear();
-      std::vector<int> heads;
-      for (std::size_t t = 0; t < c.sites.size(); ++t) {
-        const int other = c.site_head(static_cast<int>(t));
-        if (other == p) continue;
-        packed[other].resize(l.packed);
-        steps.push_back(receive_from(c, c.leader(other), tag, packed[other].data(), l.packed));
-        steps.push_back(send_to(c, c.leader(other), tag, mine.data(), mine.size()));
-        heads.push_back(other);
-      }
-      wait_steps(steps);
-      std::sort(heads.begin(), heads.end());
-      fold_parts(l, op, with_part(heads, p), p, packed, recvbuf);
-      // ... and hand the result back to their site's clusters.
-      const std::vector<char> result = packed_copy(l, recvbuf);
-      steps.clear();
-      for (int q : in_site) steps.push_back(send_to(c, c.leader(q), tag, result.data(), result.size()));
-      wait_steps(steps);
+  // 1. Each cluster reduces every slice to its leader, all slices at once.
+  std::vector<Step> local(sl.n);
+  for (int k = 0; k < sl.n; ++k) {
+    if (!many) {
+      local[k].done = true;
+      continue;
     }
-  }
-  // 4. Each leader hands the result to its cluster.
-  if (local_size(c) > 1) {
     MPI_Request r;
-    MPI_Ibcast(recvbuf, l.count, l.type, 0, c.local, &r);
-    wait_local(r);
+    MPI_Ireduce(in_place && c.is_leader() ? MPI_IN_PLACE : sl.at(input, k), c.is_leader() ? sl.at(recvbuf, k) : nullptr, sl.count(k),
+                l.type, op, 0, c.local, &r);
+    local[k] = local_step(r);
   }
+  if (!many && !in_place) copy_elements(l, sendbuf, recvbuf);
+  std::vector<Step> steps;  // sends and the broadcasts inside the cluster, waited at the end
+  if (c.is_leader()) {
+    const int p = c.my_part(), site = c.site_of_part[p], head = c.site_head(site);
+    std::vector<int> in_site, heads;
+    for (int q : c.sites[site])
+      if (q != p) in_site.push_back(q);
+    for (std::size_t t = 0; t < c.sites.size(); ++t)
+      if (c.site_head(static_cast<int>(t)) != p) heads.push_back(c.site_head(static_cast<int>(t)));
+    std::vector<std::vector<std::vector<char>>> from(sl.n, std::vector<std::vector<char>>(c.parts.size()));
+    std::vector<std::vector<char>> out(sl.n), result(sl.n);
+    std::vector<std::vector<Step>> site_in(sl.n), heads_in(sl.n), back(sl.n);
+    // Every receive is posted at once; slices then flow through the stages one after the other.
+    for (int k = 0; k < sl.n; ++k) {
+      const std::size_t bytes = sl.layout(k).packed;
+      if (p != head) {
+        result[k].resize(bytes);
+        back[k].push_back(receive_from(c, c.leader(head), tag, result[k].data(), bytes));
+        continue;
+      }
+      for (int q : in_site) {
+        from[k][q].resize(bytes);
+        site_in[k].push_back(receive_from(c, c.leader(q), tag, from[k][q].data(), bytes));
+      }
+      for (int q : heads) {
+        from[k][q].resize(bytes);
+        heads_in[k].push_back(receive_from(c, c.leader(q), tag, from[k][q].data(), bytes));
+      }
+    }
+    // Going out: each slice's partial result leaves as soon as it is ready, without
+    // waiting for the previous slice's answers (so the slices cross the WAN together).
+    for (int k = 0; k < sl.n; ++k) {
+      const Layout lk = sl.layout(k);
+      void* slice = sl.at(recvbuf, k);
+      wait_step_amid(local[k], steps);
+      if (p == head) {
+        wait_steps_amid(site_in[k], steps);
+        fold_parts(lk, op, with_part(in_site, p), p, from[k], slice);
+      }
+      // 2. A site's clusters hand their partial result to the site's head; 3. heads send
+      //    their site's to every other head (one WAN hop) ...
+      out[k] = packed_copy(lk, slice);
+      if (p != head) steps.push_back(send_to(c, c.leader(head), tag, out[k].data(), out[k].size()));
+      else
+        for (int q : heads) steps.push_back(send_to(c, c.leader(q), tag, out[k].data(), out[k].size()));
+    }
+    // Coming back: each slice as soon as its answers are here.
+    for (int k = 0; k < sl.n; ++k) {
+      const Layout lk = sl.layout(k);
+      void* slice = sl.at(recvbuf, k);
+      if (p != head) {
+        wait_steps_amid(back[k], steps);
+        unpack(lk, result[k].data(), slice);
+      } else {
+        // ... and each folds all of them in order: the same operands in the same order
+        // everywhere, the same bits, floating point included; then hands the result back
+        // to its site's clusters.
+        wait_steps_amid(heads_in[k], steps);
+        fold_parts(lk, op, with_part(heads, p), p, from[k], slice);
+        result[k] = packed_copy(lk, slice);
+        for (int q : in_site) steps.push_back(send_to(c, c.leader(q), tag, result[k].data(), result[k].size()));
+      }
+      // 4. Each leader hands the slice to its cluster.
+      if (many) {
+        MPI_Request r;
+        MPI_Ibcast(slice, sl.count(k), l.type, 0, c.local, &r);
+        steps.push_back(local_step(r));
+      }
+    }
+    wait_steps(steps);
+    return;
+  }
+  for (int k = 0; k < sl.n; ++k) {
+    MPI_Request r;
+    MPI_Ibcast(sl.at(recvbuf, k), sl.count(k), l.type, 0, c.local, &r);
+    steps.push_back(local_step(r));
+  }
+  steps.insert(steps.end(), local.begin(), local.end());
+  wait_steps(steps);
 }
 
 void allreduce_flat(CommImpl& c, const void* sendbuf, void* recvbuf, const Layout& l, MPI_Op op) {

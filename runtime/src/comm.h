@@ -96,5 +96,8 @@ void wait_step(Step s);
 // Waits for `s` while keeping the MPI steps of `background` moving (a pipeline's earlier
 // stages must progress while a later slice is awaited).
 void wait_step_amid(Step& s, std::vector<Step>& background);
+inline void wait_steps_amid(std::vector<Step>& steps, std::vector<Step>& background) {
+  for (auto& s : steps) wait_step_amid(s, background);
+}
 
 }  // namespace gridrt::detail
