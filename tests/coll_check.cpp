@@ -13,6 +13,9 @@
 //
 // Exit 0 and "coll_check: N checks passed" from rank 0; exit 1 with the first failed check
 // named otherwise.
+//
+// coll_check --mismatch: the last rank passes a larger count to a broadcast than the others
+// (an erroneous program); it must fail with an error naming the sizes, exit 3.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -348,6 +351,18 @@ void check_allgatherv_alltoall(const Comm& c, Algo algo, const std::string& labe
 int main(int argc, char** argv) {
   try {
     gridrt::init(&argc, &argv);
+    if (argc > 1 && std::string(argv[1]) == "--mismatch") {
+      std::vector<char> buf(1024 + 8, 'x');
+      const bool last = gridrt::rank() == gridrt::size() - 1;
+      try {
+        Comm::world().bcast(buf.data(), last ? 1024 + 8 : 1024, MPI_BYTE, 0);
+      } catch (const gridrt::Error& e) {
+        std::fprintf(stderr, "coll_check: rank %d: %s\n", gridrt::rank(), e.what());
+        return 3;
+      }
+      gridrt::finalize();
+      return 0;
+    }
     Types t{};
     MPI_Type_contiguous(2, MPI_INT64_T, &t.affine);
     MPI_Type_commit(&t.affine);

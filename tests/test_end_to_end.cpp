@@ -750,3 +750,23 @@ TEST(EndToEnd, CollectivesThroughTheCApi) {
   EXPECT_NE(r.out.find("checks passed on 6 processes"), std::string::npos) << r.out << r.err;
   expect_nothing_left();
 }
+
+// A member passing other counts than the rest (an erroneous program) gets an error naming
+// the sizes, and the job ends with its status; nothing hangs.
+TEST(EndToEnd, ACollectiveWithMismatchedCountsFailsClearly) {
+  std::string profile = slurp(kSrc + "/jobprofiles/helloworld.xml");
+  profile.replace(profile.find("/hello<"), 7, "/coll_check<");
+  profile.replace(profile.find("</executable>"), 13, "</executable><arguments><value>--mismatch</value></arguments>");
+  const std::string job = ::testing::TempDir() + "/coll-mismatch.xml";
+  std::ofstream(job) << profile;
+  // The odd one out across the relays: gridrt checks the size of what arrives.
+  Outcome r = gridrun({"--clusters", "2", "--ranks-per-cluster", "1", job});
+  EXPECT_EQ(r.status, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("gridrt: a collective's message from rank 0 has 1024 bytes where 1032 were expected"), std::string::npos)
+      << r.out << r.err;
+  // Inside a cluster: MPICH's error comes back as a gridrt::Error (not an abort), with MPI's reason.
+  r = gridrun({"--clusters", "1", "--ranks-per-cluster", "2", job});
+  EXPECT_EQ(r.status, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("gridrt: MPI inside the cluster: "), std::string::npos) << r.out << r.err;
+  expect_nothing_left();
+}

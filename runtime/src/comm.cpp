@@ -58,6 +58,9 @@ std::shared_ptr<CommImpl> CommImpl::make_world() {
   c->me = s.rank;
   c->context = s.next_context++;  // the same in every process: the first context after init
   MPI_Comm_dup(MPI_COMM_WORLD, &c->local);
+  // An MPI error inside a cluster (e.g. members passing different counts) is returned and
+  // thrown as gridrt::Error naming it, not an abort of the process.
+  MPI_Comm_set_errhandler(c->local, MPI_ERRORS_RETURN);
   c->work_out_topology();
   return c;
 }
@@ -75,6 +78,8 @@ Step send_to(CommImpl& c, int dst, int tag, const void* data, std::size_t bytes)
 
 Step receive_from(CommImpl& c, int src, int tag, void* data, std::size_t bytes) {
   Step s;
+  s.expect = bytes;
+  s.from = c.members[src];
   if (c.part_of[src] == c.my_part()) {
     if (bytes > static_cast<std::size_t>(INT32_MAX)) throw Error("gridrt: a message inside a cluster is limited to 2 GiB");
     MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, c.index_in_part[src], tag, c.local, &s.mpi);
@@ -85,6 +90,16 @@ Step receive_from(CommImpl& c, int src, int tag, void* data, std::size_t bytes) 
 }
 
 namespace {
+void check_size(const Step& s, std::size_t got) {
+  if (s.expect != Step::kNoExpectation && got != s.expect)
+    throw Error("gridrt: a collective's message from rank " + std::to_string(s.from) + " has " + std::to_string(got) + " bytes where " +
+                std::to_string(s.expect) + " were expected: every member must pass the same counts, datatype and root");
+}
+void finish_remote(Step& s) {
+  s.done = true;
+  check_size(s, s.remote->bytes);
+}
+
 // Tests what is not done yet; says whether MPI steps are pending and which remote one is.
 struct Pending {
   bool mpi = false;
@@ -95,13 +110,22 @@ Pending test_steps(std::vector<Step>& steps) {
   for (auto& s : steps) {
     if (s.done) continue;
     if (s.remote) {
-      if (remote_test(s.remote)) s.done = true;
+      if (remote_test(s.remote)) finish_remote(s);
       else p.remote = &s;
     } else {
       int flag = 0;
-      MPI_Test(&s.mpi, &flag, MPI_STATUS_IGNORE);
-      if (flag) s.done = true;
-      else p.mpi = true;
+      MPI_Status st;
+      check_mpi(MPI_Test(&s.mpi, &flag, &st), "MPI inside the cluster");
+      if (!flag) {
+        p.mpi = true;
+        continue;
+      }
+      s.done = true;
+      if (s.expect != Step::kNoExpectation) {
+        int got = 0;
+        MPI_Get_count(&st, MPI_BYTE, &got);
+        check_size(s, static_cast<std::size_t>(got));
+      }
     }
   }
   return p;
@@ -117,7 +141,7 @@ void wait_steps(std::vector<Step>& steps) {
     } else if (p.remote) {
       // Only the transport can finish what is left: sleep on it, not on the CPU.
       remote_wait(p.remote->remote);
-      p.remote->done = true;
+      finish_remote(*p.remote);
     } else {
       return;
     }
@@ -140,7 +164,7 @@ void wait_step_amid(Step& s, std::vector<Step>& background) {
     const Pending others = test_steps(background);
     if (!mine.mpi && !others.mpi) {  // nothing for MPI to do: sleep on the transport
       remote_wait(s.remote);
-      s.done = true;
+      finish_remote(s);
       return;
     }
     pause();

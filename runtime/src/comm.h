@@ -84,6 +84,12 @@ struct Step {
   MPI_Request mpi = MPI_REQUEST_NULL;
   std::shared_ptr<RemoteOp> remote;
   bool done = false;
+  // A receive: the bytes its collective expects, and from whom (global rank). A member that
+  // passes other counts than the rest makes a message of another size: that is an error
+  // named there, not data quietly cut short.
+  std::size_t expect = kNoExpectation;
+  int from = -1;
+  static constexpr std::size_t kNoExpectation = static_cast<std::size_t>(-1);
 };
 Step send_to(CommImpl& c, int dst, int tag, const void* data, std::size_t bytes);
 Step receive_from(CommImpl& c, int src, int tag, void* data, std::size_t bytes);

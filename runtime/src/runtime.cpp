@@ -49,11 +49,19 @@ void Pause::operator()() {
   }
 }
 
+void check_mpi(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  throw Error(std::string("gridrt: ") + what + ": " + std::string(text, static_cast<std::size_t>(len)));
+}
+
 void wait_mpi(MPI_Request* req, MPI_Status* st) {
   int flag = 0;
   Pause pause;
   for (;;) {
-    MPI_Test(req, &flag, st);
+    check_mpi(MPI_Test(req, &flag, st), "MPI inside the cluster");
     if (flag) return;
     pause();
   }
