@@ -27,7 +27,7 @@ namespace {
 void barrier_hier(CommImpl& c) {
   const int tag = c.next_tag();
   MPI_Request r;
-  MPI_Ibarrier(c.local, &r);
+  check_mpi(MPI_Ibarrier(c.local, &r), kMpiInCluster);
   wait_local(r);
   if (c.parts.size() == 1) return;
   // Leaders meet: within each site at its head, then heads tell each other they arrived (one
@@ -60,7 +60,7 @@ void barrier_hier(CommImpl& c) {
       wait_steps(steps);
     }
   }
-  MPI_Ibarrier(c.local, &r);
+  check_mpi(MPI_Ibarrier(c.local, &r), kMpiInCluster);
   wait_local(r);
 }
 
@@ -113,7 +113,7 @@ void bcast_hier(CommImpl& c, void* buf, const Layout& l, int root) {
     for (int q : onward) steps.push_back(send_to(c, c.leader(q), tag, at, n));
     if (local_size(c) > 1) {
       MPI_Request r;
-      MPI_Ibcast(at, static_cast<int>(n), MPI_BYTE, local_root, c.local, &r);
+      check_mpi(MPI_Ibcast(at, static_cast<int>(n), MPI_BYTE, local_root, c.local, &r), kMpiInCluster);
       steps.push_back(local_step(r));
     }
   }
@@ -153,8 +153,8 @@ void reduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, const Layout& 
     const int local_root = p == root_part ? c.index_in_part[root] : 0;
     for (int k = 0; k < sl.n; ++k) {
       MPI_Request r;
-      MPI_Ireduce(in_place ? MPI_IN_PLACE : sl.at(sendbuf, k), is_entry ? sl.at(target, k) : nullptr, sl.count(k), l.type, op,
-                  local_root, c.local, &r);
+      check_mpi(MPI_Ireduce(in_place ? MPI_IN_PLACE : sl.at(sendbuf, k), is_entry ? sl.at(target, k) : nullptr, sl.count(k), l.type, op,
+                  local_root, c.local, &r), kMpiInCluster);
       local[k] = local_step(r);
     }
   } else {
@@ -231,7 +231,7 @@ void allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, const Layou
   const bool in_place = sendbuf == MPI_IN_PLACE;
   if (c.parts.size() == 1) {
     MPI_Request r;
-    MPI_Iallreduce(in_place ? MPI_IN_PLACE : sendbuf, recvbuf, l.count, l.type, op, c.local, &r);
+    check_mpi(MPI_Iallreduce(in_place ? MPI_IN_PLACE : sendbuf, recvbuf, l.count, l.type, op, c.local, &r), kMpiInCluster);
     return wait_local(r);
   }
   const Slices sl(l);
@@ -253,8 +253,8 @@ void allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, const Layou
       continue;
     }
     MPI_Request r;
-    MPI_Ireduce(in_place && c.is_leader() ? MPI_IN_PLACE : sl.at(input, k), c.is_leader() ? sl.at(recvbuf, k) : nullptr, sl.count(k),
-                l.type, op, 0, c.local, &r);
+    check_mpi(MPI_Ireduce(in_place && c.is_leader() ? MPI_IN_PLACE : sl.at(input, k), c.is_leader() ? sl.at(recvbuf, k) : nullptr, sl.count(k),
+                l.type, op, 0, c.local, &r), kMpiInCluster);
     local[k] = local_step(r);
   }
   if (!many && !in_place) copy_elements(l, sendbuf, recvbuf);
@@ -322,7 +322,7 @@ void allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, const Layou
       // 4. Each leader hands the slice to its cluster.
       if (many) {
         MPI_Request r;
-        MPI_Ibcast(slice, sl.count(k), l.type, 0, c.local, &r);
+        check_mpi(MPI_Ibcast(slice, sl.count(k), l.type, 0, c.local, &r), kMpiInCluster);
         steps.push_back(local_step(r));
       }
     }
@@ -331,7 +331,7 @@ void allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, const Layou
   }
   for (int k = 0; k < sl.n; ++k) {
     MPI_Request r;
-    MPI_Ibcast(sl.at(recvbuf, k), sl.count(k), l.type, 0, c.local, &r);
+    check_mpi(MPI_Ibcast(sl.at(recvbuf, k), sl.count(k), l.type, 0, c.local, &r), kMpiInCluster);
     steps.push_back(local_step(r));
   }
   steps.insert(steps.end(), local.begin(), local.end());

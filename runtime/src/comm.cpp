@@ -69,7 +69,7 @@ Step send_to(CommImpl& c, int dst, int tag, const void* data, std::size_t bytes)
   Step s;
   if (c.part_of[dst] == c.my_part()) {
     if (bytes > static_cast<std::size_t>(INT32_MAX)) throw Error("gridrt: a message inside a cluster is limited to 2 GiB");
-    MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, c.index_in_part[dst], tag, c.local, &s.mpi);
+    check_mpi(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, c.index_in_part[dst], tag, c.local, &s.mpi), kMpiInCluster);
   } else {
     s.remote = remote_send(c.members[dst], c.context, tag, data, bytes);
   }
@@ -82,7 +82,7 @@ Step receive_from(CommImpl& c, int src, int tag, void* data, std::size_t bytes) 
   s.from = c.members[src];
   if (c.part_of[src] == c.my_part()) {
     if (bytes > static_cast<std::size_t>(INT32_MAX)) throw Error("gridrt: a message inside a cluster is limited to 2 GiB");
-    MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, c.index_in_part[src], tag, c.local, &s.mpi);
+    check_mpi(MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, c.index_in_part[src], tag, c.local, &s.mpi), kMpiInCluster);
   } else {
     s.remote = remote_recv(data, bytes, c.members[src], c.context, tag);
   }
@@ -115,7 +115,7 @@ Pending test_steps(std::vector<Step>& steps) {
     } else {
       int flag = 0;
       MPI_Status st;
-      check_mpi(MPI_Test(&s.mpi, &flag, &st), "MPI inside the cluster");
+      check_mpi(MPI_Test(&s.mpi, &flag, &st), kMpiInCluster);
       if (!flag) {
         p.mpi = true;
         continue;

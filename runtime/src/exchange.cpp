@@ -38,12 +38,12 @@ void gatherv_hier(CommImpl& c, const void* sendbuf, int sendcount, const Blocks&
     int my_bytes = static_cast<int>(mine.size());
     std::vector<int> sizes(is_entry ? part.size() : 0);
     MPI_Request r;
-    MPI_Igather(&my_bytes, 1, MPI_INT, sizes.data(), 1, MPI_INT, local_root, c.local, &r);
+    check_mpi(MPI_Igather(&my_bytes, 1, MPI_INT, sizes.data(), 1, MPI_INT, local_root, c.local, &r), kMpiInCluster);
     wait_local(r);
     const ByteCounts bc(std::vector<std::size_t>(sizes.begin(), sizes.end()));
     blob.assign(bc.total(), 0);
-    MPI_Igatherv(mine.data(), my_bytes, MPI_BYTE, blob.data(), bc.counts.data(), bc.displs.data(), MPI_BYTE, local_root,
-                 c.local, &r);
+    check_mpi(MPI_Igatherv(mine.data(), my_bytes, MPI_BYTE, blob.data(), bc.counts.data(), bc.displs.data(), MPI_BYTE, local_root,
+                 c.local, &r), kMpiInCluster);
     wait_local(r);
   }
   auto unpack_own_cluster = [&] {  // at the root
@@ -193,8 +193,8 @@ void scatterv_hier(CommImpl& c, const Blocks& in, void* recvbuf, int recvcount, 
   if (part.size() > 1) {
     const ByteCounts bc(std::vector<std::size_t>(sizes.begin(), sizes.end()));
     MPI_Request r;
-    MPI_Iscatterv(blob.data(), bc.counts.data(), bc.displs.data(), MPI_BYTE, got.data(), static_cast<int>(got.size()), MPI_BYTE,
-                  local_root, c.local, &r);
+    check_mpi(MPI_Iscatterv(blob.data(), bc.counts.data(), bc.displs.data(), MPI_BYTE, got.data(), static_cast<int>(got.size()), MPI_BYTE,
+                  local_root, c.local, &r), kMpiInCluster);
     wait_local(r);
   } else if (!keep) {
     got.assign(blob.begin(), blob.begin() + static_cast<std::ptrdiff_t>(mine.packed));
@@ -260,8 +260,8 @@ void allgatherv_hier(CommImpl& c, const void* sendbuf, int sendcount, const Bloc
     const ByteCounts bc(packed_sizes(out, part));
     from[p].assign(c.is_leader() ? bc.total() : 0, 0);
     MPI_Request r;
-    MPI_Igatherv(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, from[p].data(), bc.counts.data(), bc.displs.data(),
-                 MPI_BYTE, 0, c.local, &r);
+    check_mpi(MPI_Igatherv(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, from[p].data(), bc.counts.data(), bc.displs.data(),
+                 MPI_BYTE, 0, c.local, &r), kMpiInCluster);
     wait_local(r);
   }
   std::size_t total = 0;
@@ -319,7 +319,7 @@ void allgatherv_hier(CommImpl& c, const void* sendbuf, int sendcount, const Bloc
   if (part.size() > 1 && total > 0) {
     if (total > static_cast<std::size_t>(INT32_MAX)) throw Error("gridrt: a collective's data inside a cluster is limited to 2 GiB");
     MPI_Request r;
-    MPI_Ibcast(all.data(), static_cast<int>(total), MPI_BYTE, 0, c.local, &r);
+    check_mpi(MPI_Ibcast(all.data(), static_cast<int>(total), MPI_BYTE, 0, c.local, &r), kMpiInCluster);
     wait_local(r);
   }
   const char* at = all.data();
@@ -392,8 +392,8 @@ void alltoallv_hier(CommImpl& c, const Blocks& in, const Blocks& out) {
       rdispl[a] = a * static_cast<int>(mine.size());
     }
     MPI_Request r;
-    MPI_Ialltoallv(size_out.data(), scount.data(), sdispl.data(), MPI_UNSIGNED_LONG_LONG, size_in.data(), rcount.data(),
-                   rdispl.data(), MPI_UNSIGNED_LONG_LONG, c.local, &r);
+    check_mpi(MPI_Ialltoallv(size_out.data(), scount.data(), sdispl.data(), MPI_UNSIGNED_LONG_LONG, size_in.data(), rcount.data(),
+                   rdispl.data(), MPI_UNSIGNED_LONG_LONG, c.local, &r), kMpiInCluster);
     wait_local(r);
     std::vector<std::size_t> send_sizes(m), recv_sizes(m);
     std::vector<char> send_data;
@@ -408,8 +408,8 @@ void alltoallv_hier(CommImpl& c, const Blocks& in, const Blocks& out) {
     }
     const ByteCounts sb(send_sizes), rb(recv_sizes);
     std::vector<char> recv_data(rb.total());
-    MPI_Ialltoallv(send_data.data(), sb.counts.data(), sb.displs.data(), MPI_BYTE, recv_data.data(), rb.counts.data(),
-                   rb.displs.data(), MPI_BYTE, c.local, &r);
+    check_mpi(MPI_Ialltoallv(send_data.data(), sb.counts.data(), sb.displs.data(), MPI_BYTE, recv_data.data(), rb.counts.data(),
+                   rb.displs.data(), MPI_BYTE, c.local, &r), kMpiInCluster);
     wait_local(r);
     for (int k = 0; k < m; ++k)
       received[k].assign(recv_data.begin() + rb.displs[k], recv_data.begin() + rb.displs[k] + rb.counts[k]);

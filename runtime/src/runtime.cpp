@@ -61,7 +61,7 @@ void wait_mpi(MPI_Request* req, MPI_Status* st) {
   int flag = 0;
   Pause pause;
   for (;;) {
-    check_mpi(MPI_Test(req, &flag, st), "MPI inside the cluster");
+    check_mpi(MPI_Test(req, &flag, st), kMpiInCluster);
     if (flag) return;
     pause();
   }

@@ -49,8 +49,10 @@ extern std::unique_ptr<State> g;
 
 State& state();
 void check_rank(int r, const char* what);
-// Throws Error naming `what` and MPI's reason when rc is not MPI_SUCCESS.
+// Throws Error naming `what` and MPI's reason when rc is not MPI_SUCCESS (the communicators'
+// cluster parts return MPI errors instead of aborting the process).
 void check_mpi(int rc, const char* what);
+inline constexpr const char* kMpiInCluster = "MPI inside the cluster";
 // Waits for an MPI request, testing and yielding the CPU as GRIDRT_WAIT says.
 void wait_mpi(MPI_Request* req, MPI_Status* st);
 // What the wait policy does between two tests of one wait. Under `yield`, a wait that has
