@@ -362,11 +362,7 @@ int work(int argc, char** argv) {
           if (one_clock) std::this_thread::sleep_until(start);
           else start = std::chrono::steady_clock::now();
           call();
-          const double took = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
-          busy += took;
-          if (std::getenv("GRIDBENCH_TRACE"))
-            std::fprintf(stderr, "trace %s rank %d iter %d: %.1f us start %lld\n", op.c_str(), me, i, took,
-                         static_cast<long long>(start.time_since_epoch().count() / 1000));
+          busy += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
           const gridrt::WanTraffic after = gridrt::wan_traffic();
           sent[0] += after.messages - before.messages;
           sent[1] += after.bytes - before.bytes;
