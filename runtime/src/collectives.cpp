@@ -1,10 +1,12 @@
 // Collectives over grid communicators, two algorithms each (docs/algorithms.md):
 //
 // hierarchical (seed 001 §3.2 and Figure 3; MagPIe's rule): at most one WAN hop on any path
-//   and each piece of data enters a cluster once; the steps inside a cluster are MPICH
-//   non-blocking collectives on the communicator's cluster part, waited on under the wait
-//   policy (design.md, "Waiting and progress"); large broadcasts are cut into slices that
-//   are pipelined across the two levels (seed 001 §4.2: slices for messages >= 64 kB).
+//   and each piece of data enters a site, and a cluster, once (levels: site, cluster, then
+//   MPICH inside the cluster); the steps inside a cluster are MPICH non-blocking collectives
+//   on the communicator's cluster part, waited on under the wait policy (design.md,
+//   "Waiting and progress"); large broadcasts and reductions are cut into slices pipelined
+//   across the levels (seed 001 §4.2: slices for messages >= 64 kB).
+// This file: barrier, bcast, reduce, allreduce; exchange.cpp: the data-moving ones.
 // flat: what a plain MPI does over all processes, unaware of the topology (binomial tree,
 //   recursive doubling, ring, dissemination), over the same transport: the baseline.
 //
