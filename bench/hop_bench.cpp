@@ -13,9 +13,6 @@
 //   hop_bench [BYTES] [SIZE] [ROUNDS]
 //     bandwidth: the sender writes BYTES in SIZE-byte messages, the receiver acknowledges the
 //     end (default 1 GiB of 1 MiB); latency: 1 KiB round trips. Medians of ROUNDS (default 5).
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,64 +25,21 @@
 #include <thread>
 #include <vector>
 
+#include "bench/loopback.h"
 #include "common/tls.h"
 #include "common/tls_stream.h"
 
 using namespace gridrt;
+using bench::connect_loopback;
+using bench::die;
+using bench::listen_loopback;
+using bench::median;
+using bench::read_all;
+using bench::write_all;
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-[[noreturn]] void die(const char* what) {
-  std::perror(what);
-  std::exit(1);
-}
-
-void write_all(int fd, const void* data, std::size_t n) {
-  const char* p = static_cast<const char*>(data);
-  while (n) {
-    const ssize_t k = ::write(fd, p, n);
-    if (k <= 0) die("write");
-    p += k;
-    n -= static_cast<std::size_t>(k);
-  }
-}
-bool read_all(int fd, void* data, std::size_t n) {
-  char* p = static_cast<char*>(data);
-  while (n) {
-    const ssize_t k = ::read(fd, p, n);
-    if (k <= 0) return false;
-    p += k;
-    n -= static_cast<std::size_t>(k);
-  }
-  return true;
-}
-
-int listen_loopback(int& port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), len) || ::listen(fd, 8) ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len))
-    die("listen");
-  port = ntohs(a.sin_port);
-  return fd;
-}
-
-int connect_loopback(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<std::uint16_t>(port));
-  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a)) die("connect");
-  const int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  return fd;
-}
 
 // What the sender asks of the receiver on a fresh connection.
 struct Command {
@@ -188,10 +142,6 @@ asio::awaitable<void> shake(TlsStream& s, TlsStream::HandshakeType type) {
   }
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // MB/s of one bandwidth run to `port`.
 double bandwidth(int port, std::uint64_t bytes, std::size_t size) {

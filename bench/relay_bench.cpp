@@ -17,10 +17,6 @@
 // messages of that size and the receiver acknowledges the end; the figure is the median of
 // R rounds. Latency: 1 KiB ping-pong. Rank 0 prints one line per measurement and, last,
 // the peak resident memory of the relays on this machine (VmHWM of every gridrelay).
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -33,67 +29,25 @@
 #include <string>
 #include <vector>
 
+#include "bench/loopback.h"
 #include "gridrt/gridrt.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void die(const char* what) {
-  std::perror(what);
-  std::exit(1);
-}
-
-void write_all(int fd, const char* p, std::size_t n) {
-  while (n) {
-    const ssize_t k = ::write(fd, p, n);
-    if (k <= 0) die("write");
-    p += k;
-    n -= static_cast<std::size_t>(k);
-  }
-}
-void read_all(int fd, char* p, std::size_t n) {
-  while (n) {
-    const ssize_t k = ::read(fd, p, n);
-    if (k <= 0) die("read");
-    p += k;
-    n -= static_cast<std::size_t>(k);
-  }
-}
-
 // The raw TCP baseline: the second process of a pair listens, the first connects.
 int raw_socket(bool listener, int peer) {
+  int port = 0;
   if (listener) {
-    const int l = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) || ::listen(l, 1) ||
-        ::getsockname(l, reinterpret_cast<sockaddr*>(&a), &len))
-      die("listen");
-    const int port = ntohs(a.sin_port);
+    const int l = bench::listen_loopback(port);
     gridrt::send(&port, sizeof port, peer, 90);
     const int s = ::accept(l, nullptr, nullptr);
     ::close(l);
     return s;
   }
-  int port = 0;
   gridrt::recv(&port, sizeof port, peer, 90);
-  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<std::uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a)) die("connect");
-  int one = 1;
-  ::setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  return s;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  return bench::connect_loopback(port);
 }
 
 // Peak resident memory of every gridrelay process on this machine, in KiB.
@@ -216,16 +170,16 @@ int main(int argc, char** argv) {
           gridrt::recv(buf.data(), 1024, peer, 1);
           gridrt::send(buf.data(), 1024, peer, 1);
         } else if (sender) {
-          write_all(tcp, buf.data(), 1024);
-          read_all(tcp, buf.data(), 1024);
+          bench::write_all(tcp, buf.data(), 1024);
+          bench::read_exactly(tcp, buf.data(), 1024);
         } else {
-          read_all(tcp, buf.data(), 1024);
-          write_all(tcp, buf.data(), 1024);
+          bench::read_exactly(tcp, buf.data(), 1024);
+          bench::write_all(tcp, buf.data(), 1024);
         }
       }
       us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / latency_iters);
     }
-    if (me == 0) std::printf("latency %-6s 1024 B round trip: %8.1f us\n", relay ? "gridrt" : "tcp", median(us));
+    if (me == 0) std::printf("latency %-6s 1024 B round trip: %8.1f us\n", relay ? "gridrt" : "tcp", bench::median(us));
   }
 
   // Bandwidth: every pair streams at once.
@@ -240,13 +194,13 @@ int main(int argc, char** argv) {
         for (std::size_t i = 0; i < count; ++i) {
           if (relay && sender) gridrt::send(buf.data(), size, peer, 2);
           else if (relay) gridrt::recv(buf.data(), size, peer, 2);
-          else if (sender) write_all(tcp, buf.data(), size);
-          else read_all(tcp, buf.data(), size);
+          else if (sender) bench::write_all(tcp, buf.data(), size);
+          else bench::read_exactly(tcp, buf.data(), size);
         }
         if (relay && sender) gridrt::recv(&ack, 1, peer, 3);
         else if (relay) gridrt::send(&ack, 1, peer, 3);
-        else if (sender) read_all(tcp, &ack, 1);
-        else write_all(tcp, &ack, 1);
+        else if (sender) bench::read_exactly(tcp, &ack, 1);
+        else bench::write_all(tcp, &ack, 1);
         const double s = std::chrono::duration<double>(Clock::now() - t0).count();
         double rate = sender ? count * size / s / 1e6 : 0;  // MB/s of this pair
         // The aggregate over all pairs, gathered at rank 0.
@@ -261,7 +215,7 @@ int main(int argc, char** argv) {
         }
         rates.push_back(rate);
       }
-      mbps[relay ? 0 : 1] = median(rates);
+      mbps[relay ? 0 : 1] = bench::median(rates);
     }
     if (me == 0)
       std::printf("bandwidth %8zu B: gridrt %9.1f MB/s  tcp %9.1f MB/s  gridrt/tcp %5.1f%%\n", size, mbps[0], mbps[1],
