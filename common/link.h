@@ -7,7 +7,6 @@
 
 #include <utility>  // before Asio: boost 1.74 awaitable.hpp uses std::exchange without it
 #include <boost/asio.hpp>
-#include <boost/asio/ssl.hpp>
 #include <deque>
 #include <functional>
 #include <memory>

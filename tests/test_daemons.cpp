@@ -9,6 +9,8 @@
 #include <future>
 #include <thread>
 
+#include <boost/asio/ssl.hpp>  // Asio's own TLS: independent test clients
+
 #include "broker/broker.h"
 #include "common/messages.h"
 #include "relay/relay.h"

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <boost/asio/ssl.hpp>  // Asio's own TLS: an independent test client
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
