@@ -572,8 +572,7 @@ void Relay::ensure_links(const Job& job) {
   for (std::uint32_t i = 0; i < t.clusters.size(); ++i) {
     const ClusterPart& c = t.clusters[i];
     if (i == job.start.cluster) continue;
-    auto& pl = links_[c.name];
-    if (!pl) pl = std::make_unique<PeerLink>();
+    PeerLink* pl = &peer_link(c.name);
     // One link per pair of clusters, dialled by the side the other accepts connections
     // from (relay_link_dialer: the reverse direction when only we are reachable), so the
     // two never dial each other at once. The other side waits for our call.
@@ -586,9 +585,14 @@ void Relay::ensure_links(const Job& job) {
   }
 }
 
-void Relay::send_to_cluster(const std::string& cluster, Frame& f, bool crosses_wan) {
+Relay::PeerLink& Relay::peer_link(const std::string& cluster) {
   auto& pl = links_[cluster];
   if (!pl) pl = std::make_unique<PeerLink>();
+  return *pl;
+}
+
+void Relay::send_to_cluster(const std::string& cluster, Frame& f, bool crosses_wan) {
+  PeerLink* pl = &peer_link(cluster);
   if (!opt_.wan.active() || !crosses_wan) return transmit(*pl, f);
   if (!pl->line) {
     pl->line = std::make_unique<WanLine>(opt_.wan);
@@ -603,7 +607,7 @@ void Relay::wait_for_the_line(const std::string& cluster, PeerLink& pl) {
   pl.line_timer->expires_at(pl.on_the_line.front().first);
   pl.line_timer->async_wait([this, cluster](const boost::system::error_code& ec) {
     if (ec) return;  // stopping
-    PeerLink& l = *links_[cluster];
+    PeerLink& l = peer_link(cluster);
     const auto now = WanLine::Clock::now();
     while (!l.on_the_line.empty() && l.on_the_line.front().first <= now) {
       transmit(l, l.on_the_line.front().second);
@@ -732,8 +736,7 @@ asio::awaitable<void> Relay::serve_link(tcp::socket s) {
 }
 
 void Relay::on_link_up(const std::string& cluster, const std::shared_ptr<TlsLink>& link) {
-  auto& pl = links_[cluster];
-  if (!pl) pl = std::make_unique<PeerLink>();
+  PeerLink* pl = &peer_link(cluster);
   pl->link = link;
   pl->up = true;
   asio::post(link_io_, [link, queue = std::move(pl->queue)]() mutable {

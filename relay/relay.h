@@ -84,6 +84,7 @@ class Relay {
   void on_link_lost(const std::string& cluster, const std::shared_ptr<TlsLink>& link, const std::string& why);
   void start_link(const std::string& cluster, const std::shared_ptr<TlsLink>& link);
   void ensure_links(const Job& job);
+  PeerLink& peer_link(const std::string& cluster);  // made on first use
   void send_to_cluster(const std::string& cluster, wire::Frame& f, bool crosses_wan);
   void wait_for_the_line(const std::string& cluster, PeerLink& pl);  // WAN emulation
   void transmit(PeerLink& pl, wire::Frame& f);
