@@ -67,30 +67,33 @@ void wait_mpi(MPI_Request* req, MPI_Status* st) {
   }
 }
 
-Algo algo_from_env() {
-  const char* v = std::getenv("GRIDRT_COLL");
-  if (!v || !std::strcmp(v, "auto")) return Algo::kAuto;
-  if (!std::strcmp(v, "hier")) return Algo::kHier;
-  if (!std::strcmp(v, "flat")) return Algo::kFlat;
-  throw Error(std::string("gridrt: GRIDRT_COLL='") + v + "' is not one of hier, flat, auto");
+// The settings of the README's table, read once at init. A bad value is an error naming the
+// variable, its value and what it may be.
+
+// One of `choices` by name; the first when the variable is unset.
+template <typename T>
+T choice_from_env(const char* name, std::initializer_list<std::pair<const char*, T>> choices) {
+  const char* v = std::getenv(name);
+  if (!v) return choices.begin()->second;
+  std::string names;
+  for (const auto& [text, value] : choices) {
+    if (!std::strcmp(v, text)) return value;
+    names += (names.empty() ? "" : ", ") + std::string(text);
+  }
+  throw Error(std::string("gridrt: ") + name + "='" + v + "' is not one of " + names);
 }
 
-std::size_t slice_from_env() {
-  const char* v = std::getenv("GRIDRT_SLICE");
-  if (!v) return 64 * 1024;
+// A whole number from `low` to `high`; `otherwise` when the variable is unset.
+unsigned long long number_from_env(const char* name, unsigned long long otherwise, unsigned long long low, unsigned long long high,
+                                   const char* unit) {
+  const char* v = std::getenv(name);
+  if (!v) return otherwise;
   char* end = nullptr;
   const unsigned long long n = std::strtoull(v, &end, 10);
-  if (!*v || *end || n < 1024 || n > (1ull << 30))
-    throw Error(std::string("gridrt: GRIDRT_SLICE='") + v + "' must be a number of bytes from 1024 to 1073741824");
-  return static_cast<std::size_t>(n);
-}
-
-WaitPolicy policy_from_env() {
-  const char* v = std::getenv("GRIDRT_WAIT");
-  if (!v || !std::strcmp(v, "yield")) return WaitPolicy::kYield;
-  if (!std::strcmp(v, "spin")) return WaitPolicy::kSpin;
-  if (!std::strcmp(v, "sleep")) return WaitPolicy::kSleep;
-  throw Error(std::string("gridrt: GRIDRT_WAIT='") + v + "' is not one of spin, yield, sleep");
+  if (!*v || *end || *v == '-' || n < low || n > high)
+    throw Error(std::string("gridrt: ") + name + "='" + v + "' must be a number of " + unit + " from " + std::to_string(low) + " to " +
+                std::to_string(high));
+  return n;
 }
 
 std::shared_ptr<RemoteOp> remote_send(int dst, std::uint32_t context, int tag, const void* buf, std::size_t bytes) {
@@ -144,9 +147,12 @@ void init(int* argc, char*** argv, int required) {
   MPI_Init_thread(argc, argv, required, &provided);
   if (provided < required) throw Error("gridrt: MPI provides thread level " + std::to_string(provided) + " < required " + std::to_string(required));
   auto s = std::make_unique<detail::State>();
-  s->policy = detail::policy_from_env();
-  s->algo = detail::algo_from_env();
-  s->slice = detail::slice_from_env();
+  using detail::WaitPolicy;
+  s->policy = detail::choice_from_env<WaitPolicy>("GRIDRT_WAIT", {{"yield", WaitPolicy::kYield}, {"spin", WaitPolicy::kSpin}, {"sleep", WaitPolicy::kSleep}});
+  s->algo = detail::choice_from_env<Algo>("GRIDRT_COLL", {{"auto", Algo::kAuto}, {"hier", Algo::kHier}, {"flat", Algo::kFlat}});
+  s->slice = detail::number_from_env("GRIDRT_SLICE", 64 * 1024, 1024, 1ull << 30, "bytes");
+  const std::size_t window = detail::number_from_env("GRIDRT_WINDOW", 512 * 1024, detail::RelayTransport::kMinWindow, 1ull << 32, "bytes");
+  const long timeout_s = static_cast<long>(detail::number_from_env("GRIDRT_INIT_TIMEOUT", 300, 1, 1000000, "seconds"));
   MPI_Comm_rank(MPI_COMM_WORLD, &s->local_rank);
   int local_size = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &local_size);
@@ -160,19 +166,10 @@ void init(int* argc, char*** argv, int required) {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   try {
-    const char* w = std::getenv("GRIDRT_WINDOW");
-    const long long window = w ? std::strtoll(w, nullptr, 10) : 512 * 1024;
-    if (window < static_cast<long long>(detail::RelayTransport::kMinWindow))
-      throw std::runtime_error(std::string("GRIDRT_WINDOW='") + (w ? w : "") + "' must be at least " +
-                               std::to_string(detail::RelayTransport::kMinWindow) + " bytes");
     s->transport = std::make_unique<detail::RelayTransport>(relay, std::strtoull(job, nullptr, 10), secret,
-                                                            static_cast<std::uint32_t>(s->local_rank), host,
-                                                            static_cast<std::size_t>(window),
+                                                            static_cast<std::uint32_t>(s->local_rank), host, window,
                                                             detail::ListenSpec::parse(std::getenv("GRIDRT_LISTEN")));
-    const char* t = std::getenv("GRIDRT_INIT_TIMEOUT");
-    const long seconds = t ? std::strtol(t, nullptr, 10) : 300;
-    if (seconds <= 0) throw std::runtime_error(std::string("GRIDRT_INIT_TIMEOUT='") + t + "' is not a positive number of seconds");
-    s->topo = s->transport->wait_topology(std::chrono::seconds(seconds));
+    s->topo = s->transport->wait_topology(std::chrono::seconds(timeout_s));
   } catch (const std::runtime_error& e) {
     throw Error(std::string("gridrt: init: ") + e.what());
   }
