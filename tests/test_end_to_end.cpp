@@ -770,3 +770,17 @@ TEST(EndToEnd, ACollectiveWithMismatchedCountsFailsClearly) {
   EXPECT_NE(r.err.find("gridrt: MPI inside the cluster: "), std::string::npos) << r.out << r.err;
   expect_nothing_left();
 }
+
+// A bad setting stops every process at init with the variable, its value and what it may be.
+TEST(EndToEnd, BadSettingsAreNamedAtInit) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"GRIDRT_WINDOW", "12abc"}, {"GRIDRT_SLICE", "5"}, {"GRIDRT_COLL", "fast"}, {"GRIDRT_WAIT", "nap"}, {"GRIDRT_INIT_TIMEOUT", "-3"}};
+  for (const auto& [name, value] : bad) {
+    ::setenv(name, value, 1);
+    const Outcome r = gridrun({"-n", "2", kSrc + "/jobprofiles/helloworld.xml"});
+    ::unsetenv(name);
+    EXPECT_NE(r.status, 0) << name;
+    EXPECT_NE(r.err.find(std::string("gridrt: ") + name + "='" + value + "'"), std::string::npos) << r.err;
+  }
+  expect_nothing_left();
+}
