@@ -16,25 +16,36 @@ namespace gridrt::detail {
 struct Layout {
   MPI_Datatype type = MPI_DATATYPE_NULL;
   int count = 0;
-  MPI_Aint extent = 0, true_lb = 0, true_extent = 0;
+  MPI_Aint lb = 0, extent = 0, true_lb = 0, true_extent = 0;
+  int size = 0;             // bytes of data in one element
   std::size_t packed = 0;   // bytes of all `count` elements, packed
   bool contiguous = false;  // the elements lie back to back from the buffer's start, no gaps
 
-  Layout(MPI_Datatype t, int n) : type(t), count(n) {
+  Layout(MPI_Datatype t, int n) : type(t) {
     if (t == MPI_DATATYPE_NULL) throw ArgumentError("gridrt: collective on MPI_DATATYPE_NULL");
-    if (n < 0) throw ArgumentError("gridrt: collective with a negative count (" + std::to_string(n) + ")");
-    MPI_Aint lb = 0;
     MPI_Type_get_extent(t, &lb, &extent);
     MPI_Type_get_true_extent(t, &true_lb, &true_extent);
-    int size = 0;
     MPI_Type_size(t, &size);
-    int bytes = 0;
-    MPI_Pack_size(n, t, MPI_COMM_SELF, &bytes);
-    packed = static_cast<std::size_t>(bytes);
-    contiguous = lb == 0 && true_lb == 0 && size == extent && true_extent == extent &&
-                 packed == static_cast<std::size_t>(size) * static_cast<std::size_t>(n);
+    set_count(n);
   }
+  // `n` elements of the same datatype: MPI is asked nothing more about the type (the blocks
+  // and slices of one call all share it).
+  Layout(const Layout& same_type, int n) : Layout(same_type) { set_count(n); }
   std::size_t span() const { return count == 0 ? 0 : static_cast<std::size_t>(true_extent + (count - 1) * extent); }
+
+ private:
+  void set_count(int n) {
+    if (n < 0) throw ArgumentError("gridrt: collective with a negative count (" + std::to_string(n) + ")");
+    count = n;
+    contiguous = lb == 0 && true_lb == 0 && size == extent && true_extent == extent;
+    if (contiguous) {
+      packed = static_cast<std::size_t>(size) * static_cast<std::size_t>(n);
+    } else {
+      int bytes = 0;
+      MPI_Pack_size(n, type, MPI_COMM_SELF, &bytes);
+      packed = static_cast<std::size_t>(bytes);
+    }
+  }
 };
 
 // A message cut into slices of whole elements, about GRIDRT_SLICE bytes each, for
@@ -49,7 +60,7 @@ struct Slices {
     n = l.count > 0 ? (l.count + per - 1) / per : 1;
   }
   int count(int k) const { return std::min(per, whole.count - k * per); }
-  Layout layout(int k) const { return Layout(whole.type, std::max(0, count(k))); }
+  Layout layout(int k) const { return Layout(whole, std::max(0, count(k))); }
   char* at(const void* base, int k) const {
     return static_cast<char*>(const_cast<void*>(base)) + static_cast<MPI_Aint>(k) * per * whole.extent;
   }
@@ -90,6 +101,10 @@ class Scratch {
 
 inline void copy_elements(const Layout& l, const void* from, void* to) {
   if (from == to) return;
+  if (l.contiguous) {
+    if (l.packed) std::memcpy(to, from, l.packed);
+    return;
+  }
   const std::vector<char> p = packed_copy(l, from);
   unpack(l, p.data(), to);
 }
@@ -100,15 +115,11 @@ struct Blocks {
   char* base;
   const int* counts;
   const int* displs;
-  MPI_Datatype type;
-  MPI_Aint extent = 0;
+  Layout element;  // the datatype, asked of MPI once
   Blocks(const void* b, const int* c, const int* d, MPI_Datatype t)
-      : base(static_cast<char*>(const_cast<void*>(b))), counts(c), displs(d), type(t) {
-    MPI_Aint lb = 0;
-    MPI_Type_get_extent(t, &lb, &extent);
-  }
-  Layout layout(int i) const { return Layout(type, counts[i]); }
-  char* at(int i) const { return base + displs[i] * extent; }
+      : base(static_cast<char*>(const_cast<void*>(b))), counts(c), displs(d), element(t, 1) {}
+  Layout layout(int i) const { return Layout(element, counts[i]); }
+  char* at(int i) const { return base + displs[i] * element.extent; }
   std::size_t packed(int i) const { return layout(i).packed; }
   std::size_t packed(const std::vector<int>& which) const {
     std::size_t n = 0;
@@ -218,6 +229,12 @@ inline Algo choose(Algo asked, const CommImpl& c, bool order_sensitive = false) 
 inline void check_root(const CommImpl& c, int root) {
   if (root < 0 || root >= c.size())
     throw ArgumentError("gridrt: root " + std::to_string(root) + " is not a rank of the communicator (size " + std::to_string(c.size()) + ")");
+}
+// A rooted collective's checks: the root is a member, and MPI_IN_PLACE (given as `buffer`, the
+// one MPI lets the root replace) is for the root only.
+inline void check_rooted(const CommImpl& c, int root, const void* buffer, const char* what) {
+  check_root(c, root);
+  if (buffer == MPI_IN_PLACE && c.me != root) throw ArgumentError(std::string("gridrt: ") + what + ": MPI_IN_PLACE is for the root only");
 }
 
 }  // namespace gridrt::detail

@@ -89,33 +89,30 @@ void bcast_hier(CommImpl& c, void* buf, const Layout& l, int root) {
     data = packed.data();
     if (c.me == root) pack(l, buf, data);
   }
-  const std::size_t total = l.packed, slice = state().slice;
-  const std::size_t slices = (total + slice - 1) / slice;
-  auto slice_at = [&](std::size_t k) { return std::make_pair(data + k * slice, std::min(slice, total - k * slice)); };
+  if (l.packed > static_cast<std::size_t>(INT32_MAX)) throw Error("gridrt: a broadcast is limited to 2 GiB");
+  const Layout bytes(MPI_BYTE, static_cast<int>(l.packed));
+  const Slices sl(bytes);
+  const int slices = l.packed ? sl.n : 0;  // nothing to send for no data
   const int root_part = c.part_of[root], p = c.my_part();
-  auto entry = [&](int part) { return part == root_part ? root : c.leader(part); };
   std::vector<Step> steps;
   // The data goes down a tree over the clusters that enters every site once: the root's
   // entry sends each slice to its site's other clusters and to the head of every other site
   // (one WAN hop), a head to its site's other clusters; each slice goes on as soon as it is
   // here, and into the cluster (MPI_Ibcast from its entry) while the next one crosses.
-  const bool is_entry = c.me == entry(p);
+  const bool is_entry = c.me == c.entry(p, root);
   const bool from_relays = is_entry && p != root_part;
   const std::vector<int> onward = is_entry ? c.downstream(p, root_part) : std::vector<int>{};
   std::vector<Step> arrivals;
   if (from_relays)
-    for (std::size_t k = 0; k < slices; ++k) {
-      auto [at, n] = slice_at(k);
-      arrivals.push_back(receive_from(c, entry(c.upstream(p, root_part)), tag, at, n));
-    }
-  const int local_root = p == root_part ? c.index_in_part[root] : 0;
-  for (std::size_t k = 0; k < slices; ++k) {
+    for (int k = 0; k < slices; ++k)
+      arrivals.push_back(receive_from(c, c.entry(c.upstream(p, root_part), root), tag, sl.at(data, k), sl.count(k)));
+  const int local_root = c.index_in_part[c.entry(p, root)];
+  for (int k = 0; k < slices; ++k) {
     if (from_relays) wait_step_amid(arrivals[k], steps);
-    auto [at, n] = slice_at(k);
-    for (int q : onward) steps.push_back(send_to(c, c.leader(q), tag, at, n));
+    for (int q : onward) steps.push_back(send_to(c, c.leader(q), tag, sl.at(data, k), sl.count(k)));
     if (local_size(c) > 1) {
       MPI_Request r;
-      check_mpi(MPI_Ibcast(at, static_cast<int>(n), MPI_BYTE, local_root, c.local, &r), kMpiInCluster);
+      check_mpi(MPI_Ibcast(sl.at(data, k), sl.count(k), MPI_BYTE, local_root, c.local, &r), kMpiInCluster);
       steps.push_back(local_step(r));
     }
   }
@@ -143,16 +140,16 @@ void reduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, const Layout& 
   const int tag = c.next_tag();
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const int root_part = c.part_of[root], p = c.my_part();
-  auto entry = [&](int part) { return part == root_part ? root : c.leader(part); };
-  const bool is_entry = c.me == entry(p);
+  const bool is_entry = c.me == c.entry(p, root);
   const Slices sl(l);
-  Scratch partial(l);
-  void* target = c.me == root ? recvbuf : partial.get();
+  std::optional<Scratch> partial;  // at the other clusters' entries
+  if (is_entry && c.me != root) partial.emplace(l);
+  void* target = c.me == root ? recvbuf : partial ? partial->get() : nullptr;
   // 1. Each cluster reduces every slice to its entry (the root in the root's cluster, the
   //    leader elsewhere), all slices at once.
   std::vector<Step> local(sl.n);
   if (local_size(c) > 1) {
-    const int local_root = p == root_part ? c.index_in_part[root] : 0;
+    const int local_root = c.index_in_part[c.entry(p, root)];
     for (int k = 0; k < sl.n; ++k) {
       MPI_Request r;
       check_mpi(MPI_Ireduce(in_place ? MPI_IN_PLACE : sl.at(sendbuf, k), is_entry ? sl.at(target, k) : nullptr, sl.count(k), l.type, op,
@@ -185,7 +182,7 @@ void reduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, const Layout& 
     fold_parts(lk, op, order, p, from[k], sl.at(target, k));
     if (c.me == root) continue;
     up[k] = packed_copy(lk, sl.at(target, k));
-    sends.push_back(send_to(c, entry(c.upstream(p, root_part)), tag, up[k].data(), up[k].size()));
+    sends.push_back(send_to(c, c.entry(c.upstream(p, root_part), root), tag, up[k].data(), up[k].size()));
   }
   wait_steps(sends);
 }
@@ -415,8 +412,7 @@ void Comm::bcast(void* buf, int count, MPI_Datatype type, int root, Algo algo) c
 
 void Comm::reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, Algo algo) const {
   detail::CommImpl& c = impl();
-  detail::check_root(c, root);
-  if (sendbuf == MPI_IN_PLACE && c.me != root) throw ArgumentError("gridrt: reduce: MPI_IN_PLACE is for the root only");
+  detail::check_rooted(c, root, sendbuf, "reduce");
   const Layout l(type, count);
   if (choose(algo, c, !detail::commutative(op)) == Algo::kFlat) detail::reduce_flat(c, sendbuf, recvbuf, l, op, root);
   else detail::reduce_hier(c, sendbuf, recvbuf, l, op, root);

@@ -17,6 +17,7 @@ CommImpl::~CommImpl() {
 void CommImpl::work_out_topology() {
   const Topology& t = state().topo;
   std::vector<int> part_of_cluster(t.clusters.size(), -1);
+  std::vector<std::uint32_t> cluster_of_part;
   part_of.assign(members.size(), -1);
   index_in_part.assign(members.size(), -1);
   parts.clear();
@@ -26,6 +27,7 @@ void CommImpl::work_out_topology() {
     if (p < 0) {
       p = static_cast<int>(parts.size());
       parts.emplace_back();
+      cluster_of_part.push_back(cl);
     }
     part_of[r] = p;
     index_in_part[r] = static_cast<int>(parts[p].size());
@@ -37,7 +39,7 @@ void CommImpl::work_out_topology() {
   sites.clear();
   site_of_part.assign(parts.size(), -1);
   for (std::size_t p = 0; p < parts.size(); ++p) {
-    const std::uint32_t site = t.clusters[t.cluster_of(static_cast<std::uint32_t>(members[parts[p].front()]))].site;
+    const std::uint32_t site = t.clusters[cluster_of_part[p]].site;
     int& s = site_number[site];
     if (s < 0) {
       s = static_cast<int>(sites.size());
@@ -65,11 +67,17 @@ std::shared_ptr<CommImpl> CommImpl::make_world() {
   return c;
 }
 
+namespace {
+int mpi_count(std::size_t bytes) {
+  if (bytes > static_cast<std::size_t>(INT32_MAX)) throw Error("gridrt: a message inside a cluster is limited to 2 GiB");
+  return static_cast<int>(bytes);
+}
+}  // namespace
+
 Step send_to(CommImpl& c, int dst, int tag, const void* data, std::size_t bytes) {
   Step s;
   if (c.part_of[dst] == c.my_part()) {
-    if (bytes > static_cast<std::size_t>(INT32_MAX)) throw Error("gridrt: a message inside a cluster is limited to 2 GiB");
-    check_mpi(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, c.index_in_part[dst], tag, c.local, &s.mpi), kMpiInCluster);
+    check_mpi(MPI_Isend(data, mpi_count(bytes), MPI_BYTE, c.index_in_part[dst], tag, c.local, &s.mpi), kMpiInCluster);
   } else {
     s.remote = remote_send(c.members[dst], c.context, tag, data, bytes);
   }
@@ -81,8 +89,7 @@ Step receive_from(CommImpl& c, int src, int tag, void* data, std::size_t bytes) 
   s.expect = bytes;
   s.from = c.members[src];
   if (c.part_of[src] == c.my_part()) {
-    if (bytes > static_cast<std::size_t>(INT32_MAX)) throw Error("gridrt: a message inside a cluster is limited to 2 GiB");
-    check_mpi(MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, c.index_in_part[src], tag, c.local, &s.mpi), kMpiInCluster);
+    check_mpi(MPI_Irecv(data, mpi_count(bytes), MPI_BYTE, c.index_in_part[src], tag, c.local, &s.mpi), kMpiInCluster);
   } else {
     s.remote = remote_recv(data, bytes, c.members[src], c.context, tag);
   }
@@ -105,9 +112,10 @@ struct Pending {
   bool mpi = false;
   Step* remote = nullptr;
 };
-Pending test_steps(std::vector<Step>& steps) {
+Pending test_steps(Step* begin, Step* end) {
   Pending p;
-  for (auto& s : steps) {
+  for (Step* it = begin; it != end; ++it) {
+    Step& s = *it;
     if (s.done) continue;
     if (s.remote) {
       if (remote_test(s.remote)) finish_remote(s);
@@ -135,7 +143,7 @@ Pending test_steps(std::vector<Step>& steps) {
 void wait_steps(std::vector<Step>& steps) {
   Pause pause;
   for (;;) {
-    const Pending p = test_steps(steps);
+    const Pending p = test_steps(steps.data(), steps.data() + steps.size());
     if (p.mpi) {
       pause();
     } else if (p.remote) {
@@ -156,12 +164,9 @@ void wait_step(Step s) {
 void wait_step_amid(Step& s, std::vector<Step>& background) {
   Pause pause;
   for (;;) {
-    std::vector<Step> one{s};
-    const Pending mine = test_steps(one);
-    s.done = one[0].done;
-    s.mpi = one[0].mpi;
+    const Pending mine = test_steps(&s, &s + 1);
     if (s.done) return;
-    const Pending others = test_steps(background);
+    const Pending others = test_steps(background.data(), background.data() + background.size());
     if (!mine.mpi && !others.mpi) {  // nothing for MPI to do: sleep on the transport
       remote_wait(s.remote);
       finish_remote(s);
@@ -224,7 +229,7 @@ Comm Comm::split(int color, int key) const {
     if (chosen[i] == parent.me) c->me = static_cast<int>(i);
   }
   // Every member of the parent in this cluster takes part, as MPI_Comm_split requires.
-  MPI_Comm_split(parent.local, color == MPI_UNDEFINED ? MPI_UNDEFINED : color, c->me, &c->local);
+  MPI_Comm_split(parent.local, color, c->me, &c->local);
   if (color == MPI_UNDEFINED) return Comm();
   c->context = context;
   c->work_out_topology();

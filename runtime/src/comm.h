@@ -45,9 +45,9 @@ struct CommImpl {
   int my_part() const { return part_of[me]; }
   int leader(int part) const { return parts[part].front(); }
   bool is_leader() const { return leader(my_part()) == me; }
-  // A tag for the messages of the next collective, the same in every member (they call
-  // collectives in the same order); within one collective, messages between two members
-  // keep their order (MPI's non-overtaking rule, and the transport's per-stream order).
+  // In a rooted collective, the member through which data enters or leaves a part: the
+  // root in its own part, the leader elsewhere.
+  int entry(int part, int root) const { return part == part_of[root] ? root : leader(part); }
   int site_head(int site) const { return sites[site].front(); }
   bool is_site_head(int part) const { return site_head(site_of_part[part]) == part; }
   // On the way from part `from` to every part (a tree over the parts that enters each site
@@ -71,6 +71,9 @@ struct CommImpl {
     return out;
   }
 
+  // A tag for the messages of the next collective, the same in every member (they call
+  // collectives in the same order); within one collective, messages between two members
+  // keep their order (MPI's non-overtaking rule, and the transport's per-stream order).
   int next_tag() { return static_cast<int>(calls++ % (static_cast<std::uint64_t>(std::min(state().tag_ub, kMaxTag)) + 1)); }
 
   // `members` in rank order, me and local set: the rest follows.

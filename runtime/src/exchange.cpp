@@ -5,6 +5,7 @@
 // MPICH, and across clusters whole clusters' blocks travel in one message. The all-to-all
 // is the Local Group algorithm (seed 000 §VI-B) generalised to C clusters of any sizes.
 #include <numeric>
+#include <optional>
 
 #include "coll_support.h"
 #include "trees.h"
@@ -26,9 +27,8 @@ std::vector<std::size_t> packed_sizes(const Blocks& b, const std::vector<int>& w
 void gatherv_hier(CommImpl& c, const void* sendbuf, int sendcount, const Blocks& out, MPI_Datatype type, int root, bool equal) {
   const int tag = c.next_tag();
   const int root_part = c.part_of[root], p = c.my_part();
-  auto entry = [&](int part) { return part == root_part ? root : c.leader(part); };
-  const bool is_entry = c.me == entry(p);
-  const int local_root = p == root_part ? c.index_in_part[root] : 0;
+  const bool is_entry = c.me == c.entry(p, root);
+  const int local_root = c.index_in_part[c.entry(p, root)];
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const std::vector<char> mine = in_place ? std::vector<char>() : packed_copy(Layout(type, sendcount), sendbuf);
   // 1. Each cluster's blocks gather at its entry point, in the cluster's order.
@@ -78,7 +78,7 @@ void gatherv_hier(CommImpl& c, const void* sendbuf, int sendcount, const Blocks&
     return;
   }
   for (int q : below) blob.insert(blob.end(), from[q].begin(), from[q].end());  // p comes first: it heads them
-  const int up = entry(c.upstream(p, root_part));
+  const int up = c.entry(c.upstream(p, root_part), root);
   if (!equal && up != root) {
     const std::uint64_t size = blob.size();
     wait_step(send_to(c, up, tag, &size, sizeof size));
@@ -137,9 +137,8 @@ void gatherv_flat(CommImpl& c, const void* sendbuf, int sendcount, const Blocks&
 void scatterv_hier(CommImpl& c, const Blocks& in, void* recvbuf, int recvcount, MPI_Datatype type, int root, bool equal) {
   const int tag = c.next_tag();
   const int root_part = c.part_of[root], p = c.my_part();
-  auto entry = [&](int part) { return part == root_part ? root : c.leader(part); };
-  const bool is_entry = c.me == entry(p);
-  const int local_root = p == root_part ? c.index_in_part[root] : 0;
+  const bool is_entry = c.me == c.entry(p, root);
+  const int local_root = c.index_in_part[c.entry(p, root)];
   const bool keep = c.me == root && recvbuf == MPI_IN_PLACE;
   const auto& part = c.parts[p];
   const int block_bytes = static_cast<int>(Layout(type, recvcount).packed);
@@ -168,9 +167,9 @@ void scatterv_hier(CommImpl& c, const Blocks& in, void* recvbuf, int recvcount, 
       blob = in.pack_all(members);
     } else {
       sizes.assign(mine.size(), block_bytes);
-      if (!equal) wait_step(receive_from(c, entry(c.upstream(p, root_part)), tag, sizes.data(), sizes.size() * sizeof(int)));
+      if (!equal) wait_step(receive_from(c, c.entry(c.upstream(p, root_part), root), tag, sizes.data(), sizes.size() * sizeof(int)));
       blob.resize(std::accumulate(sizes.begin(), sizes.end(), std::size_t{0}));
-      wait_step(receive_from(c, entry(c.upstream(p, root_part)), tag, blob.data(), blob.size()));
+      wait_step(receive_from(c, c.entry(c.upstream(p, root_part), root), tag, blob.data(), blob.size()));
     }
     // Cut out the clusters below's sizes and blocks.
     std::size_t member = part.size(), at = 0;
@@ -356,11 +355,12 @@ void allgatherv_flat(CommImpl& c, const void* sendbuf, int sendcount, const Bloc
 // (j's index in Y + Y's number) mod (this cluster's size), which spreads the agents over the
 // cluster. 1. Inside the cluster, one MPI_Ialltoallv: every member sends each local member
 // its block for it and its blocks for the remote members that member is agent for (after
-// their sizes). 2. Every agent sends each remote member it serves one message holding the
-// blocks of all its cluster's members for it, in the cluster's order: across the WAN each
-// member receives C - 1 messages, and the inter-cluster exchange runs between many pairs of
-// members at once, not through one coordinator.
-void alltoallv_hier(CommImpl& c, const Blocks& in, const Blocks& out) {
+// their sizes, unless all blocks are `equal`). 2. Every agent sends each remote member it
+// serves one message holding the blocks of all its cluster's members for it, in the
+// cluster's order: across the WAN each member receives C - 1 messages, and the
+// inter-cluster exchange runs between many pairs of members at once, not through one
+// coordinator.
+void alltoallv_hier(CommImpl& c, const Blocks& in, const Blocks& out, bool equal) {
   const int tag = c.next_tag();
   const int n = c.size();
   const int x = c.my_part();
@@ -377,24 +377,29 @@ void alltoallv_hier(CommImpl& c, const Blocks& in, const Blocks& out) {
   for (int j = 0; j < n; ++j)
     if (c.part_of[j] != x) served[agent_index(j, x)].push_back(j);
   const std::vector<int>& mine = served[ix];
-  // piece[k][t]: the block local member k sent me for the t-th member of `mine`.
-  std::vector<std::vector<char>> received(m);
-  std::vector<std::vector<std::size_t>> piece_size(m, std::vector<std::size_t>(mine.size()));
+  // What local member k sent me: its blocks for `mine`, one after the other, of these sizes.
+  std::vector<std::vector<std::size_t>> piece_size(m, std::vector<std::size_t>(mine.size(), equal ? in.packed(0) : 0));
+  std::vector<char> received;
+  ByteCounts rb({});
   if (m > 1) {
-    // Sizes first: what each piece I send is, for the members each local member serves.
-    std::vector<unsigned long long> size_out, size_in(static_cast<std::size_t>(m) * mine.size());
-    std::vector<int> scount(m), sdispl(m), rcount(m), rdispl(m);
-    for (int a = 0; a < m; ++a) {
-      sdispl[a] = static_cast<int>(size_out.size());
-      for (int j : served[a]) size_out.push_back(in.packed(j));
-      scount[a] = static_cast<int>(served[a].size());
-      rcount[a] = static_cast<int>(mine.size());
-      rdispl[a] = a * static_cast<int>(mine.size());
+    if (!equal) {  // the sizes first, for the members each local member serves
+      std::vector<unsigned long long> size_out, size_in(static_cast<std::size_t>(m) * mine.size());
+      std::vector<int> scount(m), sdispl(m), rcount(m), rdispl(m);
+      for (int a = 0; a < m; ++a) {
+        sdispl[a] = static_cast<int>(size_out.size());
+        for (int j : served[a]) size_out.push_back(in.packed(j));
+        scount[a] = static_cast<int>(served[a].size());
+        rcount[a] = static_cast<int>(mine.size());
+        rdispl[a] = a * static_cast<int>(mine.size());
+      }
+      MPI_Request r;
+      check_mpi(MPI_Ialltoallv(size_out.data(), scount.data(), sdispl.data(), MPI_UNSIGNED_LONG_LONG, size_in.data(), rcount.data(),
+                               rdispl.data(), MPI_UNSIGNED_LONG_LONG, c.local, &r),
+                kMpiInCluster);
+      wait_local(r);
+      for (int k = 0; k < m; ++k)
+        for (std::size_t t = 0; t < mine.size(); ++t) piece_size[k][t] = size_in[k * mine.size() + t];
     }
-    MPI_Request r;
-    check_mpi(MPI_Ialltoallv(size_out.data(), scount.data(), sdispl.data(), MPI_UNSIGNED_LONG_LONG, size_in.data(), rcount.data(),
-                   rdispl.data(), MPI_UNSIGNED_LONG_LONG, c.local, &r), kMpiInCluster);
-    wait_local(r);
     std::vector<std::size_t> send_sizes(m), recv_sizes(m);
     std::vector<char> send_data;
     for (int a = 0; a < m; ++a) {
@@ -402,34 +407,36 @@ void alltoallv_hier(CommImpl& c, const Blocks& in, const Blocks& out) {
       send_data.insert(send_data.end(), p.begin(), p.end());
       send_sizes[a] = p.size();
     }
-    for (int k = 0; k < m; ++k) {
-      for (std::size_t t = 0; t < mine.size(); ++t) piece_size[k][t] = size_in[k * mine.size() + t];
-      recv_sizes[k] = std::accumulate(piece_size[k].begin(), piece_size[k].end(), std::size_t{0});
-    }
-    const ByteCounts sb(send_sizes), rb(recv_sizes);
-    std::vector<char> recv_data(rb.total());
-    check_mpi(MPI_Ialltoallv(send_data.data(), sb.counts.data(), sb.displs.data(), MPI_BYTE, recv_data.data(), rb.counts.data(),
-                   rb.displs.data(), MPI_BYTE, c.local, &r), kMpiInCluster);
+    for (int k = 0; k < m; ++k) recv_sizes[k] = std::accumulate(piece_size[k].begin(), piece_size[k].end(), std::size_t{0});
+    const ByteCounts sb(send_sizes);
+    rb = ByteCounts(recv_sizes);
+    received.resize(rb.total());
+    MPI_Request r;
+    check_mpi(MPI_Ialltoallv(send_data.data(), sb.counts.data(), sb.displs.data(), MPI_BYTE, received.data(), rb.counts.data(),
+                             rb.displs.data(), MPI_BYTE, c.local, &r),
+              kMpiInCluster);
     wait_local(r);
-    for (int k = 0; k < m; ++k)
-      received[k].assign(recv_data.begin() + rb.displs[k], recv_data.begin() + rb.displs[k] + rb.counts[k]);
   } else {
-    received[0] = in.pack_all(mine);
+    received = in.pack_all(mine);
     for (std::size_t t = 0; t < mine.size(); ++t) piece_size[0][t] = in.packed(mine[t]);
+    rb = ByteCounts({received.size()});
   }
-  // Where each piece lies in what local member k sent me.
+  // Where the piece for the t-th member of `mine` from local member k lies in `received`.
   std::vector<std::vector<std::size_t>> piece_at(m, std::vector<std::size_t>(mine.size() + 1, 0));
-  for (int k = 0; k < m; ++k)
+  for (int k = 0; k < m; ++k) {
+    piece_at[k][0] = static_cast<std::size_t>(rb.displs[k]);
     for (std::size_t t = 0; t < mine.size(); ++t) piece_at[k][t + 1] = piece_at[k][t] + piece_size[k][t];
+  }
   // My own blocks from this cluster (t = 0 is me).
-  for (int k = 0; k < m; ++k) out.unpack_all({part[k]}, received[k].data());
+  for (int k = 0; k < m; ++k) out.unpack_all({part[k]}, received.data() + piece_at[k][0]);
   // 2. Across the WAN: to every remote member I serve, its blocks from all of this cluster;
   //    from every other cluster, the blocks of all its members for me, from my agent there.
   std::vector<std::vector<char>> to(mine.size());
   std::vector<Step> steps;
   for (std::size_t t = 1; t < mine.size(); ++t) {
     for (int k = 0; k < m; ++k)
-      to[t].insert(to[t].end(), received[k].begin() + piece_at[k][t], received[k].begin() + piece_at[k][t + 1]);
+      to[t].insert(to[t].end(), received.begin() + static_cast<std::ptrdiff_t>(piece_at[k][t]),
+                   received.begin() + static_cast<std::ptrdiff_t>(piece_at[k][t + 1]));
     steps.push_back(send_to(c, mine[t], tag, to[t].data(), to[t].size()));
   }
   std::vector<std::vector<char>> from(c.parts.size());
@@ -478,9 +485,8 @@ using detail::EqualBlocks;
 void Comm::gatherv(const void* sendbuf, int sendcount, void* recvbuf, const int* recvcounts, const int* displs, MPI_Datatype type,
                    int root, Algo algo) const {
   detail::CommImpl& c = impl();
-  detail::check_root(c, root);
+  detail::check_rooted(c, root, sendbuf, "gatherv");
   if (c.me == root) detail::check_counts(c, recvcounts, displs, "gatherv");
-  if (sendbuf == MPI_IN_PLACE && c.me != root) throw ArgumentError("gridrt: gatherv: MPI_IN_PLACE is for the root only");
   const Blocks out(recvbuf, recvcounts, displs, type);
   if (choose(algo, c) == Algo::kFlat) detail::gatherv_flat(c, sendbuf, sendcount, out, type, root);
   else detail::gatherv_hier(c, sendbuf, sendcount, out, type, root, false);
@@ -488,8 +494,7 @@ void Comm::gatherv(const void* sendbuf, int sendcount, void* recvbuf, const int*
 
 void Comm::gather(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, int root, Algo algo) const {
   detail::CommImpl& c = impl();
-  detail::check_root(c, root);
-  if (sendbuf == MPI_IN_PLACE && c.me != root) throw ArgumentError("gridrt: gather: MPI_IN_PLACE is for the root only");
+  detail::check_rooted(c, root, sendbuf, "gather");
   const detail::Layout l(type, count);  // checks type and count
   if (choose(algo, c) == Algo::kFlat) return detail::gather_flat(c, sendbuf, recvbuf, count, type, root);
   const EqualBlocks e(c.size(), count);
@@ -499,9 +504,8 @@ void Comm::gather(const void* sendbuf, void* recvbuf, int count, MPI_Datatype ty
 void Comm::scatterv(const void* sendbuf, const int* sendcounts, const int* displs, void* recvbuf, int recvcount, MPI_Datatype type,
                     int root, Algo algo) const {
   detail::CommImpl& c = impl();
-  detail::check_root(c, root);
+  detail::check_rooted(c, root, recvbuf, "scatterv");
   if (c.me == root) detail::check_counts(c, sendcounts, displs, "scatterv");
-  if (recvbuf == MPI_IN_PLACE && c.me != root) throw ArgumentError("gridrt: scatterv: MPI_IN_PLACE is for the root only");
   const Blocks in(sendbuf, sendcounts, displs, type);
   if (choose(algo, c) == Algo::kFlat) detail::scatterv_flat(c, in, recvbuf, recvcount, type, root);
   else detail::scatterv_hier(c, in, recvbuf, recvcount, type, root, false);
@@ -509,8 +513,7 @@ void Comm::scatterv(const void* sendbuf, const int* sendcounts, const int* displ
 
 void Comm::scatter(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, int root, Algo algo) const {
   detail::CommImpl& c = impl();
-  detail::check_root(c, root);
-  if (recvbuf == MPI_IN_PLACE && c.me != root) throw ArgumentError("gridrt: scatter: MPI_IN_PLACE is for the root only");
+  detail::check_rooted(c, root, recvbuf, "scatter");
   const detail::Layout l(type, count);
   if (choose(algo, c) == Algo::kFlat) return detail::scatter_flat(c, sendbuf, recvbuf, count, type, root);
   const EqualBlocks e(c.size(), count);
@@ -531,35 +534,41 @@ void Comm::allgather(const void* sendbuf, void* recvbuf, int count, MPI_Datatype
   allgatherv(sendbuf, count, recvbuf, e.counts.data(), e.displs.data(), type, algo);
 }
 
+namespace {
+// alltoall and alltoallv; `equal`: every block has the same count (alltoall), so nobody needs
+// to be told the sizes.
+void alltoallv_any(detail::CommImpl& c, const void* sendbuf, const int* sendcounts, const int* sdispls, void* recvbuf,
+                   const int* recvcounts, const int* rdispls, MPI_Datatype type, Algo algo, bool equal) {
+  detail::check_counts(c, recvcounts, rdispls, "alltoallv");
+  if (sendbuf != MPI_IN_PLACE) detail::check_counts(c, sendcounts, sdispls, "alltoallv");
+  const Blocks out(recvbuf, recvcounts, rdispls, type);
+  // In place, what recvbuf holds now is what is sent (laid out as the receive, MPI's rule):
+  // it is copied aside first, blocks where they are.
+  std::optional<detail::Scratch> aside;
+  if (sendbuf == MPI_IN_PLACE) {
+    int span = 0;
+    for (int i = 0; i < c.size(); ++i) span = std::max(span, rdispls[i] + recvcounts[i]);
+    const detail::Layout whole(out.element, span);
+    aside.emplace(whole);
+    detail::copy_elements(whole, recvbuf, aside->get());
+    sendbuf = aside->get();
+    sendcounts = recvcounts;
+    sdispls = rdispls;
+  }
+  const Blocks in(sendbuf, sendcounts, sdispls, type);
+  if (choose(algo, c) == Algo::kFlat) detail::alltoallv_flat(c, in, out);
+  else detail::alltoallv_hier(c, in, out, equal);
+}
+}  // namespace
+
 void Comm::alltoallv(const void* sendbuf, const int* sendcounts, const int* sdispls, void* recvbuf, const int* recvcounts,
                      const int* rdispls, MPI_Datatype type, Algo algo) const {
-  detail::CommImpl& c = impl();
-  detail::check_counts(c, recvcounts, rdispls, "alltoallv");
-  const Blocks out(recvbuf, recvcounts, rdispls, type);
-  // In place: what recvbuf holds now is what is sent (laid out as the receive, MPI's rule);
-  // it is packed aside first and described as blocks of bytes.
-  std::vector<char> snapshot;
-  std::vector<int> snapshot_counts, snapshot_displs;
-  if (sendbuf == MPI_IN_PLACE) {
-    for (int i = 0, at = 0; i < c.size(); ++i) {
-      snapshot_counts.push_back(static_cast<int>(out.packed(i)));
-      snapshot_displs.push_back(at);
-      at += snapshot_counts.back();
-      const std::vector<char> b = out.pack_all({i});
-      snapshot.insert(snapshot.end(), b.begin(), b.end());
-    }
-  } else {
-    detail::check_counts(c, sendcounts, sdispls, "alltoallv");
-  }
-  const Blocks in = sendbuf == MPI_IN_PLACE ? Blocks(snapshot.data(), snapshot_counts.data(), snapshot_displs.data(), MPI_BYTE)
-                                            : Blocks(sendbuf, sendcounts, sdispls, type);
-  if (choose(algo, c) == Algo::kFlat) detail::alltoallv_flat(c, in, out);
-  else detail::alltoallv_hier(c, in, out);
+  alltoallv_any(impl(), sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, type, algo, false);
 }
 
 void Comm::alltoall(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, Algo algo) const {
   const EqualBlocks e(size(), count);
-  alltoallv(sendbuf, e.counts.data(), e.displs.data(), recvbuf, e.counts.data(), e.displs.data(), type, algo);
+  alltoallv_any(impl(), sendbuf, e.counts.data(), e.displs.data(), recvbuf, e.counts.data(), e.displs.data(), type, algo, true);
 }
 
 }  // namespace gridrt
