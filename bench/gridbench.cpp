@@ -96,6 +96,13 @@ std::size_t parse_size(const std::string& text) {
   return std::strtoull(text.c_str(), nullptr, 10);
 }
 
+int whole_number(const std::string& option, const std::string& text, int least) {
+  const bool digits = !text.empty() && text.size() <= 9 && text.find_first_not_of("0123456789") == std::string::npos;
+  const int v = digits ? std::atoi(text.c_str()) : -1;
+  if (v < least) usage_error(option + " takes a whole number from " + std::to_string(least) + ", got '" + text + "'");
+  return v;
+}
+
 // The options both modes understand; grid options are kept for gridrun.
 Options parse(int argc, char** argv) {
   Options o;
@@ -109,7 +116,7 @@ Options parse(int argc, char** argv) {
     if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
       std::exit(0);
-    } else if (a == "--worker") {
+    } else if (a == "--worker") {  // the launcher's mark on the job's own command line
     } else if (a == "--op") {
       ops = value();
     } else if (a == "--algo") {
@@ -117,13 +124,9 @@ Options parse(int argc, char** argv) {
     } else if (a == "--sizes") {
       sizes = value();
     } else if (a == "--iters") {
-      const std::string v = value();
-      o.iters = std::atoi(v.c_str());
-      if (o.iters <= 0 || v.find_first_not_of("0123456789") != std::string::npos) usage_error("--iters takes a positive number, got '" + v + "'");
+      o.iters = whole_number(a, value(), 1);
     } else if (a == "--root") {
-      const std::string v = value();
-      o.root = std::atoi(v.c_str());
-      if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos) usage_error("--root takes a rank, got '" + v + "'");
+      o.root = whole_number(a, value(), 0);
     } else if (a == "--json") {
       o.json = true;
     } else if (a == "--emulate-wan") {
