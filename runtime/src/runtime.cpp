@@ -37,7 +37,6 @@ void Pause::operator()() {
   switch (g->policy) {
     case WaitPolicy::kSpin: break;
     case WaitPolicy::kYield:
-      if (yields_++ == 0) since_ = std::chrono::steady_clock::now();
       if (std::chrono::steady_clock::now() - since_ < kYieldFor) {
         sched_yield();
       } else {

@@ -67,8 +67,7 @@ class Pause {
   void operator()();
 
  private:
-  int yields_ = 0;
-  std::chrono::steady_clock::time_point since_;
+  const std::chrono::steady_clock::time_point since_ = std::chrono::steady_clock::now();  // the wait began
   int sleep_us_ = 20;
 };
 std::shared_ptr<RemoteOp> remote_send(int dst, std::uint32_t context, int tag, const void* buf, std::size_t bytes);
