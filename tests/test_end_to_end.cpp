@@ -151,14 +151,34 @@ std::vector<HelloLine> hello_lines(const std::string& out) {
   return lines;
 }
 
-// A copy of two-groups.xml whose hello gets `args`.
-std::string two_groups_with(const std::string& args) {
-  std::string text = slurp(kSrc + "/jobprofiles/two-groups.xml");
-  const std::string from = "<value>4096</value>";
-  text.replace(text.find(from), from.size(), from + args);
-  const std::string path = ::testing::TempDir() + "/two-groups-variant.xml";
+// A copy of jobprofiles/`file` with each `from` replaced by its `to`, written to a file named
+// `name` in the test's directory; returns its path.
+std::string edited_profile(const std::string& file, const std::vector<std::pair<std::string, std::string>>& edits,
+                           const std::string& name) {
+  std::string text = slurp(kSrc + "/jobprofiles/" + file);
+  for (const auto& [from, to] : edits) {
+    const auto at = text.find(from);
+    if (at == std::string::npos) throw std::runtime_error(file + " has no '" + from + "' to replace");
+    text.replace(at, from.size(), to);
+  }
+  const std::string path = ::testing::TempDir() + "/" + name;
   std::ofstream(path) << text;
   return path;
+}
+
+// two-groups.xml whose hello gets `args`.
+std::string two_groups_with(const std::string& args) {
+  return edited_profile("two-groups.xml", {{"<value>4096</value>", "<value>4096</value>" + args}}, "two-groups-variant.xml");
+}
+// two-groups.xml with a ping-pong of `bytes`.
+std::string two_groups_pingpong(std::size_t bytes) {
+  return edited_profile("two-groups.xml", {{"<value>4096</value>", "<value>" + std::to_string(bytes) + "</value>"}},
+                        "two-groups-" + std::to_string(bytes) + ".xml");
+}
+// helloworld.xml running build/bin/`program` (with `args`, each a <value>) instead of hello.
+std::string helloworld_running(const std::string& program, const std::string& args = "") {
+  return edited_profile("helloworld.xml", {{"/hello<", "/" + program + "<"}, {"</executable>", "</executable><arguments>" + args + "</arguments>"}},
+                        program + "-job.xml");
 }
 
 // A job of two groups (a: na, b: nb processes) running `sleep 60`: a plain program, not
@@ -431,11 +451,7 @@ TEST(EndToEnd, RelayKilledMidJobFailsTheJobCleanly) {
 TEST(EndToEnd, MessagesLargerThanOneFrameCrossClustersIntact) {
   // 20 MB > the 16 MiB frame limit: sent in fragments, reassembled, checked byte by byte
   // by hello (it exits 3 on a wrong byte).
-  std::string text = slurp(kSrc + "/jobprofiles/two-groups.xml");
-  text.replace(text.find("<value>4096</value>"), 19, "<value>20000000</value>");
-  const std::string path = ::testing::TempDir() + "/two-groups-large.xml";
-  std::ofstream(path) << text;
-  const Outcome r = gridrun({path});
+  const Outcome r = gridrun({two_groups_pingpong(20000000)});
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("pingpong rank 0 <-> rank 2 (cluster c1): 20000000 bytes"), std::string::npos) << r.out;
   expect_nothing_left();
@@ -523,12 +539,8 @@ TEST(EndToEnd, KilledOutrightLeavesNoProcessAndTheNextRunCleansUp) {
 // The benchmark-only mode without TLS on relay links (docs/benchmarks.md) carries the same
 // traffic intact, and the relays say loudly that it is not encrypted.
 TEST(EndToEnd, UnencryptedRelayLinksForBenchmarksCarryTrafficIntactAndSaySo) {
-  std::string text = slurp(kSrc + "/jobprofiles/two-groups.xml");
-  text.replace(text.find("<value>4096</value>"), 19, "<value>20000000</value>");
-  const std::string path = ::testing::TempDir() + "/two-groups-unencrypted.xml";
-  std::ofstream(path) << text;
   ::setenv("GRIDRT_LINK_ENCRYPTION", "none", 1);
-  const Outcome r = gridrun({path});
+  const Outcome r = gridrun({two_groups_pingpong(20000000)});
   ::unsetenv("GRIDRT_LINK_ENCRYPTION");
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("pingpong rank 0 <-> rank 2 (cluster c1): 20000000 bytes"), std::string::npos) << r.out;
@@ -565,11 +577,7 @@ TEST(EndToEnd, EmulatedWanDelaysAndLimitsTrafficBetweenClusters) {
   EXPECT_NE(r.out.find("barrier passed by 3 processes"), std::string::npos) << r.out;
   expect_nothing_left();
 
-  std::string text = slurp(kSrc + "/jobprofiles/two-groups.xml");
-  text.replace(text.find("<value>4096</value>"), 19, "<value>100000</value>");
-  const std::string path = ::testing::TempDir() + "/two-groups-100k.xml";
-  std::ofstream(path) << text;
-  r = gridrun({"--emulate-wan", "2ms,8mbit", path});  // 8 Mbit/s: one byte per µs
+  r = gridrun({"--emulate-wan", "2ms,8mbit", two_groups_pingpong(100000)});  // 8 Mbit/s: one byte per µs
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   rtts = round_trips_us(r.out);
   ASSERT_EQ(rtts.size(), 1u) << r.out;
@@ -619,10 +627,7 @@ std::string grid_with_sites(const std::vector<std::pair<std::string, int>>& clus
 // clusters are not consecutive), and with small slices so that broadcasts are pipelined
 // in many pieces.
 TEST(EndToEnd, CollectivesMatchTheirReferencesOnGridsOfOneTwoAndThreeClusters) {
-  std::string profile = slurp(kSrc + "/jobprofiles/helloworld.xml");
-  profile.replace(profile.find("/hello<"), 7, "/coll_check<");
-  const std::string job = ::testing::TempDir() + "/coll-check.xml";
-  std::ofstream(job) << profile;
+  const std::string job = helloworld_running("coll_check");
   auto grid_of = [](std::vector<int> slots) {
     std::string xml = gridrt::default_grid_xml(static_cast<int>(slots.size()), 1);
     for (std::size_t i = 0, at = 0; i < slots.size(); ++i) {
@@ -741,11 +746,7 @@ TEST(EndToEnd, GridbenchCountsOnlyWhatCrossesBetweenSites) {
 
 // The C API of communicators and collectives (tests/coll_c.c), with its error codes.
 TEST(EndToEnd, CollectivesThroughTheCApi) {
-  std::string profile = slurp(kSrc + "/jobprofiles/helloworld.xml");
-  profile.replace(profile.find("/hello<"), 7, "/coll_c<");
-  const std::string job = ::testing::TempDir() + "/coll-c.xml";
-  std::ofstream(job) << profile;
-  const Outcome r = gridrun({"--grid", grid_with_sites({{"A", 2}, {"B", 1}, {"C", 3}}), job});
+  const Outcome r = gridrun({"--grid", grid_with_sites({{"A", 2}, {"B", 1}, {"C", 3}}), helloworld_running("coll_c")});
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("checks passed on 6 processes"), std::string::npos) << r.out << r.err;
   expect_nothing_left();
@@ -754,11 +755,7 @@ TEST(EndToEnd, CollectivesThroughTheCApi) {
 // A member passing other counts than the rest (an erroneous program) gets an error naming
 // the sizes, and the job ends with its status; nothing hangs.
 TEST(EndToEnd, ACollectiveWithMismatchedCountsFailsClearly) {
-  std::string profile = slurp(kSrc + "/jobprofiles/helloworld.xml");
-  profile.replace(profile.find("/hello<"), 7, "/coll_check<");
-  profile.replace(profile.find("</executable>"), 13, "</executable><arguments><value>--mismatch</value></arguments>");
-  const std::string job = ::testing::TempDir() + "/coll-mismatch.xml";
-  std::ofstream(job) << profile;
+  const std::string job = helloworld_running("coll_check", "<value>--mismatch</value>");
   // The odd one out across the relays: gridrt checks the size of what arrives.
   Outcome r = gridrun({"--clusters", "2", "--ranks-per-cluster", "1", job});
   EXPECT_EQ(r.status, 3) << r.out << r.err;
