@@ -11,8 +11,8 @@
 // from every root, also in place; their v forms with uneven counts (zeros included), gaps
 // and blocks in reverse rank order; barrier.
 //
-// Exit 0 and "coll_check: N checks passed" from rank 0; exit 1 with the first failed check
-// named otherwise.
+// Exit 0 and "coll_check: N checks passed on P processes in C clusters (K nodes in the
+// first)" from rank 0; exit 1 with the first failed check named otherwise.
 //
 // coll_check --mismatch: the last rank passes a larger count to a broadcast than the others
 // (an erroneous program); it must fail with an error naming the sizes, exit 3.
@@ -427,7 +427,8 @@ int main(int argc, char** argv) {
     int total = 0;
     world.allreduce(&checks, &total, 1, MPI_INT, MPI_SUM);
     if (gridrt::rank() == 0)
-      std::printf("coll_check: %d checks passed on %d processes in %d clusters\n", total, world.size(), world.num_clusters());
+      std::printf("coll_check: %d checks passed on %d processes in %d clusters (%d nodes in the first)\n", total, world.size(), world.num_clusters(),
+                  world.nodes_in_cluster());
     MPI_Op_free(&t.compose);
     MPI_Type_free(&t.affine);
     MPI_Type_free(&t.strided);

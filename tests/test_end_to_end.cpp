@@ -667,6 +667,26 @@ TEST(EndToEnd, CollectivesMatchTheirReferencesOnGridsOfOneTwoAndThreeClusters) {
   expect_nothing_left();
 }
 
+// The node level inside clusters: MPICH's cliques (MPIR_CVAR_NUM_CLIQUES, its test facility)
+// make MPI_Comm_split_type see two nodes on this machine, every other rank on each, so the
+// clusters of 3 and 4 processes span two nodes whose members are not runs of ranks (and are,
+// in coll_check's shuffled communicator); pipelined in small slices, many composed steps are
+// in flight at once.
+TEST(EndToEnd, CollectivesMatchTheirReferencesWhenClustersSpanSeveralNodes) {
+  const std::string job = helloworld_running("coll_check");
+  const std::string grid = grid_with_sites({{"A", 3}, {"B", 4}});
+  ::setenv("MPIR_CVAR_NUM_CLIQUES", "2", 1);
+  for (const char* slice : {"65536", "1024"}) {
+    ::setenv("GRIDRT_SLICE", slice, 1);
+    const Outcome r = gridrun({"--grid", grid, job});
+    EXPECT_EQ(r.status, 0) << "slice " << slice << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find("checks passed on 7 processes in 2 clusters (2 nodes in the first)"), std::string::npos) << r.out << r.err;
+  }
+  ::unsetenv("GRIDRT_SLICE");
+  ::unsetenv("MPIR_CVAR_NUM_CLIQUES");
+  expect_nothing_left();
+}
+
 namespace {
 // The value of "key" in a one-line JSON object gridbench printed ("" if absent).
 std::string json_field(const std::string& line, const std::string& key) {

@@ -17,7 +17,7 @@
 #include <cstring>
 #include <optional>
 
-#include "coll_support.h"
+#include "cluster_steps.h"
 #include "trees.h"
 
 namespace gridrt {
@@ -28,10 +28,8 @@ namespace {
 
 void barrier_hier(CommImpl& c) {
   const int tag = c.next_tag();
-  MPI_Request r;
-  check_mpi(MPI_Ibarrier(c.local, &r), kMpiInCluster);
-  wait_local(r);
-  if (c.parts.size() == 1) return;
+  if (c.parts.size() == 1) return cluster_barrier(c);
+  wait_step(cluster_arrive(c));
   // Leaders meet: within each site at its head, then heads tell each other they arrived (one
   // WAN hop: all-to-all among heads, rather than gathering at one and answering, which would
   // cross the WAN twice in a row), then heads release their site.
@@ -62,8 +60,7 @@ void barrier_hier(CommImpl& c) {
       wait_steps(steps);
     }
   }
-  check_mpi(MPI_Ibarrier(c.local, &r), kMpiInCluster);
-  wait_local(r);
+  wait_step(cluster_release(c));
 }
 
 void barrier_flat(CommImpl& c) {
@@ -110,11 +107,7 @@ void bcast_hier(CommImpl& c, void* buf, const Layout& l, int root) {
   for (int k = 0; k < slices; ++k) {
     if (from_relays) wait_step_amid(arrivals[k], steps);
     for (int q : onward) steps.push_back(send_to(c, c.leader(q), tag, sl.at(data, k), sl.count(k)));
-    if (local_size(c) > 1) {
-      MPI_Request r;
-      check_mpi(MPI_Ibcast(sl.at(data, k), sl.count(k), MPI_BYTE, local_root, c.local, &r), kMpiInCluster);
-      steps.push_back(local_step(r));
-    }
+    if (local_size(c) > 1) steps.push_back(cluster_bcast(c, sl.at(data, k), sl.count(k), MPI_BYTE, local_root));
   }
   wait_steps(steps);
   if (!l.contiguous && c.me != root) unpack(l, data, buf);
@@ -150,12 +143,8 @@ void reduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, const Layout& 
   std::vector<Step> local(sl.n);
   if (local_size(c) > 1) {
     const int local_root = c.index_in_part[c.entry(p, root)];
-    for (int k = 0; k < sl.n; ++k) {
-      MPI_Request r;
-      check_mpi(MPI_Ireduce(in_place ? MPI_IN_PLACE : sl.at(sendbuf, k), is_entry ? sl.at(target, k) : nullptr, sl.count(k), l.type, op,
-                  local_root, c.local, &r), kMpiInCluster);
-      local[k] = local_step(r);
-    }
+    for (int k = 0; k < sl.n; ++k)
+      local[k] = cluster_reduce(c, in_place ? MPI_IN_PLACE : sl.at(sendbuf, k), is_entry ? sl.at(target, k) : nullptr, sl.layout(k), op, local_root);
   } else {
     if (!in_place) copy_elements(l, sendbuf, target);
     for (auto& s : local) s.done = true;
@@ -228,11 +217,7 @@ void reduce_flat(CommImpl& c, const void* sendbuf, void* recvbuf, const Layout& 
 void allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, const Layout& l, MPI_Op op) {
   const int tag = c.next_tag();
   const bool in_place = sendbuf == MPI_IN_PLACE;
-  if (c.parts.size() == 1) {
-    MPI_Request r;
-    check_mpi(MPI_Iallreduce(in_place ? MPI_IN_PLACE : sendbuf, recvbuf, l.count, l.type, op, c.local, &r), kMpiInCluster);
-    return wait_local(r);
-  }
+  if (c.parts.size() == 1) return wait_step(cluster_allreduce(c, sendbuf, recvbuf, l, op));
   const Slices sl(l);
   const bool many = local_size(c) > 1;
   // In place, a member's contribution is in recvbuf, which the result will overwrite while
@@ -251,10 +236,8 @@ void allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, const Layou
       local[k].done = true;
       continue;
     }
-    MPI_Request r;
-    check_mpi(MPI_Ireduce(in_place && c.is_leader() ? MPI_IN_PLACE : sl.at(input, k), c.is_leader() ? sl.at(recvbuf, k) : nullptr, sl.count(k),
-                l.type, op, 0, c.local, &r), kMpiInCluster);
-    local[k] = local_step(r);
+    local[k] = cluster_reduce(c, in_place && c.is_leader() ? MPI_IN_PLACE : sl.at(input, k), c.is_leader() ? sl.at(recvbuf, k) : nullptr,
+                              sl.layout(k), op, 0);
   }
   if (!many && !in_place) copy_elements(l, sendbuf, recvbuf);
   std::vector<Step> steps;  // sends and the broadcasts inside the cluster, waited at the end
@@ -319,20 +302,12 @@ void allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, const Layou
         for (int q : in_site) steps.push_back(send_to(c, c.leader(q), tag, result[k].data(), result[k].size()));
       }
       // 4. Each leader hands the slice to its cluster.
-      if (many) {
-        MPI_Request r;
-        check_mpi(MPI_Ibcast(slice, sl.count(k), l.type, 0, c.local, &r), kMpiInCluster);
-        steps.push_back(local_step(r));
-      }
+      if (many) steps.push_back(cluster_bcast(c, slice, sl.count(k), l.type, 0));
     }
     wait_steps(steps);
     return;
   }
-  for (int k = 0; k < sl.n; ++k) {
-    MPI_Request r;
-    check_mpi(MPI_Ibcast(sl.at(recvbuf, k), sl.count(k), l.type, 0, c.local, &r), kMpiInCluster);
-    steps.push_back(local_step(r));
-  }
+  for (int k = 0; k < sl.n; ++k) steps.push_back(cluster_bcast(c, sl.at(recvbuf, k), sl.count(k), l.type, 0));
   steps.insert(steps.end(), local.begin(), local.end());
   wait_steps(steps);
 }

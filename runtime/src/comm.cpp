@@ -5,13 +5,63 @@
 #include <algorithm>
 #include <numeric>
 
+#include "cluster_steps.h"
+
 namespace gridrt {
 namespace detail {
 
-CommImpl::~CommImpl() {
+namespace {
+void free_comm(MPI_Comm& comm) {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (local != MPI_COMM_NULL && !finalized) MPI_Comm_free(&local);
+  if (comm != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm);
+}
+}  // namespace
+
+CommImpl::~CommImpl() { free_comm(local); }
+
+NodeLevel::~NodeLevel() {
+  free_comm(node);
+  free_comm(leaders);
+}
+
+void NodeLevel::work_out(MPI_Comm local) {
+  int n = 0, me = 0;
+  MPI_Comm_size(local, &n);
+  MPI_Comm_rank(local, &me);
+  // Communicators are made rarely, so the blocking MPI calls here (MPI has no non-blocking
+  // split) cost little; the exchange is waited on under the wait policy.
+  check_mpi(MPI_Comm_split_type(local, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node), kMpiInCluster);
+  MPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN);
+  int in_node = 0;
+  MPI_Comm_rank(node, &in_node);
+  check_mpi(MPI_Comm_split(local, in_node == 0 ? 0 : MPI_UNDEFINED, me, &leaders), kMpiInCluster);
+  if (leaders != MPI_COMM_NULL) MPI_Comm_set_errhandler(leaders, MPI_ERRORS_RETURN);
+  // Every member learns every member's node: the local rank of its node's leader.
+  int my_leader = me;
+  MPI_Request r;
+  check_mpi(MPI_Ibcast(&my_leader, 1, MPI_INT, 0, node, &r), kMpiInCluster);
+  wait_mpi(&r, MPI_STATUS_IGNORE);
+  std::vector<int> leader_of(n);
+  check_mpi(MPI_Iallgather(&my_leader, 1, MPI_INT, leader_of.data(), 1, MPI_INT, local, &r), kMpiInCluster);
+  wait_mpi(&r, MPI_STATUS_IGNORE);
+  std::vector<int> node_number(n, -1);
+  nodes.clear();
+  node_of.assign(n, -1);
+  rank_in_node.assign(n, -1);
+  for (int m = 0; m < n; ++m) {  // a leader is its node's first member, so it comes first
+    int& number = node_number[leader_of[m]];
+    if (number < 0) {
+      number = static_cast<int>(nodes.size());
+      nodes.emplace_back();
+    }
+    node_of[m] = number;
+    rank_in_node[m] = static_cast<int>(nodes[number].size());
+    nodes[number].push_back(m);
+  }
+  contiguous = true;
+  for (const auto& members : nodes) contiguous &= members.back() - members.front() + 1 == static_cast<int>(members.size());
+  used = state().node_level && nodes.size() > 1 && static_cast<int>(nodes.size()) < n;
 }
 
 void CommImpl::work_out_topology() {
@@ -50,6 +100,7 @@ void CommImpl::work_out_topology() {
   }
   sites_contiguous = true;
   for (const auto& site : sites) sites_contiguous &= site.back() - site.front() + 1 == static_cast<int>(site.size());
+  nodes.work_out(local);
 }
 
 std::shared_ptr<CommImpl> CommImpl::make_world() {
@@ -120,6 +171,9 @@ Pending test_steps(Step* begin, Step* end) {
     if (s.remote) {
       if (remote_test(s.remote)) finish_remote(s);
       else p.remote = &s;
+    } else if (s.chain) {
+      s.done = advance(*s.chain);
+      p.mpi |= !s.done;
     } else {
       int flag = 0;
       MPI_Status st;
@@ -199,6 +253,8 @@ int Comm::cluster_of(int r) const {
   global_rank(r);  // checks r
   return impl().part_of[r];
 }
+
+int Comm::nodes_in_cluster() const { return static_cast<int>(impl().nodes.nodes.size()); }
 
 namespace {
 // A context above every one that any member is in (each process's next_context is), agreed

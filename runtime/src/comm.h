@@ -13,11 +13,39 @@
 
 namespace gridrt::detail {
 
+struct Chain;
+
+// The node level inside this process's cluster part of a communicator (seed 001 §3.1): the
+// members of `local` on each node, as MPI sees them (MPI_Comm_split_type shared, so
+// MPICH's cliques, MPIR_CVAR_NUM_CLIQUES, make several nodes of one machine for tests),
+// worked out once. cluster_steps.h composes the steps inside a cluster over it.
+struct NodeLevel {
+  enum { kNode = 0, kLeaders = 1 };
+  MPI_Comm node = MPI_COMM_NULL;     // this node's members of `local`, in local order
+  MPI_Comm leaders = MPI_COMM_NULL;  // each node's first member (its leader), in local order; null elsewhere
+  std::vector<std::vector<int>> nodes;     // each node's local ranks; nodes numbered by their leaders' order
+  std::vector<int> node_of, rank_in_node;  // of every local rank
+  bool contiguous = true;  // every node is a run of consecutive local ranks
+  // Several nodes, not all of one process (GRIDRT_NODE_LEVEL=off: never): the steps inside
+  // the cluster go through the node level.
+  bool used = false;
+  // Chains of stages in flight, in the order they were made, and the tickets of their
+  // stages on `node` and on `leaders` (cluster_steps.h).
+  std::uint64_t issued[2] = {0, 0}, started[2] = {0, 0};
+  std::vector<std::shared_ptr<Chain>> live;
+
+  NodeLevel() = default;
+  NodeLevel(const NodeLevel&) = delete;
+  ~NodeLevel();
+  void work_out(MPI_Comm local);
+};
+
 struct CommImpl {
   std::vector<int> members;  // global rank of each member, by rank here
   int me = -1;               // this process's rank here
   std::uint32_t context = 0; // its traffic through the relays (frame header context)
   MPI_Comm local = MPI_COMM_NULL;  // the members in this process's cluster, in rank order here
+  NodeLevel nodes;                 // and on each node
 
   // The topology below it (seed 001 §3.1), worked out once: the clusters holding members,
   // numbered by their first member ("parts"), the members of each in rank order, and each
@@ -76,7 +104,7 @@ struct CommImpl {
   // keep their order (MPI's non-overtaking rule, and the transport's per-stream order).
   int next_tag() { return static_cast<int>(calls++ % (static_cast<std::uint64_t>(std::min(state().tag_ub, kMaxTag)) + 1)); }
 
-  // `members` in rank order, me and local set: the rest follows.
+  // `members` in rank order, me and local set: the rest follows (collective over `local`).
   void work_out_topology();
   static std::shared_ptr<CommImpl> make_world();
 };
@@ -86,6 +114,7 @@ struct CommImpl {
 struct Step {
   MPI_Request mpi = MPI_REQUEST_NULL;
   std::shared_ptr<RemoteOp> remote;
+  std::shared_ptr<Chain> chain;  // MPI stages one after the other (cluster_steps.h)
   bool done = false;
   // A receive: the bytes its collective expects, and from whom (global rank). A member that
   // passes other counts than the rest makes a message of another size: that is an error
@@ -97,7 +126,7 @@ struct Step {
 Step send_to(CommImpl& c, int dst, int tag, const void* data, std::size_t bytes);
 Step receive_from(CommImpl& c, int src, int tag, void* data, std::size_t bytes);
 // An MPI collective already started on `local`, as a step.
-inline Step local_step(MPI_Request r) { return Step{r, nullptr, false}; }
+inline Step local_step(MPI_Request r) { return Step{r, nullptr, nullptr, false}; }
 // Waits for every step: MPI ones tested under the wait policy, remote ones completed by
 // the transport's thread (blocking on it when nothing else is pending).
 void wait_steps(std::vector<Step>& steps);

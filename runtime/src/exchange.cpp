@@ -7,7 +7,7 @@
 #include <numeric>
 #include <optional>
 
-#include "coll_support.h"
+#include "cluster_steps.h"
 #include "trees.h"
 
 namespace gridrt {
@@ -33,19 +33,8 @@ void gatherv_hier(CommImpl& c, const void* sendbuf, int sendcount, const Blocks&
   const std::vector<char> mine = in_place ? std::vector<char>() : packed_copy(Layout(type, sendcount), sendbuf);
   // 1. Each cluster's blocks gather at its entry point, in the cluster's order.
   const auto& part = c.parts[p];
-  std::vector<char> blob = mine;
-  if (part.size() > 1) {
-    int my_bytes = static_cast<int>(mine.size());
-    std::vector<int> sizes(is_entry ? part.size() : 0);
-    MPI_Request r;
-    check_mpi(MPI_Igather(&my_bytes, 1, MPI_INT, sizes.data(), 1, MPI_INT, local_root, c.local, &r), kMpiInCluster);
-    wait_local(r);
-    const ByteCounts bc(std::vector<std::size_t>(sizes.begin(), sizes.end()));
-    blob.assign(bc.total(), 0);
-    check_mpi(MPI_Igatherv(mine.data(), my_bytes, MPI_BYTE, blob.data(), bc.counts.data(), bc.displs.data(), MPI_BYTE, local_root,
-                 c.local, &r), kMpiInCluster);
-    wait_local(r);
-  }
+  std::vector<std::size_t> sizes;
+  std::vector<char> blob = part.size() > 1 ? cluster_gatherv(c, mine, local_root, nullptr, &sizes) : mine;
   auto unpack_own_cluster = [&] {  // at the root
     std::vector<int> members = part;
     if (in_place) members.erase(std::find(members.begin(), members.end(), root));
@@ -190,11 +179,7 @@ void scatterv_hier(CommImpl& c, const Blocks& in, void* recvbuf, int recvcount, 
   const Layout mine(type, keep ? 0 : recvcount);
   std::vector<char> got(mine.packed);
   if (part.size() > 1) {
-    const ByteCounts bc(std::vector<std::size_t>(sizes.begin(), sizes.end()));
-    MPI_Request r;
-    check_mpi(MPI_Iscatterv(blob.data(), bc.counts.data(), bc.displs.data(), MPI_BYTE, got.data(), static_cast<int>(got.size()), MPI_BYTE,
-                  local_root, c.local, &r), kMpiInCluster);
-    wait_local(r);
+    cluster_scatterv(c, blob, std::vector<std::size_t>(sizes.begin(), sizes.end()), local_root, got);
   } else if (!keep) {
     got.assign(blob.begin(), blob.begin() + static_cast<std::ptrdiff_t>(mine.packed));
   }
@@ -256,12 +241,9 @@ void allgatherv_hier(CommImpl& c, const void* sendbuf, int sendcount, const Bloc
   std::vector<std::vector<char>> from(c.parts.size());  // each cluster's blocks
   from[p] = mine;
   if (part.size() > 1) {
-    const ByteCounts bc(packed_sizes(out, part));
-    from[p].assign(c.is_leader() ? bc.total() : 0, 0);
-    MPI_Request r;
-    check_mpi(MPI_Igatherv(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, from[p].data(), bc.counts.data(), bc.displs.data(),
-                 MPI_BYTE, 0, c.local, &r), kMpiInCluster);
-    wait_local(r);
+    const std::vector<std::size_t> known = packed_sizes(out, part);
+    std::vector<std::size_t> sizes;
+    from[p] = cluster_gatherv(c, mine, 0, &known, &sizes);
   }
   std::size_t total = 0;
   for (const auto& q : c.parts) total += out.packed(q);
@@ -317,9 +299,7 @@ void allgatherv_hier(CommImpl& c, const void* sendbuf, int sendcount, const Bloc
   all.resize(total);
   if (part.size() > 1 && total > 0) {
     if (total > static_cast<std::size_t>(INT32_MAX)) throw Error("gridrt: a collective's data inside a cluster is limited to 2 GiB");
-    MPI_Request r;
-    check_mpi(MPI_Ibcast(all.data(), static_cast<int>(total), MPI_BYTE, 0, c.local, &r), kMpiInCluster);
-    wait_local(r);
+    wait_step(cluster_bcast(c, all.data(), static_cast<int>(total), MPI_BYTE, 0));
   }
   const char* at = all.data();
   for (const auto& q : c.parts) {

@@ -151,6 +151,9 @@ class Comm {
   int global_rank(int r) const;  // the job-wide rank of member r
   int num_clusters() const;      // clusters holding members
   int cluster_of(int r) const;   // in [0, num_clusters()), clusters numbered by first member
+  // Nodes holding the members in this process's cluster, as MPI sees them (shared memory:
+  // MPI_Comm_split_type). With more than one, collectives also enter every node once.
+  int nodes_in_cluster() const;
 
   void barrier(Algo algo = Algo::kDefault) const;
   void bcast(void* buf, int count, MPI_Datatype type, int root, Algo algo = Algo::kDefault) const;

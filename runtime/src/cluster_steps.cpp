@@ -1,0 +1,383 @@
+// The steps inside a cluster: MPICH collectives on the part's `local` communicator, or
+// composed over the node level when the part spans several nodes (cluster_steps.h).
+#include "cluster_steps.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+namespace gridrt::detail {
+
+namespace {
+
+using Start = std::function<int(MPI_Request*)>;
+
+// A chain being made: stages are added in order, then it becomes a step.
+struct ChainBuilder {
+  NodeLevel& level;
+  std::shared_ptr<Chain> chain = std::make_shared<Chain>();
+  explicit ChainBuilder(NodeLevel& l) : level(l) { chain->level = &l; }
+  ChainBuilder& then(int on, Start start) {
+    chain->stages.push_back({on, 0, std::move(start)});
+    return *this;
+  }
+  void* scratch(const Layout& l) { return chain->scratch.emplace_back(l).get(); }
+  // Every stage takes its ticket now, in the order chains are made; the first stage starts
+  // at once if its turn has come.
+  Step step() {
+    for (auto& s : chain->stages) s.ticket = level.issued[s.on]++;
+    level.live.push_back(chain);
+    Step st;
+    st.chain = chain;
+    st.done = advance(*chain);
+    return st;
+  }
+};
+
+// Moves one chain on as far as it can go now.
+void progress(NodeLevel& level, Chain& ch) {
+  for (;;) {
+    if (ch.current != MPI_REQUEST_NULL) {
+      int flag = 0;
+      check_mpi(MPI_Test(&ch.current, &flag, MPI_STATUS_IGNORE), kMpiInCluster);
+      if (!flag) return;
+    }
+    if (ch.next == ch.stages.size()) {
+      ch.done = true;
+      return;
+    }
+    const Chain::Stage& s = ch.stages[ch.next];
+    if (level.started[s.on] != s.ticket) return;  // an earlier chain's stage there comes first
+    check_mpi(s.start(&ch.current), kMpiInCluster);
+    ++level.started[s.on];
+    ++ch.next;
+  }
+}
+
+struct Where {  // this member in its part's node level
+  const NodeLevel& level;
+  int me;    // local rank
+  int node;  // its node
+  bool leads() const { return level.rank_in_node[me] == 0; }
+  explicit Where(const CommImpl& c) : level(c.nodes), me(c.index_in_part[c.me]), node(c.nodes.node_of[me]) {}
+};
+
+// A reduction may go through the node level when it keeps rank order: the operation
+// commutes, or nodes are runs of consecutive ranks (then node order is rank order).
+bool nodes_keep_order(const NodeLevel& level, MPI_Op op) { return level.used && (level.contiguous || commutative(op)); }
+
+constexpr int kNodeTag = 0;  // point-to-point on a node's private communicator
+
+void wait(MPI_Request& r) { wait_mpi(&r, MPI_STATUS_IGNORE); }
+
+int byte_count(std::size_t bytes) {
+  if (bytes > static_cast<std::size_t>(INT32_MAX)) throw Error("gridrt: a collective's data inside a cluster is limited to 2 GiB");
+  return static_cast<int>(bytes);
+}
+
+// The elements of `v` at `which`, in that order.
+template <typename T>
+std::vector<T> pick(const std::vector<T>& v, const std::vector<int>& which) {
+  std::vector<T> out;
+  for (int i : which) out.push_back(v[i]);
+  return out;
+}
+
+}  // namespace
+
+bool advance(Chain& chain) {
+  NodeLevel& level = *chain.level;
+  for (std::size_t i = 0; i < level.live.size(); ++i) progress(level, *level.live[i]);
+  level.live.erase(std::remove_if(level.live.begin(), level.live.end(), [](const auto& ch) { return ch->done; }), level.live.end());
+  return chain.done;
+}
+
+// Broadcast: the root's node first (from the root), then between leaders (from the root's
+// node's leader), then inside every other node (from its leader).
+Step cluster_bcast(CommImpl& c, void* buf, int count, MPI_Datatype type, int root) {
+  if (!c.nodes.used) {
+    MPI_Request r;
+    check_mpi(MPI_Ibcast(buf, count, type, root, c.local, &r), kMpiInCluster);
+    return local_step(r);
+  }
+  const Where w(c);
+  const NodeLevel& lv = c.nodes;
+  const int root_node = lv.node_of[root];
+  auto in_node = [buf, count, type, node = lv.node](int from) { return [=](MPI_Request* r) { return MPI_Ibcast(buf, count, type, from, node, r); }; };
+  const Start between = [buf, count, type, root_node, leaders = lv.leaders](MPI_Request* r) {
+    return MPI_Ibcast(buf, count, type, root_node, leaders, r);
+  };
+  ChainBuilder b(c.nodes);
+  if (w.node == root_node) {
+    b.then(NodeLevel::kNode, in_node(lv.rank_in_node[root]));
+    if (w.leads()) b.then(NodeLevel::kLeaders, between);
+  } else {
+    if (w.leads()) b.then(NodeLevel::kLeaders, between);
+    b.then(NodeLevel::kNode, in_node(0));
+  }
+  return b.step();
+}
+
+// Reduction: every node to its leader, leaders to the root's node's leader (in node order),
+// which hands the result to the root when it is another member of its node.
+Step cluster_reduce(CommImpl& c, const void* sendbuf, void* recvbuf, const Layout& l, MPI_Op op, int root) {
+  if (!nodes_keep_order(c.nodes, op)) {
+    MPI_Request r;
+    check_mpi(MPI_Ireduce(sendbuf, recvbuf, l.count, l.type, op, root, c.local, &r), kMpiInCluster);
+    return local_step(r);
+  }
+  const Where w(c);
+  const NodeLevel& lv = c.nodes;
+  const int root_node = lv.node_of[root];
+  const bool is_root = w.me == root, root_leads = lv.rank_in_node[root] == 0;
+  const int count = l.count;
+  const MPI_Datatype type = l.type;
+  ChainBuilder b(c.nodes);
+  // In place at the root, its contribution is in recvbuf: the node's reduction takes it
+  // from there (MPI_IN_PLACE itself only where the root is that reduction's root).
+  const void* mine = sendbuf == MPI_IN_PLACE && !w.leads() ? recvbuf : sendbuf;
+  void* partial = !w.leads() ? nullptr : is_root ? recvbuf : b.scratch(l);
+  b.then(NodeLevel::kNode, [=, node = lv.node](MPI_Request* r) { return MPI_Ireduce(mine, partial, count, type, op, 0, node, r); });
+  if (w.leads()) {
+    void* result = is_root ? recvbuf : w.node == root_node ? b.scratch(l) : nullptr;
+    const void* in = is_root ? MPI_IN_PLACE : partial;
+    b.then(NodeLevel::kLeaders, [=, leaders = lv.leaders](MPI_Request* r) { return MPI_Ireduce(in, result, count, type, op, root_node, leaders, r); });
+    if (w.node == root_node && !root_leads)
+      b.then(NodeLevel::kNode, [=, to = lv.rank_in_node[root], node = lv.node](MPI_Request* r) {
+        return MPI_Isend(result, count, type, to, kNodeTag, node, r);
+      });
+  } else if (is_root) {
+    b.then(NodeLevel::kNode, [=, node = lv.node](MPI_Request* r) { return MPI_Irecv(recvbuf, count, type, 0, kNodeTag, node, r); });
+  }
+  return b.step();
+}
+
+// Every node reduces to its leader, leaders allreduce, every leader hands the result to its node.
+Step cluster_allreduce(CommImpl& c, const void* sendbuf, void* recvbuf, const Layout& l, MPI_Op op) {
+  if (!nodes_keep_order(c.nodes, op)) {
+    MPI_Request r;
+    check_mpi(MPI_Iallreduce(sendbuf, recvbuf, l.count, l.type, op, c.local, &r), kMpiInCluster);
+    return local_step(r);
+  }
+  const Where w(c);
+  const int count = l.count;
+  const MPI_Datatype type = l.type;
+  const MPI_Comm node = c.nodes.node, leaders = c.nodes.leaders;
+  const bool leads = w.leads();
+  const void* mine = sendbuf == MPI_IN_PLACE && !leads ? recvbuf : sendbuf;
+  ChainBuilder b(c.nodes);
+  b.then(NodeLevel::kNode, [=](MPI_Request* r) { return MPI_Ireduce(mine, leads ? recvbuf : nullptr, count, type, op, 0, node, r); });
+  if (leads) b.then(NodeLevel::kLeaders, [=](MPI_Request* r) { return MPI_Iallreduce(MPI_IN_PLACE, recvbuf, count, type, op, leaders, r); });
+  b.then(NodeLevel::kNode, [=](MPI_Request* r) { return MPI_Ibcast(recvbuf, count, type, 0, node, r); });
+  return b.step();
+}
+
+Step cluster_arrive(CommImpl& c) {
+  if (!c.nodes.used) {
+    MPI_Request r;
+    check_mpi(MPI_Ibarrier(c.local, &r), kMpiInCluster);
+    return local_step(r);
+  }
+  ChainBuilder b(c.nodes);
+  b.then(NodeLevel::kNode, [node = c.nodes.node](MPI_Request* r) { return MPI_Ibarrier(node, r); });
+  if (Where(c).leads()) b.then(NodeLevel::kLeaders, [leaders = c.nodes.leaders](MPI_Request* r) { return MPI_Ibarrier(leaders, r); });
+  return b.step();
+}
+
+Step cluster_release(CommImpl& c) {
+  if (!c.nodes.used) return cluster_arrive(c);  // one barrier on `local` either way
+  ChainBuilder b(c.nodes);
+  if (Where(c).leads()) b.then(NodeLevel::kLeaders, [leaders = c.nodes.leaders](MPI_Request* r) { return MPI_Ibarrier(leaders, r); });
+  b.then(NodeLevel::kNode, [node = c.nodes.node](MPI_Request* r) { return MPI_Ibarrier(node, r); });
+  return b.step();
+}
+
+void cluster_barrier(CommImpl& c) {
+  wait_step(cluster_arrive(c));
+  if (c.nodes.used) wait_step(cluster_release(c));  // else arriving was a whole barrier
+}
+
+namespace {
+// Bytes of every member at `root` of `comm`, one after the other, `sizes` (known at the root) each.
+std::vector<char> gather_bytes(const std::vector<char>& mine, const std::vector<std::size_t>& sizes, int root, bool at_root, MPI_Comm comm) {
+  const ByteCounts bc(sizes);
+  std::vector<char> all(at_root ? bc.total() : 0);
+  MPI_Request r;
+  check_mpi(MPI_Igatherv(mine.data(), byte_count(mine.size()), MPI_BYTE, all.data(), bc.counts.data(), bc.displs.data(), MPI_BYTE, root, comm, &r),
+            kMpiInCluster);
+  wait(r);
+  return all;
+}
+// The reverse: member i gets sizes[i] bytes of `all` (at the root) into `got`.
+void scatter_bytes(const std::vector<char>& all, const std::vector<std::size_t>& sizes, int root, MPI_Comm comm, std::vector<char>& got) {
+  const ByteCounts bc(sizes);
+  MPI_Request r;
+  check_mpi(MPI_Iscatterv(all.data(), bc.counts.data(), bc.displs.data(), MPI_BYTE, got.data(), byte_count(got.size()), MPI_BYTE, root, comm, &r),
+            kMpiInCluster);
+  wait(r);
+}
+
+// Sizes travel as bytes.
+std::vector<char> as_bytes(const std::vector<std::size_t>& sizes) {
+  std::vector<char> out(sizes.size() * sizeof(std::size_t));
+  if (!out.empty()) std::memcpy(out.data(), sizes.data(), out.size());
+  return out;
+}
+std::vector<std::size_t> as_sizes(const std::vector<char>& bytes) {
+  std::vector<std::size_t> out(bytes.size() / sizeof(std::size_t));
+  if (!out.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());
+  return out;
+}
+// `groups` of members, `each` bytes per member: the byte counts of each group.
+std::vector<std::size_t> per_group(const std::vector<std::vector<int>>& groups, std::size_t each) {
+  std::vector<std::size_t> out;
+  for (const auto& g : groups) out.push_back(g.size() * each);
+  return out;
+}
+// Sizes of everyone's bytes at `root` of `comm` (each member gives its own).
+std::vector<std::size_t> gather_sizes(std::size_t mine, int members, bool at_root, int root, MPI_Comm comm) {
+  return as_sizes(gather_bytes(as_bytes({mine}), std::vector<std::size_t>(members, sizeof(std::size_t)), root, at_root, comm));
+}
+
+// Members' blocks, sizes[m] bytes for member m, laid one after the other in the order `from`
+// lists the members, laid out again in the order `to` lists them.
+std::vector<char> reorder(const std::vector<char>& blob, const std::vector<std::size_t>& sizes, const std::vector<int>& from, const std::vector<int>& to) {
+  std::vector<std::size_t> offset(sizes.size());
+  std::size_t at = 0;
+  for (int m : from) {
+    offset[m] = at;
+    at += sizes[m];
+  }
+  std::vector<char> out;
+  out.reserve(at);
+  for (int m : to) out.insert(out.end(), blob.begin() + static_cast<std::ptrdiff_t>(offset[m]), blob.begin() + static_cast<std::ptrdiff_t>(offset[m] + sizes[m]));
+  return out;
+}
+std::vector<int> rank_order(int n) {
+  std::vector<int> v(n);
+  std::iota(v.begin(), v.end(), 0);
+  return v;
+}
+// The local ranks node after node.
+std::vector<int> node_order(const NodeLevel& lv) {
+  std::vector<int> v;
+  for (const auto& members : lv.nodes) v.insert(v.end(), members.begin(), members.end());
+  return v;
+}
+
+// Point-to-point inside a node, waited on.
+void node_send(const char* data, std::size_t bytes, int to, MPI_Comm node) {
+  MPI_Request r;
+  check_mpi(MPI_Isend(data, byte_count(bytes), MPI_BYTE, to, kNodeTag, node, &r), kMpiInCluster);
+  wait(r);
+}
+void node_recv(std::vector<char>& data, int from, MPI_Comm node) {
+  MPI_Request r;
+  check_mpi(MPI_Irecv(data.data(), byte_count(data.size()), MPI_BYTE, from, kNodeTag, node, &r), kMpiInCluster);
+  wait(r);
+}
+std::size_t sum(const std::vector<std::size_t>& v) { return std::accumulate(v.begin(), v.end(), std::size_t{0}); }
+}  // namespace
+
+// Gather: inside every node to its leader, then the nodes' blocks between leaders to the
+// root's node's leader, which puts them in rank order and hands them to the root when it is
+// another member of its node.
+std::vector<char> cluster_gatherv(CommImpl& c, const std::vector<char>& mine, int root, const std::vector<std::size_t>* known,
+                                  std::vector<std::size_t>* sizes) {
+  const int n = local_size(c);
+  const Where w(c);
+  const bool at_root = w.me == root;
+  if (!c.nodes.used) {
+    *sizes = known ? *known : gather_sizes(mine.size(), n, at_root, root, c.local);
+    return gather_bytes(mine, *sizes, root, at_root, c.local);
+  }
+  const NodeLevel& lv = c.nodes;
+  const int root_node = lv.node_of[root];
+  const bool here = w.node == root_node;  // in the root's node
+  const auto& node = lv.nodes[w.node];
+  const std::vector<std::size_t> node_sizes =
+      known ? pick(*known, node) : gather_sizes(mine.size(), static_cast<int>(node.size()), w.leads(), 0, lv.node);
+  const std::vector<char> node_blob = gather_bytes(mine, node_sizes, 0, w.leads(), lv.node);
+  std::vector<std::size_t> all_sizes(n);
+  std::vector<char> all;
+  if (w.leads()) {
+    // Every member's size (only the root's node's leader needs them) ...
+    if (known) {
+      all_sizes = *known;
+    } else {
+      const std::vector<std::size_t> by_node = as_sizes(gather_bytes(as_bytes(node_sizes), per_group(lv.nodes, sizeof(std::size_t)), root_node, here, lv.leaders));
+      if (here) {
+        const std::vector<int> order = node_order(lv);
+        for (std::size_t i = 0; i < order.size(); ++i) all_sizes[order[i]] = by_node[i];
+      }
+    }
+    // ... and every node's blocks.
+    std::vector<std::size_t> node_totals;
+    for (const auto& members : lv.nodes) node_totals.push_back(sum(pick(all_sizes, members)));
+    const std::vector<char> blob = gather_bytes(node_blob, node_totals, root_node, here, lv.leaders);
+    if (here) {
+      all = reorder(blob, all_sizes, node_order(lv), rank_order(n));
+      if (!at_root) {
+        const std::vector<char> raw = as_bytes(all_sizes);
+        node_send(raw.data(), raw.size(), lv.rank_in_node[root], lv.node);
+        node_send(all.data(), all.size(), lv.rank_in_node[root], lv.node);
+      }
+    }
+  } else if (at_root) {
+    std::vector<char> raw(n * sizeof(std::size_t));
+    node_recv(raw, 0, lv.node);
+    all_sizes = as_sizes(raw);
+    all.resize(sum(all_sizes));
+    node_recv(all, 0, lv.node);
+  }
+  *sizes = at_root ? all_sizes : std::vector<std::size_t>();
+  return all;
+}
+
+// Scatter: the reverse of cluster_gatherv: the root hands everything to its node's leader
+// when it is another member, that leader scatters each node's blocks (and their sizes) to
+// the node's leader, and every leader scatters inside its node.
+void cluster_scatterv(CommImpl& c, const std::vector<char>& blob, const std::vector<std::size_t>& sizes, int root, std::vector<char>& got) {
+  if (!c.nodes.used) return scatter_bytes(blob, sizes, root, c.local, got);
+  const int n = local_size(c);
+  const Where w(c);
+  const NodeLevel& lv = c.nodes;
+  const int root_node = lv.node_of[root];
+  const bool here = w.node == root_node, root_leads = lv.rank_in_node[root] == 0;
+  std::vector<std::size_t> all_sizes = sizes;
+  std::vector<char> received;
+  const std::vector<char>* all = &blob;
+  if (w.me == root && !root_leads) {
+    const std::vector<char> raw = as_bytes(sizes);
+    node_send(raw.data(), raw.size(), 0, lv.node);
+    node_send(blob.data(), sum(sizes), 0, lv.node);  // (blob may go on with other clusters' blocks)
+  } else if (w.leads() && here && !root_leads) {
+    std::vector<char> raw(n * sizeof(std::size_t));
+    node_recv(raw, lv.rank_in_node[root], lv.node);
+    all_sizes = as_sizes(raw);
+    received.resize(sum(all_sizes));
+    node_recv(received, lv.rank_in_node[root], lv.node);
+    all = &received;
+  }
+  const auto& node = lv.nodes[w.node];
+  std::vector<std::size_t> node_sizes(node.size());
+  std::vector<char> node_blob;
+  if (w.leads()) {
+    std::vector<char> sizes_by_node, blocks_by_node;
+    std::vector<std::size_t> block_totals;
+    if (here) {
+      const std::vector<int> order = node_order(lv);
+      sizes_by_node = as_bytes(pick(all_sizes, order));
+      blocks_by_node = reorder(*all, all_sizes, rank_order(n), order);
+      for (const auto& members : lv.nodes) block_totals.push_back(sum(pick(all_sizes, members)));
+    }
+    std::vector<char> raw(node.size() * sizeof(std::size_t));
+    scatter_bytes(sizes_by_node, per_group(lv.nodes, sizeof(std::size_t)), root_node, lv.leaders, raw);
+    node_sizes = as_sizes(raw);
+    node_blob.resize(sum(node_sizes));
+    scatter_bytes(blocks_by_node, block_totals, root_node, lv.leaders, node_blob);
+  }
+  scatter_bytes(node_blob, node_sizes, 0, lv.node, got);
+}
+
+}  // namespace gridrt::detail

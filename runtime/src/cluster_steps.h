@@ -1,0 +1,63 @@
+// The steps of a hierarchical collective inside one cluster part of a grid communicator:
+// MPICH non-blocking collectives on `local`, or, when the part spans several nodes, the
+// same operation composed over the node level (seed 001 §3.1: levels node, cluster, site):
+// each node's members meet on their node's communicator (shared memory, MPI_Comm_split_type),
+// and one process per node, its leader, speaks for the node to the others. Data enters every
+// node once, as it enters every cluster and site once higher up.
+//
+// A composed operation is a Chain of MPI stages run one after the other (e.g. a broadcast:
+// between node leaders, then inside each node). Chains are steps like any other, so a
+// pipeline keeps many in flight; MPI wants the collectives on one communicator started in
+// the same order everywhere, so every stage takes a ticket in its communicator's order when
+// its chain is made (the same order in every member: collectives make their steps in the
+// same order) and starts only when its turn has come.
+#pragma once
+
+#include <deque>
+#include <functional>
+
+#include "coll_support.h"
+
+namespace gridrt::detail {
+
+struct Chain {
+  struct Stage {
+    int on;  // NodeLevel::kNode or NodeLevel::kLeaders
+    std::uint64_t ticket;
+    std::function<int(MPI_Request*)> start;  // starts it, returns MPI's code
+  };
+  NodeLevel* level = nullptr;
+  std::vector<Stage> stages;
+  std::size_t next = 0;  // the stage to start when the current one has completed
+  MPI_Request current = MPI_REQUEST_NULL;
+  bool done = false;
+  std::deque<Scratch> scratch;  // partial results held between stages
+};
+
+// Each returns a step that completes when this member's part is done; the arguments mean
+// what they mean for the MPI call named, on `local` (roots are ranks in `local`).
+Step cluster_bcast(CommImpl& c, void* buf, int count, MPI_Datatype type, int root);
+// MPI_Ireduce; sendbuf may be MPI_IN_PLACE at the root.
+Step cluster_reduce(CommImpl& c, const void* sendbuf, void* recvbuf, const Layout& l, MPI_Op op, int root);
+Step cluster_allreduce(CommImpl& c, const void* sendbuf, void* recvbuf, const Layout& l, MPI_Op op);
+// A barrier in two halves, for a grid barrier that does its wide-area part in between:
+// after `arrive` completes at the part's leader (local rank 0), every member has arrived;
+// `release` completes at a member once the leader has joined it.
+Step cluster_arrive(CommImpl& c);
+Step cluster_release(CommImpl& c);
+void cluster_barrier(CommImpl& c);
+// MPI_Igatherv of bytes at `root`: every member's `mine`, returned at the root in local rank
+// order (empty elsewhere), with each member's size in *sizes there. `known`: every member's
+// size, when everyone knows them (else they are gathered first).
+std::vector<char> cluster_gatherv(CommImpl& c, const std::vector<char>& mine, int root, const std::vector<std::size_t>* known,
+                                  std::vector<std::size_t>* sizes);
+// MPI_Iscatterv of bytes from `root`: member m gets sizes[m] bytes of `blob` (both in local
+// rank order, at the root only; blob may go on beyond them), into `got`, which holds what
+// this member expects.
+void cluster_scatterv(CommImpl& c, const std::vector<char>& blob, const std::vector<std::size_t>& sizes, int root, std::vector<char>& got);
+
+// Chain steps are advanced here (comm.cpp's wait loops call it): starts the stages whose
+// turn has come, across every chain in flight on the level. True when `chain` is done.
+bool advance(Chain& chain);
+
+}  // namespace gridrt::detail
