@@ -667,7 +667,7 @@ TEST(EndToEnd, CollectivesMatchTheirReferencesOnGridsOfOneTwoAndThreeClusters) {
   expect_nothing_left();
 }
 
-// The node level inside clusters: MPICH's cliques (MPIR_CVAR_NUM_CLIQUES, its test facility)
+// The node level inside clusters (GRIDRT_NODE_LEVEL=on): MPICH's cliques (MPIR_CVAR_NUM_CLIQUES, its test facility)
 // make MPI_Comm_split_type see two nodes on this machine, every other rank on each, so the
 // clusters of 3 and 4 processes span two nodes whose members are not runs of ranks (and are,
 // in coll_check's shuffled communicator); pipelined in small slices, many composed steps are
@@ -676,6 +676,7 @@ TEST(EndToEnd, CollectivesMatchTheirReferencesWhenClustersSpanSeveralNodes) {
   const std::string job = helloworld_running("coll_check");
   const std::string grid = grid_with_sites({{"A", 3}, {"B", 4}});
   ::setenv("MPIR_CVAR_NUM_CLIQUES", "2", 1);
+  ::setenv("GRIDRT_NODE_LEVEL", "on", 1);
   for (const char* slice : {"65536", "1024"}) {
     ::setenv("GRIDRT_SLICE", slice, 1);
     const Outcome r = gridrun({"--grid", grid, job});
@@ -684,6 +685,7 @@ TEST(EndToEnd, CollectivesMatchTheirReferencesWhenClustersSpanSeveralNodes) {
   }
   ::unsetenv("GRIDRT_SLICE");
   ::unsetenv("MPIR_CVAR_NUM_CLIQUES");
+  ::unsetenv("GRIDRT_NODE_LEVEL");
   expect_nothing_left();
 }
 
@@ -791,7 +793,8 @@ TEST(EndToEnd, ACollectiveWithMismatchedCountsFailsClearly) {
 // A bad setting stops every process at init with the variable, its value and what it may be.
 TEST(EndToEnd, BadSettingsAreNamedAtInit) {
   const std::pair<const char*, const char*> bad[] = {
-      {"GRIDRT_WINDOW", "12abc"}, {"GRIDRT_SLICE", "5"}, {"GRIDRT_COLL", "fast"}, {"GRIDRT_WAIT", "nap"}, {"GRIDRT_INIT_TIMEOUT", "-3"}};
+      {"GRIDRT_WINDOW", "12abc"}, {"GRIDRT_SLICE", "5"}, {"GRIDRT_COLL", "fast"}, {"GRIDRT_WAIT", "nap"}, {"GRIDRT_INIT_TIMEOUT", "-3"},
+      {"GRIDRT_NODE_LEVEL", "yes"}};
   for (const auto& [name, value] : bad) {
     ::setenv(name, value, 1);
     const Outcome r = gridrun({"-n", "2", kSrc + "/jobprofiles/helloworld.xml"});

@@ -150,7 +150,7 @@ void init(int* argc, char*** argv, int required) {
   s->policy = detail::choice_from_env<WaitPolicy>("GRIDRT_WAIT", {{"yield", WaitPolicy::kYield}, {"spin", WaitPolicy::kSpin}, {"sleep", WaitPolicy::kSleep}});
   s->algo = detail::choice_from_env<Algo>("GRIDRT_COLL", {{"auto", Algo::kAuto}, {"hier", Algo::kHier}, {"flat", Algo::kFlat}});
   s->slice = detail::number_from_env("GRIDRT_SLICE", 64 * 1024, 1024, 1ull << 30, "bytes");
-  s->node_level = detail::choice_from_env<bool>("GRIDRT_NODE_LEVEL", {{"on", true}, {"off", false}});
+  s->node_level = detail::choice_from_env<bool>("GRIDRT_NODE_LEVEL", {{"off", false}, {"on", true}});
   const std::size_t window = detail::number_from_env("GRIDRT_WINDOW", 512 * 1024, detail::RelayTransport::kMinWindow, 1ull << 32, "bytes");
   const long timeout_s = static_cast<long>(detail::number_from_env("GRIDRT_INIT_TIMEOUT", 300, 1, 1000000, "seconds"));
   MPI_Comm_rank(MPI_COMM_WORLD, &s->local_rank);

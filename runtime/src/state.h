@@ -42,7 +42,7 @@ struct State {
   std::vector<std::string> cluster_names;
   Algo algo = Algo::kAuto;           // GRIDRT_COLL: what Algo::kDefault means
   std::size_t slice = 64 * 1024;     // GRIDRT_SLICE: bytes per slice of pipelined collectives
-  bool node_level = true;            // GRIDRT_NODE_LEVEL: collectives compose over nodes inside a cluster
+  bool node_level = false;           // GRIDRT_NODE_LEVEL: collectives compose over nodes inside a cluster
   std::shared_ptr<CommImpl> world_comm;             // Comm::world()
   std::uint32_t next_context = kFirstCommContext;   // above every context this process is in
 };
