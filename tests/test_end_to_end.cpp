@@ -707,7 +707,7 @@ std::string json_field(const std::string& line, const std::string& key) {
 TEST(EndToEnd, GridbenchReportsEveryFieldAndTheWanMessagesEachAlgorithmMustSend) {
   dirs_before = gridrun_dirs();
   const Outcome r = start_program("gridbench", {"--clusters", "3", "--ranks-per-cluster", "2", "--emulate-wan", "5ms", "--op",
-                                                "barrier,bcast,gather,scatter,alltoall", "--algo", "hier,flat", "--sizes", "8:8",
+                                                "barrier,bcast,gather,scatter,alltoall", "--algo", "hier,flat,auto", "--sizes", "8:8",
                                                 "--iters", "3", "--json"},
                                     "gridbench")
                         .finish();
@@ -722,7 +722,7 @@ TEST(EndToEnd, GridbenchReportsEveryFieldAndTheWanMessagesEachAlgorithmMustSend)
     EXPECT_EQ(json_field(line, "ranks"), "6");
     line_of[json_field(line, "op") + " " + json_field(line, "algo")] = line;
   }
-  ASSERT_EQ(line_of.size(), 10u) << r.out;
+  ASSERT_EQ(line_of.size(), 15u) << r.out;  // 5 ops x 3 algos
   // C = 3 clusters of p = 2, P = 6.
   const std::pair<const char*, const char*> wan_msgs[] = {
       {"barrier hier", "6.00"},   // leaders all-to-all: C (C - 1)
@@ -732,6 +732,8 @@ TEST(EndToEnd, GridbenchReportsEveryFieldAndTheWanMessagesEachAlgorithmMustSend)
       {"alltoall hier", "12.00"}, // P (C - 1)
       {"alltoall flat", "24.00"}, // P (P - p)
       {"barrier flat", "15.00"},  // dissemination: ceil(log2 6) = 3 rounds x 6, minus the local ones
+      {"alltoall auto", "12.00"}, // across sites auto is hier
+      {"bcast auto", "2.00"},
   };
   for (const auto& [key, msgs] : wan_msgs) EXPECT_EQ(json_field(line_of[key], "wan_msgs"), msgs) << key << ": " << line_of[key];
   // (Times are not checked: a call's time on one process depends on when the others left

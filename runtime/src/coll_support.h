@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "choice.h"
 #include "comm.h"
 
 namespace gridrt::detail {
@@ -215,13 +216,13 @@ inline std::vector<int> with_part(std::vector<int> which, int mine) {
   return which;
 }
 
-// What an Algo means for one call. Hierarchical reductions need the clusters' members to
-// be runs of consecutive ranks, and each site's clusters consecutive, when the operation
-// is not commutative (they fold clusters and sites in order); otherwise the flat
-// algorithm, which keeps rank order, is used.
-inline Algo choose(Algo asked, const CommImpl& c, bool order_sensitive = false) {
+// What an Algo means for one call of `op` moving `bytes` (choice.h says which size).
+// Hierarchical reductions need the clusters' members to be runs of consecutive ranks, and
+// each site's clusters consecutive, when the operation is not commutative (they fold
+// clusters and sites in order); otherwise the flat algorithm, which keeps rank order, is used.
+inline Algo choose(Algo asked, const CommImpl& c, Coll op, std::size_t bytes, bool order_sensitive = false) {
   Algo a = asked == Algo::kDefault ? state().algo : asked;
-  if (a == Algo::kAuto) a = Algo::kHier;  // never slower across a WAN (docs/algorithms.md, "Choosing")
+  if (a == Algo::kAuto) a = auto_picks_flat(c.sites.size(), c.parts.size(), op, bytes) ? Algo::kFlat : Algo::kHier;
   if (a == Algo::kHier && order_sensitive && !(c.parts_contiguous && c.sites_contiguous)) a = Algo::kFlat;
   return a;
 }

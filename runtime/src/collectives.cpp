@@ -373,7 +373,7 @@ using detail::Layout;
 
 void Comm::barrier(Algo algo) const {
   detail::CommImpl& c = impl();
-  if (choose(algo, c) == Algo::kFlat) detail::barrier_flat(c);
+  if (choose(algo, c, detail::Coll::kBarrier, 0) == Algo::kFlat) detail::barrier_flat(c);
   else detail::barrier_hier(c);
 }
 
@@ -381,7 +381,7 @@ void Comm::bcast(void* buf, int count, MPI_Datatype type, int root, Algo algo) c
   detail::CommImpl& c = impl();
   detail::check_root(c, root);
   const Layout l(type, count);
-  if (choose(algo, c) == Algo::kFlat) detail::bcast_flat(c, buf, l, root);
+  if (choose(algo, c, detail::Coll::kBcast, l.packed) == Algo::kFlat) detail::bcast_flat(c, buf, l, root);
   else detail::bcast_hier(c, buf, l, root);
 }
 
@@ -389,14 +389,14 @@ void Comm::reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype ty
   detail::CommImpl& c = impl();
   detail::check_rooted(c, root, sendbuf, "reduce");
   const Layout l(type, count);
-  if (choose(algo, c, !detail::commutative(op)) == Algo::kFlat) detail::reduce_flat(c, sendbuf, recvbuf, l, op, root);
+  if (choose(algo, c, detail::Coll::kReduce, l.packed, !detail::commutative(op)) == Algo::kFlat) detail::reduce_flat(c, sendbuf, recvbuf, l, op, root);
   else detail::reduce_hier(c, sendbuf, recvbuf, l, op, root);
 }
 
 void Comm::allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, Algo algo) const {
   detail::CommImpl& c = impl();
   const Layout l(type, count);
-  if (choose(algo, c, !detail::commutative(op)) == Algo::kFlat) detail::allreduce_flat(c, sendbuf, recvbuf, l, op);
+  if (choose(algo, c, detail::Coll::kAllreduce, l.packed, !detail::commutative(op)) == Algo::kFlat) detail::allreduce_flat(c, sendbuf, recvbuf, l, op);
   else detail::allreduce_hier(c, sendbuf, recvbuf, l, op);
 }
 

@@ -460,6 +460,7 @@ void check_counts(const CommImpl& c, const int* counts, const int* displs, const
 
 using detail::Blocks;
 using detail::choose;
+using detail::Coll;
 using detail::EqualBlocks;
 
 void Comm::gatherv(const void* sendbuf, int sendcount, void* recvbuf, const int* recvcounts, const int* displs, MPI_Datatype type,
@@ -468,7 +469,7 @@ void Comm::gatherv(const void* sendbuf, int sendcount, void* recvbuf, const int*
   detail::check_rooted(c, root, sendbuf, "gatherv");
   if (c.me == root) detail::check_counts(c, recvcounts, displs, "gatherv");
   const Blocks out(recvbuf, recvcounts, displs, type);
-  if (choose(algo, c) == Algo::kFlat) detail::gatherv_flat(c, sendbuf, sendcount, out, type, root);
+  if (choose(algo, c, Coll::kGather, detail::kSizeNotShared) == Algo::kFlat) detail::gatherv_flat(c, sendbuf, sendcount, out, type, root);
   else detail::gatherv_hier(c, sendbuf, sendcount, out, type, root, false);
 }
 
@@ -476,7 +477,7 @@ void Comm::gather(const void* sendbuf, void* recvbuf, int count, MPI_Datatype ty
   detail::CommImpl& c = impl();
   detail::check_rooted(c, root, sendbuf, "gather");
   const detail::Layout l(type, count);  // checks type and count
-  if (choose(algo, c) == Algo::kFlat) return detail::gather_flat(c, sendbuf, recvbuf, count, type, root);
+  if (choose(algo, c, Coll::kGather, l.packed) == Algo::kFlat) return detail::gather_flat(c, sendbuf, recvbuf, count, type, root);
   const EqualBlocks e(c.size(), count);
   detail::gatherv_hier(c, sendbuf, count, Blocks(recvbuf, e.counts.data(), e.displs.data(), type), type, root, true);
 }
@@ -487,7 +488,7 @@ void Comm::scatterv(const void* sendbuf, const int* sendcounts, const int* displ
   detail::check_rooted(c, root, recvbuf, "scatterv");
   if (c.me == root) detail::check_counts(c, sendcounts, displs, "scatterv");
   const Blocks in(sendbuf, sendcounts, displs, type);
-  if (choose(algo, c) == Algo::kFlat) detail::scatterv_flat(c, in, recvbuf, recvcount, type, root);
+  if (choose(algo, c, Coll::kScatter, detail::kSizeNotShared) == Algo::kFlat) detail::scatterv_flat(c, in, recvbuf, recvcount, type, root);
   else detail::scatterv_hier(c, in, recvbuf, recvcount, type, root, false);
 }
 
@@ -495,7 +496,7 @@ void Comm::scatter(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t
   detail::CommImpl& c = impl();
   detail::check_rooted(c, root, recvbuf, "scatter");
   const detail::Layout l(type, count);
-  if (choose(algo, c) == Algo::kFlat) return detail::scatter_flat(c, sendbuf, recvbuf, count, type, root);
+  if (choose(algo, c, Coll::kScatter, l.packed) == Algo::kFlat) return detail::scatter_flat(c, sendbuf, recvbuf, count, type, root);
   const EqualBlocks e(c.size(), count);
   detail::scatterv_hier(c, Blocks(sendbuf, e.counts.data(), e.displs.data(), type), recvbuf, count, type, root, true);
 }
@@ -505,7 +506,11 @@ void Comm::allgatherv(const void* sendbuf, int sendcount, void* recvbuf, const i
   detail::CommImpl& c = impl();
   detail::check_counts(c, recvcounts, displs, "allgatherv");
   const Blocks out(recvbuf, recvcounts, displs, type);
-  if (choose(algo, c) == Algo::kFlat) detail::allgatherv_flat(c, sendbuf, sendcount, out, type);
+  // Every member knows every block's size: the choice goes by their mean.
+  std::size_t total = 0;
+  for (int i = 0; i < c.size(); ++i) total += out.packed(i);
+  const std::size_t mean = total / static_cast<std::size_t>(c.size());
+  if (choose(algo, c, Coll::kAllgather, mean) == Algo::kFlat) detail::allgatherv_flat(c, sendbuf, sendcount, out, type);
   else detail::allgatherv_hier(c, sendbuf, sendcount, out, type);
 }
 
@@ -536,7 +541,7 @@ void alltoallv_any(detail::CommImpl& c, const void* sendbuf, const int* sendcoun
     sdispls = rdispls;
   }
   const Blocks in(sendbuf, sendcounts, sdispls, type);
-  if (choose(algo, c) == Algo::kFlat) detail::alltoallv_flat(c, in, out);
+  if (choose(algo, c, Coll::kAlltoall, equal ? in.packed(0) : detail::kSizeNotShared) == Algo::kFlat) detail::alltoallv_flat(c, in, out);
   else detail::alltoallv_hier(c, in, out, equal);
 }
 }  // namespace

@@ -1,0 +1,51 @@
+// What Algo::kAuto picks for a collective, from measurements (docs/algorithms.md,
+// "Choosing"; docs/benchmarks.md, "auto within one site"). A later issue replaces these
+// rules with calibrated models of the links.
+//
+// Across sites (a WAN between them), hierarchical: across the emulated WAN it was never
+// slower than flat, at any operation and size measured (8 B to 1 MiB). Within one site
+// (clusters on a LAN, through their relays) the flat algorithms win some operations and
+// sizes: bench/collectives.sh on bench/grids/one-site-3x2.xml, 5 runs, 8 B to 1 MiB.
+// One cluster: hierarchical (it is MPICH's own collective there).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gridrt::detail {
+
+enum class Coll { kBarrier, kBcast, kReduce, kAllreduce, kGather, kScatter, kAllgather, kAlltoall };
+
+// Every member must choose alike, so the size a choice depends on is one every member knows:
+// the message (bcast, reduce, allreduce), a member's block (gather, scatter, allgather) or a
+// pair's block (alltoall), in bytes. The v-forms whose sizes some members do not know pass
+// kSizeNotShared: they get what the rule says for every size, or hierarchical.
+inline constexpr std::size_t kSizeNotShared = SIZE_MAX;
+
+// Within one site, flat for sizes in [from, below).
+struct FlatRange {
+  std::size_t from, below;
+};
+inline FlatRange flat_within_one_site(Coll op) {
+  constexpr std::size_t kNever = SIZE_MAX, kAll = SIZE_MAX;
+  switch (op) {
+    case Coll::kBarrier: return {kNever, kNever};         // hier 1.23x faster
+    case Coll::kBcast: return {0, kAll};                  // flat 1.06-1.43x faster at every size
+    case Coll::kReduce: return {0, kAll};                 // flat faster or equal at every size
+    case Coll::kAllreduce: return {0, 64 * 1024};         // flat up to 16 KiB, hier from 64 KiB
+    case Coll::kGather: return {1024 * 1024, kAll};       // equal up to 256 KiB, flat at 1 MiB
+    case Coll::kScatter: return {0, kAll};                // flat at every size
+    case Coll::kAllgather: return {256 * 1024, kAll};     // hier up to 64 KiB, flat from 256 KiB
+    case Coll::kAlltoall: return {256 * 1024, kAll};      // hier up to 64 KiB, flat from 256 KiB
+  }
+  return {kNever, kNever};
+}
+
+inline bool auto_picks_flat(std::size_t sites, std::size_t clusters, Coll op, std::size_t bytes) {
+  if (sites != 1 || clusters < 2) return false;
+  const FlatRange r = flat_within_one_site(op);
+  if (bytes == kSizeNotShared) return r.from == 0 && r.below == SIZE_MAX;
+  return bytes >= r.from && bytes < r.below;
+}
+
+}  // namespace gridrt::detail
