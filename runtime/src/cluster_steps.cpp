@@ -12,28 +12,6 @@ namespace {
 
 using Start = std::function<int(MPI_Request*)>;
 
-// A chain being made: stages are added in order, then it becomes a step.
-struct ChainBuilder {
-  NodeLevel& level;
-  std::shared_ptr<Chain> chain = std::make_shared<Chain>();
-  explicit ChainBuilder(NodeLevel& l) : level(l) { chain->level = &l; }
-  ChainBuilder& then(int on, Start start) {
-    chain->stages.push_back({on, 0, std::move(start)});
-    return *this;
-  }
-  void* scratch(const Layout& l) { return chain->scratch.emplace_back(l).get(); }
-  // Every stage takes its ticket now, in the order chains are made; the first stage starts
-  // at once if its turn has come.
-  Step step() {
-    for (auto& s : chain->stages) s.ticket = level.issued[s.on]++;
-    level.live.push_back(chain);
-    Step st;
-    st.chain = chain;
-    st.done = advance(*chain);
-    return st;
-  }
-};
-
 // Moves one chain on as far as it can go now.
 void progress(NodeLevel& level, Chain& ch) {
   for (;;) {
@@ -53,6 +31,29 @@ void progress(NodeLevel& level, Chain& ch) {
     ++ch.next;
   }
 }
+
+// A chain being made: stages are added in order, then it becomes a step.
+struct ChainBuilder {
+  NodeLevel& level;
+  std::shared_ptr<Chain> chain = std::make_shared<Chain>();
+  explicit ChainBuilder(NodeLevel& l) : level(l) { chain->level = &l; }
+  ChainBuilder& then(int on, Start start) {
+    chain->stages.push_back({on, 0, std::move(start)});
+    return *this;
+  }
+  void* scratch(const Layout& l) { return chain->scratch.emplace_back(l).get(); }
+  // Every stage takes its ticket now, in the order chains are made; the first stage starts
+  // at once if its turn has come.
+  Step step() {
+    for (auto& s : chain->stages) s.ticket = level.issued[s.on]++;
+    level.live.push_back(chain);
+    progress(level, *chain);  // (earlier chains do not wait for it)
+    Step st;
+    st.chain = chain;
+    st.done = chain->done;
+    return st;
+  }
+};
 
 struct Where {  // this member in its part's node level
   const NodeLevel& level;
@@ -85,10 +86,13 @@ std::vector<T> pick(const std::vector<T>& v, const std::vector<int>& which) {
 
 }  // namespace
 
-bool advance(Chain& chain) {
+bool advance(Chain& chain, std::uint64_t pass) {
   NodeLevel& level = *chain.level;
-  for (std::size_t i = 0; i < level.live.size(); ++i) progress(level, *level.live[i]);
-  level.live.erase(std::remove_if(level.live.begin(), level.live.end(), [](const auto& ch) { return ch->done; }), level.live.end());
+  if (level.last_pass != pass) {  // once per pass over a wait's steps, however many are chains
+    level.last_pass = pass;
+    for (std::size_t i = 0; i < level.live.size(); ++i) progress(level, *level.live[i]);
+    level.live.erase(std::remove_if(level.live.begin(), level.live.end(), [](const auto& ch) { return ch->done; }), level.live.end());
+  }
   return chain.done;
 }
 

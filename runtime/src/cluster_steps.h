@@ -56,8 +56,9 @@ std::vector<char> cluster_gatherv(CommImpl& c, const std::vector<char>& mine, in
 // this member expects.
 void cluster_scatterv(CommImpl& c, const std::vector<char>& blob, const std::vector<std::size_t>& sizes, int root, std::vector<char>& got);
 
-// Chain steps are advanced here (comm.cpp's wait loops call it): starts the stages whose
-// turn has come, across every chain in flight on the level. True when `chain` is done.
-bool advance(Chain& chain);
+// Chain steps are advanced here (comm.cpp's wait loops call it, `pass` counting their passes
+// over the steps waited on): once per pass, starts the stages whose turn has come across
+// every chain in flight on the level. True when `chain` is done.
+bool advance(Chain& chain, std::uint64_t pass);
 
 }  // namespace gridrt::detail

@@ -164,6 +164,8 @@ struct Pending {
   Step* remote = nullptr;
 };
 Pending test_steps(Step* begin, Step* end) {
+  static std::uint64_t passes = 0;
+  const std::uint64_t pass = ++passes;
   Pending p;
   for (Step* it = begin; it != end; ++it) {
     Step& s = *it;
@@ -172,7 +174,7 @@ Pending test_steps(Step* begin, Step* end) {
       if (remote_test(s.remote)) finish_remote(s);
       else p.remote = &s;
     } else if (s.chain) {
-      s.done = advance(*s.chain);
+      s.done = advance(*s.chain, pass);
       p.mpi |= !s.done;
     } else {
       int flag = 0;

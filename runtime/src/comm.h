@@ -33,6 +33,7 @@ struct NodeLevel {
   // stages on `node` and on `leaders` (cluster_steps.h).
   std::uint64_t issued[2] = {0, 0}, started[2] = {0, 0};
   std::vector<std::shared_ptr<Chain>> live;
+  std::uint64_t last_pass = 0;  // the wait loops' pass that last advanced them
 
   NodeLevel() = default;
   NodeLevel(const NodeLevel&) = delete;
