@@ -55,7 +55,7 @@ struct ChainBuilder {
   }
 };
 
-struct Where {  // this member in its part's node level
+struct Where {  // this member in its part's node level (only where the node level is used)
   const NodeLevel& level;
   int me;    // local rank
   int node;  // its node
@@ -69,7 +69,11 @@ bool nodes_keep_order(const NodeLevel& level, MPI_Op op) { return level.used && 
 
 constexpr int kNodeTag = 0;  // point-to-point on a node's private communicator
 
-void wait(MPI_Request& r) { wait_mpi(&r, MPI_STATUS_IGNORE); }
+// An MPICH collective over the whole part, just started (`rc` its code), as a step.
+Step on_local(int rc, const MPI_Request& r) {
+  check_mpi(rc, kMpiInCluster);
+  return local_step(r);
+}
 
 int byte_count(std::size_t bytes) {
   if (bytes > static_cast<std::size_t>(INT32_MAX)) throw Error("gridrt: a collective's data inside a cluster is limited to 2 GiB");
@@ -101,8 +105,7 @@ bool advance(Chain& chain, std::uint64_t pass) {
 Step cluster_bcast(CommImpl& c, void* buf, int count, MPI_Datatype type, int root) {
   if (!c.nodes.used) {
     MPI_Request r;
-    check_mpi(MPI_Ibcast(buf, count, type, root, c.local, &r), kMpiInCluster);
-    return local_step(r);
+    return on_local(MPI_Ibcast(buf, count, type, root, c.local, &r), r);
   }
   const Where w(c);
   const NodeLevel& lv = c.nodes;
@@ -127,8 +130,7 @@ Step cluster_bcast(CommImpl& c, void* buf, int count, MPI_Datatype type, int roo
 Step cluster_reduce(CommImpl& c, const void* sendbuf, void* recvbuf, const Layout& l, MPI_Op op, int root) {
   if (!nodes_keep_order(c.nodes, op)) {
     MPI_Request r;
-    check_mpi(MPI_Ireduce(sendbuf, recvbuf, l.count, l.type, op, root, c.local, &r), kMpiInCluster);
-    return local_step(r);
+    return on_local(MPI_Ireduce(sendbuf, recvbuf, l.count, l.type, op, root, c.local, &r), r);
   }
   const Where w(c);
   const NodeLevel& lv = c.nodes;
@@ -160,8 +162,7 @@ Step cluster_reduce(CommImpl& c, const void* sendbuf, void* recvbuf, const Layou
 Step cluster_allreduce(CommImpl& c, const void* sendbuf, void* recvbuf, const Layout& l, MPI_Op op) {
   if (!nodes_keep_order(c.nodes, op)) {
     MPI_Request r;
-    check_mpi(MPI_Iallreduce(sendbuf, recvbuf, l.count, l.type, op, c.local, &r), kMpiInCluster);
-    return local_step(r);
+    return on_local(MPI_Iallreduce(sendbuf, recvbuf, l.count, l.type, op, c.local, &r), r);
   }
   const Where w(c);
   const int count = l.count;
@@ -179,8 +180,7 @@ Step cluster_allreduce(CommImpl& c, const void* sendbuf, void* recvbuf, const La
 Step cluster_arrive(CommImpl& c) {
   if (!c.nodes.used) {
     MPI_Request r;
-    check_mpi(MPI_Ibarrier(c.local, &r), kMpiInCluster);
-    return local_step(r);
+    return on_local(MPI_Ibarrier(c.local, &r), r);
   }
   ChainBuilder b(c.nodes);
   b.then(NodeLevel::kNode, [node = c.nodes.node](MPI_Request* r) { return MPI_Ibarrier(node, r); });
@@ -209,7 +209,7 @@ std::vector<char> gather_bytes(const std::vector<char>& mine, const std::vector<
   MPI_Request r;
   check_mpi(MPI_Igatherv(mine.data(), byte_count(mine.size()), MPI_BYTE, all.data(), bc.counts.data(), bc.displs.data(), MPI_BYTE, root, comm, &r),
             kMpiInCluster);
-  wait(r);
+  wait_local(r);
   return all;
 }
 // The reverse: member i gets sizes[i] bytes of `all` (at the root) into `got`.
@@ -218,7 +218,7 @@ void scatter_bytes(const std::vector<char>& all, const std::vector<std::size_t>&
   MPI_Request r;
   check_mpi(MPI_Iscatterv(all.data(), bc.counts.data(), bc.displs.data(), MPI_BYTE, got.data(), byte_count(got.size()), MPI_BYTE, root, comm, &r),
             kMpiInCluster);
-  wait(r);
+  wait_local(r);
 }
 
 // Sizes travel as bytes.
@@ -273,12 +273,12 @@ std::vector<int> node_order(const NodeLevel& lv) {
 void node_send(const char* data, std::size_t bytes, int to, MPI_Comm node) {
   MPI_Request r;
   check_mpi(MPI_Isend(data, byte_count(bytes), MPI_BYTE, to, kNodeTag, node, &r), kMpiInCluster);
-  wait(r);
+  wait_local(r);
 }
 void node_recv(std::vector<char>& data, int from, MPI_Comm node) {
   MPI_Request r;
   check_mpi(MPI_Irecv(data.data(), byte_count(data.size()), MPI_BYTE, from, kNodeTag, node, &r), kMpiInCluster);
-  wait(r);
+  wait_local(r);
 }
 std::size_t sum(const std::vector<std::size_t>& v) { return std::accumulate(v.begin(), v.end(), std::size_t{0}); }
 }  // namespace
@@ -286,15 +286,11 @@ std::size_t sum(const std::vector<std::size_t>& v) { return std::accumulate(v.be
 // Gather: inside every node to its leader, then the nodes' blocks between leaders to the
 // root's node's leader, which puts them in rank order and hands them to the root when it is
 // another member of its node.
-std::vector<char> cluster_gatherv(CommImpl& c, const std::vector<char>& mine, int root, const std::vector<std::size_t>* known,
-                                  std::vector<std::size_t>* sizes) {
+std::vector<char> cluster_gatherv(CommImpl& c, const std::vector<char>& mine, int root, const std::vector<std::size_t>* known) {
   const int n = local_size(c);
+  const bool at_root = c.index_in_part[c.me] == root;
+  if (!c.nodes.used) return gather_bytes(mine, known ? *known : gather_sizes(mine.size(), n, at_root, root, c.local), root, at_root, c.local);
   const Where w(c);
-  const bool at_root = w.me == root;
-  if (!c.nodes.used) {
-    *sizes = known ? *known : gather_sizes(mine.size(), n, at_root, root, c.local);
-    return gather_bytes(mine, *sizes, root, at_root, c.local);
-  }
   const NodeLevel& lv = c.nodes;
   const int root_node = lv.node_of[root];
   const bool here = w.node == root_node;  // in the root's node
@@ -334,7 +330,6 @@ std::vector<char> cluster_gatherv(CommImpl& c, const std::vector<char>& mine, in
     all.resize(sum(all_sizes));
     node_recv(all, 0, lv.node);
   }
-  *sizes = at_root ? all_sizes : std::vector<std::size_t>();
   return all;
 }
 

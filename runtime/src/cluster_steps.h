@@ -47,10 +47,9 @@ Step cluster_arrive(CommImpl& c);
 Step cluster_release(CommImpl& c);
 void cluster_barrier(CommImpl& c);
 // MPI_Igatherv of bytes at `root`: every member's `mine`, returned at the root in local rank
-// order (empty elsewhere), with each member's size in *sizes there. `known`: every member's
-// size, when everyone knows them (else they are gathered first).
-std::vector<char> cluster_gatherv(CommImpl& c, const std::vector<char>& mine, int root, const std::vector<std::size_t>* known,
-                                  std::vector<std::size_t>* sizes);
+// order (empty elsewhere). `known`: every member's size, when everyone knows them (else
+// they are gathered first).
+std::vector<char> cluster_gatherv(CommImpl& c, const std::vector<char>& mine, int root, const std::vector<std::size_t>* known);
 // MPI_Iscatterv of bytes from `root`: member m gets sizes[m] bytes of `blob` (both in local
 // rank order, at the root only; blob may go on beyond them), into `got`, which holds what
 // this member expects.

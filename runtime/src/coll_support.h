@@ -220,8 +220,11 @@ inline std::vector<int> with_part(std::vector<int> which, int mine) {
 // Hierarchical reductions need the clusters' members to be runs of consecutive ranks, and
 // each site's clusters consecutive, when the operation is not commutative (they fold
 // clusters and sites in order); otherwise the flat algorithm, which keeps rank order, is used.
+// The algorithm a call asks for: GRIDRT_COLL's for kDefault.
+inline Algo asked_for(Algo asked) { return asked == Algo::kDefault ? state().algo : asked; }
+
 inline Algo choose(Algo asked, const CommImpl& c, Coll op, std::size_t bytes, bool order_sensitive = false) {
-  Algo a = asked == Algo::kDefault ? state().algo : asked;
+  Algo a = asked_for(asked);
   if (a == Algo::kAuto) a = auto_picks_flat(c.sites.size(), c.parts.size(), op, bytes) ? Algo::kFlat : Algo::kHier;
   if (a == Algo::kHier && order_sensitive && !(c.parts_contiguous && c.sites_contiguous)) a = Algo::kFlat;
   return a;

@@ -33,8 +33,7 @@ void gatherv_hier(CommImpl& c, const void* sendbuf, int sendcount, const Blocks&
   const std::vector<char> mine = in_place ? std::vector<char>() : packed_copy(Layout(type, sendcount), sendbuf);
   // 1. Each cluster's blocks gather at its entry point, in the cluster's order.
   const auto& part = c.parts[p];
-  std::vector<std::size_t> sizes;
-  std::vector<char> blob = part.size() > 1 ? cluster_gatherv(c, mine, local_root, nullptr, &sizes) : mine;
+  std::vector<char> blob = part.size() > 1 ? cluster_gatherv(c, mine, local_root, nullptr) : mine;
   auto unpack_own_cluster = [&] {  // at the root
     std::vector<int> members = part;
     if (in_place) members.erase(std::find(members.begin(), members.end(), root));
@@ -242,8 +241,7 @@ void allgatherv_hier(CommImpl& c, const void* sendbuf, int sendcount, const Bloc
   from[p] = mine;
   if (part.size() > 1) {
     const std::vector<std::size_t> known = packed_sizes(out, part);
-    std::vector<std::size_t> sizes;
-    from[p] = cluster_gatherv(c, mine, 0, &known, &sizes);
+    from[p] = cluster_gatherv(c, mine, 0, &known);
   }
   std::size_t total = 0;
   for (const auto& q : c.parts) total += out.packed(q);
@@ -506,10 +504,12 @@ void Comm::allgatherv(const void* sendbuf, int sendcount, void* recvbuf, const i
   detail::CommImpl& c = impl();
   detail::check_counts(c, recvcounts, displs, "allgatherv");
   const Blocks out(recvbuf, recvcounts, displs, type);
-  // Every member knows every block's size: the choice goes by their mean.
-  std::size_t total = 0;
-  for (int i = 0; i < c.size(); ++i) total += out.packed(i);
-  const std::size_t mean = total / static_cast<std::size_t>(c.size());
+  // Every member knows every block's size: auto goes by their mean (worked out only for it).
+  std::size_t mean = 0;
+  if (detail::asked_for(algo) == Algo::kAuto) {
+    for (int i = 0; i < c.size(); ++i) mean += out.packed(i);
+    mean /= static_cast<std::size_t>(c.size());
+  }
   if (choose(algo, c, Coll::kAllgather, mean) == Algo::kFlat) detail::allgatherv_flat(c, sendbuf, sendcount, out, type);
   else detail::allgatherv_hier(c, sendbuf, sendcount, out, type);
 }
