@@ -26,6 +26,9 @@ NodeLevel::~NodeLevel() {
 }
 
 void NodeLevel::work_out(MPI_Comm local) {
+  // Only when it is to be used: it costs two communicator splits and an exchange per
+  // communicator, the world's among them at start-up.
+  if (!state().node_level) return;
   int n = 0, me = 0;
   MPI_Comm_size(local, &n);
   MPI_Comm_rank(local, &me);
@@ -61,7 +64,7 @@ void NodeLevel::work_out(MPI_Comm local) {
   }
   contiguous = true;
   for (const auto& members : nodes) contiguous &= members.back() - members.front() + 1 == static_cast<int>(members.size());
-  used = state().node_level && nodes.size() > 1 && static_cast<int>(nodes.size()) < n;
+  used = nodes.size() > 1 && static_cast<int>(nodes.size()) < n;
 }
 
 void CommImpl::work_out_topology() {
@@ -256,7 +259,7 @@ int Comm::cluster_of(int r) const {
   return impl().part_of[r];
 }
 
-int Comm::nodes_in_cluster() const { return static_cast<int>(impl().nodes.nodes.size()); }
+int Comm::nodes_in_cluster() const { return std::max<int>(1, static_cast<int>(impl().nodes.nodes.size())); }
 
 namespace {
 // A context above every one that any member is in (each process's next_context is), agreed

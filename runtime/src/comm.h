@@ -26,8 +26,9 @@ struct NodeLevel {
   std::vector<std::vector<int>> nodes;     // each node's local ranks; nodes numbered by their leaders' order
   std::vector<int> node_of, rank_in_node;  // of every local rank
   bool contiguous = true;  // every node is a run of consecutive local ranks
-  // GRIDRT_NODE_LEVEL=on, several nodes, not all of one process: the steps inside the
-  // cluster go through the node level (off by default: docs/algorithms.md, "Node level").
+  // Several nodes, not all of one process: the steps inside the cluster go through the node
+  // level. Worked out only with GRIDRT_NODE_LEVEL=on (off by default: docs/algorithms.md,
+  // "Node level"); otherwise nothing here is made and `used` stays false.
   bool used = false;
   // Chains of stages in flight, in the order they were made, and the tickets of their
   // stages on `node` and on `leaders` (cluster_steps.h).

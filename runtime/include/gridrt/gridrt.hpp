@@ -151,8 +151,10 @@ class Comm {
   int global_rank(int r) const;  // the job-wide rank of member r
   int num_clusters() const;      // clusters holding members
   int cluster_of(int r) const;   // in [0, num_clusters()), clusters numbered by first member
-  // Nodes holding the members in this process's cluster, as MPI sees them (shared memory:
-  // MPI_Comm_split_type). With more than one, collectives also enter every node once.
+  // Nodes holding the members in this process's cluster as the collectives' node level sees
+  // them (shared memory: MPI_Comm_split_type) with GRIDRT_NODE_LEVEL=on; with more than one,
+  // collectives also enter every node once. 1 when the node level is off: the cluster is
+  // then one unit and MPICH handles its nodes.
   int nodes_in_cluster() const;
 
   void barrier(Algo algo = Algo::kDefault) const;
