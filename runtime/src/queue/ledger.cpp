@@ -78,7 +78,7 @@ std::size_t Ledger::lose(int holder) {
   for (auto& [id, t] : it->second) tasks.push_back(std::move(t));
   holding_.erase(it);
   held_count_ -= tasks.size();
-  std::sort(tasks.begin(), tasks.end(), [this](const Task& a, const Task& b) { return open_[a.id].handed < open_[b.id].handed; });
+  std::sort(tasks.begin(), tasks.end(), [this](const Task& a, const Task& b) { return open_.at(a.id).handed < open_.at(b.id).handed; });
   std::size_t requeued = 0;
   for (auto t = tasks.rbegin(); t != tasks.rend(); ++t) {
     Where& w = open_[t->id];
