@@ -54,6 +54,16 @@ class MatchQueue {
     unexpected_.push_back(std::move(a));
     return nullptr;
   }
+  // Withdraws a posted receive that nothing matched yet; false if it was matched (or never
+  // posted).
+  bool cancel(const Posted& p) {
+    for (auto it = posted_.begin(); it != posted_.end(); ++it)
+      if (*it == p) {
+        posted_.erase(it);
+        return true;
+      }
+    return false;
+  }
   // Removes every posted receive (on failure, to fail them all).
   std::list<Posted> take_posted() { return std::exchange(posted_, {}); }
   std::size_t unexpected() const { return unexpected_.size(); }

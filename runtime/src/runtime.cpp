@@ -128,6 +128,8 @@ bool remote_test(const std::shared_ptr<RemoteOp>& op) {
   }
 }
 
+bool remote_cancel(const std::shared_ptr<RemoteOp>& op) { return state().transport->cancel(op); }
+
 }  // namespace detail
 
 using detail::g;

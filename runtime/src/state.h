@@ -75,5 +75,6 @@ std::shared_ptr<RemoteOp> remote_send(int dst, std::uint32_t context, int tag, c
 std::shared_ptr<RemoteOp> remote_recv(void* buf, std::size_t capacity, int src, std::uint32_t context, int tag);
 void remote_wait(const std::shared_ptr<RemoteOp>& op);
 bool remote_test(const std::shared_ptr<RemoteOp>& op);
+bool remote_cancel(const std::shared_ptr<RemoteOp>& op);
 
 }  // namespace gridrt::detail

@@ -382,6 +382,11 @@ std::shared_ptr<RemoteOp> RelayTransport::recv(void* buf, std::size_t capacity, 
   return op;
 }
 
+bool RelayTransport::cancel(const std::shared_ptr<RemoteOp>& op) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queue_.cancel(op);
+}
+
 void RelayTransport::bind(const std::shared_ptr<Incoming>& in, const std::shared_ptr<RemoteOp>& op) {
   in->bound = op;
   op->got = in->env;

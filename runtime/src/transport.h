@@ -67,6 +67,9 @@ class RelayTransport {
   // fragment has been handed to the relay connection, as the receiver's window allows.
   std::shared_ptr<RemoteOp> send(std::int32_t dst, std::uint32_t context, std::int32_t tag, const void* buf, std::size_t bytes);
   std::shared_ptr<RemoteOp> recv(void* buf, std::size_t capacity, std::int32_t src, std::uint32_t context, std::int32_t tag);
+  // Withdraws a receive that no message has matched yet, so that its buffer may go; false
+  // if a message already matched it (it then completes as usual).
+  bool cancel(const std::shared_ptr<RemoteOp>& op);
   // What this process has sent to other sites through the relays so far (Data messages
   // and their payload bytes), as its relay counted it. The question follows everything
   // this process sent before on the same connection, so the answer includes all of it.

@@ -48,6 +48,7 @@ struct Status {
 namespace detail {
 struct RequestState;
 struct CommImpl;
+class QueueNode;
 }
 class Request {
  public:
@@ -188,6 +189,7 @@ class Comm {
                  const int* rdispls, MPI_Datatype type, Algo algo = Algo::kDefault) const;
 
  private:
+  friend class detail::QueueNode;  // the task queue (gridrt/queue.hpp) talks over a Comm's members
   explicit Comm(std::shared_ptr<detail::CommImpl> impl) : impl_(std::move(impl)) {}
   detail::CommImpl& impl() const;
   std::shared_ptr<detail::CommImpl> impl_;

@@ -1,0 +1,572 @@
+// The multi-level task queue (gridrt/queue.hpp; docs/queues.md; seed 001 §3.3, Figure 4).
+//
+// Every member is a node of one tree built from the topology: the super-master at the
+// root, a boss for each group of each level below it (the root leads the groups it is in),
+// workers at the leaves. A node talks only to its parent and its children, with the
+// messages of protocol.h over a private duplicate of the communicator (MPI inside a
+// cluster, the relays across clusters). The super-master keeps the Ledger (exactly once,
+// requeue, termination); a boss keeps a pool of tasks fetched from above and serves its
+// children from it, asking for the next chunk before it runs dry (ChunkSizer) so that the
+// round trip to the level above is hidden. Single-threaded: everything moves inside the
+// application's calls.
+#include "gridrt/queue.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <map>
+
+#include "../comm.h"
+#include "chunking.h"
+#include "ledger.h"
+#include "protocol.h"
+
+namespace gridrt::detail {
+
+namespace {
+constexpr int kToParent = 1;
+constexpr int kToChild = 2;
+// A boss sends the results it gathered up at the latest this long after the first of them
+// (or sooner: with a request, with tasks its children spawned, or when it has no task left).
+constexpr double kFlushAge = 0.05;
+
+double seconds_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+class QueueNode {
+ public:
+  QueueNode(const Comm& comm, QueueOptions o);
+  ~QueueNode();
+
+  bool is_master() const { return parent_ < 0; }
+  bool is_boss() const { return !children_.empty(); }
+  void on_result(TaskQueue::ResultHandler h) { handler_ = std::move(h); }
+  TaskId put(const void* data, std::size_t bytes);
+  std::optional<Task> next();
+  void done(const Task& t, const void* result, std::size_t bytes);
+  void poll() { progress(); }
+  const QueueStats& stats() const { return stats_; }
+  const std::vector<std::string>& lost() const { return lost_; }
+
+ private:
+  // One posted receive: from any local child (MPI, any source), from one remote child, or
+  // from the parent.
+  struct Inbox {
+    std::unique_ptr<char[]> buf;
+    MPI_Request mpi = MPI_REQUEST_NULL;
+    std::shared_ptr<RemoteOp> remote;
+    int from = -1;  // the member it receives from; -1: any local child
+    int tag = 0;
+  };
+  struct Child {
+    int rank = -1;
+    bool local = false;
+    std::uint32_t want = 0;  // tasks it asked for, not yet answered
+    bool lost = false;
+  };
+  struct Outgoing {
+    std::string bytes;
+    MPI_Request mpi = MPI_REQUEST_NULL;
+    std::shared_ptr<RemoteOp> remote;
+  };
+
+  void build_tree();
+  void post(Inbox& in);
+  bool test(Inbox& in, int* from, std::size_t* bytes);
+  void cancel(Inbox& in);
+  void send(int to, int tag, std::string bytes);
+  bool progress();
+  void on_up(Child& c, queue::UpMessage m);
+  void on_down(queue::DownMessage m);
+  bool serve();
+  bool send_up(bool force);
+  void finish_all();
+  void complete_sends(bool wait);
+  void check_size(std::size_t bytes, const char* what) const;
+  int works_as_worker_count() const;
+
+  Comm comm_;
+  CommImpl* c_;
+  QueueOptions o_;
+  int parent_ = -1;
+  std::vector<Child> children_;
+  std::map<int, std::size_t> child_index_;  // member -> index in children_
+  bool has_local_children_ = false;
+
+  Inbox from_local_children_;
+  std::vector<Inbox> from_remote_children_;
+  Inbox from_parent_;
+  std::deque<Outgoing> sending_;
+
+  // At the super-master.
+  queue::Ledger ledger_;
+  TaskQueue::ResultHandler handler_;
+  // At the others: tasks from above not yet run or handed down; what goes up next.
+  std::deque<queue::Task> pool_;
+  queue::UpMessage out_;
+  double out_since_ = 0;
+  bool asked_ = false;  // a request for tasks is on its way up
+  double asked_at_ = 0;
+  queue::ChunkSizer own_;  // this node's consumption rate and round trip (holder -1)
+
+  bool finished_ = false;
+  bool said_done_putting_ = false;
+  std::optional<TaskId> running_;
+  std::uint64_t spawned_ = 0;  // children put by the running task
+  std::uint64_t root_puts_ = 0;
+  QueueStats stats_;
+  std::vector<std::string> lost_;
+};
+
+QueueNode::QueueNode(const Comm& comm, QueueOptions o)
+    : comm_(comm.dup()),
+      c_(&comm_.impl()),
+      o_(std::move(o)),
+      ledger_(o_.crash_limit),
+      own_(queue::ChunkLimits{o_.first_chunk, 1, o_.max_chunk, o_.horizon_s}) {
+  if (o_.root < 0 || o_.root >= c_->size())
+    throw ArgumentError("gridrt: task queue root " + std::to_string(o_.root) + " is not a member (size " + std::to_string(c_->size()) + ")");
+  if (o_.max_message < 4096) throw ArgumentError("gridrt: task queue max_message below 4096 bytes");
+  if (o_.max_chunk < 1 || o_.first_chunk < 1) throw ArgumentError("gridrt: task queue chunks of no task");
+  if (o_.worker_window < 0) throw ArgumentError("gridrt: negative task queue worker_window");
+  if (o_.worker_window == 0) o_.worker_window = o_.levels.empty() ? 1 : 2;
+  build_tree();
+  if (is_master()) ledger_.add_producers(c_->size());
+  if (has_local_children_) post(from_local_children_);
+  for (auto& in : from_remote_children_) post(in);
+  if (parent_ >= 0) post(from_parent_);
+}
+
+QueueNode::~QueueNode() {
+  // Left before the end (an exception in the application): nothing may still write into
+  // these buffers once they are gone.
+  cancel(from_local_children_);
+  for (auto& in : from_remote_children_) cancel(in);
+  cancel(from_parent_);
+  // A send still under way keeps its buffer: MPI may read it after the request is freed,
+  // so the bytes are left to the end of the process rather than freed under it.
+  for (auto& s : sending_)
+    if (s.mpi != MPI_REQUEST_NULL) {
+      MPI_Request_free(&s.mpi);
+      new std::string(std::move(s.bytes));
+    }
+}
+
+// The tree (seed 001 Figure 4): for each level, the members with the same colors down to it
+// form a group led by the root if it is in it, else by its first member. A member's parent
+// is the leader of its deepest group it does not lead, else the root.
+void QueueNode::build_tree() {
+  const int n = c_->size();
+  const int levels = static_cast<int>(o_.levels.size());
+  std::vector<std::vector<int>> key(n);  // colors, outermost first
+  for (int r = 0; r < n; ++r)
+    for (Level l : o_.levels) key[r].push_back(level_color(l, c_->members[r]));
+  auto leader = [&](int r, int depth) {  // of r's group at levels[0..depth]
+    auto same = [&](int s) { return std::equal(key[r].begin(), key[r].begin() + depth + 1, key[s].begin()); };
+    if (same(o_.root)) return o_.root;
+    for (int s = 0; s < n; ++s)
+      if (same(s)) return s;
+    return r;
+  };
+  auto parent_of = [&](int r) {
+    for (int d = levels - 1; d >= 0; --d)
+      if (leader(r, d) != r) return leader(r, d);
+    return r == o_.root ? -1 : o_.root;
+  };
+  for (int r = 0; r < n; ++r) {
+    const int p = parent_of(r);
+    if (r == c_->me) parent_ = p;
+    if (p != c_->me) continue;
+    Child ch;
+    ch.rank = r;
+    ch.local = c_->part_of[r] == c_->my_part();
+    has_local_children_ = has_local_children_ || ch.local;
+    child_index_[r] = children_.size();
+    children_.push_back(ch);
+    if (!ch.local) {
+      Inbox in;
+      in.from = r;
+      from_remote_children_.push_back(std::move(in));
+    }
+  }
+  from_local_children_.tag = kToParent;
+  for (auto& in : from_remote_children_) in.tag = kToParent;
+  from_parent_.from = parent_;
+  from_parent_.tag = kToChild;
+}
+
+void QueueNode::post(Inbox& in) {
+  if (!in.buf) in.buf.reset(new char[o_.max_message]);  // not zeroed: untouched pages cost nothing
+  const bool local = in.from < 0 || c_->part_of[in.from] == c_->my_part();
+  if (local) {
+    const int src = in.from < 0 ? MPI_ANY_SOURCE : c_->index_in_part[in.from];
+    check_mpi(MPI_Irecv(in.buf.get(), static_cast<int>(o_.max_message), MPI_BYTE, src, in.tag, c_->local, &in.mpi), kMpiInCluster);
+  } else {
+    in.remote = remote_recv(in.buf.get(), o_.max_message, c_->members[in.from], c_->context, in.tag);
+  }
+}
+
+bool QueueNode::test(Inbox& in, int* from, std::size_t* bytes) {
+  if (in.mpi != MPI_REQUEST_NULL) {
+    int flag = 0;
+    MPI_Status st;
+    check_mpi(MPI_Test(&in.mpi, &flag, &st), kMpiInCluster);
+    if (!flag) return false;
+    int count = 0;
+    MPI_Get_count(&st, MPI_BYTE, &count);
+    *from = c_->parts[c_->my_part()][st.MPI_SOURCE];
+    *bytes = static_cast<std::size_t>(count);
+    return true;
+  }
+  if (!in.remote || !remote_test(in.remote)) return false;
+  *from = in.from;
+  *bytes = in.remote->bytes;
+  in.remote.reset();
+  return true;
+}
+
+void QueueNode::cancel(Inbox& in) {
+  if (in.mpi != MPI_REQUEST_NULL) {
+    MPI_Cancel(&in.mpi);
+    MPI_Wait(&in.mpi, MPI_STATUS_IGNORE);
+  }
+  if (in.remote && !remote_cancel(in.remote)) {
+    // Matched already: its data is on its way into the buffer, which must outlive it.
+    try {
+      remote_wait(in.remote);
+    } catch (const Error&) {
+    }
+  }
+  in.remote.reset();
+}
+
+void QueueNode::send(int to, int tag, std::string bytes) {
+  if (to == parent_) ++stats_.sent_up;
+  else ++stats_.sent_down;
+  Outgoing s;
+  if (c_->part_of[to] == c_->my_part()) {
+    s.bytes = std::move(bytes);
+    check_mpi(MPI_Isend(s.bytes.data(), static_cast<int>(s.bytes.size()), MPI_BYTE, c_->index_in_part[to], tag, c_->local, &s.mpi),
+              kMpiInCluster);
+  } else {
+    s.remote = remote_send(c_->members[to], c_->context, tag, bytes.data(), bytes.size());  // copies
+  }
+  sending_.push_back(std::move(s));
+}
+
+void QueueNode::complete_sends(bool wait) {
+  while (!sending_.empty()) {
+    Outgoing& s = sending_.front();
+    if (s.mpi != MPI_REQUEST_NULL) {
+      if (wait) {
+        wait_mpi(&s.mpi, MPI_STATUS_IGNORE);
+      } else {
+        int flag = 0;
+        check_mpi(MPI_Test(&s.mpi, &flag, MPI_STATUS_IGNORE), kMpiInCluster);
+        if (!flag) return;
+      }
+    } else if (wait) {
+      remote_wait(s.remote);
+    } else if (!remote_test(s.remote)) {
+      return;
+    }
+    sending_.pop_front();
+  }
+}
+
+void QueueNode::check_size(std::size_t bytes, const char* what) const {
+  if (bytes + queue::kItemCost + queue::kHeaderCost > o_.max_message)
+    throw ArgumentError(std::string("gridrt: a task queue ") + what + " of " + std::to_string(bytes) +
+                        " bytes does not fit in max_message (" + std::to_string(o_.max_message) + " bytes)");
+}
+
+// One pass over everything that may have arrived, then the answers it calls for. True if
+// anything moved.
+bool QueueNode::progress() {
+  bool moved = false;
+  int from = -1;
+  std::size_t bytes = 0;
+  auto decode_error = [&](const queue::ProtocolError& e) {
+    return Error("gridrt: task queue message from rank " + std::to_string(c_->members[from]) + ": " + e.what());
+  };
+  if (has_local_children_) {
+    while (test(from_local_children_, &from, &bytes)) {
+      queue::UpMessage m;
+      try {
+        m = queue::decode_up(from_local_children_.buf.get(), bytes);
+      } catch (const queue::ProtocolError& e) {
+        throw decode_error(e);
+      }
+      post(from_local_children_);
+      on_up(children_[child_index_.at(from)], std::move(m));
+      moved = true;
+    }
+  }
+  for (auto& in : from_remote_children_) {
+    if (!test(in, &from, &bytes)) continue;
+    queue::UpMessage m;
+    try {
+      m = queue::decode_up(in.buf.get(), bytes);
+    } catch (const queue::ProtocolError& e) {
+      throw decode_error(e);
+    }
+    post(in);
+    on_up(children_[child_index_.at(from)], std::move(m));
+    moved = true;
+  }
+  if (parent_ >= 0 && !finished_ && test(from_parent_, &from, &bytes)) {
+    queue::DownMessage m;
+    try {
+      m = queue::decode_down(from_parent_.buf.get(), bytes);
+    } catch (const queue::ProtocolError& e) {
+      throw decode_error(e);
+    }
+    if (!m.finish) post(from_parent_);
+    on_down(std::move(m));
+    moved = true;
+  }
+  moved = serve() || moved;
+  if (is_master()) {
+    if (!finished_ && ledger_.finished()) finish_all();
+  } else {
+    moved = send_up(false) || moved;
+  }
+  complete_sends(false);
+  return moved;
+}
+
+// A child's message: its spawned tasks first, then its results (protocol.h), then who will
+// put no more, then its request.
+void QueueNode::on_up(Child& c, queue::UpMessage m) {
+  if (is_master()) {
+    for (auto& t : m.puts) ledger_.put(std::move(t));
+    for (auto& r : m.results) {
+      switch (ledger_.complete(c.rank, r.id)) {
+        case queue::Ledger::Result::kTaken:
+          ++stats_.results;
+          if (handler_) handler_(r.id, r.data.data(), r.data.size());
+          break;
+        case queue::Ledger::Result::kDuplicate: ++stats_.duplicates; break;
+        case queue::Ledger::Result::kUnknown:
+          throw Error("gridrt: task queue: rank " + std::to_string(c_->members[c.rank]) + " returned a result for task " +
+                      std::to_string(r.id) + ", which it was never given");
+      }
+    }
+    for (std::uint32_t i = 0; i < m.producers_done; ++i) ledger_.producer_done();
+  } else {
+    if (out_.empty()) out_since_ = seconds_now();
+    for (auto& t : m.puts) out_.puts.push_back(std::move(t));
+    for (auto& r : m.results) out_.results.push_back(std::move(r));
+    out_.producers_done += m.producers_done;
+  }
+  if (m.want > 0) c.want = m.want;
+}
+
+void QueueNode::on_down(queue::DownMessage m) {
+  asked_ = false;
+  if (m.finish) {
+    if (!pool_.empty())
+      throw Error("gridrt: task queue: told to finish by rank " + std::to_string(c_->members[parent_]) + " while holding " +
+                  std::to_string(pool_.size()) + " tasks");
+    finish_all();
+    return;
+  }
+  own_.round_trip(-1, seconds_now() - asked_at_);
+  for (auto& t : m.tasks) pool_.push_back(std::move(t));
+}
+
+// Answers the children's requests: each at most its share of what waits here, so that the
+// last tasks are spread over the children rather than queued behind one (seed 001 §3.3,
+// load balancing across queues); a request that finds nothing waits for tasks to come.
+bool QueueNode::serve() {
+  bool moved = false;
+  for (auto& c : children_) {
+    if (c.want == 0 || c.lost) continue;
+    const std::size_t waiting = is_master() ? ledger_.waiting() : pool_.size();
+    if (waiting == 0) break;
+    const std::size_t share = (waiting + children_.size() - 1) / children_.size();
+    const std::size_t n = std::min<std::size_t>(c.want, share);
+    const std::size_t room = o_.max_message - queue::kHeaderCost;
+    queue::DownMessage m;
+    if (is_master()) {
+      for (auto& t : ledger_.take(c.rank, n, room)) m.tasks.push_back(std::move(t));
+    } else {
+      std::size_t bytes = 0;
+      while (!pool_.empty() && m.tasks.size() < n && (m.tasks.empty() || bytes + pool_.front().payload.size() + queue::kItemCost <= room)) {
+        bytes += pool_.front().payload.size() + queue::kItemCost;
+        m.tasks.push_back(std::move(pool_.front()));
+        pool_.pop_front();
+      }
+      own_.completed(-1, m.tasks.size(), seconds_now());
+    }
+    c.want = 0;
+    send(c.rank, kToChild, queue::encode(m));
+    moved = true;
+  }
+  return moved;
+}
+
+// Processes whose tasks this node runs or hands down: its children and, if it works, itself.
+int QueueNode::works_as_worker_count() const {
+  const bool works = !is_boss() || o_.bosses_work;
+  return static_cast<int>(children_.size()) + (works ? 1 : 0);
+}
+
+// What goes up: a request when this node will soon run dry (a worker: below its window; a
+// boss: when what it has would not outlast a round trip, ChunkSizer::should_prefetch), with
+// everything gathered so far; without a request, gathered results once they are many or
+// old, and at once tasks spawned below (they may be the only work left), the producers'
+// end, and everything when nothing is left here (the end of the queue is near).
+bool QueueNode::send_up(bool force) {
+  if (finished_ || is_master()) return false;
+  std::uint32_t want = 0;
+  if (!asked_ && said_done_putting_) {
+    if (!is_boss()) {
+      const std::size_t held = pool_.size() + (running_ ? 1 : 0);
+      if (held < static_cast<std::size_t>(o_.worker_window)) want = static_cast<std::uint32_t>(o_.worker_window - held);
+    } else if (queue::ChunkSizer::should_prefetch(pool_.size(), own_.rate(-1), own_.rtt(-1), works_as_worker_count())) {
+      const std::size_t chunk = own_.chunk(-1, o_.max_chunk, 1) + static_cast<std::size_t>(works_as_worker_count());
+      want = static_cast<std::uint32_t>(std::min(o_.max_chunk - std::min(o_.max_chunk - 1, pool_.size()), chunk));
+    }
+  }
+  const bool urgent = force || !out_.puts.empty() || out_.producers_done > 0 ||
+                      (!out_.results.empty() && (pool_.empty() || seconds_now() - out_since_ > kFlushAge ||
+                                                 out_.results.size() >= o_.max_chunk));
+  if (want == 0 && !(urgent && !out_.empty())) return false;
+  // Cut into messages that fit, puts before results; the request rides on the last.
+  const std::size_t room = o_.max_message - queue::kHeaderCost;
+  while (true) {
+    queue::UpMessage m;
+    std::size_t bytes = 0;
+    auto fits = [&](std::size_t n) { return bytes + n + queue::kItemCost <= room; };
+    std::size_t puts = 0, results = 0;
+    while (puts < out_.puts.size() && fits(out_.puts[puts].payload.size())) bytes += out_.puts[puts++].payload.size() + queue::kItemCost;
+    if (puts == out_.puts.size())
+      while (results < out_.results.size() && fits(out_.results[results].data.size()))
+        bytes += out_.results[results++].data.size() + queue::kItemCost;
+    const bool last = puts == out_.puts.size() && results == out_.results.size();
+    m.puts.assign(std::make_move_iterator(out_.puts.begin()), std::make_move_iterator(out_.puts.begin() + static_cast<long>(puts)));
+    out_.puts.erase(out_.puts.begin(), out_.puts.begin() + static_cast<long>(puts));
+    m.results.assign(std::make_move_iterator(out_.results.begin()),
+                     std::make_move_iterator(out_.results.begin() + static_cast<long>(results)));
+    out_.results.erase(out_.results.begin(), out_.results.begin() + static_cast<long>(results));
+    if (last) {
+      m.producers_done = std::exchange(out_.producers_done, 0);
+      m.want = want;
+    }
+    send(parent_, kToParent, queue::encode(m));
+    if (last) break;
+  }
+  if (want > 0) {
+    asked_ = true;
+    asked_at_ = seconds_now();
+  }
+  return true;
+}
+
+void QueueNode::finish_all() {
+  finished_ = true;
+  for (auto& c : children_)
+    if (!c.lost) send(c.rank, kToChild, queue::encode(queue::DownMessage{true, {}}));
+}
+
+TaskId QueueNode::put(const void* data, std::size_t bytes) {
+  check_size(bytes, "task");
+  TaskId id;
+  if (running_) {
+    id = queue::child_id(*running_, spawned_++);
+  } else {
+    if (said_done_putting_)
+      throw ArgumentError("gridrt: TaskQueue::put outside a task after this process's first next(): put tasks before it, or "
+                          "from inside a task (as its children)");
+    id = queue::root_id(c_->me, root_puts_++);
+  }
+  queue::Task t{id, std::vector<char>(static_cast<const char*>(data), static_cast<const char*>(data) + bytes)};
+  ++stats_.put;
+  if (is_master()) {
+    ledger_.put(std::move(t));
+  } else {
+    if (out_.empty()) out_since_ = seconds_now();
+    out_.puts.push_back(std::move(t));
+  }
+  return id;
+}
+
+std::optional<Task> QueueNode::next() {
+  if (running_) throw ArgumentError("gridrt: TaskQueue::next before done() of task " + std::to_string(*running_));
+  if (!said_done_putting_) {
+    said_done_putting_ = true;
+    if (is_master()) ledger_.producer_done();
+    else ++out_.producers_done;
+  }
+  const bool works = !is_boss() || o_.bosses_work;
+  std::optional<Pause> pause;
+  while (true) {
+    const bool moved = progress();
+    if (works) {
+      std::optional<queue::Task> t;
+      if (is_master()) {
+        auto mine = ledger_.take(c_->me, 1, o_.max_message);
+        if (!mine.empty()) t = std::move(mine.front());
+      } else if (!pool_.empty()) {
+        t = std::move(pool_.front());
+        pool_.pop_front();
+        own_.completed(-1, 1, seconds_now());
+      }
+      if (t) {
+        running_ = t->id;
+        spawned_ = 0;
+        ++stats_.run;
+        send_up(false);  // the next request leaves while this task runs
+        return Task{t->id, std::move(t->payload)};
+      }
+    }
+    if (finished_) {
+      complete_sends(true);
+      if (is_master() && !ledger_.failed().empty())
+        throw Error("gridrt: task queue: " + std::to_string(ledger_.failed().size()) + " task(s) lost with more than " +
+                    std::to_string(o_.crash_limit) + " clusters each were given up (crash limit)");
+      return std::nullopt;
+    }
+    if (moved || !pause) pause.emplace();
+    else (*pause)();
+  }
+}
+
+void QueueNode::done(const Task& t, const void* result, std::size_t bytes) {
+  if (!running_ || *running_ != t.id)
+    throw ArgumentError("gridrt: TaskQueue::done for task " + std::to_string(t.id) + ", which is not the one next() gave last");
+  check_size(bytes, "result");
+  running_.reset();
+  const char* p = static_cast<const char*>(result);
+  if (is_master()) {
+    if (ledger_.complete(c_->me, t.id) == queue::Ledger::Result::kTaken) {
+      ++stats_.results;
+      if (handler_) handler_(t.id, p, bytes);
+    }
+  } else {
+    if (out_.empty()) out_since_ = seconds_now();
+    out_.results.push_back(queue::Result{t.id, std::vector<char>(p, p + bytes)});
+  }
+  progress();
+}
+
+}  // namespace gridrt::detail
+
+namespace gridrt {
+
+TaskQueue::TaskQueue(const Comm& comm, QueueOptions options) : node_(std::make_unique<detail::QueueNode>(comm, std::move(options))) {}
+TaskQueue::~TaskQueue() = default;
+bool TaskQueue::is_master() const { return node_->is_master(); }
+bool TaskQueue::is_boss() const { return node_->is_boss(); }
+void TaskQueue::on_result(ResultHandler handler) { node_->on_result(std::move(handler)); }
+TaskId TaskQueue::put(const void* data, std::size_t bytes) { return node_->put(data, bytes); }
+std::optional<Task> TaskQueue::next() { return node_->next(); }
+void TaskQueue::done(const Task& task, const void* result, std::size_t bytes) { node_->done(task, result, bytes); }
+void TaskQueue::poll() { node_->poll(); }
+QueueStats TaskQueue::stats() const { return node_->stats(); }
+std::vector<std::string> TaskQueue::lost_clusters() const { return node_->lost(); }
+
+}  // namespace gridrt
