@@ -806,3 +806,84 @@ TEST(EndToEnd, BadSettingsAreNamedAtInit) {
   }
   expect_nothing_left();
 }
+
+namespace {
+// queue_check (tests/queue_check.cpp) with `args` on the grid `grid_args` gives: its status,
+// its summary, and the sum of the tasks every process says it ran.
+struct QueueRun {
+  Outcome outcome;
+  long ran = 0;
+  int processes = 0;
+};
+QueueRun run_queue_check(const std::vector<std::string>& grid_args, const std::vector<std::string>& args) {
+  std::string values;
+  for (const auto& a : args) values += "<value>" + a + "</value>";
+  std::vector<std::string> argv = grid_args;
+  argv.push_back(helloworld_running("queue_check", values));
+  QueueRun q;
+  q.outcome = gridrun(argv);
+  std::istringstream lines(q.outcome.out);
+  for (std::string line; std::getline(lines, line);) {
+    const auto at = line.find("] rank ");
+    long n = 0;
+    if (at != std::string::npos && std::sscanf(line.c_str() + at, "] rank %*d ran %ld tasks", &n) == 1) {
+      q.ran += n;
+      ++q.processes;
+    }
+  }
+  return q;
+}
+}  // namespace
+
+// The task queue (gridrt/queue.hpp): every task's result reaches the super-master once and
+// right (queue_check checks values, payloads and the ids it learns of), the processes ran
+// exactly as many tasks as there are, termination is found with tasks of random durations,
+// tasks that spawn tasks, every rank putting, no task at all, bosses that only serve; with
+// a boss per cluster, per site and cluster, and one queue for the whole grid.
+TEST(EndToEnd, TaskQueueRunsEveryTaskExactlyOnceAndEnds) {
+  const std::vector<std::string> grid = {"--clusters", "3", "--ranks-per-cluster", "2"};
+  struct Case {
+    std::vector<std::string> args;
+    long tasks;
+  };
+  const Case cases[] = {
+      {{"--tasks", "300", "--max-us", "2000"}, 300},
+      {{"--tasks", "300", "--max-us", "2000", "--levels", "single"}, 300},
+      {{"--tasks", "40", "--max-us", "500", "--spawn-depth", "3"}, 40 * 15},
+      {{"--tasks", "120", "--every-rank-puts", "--spawn-depth", "1", "--levels", "site"}, 360},
+      {{"--tasks", "200", "--bosses-idle", "--max-us", "300"}, 200},
+      {{"--tasks", "0"}, 0},
+      {{"--tasks", "0", "--levels", "single"}, 0},
+  };
+  for (const Case& k : cases) {
+    std::string says;
+    for (const auto& a : k.args) says += a + " ";
+    const QueueRun q = run_queue_check(grid, k.args);
+    EXPECT_EQ(q.outcome.status, 0) << says << "\n" << q.outcome.out << q.outcome.err;
+    EXPECT_NE(q.outcome.out.find("queue checks passed: " + std::to_string(k.tasks) + " tasks"), std::string::npos)
+        << says << "\n" << q.outcome.out << q.outcome.err;
+    EXPECT_EQ(q.processes, 6) << says;
+    EXPECT_EQ(q.ran, k.tasks) << says << "\n" << q.outcome.out;
+  }
+  expect_nothing_left();
+}
+
+// Uneven clusters (1+3, 2+2+1) and two clusters sharing a site: every shape of tree the
+// levels make, including a super-master alone in its cluster.
+TEST(EndToEnd, TaskQueueOnUnevenClusters) {
+  for (const auto& shape : {std::vector<std::pair<std::string, int>>{{"A", 1}, {"B", 3}},
+                            std::vector<std::pair<std::string, int>>{{"A", 2}, {"B", 2}, {"C", 1}},
+                            std::vector<std::pair<std::string, int>>{{"A", 2}, {"A", 1}, {"B", 2}}}) {
+    int processes = 0;
+    for (const auto& c : shape) processes += c.second;
+    for (const char* levels : {"cluster", "site", "single"}) {
+      const QueueRun q = run_queue_check({"--grid", grid_with_sites(shape)},
+                                         {"--tasks", "150", "--max-us", "1000", "--spawn-depth", "1", "--levels", levels});
+      EXPECT_EQ(q.outcome.status, 0) << levels << "\n" << q.outcome.out << q.outcome.err;
+      EXPECT_NE(q.outcome.out.find("queue checks passed: 450 tasks"), std::string::npos) << levels << "\n" << q.outcome.out << q.outcome.err;
+      EXPECT_EQ(q.processes, processes) << levels;
+      EXPECT_EQ(q.ran, 450) << levels << "\n" << q.outcome.out;
+    }
+  }
+  expect_nothing_left();
+}

@@ -9,6 +9,7 @@
 
 #include "queue/chunking.h"
 #include "queue/ledger.h"
+#include "queue/protocol.h"
 
 using gridrt::queue::child_id;
 using gridrt::queue::ChunkLimits;
@@ -202,4 +203,48 @@ TEST(ChunkSizer, ABossAsksAheadWhenWhatIsLeftWouldNotOutlastARoundTrip) {
   EXPECT_FALSE(ChunkSizer::should_prefetch(25, 1000, 0.02, 4));
   EXPECT_TRUE(ChunkSizer::should_prefetch(24, 1000, 0.02, 4));
   EXPECT_TRUE(ChunkSizer::should_prefetch(0, 0, 0, 0));
+}
+
+// The queue's messages: what is encoded comes back, in order, payloads of any bytes (zeros
+// included); anything cut short, lengthened or of the other direction is refused by name.
+TEST(QueueProtocol, MessagesRoundTripAndGarbageIsRefused) {
+  using namespace gridrt::queue;
+  UpMessage up;
+  up.producers_done = 3;
+  up.want = 17;
+  up.puts = {task(5, 0), Task{child_id(5, 0), {'\0', 'a', '\0'}}};
+  up.results = {Result{9, {}}, Result{11, std::vector<char>(70000, '\x7f')}};
+  const std::string u = encode(up);
+  const UpMessage back = decode_up(u.data(), u.size());
+  EXPECT_EQ(back.producers_done, 3u);
+  EXPECT_EQ(back.want, 17u);
+  ASSERT_EQ(back.puts.size(), 2u);
+  EXPECT_EQ(back.puts[1].id, child_id(5, 0));
+  EXPECT_EQ(back.puts[1].payload, (std::vector<char>{'\0', 'a', '\0'}));
+  ASSERT_EQ(back.results.size(), 2u);
+  EXPECT_EQ(back.results[0].id, 9u);
+  EXPECT_EQ(back.results[1].data.size(), 70000u);
+
+  DownMessage down;
+  down.tasks = {task(1, 3), task(2, 0)};
+  const std::string d = encode(down);
+  EXPECT_EQ(ids(decode_down(d.data(), d.size()).tasks), (std::vector<TaskId>{1, 2}));
+  const std::string f = encode(DownMessage{true, {}});
+  EXPECT_TRUE(decode_down(f.data(), f.size()).finish);
+
+  for (std::size_t cut = 0; cut < u.size(); cut += 97) EXPECT_THROW(decode_up(u.data(), cut), ProtocolError) << cut;
+  const std::string longer = u + "x";
+  EXPECT_THROW(decode_up(longer.data(), longer.size()), ProtocolError);
+  EXPECT_THROW(decode_down(u.data(), u.size()), ProtocolError);
+  EXPECT_THROW(decode_up(d.data(), d.size()), ProtocolError);
+  const std::string none = encode(DownMessage{});
+  EXPECT_THROW(decode_down(none.data(), none.size()), ProtocolError);  // an answer of no task
+  std::string huge_count = u;
+  huge_count[9] = huge_count[10] = huge_count[11] = huge_count[12] = '\xff';  // puts: 4 billion
+  try {
+    decode_up(huge_count.data(), huge_count.size());
+    ADD_FAILURE() << "a count the message cannot hold was taken";
+  } catch (const ProtocolError& e) {
+    EXPECT_NE(std::string(e.what()).find("puts"), std::string::npos) << e.what();
+  }
 }
