@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
     else if (a == "--spawn-depth") depth_limit = value();
     else if (a == "--max-us") max_us = value();
     else if (a == "--every-rank-puts") every_rank_puts = true;
-    else if (a == "--bosses-idle") opts.bosses_work = false;
+    else if (a == "--bosses-idle") opts.bosses_work = opts.master_works = false;
     else if (a == "--die-rank") die_rank = value();
     else if (a == "--die-after") die_after = value();
     else if (a == "--levels" && i + 1 < argc) {

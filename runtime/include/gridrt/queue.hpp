@@ -15,7 +15,7 @@
 // cluster's boss (the root in its own cluster, the first member elsewhere) fetches chunks of
 // tasks from it, prefetching the next before it runs dry, and serves the workers of its
 // cluster, who talk only to it: the WAN carries few, large transfers. Bosses and the
-// super-master also run tasks (`bosses_work`). levels {} is the classic single queue: every
+// super-master also run tasks (`bosses_work`, `master_works`). levels {} is the classic single queue: every
 // worker asks the super-master itself, across the WAN if it is elsewhere.
 //
 // Every task's result reaches the super-master's handler exactly once. If a cluster's part
@@ -65,7 +65,8 @@ struct QueueOptions {
   // grid (the classic master-worker).
   std::vector<Level> levels = {Level::kCluster};
   int root = 0;              // the super-master, a member of the communicator
-  bool bosses_work = true;   // the super-master and bosses run tasks too
+  bool bosses_work = true;   // bosses run tasks too
+  bool master_works = true;  // the super-master runs tasks too
   int worker_window = 0;     // tasks a worker holds (the one running and the next); 0: 2
                              // under a boss, 1 in a single queue (the classic)
   std::size_t max_message = 1 << 20;  // bytes of one queue message (bounds a chunk's payloads)

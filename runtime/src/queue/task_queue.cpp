@@ -86,6 +86,7 @@ class QueueNode {
   void complete_sends(bool wait);
   void check_size(std::size_t bytes, const char* what) const;
   int works_as_worker_count() const;
+  bool works() const { return is_master() ? o_.master_works : !is_boss() || o_.bosses_work; }
 
   Comm comm_;
   CommImpl* c_;
@@ -410,8 +411,7 @@ bool QueueNode::serve() {
 
 // Processes whose tasks this node runs or hands down: its children and, if it works, itself.
 int QueueNode::works_as_worker_count() const {
-  const bool works = !is_boss() || o_.bosses_work;
-  return static_cast<int>(children_.size()) + (works ? 1 : 0);
+  return static_cast<int>(children_.size()) + (works() ? 1 : 0);
 }
 
 // What goes up: a request when this node will soon run dry (a worker: below its window; a
@@ -501,11 +501,10 @@ std::optional<Task> QueueNode::next() {
     if (is_master()) ledger_.producer_done();
     else ++out_.producers_done;
   }
-  const bool works = !is_boss() || o_.bosses_work;
   std::optional<Pause> pause;
   while (true) {
     const bool moved = progress();
-    if (works) {
+    if (works()) {
       std::optional<queue::Task> t;
       if (is_master()) {
         auto mine = ledger_.take(c_->me, 1, o_.max_message);
