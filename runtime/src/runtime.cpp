@@ -37,11 +37,11 @@ void Pause::operator()() {
   switch (g->policy) {
     case WaitPolicy::kSpin: break;
     case WaitPolicy::kYield:
-      if (std::chrono::steady_clock::now() - since_ < kYieldFor) {
+      if (std::chrono::steady_clock::now() - since_ < yield_for_) {
         sched_yield();
       } else {
         std::this_thread::sleep_for(std::chrono::microseconds(sleep_us_));
-        sleep_us_ = std::min(sleep_us_ * 2, 200);
+        sleep_us_ = std::min(sleep_us_ * 2, max_sleep_us_);
       }
       break;
     case WaitPolicy::kSleep: std::this_thread::sleep_for(std::chrono::microseconds(50)); break;

@@ -62,13 +62,21 @@ void wait_mpi(MPI_Request* req, MPI_Status* st);
 // otherwise keep taking the CPU from the relays and the processes that carry it (on this
 // 2-core machine a grid barrier took 5.7 ms with pure yielding), while a wait inside a
 // cluster mostly ends within it (docs/benchmarks.md, "Waiting").
+//
+// A wait whose end is not near (a task queue's server waiting for its workers' next
+// requests, which come a task's duration apart) yields for less and sleeps longer: its
+// yielding would take the CPU from the very processes it waits for.
 class Pause {
  public:
   static constexpr std::chrono::microseconds kYieldFor{500};
+  Pause() = default;
+  Pause(std::chrono::microseconds yield_for, int max_sleep_us) : yield_for_(yield_for), max_sleep_us_(max_sleep_us) {}
   void operator()();
 
  private:
   const std::chrono::steady_clock::time_point since_ = std::chrono::steady_clock::now();  // the wait began
+  const std::chrono::microseconds yield_for_ = kYieldFor;
+  const int max_sleep_us_ = 200;
   int sleep_us_ = 20;
 };
 std::shared_ptr<RemoteOp> remote_send(int dst, std::uint32_t context, int tag, const void* buf, std::size_t bytes);
