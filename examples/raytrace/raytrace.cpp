@@ -147,8 +147,10 @@ int main(int argc, char** argv) {
   std::vector<double> times(static_cast<std::size_t>(rays), 0);
   std::vector<std::int64_t> lengths(static_cast<std::size_t>(rays), 0);
   long tasks_run = 0;
+  std::uint64_t queue_wan = 0;  // messages this process sent across the WAN in phase 2
   {
     gridrt::TaskQueue q(world, qopts);
+    const std::uint64_t wan_before = gridrt::wan_traffic().messages;
     if (q.is_master()) {
       q.on_result([&](gridrt::TaskId, const char* data, std::size_t n) {
         Chunk c;
@@ -182,6 +184,7 @@ int main(int argc, char** argv) {
       q.done(*t, result.data(), result.size());
       ++tasks_run;
     }
+    queue_wan = gridrt::wan_traffic().messages - wan_before;
   }
   const double phase2_ms = ms_since(start) - phase1_ms;
 
@@ -202,6 +205,8 @@ int main(int argc, char** argv) {
   const double makespan_ms = ms_since(start);
   long all_tasks = 0;
   world.reduce(&tasks_run, &all_tasks, 1, MPI_LONG, MPI_SUM, kMaster, gridrt::Algo::kHier);
+  std::uint64_t all_queue_wan = 0;
+  world.reduce(&queue_wan, &all_queue_wan, 1, MPI_UINT64_T, MPI_SUM, kMaster, gridrt::Algo::kHier);
 
   if (me == kMaster) {
     std::string problem;
@@ -228,17 +233,20 @@ int main(int argc, char** argv) {
     if (json) {
       std::printf("{\"mode\":\"%s\",\"procs\":%d,\"clusters\":%d,\"rays\":%d,\"arrived\":%d,\"tasks\":%ld,\"workers_only\":%s,"
                   "\"travel_times\":\"%016llx\",\"coverage\":\"%016llx\",\"phase1_ms\":%.1f,\"phase2_ms\":%.1f,\"phase3_ms\":%.1f,"
-                  "\"makespan_ms\":%.1f}\n",
+                  "\"makespan_ms\":%.1f,\"queue_wan_msgs\":%llu,\"queue_wan_msgs_per_task\":%.3f}\n",
                   mode.c_str(), size, world.num_clusters(), rays, arrived, all_tasks, workers_only ? "true" : "false",
                   static_cast<unsigned long long>(table), static_cast<unsigned long long>(cell_hash), phase1_ms, phase2_ms, phase3_ms,
-                  makespan_ms);
+                  makespan_ms, static_cast<unsigned long long>(all_queue_wan),
+                  static_cast<double>(all_queue_wan) / static_cast<double>(std::max(1L, all_tasks)));
     } else {
       std::printf("raytrace %s: %d rays (%d arrived) in %ld tasks on %d processes in %d clusters\n", mode.c_str(), rays, arrived,
                   all_tasks, size, world.num_clusters());
       std::printf("travel times %016llx, coverage %016llx: checks passed\n", static_cast<unsigned long long>(table),
                   static_cast<unsigned long long>(cell_hash));
-      std::printf("phases: distribute %.1f ms, master-worker %.1f ms, results %.1f ms; makespan %.1f ms\n", phase1_ms, phase2_ms,
-                  phase3_ms, makespan_ms);
+      std::printf("phases: distribute %.1f ms, master-worker %.1f ms, results %.1f ms; makespan %.1f ms (at the master)\n",
+                  phase1_ms, phase2_ms, phase3_ms, makespan_ms);
+      std::printf("the queue sent %llu messages across the WAN (%.3f per task)\n", static_cast<unsigned long long>(all_queue_wan),
+                  static_cast<double>(all_queue_wan) / static_cast<double>(std::max(1L, all_tasks)));
     }
   }
   gridrt::finalize();
