@@ -36,6 +36,7 @@ struct Broker::Part {
   PeerPtr relay;
   bool ready = false;
   bool done = false;
+  bool lost = false;  // failed in a job that goes on without it (JobSpec::survive_cluster_loss)
   std::vector<std::string> hostnames;
   std::vector<std::string> endpoints;
 };
@@ -51,6 +52,7 @@ struct Broker::Job {
   int first_failure = 0;             // first non-zero status seen, in arrival order
   std::uint32_t first_failed_rank = UINT32_MAX;
   std::string failure_note;          // why the job was stopped, if it was
+  std::vector<std::string> lost_notes;  // "cluster c1 (rank 3 killed by signal 9)", for the summary
   bool killed = false;
 };
 
@@ -477,12 +479,42 @@ void Broker::handle_rank_exit(const PeerPtr& peer, const Frame& f) {
 void Broker::record_exit(Job& job, std::uint32_t rank, int status) {
   if (job.status[rank] != -1) return;
   job.status[rank] = status;
-  if (status != 0 && job.first_failure == 0) {
+  const std::size_t part = job.topology.cluster_of(rank);
+  if (status == 0 || job.parts[part].lost) return;
+  const std::string what = "rank " + std::to_string(rank) + " (cluster " + job.parts[part].cluster + ")" +
+                           (status > 128 && status < 160 ? " killed by signal " + std::to_string(status - 128)
+                                                         : " exited with status " + std::to_string(status));
+  if (job.spec.survive_cluster_loss && !job.killed) return lose_part(job, part, what);
+  if (job.first_failure == 0) {
     job.first_failure = status;
     job.first_failed_rank = rank;
     // As mpiexec does: one failed process ends the job, so that no rank waits forever on it.
-    fail_job(job, "rank " + std::to_string(rank) + (status > 128 && status < 160 ? " killed by signal " + std::to_string(status - 128)
-                                                                                 : " exited with status " + std::to_string(status)));
+    fail_job(job, what);
+  }
+}
+
+// A job whose profile lets it go on without a failed cluster: that cluster's part is
+// stopped, the other parts are told (their runtimes fail what waits on it, and a task queue
+// hands its tasks to the others), the user is told; the job's status is then that of the
+// other parts. With every part lost there is nothing to go on with: the job fails.
+void Broker::lose_part(Job& job, std::size_t part, const std::string& why) {
+  Part& lost = job.parts[part];
+  lost.lost = true;
+  job.lost_notes.push_back(why);
+  const bool all_lost = std::all_of(job.parts.begin(), job.parts.end(), [](const Part& p) { return p.lost; });
+  if (all_lost) {
+    job.first_failure = job.first_failure ? job.first_failure : 1;
+    return fail_job(job, "every cluster was lost, the last: " + why);
+  }
+  log::warn("job ", job.id, ": lost cluster ", lost.cluster, ": ", why, "; going on without it");
+  if (job.launcher)
+    job.launcher->link->send(wire::make_frame(Type::kNotice, "lost cluster " + lost.cluster + ": " + why + "; the job goes on without it", job.id));
+  if (!lost.done && lost.relay) lost.relay->link->send(wire::make_frame(Type::kKillJob, "cluster lost: " + why, job.id));
+  for (auto& p : job.parts) {
+    if (&p == &lost || p.done || !p.relay) continue;
+    Frame f = wire::make_frame(Type::kClusterLost, why, job.id);
+    f.header.tag = static_cast<std::int32_t>(part);
+    p.relay->link->send(f);
   }
 }
 
@@ -540,6 +572,11 @@ void Broker::maybe_finish(Job& job) {
       else os << " exited with status " << st;
       sep = ",";
     }
+    end.summary = os.str();
+  } else if (!job.lost_notes.empty()) {
+    std::ostringstream os;
+    os << "job " << job.id << " finished without the cluster" << (job.lost_notes.size() > 1 ? "s it lost: " : " it lost: ");
+    for (std::size_t i = 0; i < job.lost_notes.size(); ++i) os << (i ? "; " : "") << job.lost_notes[i];
     end.summary = os.str();
   }
   log::info("job ", job.id, " ended with status ", end.status);

@@ -67,6 +67,7 @@ class Broker {
   Job* job_of_relay_frame(const PeerPtr& peer, const wire::Frame& f, Part** part);
   void record_exit(Job& job, std::uint32_t rank, int status);
   void fail_job(Job& job, const std::string& why);
+  void lose_part(Job& job, std::size_t part, const std::string& why);
   void maybe_finish(Job& job);
   void stop_if_stuck(Job& job);
 

@@ -126,6 +126,11 @@ JobSpec parse(const XmlFile& f, const Variables& vars) {
         if (name.find('=') != std::string::npos) f.fail(v, "variable name '" + name + "' contains '='");
         spec.env.emplace_back(name, substitute(f, v, v.child_value(), vars));
       }
+  if (pugi::xml_node loss = exec.child("onClusterLoss")) {
+    const std::string v = value_of(f, loss, vars);
+    if (v != "stop" && v != "continue") f.fail(loss, "onClusterLoss is '" + v + "'; expected stop or continue");
+    spec.survive_cluster_loss = v == "continue";
+  }
   if (pugi::xml_node wd = exec.child("workingDirectory")) {
     spec.workdir = value_of(f, wd, vars);
     if (!std::filesystem::is_directory(spec.workdir)) f.fail(wd, "working directory '" + spec.workdir + "' does not exist");

@@ -17,7 +17,7 @@ void write_spec(Writer& w, const JobSpec& s) {
   for (const auto& g : s.groups) w.str(g.name).u32(g.count);
   w.str(s.executable).strs(s.args).u32(static_cast<std::uint32_t>(s.env.size()));
   for (const auto& [k, v] : s.env) w.str(k).str(v);
-  w.str(s.workdir);
+  w.str(s.workdir).u32(s.survive_cluster_loss ? 1 : 0);
 }
 JobSpec read_spec(Reader& r) {
   JobSpec s;
@@ -38,6 +38,7 @@ JobSpec read_spec(Reader& r) {
     s.env.emplace_back(std::move(k), r.str());
   }
   s.workdir = r.str();
+  s.survive_cluster_loss = r.u32() != 0;
   return s;
 }
 }  // namespace

@@ -27,6 +27,10 @@ struct JobSpec {
   std::vector<std::string> args;
   std::vector<std::pair<std::string, std::string>> env;
   std::string workdir;            // empty: the relay's working directory
+  // A cluster whose part fails (a process exits non-zero or is killed) is lost and the job
+  // goes on with the others, which are told (JobProfile <onClusterLoss>continue); by
+  // default one failed process stops the whole job, as mpiexec does.
+  bool survive_cluster_loss = false;
 
   std::uint32_t total_processes() const;
   std::string encode() const;

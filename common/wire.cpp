@@ -31,6 +31,7 @@ const char* type_name(Type t) {
     case Type::kConnectBack: return "ConnectBack";
     case Type::kDirectFailed: return "DirectFailed";
     case Type::kWanCount: return "WanCount";
+    case Type::kClusterLost: return "ClusterLost";
   }
   return "unknown";
 }
@@ -44,7 +45,7 @@ std::uint64_t get(const unsigned char*& p, int bytes) {
   for (int i = 0; i < bytes; ++i) v |= static_cast<std::uint64_t>(*p++) << (8 * i);
   return v;
 }
-bool known_type(std::uint16_t t) { return t >= 1 && t <= static_cast<std::uint16_t>(Type::kWanCount); }
+bool known_type(std::uint16_t t) { return t >= 1 && t <= static_cast<std::uint16_t>(Type::kClusterLost); }
 }  // namespace
 
 void encode_header(const Header& h, unsigned char out[kHeaderSize]) {

@@ -49,6 +49,8 @@ enum class Type : std::uint16_t {
   kDirectFailed = 23,  // process -> relays -> process: src could not connect to dst; use the relays
   kWanCount = 24,      // runtime -> relay: empty, how much has src sent to other sites through
                        // the relays? relay -> runtime: body = u64 messages, u64 payload bytes
+  kClusterLost = 25,   // broker -> relays -> runtimes: the job goes on without cluster `tag` (its
+                       // index in the topology); body = why (a job whose profile allows it)
 };
 // kData flag: more fragments of the same message follow (the last one has it clear).
 inline constexpr std::uint32_t kMoreFragments = 1;

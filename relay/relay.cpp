@@ -219,6 +219,7 @@ void Relay::on_broker_frame(Frame& f) {
         return;
       case Type::kStartPart: return handle_start(f);
       case Type::kTopology: return handle_topology(f);
+      case Type::kClusterLost: return tell_processes(f);
       case Type::kKillJob: return handle_kill(f);
       default:
         log::warn("ignoring unexpected ", wire::type_name(f.header.type), " frame from the broker");
@@ -255,9 +256,16 @@ void Relay::handle_start(const Frame& f) {
 void Relay::handle_topology(const Frame& f) {
   auto it = jobs_.find(f.header.job);
   if (it == jobs_.end()) return;
-  Job& job = *it->second;
-  job.topology = f.body;
-  for (auto& c : job.procs)
+  it->second->topology = f.body;
+  tell_processes(f);
+}
+
+// A frame from the broker for every process of the job here (those not connected yet get
+// the topology when they say hello; a lost cluster they learn from their peers' errors).
+void Relay::tell_processes(const Frame& f) {
+  auto it = jobs_.find(f.header.job);
+  if (it == jobs_.end()) return;
+  for (auto& c : it->second->procs)
     if (c) c->link->send(f);
 }
 

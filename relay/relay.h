@@ -66,6 +66,7 @@ class Relay {
   void on_broker_frame(wire::Frame& f);
   void handle_start(const wire::Frame& f);
   void handle_topology(const wire::Frame& f);
+  void tell_processes(const wire::Frame& f);
   void handle_kill(const wire::Frame& f);
   void to_broker(const wire::Frame& f);
 

@@ -815,11 +815,13 @@ struct QueueRun {
   long ran = 0;
   int processes = 0;
 };
-QueueRun run_queue_check(const std::vector<std::string>& grid_args, const std::vector<std::string>& args) {
+QueueRun run_queue_check(const std::vector<std::string>& grid_args, const std::vector<std::string>& args,
+                         const std::string& on_cluster_loss = "") {
   std::string values;
   for (const auto& a : args) values += "<value>" + a + "</value>";
   std::vector<std::string> argv = grid_args;
-  argv.push_back(helloworld_running("queue_check", values));
+  const std::string loss = on_cluster_loss.empty() ? "" : "<onClusterLoss>" + on_cluster_loss + "</onClusterLoss>";
+  argv.push_back(helloworld_running("queue_check", values + "</arguments>" + loss + "<arguments>"));
   QueueRun q;
   q.outcome = gridrun(argv);
   std::istringstream lines(q.outcome.out);
@@ -885,5 +887,34 @@ TEST(EndToEnd, TaskQueueOnUnevenClusters) {
       EXPECT_EQ(q.ran, 450) << levels << "\n" << q.outcome.out;
     }
   }
+  expect_nothing_left();
+}
+
+// A cluster killed mid-run (one of its processes SIGKILLed after some tasks; MPICH takes the
+// rest of its part down): with <onClusterLoss>continue the super-master hands what that
+// cluster held to the others and the job finishes with every result, once, and says which
+// cluster it lost; with a boss per cluster and with one queue. By default one dead process
+// stops the job, and the error names its cluster; a lost super-master fails the others with
+// an error that says so.
+TEST(EndToEnd, TaskQueueGoesOnWithoutAClusterKilledMidRun) {
+  const std::vector<std::string> grid = {"--clusters", "3", "--ranks-per-cluster", "2"};
+  for (const char* levels : {"cluster", "single"}) {
+    const QueueRun q = run_queue_check(grid, {"--tasks", "300", "--max-us", "2000", "--levels", levels, "--die-rank", "3", "--die-after", "5"},
+                                       "continue");
+    EXPECT_EQ(q.outcome.status, 0) << levels << "\n" << q.outcome.out << q.outcome.err;
+    EXPECT_NE(q.outcome.out.find("queue checks passed: 300 tasks"), std::string::npos) << levels << "\n" << q.outcome.out << q.outcome.err;
+    EXPECT_NE(q.outcome.out.find("lost c1"), std::string::npos) << q.outcome.out;
+    EXPECT_NE(q.outcome.err.find("lost cluster c1: rank 3 (cluster c1) killed by signal 9; the job goes on without it"), std::string::npos)
+        << q.outcome.err;
+    EXPECT_NE(q.outcome.err.find("finished without the cluster it lost"), std::string::npos) << q.outcome.err;
+    EXPECT_EQ(q.processes, 4) << q.outcome.out;  // the survivors
+  }
+  const QueueRun stopped = run_queue_check(grid, {"--tasks", "300", "--max-us", "2000", "--die-rank", "3", "--die-after", "5"});
+  EXPECT_EQ(stopped.outcome.status, 128 + 9) << stopped.outcome.err;
+  EXPECT_NE(stopped.outcome.err.find("failed: rank 3 (cluster c1) killed by signal 9"), std::string::npos) << stopped.outcome.err;
+  const QueueRun headless = run_queue_check(grid, {"--tasks", "300", "--max-us", "2000", "--die-rank", "0", "--die-after", "5"}, "continue");
+  EXPECT_NE(headless.outcome.status, 0);
+  EXPECT_NE((headless.outcome.out + headless.outcome.err).find("the level above this process (rank 0) is gone: cluster c0 lost"), std::string::npos)
+      << headless.outcome.out << headless.outcome.err;
   expect_nothing_left();
 }

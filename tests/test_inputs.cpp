@@ -75,6 +75,20 @@ TEST(JobProfile, GoodProfileGivesGroupsArgsEnvAndWorkdir) {
   EXPECT_EQ(s.task_id, "t1");
 }
 
+// <onClusterLoss>: stop (the default) or continue, and the choice survives the wire.
+TEST(JobProfile, OnClusterLossIsStopOrContinue) {
+  auto with = [](const std::string& extra) {
+    return profile("", "<processesCount><value>2</value></processesCount>", "/bin/true", extra);
+  };
+  EXPECT_FALSE(parse_job_profile("job.xml", with(""), {}).survive_cluster_loss);
+  EXPECT_FALSE(parse_job_profile("job.xml", with("<onClusterLoss>stop</onClusterLoss>"), {}).survive_cluster_loss);
+  const JobSpec s = parse_job_profile("job.xml", with("<onClusterLoss>$L</onClusterLoss>"), {{"L", "continue"}});
+  EXPECT_TRUE(s.survive_cluster_loss);
+  EXPECT_TRUE(JobSpec::decode(s.encode()).survive_cluster_loss);
+  expect_error(job_error(with("<onClusterLoss>retry</onClusterLoss>")), "job.xml:13:", "<onClusterLoss>",
+               "onClusterLoss is 'retry'; expected stop or continue");
+}
+
 TEST(JobProfile, MalformedXml) {
   expect_error(job_error("<grmsJob appId=\"x\">\n  <task>\n</grmsJob>\n"), "job.xml:3:", "", "malformed XML");
 }

@@ -229,8 +229,10 @@ TEST(QueueProtocol, MessagesRoundTripAndGarbageIsRefused) {
   down.tasks = {task(1, 3), task(2, 0)};
   const std::string d = encode(down);
   EXPECT_EQ(ids(decode_down(d.data(), d.size()).tasks), (std::vector<TaskId>{1, 2}));
-  const std::string f = encode(DownMessage{true, {}});
+  const std::string f = encode(DownMessage{true, {}, {2, 5}});
   EXPECT_TRUE(decode_down(f.data(), f.size()).finish);
+  EXPECT_EQ(decode_down(f.data(), f.size()).lost, (std::vector<std::uint32_t>{2, 5}));
+  EXPECT_THROW(decode_down(f.data(), f.size() - 1), ProtocolError);
 
   for (std::size_t cut = 0; cut < u.size(); cut += 97) EXPECT_THROW(decode_up(u.data(), cut), ProtocolError) << cut;
   const std::string longer = u + "x";

@@ -310,4 +310,26 @@ Comm Comm::dup() const {
   return Comm(c);
 }
 
+namespace detail {
+// finalize's barrier: over every process, or, once clusters were lost, over the others
+// (a communicator made here alike in each of them, on its reserved context: no agreement
+// with the lost clusters is possible).
+void finalize_barrier() {
+  const auto lost = state().transport->lost_clusters();
+  if (lost.empty()) return Comm::world().barrier();
+  State& s = state();
+  auto c = std::make_shared<CommImpl>();
+  for (int r = 0; r < static_cast<int>(s.topo.size()); ++r) {
+    if (lost.count(s.topo.cluster_of(static_cast<std::uint32_t>(r)))) continue;
+    if (r == s.rank) c->me = static_cast<int>(c->members.size());
+    c->members.push_back(r);
+  }
+  c->context = kSurvivors;
+  MPI_Comm_dup(MPI_COMM_WORLD, &c->local);
+  MPI_Comm_set_errhandler(c->local, MPI_ERRORS_RETURN);
+  c->work_out_topology();
+  Comm(c).barrier(Algo::kHier);
+}
+}  // namespace detail
+
 }  // namespace gridrt

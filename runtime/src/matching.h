@@ -64,6 +64,15 @@ class MatchQueue {
       }
     return false;
   }
+  // Removes the posted receives `pred` holds for (those from a lost peer, to fail them).
+  template <typename Pred>
+  std::list<Posted> take_posted_if(Pred pred) {
+    std::list<Posted> out;
+    for (auto it = posted_.begin(); it != posted_.end();)
+      if (pred(**it)) out.push_back(std::move(*it)), it = posted_.erase(it);
+      else ++it;
+    return out;
+  }
   // Removes every posted receive (on failure, to fail them all).
   std::list<Posted> take_posted() { return std::exchange(posted_, {}); }
   std::size_t unexpected() const { return unexpected_.size(); }

@@ -130,6 +130,9 @@ bool remote_test(const std::shared_ptr<RemoteOp>& op) {
 
 bool remote_cancel(const std::shared_ptr<RemoteOp>& op) { return state().transport->cancel(op); }
 
+std::optional<std::string> cluster_lost(int rank) { return state().transport->lost(rank); }
+void mark_cluster_lost(std::uint32_t cluster, const std::string& why) { state().transport->mark_lost(cluster, why); }
+
 }  // namespace detail
 
 using detail::g;
@@ -192,7 +195,7 @@ void init(int* argc, char*** argv, int required) {
 void finalize() {
   if (!g) throw Error("gridrt: finalize without init");
   // Nobody leaves while others may still send to them through the relays.
-  barrier();
+  detail::finalize_barrier();
   g->world_comm.reset();  // (communicators the application still holds free theirs at exit)
   MPI_Comm_free(&g->p2p);
   MPI_Comm_free(&g->world);
@@ -371,6 +374,12 @@ Status recv(void* buf, std::size_t capacity, int src, int tag) {
 }
 
 void barrier() { Comm::world().barrier(); }
+
+std::vector<std::string> lost_clusters() {
+  std::vector<std::string> names;
+  for (const auto& [index, why] : state().transport->lost_clusters()) names.push_back(state().topo.clusters[index].name);
+  return names;
+}
 
 WanTraffic wan_traffic() {
   try {

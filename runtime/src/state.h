@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,8 @@ namespace gridrt::detail {
 // Contexts keep traffic classes apart on the relay path (design.md: the frame header's
 // communicator context): user point-to-point, then one
 // per grid communicator, from kFirstCommContext up (agreed by its members when made).
-enum Context : std::uint32_t { kP2P = 0, kFirstCommContext = 16 };
+// kSurvivors: finalize's barrier over the clusters not lost.
+enum Context : std::uint32_t { kP2P = 0, kSurvivors = 1, kFirstCommContext = 16 };
 
 enum class WaitPolicy { kSpin, kYield, kSleep };
 
@@ -54,6 +56,11 @@ void check_rank(int r, const char* what);
 // cluster parts return MPI errors instead of aborting the process).
 void check_mpi(int rc, const char* what);
 inline constexpr const char* kMpiInCluster = "MPI inside the cluster";
+// Why global rank `rank`'s cluster was lost (gridrt::lost_clusters), or nothing.
+std::optional<std::string> cluster_lost(int rank);
+// Takes a lost cluster as known here (the task queue's super-master passes on those it
+// lost, so that every process ends knowing the same ones).
+void mark_cluster_lost(std::uint32_t cluster, const std::string& why);
 // Waits for an MPI request, testing and yielding the CPU as GRIDRT_WAIT says.
 void wait_mpi(MPI_Request* req, MPI_Status* st);
 // What the wait policy does between two tests of one wait. Under `yield`, a wait that has

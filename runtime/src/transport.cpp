@@ -145,6 +145,10 @@ std::shared_ptr<RemoteOp> RelayTransport::send(std::int32_t dst, std::uint32_t c
   } while (off < bytes);
   std::lock_guard<std::mutex> lock(mu_);
   if (!failure_.empty()) throw std::runtime_error(failure_);
+  if (const std::string* why = lost_locked(dst)) {
+    op->error = *why;
+    return op;
+  }
   auto [it, fresh] = out_.try_emplace({dst, context});
   if (fresh) {
     it->second.dst = dst;
@@ -378,7 +382,12 @@ std::shared_ptr<RemoteOp> RelayTransport::recv(void* buf, std::size_t capacity, 
     op->error = failure_;
     return op;
   }
-  if (auto in = queue_.post(op)) bind(in, op);
+  if (auto in = queue_.post(op)) {
+    bind(in, op);
+  } else if (const std::string* why = lost_locked(src)) {
+    queue_.cancel(op);  // what it sent before it was lost has been taken; nothing more comes
+    op->error = *why;
+  }
   return op;
 }
 
@@ -481,6 +490,9 @@ void RelayTransport::on_frame(Frame& f) {
       }
       cv_.notify_all();
       return;
+    case Type::kClusterLost:
+      mark_lost(static_cast<std::uint32_t>(f.header.tag), f.body);
+      return;
     case Type::kWanCount:
       try {
         wire::Reader r(f.body);
@@ -529,6 +541,48 @@ void RelayTransport::fail_all(const std::string& why) {
     for (auto& o : s.queue)
       if (o.completes) o.completes->error = failure_;
   cv_.notify_all();
+}
+
+void RelayTransport::mark_lost(std::uint32_t cluster, const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!topology_ || cluster >= topology_->clusters.size() || lost_.count(cluster)) return;
+  lost_[cluster] = "cluster " + topology_->clusters[cluster].name + " lost: " + why;
+  fail_lost(cluster);
+  cv_.notify_all();
+}
+
+std::map<std::uint32_t, std::string> RelayTransport::lost_clusters() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lost_;
+}
+
+std::optional<std::string> RelayTransport::lost(std::int32_t rank) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string* why = lost_locked(rank);
+  return why ? std::optional<std::string>(*why) : std::nullopt;
+}
+
+const std::string* RelayTransport::lost_locked(std::int32_t rank) const {
+  if (lost_.empty() || !topology_ || rank < 0) return nullptr;
+  const auto it = lost_.find(topology_->cluster_of(static_cast<std::uint32_t>(rank)));
+  return it == lost_.end() ? nullptr : &it->second;
+}
+
+// What waits on the ranks of a lost cluster fails: receives posted for them (messages they
+// sent in full before are delivered as usual), messages from them cut short, and sends to
+// them, which would otherwise wait for credit that never comes.
+void RelayTransport::fail_lost(std::uint32_t cluster) {
+  const std::string& why = lost_[cluster];
+  auto gone = [&](std::int32_t rank) { return rank >= 0 && topology_->cluster_of(static_cast<std::uint32_t>(rank)) == cluster; };
+  for (auto& op : queue_.take_posted_if([&](const RemoteOp& op) { return gone(op.pattern.source); })) op->error = why;
+  for (auto& [key, in] : current_)
+    if (gone(key.first) && in->bound && !in->bound->done) in->bound->error = why;
+  for (auto& [key, s] : out_)
+    if (gone(s.dst)) {
+      for (auto& o : s.queue)
+        if (o.completes) o.completes->error = why;
+      s.queue.clear();
+    }
 }
 
 void RelayTransport::on_closed(const std::string& why) {

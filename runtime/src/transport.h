@@ -67,6 +67,13 @@ class RelayTransport {
   // fragment has been handed to the relay connection, as the receiver's window allows.
   std::shared_ptr<RemoteOp> send(std::int32_t dst, std::uint32_t context, std::int32_t tag, const void* buf, std::size_t bytes);
   std::shared_ptr<RemoteOp> recv(void* buf, std::size_t capacity, std::int32_t src, std::uint32_t context, std::int32_t tag);
+  // Clusters the job goes on without (the broker's ClusterLost, or the task queue's word
+  // for one it lost): what waits on their ranks fails, naming the cluster and why, and so
+  // does anything later sent to them or received from them. By topology index.
+  void mark_lost(std::uint32_t cluster, const std::string& why);
+  std::map<std::uint32_t, std::string> lost_clusters();
+  // Why `rank`'s cluster was lost, or nothing.
+  std::optional<std::string> lost(std::int32_t rank);
   // Withdraws a receive that no message has matched yet, so that its buffer may go; false
   // if a message already matched it (it then completes as usual).
   bool cancel(const std::shared_ptr<RemoteOp>& op);
@@ -141,6 +148,8 @@ class RelayTransport {
   void go_direct(std::int32_t dst, Peer& p, const std::shared_ptr<TlsLink>& link);
   void signal_peer(wire::Type t, std::int32_t dst);
   void fail_all(const std::string& why);
+  void fail_lost(std::uint32_t cluster);
+  const std::string* lost_locked(std::int32_t rank) const;
 
   asio::io_context io_;
   std::shared_ptr<TcpLink> link_;
@@ -153,6 +162,7 @@ class RelayTransport {
   std::optional<Topology> topology_;
   std::optional<WanCount> wan_answer_;
   std::string failure_;
+  std::map<std::uint32_t, std::string> lost_;  // cluster index -> "cluster NAME lost: why"
   MatchQueue<RemoteOp, Incoming> queue_;
   std::map<StreamKey, std::shared_ptr<Incoming>> current_;  // (source, context) -> message being received
   std::map<StreamKey, Stream> out_;                         // (destination, context) -> outgoing stream

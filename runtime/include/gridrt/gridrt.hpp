@@ -49,6 +49,7 @@ namespace detail {
 struct RequestState;
 struct CommImpl;
 class QueueNode;
+void finalize_barrier();
 }
 class Request {
  public:
@@ -109,6 +110,13 @@ void wait_all(std::vector<Request>& reqs);
 
 // Grid-wide barrier over every process: Comm::world().barrier().
 void barrier();
+
+// Clusters the job goes on without, by name: their part failed in a job whose JobProfile
+// says <onClusterLoss>continue</onClusterLoss> (docs/jobprofile.md). Whatever waits on their
+// ranks fails with an Error naming the cluster; collectives over communicators that hold
+// them cannot complete. A task queue hands their tasks to the others (gridrt/queue.hpp).
+// finalize() then waits for the others only.
+std::vector<std::string> lost_clusters();
 
 // What this process has sent across the wide-area network (to clusters of other sites)
 // through the relays so far, as its relay counted it: messages (a collective's or the
@@ -190,6 +198,7 @@ class Comm {
 
  private:
   friend class detail::QueueNode;  // the task queue (gridrt/queue.hpp) talks over a Comm's members
+  friend void detail::finalize_barrier();
   explicit Comm(std::shared_ptr<detail::CommImpl> impl) : impl_(std::move(impl)) {}
   detail::CommImpl& impl() const;
   std::shared_ptr<detail::CommImpl> impl_;

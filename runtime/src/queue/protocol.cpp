@@ -90,7 +90,12 @@ std::string encode(const UpMessage& m) {
 }
 
 std::string encode(const DownMessage& m) {
-  if (m.finish) return Writer(kFinish).take();
+  if (m.finish) {
+    Writer w(kFinish);
+    w.number(static_cast<std::uint32_t>(m.lost.size()));
+    for (auto c : m.lost) w.number(c);
+    return w.take();
+  }
   Writer w(kTasks);
   w.number(static_cast<std::uint32_t>(m.tasks.size()));
   for (const auto& t : m.tasks) w.item(t.id, t.payload);
@@ -113,6 +118,8 @@ DownMessage decode_down(const char* data, std::size_t n) {
   DownMessage m;
   if (r.kind() == kFinish) {
     m.finish = true;
+    const auto n = r.number<std::uint32_t>("lost clusters");
+    for (std::uint32_t i = 0; i < n; ++i) m.lost.push_back(r.number<std::uint32_t>("lost clusters"));
   } else {
     m.tasks = r.items<Task>("tasks");
     if (m.tasks.empty()) throw ProtocolError("a queue answer with no task");

@@ -32,10 +32,13 @@ struct UpMessage {
   bool empty() const { return producers_done == 0 && want == 0 && puts.empty() && results.empty(); }
 };
 
-// Parent -> child: tasks answering a request (at least one), or the end of the queue.
+// Parent -> child: tasks answering a request (at least one), or the end of the queue with
+// the clusters the super-master lost meanwhile (their topology indices), so that every
+// process ends knowing the same ones.
 struct DownMessage {
   bool finish = false;
   std::vector<Task> tasks;
+  std::vector<std::uint32_t> lost;
 };
 
 struct ProtocolError : std::runtime_error {

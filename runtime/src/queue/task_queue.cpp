@@ -72,8 +72,11 @@ class QueueNode {
     bool local = false;
     std::uint32_t want = 0;  // tasks it asked for, not yet answered
     bool lost = false;
+    std::uint32_t subtree = 1;    // processes at and below it
+    std::uint32_t producers = 0;  // of them, those that said they put no more
   };
   struct Outgoing {
+    int to = -1;
     std::string bytes;
     MPI_Request mpi = MPI_REQUEST_NULL;
     std::shared_ptr<RemoteOp> remote;
@@ -87,6 +90,7 @@ class QueueNode {
   bool progress();
   void on_up(Child& c, queue::UpMessage m);
   void on_down(queue::DownMessage m);
+  void child_lost(Child& c, const std::string& error);
   bool serve();
   bool send_up(bool force);
   void finish_all();
@@ -125,7 +129,8 @@ class QueueNode {
   std::uint64_t spawned_ = 0;  // children put by the running task
   std::uint64_t root_puts_ = 0;
   QueueStats stats_;
-  std::vector<std::string> lost_;
+  std::vector<std::string> lost_;             // clusters lost, by name
+  std::vector<std::uint32_t> lost_clusters_;  // and by topology index
 };
 
 QueueNode::QueueNode(const Comm& comm, QueueOptions o)
@@ -183,13 +188,19 @@ void QueueNode::build_tree() {
       if (leader(r, d) != r) return leader(r, d);
     return r == o_.root ? -1 : o_.root;
   };
+  std::vector<int> parent(n);
+  std::vector<std::uint32_t> subtree(n, 1);
+  for (int r = 0; r < n; ++r) parent[r] = parent_of(r);
+  for (int r = 0; r < n; ++r)
+    for (int a = parent[r]; a >= 0; a = parent[a]) ++subtree[a];
   for (int r = 0; r < n; ++r) {
-    const int p = parent_of(r);
+    const int p = parent[r];
     if (r == c_->me) parent_ = p;
     if (p != c_->me) continue;
     Child ch;
     ch.rank = r;
     ch.local = c_->part_of[r] == c_->my_part();
+    ch.subtree = subtree[r];
     has_local_children_ = has_local_children_ || ch.local;
     child_index_[r] = children_.size();
     children_.push_back(ch);
@@ -254,6 +265,7 @@ void QueueNode::send(int to, int tag, std::string bytes) {
   if (to == parent_) ++stats_.sent_up;
   else ++stats_.sent_down;
   Outgoing s;
+  s.to = to;
   if (c_->part_of[to] == c_->my_part()) {
     s.bytes = std::move(bytes);
     check_mpi(MPI_Isend(s.bytes.data(), static_cast<int>(s.bytes.size()), MPI_BYTE, c_->index_in_part[to], tag, c_->local, &s.mpi),
@@ -275,10 +287,14 @@ void QueueNode::complete_sends(bool wait) {
         check_mpi(MPI_Test(&s.mpi, &flag, MPI_STATUS_IGNORE), kMpiInCluster);
         if (!flag) return;
       }
-    } else if (wait) {
-      remote_wait(s.remote);
-    } else if (!remote_test(s.remote)) {
-      return;
+    } else {
+      try {
+        if (wait) remote_wait(s.remote);
+        else if (!remote_test(s.remote)) return;
+      } catch (const Error&) {
+        // To a lost cluster: its loss is dealt with where its messages are awaited.
+        if (!cluster_lost(c_->members[s.to])) throw;
+      }
     }
     sending_.pop_front();
   }
@@ -313,7 +329,15 @@ bool QueueNode::progress() {
     }
   }
   for (auto& in : from_remote_children_) {
-    if (!test(in, &from, &bytes)) continue;
+    Child& child = children_[child_index_.at(in.from)];
+    if (child.lost) continue;
+    try {
+      if (!test(in, &from, &bytes)) continue;
+    } catch (const Error& e) {
+      child_lost(child, e.what());
+      moved = true;
+      continue;
+    }
     queue::UpMessage m;
     try {
       m = queue::decode_up(in.buf.get(), bytes);
@@ -324,7 +348,15 @@ bool QueueNode::progress() {
     on_up(children_[child_index_.at(from)], std::move(m));
     moved = true;
   }
-  if (parent_ >= 0 && !finished_ && test(from_parent_, &from, &bytes)) {
+  bool from_above = false;
+  try {
+    from_above = parent_ >= 0 && !finished_ && test(from_parent_, &from, &bytes);
+  } catch (const Error& e) {
+    const std::optional<std::string> why = cluster_lost(c_->members[parent_]);
+    if (!why) throw;
+    throw Error("gridrt: task queue: the level above this process (rank " + std::to_string(c_->members[parent_]) + ") is gone: " + *why);
+  }
+  if (from_above) {
     queue::DownMessage m;
     try {
       m = queue::decode_down(from_parent_.buf.get(), bytes);
@@ -363,6 +395,7 @@ void QueueNode::on_up(Child& c, queue::UpMessage m) {
       }
     }
     for (std::uint32_t i = 0; i < m.producers_done; ++i) ledger_.producer_done();
+    c.producers += m.producers_done;
   } else {
     if (out_.empty()) out_since_ = seconds_now();
     for (auto& t : m.puts) out_.puts.push_back(std::move(t));
@@ -375,6 +408,11 @@ void QueueNode::on_up(Child& c, queue::UpMessage m) {
 void QueueNode::on_down(queue::DownMessage m) {
   asked_ = false;
   if (m.finish) {
+    for (auto c : m.lost) {
+      mark_cluster_lost(c, "lost while the task queue ran (its super-master found)");
+      lost_clusters_.push_back(c);
+      lost_.push_back(state().topo.clusters[c].name);
+    }
     if (!pool_.empty())
       throw Error("gridrt: task queue: told to finish by rank " + std::to_string(c_->members[parent_]) + " while holding " +
                   std::to_string(pool_.size()) + " tasks");
@@ -476,7 +514,30 @@ bool QueueNode::send_up(bool force) {
 void QueueNode::finish_all() {
   finished_ = true;
   for (auto& c : children_)
-    if (!c.lost) send(c.rank, kToChild, queue::encode(queue::DownMessage{true, {}}));
+    if (!c.lost) send(c.rank, kToChild, queue::encode(queue::DownMessage{true, {}, lost_clusters_}));
+}
+
+// A child's messages cannot come: if its cluster was lost (gridrt::lost_clusters), the
+// super-master hands what it held to the others (Ledger::lose: a task lost with more than
+// crash_limit clusters fails instead) and counts its processes as done putting; anything
+// else, or a boss below the top (it cannot hand tasks back), is an Error naming it.
+void QueueNode::child_lost(Child& c, const std::string& error) {
+  const int rank = c_->members[c.rank];
+  const std::optional<std::string> why = cluster_lost(rank);
+  if (!why) throw Error(error);
+  if (!is_master())
+    throw Error("gridrt: task queue: " + *why + "; only the super-master can hand a lost cluster's tasks to others");
+  if (!o_.requeue_lost)
+    throw Error("gridrt: task queue: " + *why + "; its tasks are not handed to others (QueueOptions::requeue_lost is off)");
+  c.lost = true;
+  c.want = 0;
+  stats_.requeued += ledger_.lose(c.rank);
+  for (; c.producers < c.subtree; ++c.producers) ledger_.producer_done();
+  const std::uint32_t cluster = state().topo.cluster_of(static_cast<std::uint32_t>(rank));
+  if (std::find(lost_clusters_.begin(), lost_clusters_.end(), cluster) == lost_clusters_.end()) {
+    lost_clusters_.push_back(cluster);
+    lost_.push_back(state().topo.clusters[cluster].name);
+  }
 }
 
 TaskId QueueNode::put(const void* data, std::size_t bytes) {
