@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "common/grid.h"
 #include "common/process.h"
@@ -247,12 +248,13 @@ TEST(EndToEnd, HelloworldWithSixProcessesSpansBothClusters) {
 }
 
 TEST(EndToEnd, FailedRankPropagatesItsExitStatus) {
-  for (const auto& [rank, code] : std::vector<std::pair<int, int>>{{2, 7}, {0, 3}}) {
+  for (const auto& [rank, code, cluster] : std::vector<std::tuple<int, int, std::string>>{{2, 7, "c1"}, {0, 3, "c0"}}) {
     const std::string profile = two_groups_with("<value>--fail-rank</value><value>" + std::to_string(rank) +
                                                 "</value><value>--exit-code</value><value>" + std::to_string(code) + "</value>");
     const Outcome r = gridrun({profile});
     EXPECT_EQ(r.status, code) << r.out << r.err;
-    EXPECT_NE(r.err.find("failed: rank " + std::to_string(rank) + " exited with status " + std::to_string(code)), std::string::npos)
+    EXPECT_NE(r.err.find("failed: rank " + std::to_string(rank) + " (cluster " + cluster + ") exited with status " + std::to_string(code)),
+              std::string::npos)
         << r.err;
     expect_nothing_left();
   }
@@ -261,7 +263,7 @@ TEST(EndToEnd, FailedRankPropagatesItsExitStatus) {
 TEST(EndToEnd, RankKilledBySignalGives128PlusSignal) {
   const Outcome r = gridrun({two_groups_with("<value>--fail-rank</value><value>1</value><value>--signal</value><value>9</value>")});
   EXPECT_EQ(r.status, 128 + 9) << r.out << r.err;
-  EXPECT_NE(r.err.find("rank 1 killed by signal 9"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rank 1 (cluster c0) killed by signal 9"), std::string::npos) << r.err;
   expect_nothing_left();
 }
 
