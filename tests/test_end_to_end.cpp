@@ -920,3 +920,29 @@ TEST(EndToEnd, TaskQueueGoesOnWithoutAClusterKilledMidRun) {
       << headless.outcome.out << headless.outcome.err;
   expect_nothing_left();
 }
+
+// examples/raytrace in its three modes on 3 clusters (a boss per cluster, one queue with
+// flat and with grid collectives): each checks itself (every ray's length is in the cells,
+// sample rays traced again agree, every process got the same table), and all three print
+// the same travel times and coverage; also through jobprofiles/raytrace.xml as shipped.
+TEST(EndToEnd, RaytraceGivesTheSameAnswerInEveryMode) {
+  std::string answer;
+  for (const char* mode : {"vanilla", "grid", "hier"}) {
+    const std::string job = helloworld_running(
+        "raytrace", std::string("<value>--mode</value><value>") + mode + "</value><value>--sources</value><value>40</value>"
+                    "<value>--receivers</value><value>30</value><value>--chunk</value><value>7</value><value>--workers-only</value>");
+    const Outcome r = gridrun({"--clusters", "3", "--ranks-per-cluster", "2", job});
+    EXPECT_EQ(r.status, 0) << mode << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find(std::string("raytrace ") + mode + ": 1200 rays"), std::string::npos) << r.out;
+    const auto at = r.out.find("travel times ");
+    ASSERT_NE(at, std::string::npos) << r.out << r.err;
+    const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+    EXPECT_NE(line.find("checks passed"), std::string::npos) << line;
+    if (answer.empty()) answer = line;
+    EXPECT_EQ(line, answer) << mode;
+  }
+  const Outcome shipped = gridrun({"--clusters", "2", "--ranks-per-cluster", "2", "--var", "MODE=hier", kSrc + "/jobprofiles/raytrace.xml"});
+  EXPECT_EQ(shipped.status, 0) << shipped.out << shipped.err;
+  EXPECT_NE(shipped.out.find("checks passed"), std::string::npos) << shipped.out << shipped.err;
+  expect_nothing_left();
+}
