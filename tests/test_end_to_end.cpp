@@ -946,3 +946,11 @@ TEST(EndToEnd, RaytraceGivesTheSameAnswerInEveryMode) {
   EXPECT_NE(shipped.out.find("checks passed"), std::string::npos) << shipped.out << shipped.err;
   expect_nothing_left();
 }
+
+// The task queue through the C API (tests/queue_c.c): a boss per cluster and one queue.
+TEST(EndToEnd, TaskQueueThroughTheCApi) {
+  const Outcome r = gridrun({"--clusters", "3", "--ranks-per-cluster", "2", helloworld_running("queue_c")});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("queue_c: checks passed"), std::string::npos) << r.out << r.err;
+  expect_nothing_left();
+}

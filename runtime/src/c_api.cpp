@@ -2,10 +2,17 @@
 // the message for gridrt_last_error().
 #include "gridrt/gridrt.h"
 
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "gridrt/gridrt.hpp"
+#include "gridrt/queue.hpp"
 
+struct gridrt_queue_s {
+  std::unique_ptr<gridrt::TaskQueue> queue;
+  std::optional<gridrt::Task> current;  // what gridrt_queue_next handed out last
+};
 struct gridrt_request_s {
   gridrt::Request req;
 };
@@ -44,12 +51,12 @@ gridrt::Algo algo_of(int algo) {
   }
   throw gridrt::ArgumentError("gridrt: unknown collective algorithm " + std::to_string(algo));
 }
-// Collectives fail with GRIDRT_ERR_ARG for what the caller got wrong (gridrt::ArgumentError),
-// GRIDRT_ERR_COMM for the rest (a peer or relay gone).
+// Collectives and the task queue fail with GRIDRT_ERR_ARG for what the caller got wrong
+// (gridrt::ArgumentError), GRIDRT_ERR_COMM for the rest (a peer or relay gone).
 template <typename F>
-int collective(gridrt_comm c, int algo, F&& f) {
+int classified(F&& f) {
   try {
-    f(comm_of(c), algo_of(algo));
+    f();
     return GRIDRT_SUCCESS;
   } catch (const gridrt::ArgumentError& e) {
     last_error = e.what();
@@ -58,6 +65,10 @@ int collective(gridrt_comm c, int algo, F&& f) {
     last_error = e.what();
     return GRIDRT_ERR_COMM;
   }
+}
+template <typename F>
+int collective(gridrt_comm c, int algo, F&& f) {
+  return classified([&] { f(comm_of(c), algo_of(algo)); });
 }
 int handle(gridrt_comm* out, gridrt::Comm c) {
   *out = c.valid() ? new gridrt_comm_s{std::move(c)} : nullptr;
@@ -221,6 +232,94 @@ int gridrt_alltoallv(const void* sendbuf, const int* sendcounts, const int* sdis
   return collective(comm, algo, [&](const gridrt::Comm& c, gridrt::Algo a) {
     c.alltoallv(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, type, a);
   });
+}
+
+void gridrt_queue_options_init(gridrt_queue_options* o) {
+  const gridrt::QueueOptions d;
+  *o = gridrt_queue_options{};
+  o->num_levels = static_cast<int>(d.levels.size());
+  for (std::size_t i = 0; i < d.levels.size(); ++i) o->levels[i] = static_cast<int>(d.levels[i]);
+  o->root = d.root;
+  o->bosses_work = d.bosses_work;
+  o->master_works = d.master_works;
+  o->worker_window = d.worker_window;
+  o->requeue_lost = d.requeue_lost;
+}
+
+int gridrt_queue_create(gridrt_comm comm, const gridrt_queue_options* options, gridrt_queue* out) {
+  return classified([&] {
+    gridrt::QueueOptions o;
+    if (options) {
+      if (options->num_levels < 0 || options->num_levels > GRIDRT_QUEUE_MAX_LEVELS)
+        throw gridrt::ArgumentError("gridrt: task queue with " + std::to_string(options->num_levels) + " levels");
+      o.levels.clear();
+      for (int i = 0; i < options->num_levels; ++i) {
+        if (!valid_level(options->levels[i])) throw gridrt::ArgumentError("gridrt: unknown level " + std::to_string(options->levels[i]));
+        o.levels.push_back(static_cast<gridrt::Level>(options->levels[i]));
+      }
+      o.root = options->root;
+      o.bosses_work = options->bosses_work != 0;
+      o.master_works = options->master_works != 0;
+      o.worker_window = options->worker_window;
+      o.requeue_lost = options->requeue_lost != 0;
+    }
+    *out = new gridrt_queue_s{std::make_unique<gridrt::TaskQueue>(comm_of(comm), o), std::nullopt};
+  });
+}
+
+int gridrt_queue_free(gridrt_queue* queue) {
+  if (queue) {
+    delete *queue;
+    *queue = nullptr;
+  }
+  return GRIDRT_SUCCESS;
+}
+
+namespace {
+gridrt::TaskQueue& queue_of(gridrt_queue q) {
+  if (!q) throw gridrt::ArgumentError("gridrt: a NULL task queue handle");
+  return *q->queue;
+}
+}  // namespace
+
+int gridrt_queue_is_master(gridrt_queue queue, int* is_master) {
+  return guarded(GRIDRT_ERR_ARG, [&] { *is_master = queue_of(queue).is_master(); });
+}
+
+int gridrt_queue_on_result(gridrt_queue queue, gridrt_result_fn fn, void* arg) {
+  return guarded(GRIDRT_ERR_ARG, [&] {
+    queue_of(queue).on_result([fn, arg](gridrt::TaskId id, const char* data, std::size_t bytes) { fn(id, data, bytes, arg); });
+  });
+}
+
+int gridrt_queue_put(gridrt_queue queue, const void* data, size_t bytes, uint64_t* id) {
+  return classified([&] {
+    const gridrt::TaskId t = queue_of(queue).put(data, bytes);
+    if (id) *id = t;
+  });
+}
+
+int gridrt_queue_next(gridrt_queue queue, gridrt_task* task, int* got) {
+  return classified([&] {
+    queue_of(queue);
+    queue->current = queue->queue->next();
+    *got = queue->current.has_value();
+    if (*got) *task = gridrt_task{queue->current->id, queue->current->payload.data(), queue->current->payload.size()};
+  });
+}
+
+int gridrt_queue_done(gridrt_queue queue, const gridrt_task* task, const void* result, size_t bytes) {
+  return classified([&] {
+    queue_of(queue);
+    if (!task || !queue->current || queue->current->id != task->id)
+      throw gridrt::ArgumentError("gridrt: gridrt_queue_done for a task that is not the one gridrt_queue_next gave last");
+    queue->queue->done(*queue->current, result, bytes);
+    queue->current.reset();
+  });
+}
+
+int gridrt_queue_poll(gridrt_queue queue) {
+  return classified([&] { queue_of(queue).poll(); });
 }
 
 }  // extern "C"

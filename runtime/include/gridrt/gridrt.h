@@ -6,6 +6,7 @@
 
 #include <mpi.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -84,6 +85,37 @@ int gridrt_allgatherv(const void* sendbuf, int sendcount, void* recvbuf, const i
 int gridrt_alltoall(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, gridrt_comm comm, int algo);
 int gridrt_alltoallv(const void* sendbuf, const int* sendcounts, const int* sdispls, void* recvbuf, const int* recvcounts,
                      const int* rdispls, MPI_Datatype type, gridrt_comm comm, int algo);
+
+/* The multi-level task queue (gridrt::TaskQueue, gridrt/queue.hpp; docs/queues.md).
+ * gridrt_queue_create is collective over `comm`; options NULL takes the defaults (a boss
+ * per cluster, everyone working). A task from gridrt_queue_next stays valid until it is
+ * passed to gridrt_queue_done. */
+#define GRIDRT_QUEUE_MAX_LEVELS 3
+typedef struct {
+  int num_levels;                      /* 0: one queue for the whole grid (classic) */
+  int levels[GRIDRT_QUEUE_MAX_LEVELS]; /* GRIDRT_LEVEL_*, outermost first */
+  int root;                            /* the super-master, a member of comm */
+  int bosses_work, master_works;       /* non-zero: they run tasks too */
+  int worker_window;                   /* 0: 2 under a boss, 1 in a single queue */
+  int requeue_lost;                    /* non-zero: a lost cluster's tasks go to the others */
+} gridrt_queue_options;
+typedef struct {
+  uint64_t id;
+  const void* data;
+  size_t bytes;
+} gridrt_task;
+typedef struct gridrt_queue_s* gridrt_queue;
+typedef void (*gridrt_result_fn)(uint64_t id, const void* data, size_t bytes, void* arg);
+void gridrt_queue_options_init(gridrt_queue_options* options); /* the defaults */
+int gridrt_queue_create(gridrt_comm comm, const gridrt_queue_options* options, gridrt_queue* out);
+int gridrt_queue_free(gridrt_queue* queue);
+int gridrt_queue_is_master(gridrt_queue queue, int* is_master);
+int gridrt_queue_on_result(gridrt_queue queue, gridrt_result_fn fn, void* arg); /* at the super-master */
+int gridrt_queue_put(gridrt_queue queue, const void* data, size_t bytes, uint64_t* id); /* id may be NULL */
+/* *got is 1 with *task filled, or 0 once every task of the job is done. */
+int gridrt_queue_next(gridrt_queue queue, gridrt_task* task, int* got);
+int gridrt_queue_done(gridrt_queue queue, const gridrt_task* task, const void* result, size_t bytes);
+int gridrt_queue_poll(gridrt_queue queue);
 
 #ifdef __cplusplus
 }
