@@ -88,6 +88,9 @@ class QueueNode {
   void cancel(Inbox& in);
   void send(int to, int tag, std::string bytes);
   bool progress();
+  template <typename Message>
+  Message decoded(const Inbox& in, int from, std::size_t bytes, Message (*decode)(const char*, std::size_t));
+  void from_child(Inbox& in, int from, std::size_t bytes);
   void on_up(Child& c, queue::UpMessage m);
   void on_down(queue::DownMessage m);
   void child_lost(Child& c, const std::string& error);
@@ -312,19 +315,9 @@ bool QueueNode::progress() {
   bool moved = false;
   int from = -1;
   std::size_t bytes = 0;
-  auto decode_error = [&](const queue::ProtocolError& e) {
-    return Error("gridrt: task queue message from rank " + std::to_string(c_->members[from]) + ": " + e.what());
-  };
   if (has_local_children_) {
     while (test(from_local_children_, &from, &bytes)) {
-      queue::UpMessage m;
-      try {
-        m = queue::decode_up(from_local_children_.buf.get(), bytes);
-      } catch (const queue::ProtocolError& e) {
-        throw decode_error(e);
-      }
-      post(from_local_children_);
-      on_up(children_[child_index_.at(from)], std::move(m));
+      from_child(from_local_children_, from, bytes);
       moved = true;
     }
   }
@@ -338,14 +331,7 @@ bool QueueNode::progress() {
       moved = true;
       continue;
     }
-    queue::UpMessage m;
-    try {
-      m = queue::decode_up(in.buf.get(), bytes);
-    } catch (const queue::ProtocolError& e) {
-      throw decode_error(e);
-    }
-    post(in);
-    on_up(children_[child_index_.at(from)], std::move(m));
+    from_child(in, from, bytes);
     moved = true;
   }
   bool from_above = false;
@@ -357,12 +343,7 @@ bool QueueNode::progress() {
     throw Error("gridrt: task queue: the level above this process (rank " + std::to_string(c_->members[parent_]) + ") is gone: " + *why);
   }
   if (from_above) {
-    queue::DownMessage m;
-    try {
-      m = queue::decode_down(from_parent_.buf.get(), bytes);
-    } catch (const queue::ProtocolError& e) {
-      throw decode_error(e);
-    }
+    queue::DownMessage m = decoded(from_parent_, from, bytes, queue::decode_down);
     if (!m.finish) post(from_parent_);
     on_down(std::move(m));
     moved = true;
@@ -375,6 +356,23 @@ bool QueueNode::progress() {
   }
   complete_sends(false);
   return moved;
+}
+
+// The message `in` holds from member `from`; garbage is an Error naming the sender.
+template <typename Message>
+Message QueueNode::decoded(const Inbox& in, int from, std::size_t bytes, Message (*decode)(const char*, std::size_t)) {
+  try {
+    return decode(in.buf.get(), bytes);
+  } catch (const queue::ProtocolError& e) {
+    throw Error("gridrt: task queue message from rank " + std::to_string(c_->members[from]) + ": " + e.what());
+  }
+}
+
+// A child's message arrived in `in`: taken, and `in` waits for the next.
+void QueueNode::from_child(Inbox& in, int from, std::size_t bytes) {
+  queue::UpMessage m = decoded(in, from, bytes, queue::decode_up);
+  post(in);
+  on_up(children_[child_index_.at(from)], std::move(m));
 }
 
 // A child's message: its spawned tasks first, then its results (protocol.h), then who will
