@@ -8,8 +8,11 @@
 // exactly the results it has; every process prints how many tasks it ran, so that the test
 // can check that their sum is the number of tasks (none run twice, none skipped).
 //
+// --pad B adds B bytes to every task and result (a pattern from the task's seed, checked
+// on arrival), so that chunks and batches of results fill the queue's messages.
+//
 //   queue_check [--tasks N] [--spawn-depth D] [--max-us U] [--levels cluster|site|single]
-//               [--every-rank-puts] [--bosses-idle] [--die-rank R --die-after K]
+//               [--every-rank-puts] [--bosses-idle] [--die-rank R --die-after K] [--pad B]
 #include <gridrt/queue.hpp>
 
 #include <chrono>
@@ -43,6 +46,21 @@ std::uint64_t mix(std::uint64_t x) {
   return x;
 }
 
+// A Job or Answer followed by `pad` bytes that depend on `seed`.
+template <typename T>
+std::vector<char> padded(const T& head, std::uint64_t seed, long pad) {
+  std::vector<char> out(sizeof head + static_cast<std::size_t>(pad));
+  std::memcpy(out.data(), &head, sizeof head);
+  for (long i = 0; i < pad; ++i) out[sizeof head + static_cast<std::size_t>(i)] = static_cast<char>((seed + static_cast<std::uint64_t>(i)) * 31);
+  return out;
+}
+template <typename T>
+bool unpad(const char* data, std::size_t n, std::uint64_t T::*seed_of, long pad, T* head) {
+  if (n != sizeof(T) + static_cast<std::size_t>(pad)) return false;
+  std::memcpy(head, data, sizeof(T));
+  return padded(*head, head->*seed_of, pad) == std::vector<char>(data, data + n);
+}
+
 int fail(const std::string& why) {
   std::fprintf(stderr, "queue_check: %s\n", why.c_str());
   std::fflush(stderr);
@@ -53,7 +71,7 @@ int fail(const std::string& why) {
 
 int main(int argc, char** argv) {
   gridrt::init(&argc, &argv);
-  long tasks = 100, depth_limit = 0, max_us = 0, die_rank = -1, die_after = 0;
+  long tasks = 100, depth_limit = 0, max_us = 0, die_rank = -1, die_after = 0, pad = 0;
   bool every_rank_puts = false;
   gridrt::QueueOptions opts;
   for (int i = 1; i < argc; ++i) {
@@ -66,6 +84,7 @@ int main(int argc, char** argv) {
     else if (a == "--bosses-idle") opts.bosses_work = opts.master_works = false;
     else if (a == "--die-rank") die_rank = value();
     else if (a == "--die-after") die_after = value();
+    else if (a == "--pad") pad = value();
     else if (a == "--levels" && i + 1 < argc) {
       const std::string l = argv[++i];
       if (l == "single") opts.levels = {};
@@ -84,11 +103,10 @@ int main(int argc, char** argv) {
     if (q.is_master()) {
       q.on_result([&](gridrt::TaskId id, const char* data, std::size_t n) {
         Answer a;
-        if (n != sizeof a) {
-          problem = "result of task " + std::to_string(id) + " has " + std::to_string(n) + " bytes";
+        if (!unpad(data, n, &Answer::seed, pad, &a)) {
+          problem = "result of task " + std::to_string(id) + " has " + std::to_string(n) + " bytes or a broken pattern";
           return;
         }
-        std::memcpy(&a, data, sizeof a);
         if (!results.emplace(id, a).second) problem = "task " + std::to_string(id) + " reported twice";
         for (std::uint32_t k = 0; k < a.spawned; ++k) known.insert(a.children[k]);
       });
@@ -99,21 +117,29 @@ int main(int argc, char** argv) {
     for (long t = 0; t < tasks; ++t) {
       if (every_rank_puts ? t % n != me : !q.is_master()) continue;
       Job j{static_cast<std::uint64_t>(t) * 7919 + 1, 0};
-      root_seeds[q.put(j)] = j.seed;
+      const std::vector<char> body = padded(j, j.seed, pad);
+      root_seeds[q.put(body.data(), body.size())] = j.seed;
     }
     long ran = 0;
     while (auto t = q.next()) {
-      const Job j = t->as<Job>();
+      Job j;
+      if (!unpad(t->payload.data(), t->payload.size(), &Job::seed, pad, &j))
+        return fail("task " + std::to_string(t->id) + " arrived with " + std::to_string(t->payload.size()) + " bytes or a broken pattern");
       if (max_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(mix(j.seed) % static_cast<std::uint64_t>(max_us)));
       Answer a;
       a.seed = j.seed;
       a.value = mix(j.seed ^ 0xabcdef);
       a.ran_on = me;
       if (static_cast<long>(j.depth) < depth_limit)
-        for (int k = 0; k < 2; ++k) a.children[a.spawned++] = q.put(Job{mix(j.seed + k + 1), j.depth + 1});
+        for (int k = 0; k < 2; ++k) {
+          const Job child{mix(j.seed + static_cast<std::uint64_t>(k) + 1), j.depth + 1};
+          const std::vector<char> body = padded(child, child.seed, pad);
+          a.children[a.spawned++] = q.put(body.data(), body.size());
+        }
       if (me == die_rank && ++ran > die_after) std::raise(SIGKILL);  // a whole cluster part goes with it
       else if (me != die_rank) ++ran;
-      q.done(*t, &a, sizeof a);
+      const std::vector<char> result = padded(a, a.seed, pad);
+      q.done(*t, result.data(), result.size());
     }
     std::printf("rank %d ran %ld tasks\n", me, ran);
     if (q.is_master()) {

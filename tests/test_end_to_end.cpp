@@ -858,6 +858,8 @@ TEST(EndToEnd, TaskQueueRunsEveryTaskExactlyOnceAndEnds) {
       {{"--tasks", "200", "--bosses-idle", "--max-us", "300"}, 200},
       {{"--tasks", "0"}, 0},
       {{"--tasks", "0", "--levels", "single"}, 0},
+      // Tasks and results of 300 KB: a chunk or a batch of results fills a message of 1 MiB.
+      {{"--tasks", "40", "--pad", "300000", "--spawn-depth", "1"}, 120},
   };
   for (const Case& k : cases) {
     std::string says;

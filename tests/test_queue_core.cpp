@@ -175,8 +175,9 @@ TEST(Ledger, TakeKeepsToTheCountAndTheBytesButAlwaysGivesOne) {
   EXPECT_EQ(ledger.take(0, 10, 250).size(), 2u);
   EXPECT_EQ(ledger.take(0, 10, 10).size(), 1u);   // bigger than the bytes: one anyway
   EXPECT_EQ(ledger.take(0, 1, 1000).size(), 1u);
-  EXPECT_EQ(ledger.held(0), 4u);
-  EXPECT_EQ(ledger.waiting(), 1u);
+  EXPECT_EQ(ledger.take(0, 10, 230, 12).size(), 1u);  // 2 x (100 + 12) is over 230
+  EXPECT_EQ(ledger.held(0), 5u);
+  EXPECT_EQ(ledger.waiting(), 0u);
 }
 
 TEST(ChunkSizer, FasterHoldersGetMoreAndTheLastTasksAreSpread) {

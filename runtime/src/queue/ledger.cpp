@@ -24,12 +24,12 @@ bool Ledger::put(Task t, bool urgent) {
   return true;
 }
 
-std::vector<Task> Ledger::take(int holder, std::size_t max_tasks, std::size_t max_bytes) {
+std::vector<Task> Ledger::take(int holder, std::size_t max_tasks, std::size_t max_bytes, std::size_t item_cost) {
   std::vector<Task> out;
   std::size_t bytes = 0;
   auto& mine = holding_[holder];
   while (!waiting_.empty() && out.size() < max_tasks) {
-    const std::size_t size = waiting_.front().payload.size();
+    const std::size_t size = waiting_.front().payload.size() + item_cost;
     if (!out.empty() && bytes + size > max_bytes) break;
     Task t = std::move(waiting_.front());
     waiting_.pop_front();

@@ -42,9 +42,9 @@ class Ledger {
 
   // A new task, waiting at the back (at the front: `urgent`). False if its id is known.
   bool put(Task t, bool urgent = false);
-  // Up to `max_tasks` waiting tasks whose payloads, but for the first, fit in `max_bytes`,
-  // handed to `holder`.
-  std::vector<Task> take(int holder, std::size_t max_tasks, std::size_t max_bytes);
+  // Up to `max_tasks` waiting tasks that fit in `max_bytes` (each its payload and
+  // `item_cost`; the first one whatever its size), handed to `holder`.
+  std::vector<Task> take(int holder, std::size_t max_tasks, std::size_t max_bytes, std::size_t item_cost = 0);
 
   enum class Result { kTaken, kDuplicate, kUnknown };
   // The result of task `id` came from `holder`: kTaken the first time it is done (from its

@@ -95,7 +95,7 @@ class QueueNode {
   void on_down(queue::DownMessage m);
   void child_lost(Child& c, const std::string& error);
   bool serve();
-  bool send_up(bool force);
+  bool send_up();
   void finish_all();
   void complete_sends(bool wait);
   void check_size(std::size_t bytes, const char* what) const;
@@ -352,7 +352,7 @@ bool QueueNode::progress() {
   if (is_master()) {
     if (!finished_ && ledger_.finished()) finish_all();
   } else {
-    moved = send_up(false) || moved;
+    moved = send_up() || moved;
   }
   complete_sends(false);
   return moved;
@@ -435,7 +435,7 @@ bool QueueNode::serve() {
     const std::size_t room = o_.max_message - queue::kHeaderCost;
     queue::DownMessage m;
     if (is_master()) {
-      for (auto& t : ledger_.take(c.rank, n, room)) m.tasks.push_back(std::move(t));
+      for (auto& t : ledger_.take(c.rank, n, room, queue::kItemCost)) m.tasks.push_back(std::move(t));
     } else {
       std::size_t bytes = 0;
       while (!pool_.empty() && m.tasks.size() < n && (m.tasks.empty() || bytes + pool_.front().payload.size() + queue::kItemCost <= room)) {
@@ -462,7 +462,7 @@ int QueueNode::works_as_worker_count() const {
 // everything gathered so far; without a request, gathered results once they are many or
 // old, and at once tasks spawned below (they may be the only work left), the producers'
 // end, and everything when nothing is left here (the end of the queue is near).
-bool QueueNode::send_up(bool force) {
+bool QueueNode::send_up() {
   if (finished_ || is_master()) return false;
   std::uint32_t want = 0;
   if (!asked_ && said_done_putting_) {
@@ -474,7 +474,7 @@ bool QueueNode::send_up(bool force) {
       want = static_cast<std::uint32_t>(std::min(o_.max_chunk - std::min(o_.max_chunk - 1, pool_.size()), chunk));
     }
   }
-  const bool urgent = force || !out_.puts.empty() || out_.producers_done > 0 ||
+  const bool urgent = !out_.puts.empty() || out_.producers_done > 0 ||
                       (!out_.results.empty() && (pool_.empty() || seconds_now() - out_since_ > kFlushAge ||
                                                  out_.results.size() >= o_.max_chunk));
   if (want == 0 && !(urgent && !out_.empty())) return false;
@@ -584,7 +584,7 @@ std::optional<Task> QueueNode::next() {
         running_ = t->id;
         spawned_ = 0;
         ++stats_.run;
-        send_up(false);  // the next request leaves while this task runs
+        send_up();  // the next request leaves while this task runs
         return Task{t->id, std::move(t->payload)};
       }
     }
