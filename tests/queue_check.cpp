@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
           a.children[a.spawned++] = q.put(body.data(), body.size());
         }
       if (me == die_rank && ++ran > die_after) std::raise(SIGKILL);  // a whole cluster part goes with it
-      else if (me != die_rank) ++ran;
+      if (me != die_rank) ++ran;
       const std::vector<char> result = padded(a, a.seed, pad);
       q.done(*t, result.data(), result.size());
     }
@@ -167,7 +167,7 @@ int main(int argc, char** argv) {
       const auto s = q.stats();
       std::printf("queue checks passed: %zu tasks, %llu duplicates ignored, %llu requeued", results.size(),
                   static_cast<unsigned long long>(s.duplicates), static_cast<unsigned long long>(s.requeued));
-      for (const auto& c : q.lost_clusters()) std::printf(", lost %s", c.c_str());
+      for (const auto& c : gridrt::lost_clusters()) std::printf(", lost %s", c.c_str());
       std::printf("\n");
     }
     std::fflush(stdout);

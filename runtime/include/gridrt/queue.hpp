@@ -20,8 +20,8 @@
 //
 // Every task's result reaches the super-master's handler exactly once. If a cluster's part
 // of the job is lost (a JobProfile that lets the job go on without it), what its boss held
-// is handed out again and the job finishes on the others; otherwise the loss is an Error
-// naming the cluster.
+// is handed out again and the job finishes on the others, every process then knowing the
+// lost clusters (gridrt::lost_clusters()); otherwise the loss is an Error naming the cluster.
 //
 // Single-threaded: the queue moves only inside put(), next(), done() and poll(). A boss or
 // super-master that runs long tasks should call poll() now and then during them, or its
@@ -122,8 +122,6 @@ class TaskQueue {
   void poll();
 
   QueueStats stats() const;
-  // Clusters whose part was lost while this queue ran (at the super-master).
-  std::vector<std::string> lost_clusters() const;
 
  private:
   std::unique_ptr<detail::QueueNode> node_;

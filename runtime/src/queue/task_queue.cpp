@@ -55,7 +55,6 @@ class QueueNode {
   void done(const Task& t, const void* result, std::size_t bytes);
   void poll() { progress(); }
   const QueueStats& stats() const { return stats_; }
-  const std::vector<std::string>& lost() const { return lost_; }
 
  private:
   // One posted receive: from any local child (MPI, any source), from one remote child, or
@@ -69,7 +68,6 @@ class QueueNode {
   };
   struct Child {
     int rank = -1;
-    bool local = false;
     std::uint32_t want = 0;  // tasks it asked for, not yet answered
     bool lost = false;
     std::uint32_t subtree = 1;    // processes at and below it
@@ -94,12 +92,14 @@ class QueueNode {
   void on_up(Child& c, queue::UpMessage m);
   void on_down(queue::DownMessage m);
   void child_lost(Child& c, const std::string& error);
+  void take_result(int holder, TaskId id, const char* data, std::size_t bytes);
+  queue::UpMessage& outbox();
   bool serve();
   bool send_up();
   void finish_all();
   void complete_sends(bool wait);
   void check_size(std::size_t bytes, const char* what) const;
-  int works_as_worker_count() const;
+  int consumers() const;
   bool works() const { return is_master() ? o_.master_works : !is_boss() || o_.bosses_work; }
 
   Comm comm_;
@@ -132,8 +132,6 @@ class QueueNode {
   std::uint64_t spawned_ = 0;  // children put by the running task
   std::uint64_t root_puts_ = 0;
   QueueStats stats_;
-  std::vector<std::string> lost_;             // clusters lost, by name
-  std::vector<std::uint32_t> lost_clusters_;  // and by topology index
 };
 
 QueueNode::QueueNode(const Comm& comm, QueueOptions o)
@@ -175,25 +173,25 @@ QueueNode::~QueueNode() {
 // is the leader of its deepest group it does not lead, else the root.
 void QueueNode::build_tree() {
   const int n = c_->size();
-  const int levels = static_cast<int>(o_.levels.size());
-  std::vector<std::vector<int>> key(n);  // colors, outermost first
+  const std::size_t levels = o_.levels.size();
+  // leader[d][r]: the leader of r's group at levels[0..d] (its colors down to d).
+  std::vector<std::vector<int>> leader(levels, std::vector<int>(n));
+  std::vector<std::vector<int>> key(n);
+  for (std::size_t d = 0; d < levels; ++d) {
+    std::map<std::vector<int>, int> first;
+    for (int r = 0; r < n; ++r) key[r].push_back(level_color(o_.levels[d], c_->members[r]));
+    first.emplace(key[o_.root], o_.root);  // the root leads its own groups
+    for (int r = 0; r < n; ++r) leader[d][r] = first.emplace(key[r], r).first->second;
+  }
+  std::vector<int> parent(n, o_.root);
+  parent[o_.root] = -1;
   for (int r = 0; r < n; ++r)
-    for (Level l : o_.levels) key[r].push_back(level_color(l, c_->members[r]));
-  auto leader = [&](int r, int depth) {  // of r's group at levels[0..depth]
-    auto same = [&](int s) { return std::equal(key[r].begin(), key[r].begin() + depth + 1, key[s].begin()); };
-    if (same(o_.root)) return o_.root;
-    for (int s = 0; s < n; ++s)
-      if (same(s)) return s;
-    return r;
-  };
-  auto parent_of = [&](int r) {
-    for (int d = levels - 1; d >= 0; --d)
-      if (leader(r, d) != r) return leader(r, d);
-    return r == o_.root ? -1 : o_.root;
-  };
-  std::vector<int> parent(n);
+    for (std::size_t d = levels; d-- > 0;)
+      if (leader[d][r] != r) {
+        parent[r] = leader[d][r];
+        break;
+      }
   std::vector<std::uint32_t> subtree(n, 1);
-  for (int r = 0; r < n; ++r) parent[r] = parent_of(r);
   for (int r = 0; r < n; ++r)
     for (int a = parent[r]; a >= 0; a = parent[a]) ++subtree[a];
   for (int r = 0; r < n; ++r) {
@@ -202,12 +200,12 @@ void QueueNode::build_tree() {
     if (p != c_->me) continue;
     Child ch;
     ch.rank = r;
-    ch.local = c_->part_of[r] == c_->my_part();
     ch.subtree = subtree[r];
-    has_local_children_ = has_local_children_ || ch.local;
+    const bool local = c_->part_of[r] == c_->my_part();
+    has_local_children_ = has_local_children_ || local;
     child_index_[r] = children_.size();
     children_.push_back(ch);
-    if (!ch.local) {
+    if (!local) {
       Inbox in;
       in.from = r;
       from_remote_children_.push_back(std::move(in));
@@ -380,37 +378,43 @@ void QueueNode::from_child(Inbox& in, int from, std::size_t bytes) {
 void QueueNode::on_up(Child& c, queue::UpMessage m) {
   if (is_master()) {
     for (auto& t : m.puts) ledger_.put(std::move(t));
-    for (auto& r : m.results) {
-      switch (ledger_.complete(c.rank, r.id)) {
-        case queue::Ledger::Result::kTaken:
-          ++stats_.results;
-          if (handler_) handler_(r.id, r.data.data(), r.data.size());
-          break;
-        case queue::Ledger::Result::kDuplicate: ++stats_.duplicates; break;
-        case queue::Ledger::Result::kUnknown:
-          throw Error("gridrt: task queue: rank " + std::to_string(c_->members[c.rank]) + " returned a result for task " +
-                      std::to_string(r.id) + ", which it was never given");
-      }
-    }
+    for (auto& r : m.results) take_result(c.rank, r.id, r.data.data(), r.data.size());
     for (std::uint32_t i = 0; i < m.producers_done; ++i) ledger_.producer_done();
     c.producers += m.producers_done;
   } else {
-    if (out_.empty()) out_since_ = seconds_now();
-    for (auto& t : m.puts) out_.puts.push_back(std::move(t));
-    for (auto& r : m.results) out_.results.push_back(std::move(r));
-    out_.producers_done += m.producers_done;
+    queue::UpMessage& out = outbox();
+    for (auto& t : m.puts) out.puts.push_back(std::move(t));
+    for (auto& r : m.results) out.results.push_back(std::move(r));
+    out.producers_done += m.producers_done;
   }
   if (m.want > 0) c.want = m.want;
+}
+
+// At the super-master: the result of task `id` from `holder` (a child, or itself), to the
+// handler the first time.
+void QueueNode::take_result(int holder, TaskId id, const char* data, std::size_t bytes) {
+  switch (ledger_.complete(holder, id)) {
+    case queue::Ledger::Result::kTaken:
+      ++stats_.results;
+      if (handler_) handler_(id, data, bytes);
+      break;
+    case queue::Ledger::Result::kDuplicate: ++stats_.duplicates; break;
+    case queue::Ledger::Result::kUnknown:
+      throw Error("gridrt: task queue: rank " + std::to_string(c_->members[holder]) + " returned a result for task " +
+                  std::to_string(id) + ", which it was never given");
+  }
+}
+
+// Below the top: what goes up next, its age counted from the first thing put in it.
+queue::UpMessage& QueueNode::outbox() {
+  if (out_.empty()) out_since_ = seconds_now();
+  return out_;
 }
 
 void QueueNode::on_down(queue::DownMessage m) {
   asked_ = false;
   if (m.finish) {
-    for (auto c : m.lost) {
-      mark_cluster_lost(c, "lost while the task queue ran (its super-master found)");
-      lost_clusters_.push_back(c);
-      lost_.push_back(state().topo.clusters[c].name);
-    }
+    for (auto c : m.lost) mark_cluster_lost(c, "lost while the task queue ran (its super-master found)");
     if (!pool_.empty())
       throw Error("gridrt: task queue: told to finish by rank " + std::to_string(c_->members[parent_]) + " while holding " +
                   std::to_string(pool_.size()) + " tasks");
@@ -453,7 +457,7 @@ bool QueueNode::serve() {
 }
 
 // Processes whose tasks this node runs or hands down: its children and, if it works, itself.
-int QueueNode::works_as_worker_count() const {
+int QueueNode::consumers() const {
   return static_cast<int>(children_.size()) + (works() ? 1 : 0);
 }
 
@@ -469,8 +473,8 @@ bool QueueNode::send_up() {
     if (!is_boss()) {
       const std::size_t held = pool_.size() + (running_ ? 1 : 0);
       if (held < static_cast<std::size_t>(o_.worker_window)) want = static_cast<std::uint32_t>(o_.worker_window - held);
-    } else if (queue::ChunkSizer::should_prefetch(pool_.size(), own_.rate(-1), own_.rtt(-1), works_as_worker_count())) {
-      const std::size_t chunk = own_.chunk(-1, o_.max_chunk, 1) + static_cast<std::size_t>(works_as_worker_count());
+    } else if (queue::ChunkSizer::should_prefetch(pool_.size(), own_.rate(-1), own_.rtt(-1), consumers())) {
+      const std::size_t chunk = own_.chunk(-1, o_.max_chunk, 1) + static_cast<std::size_t>(consumers());
       want = static_cast<std::uint32_t>(std::min(o_.max_chunk - std::min(o_.max_chunk - 1, pool_.size()), chunk));
     }
   }
@@ -509,10 +513,15 @@ bool QueueNode::send_up() {
   return true;
 }
 
+// The end, passed down with the clusters this process knows lost (the super-master's, and
+// so everyone's below: each marks them before it passes them on).
 void QueueNode::finish_all() {
   finished_ = true;
+  queue::DownMessage m{true, {}, {}};
+  for (const auto& [cluster, why] : state().transport->lost_clusters()) m.lost.push_back(cluster);
+  const std::string bytes = queue::encode(m);
   for (auto& c : children_)
-    if (!c.lost) send(c.rank, kToChild, queue::encode(queue::DownMessage{true, {}, lost_clusters_}));
+    if (!c.lost) send(c.rank, kToChild, bytes);
 }
 
 // A child's messages cannot come: if its cluster was lost (gridrt::lost_clusters), the
@@ -531,11 +540,6 @@ void QueueNode::child_lost(Child& c, const std::string& error) {
   c.want = 0;
   stats_.requeued += ledger_.lose(c.rank);
   for (; c.producers < c.subtree; ++c.producers) ledger_.producer_done();
-  const std::uint32_t cluster = state().topo.cluster_of(static_cast<std::uint32_t>(rank));
-  if (std::find(lost_clusters_.begin(), lost_clusters_.end(), cluster) == lost_clusters_.end()) {
-    lost_clusters_.push_back(cluster);
-    lost_.push_back(state().topo.clusters[cluster].name);
-  }
 }
 
 TaskId QueueNode::put(const void* data, std::size_t bytes) {
@@ -551,12 +555,8 @@ TaskId QueueNode::put(const void* data, std::size_t bytes) {
   }
   queue::Task t{id, std::vector<char>(static_cast<const char*>(data), static_cast<const char*>(data) + bytes)};
   ++stats_.put;
-  if (is_master()) {
-    ledger_.put(std::move(t));
-  } else {
-    if (out_.empty()) out_since_ = seconds_now();
-    out_.puts.push_back(std::move(t));
-  }
+  if (is_master()) ledger_.put(std::move(t));
+  else outbox().puts.push_back(std::move(t));
   return id;
 }
 
@@ -565,7 +565,7 @@ std::optional<Task> QueueNode::next() {
   if (!said_done_putting_) {
     said_done_putting_ = true;
     if (is_master()) ledger_.producer_done();
-    else ++out_.producers_done;
+    else ++outbox().producers_done;
   }
   std::optional<Pause> pause;
   while (true) {
@@ -612,15 +612,8 @@ void QueueNode::done(const Task& t, const void* result, std::size_t bytes) {
   check_size(bytes, "result");
   running_.reset();
   const char* p = static_cast<const char*>(result);
-  if (is_master()) {
-    if (ledger_.complete(c_->me, t.id) == queue::Ledger::Result::kTaken) {
-      ++stats_.results;
-      if (handler_) handler_(t.id, p, bytes);
-    }
-  } else {
-    if (out_.empty()) out_since_ = seconds_now();
-    out_.results.push_back(queue::Result{t.id, std::vector<char>(p, p + bytes)});
-  }
+  if (is_master()) take_result(c_->me, t.id, p, bytes);
+  else outbox().results.push_back(queue::Result{t.id, std::vector<char>(p, p + bytes)});
   progress();
 }
 
@@ -638,6 +631,5 @@ std::optional<Task> TaskQueue::next() { return node_->next(); }
 void TaskQueue::done(const Task& task, const void* result, std::size_t bytes) { node_->done(task, result, bytes); }
 void TaskQueue::poll() { node_->poll(); }
 QueueStats TaskQueue::stats() const { return node_->stats(); }
-std::vector<std::string> TaskQueue::lost_clusters() const { return node_->lost(); }
 
 }  // namespace gridrt
