@@ -108,11 +108,16 @@ void CommImpl::work_out_topology() {
 
 std::shared_ptr<CommImpl> CommImpl::make_world() {
   State& s = state();
+  std::vector<int> everyone(s.topo.size());
+  std::iota(everyone.begin(), everyone.end(), 0);
+  return of_clusters(std::move(everyone), s.next_context++);  // the same in every process: the first context after init
+}
+
+std::shared_ptr<CommImpl> CommImpl::of_clusters(std::vector<int> members, std::uint32_t context) {
   auto c = std::make_shared<CommImpl>();
-  c->members.resize(s.topo.size());
-  std::iota(c->members.begin(), c->members.end(), 0);
-  c->me = s.rank;
-  c->context = s.next_context++;  // the same in every process: the first context after init
+  c->members = std::move(members);
+  c->me = static_cast<int>(std::find(c->members.begin(), c->members.end(), state().rank) - c->members.begin());
+  c->context = context;
   MPI_Comm_dup(MPI_COMM_WORLD, &c->local);
   // An MPI error inside a cluster (e.g. members passing different counts) is returned and
   // thrown as gridrt::Error naming it, not an abort of the process.
@@ -317,18 +322,11 @@ namespace detail {
 void finalize_barrier() {
   const auto lost = state().transport->lost_clusters();
   if (lost.empty()) return Comm::world().barrier();
-  State& s = state();
-  auto c = std::make_shared<CommImpl>();
-  for (int r = 0; r < static_cast<int>(s.topo.size()); ++r) {
-    if (lost.count(s.topo.cluster_of(static_cast<std::uint32_t>(r)))) continue;
-    if (r == s.rank) c->me = static_cast<int>(c->members.size());
-    c->members.push_back(r);
-  }
-  c->context = kSurvivors;
-  MPI_Comm_dup(MPI_COMM_WORLD, &c->local);
-  MPI_Comm_set_errhandler(c->local, MPI_ERRORS_RETURN);
-  c->work_out_topology();
-  Comm(c).barrier(Algo::kHier);
+  const Topology& t = state().topo;
+  std::vector<int> survivors;
+  for (int r = 0; r < static_cast<int>(t.size()); ++r)
+    if (!lost.count(t.cluster_of(static_cast<std::uint32_t>(r)))) survivors.push_back(r);
+  Comm(CommImpl::of_clusters(std::move(survivors), kSurvivors)).barrier(Algo::kHier);
 }
 }  // namespace detail
 
