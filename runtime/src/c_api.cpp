@@ -23,15 +23,24 @@ struct gridrt_comm_s {
 namespace {
 thread_local std::string last_error;
 
+// Runs f; an exception becomes `on_argument` (gridrt::ArgumentError) or `on_other`, its
+// message kept for gridrt_last_error().
 template <typename F>
-int guarded(int code_on_error, F&& f) {
+int run(F&& f, int on_argument, int on_other) {
   try {
     f();
     return GRIDRT_SUCCESS;
+  } catch (const gridrt::ArgumentError& e) {
+    last_error = e.what();
+    return on_argument;
   } catch (const std::exception& e) {
     last_error = e.what();
-    return code_on_error;
+    return on_other;
   }
+}
+template <typename F>
+int guarded(int code_on_error, F&& f) {
+  return run(std::forward<F>(f), code_on_error, code_on_error);
 }
 void fill(gridrt_status* out, const gridrt::Status& s) {
   if (out) *out = {s.source, s.tag, s.bytes};
@@ -55,16 +64,7 @@ gridrt::Algo algo_of(int algo) {
 // (gridrt::ArgumentError), GRIDRT_ERR_COMM for the rest (a peer or relay gone).
 template <typename F>
 int classified(F&& f) {
-  try {
-    f();
-    return GRIDRT_SUCCESS;
-  } catch (const gridrt::ArgumentError& e) {
-    last_error = e.what();
-    return GRIDRT_ERR_ARG;
-  } catch (const std::exception& e) {
-    last_error = e.what();
-    return GRIDRT_ERR_COMM;
-  }
+  return run(std::forward<F>(f), GRIDRT_ERR_ARG, GRIDRT_ERR_COMM);
 }
 template <typename F>
 int collective(gridrt_comm c, int algo, F&& f) {
