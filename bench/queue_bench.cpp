@@ -4,7 +4,8 @@
 // of CPU, 0: empty tasks) and returns an 8-byte result; rank 0 prints one JSON line: the
 // time from the first put to the end of the queue at the super-master, tasks per second,
 // and the messages the processes sent across the WAN through the relays meanwhile (summed,
-// as the relays counted them), per task.
+// as the relays counted them), per task. "window" is --window as given (0: the queue's
+// default, QueueOptions::worker_window).
 //
 //   queue_bench [--tasks N] [--levels cluster|site|single] [--bosses-idle] [--master-idle] [--window W]
 //               [--payload BYTES] [--work-us U]
@@ -80,7 +81,7 @@ int main(int argc, char** argv) {
         "\"payload\":%ld,\"work_us\":%ld,\"seconds\":%.4f,\"tasks_per_s\":%.0f,\"wan_msgs\":%llu,\"wan_bytes\":%llu,"
         "\"wan_msgs_per_task\":%.4f}\n",
         levels.c_str(), gridrt::size(), world.num_clusters(), tasks, ran_at_root, opts.bosses_work ? "true" : "false", opts.master_works ? "true" : "false",
-        opts.worker_window ? opts.worker_window : (opts.levels.empty() ? 1 : 2), payload, work_us, seconds, static_cast<double>(tasks) / seconds, static_cast<unsigned long long>(total[0]),
+        opts.worker_window, payload, work_us, seconds, static_cast<double>(tasks) / seconds, static_cast<unsigned long long>(total[0]),
         static_cast<unsigned long long>(total[1]), tasks ? static_cast<double>(total[0]) / static_cast<double>(tasks) : 0.0);
   }
   gridrt::finalize();
