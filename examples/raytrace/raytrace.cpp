@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
                                                 rcv[static_cast<std::size_t>(ray % prm.receivers)], coverage);
         const Traced out{r.arrived ? r.time : -1, r.length_m};
         std::memcpy(result.data() + sizeof c + sizeof out * static_cast<std::size_t>(j), &out, sizeof out);
-        q.poll();  // a master or boss tracing rays keeps serving the others
+        if (q.is_boss()) q.poll();  // a master or boss tracing rays keeps serving the others
       }
       q.done(*t, result.data(), result.size());
       ++tasks_run;
