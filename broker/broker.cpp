@@ -22,6 +22,10 @@ using wire::Type;
 constexpr auto kGridWait = std::chrono::seconds(15);
 // How long the broker waits for a relay's link address to accept its probe connection.
 constexpr auto kProbeTimeout = std::chrono::seconds(2);
+// How long reports that clusters of a job cannot reach each other are gathered before the
+// broker decides which cluster the job loses: long enough for the other ends of a broken
+// link, and the broker's own connection to a relay that died, to say so too.
+constexpr auto kUnreachableGrace = std::chrono::seconds(1);
 
 struct Broker::Peer {
   std::shared_ptr<TlsLink> link;
@@ -54,6 +58,14 @@ struct Broker::Job {
   std::string failure_note;          // why the job was stopped, if it was
   std::vector<std::string> lost_notes;  // "cluster c1 (rank 3 killed by signal 9)", for the summary
   bool killed = false;
+  // Reports, not yet weighed, that one part cannot reach another (settle_unreachable).
+  struct Unreachable {
+    std::size_t from, to;
+    std::string what;
+  };
+  std::vector<Unreachable> unreachable;
+  std::unique_ptr<asio::steady_timer> unreachable_timer;  // runs while reports are gathered
+  bool unreachable_pending = false;
 };
 
 namespace {
@@ -168,6 +180,7 @@ void Broker::on_frame(const PeerPtr& peer, Frame& f) {
       case Type::kProcExitRank: return handle_rank_exit(peer, f);
       case Type::kPartDone: return handle_part_done(peer, f);
       case Type::kKillJob: return handle_cancel(peer, f);
+      case Type::kClusterLost: return handle_unreachable(peer, f);
       case Type::kError:
         if (peer->kind == Peer::Kind::kRelay && f.header.job != 0) return handle_relay_failure(peer, f);
         log::warn(peer->link->peer(), " reported an error: ", f.body);
@@ -458,6 +471,66 @@ void Broker::handle_relay_failure(const PeerPtr& peer, const Frame& f) {
   fail_job(*job, "cluster " + part->cluster + ": " + f.body);
 }
 
+// A relay reports that its cluster's part of a job cannot reach cluster `tag` any more: the
+// relay link between them, or a direct connection between their processes, was lost. A job
+// that may go on without a cluster loses one of the two (settle_unreachable); any other job
+// stops, as on any failure.
+void Broker::handle_unreachable(const PeerPtr& peer, const Frame& f) {
+  Part* part = nullptr;
+  Job* job = job_of_relay_frame(peer, f, &part);
+  if (!job) return;
+  const auto from = static_cast<std::size_t>(part - job->parts.data());
+  const auto to = static_cast<std::size_t>(f.header.tag);
+  if (f.header.tag < 0 || to >= job->parts.size() || to == from)
+    return peer->link->fail("ClusterLost for job " + std::to_string(job->id) + " names cluster index " + std::to_string(f.header.tag) +
+                            ", not another cluster of the job");
+  const std::string what = "cluster " + part->cluster + " " + f.body;  // "cluster a lost the link to cluster c (...)"
+  if (!job->spec.survive_cluster_loss) {
+    if (job->first_failure == 0) job->first_failure = 1;
+    return fail_job(*job, what);
+  }
+  log::warn("job ", job->id, ": ", what);
+  job->unreachable.push_back({from, to, what});
+  if (job->unreachable_pending) return;
+  job->unreachable_pending = true;
+  if (!job->unreachable_timer) job->unreachable_timer = std::make_unique<asio::steady_timer>(io_);
+  job->unreachable_timer->expires_after(kUnreachableGrace);
+  job->unreachable_timer->async_wait([this, id = job->id](const boost::system::error_code& ec) {
+    auto it = jobs_.find(id);
+    if (ec || it == jobs_.end()) return;
+    it->second->unreachable_pending = false;
+    settle_unreachable(*it->second);
+  });
+}
+
+// Which cluster a job loses when its clusters cannot all reach each other. The reports of a
+// grace period are weighed together. A cluster whose relay is gone was lost already
+// (on_closed), and a part that finished has nothing more to send: reports about those are
+// settled. A report says that a pair of clusters is cut apart, whichever end made it (one
+// end may not notice, or notice late). The cluster in the most cut pairs goes: one cut off
+// from all the others is in a pair with each of them. On a tie (one broken link), the one
+// with the higher index, so that the job keeps its first ranks (rank 0 is where a queue's
+// super-master and the collectives' roots usually are). Repeated while pairs remain: two
+// links may have broken.
+void Broker::settle_unreachable(Job& job) {
+  auto settled = [&](std::size_t p) { return job.parts[p].lost || job.parts[p].done; };
+  for (;;) {
+    std::erase_if(job.unreachable, [&](const Job::Unreachable& u) { return job.killed || settled(u.from) || settled(u.to); });
+    if (job.unreachable.empty()) return;
+    std::set<std::pair<std::size_t, std::size_t>> cut;
+    for (const auto& u : job.unreachable) cut.insert(std::minmax(u.from, u.to));
+    std::vector<int> cuts(job.parts.size(), 0);
+    for (const auto& [a, b] : cut) ++cuts[a], ++cuts[b];
+    std::size_t lose = 0;
+    for (std::size_t p = 0; p < cuts.size(); ++p)
+      if (cuts[p] >= cuts[lose]) lose = p;
+    const auto report = std::find_if(job.unreachable.begin(), job.unreachable.end(),
+                                     [&](const Job::Unreachable& u) { return u.from == lose || u.to == lose; });
+    const std::size_t other = report->from == lose ? report->to : report->from;
+    lose_part(job, lose, "cut off from cluster " + job.parts[other].cluster + " (" + report->what + ")");
+  }
+}
+
 void Broker::handle_output(const PeerPtr& peer, Frame& f) {
   Part* part = nullptr;
   Job* job = job_of_relay_frame(peer, f, &part);
@@ -593,8 +666,9 @@ void Broker::on_closed(const PeerPtr& peer, const std::string& why) {
   if (peer->kind == Peer::Kind::kRelay) {
     auto it = relays_.find(peer->registration.cluster);
     if (it != relays_.end() && it->second == peer) relays_.erase(it);
-    // Every job with a part on that cluster has lost it: its ranks count as failed and the
-    // other parts are stopped, so that nobody waits for a cluster that is gone.
+    // Every job with a part on that cluster has lost it: its ranks count as failed, and the
+    // job goes on without it if it may, else the other parts are stopped, so that nobody
+    // waits for a cluster that is gone.
     std::vector<std::uint64_t> ids;
     for (auto& [id, job] : jobs_) ids.push_back(id);
     for (auto id : ids) {
@@ -605,12 +679,18 @@ void Broker::on_closed(const PeerPtr& peer, const std::string& why) {
         Part& p = job.parts[c];
         if (p.relay != peer || p.done) continue;
         const auto& cp = job.topology.clusters[c];
-        if (job.first_failure == 0) job.first_failure = 255;
-        fail_job(job, "lost the relay of cluster " + cp.name + " (" + why + ")");
         for (std::uint32_t r = cp.first_rank; r < cp.first_rank + cp.count; ++r)
           if (job.status[r] == -1) job.status[r] = 255;
         p.done = true;
         p.relay.reset();
+        const std::string what = "lost the relay of cluster " + cp.name + " (" + why + ")";
+        if (p.lost) continue;
+        if (job.spec.survive_cluster_loss && !job.killed) {
+          lose_part(job, c, what);
+          continue;
+        }
+        if (job.first_failure == 0) job.first_failure = 255;
+        fail_job(job, what);
       }
       maybe_finish(job);
     }

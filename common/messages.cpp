@@ -74,6 +74,12 @@ std::uint32_t Topology::cluster_of(std::uint32_t rank) const {
   return static_cast<std::uint32_t>(clusters.size());
 }
 
+std::optional<std::uint32_t> Topology::index_of(const std::string& cluster) const {
+  for (std::uint32_t c = 0; c < clusters.size(); ++c)
+    if (clusters[c].name == cluster) return c;
+  return std::nullopt;
+}
+
 void Topology::encode(Writer& w) const {
   w.strs(groups).strs(sites).u32(static_cast<std::uint32_t>(clusters.size()));
   for (const auto& c : clusters)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -75,6 +76,7 @@ struct Topology {
   std::uint32_t size() const { return static_cast<std::uint32_t>(rank_group.size()); }
   // Index of the cluster holding `rank`; size() is not a rank (returns clusters.size()).
   std::uint32_t cluster_of(std::uint32_t rank) const;
+  std::optional<std::uint32_t> index_of(const std::string& cluster) const;  // by name
   void encode(wire::Writer& w) const;
   static Topology decode(wire::Reader& r);
 };

@@ -50,7 +50,10 @@ enum class Type : std::uint16_t {
   kWanCount = 24,      // runtime -> relay: empty, how much has src sent to other sites through
                        // the relays? relay -> runtime: body = u64 messages, u64 payload bytes
   kClusterLost = 25,   // broker -> relays -> runtimes: the job goes on without cluster `tag` (its
-                       // index in the topology); body = why (a job whose profile allows it)
+                       // index in the topology); body = why (a job whose profile allows it).
+                       // The other way, runtime -> relay -> broker: a report that cluster `tag`
+                       // cannot be reached any more (a direct connection or a relay link lost);
+                       // the broker decides which cluster the job loses.
 };
 // kData flag: more fragments of the same message follow (the last one has it clear).
 inline constexpr std::uint32_t kMoreFragments = 1;

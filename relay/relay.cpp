@@ -291,6 +291,8 @@ void Relay::launch(Job& job) {
   so.env.emplace_back("GRIDRT_JOB", std::to_string(job.id()));
   so.env.emplace_back("GRIDRT_SECRET", job.start.secret);
   so.env.emplace_back("GRIDRT_CLUSTER", opt_.cluster.name);
+  // The runtime then reports a lost direct connection instead of failing (cannot_reach).
+  if (spec.survive_cluster_loss) so.env.emplace_back("GRIDRT_ON_CLUSTER_LOSS", "continue");
   // Whether and where processes listen for direct connections from other sites.
   const NetworkPolicy& net = opt_.cluster.network;
   so.env.emplace_back("GRIDRT_LISTEN", !(net.nodes_public && net.inbound) ? "none"
@@ -373,6 +375,19 @@ void Relay::on_child_signal() {
       break;
     }
   }
+}
+
+// This part of `job` cannot reach cluster `c` any more (a relay link or a direct connection
+// is lost, and frames with it). A job that may go on without a cluster reports it to the
+// broker, which weighs the reports of both ends and decides which of the two the job
+// loses; any other job stops, and the broker learns why.
+void Relay::cannot_reach(Job& job, std::uint32_t c, const std::string& why) {
+  if (job.killed) return;
+  if (!job.start.spec.survive_cluster_loss) return kill_job(job, why, true);
+  log::warn("job ", job.id(), ": ", why, "; reporting it to the broker");
+  Frame f = wire::make_frame(Type::kClusterLost, why, job.id());
+  f.header.tag = static_cast<std::int32_t>(c);
+  to_broker(f);
 }
 
 void Relay::kill_job(Job& job, const std::string& why, bool tell_broker) {
@@ -484,6 +499,11 @@ void Relay::on_local_frame(const LocalPtr& conn, Frame& f) {
       Frame answer = wire::make_frame(Type::kWanCount, w.take(), job.id());
       answer.header.dst = rank;
       return conn->link->send(std::move(answer));
+    }
+    case Type::kClusterLost: {  // a process lost its direct connection with another cluster's
+      const auto c = static_cast<std::uint32_t>(f.header.tag);
+      if (conn->monitor || f.header.tag < 0 || c >= job.topo().clusters.size() || c == job.start.cluster) break;
+      return cannot_reach(job, c, "lost rank " + std::to_string(rank) + "'s " + f.body);
     }
     case Type::kProcExit:
       if (!conn->monitor) break;
@@ -648,8 +668,7 @@ asio::awaitable<void> Relay::dial_link(std::string cluster, tcp::endpoint ep) {
       links_[cluster]->dialling = false;
       log::error("cannot link to the relay of cluster ", cluster, " at ", ep, ": ", why);
       for (auto& [id, job] : jobs_)
-        for (const auto& c : job->topo().clusters)
-          if (c.name == cluster) kill_job(*job, "no link to cluster " + cluster + ": " + why, true);
+        if (const auto c = job->topo().index_of(cluster)) cannot_reach(*job, *c, "cannot link to cluster " + cluster + ": " + why);
       links_[cluster]->queue.clear();
     });
     co_return;
@@ -753,8 +772,8 @@ void Relay::on_link_up(const std::string& cluster, const std::shared_ptr<TlsLink
   pl->queue.clear();
 }
 
-// A lost relay link may have taken frames with it: every job spanning that cluster fails
-// (issue 3 adds reconnection); none is left waiting for data that will never come.
+// A lost relay link may have taken frames with it: no job spanning that cluster can go on
+// with both (cannot_reach); none is left waiting for data that will never come.
 void Relay::on_link_lost(const std::string& cluster, const std::shared_ptr<TlsLink>& link, const std::string& why) {
   auto it = links_.find(cluster);
   // A link that never became the cluster's (refused, or replaced) takes nothing with it.
@@ -763,11 +782,10 @@ void Relay::on_link_lost(const std::string& cluster, const std::shared_ptr<TlsLi
   if (stopped_) return;
   bool hit = false;
   for (auto& [id, job] : jobs_)
-    for (const auto& c : job->topo().clusters)
-      if (c.name == cluster) {
-        hit = true;
-        kill_job(*job, "lost the link to cluster " + cluster + " (" + why + ")", true);
-      }
+    if (const auto c = job->topo().index_of(cluster)) {
+      hit = true;
+      cannot_reach(*job, *c, "lost the link to cluster " + cluster + " (" + why + ")");
+    }
   log::emit(hit ? log::Level::kWarn : log::Level::kInfo, "link with cluster ", cluster, " closed: ", why);
 }
 

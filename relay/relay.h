@@ -97,6 +97,7 @@ class Relay {
   void read_launcher_output(Job& job, int fd, std::uint32_t stream);
   asio::awaitable<void> forward_launcher_output(std::uint64_t id, asio::posix::stream_descriptor pipe, std::uint32_t stream);
   void on_child_signal();
+  void cannot_reach(Job& job, std::uint32_t cluster, const std::string& why);
   void kill_job(Job& job, const std::string& why, bool tell_broker = false);
   void maybe_finish(Job& job);
   void finish(Job& job);

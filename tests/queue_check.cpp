@@ -10,9 +10,12 @@
 //
 // --pad B adds B bytes to every task and result (a pattern from the task's seed, checked
 // on arrival), so that chunks and batches of results fill the queue's messages.
+// --progress K: every process says when it has run K tasks (a test then breaks something
+// while the queue is at work).
 //
 //   queue_check [--tasks N] [--spawn-depth D] [--max-us U] [--levels cluster|site|single]
 //               [--every-rank-puts] [--bosses-idle] [--die-rank R --die-after K] [--pad B]
+//               [--progress K]
 #include <gridrt/queue.hpp>
 
 #include <chrono>
@@ -71,7 +74,7 @@ int fail(const std::string& why) {
 
 int main(int argc, char** argv) {
   gridrt::init(&argc, &argv);
-  long tasks = 100, depth_limit = 0, max_us = 0, die_rank = -1, die_after = 0, pad = 0;
+  long tasks = 100, depth_limit = 0, max_us = 0, die_rank = -1, die_after = 0, pad = 0, progress = 0;
   bool every_rank_puts = false;
   gridrt::QueueOptions opts;
   for (int i = 1; i < argc; ++i) {
@@ -85,6 +88,7 @@ int main(int argc, char** argv) {
     else if (a == "--die-rank") die_rank = value();
     else if (a == "--die-after") die_after = value();
     else if (a == "--pad") pad = value();
+    else if (a == "--progress") progress = value();
     else if (a == "--levels" && i + 1 < argc) {
       const std::string l = argv[++i];
       if (l == "single") opts.levels = {};
@@ -138,6 +142,10 @@ int main(int argc, char** argv) {
         }
       if (me == die_rank && ++ran > die_after) std::raise(SIGKILL);  // a whole cluster part goes with it
       if (me != die_rank) ++ran;
+      if (ran == progress) {
+        std::printf("rank %d has run %ld tasks\n", me, ran);
+        std::fflush(stdout);
+      }
       const std::vector<char> result = padded(a, a.seed, pad);
       q.done(*t, result.data(), result.size());
     }

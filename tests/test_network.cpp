@@ -246,6 +246,38 @@ class ThreeSites : public ::testing::Test {
     return pid;
   }
 
+  // A task queue over the three sites (tests/queue_check, 600 tasks of up to 20 ms) that
+  // goes on without a lost cluster; returns once site c's process has run 5 tasks.
+  pid_t start_queue_job() {
+    std::string text = slurp(kSrc + "/jobprofiles/three-sites.xml");
+    const std::string program = "$GRIDRT_BIN/hello", args = "<arguments><value>--pingpong-bytes</value><value>100000</value></arguments>";
+    text.replace(text.find(program), program.size(), "$GRIDRT_BIN/queue_check");
+    text.replace(text.find(args), args.size(),
+                 "<arguments><value>--tasks</value><value>600</value><value>--max-us</value><value>20000</value>"
+                 "<value>--progress</value><value>5</value></arguments><onClusterLoss>continue</onClusterLoss>");
+    std::ofstream(dir_ + "/queue.xml") << text;
+    const pid_t pid = start_gridrun({dir_ + "/queue.xml"}, "queue");
+    for (int i = 0; i < 300 && slurp(dir_ + "/queue.log").find("rank 2 has run 5 tasks") == std::string::npos; ++i)
+      std::this_thread::sleep_for(50ms);
+    EXPECT_NE(slurp(dir_ + "/queue.log").find("rank 2 has run 5 tasks"), std::string::npos) << "the queue did not get going:\n"
+                                                                                             << slurp(dir_ + "/queue.log");
+    return pid;
+  }
+
+  // Whether every process in namespace `ns` is gone within `wait`.
+  bool namespace_empties(const std::string& ns, std::chrono::seconds wait) {
+    const auto until = std::chrono::steady_clock::now() + wait;
+    do {
+      FILE* p = ::popen(("ip netns pids " + ns).c_str(), "r");
+      char buf[64];
+      const bool any = p && std::fgets(buf, sizeof buf, p) != nullptr;
+      if (p) ::pclose(p);
+      if (!any) return true;
+      std::this_thread::sleep_for(100ms);
+    } while (std::chrono::steady_clock::now() < until);
+    return false;
+  }
+
   // Runs `body` in a child process inside namespace `ns`; returns its exit status.
   int in_netns(const std::string& ns, const std::function<int()>& body) {
     const pid_t pid = ::fork();
@@ -468,6 +500,42 @@ TEST_F(ThreeSites, ARelayLinkKilledMidTransferFailsTheJobClearly) {
                                                             << slurp(dir_ + "/relay-c.log");
   EXPECT_EQ(r.out.find("is wrong"), std::string::npos) << r.out;  // never wrong data
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(60)) << "must not hang";
+}
+
+// The same broken link under a job whose profile lets it go on without a lost cluster: both
+// ends report it, the broker weighs the reports and drops one of the two (c: on a tie the
+// higher index, so that rank 0, the queue's super-master, stays), the queue hands c's tasks
+// to a and b, and the job ends well with every result checked.
+TEST_F(ThreeSites, ARelayLinkKilledUnderAJobThatGoesOnLosesOneOfItsTwoClusters) {
+  const pid_t job = start_queue_job();
+  run_or_fail("ip netns exec " + sites_[2].ns + " iptables -I INPUT -p tcp --sport " + std::to_string(sites_[0].link_port) +
+              " -j REJECT --reject-with tcp-reset");
+  const Outcome r = finish(job, "queue");
+  EXPECT_EQ(r.status, 0) << r.out << "broker:\n" << slurp(dir_ + "/broker.log");
+  EXPECT_NE(r.out.find("queue checks passed: 600 tasks"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(", lost c\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("lost cluster c: cut off from cluster a (cluster "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" lost the link to cluster "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("finished without the cluster it lost"), std::string::npos) << r.out;
+  EXPECT_TRUE(namespace_empties(sites_[2].node_ns, 15s)) << "site c's processes were stopped";
+}
+
+// A relay that dies (SIGKILL) under a job that goes on: the broker loses its cluster, the
+// job ends well on the other two, and the dead relay's processes end by themselves (their
+// relay connection is gone), none left behind.
+TEST_F(ThreeSites, ARelayThatDiesUnderAJobThatGoesOnLosesOnlyItsCluster) {
+  const pid_t job = start_queue_job();
+  const pid_t relay_b = daemons_[2];
+  ::kill(relay_b, SIGKILL);
+  ::waitpid(relay_b, nullptr, 0);
+  std::erase(daemons_, relay_b);
+  const Outcome r = finish(job, "queue");
+  EXPECT_EQ(r.status, 0) << r.out << "broker:\n" << slurp(dir_ + "/broker.log");
+  EXPECT_NE(r.out.find("queue checks passed: 600 tasks"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(", lost b\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("lost cluster b: lost the relay of cluster b"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("finished without the cluster it lost"), std::string::npos) << r.out;
+  EXPECT_TRUE(namespace_empties(sites_[1].node_ns, 15s)) << "site b's processes ended";
 }
 
 // Site c is declared reachable, which its firewall makes false: the broker's probe finds

@@ -320,6 +320,7 @@ namespace detail {
 // (a communicator made here alike in each of them, on its reserved context: no agreement
 // with the lost clusters is possible).
 void finalize_barrier() {
+  state().transport->finalizing();
   const auto lost = state().transport->lost_clusters();
   if (lost.empty()) return Comm::world().barrier();
   const Topology& t = state().topo;

@@ -38,6 +38,8 @@ RelayTransport::RelayTransport(const std::string& relay, std::uint64_t job, cons
     : job_(job), window_(std::max(window, kMinWindow)) {
   const char* direct = std::getenv("GRIDRT_DIRECT");
   direct_allowed_ = !(direct && std::string(direct) == "off");
+  const char* on_loss = std::getenv("GRIDRT_ON_CLUSTER_LOSS");
+  survive_cluster_loss_ = on_loss && std::string(on_loss) == "continue";
   tcp::socket socket(io_);
   boost::system::error_code ec;
   socket.connect(parse_endpoint(relay), ec);
@@ -192,6 +194,9 @@ void RelayTransport::write(std::int32_t dst, std::string bytes) {
       asio::post(io_, [link = p.link, b = std::move(bytes)]() mutable { link->send_bytes(std::move(b)); });
       return;
     case Peer::Path::kClosed:
+      // In a job that goes on without lost clusters the loss was reported (on_direct_closed):
+      // either the peer's cluster is marked lost soon, or this process is stopped.
+      if (survive_cluster_loss_) return;
       return fail_all("the direct connection to rank " + std::to_string(dst) + " is closed");
     default:  // a direct connection is on its way
       p.held.push_back(std::move(bytes));
@@ -339,13 +344,28 @@ void RelayTransport::start_direct(std::int32_t rank, const std::shared_ptr<TlsLi
 }
 
 // A pair sending directly cannot switch to the relays (its frames would overtake each
-// other): once its connection is gone, sending to that peer fails.
+// other, and some may be lost with the connection): once its connection is gone, sending to
+// that peer fails. In a job that goes on without lost clusters, the loss is reported to the
+// relay instead, as a relay link's is: the broker then decides which of the two clusters the
+// job loses. Not once this process is in finalize: the peer passed the last barrier and
+// hung up as it should.
 void RelayTransport::on_direct_closed(std::int32_t rank, const std::string& why) {
   std::lock_guard<std::mutex> lock(mu_);
   if (closing_) return;
   Peer& p = peers_[rank];
-  if (p.path == Peer::Path::kDirect) p.path = Peer::Path::kClosed;
+  if (p.path != Peer::Path::kDirect) return;
+  p.path = Peer::Path::kClosed;
   log::info("rank ", rank_, ": direct connection with rank ", rank, " closed: ", why);
+  if (!survive_cluster_loss_ || finalizing_ || !topology_ || lost_locked(rank)) return;
+  Frame f = wire::make_frame(Type::kClusterLost, "direct connection with rank " + std::to_string(rank) + " closed (" + why + ")", job_);
+  f.header.src = rank_;
+  f.header.tag = static_cast<std::int32_t>(topology_->cluster_of(static_cast<std::uint32_t>(rank)));
+  write_relay(wire::encode(f));
+}
+
+void RelayTransport::finalizing() {
+  std::lock_guard<std::mutex> lock(mu_);
+  finalizing_ = true;
 }
 
 void RelayTransport::on_peer_frame(std::int32_t rank, Frame& f) {

@@ -77,6 +77,8 @@ class RelayTransport {
   // Withdraws a receive that no message has matched yet, so that its buffer may go; false
   // if a message already matched it (it then completes as usual).
   bool cancel(const std::shared_ptr<RemoteOp>& op);
+  // This process entered finalize: direct connections closing now are peers done with the job.
+  void finalizing();
   // What this process has sent to other sites through the relays so far (Data messages
   // and their payload bytes), as its relay counted it. The question follows everything
   // this process sent before on the same connection, so the answer includes all of it.
@@ -173,6 +175,8 @@ class RelayTransport {
   std::string listening_;
   std::map<std::int32_t, Peer> peers_;
   bool direct_allowed_ = true;  // GRIDRT_DIRECT=off keeps every pair on the relays
+  bool survive_cluster_loss_ = false;  // GRIDRT_ON_CLUSTER_LOSS=continue (the job's profile)
+  bool finalizing_ = false;
   bool closing_ = false;
 };
 
