@@ -357,7 +357,7 @@ void RelayTransport::on_direct_closed(std::int32_t rank, const std::string& why)
   p.path = Peer::Path::kClosed;
   log::info("rank ", rank_, ": direct connection with rank ", rank, " closed: ", why);
   if (!survive_cluster_loss_ || finalizing_ || !topology_ || lost_locked(rank)) return;
-  Frame f = wire::make_frame(Type::kClusterLost, "direct connection with rank " + std::to_string(rank) + " closed (" + why + ")", job_);
+  Frame f = wire::make_frame(Type::kClusterLost, "direct connection with rank " + std::to_string(rank) + " (" + why + ")", job_);
   f.header.src = rank_;
   f.header.tag = static_cast<std::int32_t>(topology_->cluster_of(static_cast<std::uint32_t>(rank)));
   write_relay(wire::encode(f));
