@@ -5,7 +5,9 @@
 
 #include <atomic>
 #include <future>
+#include <cstdlib>
 #include <map>
+#include <mutex>
 #include <numeric>
 #include <thread>
 
@@ -48,6 +50,15 @@ class FakeRelay {
     outbound_ = std::move(outbound);
     fake_endpoints_ = std::move(fake_endpoints);
     topology_for_ = n;
+  }
+  // ClusterLost reports the processes made, as "rank R: cluster T: body".
+  std::vector<std::string> reports() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return reports_;
+  }
+  // Sends `rank` a frame, as the broker's word through a relay.
+  void tell(int rank, const wire::Frame& f) {
+    asio::post(io_, [this, rank, f] { links_.at(rank)->send(f); });
   }
   // Drops every connection, as a relay that dies would.
   void kill() {
@@ -96,6 +107,11 @@ class FakeRelay {
               pending_.erase(*rank);
               return;
             }
+            if (f.header.type == wire::Type::kClusterLost) {  // for the broker, not another process
+              std::lock_guard<std::mutex> lock(mu_);
+              reports_.push_back("rank " + std::to_string(*rank) + ": cluster " + std::to_string(f.header.tag) + ": " + f.body);
+              return;
+            }
             if (f.header.type == wire::Type::kData) data_bytes_[*rank] += f.body.size();
             auto to = links_.find(f.header.dst);
             if (to != links_.end()) to->second->send(f);
@@ -118,6 +134,15 @@ class FakeRelay {
   int topology_for_ = 0;
   std::map<int, std::vector<wire::Frame>> pending_;  // for ranks not connected yet
   std::array<std::atomic<std::size_t>, 8> data_bytes_{};
+  std::mutex mu_;
+  std::vector<std::string> reports_;
+};
+
+// GRIDRT_ON_CLUSTER_LOSS=continue (what a relay sets for a job that goes on without lost
+// clusters) for transports made in this scope.
+struct JobGoesOn {
+  JobGoesOn() { ::setenv("GRIDRT_ON_CLUSTER_LOSS", "continue", 1); }
+  ~JobGoesOn() { ::unsetenv("GRIDRT_ON_CLUSTER_LOSS"); }
 };
 
 std::unique_ptr<RelayTransport> connect(FakeRelay& relay, int rank, ListenSpec listen = {}) {
@@ -337,4 +362,64 @@ TEST(Transport, SendingOverALostDirectConnectionFailsClearly) {
       return std::string(e.what()).find("the direct connection to rank 1 is closed") != std::string::npos;
     }
   }));
+}
+
+// In a job that goes on without lost clusters, a closed direct connection does not fail the
+// process: it is reported to the relay (for the broker to decide which cluster goes), what
+// is sent meanwhile is dropped, what waits on the peer waits for the broker's word; the
+// broker's ClusterLost then fails it, naming the cluster, and later sends to it.
+TEST(Transport, InAJobThatGoesOnALostDirectConnectionIsReportedAndWaitsForTheBroker) {
+  JobGoesOn goes_on;
+  FakeRelay relay;
+  relay.publish_topology_after(2, {true, true});
+  auto a = connect(relay, 0, ListenSpec::parse("any"));
+  auto b = connect(relay, 1);
+  a->wait_topology(std::chrono::seconds(5));
+  b->wait_topology(std::chrono::seconds(5));
+  char x = 'x', y = 0;
+  auto s = a->send(1, 0, 0, &x, 1);
+  auto r = b->recv(&y, 1, 0, 0, 0);
+  b->wait(r);
+  a->wait(s);
+  ASSERT_EQ(relay.data_from(0), 0u) << "the pair went direct";
+  char buf[8];
+  auto waiting = a->recv(buf, sizeof buf, 1, 0, 7);
+  b.reset();  // rank 1 goes away: its direct connection with rank 0 closes
+  ASSERT_TRUE(eventually([&] { return !relay.reports().empty(); }));
+  const auto reports = relay.reports();
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].rfind("rank 0: cluster 1: direct connection with rank 1 (", 0), 0u) << reports[0];
+  EXPECT_NO_THROW(a->wait(a->send(1, 0, 1, &x, 1))) << "dropped, not failed";
+  EXPECT_FALSE(a->test(waiting));
+  wire::Frame lost = wire::make_frame(wire::Type::kClusterLost, "cut off from cluster c0", 1);
+  lost.header.tag = 1;
+  relay.tell(0, lost);
+  try {
+    a->wait(waiting);
+    FAIL() << "expected the receive to fail";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "cluster c1 lost: cut off from cluster c0");
+  }
+  EXPECT_THROW(a->wait(a->send(1, 0, 2, &x, 1)), std::runtime_error);
+  EXPECT_EQ(a->lost_clusters().size(), 1u);
+}
+
+// A process in finalize takes a peer hanging up as the end of the job, not a loss.
+TEST(Transport, APeerHangingUpDuringFinalizeIsNotReported) {
+  JobGoesOn goes_on;
+  FakeRelay relay;
+  relay.publish_topology_after(2, {true, true});
+  auto a = connect(relay, 0, ListenSpec::parse("any"));
+  auto b = connect(relay, 1);
+  a->wait_topology(std::chrono::seconds(5));
+  b->wait_topology(std::chrono::seconds(5));
+  char x = 'x', y = 0;
+  auto s = a->send(1, 0, 0, &x, 1);
+  auto r = b->recv(&y, 1, 0, 0, 0);
+  b->wait(r);
+  a->wait(s);
+  a->finalizing();
+  b.reset();
+  std::this_thread::sleep_for(300ms);
+  EXPECT_TRUE(relay.reports().empty()) << relay.reports()[0];
 }
