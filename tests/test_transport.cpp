@@ -157,6 +157,22 @@ std::string pattern(std::size_t n, int seed) {
   return s;
 }
 
+// Ranks 0 (listening) and 1 of two one-rank clusters, their direct connection made by a
+// first message.
+std::pair<std::unique_ptr<RelayTransport>, std::unique_ptr<RelayTransport>> direct_pair(FakeRelay& relay) {
+  relay.publish_topology_after(2, {true, true});
+  auto a = connect(relay, 0, ListenSpec::parse("any"));
+  auto b = connect(relay, 1);
+  a->wait_topology(std::chrono::seconds(5));
+  b->wait_topology(std::chrono::seconds(5));
+  char x = 'x', y = 0;
+  auto s = a->send(1, 0, 0, &x, 1);
+  auto r = b->recv(&y, 1, 0, 0, 0);
+  b->wait(r);
+  a->wait(s);
+  return {std::move(a), std::move(b)};
+}
+
 // Waits until cond() holds (up to 5 s).
 template <typename F>
 bool eventually(F cond) {
@@ -343,16 +359,8 @@ TEST(Transport, AFailedDirectAttemptFallsBackToTheRelayInBoundedTime) {
 
 TEST(Transport, SendingOverALostDirectConnectionFailsClearly) {
   FakeRelay relay;
-  relay.publish_topology_after(2, {true, true});
-  auto a = connect(relay, 0, ListenSpec::parse("any"));
-  auto b = connect(relay, 1);
-  a->wait_topology(std::chrono::seconds(5));
-  b->wait_topology(std::chrono::seconds(5));
-  char x = 'x', y = 0;
-  auto s = a->send(1, 0, 0, &x, 1);
-  auto r = b->recv(&y, 1, 0, 0, 0);
-  b->wait(r);
-  a->wait(s);
+  auto [a, b] = direct_pair(relay);
+  char x = 'x';
   b.reset();  // rank 1 goes away: its direct connection with rank 0 closes
   ASSERT_TRUE(eventually([&] {
     try {
@@ -371,16 +379,8 @@ TEST(Transport, SendingOverALostDirectConnectionFailsClearly) {
 TEST(Transport, InAJobThatGoesOnALostDirectConnectionIsReportedAndWaitsForTheBroker) {
   JobGoesOn goes_on;
   FakeRelay relay;
-  relay.publish_topology_after(2, {true, true});
-  auto a = connect(relay, 0, ListenSpec::parse("any"));
-  auto b = connect(relay, 1);
-  a->wait_topology(std::chrono::seconds(5));
-  b->wait_topology(std::chrono::seconds(5));
-  char x = 'x', y = 0;
-  auto s = a->send(1, 0, 0, &x, 1);
-  auto r = b->recv(&y, 1, 0, 0, 0);
-  b->wait(r);
-  a->wait(s);
+  auto [a, b] = direct_pair(relay);
+  char x = 'x';
   ASSERT_EQ(relay.data_from(0), 0u) << "the pair went direct";
   char buf[8];
   auto waiting = a->recv(buf, sizeof buf, 1, 0, 7);
@@ -408,16 +408,7 @@ TEST(Transport, InAJobThatGoesOnALostDirectConnectionIsReportedAndWaitsForTheBro
 TEST(Transport, APeerHangingUpDuringFinalizeIsNotReported) {
   JobGoesOn goes_on;
   FakeRelay relay;
-  relay.publish_topology_after(2, {true, true});
-  auto a = connect(relay, 0, ListenSpec::parse("any"));
-  auto b = connect(relay, 1);
-  a->wait_topology(std::chrono::seconds(5));
-  b->wait_topology(std::chrono::seconds(5));
-  char x = 'x', y = 0;
-  auto s = a->send(1, 0, 0, &x, 1);
-  auto r = b->recv(&y, 1, 0, 0, 0);
-  b->wait(r);
-  a->wait(s);
+  auto [a, b] = direct_pair(relay);
   a->finalizing();
   b.reset();
   std::this_thread::sleep_for(300ms);
