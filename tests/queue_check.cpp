@@ -149,7 +149,10 @@ int main(int argc, char** argv) {
       const std::vector<char> result = padded(a, a.seed, pad);
       q.done(*t, result.data(), result.size());
     }
-    std::printf("rank %d ran %ld tasks\n", me, ran);
+    std::printf("rank %d ran %ld tasks", me, ran);
+    if (!q.is_master() && q.stats().requeued > 0)  // a site's boss that lost another cluster of its site
+      std::printf(", took back %llu from a lost cluster", static_cast<unsigned long long>(q.stats().requeued));
+    std::printf("\n");
     if (q.is_master()) {
       // Results that are neither this rank's roots nor named children: roots put elsewhere.
       for (auto& [id, seed] : root_seeds) known.insert(id);

@@ -897,7 +897,8 @@ TEST(EndToEnd, TaskQueueOnUnevenClusters) {
 // A cluster killed mid-run (one of its processes SIGKILLed after some tasks; MPICH takes the
 // rest of its part down): with <onClusterLoss>continue the super-master hands what that
 // cluster held to the others and the job finishes with every result, once, and says which
-// cluster it lost; with a boss per cluster and with one queue. By default one dead process
+// cluster it lost; with a boss per cluster, with one queue, and with a boss per site whose
+// other cluster is lost (it hands that cluster's tasks to its own). By default one dead process
 // stops the job, and the error names its cluster; a lost super-master fails the others with
 // an error that says so.
 TEST(EndToEnd, TaskQueueGoesOnWithoutAClusterKilledMidRun) {
@@ -913,6 +914,17 @@ TEST(EndToEnd, TaskQueueGoesOnWithoutAClusterKilledMidRun) {
     EXPECT_NE(q.outcome.err.find("finished without the cluster it lost"), std::string::npos) << q.outcome.err;
     EXPECT_EQ(q.processes, 4) << q.outcome.out;  // the survivors
   }
+  // A site's boss (rank 1, leading site B) loses its other cluster c2 (ranks 3-4): it hands
+  // what c2 held to its own cluster.
+  const QueueRun site = run_queue_check({"--grid", grid_with_sites({{"A", 1}, {"B", 2}, {"B", 2}})},
+                                        {"--tasks", "300", "--max-us", "2000", "--levels", "site", "--die-rank", "4", "--die-after", "5"},
+                                        "continue");
+  EXPECT_EQ(site.outcome.status, 0) << site.outcome.out << site.outcome.err;
+  EXPECT_NE(site.outcome.out.find("queue checks passed: 300 tasks"), std::string::npos) << site.outcome.out << site.outcome.err;
+  EXPECT_NE(site.outcome.out.find("lost c2"), std::string::npos) << site.outcome.out;
+  EXPECT_EQ(site.processes, 3) << site.outcome.out;
+  EXPECT_NE(site.outcome.out.find("[c1:1] rank 1 ran "), std::string::npos) << site.outcome.out;
+  EXPECT_NE(site.outcome.out.find("tasks, took back "), std::string::npos) << "rank 4 died in a task: rank 1 took it back\n" << site.outcome.out;
   const QueueRun stopped = run_queue_check(grid, {"--tasks", "300", "--max-us", "2000", "--die-rank", "3", "--die-after", "5"});
   EXPECT_EQ(stopped.outcome.status, 128 + 9) << stopped.outcome.err;
   EXPECT_NE(stopped.outcome.err.find("failed: rank 3 (cluster c1) killed by signal 9"), std::string::npos) << stopped.outcome.err;

@@ -84,7 +84,7 @@ struct QueueStats {
   std::uint64_t sent_down = 0;    // messages to its children
   std::uint64_t results = 0;      // at the super-master: results taken (once per task)
   std::uint64_t duplicates = 0;   // at the super-master: results ignored as duplicates
-  std::uint64_t requeued = 0;     // at the super-master: tasks handed out again after a loss
+  std::uint64_t requeued = 0;     // tasks handed out again after a lost cluster (super-master, site bosses)
 };
 
 namespace detail {

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <deque>
 #include <map>
+#include <unordered_map>
 
 #include "../comm.h"
 #include "chunking.h"
@@ -70,8 +71,13 @@ class QueueNode {
     int rank = -1;
     std::uint32_t want = 0;  // tasks it asked for, not yet answered
     bool lost = false;
+    bool remote = false;          // in another cluster: it may be lost while this node goes on
     std::uint32_t subtree = 1;    // processes at and below it
     std::uint32_t producers = 0;  // of them, those that said they put no more
+    // Below the top, for a remote child: the tasks handed to it whose results have not come
+    // back through here, by id (with the order they were handed in), to take back if its
+    // cluster is lost. The super-master's Ledger keeps this for its own children.
+    std::unordered_map<TaskId, std::pair<std::uint64_t, queue::Task>> holds;
   };
   struct Outgoing {
     int to = -1;
@@ -100,6 +106,7 @@ class QueueNode {
   void complete_sends(bool wait);
   void check_size(std::size_t bytes, const char* what) const;
   int consumers() const;
+  std::size_t live_children() const;
   bool works() const { return is_master() ? o_.master_works : !is_boss() || o_.bosses_work; }
 
   Comm comm_;
@@ -131,6 +138,7 @@ class QueueNode {
   std::optional<TaskId> running_;
   std::uint64_t spawned_ = 0;  // children put by the running task
   std::uint64_t root_puts_ = 0;
+  std::uint64_t handed_ = 0;  // tasks handed down so far (Child::holds' order)
   QueueStats stats_;
 };
 
@@ -202,6 +210,7 @@ void QueueNode::build_tree() {
     ch.rank = r;
     ch.subtree = subtree[r];
     const bool local = c_->part_of[r] == c_->my_part();
+    ch.remote = !local;
     has_local_children_ = has_local_children_ || local;
     child_index_[r] = children_.size();
     children_.push_back(ch);
@@ -376,15 +385,18 @@ void QueueNode::from_child(Inbox& in, int from, std::size_t bytes) {
 // A child's message: its spawned tasks first, then its results (protocol.h), then who will
 // put no more, then its request.
 void QueueNode::on_up(Child& c, queue::UpMessage m) {
+  c.producers += m.producers_done;
   if (is_master()) {
     for (auto& t : m.puts) ledger_.put(std::move(t));
     for (auto& r : m.results) take_result(c.rank, r.id, r.data.data(), r.data.size());
     for (std::uint32_t i = 0; i < m.producers_done; ++i) ledger_.producer_done();
-    c.producers += m.producers_done;
   } else {
     queue::UpMessage& out = outbox();
     for (auto& t : m.puts) out.puts.push_back(std::move(t));
-    for (auto& r : m.results) out.results.push_back(std::move(r));
+    for (auto& r : m.results) {
+      c.holds.erase(r.id);
+      out.results.push_back(std::move(r));
+    }
     out.producers_done += m.producers_done;
   }
   if (m.want > 0) c.want = m.want;
@@ -430,11 +442,12 @@ void QueueNode::on_down(queue::DownMessage m) {
 // load balancing across queues); a request that finds nothing waits for tasks to come.
 bool QueueNode::serve() {
   bool moved = false;
+  const std::size_t live = live_children();
   for (auto& c : children_) {
     if (c.want == 0 || c.lost) continue;
     const std::size_t waiting = is_master() ? ledger_.waiting() : pool_.size();
     if (waiting == 0) break;
-    const std::size_t share = (waiting + children_.size() - 1) / children_.size();
+    const std::size_t share = (waiting + live - 1) / live;
     const std::size_t n = std::min<std::size_t>(c.want, share);
     const std::size_t room = o_.max_message - queue::kHeaderCost;
     queue::DownMessage m;
@@ -444,6 +457,7 @@ bool QueueNode::serve() {
       std::size_t bytes = 0;
       while (!pool_.empty() && m.tasks.size() < n && (m.tasks.empty() || bytes + pool_.front().payload.size() + queue::kItemCost <= room)) {
         bytes += pool_.front().payload.size() + queue::kItemCost;
+        if (c.remote) c.holds.emplace(pool_.front().id, std::make_pair(handed_++, pool_.front()));
         m.tasks.push_back(std::move(pool_.front()));
         pool_.pop_front();
       }
@@ -456,9 +470,14 @@ bool QueueNode::serve() {
   return moved;
 }
 
-// Processes whose tasks this node runs or hands down: its children and, if it works, itself.
+// Processes whose tasks this node runs or hands down: its children not lost and, if it
+// works, itself.
 int QueueNode::consumers() const {
-  return static_cast<int>(children_.size()) + (works() ? 1 : 0);
+  return static_cast<int>(live_children()) + (works() ? 1 : 0);
+}
+
+std::size_t QueueNode::live_children() const {
+  return static_cast<std::size_t>(std::count_if(children_.begin(), children_.end(), [](const Child& c) { return !c.lost; }));
 }
 
 // What goes up: a request when this node will soon run dry (a worker: below its window; a
@@ -524,22 +543,38 @@ void QueueNode::finish_all() {
     if (!c.lost) send(c.rank, kToChild, bytes);
 }
 
-// A child's messages cannot come: if its cluster was lost (gridrt::lost_clusters), the
-// super-master hands what it held to the others (Ledger::lose: a task lost with more than
-// crash_limit clusters fails instead) and counts its processes as done putting; anything
-// else, or a boss below the top (it cannot hand tasks back), is an Error naming it.
+// A child's messages cannot come: if its cluster was lost (gridrt::lost_clusters), what it
+// held goes to the others and its processes count as done putting. At the super-master
+// that is the Ledger's (Ledger::lose: a task lost with more than crash_limit clusters fails
+// instead); a boss below the top (a site's, whose child is another cluster of the site)
+// puts what it handed that child and got no result for back at the front of its pool, for
+// its other children or itself; the level above still counts those tasks as this boss's.
+// A boss left with nobody to run them, or anything else, is an Error naming it.
 void QueueNode::child_lost(Child& c, const std::string& error) {
   const int rank = c_->members[c.rank];
   const std::optional<std::string> why = cluster_lost(rank);
   if (!why) throw Error(error);
-  if (!is_master())
-    throw Error("gridrt: task queue: " + *why + "; only the super-master can hand a lost cluster's tasks to others");
   if (!o_.requeue_lost)
     throw Error("gridrt: task queue: " + *why + "; its tasks are not handed to others (QueueOptions::requeue_lost is off)");
   c.lost = true;
   c.want = 0;
-  stats_.requeued += ledger_.lose(c.rank);
-  for (; c.producers < c.subtree; ++c.producers) ledger_.producer_done();
+  const std::uint32_t silent = c.subtree - c.producers;
+  c.producers = c.subtree;
+  if (is_master()) {
+    stats_.requeued += ledger_.lose(c.rank);
+    for (std::uint32_t i = 0; i < silent; ++i) ledger_.producer_done();
+    return;
+  }
+  if (!c.holds.empty() && consumers() == 0)
+    throw Error("gridrt: task queue: " + *why + "; no other process below rank " + std::to_string(c_->members[c_->me]) +
+                " can run the " + std::to_string(c.holds.size()) + " task(s) it held");
+  std::vector<std::pair<std::uint64_t, queue::Task>> back;
+  for (auto& [id, held] : c.holds) back.push_back(std::move(held));
+  c.holds.clear();
+  std::sort(back.begin(), back.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (auto& [order, t] : back) pool_.push_front(std::move(t));  // the first handed out ends up first
+  stats_.requeued += back.size();
+  if (silent > 0) outbox().producers_done += silent;
 }
 
 TaskId QueueNode::put(const void* data, std::size_t bytes) {
