@@ -496,8 +496,9 @@ void Broker::handle_unreachable(const PeerPtr& peer, const Frame& f) {
   if (!job->unreachable_timer) job->unreachable_timer = std::make_unique<asio::steady_timer>(io_);
   job->unreachable_timer->expires_after(kUnreachableGrace);
   job->unreachable_timer->async_wait([this, id = job->id](const boost::system::error_code& ec) {
+    if (ec) return;  // the job ended (its timer went with it), or the broker stopped
     auto it = jobs_.find(id);
-    if (ec || it == jobs_.end()) return;
+    if (it == jobs_.end()) return;
     it->second->unreachable_pending = false;
     settle_unreachable(*it->second);
   });
