@@ -208,6 +208,17 @@ TEST_F(Daemons, WellFramedButWrongMessagesAreRefused) {
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_EQ(frames[0].header.type, wire::Type::kError);
   EXPECT_NE(frames[0].body.find("bad Submit body"), std::string::npos) << frames[0].body;
+  // Only a relay may report that its part of a job cannot reach another cluster.
+  Client other(ca_.issue("user test", dir_, "user2"));
+  ASSERT_FALSE(other.connect(broker_ep_));
+  wire::Frame report = wire::make_frame(wire::Type::kClusterLost, "lost the link to cluster c0", 1);
+  report.header.tag = 0;
+  bytes = wire::encode(report);
+  asio::write(other.stream, asio::buffer(bytes));
+  const auto refused = other.read_all();
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].header.type, wire::Type::kError);
+  EXPECT_NE(refused[0].body.find("ClusterLost is only accepted from a relay"), std::string::npos) << refused[0].body;
   add_relay("c0");
   EXPECT_TRUE(eventually([&] { return broker_->registered_relays() == 1; }));
 }
