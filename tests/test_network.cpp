@@ -234,12 +234,14 @@ class ThreeSites : public ::testing::Test {
   Outcome gridrun(std::vector<std::string> args) { return finish(start_gridrun(std::move(args))); }
 
   // A job of the three sites that keeps ping-ponging for about `seconds`; returns once its
-  // first round went through every site.
+  // first round went through every site. Its processes log at info level (which paths they
+  // took, and why), for the tests' failure messages.
   pid_t start_long_job(int seconds) {
     std::string text = slurp(kSrc + "/jobprofiles/three-sites.xml");
-    const std::string args = "<value>100000</value>";
+    const std::string args = "<value>100000</value>", end = "</arguments>";
     text.replace(text.find(args), args.size(),
                  args + "<value>--rounds</value><value>" + std::to_string(seconds * 10) + "</value><value>--round-ms</value><value>100</value>");
+    text.replace(text.find(end), end.size(), end + "<environment><variable name=\"GRIDRT_LOG\">info</variable></environment>");
     std::ofstream(dir_ + "/long.xml") << text;
     const pid_t pid = start_gridrun({dir_ + "/long.xml"}, "long");
     for (int i = 0; i < 300 && slurp(dir_ + "/long.log").find("(first round)") == std::string::npos; ++i) std::this_thread::sleep_for(50ms);
@@ -400,7 +402,7 @@ TEST_F(ThreeSites, ProcessesRunOnTheSitesNodesAndConnectDirectlyWhereTheyCan) {
   char line[512];
   while (p && std::fgets(line, sizeof line, p)) established += line;
   if (p) ::pclose(p);
-  EXPECT_NE(established.find(sites_[0].node + ":71"), std::string::npos) << established;
+  EXPECT_NE(established.find(sites_[0].node + ":71"), std::string::npos) << established << "job:\n" << slurp(dir_ + "/long.log");
   EXPECT_NE(established.find(sites_[1].addr + ":"), std::string::npos) << "b's NAT address\n" << established;
   EXPECT_EQ(finish(job, "long").status, 0);
 }
