@@ -51,6 +51,9 @@ class FakeRelay {
     fake_endpoints_ = std::move(fake_endpoints);
     topology_for_ = n;
   }
+  // `rank` gets the topology `delay` after the others (each process hears the broker
+  // through its own relay: the word may reach one later than its peers' first frames).
+  void delay_topology(int rank, std::chrono::milliseconds delay) { topology_delay_[rank] = delay; }
   // ClusterLost reports the processes made, as "rank R: cluster T: body".
   std::vector<std::string> reports() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -85,7 +88,15 @@ class FakeRelay {
     wire::Writer w;
     t.encode(w);
     const wire::Frame f = wire::make_frame(wire::Type::kTopology, w.take(), 1);
-    for (auto& [r, l] : links_) l->send(f);
+    for (auto& [r, l] : links_) {
+      auto delay = topology_delay_.find(r);
+      if (delay == topology_delay_.end()) {
+        l->send(f);
+        continue;
+      }
+      auto t = std::make_shared<asio::steady_timer>(io_, delay->second);
+      t->async_wait([t, l, f](const boost::system::error_code&) { l->send(f); });
+    }
   }
 
   void accept() {
@@ -132,6 +143,7 @@ class FakeRelay {
   std::vector<bool> outbound_;
   std::vector<std::string> fake_endpoints_;
   int topology_for_ = 0;
+  std::map<int, std::chrono::milliseconds> topology_delay_;
   std::map<int, std::vector<wire::Frame>> pending_;  // for ranks not connected yet
   std::array<std::atomic<std::size_t>, 8> data_bytes_{};
   std::mutex mu_;
@@ -413,4 +425,37 @@ TEST(Transport, APeerHangingUpDuringFinalizeIsNotReported) {
   b.reset();
   std::this_thread::sleep_for(300ms);
   EXPECT_TRUE(relay.reports().empty()) << relay.reports()[0];
+}
+
+// The peer's first frames may come before this process has the topology: a request to call
+// back, or a direct connection dialled to it. Both wait for the topology rather than being
+// taken for "no direct path" (the pair would fall back to the relays after the caller's
+// timeout) or refused (the caller's connection would close under it). Each way, the pair
+// goes direct and nothing is lost.
+TEST(Transport, FirstFramesBeforeTheTopologyWaitForIt) {
+  for (const bool peer_listens : {false, true}) {
+    FakeRelay relay;
+    // Rank 0 listens and rank 1 may dial out (0 asks 1 to call back), or the other way
+    // round (0 dials 1); rank 1 hears the topology 300 ms late.
+    relay.publish_topology_after(2, {true, true});
+    relay.delay_topology(1, std::chrono::milliseconds(300));
+    auto a = peer_listens ? connect(relay, 0) : connect(relay, 0, ListenSpec::parse("any"));
+    auto b = peer_listens ? connect(relay, 1, ListenSpec::parse("any")) : connect(relay, 1);
+    a->wait_topology(std::chrono::seconds(5));
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string m = pattern(5000, 1);
+    auto s = a->send(1, 0, 0, m.data(), m.size());
+    b->wait_topology(std::chrono::seconds(5));
+    std::string got(m.size(), '\0');
+    auto r = b->recv(got.data(), got.size(), 0, 0, 0);
+    b->wait(r);
+    a->wait(s);
+    EXPECT_TRUE(got == m) << (peer_listens ? "0 dials" : "1 calls back");
+    auto back = b->send(0, 0, 1, m.data(), 10);
+    auto r2 = a->recv(got.data(), got.size(), 1, 0, 1);
+    a->wait(r2);
+    b->wait(back);
+    EXPECT_EQ(relay.data_from(0) + relay.data_from(1), 0u) << (peer_listens ? "0 dials" : "1 calls back") << ": went through the relay";
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3)) << (peer_listens ? "0 dials" : "1 calls back");
+  }
 }

@@ -17,6 +17,10 @@ using wire::Type;
 // long the side that asked to be called back waits for the call.
 constexpr auto kDialTimeout = std::chrono::seconds(3);
 constexpr auto kCallBackTimeout = std::chrono::seconds(6);
+// An accepted direct connection whose dialler had the topology before us waits this long
+// for ours, looking every kTopologyPoll.
+constexpr auto kTopologyWait = std::chrono::milliseconds(10000);
+constexpr auto kTopologyPoll = std::chrono::milliseconds(10);
 
 ListenSpec ListenSpec::parse(const char* text) {
   ListenSpec l;
@@ -236,6 +240,15 @@ void RelayTransport::decide(std::int32_t dst, Peer& p) {
   });
 }
 
+// `peer` asked us to connect to it (ConnectBack): we dial, unless the pair already took the
+// relays, which the peer is then told.
+void RelayTransport::call_back(std::int32_t peer) {
+  if (peer < 0 || !topology_ || static_cast<std::uint32_t>(peer) >= topology_->size()) return;
+  Peer& p = peers_[peer];
+  if (p.path == Peer::Path::kUndecided) decide(peer, p);
+  else if (p.path == Peer::Path::kRelay) signal_peer(Type::kDirectFailed, peer);
+}
+
 void RelayTransport::fall_back(std::int32_t dst, Peer& p, const std::string& why) {
   log::info("rank ", rank_, ": no direct connection to rank ", dst, " (", why, "); using the relays");
   p.path = Peer::Path::kRelay;
@@ -312,6 +325,16 @@ asio::awaitable<void> RelayTransport::serve_direct(tcp::socket s) {
   if (ec) {
     log::warn("rank ", rank_, ": refused a direct connection: ", ec.message());
     co_return;
+  }
+  // The dialler had the topology before us (each process hears it through its own relay):
+  // its hello is checked against ours, so it waits in the socket until ours is here.
+  for (auto waited = std::chrono::milliseconds(0); waited < kTopologyWait; waited += kTopologyPoll) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (topology_ || closing_) break;
+    }
+    asio::steady_timer t(io_, kTopologyPoll);
+    co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
   auto link = std::make_shared<TlsLink>(std::move(stream), "a direct connection");
   auto who = std::make_shared<std::int32_t>(-1);
@@ -487,9 +510,10 @@ void RelayTransport::on_frame(Frame& f) {
     }
     case Type::kConnectBack: {  // the peer wants to talk and only we can dial: do it now
       std::lock_guard<std::mutex> lock(mu_);
-      Peer& p = peers_[f.header.src];
-      if (p.path == Peer::Path::kUndecided) decide(f.header.src, p);
-      else if (p.path == Peer::Path::kRelay) signal_peer(Type::kDirectFailed, f.header.src);
+      // Each process hears the topology through its own relay: the peer may have it before
+      // us. Without it we cannot plan the pair, so the call waits for it.
+      if (!topology_) return callbacks_waiting_.push_back(f.header.src);
+      call_back(f.header.src);
       return;
     }
     case Type::kDirectFailed: {
@@ -504,6 +528,7 @@ void RelayTransport::on_frame(Frame& f) {
         Topology t = Topology::decode(r);
         std::lock_guard<std::mutex> lock(mu_);
         topology_ = std::move(t);
+        for (const std::int32_t peer : std::exchange(callbacks_waiting_, {})) call_back(peer);
       } catch (const wire::BadBody& e) {
         std::lock_guard<std::mutex> lock(mu_);
         failure_ = std::string("bad topology from the relay: ") + e.what();

@@ -146,6 +146,7 @@ class RelayTransport {
   void write(std::int32_t dst, std::string bytes);
   void write_relay(std::string bytes);
   void decide(std::int32_t dst, Peer& p);
+  void call_back(std::int32_t peer);
   void fall_back(std::int32_t dst, Peer& p, const std::string& why);
   void go_direct(std::int32_t dst, Peer& p, const std::shared_ptr<TlsLink>& link);
   void signal_peer(wire::Type t, std::int32_t dst);
@@ -174,6 +175,7 @@ class RelayTransport {
   std::unique_ptr<tcp::acceptor> acceptor_;
   std::string listening_;
   std::map<std::int32_t, Peer> peers_;
+  std::vector<std::int32_t> callbacks_waiting_;  // ConnectBack that came before the topology
   bool direct_allowed_ = true;  // GRIDRT_DIRECT=off keeps every pair on the relays
   bool survive_cluster_loss_ = false;  // GRIDRT_ON_CLUSTER_LOSS=continue (the job's profile)
   bool finalizing_ = false;
