@@ -143,6 +143,7 @@ asio::awaitable<void> Broker::accept_loop() {
       log::warn("accept: ", ec.message());
       continue;
     }
+    tune_socket(socket);
     asio::co_spawn(io_, handshake(std::move(socket)), asio::detached);
   }
 }

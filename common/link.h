@@ -224,6 +224,14 @@ class Deadline {
   asio::steady_timer timer_;
 };
 
+// Tunes a connected socket of the grid (every daemon, relay-link, local and direct
+// connection): no Nagle delay (small frames are latency), and a peer that vanishes without
+// closing — a crashed host, a cut line whose packets are dropped — is noticed within
+// GRIDRT_DEAD_PEER_SECONDS (default 30, at least 3): keepalive probes on an idle connection,
+// and a limit on how long sent data may go unacknowledged (TCP_USER_TIMEOUT). The connection
+// then fails as if the peer had closed it, and what depends on it is handled as for a close.
+void tune_socket(tcp::socket& s);
+
 // Connects `stream` to `ep` and shakes hands as the TLS client, all within `timeout`
 // (a firewall that drops packets would otherwise hold a connect for minutes). Returns
 // what went wrong, if anything.
@@ -232,7 +240,7 @@ inline asio::awaitable<boost::system::error_code> connect_tls(TlsStream& stream,
   boost::system::error_code ec;
   Deadline deadline(stream.next_layer(), timeout);
   co_await stream.next_layer().async_connect(ep, asio::redirect_error(asio::use_awaitable, ec));
-  if (!ec) stream.next_layer().set_option(tcp::no_delay(true), ec);
+  if (!ec) tune_socket(stream.next_layer());
   if (!ec) ec = co_await stream.handshake(asio::ssl::stream_base::client);
   if (ec && deadline.fired()) ec = asio::error::timed_out;  // say what happened, not how we stopped it
   co_return ec;

@@ -459,7 +459,7 @@ asio::awaitable<void> Relay::accept_local() {
       if (ec == asio::error::operation_aborted) co_return;
       continue;
     }
-    s.set_option(tcp::no_delay(true), ec);
+    tune_socket(s);
     auto conn = std::make_shared<LocalConn>();
     const auto ep = s.remote_endpoint(ec);
     conn->link = std::make_shared<TcpLink>(std::move(s), "local " + ep.address().to_string() + ":" + std::to_string(ep.port()));
@@ -699,7 +699,7 @@ asio::awaitable<void> Relay::accept_links() {
       if (ec == asio::error::operation_aborted) co_return;
       continue;
     }
-    s.set_option(tcp::no_delay(true), ec);
+    tune_socket(s);
     // The link lives on the link thread: give it a socket of that thread's.
     tcp::socket moved(link_io_);
     moved.assign(tcp::v4(), s.release(ec), ec);

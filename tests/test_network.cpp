@@ -73,6 +73,8 @@ class ThreeSites : public ::testing::Test {
     dir_ = ::testing::TempDir() + "/" + prefix_ + "lab";
     fs::remove_all(dir_);
     fs::create_directories(dir_);
+    // Peers that vanish without a word are noticed after 6 s here (tune_socket), not 30.
+    ::setenv("GRIDRT_DEAD_PEER_SECONDS", "6", 1);
     build_network();
     make_credentials();
     write_grid();
@@ -526,6 +528,17 @@ TEST_F(ThreeSites, ARelayLinkKilledUnderAJobThatGoesOnLosesOneOfItsTwoClusters) 
   run_or_fail("ip netns exec " + sites_[2].ns + " iptables -I INPUT -p tcp --sport " + std::to_string(sites_[0].link_port) +
               " -j REJECT --reject-with tcp-reset");
   expect_went_on_without(job, 2, "cut off from cluster a (cluster a lost the link to cluster c (");
+}
+
+// A link that goes silent (its packets dropped, nothing closes it: a cut WAN line) is noticed
+// by the relays' sockets within GRIDRT_DEAD_PEER_SECONDS (6 s here) and handled as a broken
+// link: the job that goes on loses c and ends well.
+TEST_F(ThreeSites, ASilentRelayLinkIsNoticedAndTheJobGoesOnWithoutOneEnd) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t job = start_queue_job();
+  run_or_fail("ip netns exec " + sites_[2].ns + " iptables -I INPUT -p tcp --sport " + std::to_string(sites_[0].link_port) + " -j DROP");
+  expect_went_on_without(job, 2, "cut off from cluster a (cluster ");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(40)) << "noticed in about 6 s, not TCP's 15 minutes";
 }
 
 // A relay that dies (SIGKILL) under a job that goes on: the broker loses its cluster, the

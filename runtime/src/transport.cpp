@@ -48,7 +48,7 @@ RelayTransport::RelayTransport(const std::string& relay, std::uint64_t job, cons
   boost::system::error_code ec;
   socket.connect(parse_endpoint(relay), ec);
   if (ec) throw std::runtime_error("cannot connect to the relay at " + relay + ": " + ec.message());
-  socket.set_option(tcp::no_delay(true), ec);
+  tune_socket(socket);
   if (listen.enabled) {
     // On the address this node reaches its relay from: the node's address on the cluster's
     // network, which the declared policy says other sites can reach.
@@ -307,7 +307,7 @@ asio::awaitable<void> RelayTransport::accept_loop() {
     boost::system::error_code ec;
     tcp::socket s = co_await acceptor_->async_accept(asio::redirect_error(asio::use_awaitable, ec));
     if (ec) co_return;  // closed
-    s.set_option(tcp::no_delay(true), ec);
+    tune_socket(s);
     asio::co_spawn(io_, serve_direct(std::move(s)), asio::detached);
   }
 }
