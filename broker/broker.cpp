@@ -41,6 +41,7 @@ struct Broker::Part {
   bool ready = false;
   bool done = false;
   bool lost = false;  // failed in a job that goes on without it (JobSpec::survive_cluster_loss)
+  bool finalizing = false;  // in such a job: all its processes are in finalize (release_finalize)
   std::vector<std::string> hostnames;
   std::vector<std::string> endpoints;
 };
@@ -58,6 +59,7 @@ struct Broker::Job {
   std::string failure_note;          // why the job was stopped, if it was
   std::vector<std::string> lost_notes;  // "cluster c1 (rank 3 killed by signal 9)", for the summary
   bool killed = false;
+  bool finalize_released = false;  // release_finalize
   // Reports, not yet weighed, that one part cannot reach another (settle_unreachable).
   struct Unreachable {
     std::size_t from, to;
@@ -182,6 +184,7 @@ void Broker::on_frame(const PeerPtr& peer, Frame& f) {
       case Type::kPartDone: return handle_part_done(peer, f);
       case Type::kKillJob: return handle_cancel(peer, f);
       case Type::kClusterLost: return handle_unreachable(peer, f);
+      case Type::kFinalizing: return handle_finalizing(peer, f);
       case Type::kError:
         if (peer->kind == Peer::Kind::kRelay && f.header.job != 0) return handle_relay_failure(peer, f);
         log::warn(peer->link->peer(), " reported an error: ", f.body);
@@ -533,6 +536,31 @@ void Broker::settle_unreachable(Job& job) {
   }
 }
 
+// Finalize's barrier in a job that goes on without lost clusters. A barrier among the
+// processes cannot end well when a cluster is lost while others wait in it (some may have
+// passed it, some not: they cannot agree among themselves which clusters took part), so the
+// broker, which decides which clusters are lost, decides here too: each part's leader says
+// when all its processes are in finalize, and once every part not lost has (or has ended),
+// every part is told to leave.
+void Broker::handle_finalizing(const PeerPtr& peer, const Frame& f) {
+  Part* part = nullptr;
+  Job* job = job_of_relay_frame(peer, f, &part);
+  if (!job) return;
+  if (!job->spec.survive_cluster_loss) return peer->link->fail("Finalizing for job " + std::to_string(job->id) + ", which does not go on without lost clusters");
+  part->finalizing = true;
+  release_finalize(*job);
+}
+
+void Broker::release_finalize(Job& job) {
+  if (job.killed || job.finalize_released) return;
+  for (const auto& p : job.parts)
+    if (!p.finalizing && !p.lost && !p.done) return;
+  if (std::none_of(job.parts.begin(), job.parts.end(), [](const Part& p) { return p.finalizing; })) return;
+  job.finalize_released = true;
+  for (auto& p : job.parts)
+    if (p.finalizing && !p.lost && !p.done && p.relay) p.relay->link->send(wire::make_frame(Type::kFinalizing, {}, job.id));
+}
+
 void Broker::handle_output(const PeerPtr& peer, Frame& f) {
   Part* part = nullptr;
   Job* job = job_of_relay_frame(peer, f, &part);
@@ -591,6 +619,7 @@ void Broker::lose_part(Job& job, std::size_t part, const std::string& why) {
     f.header.tag = static_cast<std::int32_t>(part);
     p.relay->link->send(f);
   }
+  release_finalize(job);  // the others may all be waiting in finalize for this one
 }
 
 void Broker::fail_job(Job& job, const std::string& why) {

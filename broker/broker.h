@@ -58,6 +58,7 @@ class Broker {
   void handle_cancel(const PeerPtr& peer, const wire::Frame& f);
   void handle_relay_failure(const PeerPtr& peer, const wire::Frame& f);
   void handle_unreachable(const PeerPtr& peer, const wire::Frame& f);
+  void handle_finalizing(const PeerPtr& peer, const wire::Frame& f);
 
   void start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run);
   void refuse(const PeerPtr& launcher, const JobSpec& spec, const std::string& why, int status);
@@ -70,6 +71,7 @@ class Broker {
   void fail_job(Job& job, const std::string& why);
   void lose_part(Job& job, std::size_t part, const std::string& why);
   void settle_unreachable(Job& job);
+  void release_finalize(Job& job);
   void maybe_finish(Job& job);
   void stop_if_stuck(Job& job);
 

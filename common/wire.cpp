@@ -32,6 +32,7 @@ const char* type_name(Type t) {
     case Type::kDirectFailed: return "DirectFailed";
     case Type::kWanCount: return "WanCount";
     case Type::kClusterLost: return "ClusterLost";
+    case Type::kFinalizing: return "Finalizing";
   }
   return "unknown";
 }
@@ -45,7 +46,7 @@ std::uint64_t get(const unsigned char*& p, int bytes) {
   for (int i = 0; i < bytes; ++i) v |= static_cast<std::uint64_t>(*p++) << (8 * i);
   return v;
 }
-bool known_type(std::uint16_t t) { return t >= 1 && t <= static_cast<std::uint16_t>(Type::kClusterLost); }
+bool known_type(std::uint16_t t) { return t >= 1 && t <= static_cast<std::uint16_t>(Type::kFinalizing); }
 }  // namespace
 
 void encode_header(const Header& h, unsigned char out[kHeaderSize]) {

@@ -54,6 +54,9 @@ enum class Type : std::uint16_t {
                        // The other way, runtime -> relay -> broker: a report that cluster `tag`
                        // cannot be reached any more (a direct connection or a relay link lost);
                        // the broker decides which cluster the job loses.
+  kFinalizing = 26,    // in a job that goes on without lost clusters, finalize's barrier: a
+                       // part's leader -> relay -> broker: every process here is in finalize;
+                       // broker -> relays -> runtimes: every part not lost is: leave. Empty.
 };
 // kData flag: more fragments of the same message follow (the last one has it clear).
 inline constexpr std::uint32_t kMoreFragments = 1;

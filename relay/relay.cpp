@@ -219,7 +219,8 @@ void Relay::on_broker_frame(Frame& f) {
         return;
       case Type::kStartPart: return handle_start(f);
       case Type::kTopology: return handle_topology(f);
-      case Type::kClusterLost: return tell_processes(f);
+      case Type::kClusterLost:
+      case Type::kFinalizing: return tell_processes(f);
       case Type::kKillJob: return handle_kill(f);
       default:
         log::warn("ignoring unexpected ", wire::type_name(f.header.type), " frame from the broker");
@@ -261,7 +262,8 @@ void Relay::handle_topology(const Frame& f) {
 }
 
 // A frame from the broker for every process of the job here (those not connected yet get
-// the topology when they say hello; a lost cluster they learn from their peers' errors).
+// the topology when they say hello; a lost cluster they learn from their peers' errors; none
+// can be in finalize).
 void Relay::tell_processes(const Frame& f) {
   auto it = jobs_.find(f.header.job);
   if (it == jobs_.end()) return;
@@ -505,6 +507,9 @@ void Relay::on_local_frame(const LocalPtr& conn, Frame& f) {
       if (conn->monitor || f.header.tag < 0 || c >= job.topo().clusters.size() || c == job.start.cluster) break;
       return cannot_reach(job, c, "lost rank " + std::to_string(rank) + "'s " + f.body);
     }
+    case Type::kFinalizing:  // this part's leader: all its processes are in finalize
+      if (conn->monitor || !job.start.spec.survive_cluster_loss) break;
+      return to_broker(wire::make_frame(Type::kFinalizing, {}, job.id()));
     case Type::kProcExit:
       if (!conn->monitor) break;
       job.status[conn->local_rank] = f.header.tag;

@@ -11,11 +11,12 @@
 // --pad B adds B bytes to every task and result (a pattern from the task's seed, checked
 // on arrival), so that chunks and batches of results fill the queue's messages.
 // --progress K: every process says when it has run K tasks (a test then breaks something
-// while the queue is at work).
+// while the queue is at work). --die-in-finalize R: rank R dies (SIGKILL) a second after the
+// queue ended, while the others wait in gridrt::finalize.
 //
 //   queue_check [--tasks N] [--spawn-depth D] [--max-us U] [--levels cluster|site|single]
 //               [--every-rank-puts] [--bosses-idle] [--die-rank R --die-after K] [--pad B]
-//               [--progress K]
+//               [--progress K] [--die-in-finalize R]
 #include <gridrt/queue.hpp>
 
 #include <chrono>
@@ -74,7 +75,7 @@ int fail(const std::string& why) {
 
 int main(int argc, char** argv) {
   gridrt::init(&argc, &argv);
-  long tasks = 100, depth_limit = 0, max_us = 0, die_rank = -1, die_after = 0, pad = 0, progress = 0;
+  long tasks = 100, depth_limit = 0, max_us = 0, die_rank = -1, die_after = 0, pad = 0, progress = 0, die_in_finalize = -1;
   bool every_rank_puts = false;
   gridrt::QueueOptions opts;
   for (int i = 1; i < argc; ++i) {
@@ -89,6 +90,7 @@ int main(int argc, char** argv) {
     else if (a == "--die-after") die_after = value();
     else if (a == "--pad") pad = value();
     else if (a == "--progress") progress = value();
+    else if (a == "--die-in-finalize") die_in_finalize = value();
     else if (a == "--levels" && i + 1 < argc) {
       const std::string l = argv[++i];
       if (l == "single") opts.levels = {};
@@ -182,6 +184,10 @@ int main(int argc, char** argv) {
       std::printf("\n");
     }
     std::fflush(stdout);
+  }
+  if (me == die_in_finalize) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    std::raise(SIGKILL);
   }
   gridrt::finalize();
   return 0;

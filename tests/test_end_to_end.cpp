@@ -925,6 +925,13 @@ TEST(EndToEnd, TaskQueueGoesOnWithoutAClusterKilledMidRun) {
   EXPECT_EQ(site.processes, 3) << site.outcome.out;
   EXPECT_NE(site.outcome.out.find("[c1:1] rank 1 ran "), std::string::npos) << site.outcome.out;
   EXPECT_NE(site.outcome.out.find("tasks, took back "), std::string::npos) << "rank 4 died in a task: rank 1 took it back\n" << site.outcome.out;
+  // A cluster lost while the others wait in finalize: the broker ends finalize's barrier
+  // for those not lost, and they end well.
+  const QueueRun late = run_queue_check(grid, {"--tasks", "300", "--die-in-finalize", "3"}, "continue");
+  EXPECT_EQ(late.outcome.status, 0) << late.outcome.out << late.outcome.err;
+  EXPECT_NE(late.outcome.out.find("queue checks passed: 300 tasks"), std::string::npos) << late.outcome.out << late.outcome.err;
+  EXPECT_NE(late.outcome.err.find("lost cluster c1: rank 3 (cluster c1) killed by signal 9; the job goes on without it"), std::string::npos)
+      << late.outcome.err;
   const QueueRun stopped = run_queue_check(grid, {"--tasks", "300", "--max-us", "2000", "--die-rank", "3", "--die-after", "5"});
   EXPECT_EQ(stopped.outcome.status, 128 + 9) << stopped.outcome.err;
   EXPECT_NE(stopped.outcome.err.find("failed: rank 3 (cluster c1) killed by signal 9"), std::string::npos) << stopped.outcome.err;

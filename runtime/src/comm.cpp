@@ -316,18 +316,20 @@ Comm Comm::dup() const {
 }
 
 namespace detail {
-// finalize's barrier: over every process, or, once clusters were lost, over the others
-// (a communicator made here alike in each of them, on its reserved context: no agreement
-// with the lost clusters is possible).
+// finalize's barrier: nobody leaves while others may still send to it. In a job that goes
+// on without lost clusters, a cluster may be lost while the others wait here, and those
+// waiting cannot agree among themselves who took part; so the broker, which decides what is
+// lost, ends this barrier: each cluster's processes meet (MPI), its leader tells the broker
+// (Finalizing), and every process leaves when the broker says that every cluster not lost
+// did the same (docs/protocol.md, "Losing a cluster").
 void finalize_barrier() {
-  state().transport->finalizing();
-  const auto lost = state().transport->lost_clusters();
-  if (lost.empty()) return Comm::world().barrier();
-  const Topology& t = state().topo;
-  std::vector<int> survivors;
-  for (int r = 0; r < static_cast<int>(t.size()); ++r)
-    if (!lost.count(t.cluster_of(static_cast<std::uint32_t>(r)))) survivors.push_back(r);
-  Comm(CommImpl::of_clusters(std::move(survivors), kSurvivors)).barrier(Algo::kHier);
+  RelayTransport& t = *state().transport;
+  t.finalizing();
+  if (!t.survives_cluster_loss()) return Comm::world().barrier();
+  CommImpl& world = Comm::world().impl();
+  wait_step(cluster_arrive(world));
+  if (world.is_leader()) t.part_in_finalize();
+  t.wait_finalize_release();
 }
 }  // namespace detail
 

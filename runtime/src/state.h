@@ -16,8 +16,7 @@ namespace gridrt::detail {
 // Contexts keep traffic classes apart on the relay path (design.md: the frame header's
 // communicator context): user point-to-point, then one
 // per grid communicator, from kFirstCommContext up (agreed by its members when made).
-// kSurvivors: finalize's barrier over the clusters not lost.
-enum Context : std::uint32_t { kP2P = 0, kSurvivors = 1, kFirstCommContext = 16 };
+enum Context : std::uint32_t { kP2P = 0, kFirstCommContext = 16 };
 
 enum class WaitPolicy { kSpin, kYield, kSleep };
 

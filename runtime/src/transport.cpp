@@ -391,6 +391,19 @@ void RelayTransport::finalizing() {
   finalizing_ = true;
 }
 
+void RelayTransport::part_in_finalize() {
+  Frame f = wire::make_frame(Type::kFinalizing, {}, job_);
+  f.header.src = rank_;
+  std::lock_guard<std::mutex> lock(mu_);
+  write_relay(wire::encode(f));
+}
+
+void RelayTransport::wait_finalize_release() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return finalize_released_ || !failure_.empty(); });
+  if (!finalize_released_) throw std::runtime_error(failure_);
+}
+
 void RelayTransport::on_peer_frame(std::int32_t rank, Frame& f) {
   // A direct connection carries its peer's traffic and nothing else.
   if (f.header.job != job_ || f.header.src != rank || f.header.dst != rank_ ||
@@ -538,6 +551,12 @@ void RelayTransport::on_frame(Frame& f) {
     case Type::kClusterLost:
       mark_lost(static_cast<std::uint32_t>(f.header.tag), f.body);
       return;
+    case Type::kFinalizing: {
+      std::lock_guard<std::mutex> lock(mu_);
+      finalize_released_ = true;
+      cv_.notify_all();
+      return;
+    }
     case Type::kWanCount:
       try {
         wire::Reader r(f.body);

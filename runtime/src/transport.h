@@ -79,6 +79,12 @@ class RelayTransport {
   bool cancel(const std::shared_ptr<RemoteOp>& op);
   // This process entered finalize: direct connections closing now are peers done with the job.
   void finalizing();
+  // In a job that goes on without lost clusters (GRIDRT_ON_CLUSTER_LOSS=continue): finalize's
+  // barrier is the broker's (comm.cpp, finalize_barrier). The part's leader says that all
+  // its processes are in finalize; every process then waits for the broker's release.
+  bool survives_cluster_loss() const { return survive_cluster_loss_; }
+  void part_in_finalize();
+  void wait_finalize_release();
   // What this process has sent to other sites through the relays so far (Data messages
   // and their payload bytes), as its relay counted it. The question follows everything
   // this process sent before on the same connection, so the answer includes all of it.
@@ -179,6 +185,7 @@ class RelayTransport {
   bool direct_allowed_ = true;  // GRIDRT_DIRECT=off keeps every pair on the relays
   bool survive_cluster_loss_ = false;  // GRIDRT_ON_CLUSTER_LOSS=continue (the job's profile)
   bool finalizing_ = false;
+  bool finalize_released_ = false;  // the broker's Finalizing came
   bool closing_ = false;
 };
 
