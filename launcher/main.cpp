@@ -60,6 +60,9 @@ Exit status: 0 when every process exited 0; otherwise the first non-zero status 
 process (128+N for signal N), with a one-line summary of the failed ranks on stderr;
 2 for bad input (the message names file:line:column and the element); 1 when the grid
 could not run the job (broker unreachable, daemons failed to start); 130 on Ctrl-C.
+A profile with <onClusterLoss>continue</onClusterLoss> goes on without a cluster whose
+process failed, whose relay died or that was cut off from the others: gridrun says so
+("lost cluster C: ...") and the status is that of the clusters not lost.
 )";
 
 // The clusters of a grid description as the broker will offer them once all registered.
