@@ -108,16 +108,11 @@ void CommImpl::work_out_topology() {
 
 std::shared_ptr<CommImpl> CommImpl::make_world() {
   State& s = state();
-  std::vector<int> everyone(s.topo.size());
-  std::iota(everyone.begin(), everyone.end(), 0);
-  return of_clusters(std::move(everyone), s.next_context++);  // the same in every process: the first context after init
-}
-
-std::shared_ptr<CommImpl> CommImpl::of_clusters(std::vector<int> members, std::uint32_t context) {
   auto c = std::make_shared<CommImpl>();
-  c->members = std::move(members);
-  c->me = static_cast<int>(std::find(c->members.begin(), c->members.end(), state().rank) - c->members.begin());
-  c->context = context;
+  c->members.resize(s.topo.size());
+  std::iota(c->members.begin(), c->members.end(), 0);
+  c->me = s.rank;
+  c->context = s.next_context++;  // the same in every process: the first context after init
   MPI_Comm_dup(MPI_COMM_WORLD, &c->local);
   // An MPI error inside a cluster (e.g. members passing different counts) is returned and
   // thrown as gridrt::Error naming it, not an abort of the process.

@@ -109,10 +109,6 @@ struct CommImpl {
   // `members` in rank order, me and local set: the rest follows (collective over `local`).
   void work_out_topology();
   static std::shared_ptr<CommImpl> make_world();
-  // A communicator of `members` (global ranks in order, this process among them), which
-  // must be whole clusters (its cluster part is all of MPI_COMM_WORLD), on `context`, which
-  // each member chooses alike without asking the others. Collective over this cluster.
-  static std::shared_ptr<CommImpl> of_clusters(std::vector<int> members, std::uint32_t context);
 };
 
 // One point-to-point step of a collective between two members: an MPI request on `local`
