@@ -3,6 +3,7 @@
 #include "comm.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 
 #include "cluster_steps.h"
@@ -15,6 +16,29 @@ void free_comm(MPI_Comm& comm) {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (comm != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm);
+}
+
+// Positions 0..n-1 grouped by their key, groups numbered in the order of their first
+// position: a communicator's members by cluster (its parts), its parts by site, a cluster's
+// members by node.
+struct Grouping {
+  std::vector<std::vector<int>> groups;       // each group's positions, in order
+  std::vector<int> group_of, index_in_group;  // of every position
+  bool contiguous = true;                     // every group is a run of consecutive positions
+};
+template <typename Key>
+Grouping group_by(const std::vector<Key>& keys) {
+  Grouping g;
+  std::map<Key, int> number;
+  for (int i = 0; i < static_cast<int>(keys.size()); ++i) {
+    const auto [it, fresh] = number.emplace(keys[i], static_cast<int>(g.groups.size()));
+    if (fresh) g.groups.emplace_back();
+    g.group_of.push_back(it->second);
+    g.index_in_group.push_back(static_cast<int>(g.groups[it->second].size()));
+    g.groups[it->second].push_back(i);
+  }
+  for (const auto& members : g.groups) g.contiguous &= members.back() - members.front() + 1 == static_cast<int>(members.size());
+  return g;
 }
 }  // namespace
 
@@ -48,61 +72,29 @@ void NodeLevel::work_out(MPI_Comm local) {
   std::vector<int> leader_of(n);
   check_mpi(MPI_Iallgather(&my_leader, 1, MPI_INT, leader_of.data(), 1, MPI_INT, local, &r), kMpiInCluster);
   wait_mpi(&r, MPI_STATUS_IGNORE);
-  std::vector<int> node_number(n, -1);
-  nodes.clear();
-  node_of.assign(n, -1);
-  rank_in_node.assign(n, -1);
-  for (int m = 0; m < n; ++m) {  // a leader is its node's first member, so it comes first
-    int& number = node_number[leader_of[m]];
-    if (number < 0) {
-      number = static_cast<int>(nodes.size());
-      nodes.emplace_back();
-    }
-    node_of[m] = number;
-    rank_in_node[m] = static_cast<int>(nodes[number].size());
-    nodes[number].push_back(m);
-  }
-  contiguous = true;
-  for (const auto& members : nodes) contiguous &= members.back() - members.front() + 1 == static_cast<int>(members.size());
+  Grouping by_node = group_by(leader_of);  // a leader is its node's first member: nodes in leaders' order
+  nodes = std::move(by_node.groups);
+  node_of = std::move(by_node.group_of);
+  rank_in_node = std::move(by_node.index_in_group);
+  contiguous = by_node.contiguous;
   used = nodes.size() > 1 && static_cast<int>(nodes.size()) < n;
 }
 
 void CommImpl::work_out_topology() {
   const Topology& t = state().topo;
-  std::vector<int> part_of_cluster(t.clusters.size(), -1);
-  std::vector<std::uint32_t> cluster_of_part;
-  part_of.assign(members.size(), -1);
-  index_in_part.assign(members.size(), -1);
-  parts.clear();
-  for (int r = 0; r < size(); ++r) {
-    const std::uint32_t cl = t.cluster_of(static_cast<std::uint32_t>(members[r]));
-    int& p = part_of_cluster[cl];
-    if (p < 0) {
-      p = static_cast<int>(parts.size());
-      parts.emplace_back();
-      cluster_of_part.push_back(cl);
-    }
-    part_of[r] = p;
-    index_in_part[r] = static_cast<int>(parts[p].size());
-    parts[p].push_back(r);
-  }
-  parts_contiguous = true;
-  for (const auto& part : parts) parts_contiguous &= part.back() - part.front() + 1 == static_cast<int>(part.size());
-  std::vector<int> site_number(t.sites.size(), -1);
-  sites.clear();
-  site_of_part.assign(parts.size(), -1);
-  for (std::size_t p = 0; p < parts.size(); ++p) {
-    const std::uint32_t site = t.clusters[cluster_of_part[p]].site;
-    int& s = site_number[site];
-    if (s < 0) {
-      s = static_cast<int>(sites.size());
-      sites.emplace_back();
-    }
-    site_of_part[p] = s;
-    sites[s].push_back(static_cast<int>(p));
-  }
-  sites_contiguous = true;
-  for (const auto& site : sites) sites_contiguous &= site.back() - site.front() + 1 == static_cast<int>(site.size());
+  std::vector<std::uint32_t> cluster_of(members.size());
+  for (std::size_t r = 0; r < members.size(); ++r) cluster_of[r] = t.cluster_of(static_cast<std::uint32_t>(members[r]));
+  Grouping by_cluster = group_by(cluster_of);
+  parts = std::move(by_cluster.groups);
+  part_of = std::move(by_cluster.group_of);
+  index_in_part = std::move(by_cluster.index_in_group);
+  parts_contiguous = by_cluster.contiguous;
+  std::vector<std::uint32_t> site_of(parts.size());
+  for (std::size_t p = 0; p < parts.size(); ++p) site_of[p] = t.clusters[cluster_of[parts[p].front()]].site;
+  Grouping by_site = group_by(site_of);
+  sites = std::move(by_site.groups);
+  site_of_part = std::move(by_site.group_of);
+  sites_contiguous = by_site.contiguous;
   nodes.work_out(local);
 }
 
