@@ -42,21 +42,19 @@ void barrier_hier(CommImpl& c) {
       wait_step(send_to(c, head, tag, &token, 1));
       wait_step(receive_from(c, head, tag, &token, 1));
     } else {
+      const std::vector<int> mates = c.site_mates(p);
       std::vector<Step> steps;
-      for (int q : c.sites[site])
-        if (q != p) steps.push_back(receive_from(c, c.leader(q), tag, &in[q], 1));
+      for (int q : mates) steps.push_back(receive_from(c, c.leader(q), tag, &in[q], 1));
       wait_steps(steps);
       steps.clear();
-      for (std::size_t t = 0; t < c.sites.size(); ++t) {
-        if (static_cast<int>(t) == site) continue;
-        const int head = c.leader(c.site_head(static_cast<int>(t)));
-        steps.push_back(receive_from(c, head, tag, &in[c.site_head(static_cast<int>(t))], 1));
-        steps.push_back(send_to(c, head, tag, &token, 1));
+      for (int t : c.other_sites(p)) {
+        const int head = c.site_head(t);
+        steps.push_back(receive_from(c, c.leader(head), tag, &in[head], 1));
+        steps.push_back(send_to(c, c.leader(head), tag, &token, 1));
       }
       wait_steps(steps);
       steps.clear();
-      for (int q : c.sites[site])
-        if (q != p) steps.push_back(send_to(c, c.leader(q), tag, &token, 1));
+      for (int q : mates) steps.push_back(send_to(c, c.leader(q), tag, &token, 1));
       wait_steps(steps);
     }
   }
@@ -242,12 +240,10 @@ void allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, const Layou
   if (!many && !in_place) copy_elements(l, sendbuf, recvbuf);
   std::vector<Step> steps;  // sends and the broadcasts inside the cluster, waited at the end
   if (c.is_leader()) {
-    const int p = c.my_part(), site = c.site_of_part[p], head = c.site_head(site);
-    std::vector<int> in_site, heads;
-    for (int q : c.sites[site])
-      if (q != p) in_site.push_back(q);
-    for (std::size_t t = 0; t < c.sites.size(); ++t)
-      if (c.site_head(static_cast<int>(t)) != p) heads.push_back(c.site_head(static_cast<int>(t)));
+    const int p = c.my_part(), head = c.site_head(c.site_of_part[p]);
+    const std::vector<int> in_site = c.site_mates(p);
+    std::vector<int> heads;  // of the other sites (used at this site's head)
+    for (int t : c.other_sites(p)) heads.push_back(c.site_head(t));
     std::vector<std::vector<std::vector<char>>> from(sl.n, std::vector<std::vector<char>>(c.parts.size()));
     std::vector<std::vector<char>> out(sl.n), result(sl.n);
     std::vector<std::vector<Step>> site_in(sl.n), heads_in(sl.n), back(sl.n);

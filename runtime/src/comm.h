@@ -80,6 +80,20 @@ struct CommImpl {
   int entry(int part, int root) const { return part == part_of[root] ? root : leader(part); }
   int site_head(int site) const { return sites[site].front(); }
   bool is_site_head(int part) const { return site_head(site_of_part[part]) == part; }
+  // The other parts of part p's site, in part order (they meet at the site's head).
+  std::vector<int> site_mates(int p) const {
+    std::vector<int> out;
+    for (int q : sites[site_of_part[p]])
+      if (q != p) out.push_back(q);
+    return out;
+  }
+  // The sites other than part p's, in order (across the WAN, each one's head speaks for it).
+  std::vector<int> other_sites(int p) const {
+    std::vector<int> out;
+    for (int t = 0; t < static_cast<int>(sites.size()); ++t)
+      if (t != site_of_part[p]) out.push_back(t);
+    return out;
+  }
   // On the way from part `from` to every part (a tree over the parts that enters each site
   // once): the part whose entry hands data to part p's entry. Parts of `from`'s site and
   // the heads of other sites hang under `from`; the other parts of a site under its head.

@@ -256,27 +256,25 @@ void allgatherv_hier(CommImpl& c, const void* sendbuf, int sendcount, const Bloc
       all.resize(total);
       wait_step(receive_from(c, c.leader(head), tag, all.data(), all.size()));
     } else {
+      const std::vector<int> mates = c.site_mates(p), others = c.other_sites(p);
       std::vector<Step> steps;
-      for (int q : c.sites[site])
-        if (q != p) {
-          from[q].resize(out.packed(c.parts[q]));
-          steps.push_back(receive_from(c, c.leader(q), tag, from[q].data(), from[q].size()));
-        }
+      for (int q : mates) {
+        from[q].resize(out.packed(c.parts[q]));
+        steps.push_back(receive_from(c, c.leader(q), tag, from[q].data(), from[q].size()));
+      }
       wait_steps(steps);
       std::vector<char> site_blocks;
       for (int q : c.sites[site]) site_blocks.insert(site_blocks.end(), from[q].begin(), from[q].end());
       std::vector<std::vector<char>> site_from(c.sites.size());
       steps.clear();
-      for (std::size_t t = 0; t < c.sites.size(); ++t) {
-        if (static_cast<int>(t) == site) continue;
-        const int other = c.leader(c.site_head(static_cast<int>(t)));
+      for (int t : others) {
+        const int other = c.leader(c.site_head(t));
         site_from[t].resize(out.packed(c.members_of(c.sites[t])));
         steps.push_back(receive_from(c, other, tag, site_from[t].data(), site_from[t].size()));
         steps.push_back(send_to(c, other, tag, site_blocks.data(), site_blocks.size()));
       }
       wait_steps(steps);
-      for (std::size_t t = 0; t < c.sites.size(); ++t) {  // split every other site's blocks by cluster
-        if (static_cast<int>(t) == site) continue;
+      for (int t : others) {  // split every other site's blocks by cluster
         std::size_t at = 0;
         for (int q : c.sites[t]) {
           const std::size_t n = out.packed(c.parts[q]);
@@ -286,8 +284,7 @@ void allgatherv_hier(CommImpl& c, const void* sendbuf, int sendcount, const Bloc
       }
       for (const auto& f : from) all.insert(all.end(), f.begin(), f.end());
       steps.clear();
-      for (int q : c.sites[site])
-        if (q != p) steps.push_back(send_to(c, c.leader(q), tag, all.data(), all.size()));
+      for (int q : mates) steps.push_back(send_to(c, c.leader(q), tag, all.data(), all.size()));
       wait_steps(steps);
     }
   } else if (c.is_leader()) {
