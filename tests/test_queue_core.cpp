@@ -180,23 +180,29 @@ TEST(Ledger, TakeKeepsToTheCountAndTheBytesButAlwaysGivesOne) {
   EXPECT_EQ(ledger.waiting(), 0u);
 }
 
-TEST(ChunkSizer, FasterHoldersGetMoreAndTheLastTasksAreSpread) {
-  ChunkSizer s(ChunkLimits{8, 1, 1000, 0.25});
-  EXPECT_EQ(s.chunk(0, 10000, 2), 8u);  // rate not known yet
+TEST(ChunkSizer, AFasterClusterAsksForMoreAndWhatItKeepsIsBounded) {
+  ChunkSizer fast(ChunkLimits{8, 1, 1000, 0.25}), slow(ChunkLimits{8, 1, 1000, 0.25});
+  EXPECT_EQ(fast.chunk(), 8u);  // rate not known yet
   for (int i = 0; i <= 10; ++i) {
-    s.completed(0, 125, i * 0.125);  // 1000 tasks/s
-    s.completed(1, 25, i * 0.125);   // 200 tasks/s
+    fast.completed(125, i * 0.125);  // 1000 tasks/s
+    slow.completed(25, i * 0.125);   // 200 tasks/s
   }
-  s.round_trip(0, 0.25);
-  s.round_trip(1, 0.25);
-  EXPECT_DOUBLE_EQ(s.rate(0), 1000);
-  EXPECT_EQ(s.chunk(0, 10000, 2), 500u);  // 1000 x (0.25 + 0.25)
-  EXPECT_EQ(s.chunk(1, 10000, 2), 100u);
-  EXPECT_EQ(s.chunk(0, 100, 2), 50u);     // its share of what is left
-  EXPECT_EQ(s.chunk(0, 1, 4), 1u);
-  EXPECT_EQ(s.chunk(0, 0, 4), 0u);
-  for (int i = 11; i <= 30; ++i) s.completed(0, 10000, i * 0.125);
-  EXPECT_EQ(s.chunk(0, 1000000, 1), 1000u);  // bounded
+  fast.round_trip(0.25);
+  slow.round_trip(0.25);
+  EXPECT_DOUBLE_EQ(fast.rate(), 1000);
+  EXPECT_EQ(fast.chunk(), 500u);  // 1000 x (0.25 + 0.25)
+  EXPECT_EQ(slow.chunk(), 100u);
+  for (int i = 11; i <= 30; ++i) fast.completed(10000, i * 0.125);
+  EXPECT_EQ(fast.chunk(), 1000u);  // bounded
+}
+
+TEST(ChunkSizer, AParentHandsEachChildAtMostItsShareSoTheLastTasksAreSpread) {
+  EXPECT_EQ(gridrt::queue::fair_share(500, 10000, 2), 500u);  // plenty: what it asked for
+  EXPECT_EQ(gridrt::queue::fair_share(500, 100, 2), 50u);     // its share of what is left
+  EXPECT_EQ(gridrt::queue::fair_share(500, 101, 2), 51u);
+  EXPECT_EQ(gridrt::queue::fair_share(500, 1, 4), 1u);        // the last one still goes
+  EXPECT_EQ(gridrt::queue::fair_share(500, 0, 4), 0u);
+  EXPECT_EQ(gridrt::queue::fair_share(3, 100, 0), 3u);
 }
 
 TEST(ChunkSizer, ABossAsksAheadWhenWhatIsLeftWouldNotOutlastARoundTrip) {

@@ -131,7 +131,7 @@ class QueueNode {
   double out_since_ = 0;
   bool asked_ = false;  // a request for tasks is on its way up
   double asked_at_ = 0;
-  queue::ChunkSizer own_;  // this node's consumption rate and round trip (holder -1)
+  queue::ChunkSizer own_;  // this node's consumption rate and round trip
 
   bool finished_ = false;
   bool said_done_putting_ = false;
@@ -433,7 +433,7 @@ void QueueNode::on_down(queue::DownMessage m) {
     finish_all();
     return;
   }
-  own_.round_trip(-1, seconds_now() - asked_at_);
+  own_.round_trip(seconds_now() - asked_at_);
   for (auto& t : m.tasks) pool_.push_back(std::move(t));
 }
 
@@ -447,8 +447,7 @@ bool QueueNode::serve() {
     if (c.want == 0 || c.lost) continue;
     const std::size_t waiting = is_master() ? ledger_.waiting() : pool_.size();
     if (waiting == 0) break;
-    const std::size_t share = (waiting + live - 1) / live;
-    const std::size_t n = std::min<std::size_t>(c.want, share);
+    const std::size_t n = queue::fair_share(c.want, waiting, live);
     const std::size_t room = o_.max_message - queue::kHeaderCost;
     queue::DownMessage m;
     if (is_master()) {
@@ -461,7 +460,7 @@ bool QueueNode::serve() {
         m.tasks.push_back(std::move(pool_.front()));
         pool_.pop_front();
       }
-      own_.completed(-1, m.tasks.size(), seconds_now());
+      own_.completed(m.tasks.size(), seconds_now());
     }
     c.want = 0;
     send(c.rank, kToChild, queue::encode(m));
@@ -492,8 +491,8 @@ bool QueueNode::send_up() {
     if (!is_boss()) {
       const std::size_t held = pool_.size() + (running_ ? 1 : 0);
       if (held < static_cast<std::size_t>(o_.worker_window)) want = static_cast<std::uint32_t>(o_.worker_window - held);
-    } else if (queue::ChunkSizer::should_prefetch(pool_.size(), own_.rate(-1), own_.rtt(-1), consumers())) {
-      const std::size_t chunk = own_.chunk(-1, o_.max_chunk, 1) + static_cast<std::size_t>(consumers());
+    } else if (queue::ChunkSizer::should_prefetch(pool_.size(), own_.rate(), own_.rtt(), consumers())) {
+      const std::size_t chunk = own_.chunk() + static_cast<std::size_t>(consumers());
       want = static_cast<std::uint32_t>(std::min(o_.max_chunk - std::min(o_.max_chunk - 1, pool_.size()), chunk));
     }
   }
@@ -613,7 +612,7 @@ std::optional<Task> QueueNode::next() {
       } else if (!pool_.empty()) {
         t = std::move(pool_.front());
         pool_.pop_front();
-        own_.completed(-1, 1, seconds_now());
+        own_.completed(1, seconds_now());
       }
       if (t) {
         running_ = t->id;
