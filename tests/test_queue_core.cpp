@@ -159,9 +159,9 @@ TEST(Ledger, FinishedOnlyWhenNothingWaitsNothingIsHeldAndNobodyCanPut) {
   EXPECT_TRUE(ledger.finished());  // zero tasks, no producers
   ledger.add_producers(2);
   EXPECT_FALSE(ledger.finished());
-  ledger.producer_done();
+  ledger.producers_done();
   ledger.put(task(1));
-  ledger.producer_done();
+  ledger.producers_done();
   EXPECT_FALSE(ledger.finished());
   ledger.take(0, 1, 1);
   EXPECT_FALSE(ledger.finished());

@@ -16,11 +16,10 @@ std::uint64_t splitmix64(std::uint64_t x) {
 TaskId child_id(TaskId parent, std::uint64_t k) { return splitmix64(splitmix64(parent) ^ (k + 1)); }
 TaskId root_id(int rank, std::uint64_t k) { return splitmix64((static_cast<std::uint64_t>(rank) << 40) ^ k ^ 0x5a5a000000000000ull); }
 
-bool Ledger::put(Task t, bool urgent) {
+bool Ledger::put(Task t) {
   if (open_.count(t.id) || done_.count(t.id) || failed_set_.count(t.id)) return false;
   open_[t.id] = Where{};
-  if (urgent) waiting_.push_front(std::move(t));
-  else waiting_.push_back(std::move(t));
+  waiting_.push_back(std::move(t));
   return true;
 }
 
@@ -55,10 +54,7 @@ void Ledger::withdraw(TaskId id, const Where& w) {
 }
 
 Ledger::Result Ledger::complete(int holder, TaskId id) {
-  if (done_.count(id) || failed_set_.count(id)) {
-    ++duplicates_;
-    return Result::kDuplicate;
-  }
+  if (done_.count(id) || failed_set_.count(id)) return Result::kDuplicate;
   const auto it = open_.find(id);
   if (it == open_.end()) return Result::kUnknown;
   const Where w = it->second;

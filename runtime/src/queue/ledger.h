@@ -40,8 +40,8 @@ class Ledger {
   // crash limit), rather than taking down holder after holder.
   explicit Ledger(int crash_limit = 2) : crash_limit_(crash_limit) {}
 
-  // A new task, waiting at the back (at the front: `urgent`). False if its id is known.
-  bool put(Task t, bool urgent = false);
+  // A new task, waiting at the back. False if its id is known.
+  bool put(Task t);
   // Up to `max_tasks` waiting tasks that fit in `max_bytes` (each its payload and
   // `item_cost`; the first one whatever its size), handed to `holder`.
   std::vector<Task> take(int holder, std::size_t max_tasks, std::size_t max_bytes, std::size_t item_cost = 0);
@@ -61,7 +61,7 @@ class Ledger {
   // done putting); tasks spawned by tasks are put before their parent's result, so they
   // need no count.
   void add_producers(int n) { producers_ += n; }
-  void producer_done() { --producers_; }
+  void producers_done(int n = 1) { producers_ -= n; }
 
   // Nothing waits, nothing is held, nobody can put more: the queue is finished.
   bool finished() const { return producers_ <= 0 && waiting_.empty() && held_count_ == 0; }
@@ -70,7 +70,6 @@ class Ledger {
   std::size_t held(int holder) const;
   std::size_t held_total() const { return held_count_; }
   std::size_t done() const { return done_.size(); }
-  std::size_t duplicates() const { return duplicates_; }
   const std::vector<TaskId>& failed() const { return failed_; }
 
  private:
@@ -89,7 +88,6 @@ class Ledger {
   std::unordered_set<TaskId> done_;
   std::unordered_set<TaskId> failed_set_;
   std::size_t held_count_ = 0;
-  std::size_t duplicates_ = 0;
   std::vector<TaskId> failed_;
   void withdraw(TaskId id, const Where& w);
 };

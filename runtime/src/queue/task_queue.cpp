@@ -389,7 +389,7 @@ void QueueNode::on_up(Child& c, queue::UpMessage m) {
   if (is_master()) {
     for (auto& t : m.puts) ledger_.put(std::move(t));
     for (auto& r : m.results) take_result(c.rank, r.id, r.data.data(), r.data.size());
-    for (std::uint32_t i = 0; i < m.producers_done; ++i) ledger_.producer_done();
+    ledger_.producers_done(static_cast<int>(m.producers_done));
   } else {
     queue::UpMessage& out = outbox();
     for (auto& t : m.puts) out.puts.push_back(std::move(t));
@@ -561,7 +561,7 @@ void QueueNode::child_lost(Child& c, const std::string& error) {
   c.producers = c.subtree;
   if (is_master()) {
     stats_.requeued += ledger_.lose(c.rank);
-    for (std::uint32_t i = 0; i < silent; ++i) ledger_.producer_done();
+    ledger_.producers_done(static_cast<int>(silent));
     return;
   }
   if (!c.holds.empty() && consumers() == 0)
@@ -598,7 +598,7 @@ std::optional<Task> QueueNode::next() {
   if (running_) throw ArgumentError("gridrt: TaskQueue::next before done() of task " + std::to_string(*running_));
   if (!said_done_putting_) {
     said_done_putting_ = true;
-    if (is_master()) ledger_.producer_done();
+    if (is_master()) ledger_.producers_done();
     else ++outbox().producers_done;
   }
   std::optional<Pause> pause;
