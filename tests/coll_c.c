@@ -85,6 +85,9 @@ int main(int argc, char** argv) {
   expect(gridrt_bcast(&x, 1, MPI_INT, 0, world, 99) == GRIDRT_ERR_ARG, "an unknown algorithm is GRIDRT_ERR_ARG");
   expect(gridrt_bcast(&x, 1, MPI_INT, 0, NULL, GRIDRT_ALGO_HIER) == GRIDRT_ERR_ARG, "a NULL communicator is GRIDRT_ERR_ARG");
   expect(gridrt_bcast(&x, -1, MPI_INT, 0, world, GRIDRT_ALGO_HIER) == GRIDRT_ERR_ARG, "a negative count is GRIDRT_ERR_ARG");
+  expect(gridrt_comm_dup(world, NULL) == GRIDRT_ERR_ARG && strstr(gridrt_last_error(), "gridrt_comm_dup: out is NULL") != NULL,
+         "a NULL out is GRIDRT_ERR_ARG, named");
+  expect(gridrt_comm_split(world, -5, 0, &none) == GRIDRT_ERR_ARG, "a negative color is GRIDRT_ERR_ARG");
 
   int total = 0;
   gridrt_allreduce(&checks, &total, 1, MPI_INT, MPI_SUM, world, GRIDRT_ALGO_DEFAULT);

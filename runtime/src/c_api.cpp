@@ -70,10 +70,13 @@ template <typename F>
 int collective(gridrt_comm c, int algo, F&& f) {
   return classified([&] { f(comm_of(c), algo_of(algo)); });
 }
-int handle(gridrt_comm* out, gridrt::Comm c) {
-  *out = c.valid() ? new gridrt_comm_s{std::move(c)} : nullptr;
-  return GRIDRT_SUCCESS;
+// Where a call's result goes: a NULL one is the caller's error.
+template <typename T>
+T* out_param(T* out, const char* call) {
+  if (!out) throw gridrt::ArgumentError(std::string(call) + ": out is NULL");
+  return out;
 }
+void handle(gridrt_comm* out, gridrt::Comm c) { *out = c.valid() ? new gridrt_comm_s{std::move(c)} : nullptr; }
 }  // namespace
 
 extern "C" {
@@ -162,16 +165,13 @@ int gridrt_barrier(void) { return guarded(GRIDRT_ERR_COMM, [] { gridrt::barrier(
 
 
 int gridrt_comm_world(gridrt_comm* out) {
-  if (!out) return guarded(GRIDRT_ERR_ARG, [] { throw gridrt::Error("gridrt_comm_world: out is NULL"); });
-  return guarded(GRIDRT_ERR_STATE, [&] { handle(out, gridrt::Comm::world()); });
+  return run([&] { handle(out_param(out, "gridrt_comm_world"), gridrt::Comm::world()); }, GRIDRT_ERR_ARG, GRIDRT_ERR_STATE);
 }
 int gridrt_comm_split(gridrt_comm comm, int color, int key, gridrt_comm* out) {
-  if (!out) return guarded(GRIDRT_ERR_ARG, [] { throw gridrt::Error("gridrt_comm_split: out is NULL"); });
-  return guarded(GRIDRT_ERR_COMM, [&] { handle(out, comm_of(comm).split(color, key)); });
+  return classified([&] { handle(out_param(out, "gridrt_comm_split"), comm_of(comm).split(color, key)); });
 }
 int gridrt_comm_dup(gridrt_comm comm, gridrt_comm* out) {
-  if (!out) return guarded(GRIDRT_ERR_ARG, [] { throw gridrt::Error("gridrt_comm_dup: out is NULL"); });
-  return guarded(GRIDRT_ERR_COMM, [&] { handle(out, comm_of(comm).dup()); });
+  return classified([&] { handle(out_param(out, "gridrt_comm_dup"), comm_of(comm).dup()); });
 }
 int gridrt_comm_free(gridrt_comm* comm) {
   if (comm) {
@@ -276,50 +276,50 @@ int gridrt_queue_free(gridrt_queue* queue) {
 }
 
 namespace {
-gridrt::TaskQueue& queue_of(gridrt_queue q) {
+gridrt_queue_s& queue_of(gridrt_queue q) {
   if (!q) throw gridrt::ArgumentError("gridrt: a NULL task queue handle");
-  return *q->queue;
+  return *q;
 }
 }  // namespace
 
 int gridrt_queue_is_master(gridrt_queue queue, int* is_master) {
-  return guarded(GRIDRT_ERR_ARG, [&] { *is_master = queue_of(queue).is_master(); });
+  return guarded(GRIDRT_ERR_ARG, [&] { *is_master = queue_of(queue).queue->is_master(); });
 }
 
 int gridrt_queue_on_result(gridrt_queue queue, gridrt_result_fn fn, void* arg) {
   return guarded(GRIDRT_ERR_ARG, [&] {
-    queue_of(queue).on_result([fn, arg](gridrt::TaskId id, const char* data, std::size_t bytes) { fn(id, data, bytes, arg); });
+    queue_of(queue).queue->on_result([fn, arg](gridrt::TaskId id, const char* data, std::size_t bytes) { fn(id, data, bytes, arg); });
   });
 }
 
 int gridrt_queue_put(gridrt_queue queue, const void* data, size_t bytes, uint64_t* id) {
   return classified([&] {
-    const gridrt::TaskId t = queue_of(queue).put(data, bytes);
+    const gridrt::TaskId t = queue_of(queue).queue->put(data, bytes);
     if (id) *id = t;
   });
 }
 
 int gridrt_queue_next(gridrt_queue queue, gridrt_task* task, int* got) {
   return classified([&] {
-    queue_of(queue);
-    queue->current = queue->queue->next();
-    *got = queue->current.has_value();
-    if (*got) *task = gridrt_task{queue->current->id, queue->current->payload.data(), queue->current->payload.size()};
+    gridrt_queue_s& q = queue_of(queue);
+    q.current = q.queue->next();
+    *got = q.current.has_value();
+    if (*got) *task = gridrt_task{q.current->id, q.current->payload.data(), q.current->payload.size()};
   });
 }
 
 int gridrt_queue_done(gridrt_queue queue, const gridrt_task* task, const void* result, size_t bytes) {
   return classified([&] {
-    queue_of(queue);
-    if (!task || !queue->current || queue->current->id != task->id)
+    gridrt_queue_s& q = queue_of(queue);
+    if (!task || !q.current || q.current->id != task->id)
       throw gridrt::ArgumentError("gridrt: gridrt_queue_done for a task that is not the one gridrt_queue_next gave last");
-    queue->queue->done(*queue->current, result, bytes);
-    queue->current.reset();
+    q.queue->done(*q.current, result, bytes);
+    q.current.reset();
   });
 }
 
 int gridrt_queue_poll(gridrt_queue queue) {
-  return classified([&] { queue_of(queue).poll(); });
+  return classified([&] { queue_of(queue).queue->poll(); });
 }
 
 }  // extern "C"
