@@ -670,11 +670,11 @@ asio::awaitable<void> Relay::dial_link(std::string cluster, tcp::endpoint ep) {
           tls::relay_name(cluster) + "'";
   if (!why.empty()) {
     asio::post(io_, [this, cluster, ep, why] {
-      links_[cluster]->dialling = false;
+      peer_link(cluster).dialling = false;
       log::error("cannot link to the relay of cluster ", cluster, " at ", ep, ": ", why);
       for (auto& [id, job] : jobs_)
         if (const auto c = job->topo().index_of(cluster)) cannot_reach(*job, *c, "cannot link to cluster " + cluster + ": " + why);
-      links_[cluster]->queue.clear();
+      peer_link(cluster).queue.clear();
     });
     co_return;
   }
@@ -682,7 +682,7 @@ asio::awaitable<void> Relay::dial_link(std::string cluster, tcp::endpoint ep) {
   link->send(wire::make_frame(Type::kLinkHello, opt_.cluster.name));
   start_link(cluster, link);
   asio::post(io_, [this, cluster, link, ep] {
-    links_[cluster]->dialling = false;
+    peer_link(cluster).dialling = false;
     on_link_up(cluster, link);
     log::info("linked to the relay of cluster ", cluster, " at ", ep);
   });
