@@ -45,8 +45,14 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (levels == "single") opts.levels = {};
-  else if (levels == "site") opts.levels = {gridrt::Level::kSite, gridrt::Level::kCluster};
+  if (levels == "single") {
+    opts.levels = {};
+  } else if (levels == "site") {
+    opts.levels = {gridrt::Level::kSite, gridrt::Level::kCluster};
+  } else if (levels != "cluster") {
+    std::fprintf(stderr, "queue_bench: --levels takes cluster, site or single, not '%s'\n", levels.c_str());
+    return 2;
+  }
   const gridrt::Comm world = gridrt::Comm::world();
   double seconds = 0;
   long ran = 0;

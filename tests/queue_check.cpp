@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
       const std::string l = argv[++i];
       if (l == "single") opts.levels = {};
       else if (l == "site") opts.levels = {gridrt::Level::kSite, gridrt::Level::kCluster};
-      else opts.levels = {gridrt::Level::kCluster};
+      else if (l != "cluster") return fail("--levels takes cluster, site or single, not '" + l + "'");
     } else {
       return fail("unknown argument " + a);
     }
