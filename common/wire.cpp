@@ -33,6 +33,8 @@ const char* type_name(Type t) {
     case Type::kWanCount: return "WanCount";
     case Type::kClusterLost: return "ClusterLost";
     case Type::kFinalizing: return "Finalizing";
+    case Type::kMatched: return "Matched";
+    case Type::kRest: return "Rest";
   }
   return "unknown";
 }
@@ -46,7 +48,7 @@ std::uint64_t get(const unsigned char*& p, int bytes) {
   for (int i = 0; i < bytes; ++i) v |= static_cast<std::uint64_t>(*p++) << (8 * i);
   return v;
 }
-bool known_type(std::uint16_t t) { return t >= 1 && t <= static_cast<std::uint16_t>(Type::kFinalizing); }
+bool known_type(std::uint16_t t) { return t >= 1 && t <= static_cast<std::uint16_t>(Type::kRest); }
 }  // namespace
 
 void encode_header(const Header& h, unsigned char out[kHeaderSize]) {

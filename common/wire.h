@@ -57,9 +57,18 @@ enum class Type : std::uint16_t {
   kFinalizing = 26,    // in a job that goes on without lost clusters, finalize's barrier: a
                        // part's leader -> relay -> broker: every process here is in finalize;
                        // broker -> relays -> runtimes: every part not lost is: leave. Empty.
+  kMatched = 27,       // runtime <-> relays <-> runtime: the receiver (src) matched message number
+                       // `seq` of stream (dst, src, context), a synchronous or rendezvous one
+  kRest = 28,          // runtime <-> relays <-> runtime: the rest of rendezvous message number `seq`
+                       // of stream (src, dst, context), sent once the receiver matched it
 };
-// kData flag: more fragments of the same message follow (the last one has it clear).
+// kData and kRest flags: more fragments of the same part of the message follow (the last one
+// has it clear). First kData fragment only: the message is synchronous (its sender waits for
+// a Matched), or rendezvous (only its first bytes come as kData; the rest follows as kRest
+// after a Matched). A kData frame's `seq` is the size of the whole message it belongs to.
 inline constexpr std::uint32_t kMoreFragments = 1;
+inline constexpr std::uint32_t kSynchronous = 2;
+inline constexpr std::uint32_t kRendezvous = 4;
 const char* type_name(Type t);
 
 // The fixed header. Fields that a message type does not use are zero.
@@ -74,7 +83,7 @@ struct Header {
   std::int32_t dst = -1;      // global destination rank
   std::uint32_t context = 0;  // communicator context (kData): keeps traffic classes apart
   std::int32_t tag = 0;       // message tag (kData), or an exit status (kProcExit)
-  std::uint64_t seq = 0;      // per (src, dst) sequence number, for FIFO checks
+  std::uint64_t seq = 0;      // kData: the message's size; kCredit: bytes granted; kMatched: which message
 };
 
 struct Frame {

@@ -28,7 +28,8 @@ constexpr std::size_t kMaxPendingBytes = 64u << 20;
 namespace {
 // Frames one process sends another through the relays.
 bool is_process_traffic(Type t) {
-  return t == Type::kData || t == Type::kCredit || t == Type::kConnectBack || t == Type::kDirectFailed;
+  return t == Type::kData || t == Type::kRest || t == Type::kCredit || t == Type::kMatched || t == Type::kConnectBack ||
+         t == Type::kDirectFailed;
 }
 }  // namespace
 
@@ -580,9 +581,10 @@ void Relay::route(Job& job, Frame& f) {
   // Between sites lies the wide-area network: what crosses it is counted, and emulated
   // (Options::wan); clusters of one site reach each other over its LAN.
   const bool wan = job.topo().clusters[c].site != job.topo().clusters[job.start.cluster].site;
-  if (wan && f.header.type == Type::kData && job.is_local(f.header.src)) {
+  const bool payload = f.header.type == Type::kData || f.header.type == Type::kRest;
+  if (wan && payload && job.is_local(f.header.src)) {
     auto& [messages, bytes] = job.wan_sent[static_cast<std::uint32_t>(f.header.src) - job.first];
-    if (!(f.header.flags & wire::kMoreFragments)) ++messages;  // a message's last fragment
+    if (f.header.type == Type::kData && !(f.header.flags & wire::kMoreFragments)) ++messages;  // a message's (first part's) last fragment
     bytes += f.body.size();
   }
   send_to_cluster(job.topo().clusters[c].name, f, wan);

@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   g++ make cmake             # toolchain
+  python3                    # generates the MPI layer's wrappers from MPICH's headers
   libboost-dev               # Boost.Asio (headers)
   libssl-dev                 # OpenSSL: TLS 1.3, certificates
   libpugixml-dev             # JobProfile and grid description XML

@@ -3,7 +3,7 @@
 // some members do not know the sizes.
 #include <gtest/gtest.h>
 
-#include "choice.h"
+#include "coll/choice.h"
 
 using gridrt::detail::auto_picks_flat;
 using gridrt::detail::Coll;

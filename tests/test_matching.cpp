@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "matching.h"
+#include "transport/matching.h"
 
 using namespace gridrt::detail;
 

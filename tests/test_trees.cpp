@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <set>
 
-#include "trees.h"
+#include "coll/trees.h"
 
 using namespace gridrt::detail::trees;
 

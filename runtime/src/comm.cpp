@@ -1,12 +1,14 @@
-// Grid communicators: making them (world, split, dup) and the point-to-point steps of their
-// collectives. The algorithms are in collectives.cpp.
+// Grid communicators: making them (world, split, dup), the steps of their collectives and
+// the order collectives run in. The algorithms are in coll/.
 #include "comm.h"
 
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <set>
 
-#include "cluster_steps.h"
+#include "coll/cluster_steps.h"
+#include "coll/collectives.h"
 
 namespace gridrt {
 namespace detail {
@@ -96,135 +98,150 @@ void CommImpl::work_out_topology() {
   site_of_part = std::move(by_site.group_of);
   sites_contiguous = by_site.contiguous;
   nodes.work_out(local);
+  channel = std::make_shared<Channel>(members, local_ranks(), local, state().messages, context, static_cast<int>(t.size()));
+}
+
+std::vector<int> CommImpl::local_ranks() const {
+  std::vector<int> out(members.size(), -1);
+  for (std::size_t r = 0; r < members.size(); ++r)
+    if (part_of[r] == my_part()) out[r] = index_in_part[r];
+  return out;
 }
 
 std::shared_ptr<CommImpl> CommImpl::make_world() {
   State& s = state();
-  auto c = std::make_shared<CommImpl>();
-  c->members.resize(s.topo.size());
-  std::iota(c->members.begin(), c->members.end(), 0);
-  c->me = s.rank;
-  c->context = s.next_context++;  // the same in every process: the first context after init
-  MPI_Comm_dup(MPI_COMM_WORLD, &c->local);
-  // An MPI error inside a cluster (e.g. members passing different counts) is returned and
-  // thrown as gridrt::Error naming it, not an abort of the process.
-  MPI_Comm_set_errhandler(c->local, MPI_ERRORS_RETURN);
-  c->work_out_topology();
-  return c;
+  std::vector<int> members(s.topo.size());
+  std::iota(members.begin(), members.end(), 0);
+  const std::uint32_t context = s.next_context;  // the same in every process: the first contexts after init
+  s.next_context += 2;
+  MPI_Comm local = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &local);
+  return make(std::move(members), s.rank, context, local);
 }
 
 namespace {
 int mpi_count(std::size_t bytes) {
-  if (bytes > static_cast<std::size_t>(INT32_MAX)) throw Error("gridrt: a message inside a cluster is limited to 2 GiB");
+  if (bytes > static_cast<std::size_t>(INT32_MAX)) throw Error("gridrt: a collective's message is limited to 2 GiB");
   return static_cast<int>(bytes);
 }
 }  // namespace
 
 Step send_to(CommImpl& c, int dst, int tag, const void* data, std::size_t bytes) {
   Step s;
-  if (c.part_of[dst] == c.my_part()) {
-    check_mpi(MPI_Isend(data, mpi_count(bytes), MPI_BYTE, c.index_in_part[dst], tag, c.local, &s.mpi), kMpiInCluster);
-  } else {
-    s.remote = remote_send(c.members[dst], c.context, tag, data, bytes);
-  }
+  s.channel = c.channel.get();
+  s.op = c.channel->isend(data, mpi_count(bytes), MPI_BYTE, dst, tag);
   return s;
 }
 
 Step receive_from(CommImpl& c, int src, int tag, void* data, std::size_t bytes) {
   Step s;
+  s.channel = c.channel.get();
   s.expect = bytes;
   s.from = c.members[src];
-  if (c.part_of[src] == c.my_part()) {
-    check_mpi(MPI_Irecv(data, mpi_count(bytes), MPI_BYTE, c.index_in_part[src], tag, c.local, &s.mpi), kMpiInCluster);
-  } else {
-    s.remote = remote_recv(data, bytes, c.members[src], c.context, tag);
-  }
+  s.op = c.channel->irecv(data, mpi_count(bytes), MPI_BYTE, src, tag);
   return s;
 }
 
 namespace {
-void check_size(const Step& s, std::size_t got) {
-  if (s.expect != Step::kNoExpectation && got != s.expect)
-    throw Error("gridrt: a collective's message from rank " + std::to_string(s.from) + " has " + std::to_string(got) + " bytes where " +
-                std::to_string(s.expect) + " were expected: every member must pass the same counts, datatype and root");
-}
-void finish_remote(Step& s) {
-  s.done = true;
-  check_size(s, s.remote->bytes);
+void check_size(const Step& s, const ChannelStatus& st) {
+  if (s.expect == Step::kNoExpectation || (st.bytes == s.expect && !st.truncated)) return;
+  const std::string got = st.truncated ? "more than " + std::to_string(s.expect) : std::to_string(st.bytes);
+  throw Error("gridrt: a collective's message from rank " + std::to_string(s.from) + " has " + got + " bytes where " +
+              std::to_string(s.expect) + " were expected: every member must pass the same counts, datatype and root");
 }
 
-// Tests what is not done yet; says whether MPI steps are pending and which remote one is.
-struct Pending {
-  bool mpi = false;
-  Step* remote = nullptr;
-};
-Pending test_steps(Step* begin, Step* end) {
-  static std::uint64_t passes = 0;
-  const std::uint64_t pass = ++passes;
-  Pending p;
-  for (Step* it = begin; it != end; ++it) {
-    Step& s = *it;
-    if (s.done) continue;
-    if (s.remote) {
-      if (remote_test(s.remote)) finish_remote(s);
-      else p.remote = &s;
-    } else if (s.chain) {
-      s.done = advance(*s.chain, pass);
-      p.mpi |= !s.done;
-    } else {
-      int flag = 0;
-      MPI_Status st;
-      check_mpi(MPI_Test(&s.mpi, &flag, &st), kMpiInCluster);
-      if (!flag) {
-        p.mpi = true;
-        continue;
-      }
-      s.done = true;
-      if (s.expect != Step::kNoExpectation) {
-        int got = 0;
-        MPI_Get_count(&st, MPI_BYTE, &got);
-        check_size(s, static_cast<std::size_t>(got));
-      }
-    }
+// Tests a step not done yet; true once it is. `pass` counts the passes over steps, for the
+// chains (cluster_steps.h).
+bool test_step(Step& s, std::uint64_t pass) {
+  if (s.done) return true;
+  if (s.op) {
+    ChannelStatus st;
+    if (!s.channel->test(*s.op, &st)) return false;
+    s.done = true;
+    check_size(s, st);
+  } else if (s.chain) {
+    s.done = advance(*s.chain, pass);
+  } else {
+    int flag = 0;
+    check_mpi(MPI_Test(&s.mpi, &flag, MPI_STATUS_IGNORE), kMpiInCluster);
+    s.done = flag != 0;
   }
-  return p;
+  return s.done;
 }
+
+bool pending_on_mpi(const Step& s) { return !s.done && (s.op ? s.op->needs_mpi() : true); }
 }  // namespace
 
-void wait_steps(std::vector<Step>& steps) {
-  Pause pause;
-  for (;;) {
-    const Pending p = test_steps(steps.data(), steps.data() + steps.size());
-    if (p.mpi) {
-      pause();
-    } else if (p.remote) {
-      // Only the transport can finish what is left: sleep on it, not on the CPU.
-      remote_wait(p.remote->remote);
-      finish_remote(*p.remote);
-    } else {
-      return;
-    }
+bool steps_done(std::vector<Step>* all, Step* one) {
+  static std::uint64_t passes = 0;
+  const std::uint64_t pass = ++passes;
+  bool every = true;
+  if (all)
+    for (auto& s : *all) every = test_step(s, pass) && every;
+  return one ? test_step(*one, pass) : every;
+}
+
+bool steps_need_mpi(const std::vector<Step>* all, const Step* one) {
+  if (one && pending_on_mpi(*one)) return true;
+  return all && std::any_of(all->begin(), all->end(), pending_on_mpi);
+}
+
+// ---------------------------------------------------------------- the order of collectives
+
+namespace {
+// Ticket `t` of c's collectives is over (finished, or given up before it ran): the next may start.
+void collective_over(CommImpl& c, std::uint64_t t, std::set<std::uint64_t>& over) {
+  over.insert(t);
+  while (over.count(c.collectives_finished)) over.erase(c.collectives_finished++);
+}
+std::map<const CommImpl*, std::set<std::uint64_t>> over_early;  // tickets over before their turn
+}  // namespace
+
+CollectiveOp::CollectiveOp(std::shared_ptr<CommImpl> comm, Async<> task)
+    : comm_(std::move(comm)), task_(std::move(task)), ticket_(comm_->collectives_called++) {}
+
+CollectiveOp::~CollectiveOp() {
+  progress::remove(this);
+  if (!counted_) {  // given up (its caller failed): later ones must not wait for it
+    collective_over(*comm_, ticket_, over_early[comm_.get()]);
+    if (over_early[comm_.get()].empty()) over_early.erase(comm_.get());
   }
 }
 
-void wait_step(Step s) {
-  std::vector<Step> one{std::move(s)};
-  wait_steps(one);
+bool CollectiveOp::poll() {
+  if (!started_) {
+    if (comm_->collectives_finished != ticket_) return false;
+    started_ = true;
+    task_.start(flow_);
+  }
+  if (!flow_.poll()) return false;
+  if (!counted_) {
+    counted_ = true;
+    auto& over = over_early[comm_.get()];
+    collective_over(*comm_, ticket_, over);
+    if (over.empty()) over_early.erase(comm_.get());
+  }
+  return true;
 }
 
-void wait_step_amid(Step& s, std::vector<Step>& background) {
-  Pause pause;
-  for (;;) {
-    const Pending mine = test_steps(&s, &s + 1);
-    if (s.done) return;
-    const Pending others = test_steps(background.data(), background.data() + background.size());
-    if (!mine.mpi && !others.mpi) {  // nothing for MPI to do: sleep on the transport
-      remote_wait(s.remote);
-      finish_remote(s);
-      return;
-    }
-    pause();
-  }
+void CollectiveOp::rethrow() const {
+  if (flow_.error) std::rethrow_exception(flow_.error);
+}
+
+std::shared_ptr<CollectiveOp> start_collective(std::shared_ptr<CommImpl> comm, Async<> task) {
+  auto op = std::make_shared<CollectiveOp>(std::move(comm), std::move(task));
+  if (!op->poll()) progress::add(op.get());
+  return op;
+}
+
+void wait_collective(CollectiveOp& op) {
+  wait_until(state().messages, [&] { return Waited{op.poll(), false}; });
+  op.rethrow();
+}
+
+void run_collective(std::shared_ptr<CommImpl> comm, Async<> task) {
+  auto op = start_collective(std::move(comm), std::move(task));
+  wait_collective(*op);
 }
 
 }  // namespace detail
@@ -253,71 +270,128 @@ int Comm::cluster_of(int r) const {
 
 int Comm::nodes_in_cluster() const { return std::max<int>(1, static_cast<int>(impl().nodes.nodes.size())); }
 
-namespace {
-// A context above every one that any member is in (each process's next_context is), agreed
-// by all members: no two communicators sharing a process ever share a context.
-std::uint32_t agree_on_context(const Comm& parent) {
-  unsigned mine = detail::state().next_context, agreed = 0;
-  parent.allreduce(&mine, &agreed, 1, MPI_UNSIGNED, MPI_MAX, Algo::kHier);
-  detail::state().next_context = agreed + 1;
+namespace detail {
+// A context pair above every one that any member is in (each process's next_context is),
+// agreed by all members: no two communicators sharing a process ever share a context.
+std::uint32_t agree_on_context(const std::shared_ptr<CommImpl>& parent) {
+  unsigned mine = state().next_context, agreed = 0;
+  run_collective(parent, allreduce(*parent, &mine, &agreed, 1, MPI_UNSIGNED, MPI_MAX, Algo::kHier));
+  state().next_context = agreed + 2;
   return agreed;
 }
-}  // namespace
 
-Comm Comm::split(int color, int key) const {
-  CommImpl& parent = impl();
-  if (color < 0 && color != MPI_UNDEFINED) throw ArgumentError("gridrt: split: color " + std::to_string(color) + " is negative");
-  std::vector<int> all(2 * parent.size());
-  const int mine[2] = {color, key};
-  allgather(mine, all.data(), 2, MPI_INT, Algo::kHier);
-  const std::uint32_t context = agree_on_context(*this);
+SplitMembers split_members(const std::shared_ptr<CommImpl>& parent, int color, int key) {
+  if (color < 0 && color != MPI_UNDEFINED)
+    throw ArgumentError("gridrt: split: color " + std::to_string(color) + " is negative", MPI_ERR_ARG);
+  // Every member's color and key, and the context each could take: one collective.
+  std::vector<int> all(3 * parent->size());
+  const int mine[3] = {color, key, static_cast<int>(state().next_context)};
+  run_collective(parent, allgather(*parent, mine, 3, MPI_INT, all.data(), 3, MPI_INT, Algo::kHier));
+  SplitMembers out;
+  unsigned agreed = 0;
+  for (int r = 0; r < parent->size(); ++r) agreed = std::max(agreed, static_cast<unsigned>(all[3 * r + 2]));
+  state().next_context = agreed + 2;
+  out.context = agreed;
   // The new members: same color, by key, then by rank here.
   std::vector<int> chosen;
-  for (int r = 0; r < parent.size(); ++r)
-    if (color != MPI_UNDEFINED && all[2 * r] == color) chosen.push_back(r);
-  std::stable_sort(chosen.begin(), chosen.end(), [&](int a, int b) { return all[2 * a + 1] < all[2 * b + 1]; });
-  auto c = std::make_shared<CommImpl>();
+  for (int r = 0; r < parent->size(); ++r)
+    if (color != MPI_UNDEFINED && all[3 * r] == color) chosen.push_back(r);
+  std::stable_sort(chosen.begin(), chosen.end(), [&](int a, int b) { return all[3 * a + 1] < all[3 * b + 1]; });
   for (std::size_t i = 0; i < chosen.size(); ++i) {
-    c->members.push_back(parent.members[chosen[i]]);
-    if (chosen[i] == parent.me) c->me = static_cast<int>(i);
+    out.members.push_back(parent->members[chosen[i]]);
+    if (chosen[i] == parent->me) out.me = static_cast<int>(i);
   }
-  // Every member of the parent in this cluster takes part, as MPI_Comm_split requires.
-  MPI_Comm_split(parent.local, color, c->me, &c->local);
-  if (color == MPI_UNDEFINED) return Comm();
+  return out;
+}
+
+std::shared_ptr<CommImpl> CommImpl::make(std::vector<int> members, int me, std::uint32_t context, MPI_Comm local) {
+  auto c = std::make_shared<CommImpl>();
+  c->members = std::move(members);
+  c->me = me;
   c->context = context;
+  c->local = local;
+  // An MPI error inside a cluster (e.g. members passing different counts) is returned and
+  // thrown as gridrt::Error naming it, not an abort of the process.
+  MPI_Comm_set_errhandler(c->local, MPI_ERRORS_RETURN);
   c->work_out_topology();
-  return Comm(c);
+  return c;
+}
+}  // namespace detail
+
+Comm Comm::split(int color, int key) const {
+  impl();  // (checks it is not the null communicator)
+  const detail::SplitMembers m = detail::split_members(impl_, color, key);
+  // Every member of the parent in this cluster takes part, as MPI_Comm_split requires.
+  MPI_Comm local = MPI_COMM_NULL;
+  detail::check_mpi(MPI_Comm_split(impl_->local, color, m.me, &local), detail::kMpiInCluster);
+  if (color == MPI_UNDEFINED) return Comm();
+  return Comm(CommImpl::make(m.members, m.me, m.context, local));
 }
 
 Comm Comm::dup() const {
   CommImpl& parent = impl();
-  auto c = std::make_shared<CommImpl>();
-  c->members = parent.members;
-  c->me = parent.me;
-  c->context = agree_on_context(*this);
+  const std::uint32_t context = detail::agree_on_context(impl_);
+  MPI_Comm local = MPI_COMM_NULL;
   MPI_Request req;
-  MPI_Comm_idup(parent.local, &c->local, &req);
+  detail::check_mpi(MPI_Comm_idup(parent.local, &local, &req), detail::kMpiInCluster);
   detail::wait_mpi(&req, MPI_STATUS_IGNORE);
-  c->work_out_topology();
-  return Comm(c);
+  return Comm(CommImpl::make(parent.members, parent.me, context, local));
 }
 
-namespace detail {
-// finalize's barrier: nobody leaves while others may still send to it. In a job that goes
-// on without lost clusters, a cluster may be lost while the others wait here, and those
-// waiting cannot agree among themselves who took part; so the broker, which decides what is
-// lost, ends this barrier: each cluster's processes meet (MPI), its leader tells the broker
-// (Finalizing), and every process leaves when the broker says that every cluster not lost
-// did the same (docs/protocol.md, "Losing a cluster").
-void finalize_barrier() {
-  RelayTransport& t = *state().transport;
-  t.finalizing();
-  if (!t.survives_cluster_loss()) return Comm::world().barrier();
-  CommImpl& world = Comm::world().impl();
-  wait_step(cluster_arrive(world));
-  if (world.is_leader()) t.part_in_finalize();
-  t.wait_finalize_release();
+// ---------------------------------------------------------------- Comm's collectives
+
+namespace {
+void run(const std::shared_ptr<CommImpl>& c, detail::Async<> t) { detail::run_collective(c, std::move(t)); }
+}  // namespace
+
+void Comm::barrier(Algo algo) const { run(impl_, detail::barrier(impl(), algo)); }
+
+void Comm::bcast(void* buf, int count, MPI_Datatype type, int root, Algo algo) const {
+  run(impl_, detail::bcast(impl(), buf, count, type, root, algo));
 }
-}  // namespace detail
+
+void Comm::reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, Algo algo) const {
+  run(impl_, detail::reduce(impl(), sendbuf, recvbuf, count, type, op, root, algo));
+}
+
+void Comm::allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, Algo algo) const {
+  run(impl_, detail::allreduce(impl(), sendbuf, recvbuf, count, type, op, algo));
+}
+
+void Comm::gather(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, int root, Algo algo) const {
+  run(impl_, detail::gather(impl(), sendbuf, count, type, recvbuf, count, type, root, algo));
+}
+
+void Comm::gatherv(const void* sendbuf, int sendcount, void* recvbuf, const int* recvcounts, const int* displs, MPI_Datatype type, int root,
+                   Algo algo) const {
+  run(impl_, detail::gatherv(impl(), sendbuf, sendcount, type, recvbuf, recvcounts, displs, type, root, algo));
+}
+
+void Comm::scatter(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, int root, Algo algo) const {
+  run(impl_, detail::scatter(impl(), sendbuf, count, type, recvbuf, count, type, root, algo));
+}
+
+void Comm::scatterv(const void* sendbuf, const int* sendcounts, const int* displs, void* recvbuf, int recvcount, MPI_Datatype type, int root,
+                    Algo algo) const {
+  run(impl_, detail::scatterv(impl(), sendbuf, sendcounts, displs, type, recvbuf, recvcount, type, root, algo));
+}
+
+void Comm::allgather(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, Algo algo) const {
+  run(impl_, detail::allgather(impl(), sendbuf, count, type, recvbuf, count, type, algo));
+}
+
+void Comm::allgatherv(const void* sendbuf, int sendcount, void* recvbuf, const int* recvcounts, const int* displs, MPI_Datatype type,
+                      Algo algo) const {
+  run(impl_, detail::allgatherv(impl(), sendbuf, sendcount, type, recvbuf, recvcounts, displs, type, algo));
+}
+
+void Comm::alltoall(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, Algo algo) const {
+  run(impl_, detail::alltoall(impl(), sendbuf, count, type, recvbuf, count, type, algo));
+}
+
+void Comm::alltoallv(const void* sendbuf, const int* sendcounts, const int* sdispls, void* recvbuf, const int* recvcounts, const int* rdispls,
+                     MPI_Datatype type, Algo algo) const {
+  run(impl_, detail::alltoallv(impl(), sendbuf, sendcounts, sdispls, type, recvbuf, recvcounts, rdispls, type, algo));
+}
 
 }  // namespace gridrt

@@ -1,6 +1,6 @@
-// Inside a grid communicator: who its members are, the topology below it, and the
-// point-to-point steps its collectives are made of (MPI inside a cluster, the relay
-// transport across clusters; design.md, "Collectives").
+// Inside a grid communicator: who its members are, the topology below it, the channel its
+// collectives' messages travel on, and the order its collectives run in (design.md,
+// "Collectives").
 #pragma once
 
 #include <algorithm>
@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "channel/channel.h"
+#include "coll/async.h"
 #include "state.h"
 
 namespace gridrt::detail {
@@ -45,9 +47,12 @@ struct NodeLevel {
 struct CommImpl {
   std::vector<int> members;  // global rank of each member, by rank here
   int me = -1;               // this process's rank here
-  std::uint32_t context = 0; // its traffic through the relays (frame header context)
+  // Its contexts on the transport: `context` its collectives' messages, context + 1 its
+  // members' own point-to-point (the MPI layer's user channel).
+  std::uint32_t context = 0;
   MPI_Comm local = MPI_COMM_NULL;  // the members in this process's cluster, in rank order here
   NodeLevel nodes;                 // and on each node
+  std::shared_ptr<Channel> channel;  // its collectives' point-to-point, on `local` and `context`
 
   // The topology below it (seed 001 §3.1), worked out once: the clusters holding members,
   // numbered by their first member ("parts"), the members of each in rank order, and each
@@ -65,7 +70,10 @@ struct CommImpl {
   std::vector<int> site_of_part;
   bool sites_contiguous = true;  // every site's parts are consecutive part numbers
 
-  std::uint64_t calls = 0;  // collectives called so far: each one's messages carry its tag
+  std::uint64_t calls = 0;  // collectives started so far: each one's messages carry its tag
+  // Collectives called (CollectiveOp's tickets) and finished: each starts when all earlier
+  // ones have finished.
+  std::uint64_t collectives_called = 0, collectives_finished = 0;
 
   CommImpl() = default;
   CommImpl(const CommImpl&) = delete;
@@ -114,23 +122,45 @@ struct CommImpl {
     for (int p : which) out.insert(out.end(), parts[p].begin(), parts[p].end());
     return out;
   }
+  // Channel arguments for these members: each one's rank in `local` (-1 in other clusters).
+  std::vector<int> local_ranks() const;
 
-  // A tag for the messages of the next collective, the same in every member (they call
+  // A tag for the messages of the next collective, the same in every member (they start
   // collectives in the same order); within one collective, messages between two members
   // keep their order (MPI's non-overtaking rule, and the transport's per-stream order).
   int next_tag() { return static_cast<int>(calls++ % (static_cast<std::uint64_t>(std::min(state().tag_ub, kMaxTag)) + 1)); }
 
-  // `members` in rank order, me and local set: the rest follows (collective over `local`).
+  // `members` in rank order, me, context and local set: the rest follows (collective over
+  // `local`), the channel among it.
   void work_out_topology();
+  // A communicator of these members (global ranks, in rank order; this process is member
+  // `me`) on contexts `context` and context + 1, over `local` (the members in this cluster,
+  // in rank order), which it owns from now on.
+  static std::shared_ptr<CommImpl> make(std::vector<int> members, int me, std::uint32_t context, MPI_Comm local);
   static std::shared_ptr<CommImpl> make_world();
 };
 
-// One point-to-point step of a collective between two members: an MPI request on `local`
-// when both are in this cluster, a remote operation through the relays otherwise.
+// Communicators are made collectively over a parent. A pair of contexts above every one any
+// member uses, agreed by all: no two communicators sharing a process share a context.
+std::uint32_t agree_on_context(const std::shared_ptr<CommImpl>& parent);
+// MPI_Comm_split's new members: those of the parent with the same color (not MPI_UNDEFINED),
+// ordered by key, then by rank in the parent; `me` stays -1 where color is MPI_UNDEFINED.
+// The contexts are agreed in the same collective.
+struct SplitMembers {
+  std::vector<int> members;
+  int me = -1;
+  std::uint32_t context = 0;
+};
+SplitMembers split_members(const std::shared_ptr<CommImpl>& parent, int color, int key);
+
+// One point-to-point step of a collective between two members (over the communicator's
+// channel: MPI inside the cluster, the transport across), an MPI collective already started
+// on `local`, or a chain of MPI stages (cluster_steps.h).
 struct Step {
+  Channel* channel = nullptr;
+  OpPtr op;
   MPI_Request mpi = MPI_REQUEST_NULL;
-  std::shared_ptr<RemoteOp> remote;
-  std::shared_ptr<Chain> chain;  // MPI stages one after the other (cluster_steps.h)
+  std::shared_ptr<Chain> chain;
   bool done = false;
   // A receive: the bytes its collective expects, and from whom (global rank). A member that
   // passes other counts than the rest makes a message of another size: that is an error
@@ -142,16 +172,45 @@ struct Step {
 Step send_to(CommImpl& c, int dst, int tag, const void* data, std::size_t bytes);
 Step receive_from(CommImpl& c, int src, int tag, void* data, std::size_t bytes);
 // An MPI collective already started on `local`, as a step.
-inline Step local_step(MPI_Request r) { return Step{r, nullptr, nullptr, false}; }
-// Waits for every step: MPI ones tested under the wait policy, remote ones completed by
-// the transport's thread (blocking on it when nothing else is pending).
-void wait_steps(std::vector<Step>& steps);
-void wait_step(Step s);
-// Waits for `s` while keeping the MPI steps of `background` moving (a pipeline's earlier
-// stages must progress while a later slice is awaited).
-void wait_step_amid(Step& s, std::vector<Step>& background);
-inline void wait_steps_amid(std::vector<Step>& steps, std::vector<Step>& background) {
-  for (auto& s : steps) wait_step_amid(s, background);
+inline Step local_step(MPI_Request r) {
+  Step s;
+  s.mpi = r;
+  return s;
 }
+inline Step done_step() {
+  Step s;
+  s.done = true;
+  return s;
+}
+
+// One collective call on a communicator in flight. MPI has the collectives of one
+// communicator called in the same order by every member; each here starts only when every
+// earlier one on its communicator has finished, so that their messages and the MPI
+// collectives they start on `local` come in that order everywhere, blocking and non-blocking
+// ones alike. Until it ends it is moved on by every wait of the process (progress.h).
+class CollectiveOp : public Pollable {
+ public:
+  CollectiveOp(std::shared_ptr<CommImpl> comm, Async<> task);
+  ~CollectiveOp() override;
+  CollectiveOp(const CollectiveOp&) = delete;
+  bool poll() override;
+  bool needs_mpi() const override { return flow_.needs_mpi(); }
+  bool finished() const { return flow_.done; }
+  // What it failed with, thrown (nothing when it succeeded).
+  void rethrow() const;
+
+ private:
+  std::shared_ptr<CommImpl> comm_;
+  Async<> task_;
+  Flow flow_;
+  std::uint64_t ticket_;
+  bool started_ = false, counted_ = false;
+};
+// A non-blocking collective: started now if its turn has come.
+std::shared_ptr<CollectiveOp> start_collective(std::shared_ptr<CommImpl> comm, Async<> task);
+// A blocking one: returns when it has ended, throwing what it failed with.
+void run_collective(std::shared_ptr<CommImpl> comm, Async<> task);
+// Waits until op has finished (rethrowing its error).
+void wait_collective(CollectiveOp& op);
 
 }  // namespace gridrt::detail

@@ -10,11 +10,16 @@
 
 #include "comm.h"
 #include "state.h"
+#include "coll/cluster_steps.h"
+#include "transport/relay_transport.h"
 
 namespace gridrt {
 namespace detail {
 
 std::unique_ptr<State> g;
+
+State::State() = default;
+State::~State() = default;
 
 State& state() {
   if (!g) throw Error("gridrt: not initialised (call gridrt::init first)");
@@ -23,47 +28,37 @@ State& state() {
 
 void check_rank(int r, const char* what) {
   if (r < 0 || r >= static_cast<int>(state().topo.size()))
-    throw Error(std::string("gridrt: ") + what + " " + std::to_string(r) + " is not a rank of the job (size " +
-                std::to_string(state().topo.size()) + ")");
+    throw ArgumentError(std::string("gridrt: ") + what + " " + std::to_string(r) + " is not a rank of the job (size " +
+                            std::to_string(state().topo.size()) + ")",
+                        MPI_ERR_RANK);
 }
 
-bool is_local(int r) { return state().topo.cluster_of(static_cast<std::uint32_t>(r)) == state().cluster; }
-int to_local(int r) { return r - static_cast<int>(state().topo.clusters[state().cluster].first_rank); }
-
-// Waiting on MPI under the wait policy (design.md, "Waiting and progress"): MPICH busy-polls
-// inside blocking calls, which on an oversubscribed node slows everything by 100x; testing a
-// non-blocking request and yielding the CPU between tests does not.
-void Pause::operator()() {
-  switch (g->policy) {
-    case WaitPolicy::kSpin: break;
-    case WaitPolicy::kYield:
-      if (std::chrono::steady_clock::now() - since_ < yield_for_) {
-        sched_yield();
-      } else {
-        std::this_thread::sleep_for(std::chrono::microseconds(sleep_us_));
-        sleep_us_ = std::min(sleep_us_ * 2, max_sleep_us_);
-      }
-      break;
-    case WaitPolicy::kSleep: std::this_thread::sleep_for(std::chrono::microseconds(50)); break;
-  }
-}
-
-void check_mpi(int rc, const char* what) {
-  if (rc == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  throw Error(std::string("gridrt: ") + what + ": " + std::string(text, static_cast<std::size_t>(len)));
+// finalize's barrier: nobody leaves while others may still send to it. In a job that goes
+// on without lost clusters, a cluster may be lost while the others wait here, and those
+// waiting cannot agree among themselves who took part; so the broker, which decides what is
+// lost, ends this barrier: each cluster's processes meet (MPI), its leader tells the broker
+// (Finalizing), and every process leaves when the broker says that every cluster not lost
+// did the same (docs/protocol.md, "Losing a cluster").
+void finalize_barrier() {
+  RelayTransport& t = *state().transport;
+  t.finalizing();
+  if (!t.survives_cluster_loss()) return Comm::world().barrier();
+  std::shared_ptr<CommImpl> world = state().world_comm;
+  Step arrived = cluster_arrive(*world);
+  wait_until(state().messages, [&] {
+    std::vector<Step>* none = nullptr;
+    return Waited{steps_done(none, &arrived), true};
+  });
+  if (world->is_leader()) t.part_in_finalize();
+  t.wait_finalize_release();
 }
 
 void wait_mpi(MPI_Request* req, MPI_Status* st) {
-  int flag = 0;
-  Pause pause;
-  for (;;) {
+  wait_until(g ? g->messages : nullptr, [&] {
+    int flag = 0;
     check_mpi(MPI_Test(req, &flag, st), kMpiInCluster);
-    if (flag) return;
-    pause();
-  }
+    return Waited{flag != 0, true};
+  });
 }
 
 // The settings of the README's table, read once at init. A bad value is an error naming the
@@ -95,42 +90,12 @@ unsigned long long number_from_env(const char* name, unsigned long long otherwis
   return n;
 }
 
-std::shared_ptr<RemoteOp> remote_send(int dst, std::uint32_t context, int tag, const void* buf, std::size_t bytes) {
-  try {
-    return state().transport->send(dst, context, tag, buf, bytes);
-  } catch (const std::runtime_error& e) {
-    throw Error(std::string("gridrt: send to rank ") + std::to_string(dst) + ": " + e.what());
-  }
-}
-
-std::shared_ptr<RemoteOp> remote_recv(void* buf, std::size_t capacity, int src, std::uint32_t context, int tag) {
-  return state().transport->recv(buf, capacity, src, context, tag);
-}
-
-// What a failed remote operation was, for its error message.
-std::string describe(const RemoteOp& op) {
-  return op.buf ? "receive from rank " + std::to_string(op.pattern.source) : std::string("send");
-}
-
-void remote_wait(const std::shared_ptr<RemoteOp>& op) {
-  try {
-    state().transport->wait(op);
-  } catch (const std::runtime_error& e) {
-    throw Error("gridrt: " + describe(*op) + ": " + e.what());
-  }
-}
-
-bool remote_test(const std::shared_ptr<RemoteOp>& op) {
-  try {
-    return state().transport->test(op);
-  } catch (const std::runtime_error& e) {
-    throw Error("gridrt: " + describe(*op) + ": " + e.what());
-  }
-}
-
-bool remote_cancel(const std::shared_ptr<RemoteOp>& op) { return state().transport->cancel(op); }
-
 std::optional<std::string> cluster_lost(int rank) { return state().transport->lost(rank); }
+std::vector<std::uint32_t> lost_cluster_indices() {
+  std::vector<std::uint32_t> out;
+  for (const auto& [index, why] : state().transport->lost_clusters()) out.push_back(index);
+  return out;
+}
 void mark_cluster_lost(std::uint32_t cluster, const std::string& why) { state().transport->mark_lost(cluster, why); }
 
 }  // namespace detail
@@ -152,7 +117,8 @@ void init(int* argc, char*** argv, int required) {
   if (provided < required) throw Error("gridrt: MPI provides thread level " + std::to_string(provided) + " < required " + std::to_string(required));
   auto s = std::make_unique<detail::State>();
   using detail::WaitPolicy;
-  s->policy = detail::choice_from_env<WaitPolicy>("GRIDRT_WAIT", {{"yield", WaitPolicy::kYield}, {"spin", WaitPolicy::kSpin}, {"sleep", WaitPolicy::kSleep}});
+  detail::wait_policy =
+      detail::choice_from_env<WaitPolicy>("GRIDRT_WAIT", {{"yield", WaitPolicy::kYield}, {"spin", WaitPolicy::kSpin}, {"sleep", WaitPolicy::kSleep}});
   s->algo = detail::choice_from_env<Algo>("GRIDRT_COLL", {{"auto", Algo::kAuto}, {"hier", Algo::kHier}, {"flat", Algo::kFlat}});
   s->slice = detail::number_from_env("GRIDRT_SLICE", 64 * 1024, 1024, 1ull << 30, "bytes");
   s->node_level = detail::choice_from_env<bool>("GRIDRT_NODE_LEVEL", {{"off", false}, {"on", true}});
@@ -187,9 +153,19 @@ void init(int* argc, char*** argv, int required) {
   s->cluster = static_cast<std::uint32_t>(it - clusters.begin());
   s->rank = static_cast<int>(it->first_rank) + s->local_rank;
   s->transport->set_rank(s->rank);
+  s->messages = s->transport.get();
   for (const auto& c : clusters) s->cluster_names.push_back(c.name);
   g = std::move(s);
   g->world_comm = detail::CommImpl::make_world();
+  // gridrt's own point-to-point between global ranks: every rank a peer, those of this
+  // cluster through MPI on a private duplicate of its world.
+  const int n = static_cast<int>(g->topo.size()), first = static_cast<int>(it->first_rank);
+  std::vector<int> peers(n), local_rank(n, -1);
+  for (int r = 0; r < n; ++r) {
+    peers[r] = r;
+    if (r >= first && r < first + local_size) local_rank[r] = r - first;
+  }
+  g->p2p_channel = std::make_shared<detail::Channel>(peers, local_rank, g->p2p, g->messages, detail::kP2P, n);
 }
 
 void finalize() {
@@ -197,6 +173,7 @@ void finalize() {
   // Nobody leaves while others may still send to them through the relays.
   detail::finalize_barrier();
   g->world_comm.reset();  // (communicators the application still holds free theirs at exit)
+  g->p2p_channel.reset();
   MPI_Comm_free(&g->p2p);
   MPI_Comm_free(&g->world);
   g->transport.reset();
@@ -272,94 +249,73 @@ std::vector<int> colors(int r) {
   return {0, level_color(Level::kSite, r), level_color(Level::kCluster, r), level_color(Level::kNode, r)};
 }
 
+namespace detail {
+// One of gridrt's point-to-point operations, on the channel between global ranks.
+struct RequestState {
+  OpPtr op;
+  bool done = false;
+  Status status;
+};
+}  // namespace detail
+
 namespace {
-void check_tag(int tag, bool receiving) {
-  if (tag == kAnyTag && receiving) return;
-  if (tag < 0 || tag > kMaxTag) throw Error("gridrt: tag " + std::to_string(tag) + " is outside 0.." + std::to_string(kMaxTag));
-  if (tag > state().tag_ub) throw Error("gridrt: tag " + std::to_string(tag) + " exceeds MPI_TAG_UB " + std::to_string(state().tag_ub));
+int byte_count(std::size_t bytes) {
+  if (bytes > static_cast<std::size_t>(INT32_MAX)) throw ArgumentError("gridrt: a message is limited to 2 GiB", MPI_ERR_COUNT);
+  return static_cast<int>(bytes);
+}
+
+Request start(detail::OpPtr op) {
+  auto r = std::make_shared<detail::RequestState>();
+  r->op = std::move(op);
+  return Request(r);
+}
+
+// Tests a request; a message longer than its receive's buffer is an error, as a lost peer is.
+bool test_request(detail::RequestState& r) {
+  if (r.done) return true;
+  detail::ChannelStatus st;
+  if (!state().p2p_channel->test(*r.op, &st)) return false;
+  r.done = true;
+  if (!r.op->is_receive()) return true;
+  if (st.truncated)
+    throw Error("gridrt: message from rank " + std::to_string(st.source) + " (tag " + std::to_string(st.tag) +
+                    ") truncated: the receive buffer is too small",
+                MPI_ERR_TRUNCATE);
+  r.status = {st.source, st.tag, st.bytes};
+  return true;
 }
 }  // namespace
 
 Request isend(const void* buf, std::size_t bytes, int dst, int tag) {
-  detail::check_rank(dst, "destination");
-  check_tag(tag, false);
-  auto r = std::make_shared<detail::RequestState>();
-  if (detail::is_local(dst)) {
-    if (bytes > static_cast<std::size_t>(INT32_MAX)) throw Error("gridrt: a message inside a cluster is limited to 2 GiB");
-    r->local = true;
-    MPI_Isend(buf, static_cast<int>(bytes), MPI_BYTE, detail::to_local(dst), tag, state().p2p, &r->mpi);
-  } else {
-    r->remote = detail::remote_send(dst, detail::kP2P, tag, buf, bytes);
-  }
-  return Request(r);
+  if (dst != MPI_PROC_NULL) detail::check_rank(dst, "destination");
+  if (tag == kAnyTag) throw ArgumentError("gridrt: a send needs a tag, not kAnyTag", MPI_ERR_TAG);
+  return start(state().p2p_channel->isend(buf, byte_count(bytes), MPI_BYTE, dst, tag));
 }
 
 Request irecv(void* buf, std::size_t capacity, int src, int tag) {
-  detail::check_rank(src, "source");
-  check_tag(tag, true);
-  auto r = std::make_shared<detail::RequestState>();
-  if (detail::is_local(src)) {
-    r->local = true;
-    const int cap = static_cast<int>(std::min<std::size_t>(capacity, INT32_MAX));
-    MPI_Irecv(buf, cap, MPI_BYTE, detail::to_local(src), tag == kAnyTag ? MPI_ANY_TAG : tag, state().p2p, &r->mpi);
-  } else {
-    r->remote = detail::remote_recv(buf, capacity, src, detail::kP2P, tag);
-  }
-  return Request(r);
+  if (src != MPI_ANY_SOURCE && src != MPI_PROC_NULL) detail::check_rank(src, "source");
+  const int cap = static_cast<int>(std::min<std::size_t>(capacity, INT32_MAX));
+  return start(state().p2p_channel->irecv(buf, cap, MPI_BYTE, src, tag == kAnyTag ? MPI_ANY_TAG : tag));
 }
-
-namespace {
-void finish_local(detail::RequestState& r, const MPI_Status& st) {
-  // st.MPI_ERROR is not set by single-request completion (MPI 4.0 §3.2.5), and errors are
-  // fatal on these communicators, so there is nothing to check here.
-  r.done = true;
-  int count = 0;
-  MPI_Get_count(&st, MPI_BYTE, &count);
-  r.status = {st.MPI_SOURCE == MPI_ANY_SOURCE || st.MPI_SOURCE < 0 ? -1 : st.MPI_SOURCE + cluster_first_rank(), st.MPI_TAG,
-              static_cast<std::size_t>(count)};
-}
-void finish_remote(detail::RequestState& r) {
-  r.done = true;
-  if (r.remote->buf) r.status = {r.remote->got.source, r.remote->got.tag, r.remote->bytes};
-}
-}  // namespace
 
 Status wait(Request& req) {
   if (!req.valid()) throw Error("gridrt: wait on an empty request");
   detail::RequestState& r = *req.state();
-  if (!r.done) {
-    if (r.local) {
-      MPI_Status st;
-      detail::wait_mpi(&r.mpi, &st);
-      finish_local(r, st);
-    } else if (r.remote) {
-      detail::remote_wait(r.remote);
-      finish_remote(r);
-    }
-  }
+  detail::wait_until(state().messages, [&] { return detail::Waited{test_request(r), r.op->needs_mpi()}; });
   return r.status;
 }
 
 bool test(Request& req, Status* status) {
   if (!req.valid()) throw Error("gridrt: test on an empty request");
   detail::RequestState& r = *req.state();
-  if (!r.done) {
-    if (r.local) {
-      int flag = 0;
-      MPI_Status st;
-      MPI_Test(&r.mpi, &flag, &st);
-      if (flag) finish_local(r, st);
-    } else if (r.remote) {
-      if (detail::remote_test(r.remote)) finish_remote(r);
-    }
-  }
-  if (r.done && status) *status = r.status;
-  return r.done;
+  detail::progress::poll_all();
+  const bool done = test_request(r);
+  if (done && status) *status = r.status;
+  return done;
 }
 
 void wait_all(std::vector<Request>& reqs) {
-  // Remote requests block on the transport's condition variable; local ones are polled with
-  // the wait policy. Waiting on them in order is enough: every one must complete anyway.
+  // Waiting on them in order is enough: every one must complete anyway.
   for (auto& r : reqs) wait(r);
 }
 

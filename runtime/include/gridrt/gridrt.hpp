@@ -24,13 +24,16 @@
 
 namespace gridrt {
 
+// `error_class` is the MPI error class the failure is (what the MPI layer returns for it):
+// MPI_ERR_OTHER unless the thrower says more.
 struct Error : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit Error(const std::string& what, int mpi_error_class = MPI_ERR_OTHER) : std::runtime_error(what), error_class(mpi_error_class) {}
+  int error_class;
 };
 // A call that names what cannot be: a rank, root, count, datatype, color or algorithm out
 // of range, MPI_IN_PLACE where MPI does not allow it, the null communicator.
 struct ArgumentError : Error {
-  using Error::Error;
+  explicit ArgumentError(const std::string& what, int mpi_error_class = MPI_ERR_ARG) : Error(what, mpi_error_class) {}
 };
 
 inline constexpr int kAnyTag = -1;

@@ -17,7 +17,7 @@
 #include <map>
 #include <unordered_map>
 
-#include "../comm.h"
+#include "comm.h"
 #include "chunking.h"
 #include "ledger.h"
 #include "protocol.h"
@@ -58,12 +58,10 @@ class QueueNode {
   const QueueStats& stats() const { return stats_; }
 
  private:
-  // One posted receive: from any local child (MPI, any source), from one remote child, or
-  // from the parent.
+  // One posted receive: from any local child, from one remote child, or from the parent.
   struct Inbox {
     std::unique_ptr<char[]> buf;
-    MPI_Request mpi = MPI_REQUEST_NULL;
-    std::shared_ptr<RemoteOp> remote;
+    OpPtr op;
     int from = -1;  // the member it receives from; -1: any local child
     int tag = 0;
   };
@@ -82,8 +80,7 @@ class QueueNode {
   struct Outgoing {
     int to = -1;
     std::string bytes;
-    MPI_Request mpi = MPI_REQUEST_NULL;
-    std::shared_ptr<RemoteOp> remote;
+    OpPtr op;
   };
 
   void build_tree();
@@ -170,10 +167,7 @@ QueueNode::~QueueNode() {
   // A send still under way keeps its buffer: MPI may read it after the request is freed,
   // so the bytes are left to the end of the process rather than freed under it.
   for (auto& s : sending_)
-    if (s.mpi != MPI_REQUEST_NULL) {
-      MPI_Request_free(&s.mpi);
-      new std::string(std::move(s.bytes));
-    }
+    if (c_->channel->abandon(*s.op)) new std::string(std::move(s.bytes));
 }
 
 // The tree (seed 001 Figure 4): for each level, the members with the same colors down to it
@@ -228,47 +222,30 @@ void QueueNode::build_tree() {
 
 void QueueNode::post(Inbox& in) {
   if (!in.buf) in.buf.reset(new char[o_.max_message]);  // not zeroed: untouched pages cost nothing
-  const bool local = in.from < 0 || c_->part_of[in.from] == c_->my_part();
-  if (local) {
-    const int src = in.from < 0 ? MPI_ANY_SOURCE : c_->index_in_part[in.from];
-    check_mpi(MPI_Irecv(in.buf.get(), static_cast<int>(o_.max_message), MPI_BYTE, src, in.tag, c_->local, &in.mpi), kMpiInCluster);
-  } else {
-    in.remote = remote_recv(in.buf.get(), o_.max_message, c_->members[in.from], c_->context, in.tag);
-  }
+  Channel& ch = *c_->channel;
+  const int size = static_cast<int>(o_.max_message);
+  in.op = in.from < 0 ? ch.irecv_from_cluster(in.buf.get(), size, MPI_BYTE, in.tag) : ch.irecv(in.buf.get(), size, MPI_BYTE, in.from, in.tag);
 }
 
 bool QueueNode::test(Inbox& in, int* from, std::size_t* bytes) {
-  if (in.mpi != MPI_REQUEST_NULL) {
-    int flag = 0;
-    MPI_Status st;
-    check_mpi(MPI_Test(&in.mpi, &flag, &st), kMpiInCluster);
-    if (!flag) return false;
-    int count = 0;
-    MPI_Get_count(&st, MPI_BYTE, &count);
-    *from = c_->parts[c_->my_part()][st.MPI_SOURCE];
-    *bytes = static_cast<std::size_t>(count);
-    return true;
-  }
-  if (!in.remote || !remote_test(in.remote)) return false;
-  *from = in.from;
-  *bytes = in.remote->bytes;
-  in.remote.reset();
+  ChannelStatus st;
+  if (!in.op || !c_->channel->test(*in.op, &st)) return false;
+  in.op.reset();
+  *from = st.source;
+  *bytes = st.bytes;
   return true;
 }
 
 void QueueNode::cancel(Inbox& in) {
-  if (in.mpi != MPI_REQUEST_NULL) {
-    MPI_Cancel(&in.mpi);
-    MPI_Wait(&in.mpi, MPI_STATUS_IGNORE);
+  if (!in.op) return;
+  Channel& ch = *c_->channel;
+  ch.cancel(*in.op);
+  // Matched already, its data is on its way into the buffer, which must outlive it.
+  try {
+    wait_until(state().messages, [&] { return Waited{ch.test(*in.op), in.op->needs_mpi()}; });
+  } catch (const Error&) {
   }
-  if (in.remote && !remote_cancel(in.remote)) {
-    // Matched already: its data is on its way into the buffer, which must outlive it.
-    try {
-      remote_wait(in.remote);
-    } catch (const Error&) {
-    }
-  }
-  in.remote.reset();
+  in.op.reset();
 }
 
 void QueueNode::send(int to, int tag, std::string bytes) {
@@ -276,35 +253,21 @@ void QueueNode::send(int to, int tag, std::string bytes) {
   else ++stats_.sent_down;
   Outgoing s;
   s.to = to;
-  if (c_->part_of[to] == c_->my_part()) {
-    s.bytes = std::move(bytes);
-    check_mpi(MPI_Isend(s.bytes.data(), static_cast<int>(s.bytes.size()), MPI_BYTE, c_->index_in_part[to], tag, c_->local, &s.mpi),
-              kMpiInCluster);
-  } else {
-    s.remote = remote_send(c_->members[to], c_->context, tag, bytes.data(), bytes.size());  // copies
-  }
+  s.bytes = std::move(bytes);
+  s.op = c_->channel->isend(s.bytes.data(), static_cast<int>(s.bytes.size()), MPI_BYTE, to, tag);
   sending_.push_back(std::move(s));
 }
 
 void QueueNode::complete_sends(bool wait) {
+  Channel& ch = *c_->channel;
   while (!sending_.empty()) {
     Outgoing& s = sending_.front();
-    if (s.mpi != MPI_REQUEST_NULL) {
-      if (wait) {
-        wait_mpi(&s.mpi, MPI_STATUS_IGNORE);
-      } else {
-        int flag = 0;
-        check_mpi(MPI_Test(&s.mpi, &flag, MPI_STATUS_IGNORE), kMpiInCluster);
-        if (!flag) return;
-      }
-    } else {
-      try {
-        if (wait) remote_wait(s.remote);
-        else if (!remote_test(s.remote)) return;
-      } catch (const Error&) {
-        // To a lost cluster: its loss is dealt with where its messages are awaited.
-        if (!cluster_lost(c_->members[s.to])) throw;
-      }
+    try {
+      if (wait) wait_until(state().messages, [&] { return Waited{ch.test(*s.op), s.op->needs_mpi()}; });
+      else if (!ch.test(*s.op)) return;
+    } catch (const Error&) {
+      // To a lost cluster: its loss is dealt with where its messages are awaited.
+      if (!cluster_lost(c_->members[s.to])) throw;
     }
     sending_.pop_front();
   }
@@ -536,7 +499,7 @@ bool QueueNode::send_up() {
 void QueueNode::finish_all() {
   finished_ = true;
   queue::DownMessage m{true, {}, {}};
-  for (const auto& [cluster, why] : state().transport->lost_clusters()) m.lost.push_back(cluster);
+  for (const std::uint32_t cluster : lost_cluster_indices()) m.lost.push_back(cluster);
   const std::string bytes = queue::encode(m);
   for (auto& c : children_)
     if (!c.lost) send(c.rank, kToChild, bytes);
@@ -603,6 +566,7 @@ std::optional<Task> QueueNode::next() {
   }
   std::optional<Pause> pause;
   while (true) {
+    detail::progress::poll_all();  // (what else the process has in flight moves on meanwhile)
     const bool moved = progress();
     if (works()) {
       std::optional<queue::Task> t;

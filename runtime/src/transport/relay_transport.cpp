@@ -1,4 +1,4 @@
-#include "transport.h"
+#include "relay_transport.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -38,8 +38,13 @@ ListenSpec ListenSpec::parse(const char* text) {
 }
 
 RelayTransport::RelayTransport(const std::string& relay, std::uint64_t job, const std::string& secret,
-                               std::uint32_t local_rank, const std::string& hostname, std::size_t window, ListenSpec listen)
-    : job_(job), window_(std::max(window, kMinWindow)) {
+                               std::uint32_t local_rank, const std::string& hostname, std::size_t window, ListenSpec listen,
+                               std::size_t unexpected_budget)
+    : job_(job),
+      window_(std::max(window, kMinWindow)),
+      receiver_({[this](const Envelope& from, std::size_t bytes) { grant(from, bytes); },
+                 [this](const Envelope& from, std::uint64_t number) { tell_matched(from, number); }},
+                unexpected_budget) {
   const char* direct = std::getenv("GRIDRT_DIRECT");
   direct_allowed_ = !(direct && std::string(direct) == "off");
   const char* on_loss = std::getenv("GRIDRT_ON_CLUSTER_LOSS");
@@ -122,47 +127,69 @@ RelayTransport::WanCount RelayTransport::wan_count() {
 // ---------------------------------------------------------------- sending
 
 std::shared_ptr<RemoteOp> RelayTransport::send(std::int32_t dst, std::uint32_t context, std::int32_t tag, const void* buf,
-                                               std::size_t bytes) {
+                                               std::size_t bytes, bool synchronous) {
   // Relays store and forward whole frames, so small fragments let the hops work at once
   // (a pipeline); a window holds several, so the stream flows while credit comes back.
   const std::size_t fragment = std::min<std::size_t>(kMaxFragment, window_ / 4 - kFrameCost);
+  // A very large message goes as rendezvous: one fragment now, the rest once the receiver
+  // matched it, so that while it is unmatched it holds up nothing behind it (receiver.h).
+  const bool rendezvous = bytes > kRendezvousAbove;
   auto op = std::make_shared<RemoteOp>();
-  std::vector<Outgoing> frames;
+  op->synchronous = synchronous;
+  std::uint64_t number = 0;  // the message's on its stream: what a Matched names, and its rest
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!failure_.empty()) throw std::runtime_error(failure_);
+    if (const std::string* why = lost_locked(dst)) {
+      op->error = *why;
+      return op;
+    }
+    number = stream(dst, context).messages;
+  }
+  std::vector<Outgoing> first, rest;
   const char* p = static_cast<const char*>(buf);
+  const std::size_t first_part = rendezvous ? fragment : bytes;
   std::size_t off = 0;
   do {  // encoded here, in the caller's thread: its buffer is free once we return
-    const std::size_t n = std::min(bytes - off, fragment);
+    const bool in_rest = rendezvous && off >= first_part;
+    const std::size_t end = in_rest ? bytes : first_part;
+    const std::size_t n = std::min(end - off, fragment);
     wire::Header h;
-    h.type = Type::kData;
+    h.type = in_rest ? Type::kRest : Type::kData;
     h.job = job_;
     h.src = rank_;
     h.dst = dst;
     h.context = context;
     h.tag = tag;
     h.length = static_cast<std::uint32_t>(n);
-    h.flags = off + n < bytes ? kMore : 0;
-    h.seq = seq_++;
+    h.flags = off + n < end ? kMore : 0;
+    if (off == 0) h.flags |= (synchronous ? kSynchronous : 0) | (rendezvous ? kRendezvous : 0);
+    h.seq = in_rest ? number : bytes;  // a first part names the whole message's size: a probe tells it
     // Header and payload straight into one buffer: the only copy of the caller's data.
     std::string encoded(wire::kHeaderSize + n, '\0');
     wire::encode_header(h, reinterpret_cast<unsigned char*>(encoded.data()));
     if (n) std::memcpy(encoded.data() + wire::kHeaderSize, p + off, n);
     off += n;
-    frames.push_back({std::move(encoded), n + kFrameCost, off < bytes ? nullptr : op});
+    (in_rest ? rest : first).push_back({std::move(encoded), n + kFrameCost, off < bytes ? nullptr : op});
   } while (off < bytes);
   std::lock_guard<std::mutex> lock(mu_);
   if (!failure_.empty()) throw std::runtime_error(failure_);
-  if (const std::string* why = lost_locked(dst)) {
-    op->error = *why;
-    return op;
-  }
+  Stream& s = stream(dst, context);
+  ++s.messages;
+  if (synchronous || rendezvous) s.unmatched[number] = op;
+  if (rendezvous) s.parked[number] = std::move(rest);
+  for (auto& o : first) s.queue.push_back(std::move(o));
+  pump(s);
+  return op;
+}
+
+RelayTransport::Stream& RelayTransport::stream(std::int32_t dst, std::uint32_t context) {
   auto [it, fresh] = out_.try_emplace({dst, context});
   if (fresh) {
     it->second.dst = dst;
     it->second.credit = static_cast<std::int64_t>(window_);
   }
-  for (auto& o : frames) it->second.queue.push_back(std::move(o));
-  pump(it->second);
-  return op;
+  return it->second;
 }
 
 void RelayTransport::pump(Stream& s) {
@@ -173,13 +200,15 @@ void RelayTransport::pump(Stream& s) {
     write(s.dst, std::move(o.bytes));
     if (o.completes) {
       // A frame that could not go (the peer's direct connection is gone) fails its send.
-      if (failure_.empty()) o.completes->done = true;
-      else o.completes->error = failure_;
+      RemoteOp& op = *o.completes;
+      op.written = true;
+      if (!failure_.empty()) op.error = failure_;
+      else if (!op.synchronous || op.matched) op.done = true;
       completed = true;
     }
     s.queue.pop_front();
   }
-  if (completed) cv_.notify_all();
+  if (completed) notify();
 }
 
 void RelayTransport::write_relay(std::string bytes) {
@@ -407,7 +436,8 @@ void RelayTransport::wait_finalize_release() {
 void RelayTransport::on_peer_frame(std::int32_t rank, Frame& f) {
   // A direct connection carries its peer's traffic and nothing else.
   if (f.header.job != job_ || f.header.src != rank || f.header.dst != rank_ ||
-      (f.header.type != Type::kData && f.header.type != Type::kCredit)) {
+      (f.header.type != Type::kData && f.header.type != Type::kRest && f.header.type != Type::kCredit &&
+       f.header.type != Type::kMatched)) {
     log::warn("rank ", rank_, ": dropping a ", wire::type_name(f.header.type), " frame from rank ", rank,
               " that is not its traffic to us");
     return;
@@ -415,8 +445,54 @@ void RelayTransport::on_peer_frame(std::int32_t rank, Frame& f) {
   on_frame(f);
 }
 
+void RelayTransport::notify() {
+  ++activity_;
+  cv_.notify_all();
+}
+
+// A synchronous message of `from` was matched here: its sender may complete it.
+void RelayTransport::tell_matched(const Envelope& from, std::uint64_t number) {
+  if (!failure_.empty()) return;
+  Frame f = wire::make_frame(Type::kMatched, {}, job_);
+  f.header.src = rank_;
+  f.header.dst = from.source;
+  f.header.context = from.context;
+  f.header.seq = number;
+  write(from.source, wire::encode(f));
+}
+
+// The receiver matched a synchronous message (it may complete) or a rendezvous one (its
+// rest goes now).
+void RelayTransport::on_matched(const Frame& f) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = out_.find({f.header.src, f.header.context});
+  if (it == out_.end()) return;
+  Stream& s = it->second;
+  auto op = s.unmatched.find(f.header.seq);
+  if (op == s.unmatched.end()) return;  // (a peer's confusion: nothing waits on it)
+  op->second->matched = true;
+  if (op->second->written && op->second->error.empty()) op->second->done = true;
+  s.unmatched.erase(op);
+  if (auto rest = s.parked.find(f.header.seq); rest != s.parked.end()) {
+    for (auto& o : rest->second) s.queue.push_back(std::move(o));
+    s.parked.erase(rest);
+    pump(s);
+  }
+  notify();
+}
+
+void RelayTransport::set_rank(std::int32_t rank) {
+  std::lock_guard<std::mutex> lock(mu_);
+  rank_ = rank;
+  for (const auto& [from, bytes] : std::exchange(owed_, {})) grant(from, bytes);
+}
+
 void RelayTransport::grant(const Envelope& from, std::size_t bytes) {
   if (bytes == 0 || !failure_.empty()) return;
+  if (rank_ < 0) {  // a peer faster than our topology
+    owed_.emplace_back(from, bytes);
+    return;
+  }
   Frame f = wire::make_frame(Type::kCredit, {}, job_);
   f.header.src = rank_;
   f.header.dst = from.source;
@@ -429,91 +505,68 @@ void RelayTransport::grant(const Envelope& from, std::size_t bytes) {
 
 std::shared_ptr<RemoteOp> RelayTransport::recv(void* buf, std::size_t capacity, std::int32_t src, std::uint32_t context,
                                                std::int32_t tag) {
-  auto op = std::make_shared<RemoteOp>();
-  op->pattern = {context, src, tag};
-  op->buf = buf;
-  op->capacity = capacity;
   std::lock_guard<std::mutex> lock(mu_);
   if (!failure_.empty()) {
+    auto op = std::make_shared<RemoteOp>();
     op->error = failure_;
     return op;
   }
-  if (auto in = queue_.post(op)) {
-    bind(in, op);
-  } else if (const std::string* why = lost_locked(src)) {
-    queue_.cancel(op);  // what it sent before it was lost has been taken; nothing more comes
-    op->error = *why;
-  }
+  auto op = receiver_.post(buf, capacity, {context, src, tag});
+  if (src != kAnySource)
+    if (const std::string* why = lost_locked(src); why && receiver_.cancel(op)) op->error = *why;  // nothing more comes from it
   return op;
+}
+
+std::shared_ptr<Arrival> RelayTransport::improbe(std::int32_t src, std::uint32_t context, std::int32_t tag) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return receiver_.take({context, src, tag});
+}
+
+bool RelayTransport::iprobe(std::int32_t src, std::uint32_t context, std::int32_t tag, Envelope* env, std::size_t* total) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Arrival* a = receiver_.peek({context, src, tag});
+  if (!a) return false;
+  *env = a->env;
+  *total = a->total;
+  return true;
+}
+
+std::shared_ptr<RemoteOp> RelayTransport::mrecv(const std::shared_ptr<Arrival>& message, void* buf, std::size_t capacity) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return receiver_.receive(message, buf, capacity);
 }
 
 bool RelayTransport::cancel(const std::shared_ptr<RemoteOp>& op) {
   std::lock_guard<std::mutex> lock(mu_);
-  return queue_.cancel(op);
-}
-
-void RelayTransport::bind(const std::shared_ptr<Incoming>& in, const std::shared_ptr<RemoteOp>& op) {
-  in->bound = op;
-  op->got = in->env;
-  const std::string held = std::move(in->data);
-  in->data.clear();
-  deliver(*in, held.data(), held.size());
-  grant(in->env, std::exchange(in->withheld, 0));
-  finish_if_complete(*in);
-}
-
-void RelayTransport::deliver(Incoming& in, const char* data, std::size_t n) {
-  RemoteOp& op = *in.bound;
-  if (!op.error.empty()) return;  // truncated already: the rest is consumed and dropped
-  if (in.filled + n > op.capacity) {
-    op.error = "message from rank " + std::to_string(in.env.source) + " (tag " + std::to_string(in.env.tag) +
-               ") truncated: the receive buffer holds " + std::to_string(op.capacity) + " bytes";
-    cv_.notify_all();
-    return;
-  }
-  if (n) std::memcpy(static_cast<char*>(op.buf) + in.filled, data, n);
-  in.filled += n;
-}
-
-void RelayTransport::finish_if_complete(Incoming& in) {
-  if (!in.complete || !in.bound) return;
-  in.bound->bytes = in.filled;
-  if (in.bound->error.empty()) in.bound->done = true;
-  cv_.notify_all();
+  return receiver_.cancel(op);
 }
 
 void RelayTransport::on_data(Frame& f) {
-  const Envelope env{f.header.context, f.header.src, f.header.tag};
-  const StreamKey key{f.header.src, f.header.context};
-  const std::size_t cost = f.body.size() + kFrameCost;
-  std::lock_guard<std::mutex> lock(mu_);
-  auto& in = current_[key];
-  if (!in) {  // the first fragment of a message: match it now
-    in = std::make_shared<Incoming>();
-    in->env = env;
-    if (auto op = queue_.arrive(in)) {
-      in->bound = op;
-      op->got = env;
-    }
-  }
-  if (in->bound) {
-    deliver(*in, f.body.data(), f.body.size());
-    grant(env, cost);
+  Receiver::Fragment fragment;
+  fragment.env = {f.header.context, f.header.src, f.header.tag};
+  fragment.data = f.body.data();
+  fragment.size = f.body.size();
+  fragment.last = !(f.header.flags & kMore);
+  fragment.cost = f.body.size() + kFrameCost;
+  if (f.header.type == Type::kRest) {
+    fragment.rest = true;
+    fragment.number = f.header.seq;
   } else {
-    in->data += f.body;
-    in->withheld += cost;
+    fragment.total = static_cast<std::size_t>(f.header.seq);
+    fragment.synchronous = (f.header.flags & kSynchronous) != 0;
+    fragment.rendezvous = (f.header.flags & kRendezvous) != 0;
   }
-  if (!(f.header.flags & kMore)) {
-    in->complete = true;
-    finish_if_complete(*in);
-    current_.erase(key);
-  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (receiver_.on_fragment(fragment)) notify();
 }
 
 void RelayTransport::on_frame(Frame& f) {
   switch (f.header.type) {
     case Type::kData:
+    case Type::kRest:
       return on_data(f);
+    case Type::kMatched:
+      return on_matched(f);
     case Type::kCredit: {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = out_.find({f.header.src, f.header.context});
@@ -546,7 +599,7 @@ void RelayTransport::on_frame(Frame& f) {
         std::lock_guard<std::mutex> lock(mu_);
         failure_ = std::string("bad topology from the relay: ") + e.what();
       }
-      cv_.notify_all();
+      notify();
       return;
     case Type::kClusterLost:
       mark_lost(static_cast<std::uint32_t>(f.header.tag), f.body);
@@ -554,7 +607,7 @@ void RelayTransport::on_frame(Frame& f) {
     case Type::kFinalizing: {
       std::lock_guard<std::mutex> lock(mu_);
       finalize_released_ = true;
-      cv_.notify_all();
+      notify();
       return;
     }
     case Type::kWanCount:
@@ -570,7 +623,7 @@ void RelayTransport::on_frame(Frame& f) {
         std::lock_guard<std::mutex> lock(mu_);
         failure_ = std::string("bad WanCount from the relay: ") + e.what();
       }
-      cv_.notify_all();
+      notify();
       return;
     case Type::kError: {
       std::lock_guard<std::mutex> lock(mu_);
@@ -596,15 +649,27 @@ bool RelayTransport::test(const std::shared_ptr<RemoteOp>& op) {
   return op->done;
 }
 
+std::uint64_t RelayTransport::activity() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return activity_;
+}
+
+void RelayTransport::await_activity(std::uint64_t seen, std::chrono::microseconds at_most) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, at_most, [&] { return activity_ != seen || !failure_.empty(); });
+}
+
 void RelayTransport::fail_all(const std::string& why) {
   if (failure_.empty()) failure_ = why;
-  for (auto& op : queue_.take_posted()) op->error = failure_;
-  for (auto& [key, in] : current_)
-    if (in->bound && !in->bound->done) in->bound->error = failure_;
-  for (auto& [key, s] : out_)
+  receiver_.fail_all(failure_);
+  for (auto& [key, s] : out_) {
     for (auto& o : s.queue)
       if (o.completes) o.completes->error = failure_;
-  cv_.notify_all();
+    for (auto& [number, op] : s.unmatched) op->error = failure_;
+    s.unmatched.clear();
+    s.parked.clear();
+  }
+  notify();
 }
 
 void RelayTransport::mark_lost(std::uint32_t cluster, const std::string& why) {
@@ -612,7 +677,7 @@ void RelayTransport::mark_lost(std::uint32_t cluster, const std::string& why) {
   if (!topology_ || cluster >= topology_->clusters.size() || lost_.count(cluster)) return;
   lost_[cluster] = "cluster " + topology_->clusters[cluster].name + " lost: " + why;
   fail_lost(cluster);
-  cv_.notify_all();
+  notify();
 }
 
 std::map<std::uint32_t, std::string> RelayTransport::lost_clusters() {
@@ -638,14 +703,15 @@ const std::string* RelayTransport::lost_locked(std::int32_t rank) const {
 void RelayTransport::fail_lost(std::uint32_t cluster) {
   const std::string& why = lost_[cluster];
   auto gone = [&](std::int32_t rank) { return rank >= 0 && topology_->cluster_of(static_cast<std::uint32_t>(rank)) == cluster; };
-  for (auto& op : queue_.take_posted_if([&](const RemoteOp& op) { return gone(op.pattern.source); })) op->error = why;
-  for (auto& [key, in] : current_)
-    if (gone(key.first) && in->bound && !in->bound->done) in->bound->error = why;
+  receiver_.fail_from(gone, why);
   for (auto& [key, s] : out_)
     if (gone(s.dst)) {
       for (auto& o : s.queue)
         if (o.completes) o.completes->error = why;
       s.queue.clear();
+      for (auto& [number, op] : s.unmatched) op->error = why;
+      s.unmatched.clear();
+      s.parked.clear();
     }
 }
 

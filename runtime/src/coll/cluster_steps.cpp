@@ -13,7 +13,7 @@ namespace {
 using Start = std::function<int(MPI_Request*)>;
 
 // Moves one chain on as far as it can go now.
-void progress(NodeLevel& level, Chain& ch) {
+void move_on(NodeLevel& level, Chain& ch) {
   for (;;) {
     if (ch.current != MPI_REQUEST_NULL) {
       int flag = 0;
@@ -47,7 +47,7 @@ struct ChainBuilder {
   Step step() {
     for (auto& s : chain->stages) s.ticket = level.issued[s.on]++;
     level.live.push_back(chain);
-    progress(level, *chain);  // (earlier chains do not wait for it)
+    move_on(level, *chain);  // (earlier chains do not wait for it)
     Step st;
     st.chain = chain;
     st.done = chain->done;
@@ -94,7 +94,7 @@ bool advance(Chain& chain, std::uint64_t pass) {
   NodeLevel& level = *chain.level;
   if (level.last_pass != pass) {  // once per pass over a wait's steps, however many are chains
     level.last_pass = pass;
-    for (std::size_t i = 0; i < level.live.size(); ++i) progress(level, *level.live[i]);
+    for (std::size_t i = 0; i < level.live.size(); ++i) move_on(level, *level.live[i]);
     level.live.erase(std::remove_if(level.live.begin(), level.live.end(), [](const auto& ch) { return ch->done; }), level.live.end());
   }
   return chain.done;
@@ -196,29 +196,29 @@ Step cluster_release(CommImpl& c) {
   return b.step();
 }
 
-void cluster_barrier(CommImpl& c) {
-  wait_step(cluster_arrive(c));
-  if (c.nodes.used) wait_step(cluster_release(c));  // else arriving was a whole barrier
+Async<> cluster_barrier(CommImpl& c) {
+  co_await one(cluster_arrive(c));
+  if (c.nodes.used) co_await one(cluster_release(c));  // else arriving was a whole barrier
 }
 
 namespace {
 // Bytes of every member at `root` of `comm`, one after the other, `sizes` (known at the root) each.
-std::vector<char> gather_bytes(const std::vector<char>& mine, const std::vector<std::size_t>& sizes, int root, bool at_root, MPI_Comm comm) {
+Async<std::vector<char>> gather_bytes(const std::vector<char>& mine, const std::vector<std::size_t>& sizes, int root, bool at_root, MPI_Comm comm) {
   const ByteCounts bc(sizes);
   std::vector<char> all(at_root ? bc.total() : 0);
   MPI_Request r;
   check_mpi(MPI_Igatherv(mine.data(), byte_count(mine.size()), MPI_BYTE, all.data(), bc.counts.data(), bc.displs.data(), MPI_BYTE, root, comm, &r),
             kMpiInCluster);
-  wait_local(r);
-  return all;
+  co_await one(local_step(r));
+  co_return all;
 }
 // The reverse: member i gets sizes[i] bytes of `all` (at the root) into `got`.
-void scatter_bytes(const std::vector<char>& all, const std::vector<std::size_t>& sizes, int root, MPI_Comm comm, std::vector<char>& got) {
+Async<> scatter_bytes(const std::vector<char>& all, const std::vector<std::size_t>& sizes, int root, MPI_Comm comm, std::vector<char>& got) {
   const ByteCounts bc(sizes);
   MPI_Request r;
   check_mpi(MPI_Iscatterv(all.data(), bc.counts.data(), bc.displs.data(), MPI_BYTE, got.data(), byte_count(got.size()), MPI_BYTE, root, comm, &r),
             kMpiInCluster);
-  wait_local(r);
+  co_await one(local_step(r));
 }
 
 // Sizes travel as bytes.
@@ -239,8 +239,9 @@ std::vector<std::size_t> per_group(const std::vector<std::vector<int>>& groups, 
   return out;
 }
 // Sizes of everyone's bytes at `root` of `comm` (each member gives its own).
-std::vector<std::size_t> gather_sizes(std::size_t mine, int members, bool at_root, int root, MPI_Comm comm) {
-  return as_sizes(gather_bytes(as_bytes({mine}), std::vector<std::size_t>(members, sizeof(std::size_t)), root, at_root, comm));
+Async<std::vector<std::size_t>> gather_sizes(std::size_t mine, int members, bool at_root, int root, MPI_Comm comm) {
+  const std::vector<std::size_t> own(1, mine), each(members, sizeof(std::size_t));  // (named: GCC 12 mishandles braced lists in coroutines)
+  co_return as_sizes(co_await gather_bytes(as_bytes(own), each, root, at_root, comm));
 }
 
 // Members' blocks, sizes[m] bytes for member m, laid one after the other in the order `from`
@@ -270,15 +271,15 @@ std::vector<int> node_order(const NodeLevel& lv) {
 }
 
 // Point-to-point inside a node, waited on.
-void node_send(const char* data, std::size_t bytes, int to, MPI_Comm node) {
+Async<> node_send(const char* data, std::size_t bytes, int to, MPI_Comm node) {
   MPI_Request r;
   check_mpi(MPI_Isend(data, byte_count(bytes), MPI_BYTE, to, kNodeTag, node, &r), kMpiInCluster);
-  wait_local(r);
+  co_await one(local_step(r));
 }
-void node_recv(std::vector<char>& data, int from, MPI_Comm node) {
+Async<> node_recv(std::vector<char>& data, int from, MPI_Comm node) {
   MPI_Request r;
   check_mpi(MPI_Irecv(data.data(), byte_count(data.size()), MPI_BYTE, from, kNodeTag, node, &r), kMpiInCluster);
-  wait_local(r);
+  co_await one(local_step(r));
 }
 std::size_t sum(const std::vector<std::size_t>& v) { return std::accumulate(v.begin(), v.end(), std::size_t{0}); }
 }  // namespace
@@ -286,18 +287,24 @@ std::size_t sum(const std::vector<std::size_t>& v) { return std::accumulate(v.be
 // Gather: inside every node to its leader, then the nodes' blocks between leaders to the
 // root's node's leader, which puts them in rank order and hands them to the root when it is
 // another member of its node.
-std::vector<char> cluster_gatherv(CommImpl& c, const std::vector<char>& mine, int root, const std::vector<std::size_t>* known) {
+Async<std::vector<char>> cluster_gatherv(CommImpl& c, const std::vector<char>& mine, int root, const std::vector<std::size_t>* known) {
   const int n = local_size(c);
   const bool at_root = c.index_in_part[c.me] == root;
-  if (!c.nodes.used) return gather_bytes(mine, known ? *known : gather_sizes(mine.size(), n, at_root, root, c.local), root, at_root, c.local);
+  if (!c.nodes.used) {
+    std::vector<std::size_t> sizes;
+    if (known) sizes = *known;
+    else sizes = co_await gather_sizes(mine.size(), n, at_root, root, c.local);
+    co_return co_await gather_bytes(mine, sizes, root, at_root, c.local);
+  }
   const Where w(c);
   const NodeLevel& lv = c.nodes;
   const int root_node = lv.node_of[root];
   const bool here = w.node == root_node;  // in the root's node
   const auto& node = lv.nodes[w.node];
-  const std::vector<std::size_t> node_sizes =
-      known ? pick(*known, node) : gather_sizes(mine.size(), static_cast<int>(node.size()), w.leads(), 0, lv.node);
-  const std::vector<char> node_blob = gather_bytes(mine, node_sizes, 0, w.leads(), lv.node);
+  std::vector<std::size_t> node_sizes;
+  if (known) node_sizes = pick(*known, node);
+  else node_sizes = co_await gather_sizes(mine.size(), static_cast<int>(node.size()), w.leads(), 0, lv.node);
+  const std::vector<char> node_blob = co_await gather_bytes(mine, node_sizes, 0, w.leads(), lv.node);
   std::vector<std::size_t> all_sizes(n);
   std::vector<char> all;
   if (w.leads()) {
@@ -305,7 +312,8 @@ std::vector<char> cluster_gatherv(CommImpl& c, const std::vector<char>& mine, in
     if (known) {
       all_sizes = *known;
     } else {
-      const std::vector<std::size_t> by_node = as_sizes(gather_bytes(as_bytes(node_sizes), per_group(lv.nodes, sizeof(std::size_t)), root_node, here, lv.leaders));
+      const std::vector<std::size_t> by_node =
+          as_sizes(co_await gather_bytes(as_bytes(node_sizes), per_group(lv.nodes, sizeof(std::size_t)), root_node, here, lv.leaders));
       if (here) {
         const std::vector<int> order = node_order(lv);
         for (std::size_t i = 0; i < order.size(); ++i) all_sizes[order[i]] = by_node[i];
@@ -314,30 +322,33 @@ std::vector<char> cluster_gatherv(CommImpl& c, const std::vector<char>& mine, in
     // ... and every node's blocks.
     std::vector<std::size_t> node_totals;
     for (const auto& members : lv.nodes) node_totals.push_back(sum(pick(all_sizes, members)));
-    const std::vector<char> blob = gather_bytes(node_blob, node_totals, root_node, here, lv.leaders);
+    const std::vector<char> blob = co_await gather_bytes(node_blob, node_totals, root_node, here, lv.leaders);
     if (here) {
       all = reorder(blob, all_sizes, node_order(lv), rank_order(n));
       if (!at_root) {
         const std::vector<char> raw = as_bytes(all_sizes);
-        node_send(raw.data(), raw.size(), lv.rank_in_node[root], lv.node);
-        node_send(all.data(), all.size(), lv.rank_in_node[root], lv.node);
+        co_await node_send(raw.data(), raw.size(), lv.rank_in_node[root], lv.node);
+        co_await node_send(all.data(), all.size(), lv.rank_in_node[root], lv.node);
       }
     }
   } else if (at_root) {
     std::vector<char> raw(n * sizeof(std::size_t));
-    node_recv(raw, 0, lv.node);
+    co_await node_recv(raw, 0, lv.node);
     all_sizes = as_sizes(raw);
     all.resize(sum(all_sizes));
-    node_recv(all, 0, lv.node);
+    co_await node_recv(all, 0, lv.node);
   }
-  return all;
+  co_return all;
 }
 
 // Scatter: the reverse of cluster_gatherv: the root hands everything to its node's leader
 // when it is another member, that leader scatters each node's blocks (and their sizes) to
 // the node's leader, and every leader scatters inside its node.
-void cluster_scatterv(CommImpl& c, const std::vector<char>& blob, const std::vector<std::size_t>& sizes, int root, std::vector<char>& got) {
-  if (!c.nodes.used) return scatter_bytes(blob, sizes, root, c.local, got);
+Async<> cluster_scatterv(CommImpl& c, const std::vector<char>& blob, const std::vector<std::size_t>& sizes, int root, std::vector<char>& got) {
+  if (!c.nodes.used) {
+    co_await scatter_bytes(blob, sizes, root, c.local, got);
+    co_return;
+  }
   const int n = local_size(c);
   const Where w(c);
   const NodeLevel& lv = c.nodes;
@@ -348,14 +359,14 @@ void cluster_scatterv(CommImpl& c, const std::vector<char>& blob, const std::vec
   const std::vector<char>* all = &blob;
   if (w.me == root && !root_leads) {
     const std::vector<char> raw = as_bytes(sizes);
-    node_send(raw.data(), raw.size(), 0, lv.node);
-    node_send(blob.data(), sum(sizes), 0, lv.node);  // (blob may go on with other clusters' blocks)
+    co_await node_send(raw.data(), raw.size(), 0, lv.node);
+    co_await node_send(blob.data(), sum(sizes), 0, lv.node);  // (blob may go on with other clusters' blocks)
   } else if (w.leads() && here && !root_leads) {
     std::vector<char> raw(n * sizeof(std::size_t));
-    node_recv(raw, lv.rank_in_node[root], lv.node);
+    co_await node_recv(raw, lv.rank_in_node[root], lv.node);
     all_sizes = as_sizes(raw);
     received.resize(sum(all_sizes));
-    node_recv(received, lv.rank_in_node[root], lv.node);
+    co_await node_recv(received, lv.rank_in_node[root], lv.node);
     all = &received;
   }
   const auto& node = lv.nodes[w.node];
@@ -371,12 +382,12 @@ void cluster_scatterv(CommImpl& c, const std::vector<char>& blob, const std::vec
       for (const auto& members : lv.nodes) block_totals.push_back(sum(pick(all_sizes, members)));
     }
     std::vector<char> raw(node.size() * sizeof(std::size_t));
-    scatter_bytes(sizes_by_node, per_group(lv.nodes, sizeof(std::size_t)), root_node, lv.leaders, raw);
+    co_await scatter_bytes(sizes_by_node, per_group(lv.nodes, sizeof(std::size_t)), root_node, lv.leaders, raw);
     node_sizes = as_sizes(raw);
     node_blob.resize(sum(node_sizes));
-    scatter_bytes(blocks_by_node, block_totals, root_node, lv.leaders, node_blob);
+    co_await scatter_bytes(blocks_by_node, block_totals, root_node, lv.leaders, node_blob);
   }
-  scatter_bytes(node_blob, node_sizes, 0, lv.node, got);
+  co_await scatter_bytes(node_blob, node_sizes, 0, lv.node, got);
 }
 
 }  // namespace gridrt::detail

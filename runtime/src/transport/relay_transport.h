@@ -3,10 +3,12 @@
 // blocks on a condition variable, never spinning, while it waits for the relay).
 //
 // Flow control is end to end, per stream (source, destination, context): a sender may have
-// at most `window` bytes (plus a fixed cost per frame) that the receiving *application* has
-// not yet taken; the receiver grants credit back as its receives consume the data. So a
-// slow receiver makes its senders wait, the relays in between never hold more than one
-// window per stream, and nothing is ever dropped (design.md, "The cross-site transport").
+// at most `window` bytes (plus a fixed cost per frame) in flight that the receiving process
+// has not yet granted back; it grants them as its receives take the data, or as it buffers
+// data no receive has taken yet, up to its budget for such data (receiver.h). So a slow
+// receiver makes its senders wait, the relays in between never hold more than one window per
+// stream, and nothing is ever dropped (design.md, "The cross-site transport"). Messages
+// above kRendezvousAbove go as rendezvous: their rest waits at the sender until matched.
 #pragma once
 
 #include <chrono>
@@ -22,20 +24,10 @@
 #include "common/ladder.h"
 #include "common/link.h"
 #include "common/messages.h"
-#include "matching.h"
+#include "message_transport.h"
+#include "receiver.h"
 
 namespace gridrt::detail {
-
-// One remote send or receive; the transport fills in the outcome.
-struct RemoteOp {
-  Envelope pattern;        // receive: what it waits for (tag < 0: any tag)
-  void* buf = nullptr;     // receive: where the data goes
-  std::size_t capacity = 0;
-  bool done = false;
-  std::string error;       // set instead of done when it failed
-  Envelope got;            // receive: what matched
-  std::size_t bytes = 0;   // receive: the message's size
-};
 
 // Whether and where this process accepts direct connections from other sites (GRIDRT_LISTEN
 // as the relay sets it from the cluster's declared policy: "none", "any" or "LOW-HIGH").
@@ -45,14 +37,15 @@ struct ListenSpec {
   static ListenSpec parse(const char* text);  // throws std::runtime_error on a bad value
 };
 
-class RelayTransport {
+class RelayTransport : public MessageTransport {
  public:
   // Connects to `relay` and says hello for (job, secret, local_rank); `window` is the
   // flow-control window per stream, in bytes. With `listen` enabled it first opens a
   // listener for direct connections (on the address it reaches the relay from, inside
   // the port range) and announces it in the hello.
   RelayTransport(const std::string& relay, std::uint64_t job, const std::string& secret, std::uint32_t local_rank,
-                 const std::string& hostname, std::size_t window, ListenSpec listen = {});
+                 const std::string& hostname, std::size_t window, ListenSpec listen = {},
+                 std::size_t unexpected_budget = Receiver::kUnexpectedBudget);
   ~RelayTransport();
   // "HOST:PORT" of the direct-connection listener, or "".
   const std::string& listening() const { return listening_; }
@@ -60,13 +53,23 @@ class RelayTransport {
   // Blocks until the broker's topology arrives; throws if the connection fails or the
   // timeout passes (a process elsewhere that never joins must not hang this one forever).
   Topology wait_topology(std::chrono::seconds timeout);
-  // This process's global rank: the source of everything it sends from now on.
-  void set_rank(std::int32_t rank) { rank_ = rank; }
+  // This process's global rank: the source of everything it sends from now on (credit for
+  // data that came before is granted now).
+  void set_rank(std::int32_t rank);
 
-  // Sends a copy of `bytes` to `dst`, cut into fragments. The op completes when the last
-  // fragment has been handed to the relay connection, as the receiver's window allows.
-  std::shared_ptr<RemoteOp> send(std::int32_t dst, std::uint32_t context, std::int32_t tag, const void* buf, std::size_t bytes);
-  std::shared_ptr<RemoteOp> recv(void* buf, std::size_t capacity, std::int32_t src, std::uint32_t context, std::int32_t tag);
+  // MessageTransport (message_transport.h). A send is cut into fragments; it is written as
+  // the receiver's window allows.
+  std::shared_ptr<RemoteOp> send(std::int32_t dst, std::uint32_t context, std::int32_t tag, const void* buf, std::size_t bytes,
+                                 bool synchronous = false) override;
+  std::shared_ptr<RemoteOp> recv(void* buf, std::size_t capacity, std::int32_t src, std::uint32_t context, std::int32_t tag) override;
+  std::shared_ptr<Arrival> improbe(std::int32_t src, std::uint32_t context, std::int32_t tag) override;
+  bool iprobe(std::int32_t src, std::uint32_t context, std::int32_t tag, Envelope* env, std::size_t* total) override;
+  std::shared_ptr<RemoteOp> mrecv(const std::shared_ptr<Arrival>& message, void* buf, std::size_t capacity) override;
+  bool cancel(const std::shared_ptr<RemoteOp>& op) override;
+  bool test(const std::shared_ptr<RemoteOp>& op) override;
+  void wait(const std::shared_ptr<RemoteOp>& op) override;
+  std::uint64_t activity() override;
+  void await_activity(std::uint64_t seen, std::chrono::microseconds at_most) override;
   // Clusters the job goes on without (the broker's ClusterLost, or the task queue's word
   // for one it lost): what waits on their ranks fails, naming the cluster and why, and so
   // does anything later sent to them or received from them. By topology index.
@@ -74,9 +77,6 @@ class RelayTransport {
   std::map<std::uint32_t, std::string> lost_clusters();
   // Why `rank`'s cluster was lost, or nothing.
   std::optional<std::string> lost(std::int32_t rank);
-  // Withdraws a receive that no message has matched yet, so that its buffer may go; false
-  // if a message already matched it (it then completes as usual).
-  bool cancel(const std::shared_ptr<RemoteOp>& op);
   // This process entered finalize: direct connections closing now are peers done with the job.
   void finalizing();
   // In a job that goes on without lost clusters (GRIDRT_ON_CLUSTER_LOSS=continue): finalize's
@@ -92,25 +92,15 @@ class RelayTransport {
     std::uint64_t messages = 0, bytes = 0;
   };
   WanCount wan_count();
-  // Blocks (condition variable) until op completes; throws std::runtime_error on failure.
-  void wait(const std::shared_ptr<RemoteOp>& op);
-  bool test(const std::shared_ptr<RemoteOp>& op);
-
   static constexpr std::uint32_t kMore = wire::kMoreFragments;
+  static constexpr std::uint32_t kSynchronous = wire::kSynchronous;
+  static constexpr std::uint32_t kRendezvous = wire::kRendezvous;
+  static constexpr std::size_t kRendezvousAbove = 4u << 20;
   static constexpr std::size_t kFrameCost = 64;     // credit charged per frame beyond its body
   static constexpr std::size_t kMinWindow = 4096;
   static constexpr std::size_t kMaxFragment = 64 * 1024;
 
  private:
-  // A message arriving from one stream, matched as soon as its first fragment is here.
-  struct Incoming {
-    Envelope env;
-    std::string data;             // fragments not yet delivered (while unmatched)
-    std::size_t withheld = 0;     // credit owed for them, granted when they are delivered
-    std::size_t filled = 0;       // bytes delivered into the bound receive
-    std::shared_ptr<RemoteOp> bound;
-    bool complete = false;
-  };
   struct Outgoing {
     std::string bytes;            // an encoded frame
     std::size_t cost = 0;
@@ -120,6 +110,9 @@ class RelayTransport {
     std::int32_t dst = -1;
     std::int64_t credit = 0;
     std::deque<Outgoing> queue;
+    std::uint64_t messages = 0;   // begun so far: the receiver numbers them alike
+    std::map<std::uint64_t, std::shared_ptr<RemoteOp>> unmatched;  // synchronous and rendezvous sends, by number
+    std::map<std::uint64_t, std::vector<Outgoing>> parked;          // rendezvous ones' rest, until matched
   };
   using StreamKey = std::pair<std::int32_t, std::uint32_t>;
 
@@ -136,6 +129,7 @@ class RelayTransport {
 
   void on_frame(wire::Frame& f);
   void on_data(wire::Frame& f);
+  void on_matched(const wire::Frame& f);
   void on_closed(const std::string& why);
   void on_peer_frame(std::int32_t rank, wire::Frame& f);  // from a direct connection
   asio::awaitable<void> accept_loop();
@@ -144,11 +138,11 @@ class RelayTransport {
   void start_direct(std::int32_t rank, const std::shared_ptr<TlsLink>& link);
   void on_direct_closed(std::int32_t rank, const std::string& why);
   // The rest of these run with mu_ held.
-  void bind(const std::shared_ptr<Incoming>& in, const std::shared_ptr<RemoteOp>& op);
-  void deliver(Incoming& in, const char* data, std::size_t n);
-  void finish_if_complete(Incoming& in);
   void grant(const Envelope& from, std::size_t bytes);
+  void tell_matched(const Envelope& from, std::uint64_t number);
+  void notify();
   void pump(Stream& s);
+  Stream& stream(std::int32_t dst, std::uint32_t context);
   void write(std::int32_t dst, std::string bytes);
   void write_relay(std::string bytes);
   void decide(std::int32_t dst, Peer& p);
@@ -172,10 +166,10 @@ class RelayTransport {
   std::optional<WanCount> wan_answer_;
   std::string failure_;
   std::map<std::uint32_t, std::string> lost_;  // cluster index -> "cluster NAME lost: why"
-  MatchQueue<RemoteOp, Incoming> queue_;
-  std::map<StreamKey, std::shared_ptr<Incoming>> current_;  // (source, context) -> message being received
-  std::map<StreamKey, Stream> out_;                         // (destination, context) -> outgoing stream
-  std::uint64_t seq_ = 0;
+  std::uint64_t activity_ = 0;  // bumped, with cv_ notified, by every completion and arrival
+  std::vector<std::pair<Envelope, std::size_t>> owed_;  // credit for data that came before our rank was known
+  Receiver receiver_;
+  std::map<StreamKey, Stream> out_;  // (destination, context) -> outgoing stream
   // Direct connections.
   std::unique_ptr<asio::ssl::context> psk_server_, psk_client_;
   std::unique_ptr<tcp::acceptor> acceptor_;

@@ -14,7 +14,7 @@
 
 namespace gridrt::detail {
 
-enum class Coll { kBarrier, kBcast, kReduce, kAllreduce, kGather, kScatter, kAllgather, kAlltoall };
+enum class Coll { kBarrier, kBcast, kReduce, kAllreduce, kGather, kScatter, kAllgather, kAlltoall, kScan };
 
 // Every member must choose alike, so the size a choice depends on is one every member knows:
 // the message (bcast, reduce, allreduce), a member's block (gather, scatter, allgather) or a
@@ -37,6 +37,7 @@ inline FlatRange flat_within_one_site(Coll op) {
     case Coll::kScatter: return {0, kAll};                // flat at every size
     case Coll::kAllgather: return {256 * 1024, kAll};     // hier up to 64 KiB, flat from 256 KiB
     case Coll::kAlltoall: return {256 * 1024, kAll};      // hier up to 64 KiB, flat from 256 KiB
+    case Coll::kScan: return {kNever, kNever};            // not measured: one latency against log2 n rounds
   }
   return {kNever, kNever};
 }

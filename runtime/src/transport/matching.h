@@ -1,9 +1,10 @@
-// MPI-like message matching for traffic that arrives through the relay (design.md, "The
-// cross-site transport"): posted receives matched in the order they were posted, arrivals
-// kept in an unexpected queue in arrival order; a receive matches on (context, source, tag)
-// with a negative tag meaning any tag. A message is matched when its first fragment
-// arrives, so a receive can take a message larger than the flow-control window while the
-// rest is still on its way. Pure data structure: no socket, no lock (the transport locks).
+// MPI-like message matching for traffic that arrives across clusters (design.md, "The
+// cross-site transport"; MPI 4.0 §3.5 and §3.8): posted receives matched in the order they
+// were posted, arrivals kept in an unexpected queue in arrival order; a receive matches on
+// (context, source, tag), where kAnySource and a negative tag match any. A message is
+// matched when its first fragment arrives, so a receive can take a message larger than the
+// flow-control window while the rest is still on its way. Pure data structure: no socket,
+// no lock (the transport locks).
 #pragma once
 
 #include <cstdint>
@@ -14,11 +15,21 @@
 
 namespace gridrt::detail {
 
+// The sources and tags a receive may name besides real ones (the values MPICH gives
+// MPI_ANY_SOURCE and MPI_ANY_TAG, so that the layers above pass them through unchanged).
+inline constexpr std::int32_t kAnySource = -2;
+inline constexpr std::int32_t kAnyTag = -1;
+
 struct Envelope {
   std::uint32_t context = 0;
   std::int32_t source = -1;
   std::int32_t tag = 0;
 };
+
+inline bool envelope_matches(const Envelope& pattern, const Envelope& e) {
+  return pattern.context == e.context && (pattern.source == kAnySource || pattern.source == e.source) &&
+         (pattern.tag < 0 || pattern.tag == e.tag);
+}
 
 // R has an Envelope `pattern` (the receive); A has an Envelope `env` (the message).
 template <typename R, typename A>
@@ -27,19 +38,28 @@ class MatchQueue {
   using Posted = std::shared_ptr<R>;
   using Arrived = std::shared_ptr<A>;
 
-  static bool matches(const Envelope& pattern, const Envelope& e) {
-    return pattern.context == e.context && pattern.source == e.source && (pattern.tag < 0 || pattern.tag == e.tag);
-  }
+  static bool matches(const Envelope& pattern, const Envelope& e) { return envelope_matches(pattern, e); }
   // A receive being posted: the oldest unexpected message it matches (removed), if any;
   // else the receive waits.
   Arrived post(Posted p) {
+    if (Arrived a = take(p->pattern)) return a;
+    posted_.push_back(std::move(p));
+    return nullptr;
+  }
+  // The oldest unexpected message `pattern` matches, removed (a matched probe), or null.
+  Arrived take(const Envelope& pattern) {
     for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it)
-      if (matches(p->pattern, (*it)->env)) {
+      if (matches(pattern, (*it)->env)) {
         Arrived a = std::move(*it);
         unexpected_.erase(it);
         return a;
       }
-    posted_.push_back(std::move(p));
+    return nullptr;
+  }
+  // The same, left where it is (a probe), or null.
+  const A* peek(const Envelope& pattern) const {
+    for (const auto& a : unexpected_)
+      if (matches(pattern, a->env)) return a.get();
     return nullptr;
   }
   // A message arriving: the oldest posted receive it matches (removed), if any; else the

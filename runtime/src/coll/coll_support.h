@@ -1,6 +1,6 @@
-// What the collectives share (collectives.cpp, exchange.cpp): datatype layouts and packing,
-// scratch buffers laid out as a datatype, folding partial results in rank order, and the
-// choice of algorithm.
+// What the collective algorithms share: slices of pipelined messages, the blocks of
+// v-collectives, folding partial results in rank order, the choice of algorithm and the
+// checks of their arguments. (Datatype layouts and packing: datatype.h.)
 #pragma once
 
 #include <algorithm>
@@ -10,44 +10,9 @@
 
 #include "choice.h"
 #include "comm.h"
+#include "datatype.h"
 
 namespace gridrt::detail {
-
-// How `count` elements of `type` lie in memory and how many bytes they pack into.
-struct Layout {
-  MPI_Datatype type = MPI_DATATYPE_NULL;
-  int count = 0;
-  MPI_Aint lb = 0, extent = 0, true_lb = 0, true_extent = 0;
-  int size = 0;             // bytes of data in one element
-  std::size_t packed = 0;   // bytes of all `count` elements, packed
-  bool contiguous = false;  // the elements lie back to back from the buffer's start, no gaps
-
-  Layout(MPI_Datatype t, int n) : type(t) {
-    if (t == MPI_DATATYPE_NULL) throw ArgumentError("gridrt: collective on MPI_DATATYPE_NULL");
-    MPI_Type_get_extent(t, &lb, &extent);
-    MPI_Type_get_true_extent(t, &true_lb, &true_extent);
-    MPI_Type_size(t, &size);
-    set_count(n);
-  }
-  // `n` elements of the same datatype: MPI is asked nothing more about the type (the blocks
-  // and slices of one call all share it).
-  Layout(const Layout& same_type, int n) : Layout(same_type) { set_count(n); }
-  std::size_t span() const { return count == 0 ? 0 : static_cast<std::size_t>(true_extent + (count - 1) * extent); }
-
- private:
-  void set_count(int n) {
-    if (n < 0) throw ArgumentError("gridrt: collective with a negative count (" + std::to_string(n) + ")");
-    count = n;
-    contiguous = lb == 0 && true_lb == 0 && size == extent && true_extent == extent;
-    if (contiguous) {
-      packed = static_cast<std::size_t>(size) * static_cast<std::size_t>(n);
-    } else {
-      int bytes = 0;
-      MPI_Pack_size(n, type, MPI_COMM_SELF, &bytes);
-      packed = static_cast<std::size_t>(bytes);
-    }
-  }
-};
 
 // A message cut into slices of whole elements, about GRIDRT_SLICE bytes each, for
 // collectives pipelined across levels (seed 001 §4.2). At least one slice, also of none.
@@ -67,58 +32,25 @@ struct Slices {
   }
 };
 
-inline void pack(const Layout& l, const void* buf, char* out) {
-  if (l.contiguous) {
-    if (l.packed) std::memcpy(out, buf, l.packed);
-    return;
-  }
-  int pos = 0;
-  MPI_Pack(buf, l.count, l.type, out, static_cast<int>(l.packed), &pos, MPI_COMM_SELF);
-}
-inline void unpack(const Layout& l, const char* in, void* buf) {
-  if (l.contiguous) {
-    if (l.packed) std::memcpy(buf, in, l.packed);
-    return;
-  }
-  int pos = 0;
-  MPI_Unpack(in, static_cast<int>(l.packed), &pos, buf, l.count, l.type, MPI_COMM_SELF);
-}
-inline std::vector<char> packed_copy(const Layout& l, const void* buf) {
-  std::vector<char> out(l.packed);
-  pack(l, buf, out.data());
-  return out;
-}
-
-// A buffer laid out as `count` elements of the datatype (for partial results).
-class Scratch {
- public:
-  explicit Scratch(const Layout& l) : mem_(l.span()), base_(mem_.data() - l.true_lb) {}
-  void* get() { return base_; }
-
- private:
-  std::vector<char> mem_;
-  char* base_;
-};
-
-inline void copy_elements(const Layout& l, const void* from, void* to) {
-  if (from == to) return;
-  if (l.contiguous) {
-    if (l.packed) std::memcpy(to, from, l.packed);
-    return;
-  }
-  const std::vector<char> p = packed_copy(l, from);
-  unpack(l, p.data(), to);
-}
-
 // The blocks of a v-collective: member i's is counts[i] elements of `type` at
-// base + displs[i] extents.
+// base + displs[i] extents (or bytes, for alltoallw's). It keeps its own copy of the counts
+// and displacements, so that an algorithm may hold it across its waits.
 struct Blocks {
-  char* base;
-  const int* counts;
-  const int* displs;
-  Layout element;  // the datatype, asked of MPI once
-  Blocks(const void* b, const int* c, const int* d, MPI_Datatype t)
-      : base(static_cast<char*>(const_cast<void*>(b))), counts(c), displs(d), element(t, 1) {}
+  char* base = nullptr;
+  std::vector<int> counts, displs;
+  Layout element{MPI_BYTE, 1};  // the datatype, asked of MPI once
+  Blocks() = default;
+  Blocks(const void* b, const int* c, const int* d, int n, MPI_Datatype t)
+      : base(static_cast<char*>(const_cast<void*>(b))), counts(c, c + n), displs(d, d + n), element(t, 1) {}
+  // Every member's block `count` elements, one after the other.
+  static Blocks equal(const void* b, int count, int n, MPI_Datatype t) {
+    Blocks out;
+    out.base = static_cast<char*>(const_cast<void*>(b));
+    out.counts.assign(n, count);
+    for (int i = 0; i < n; ++i) out.displs.push_back(i * count);
+    out.element = Layout(t, 1);
+    return out;
+  }
   Layout layout(int i) const { return Layout(element, counts[i]); }
   char* at(int i) const { return base + displs[i] * element.extent; }
   std::size_t packed(int i) const { return layout(i).packed; }
@@ -147,14 +79,6 @@ struct Blocks {
   }
 };
 
-// Counts and displacements of equal blocks of `count` elements, one per member.
-struct EqualBlocks {
-  std::vector<int> counts, displs;
-  EqualBlocks(int members, int count) : counts(members, count), displs(members) {
-    for (int i = 0; i < members; ++i) displs[i] = i * count;
-  }
-};
-
 // Byte counts as MPI wants them, with their displacements.
 struct ByteCounts {
   std::vector<int> counts, displs;
@@ -176,8 +100,6 @@ inline bool commutative(MPI_Op op) {
   MPI_Op_commutative(op, &c);
   return c != 0;
 }
-
-inline void wait_local(MPI_Request& r) { wait_mpi(&r, MPI_STATUS_IGNORE); }
 
 inline int local_size(const CommImpl& c) { return static_cast<int>(c.parts[c.my_part()].size()); }
 
@@ -232,13 +154,23 @@ inline Algo choose(Algo asked, const CommImpl& c, Coll op, std::size_t bytes, bo
 
 inline void check_root(const CommImpl& c, int root) {
   if (root < 0 || root >= c.size())
-    throw ArgumentError("gridrt: root " + std::to_string(root) + " is not a rank of the communicator (size " + std::to_string(c.size()) + ")");
+    throw ArgumentError("gridrt: root " + std::to_string(root) + " is not a rank of the communicator (size " + std::to_string(c.size()) + ")",
+                        MPI_ERR_ROOT);
 }
 // A rooted collective's checks: the root is a member, and MPI_IN_PLACE (given as `buffer`, the
 // one MPI lets the root replace) is for the root only.
 inline void check_rooted(const CommImpl& c, int root, const void* buffer, const char* what) {
   check_root(c, root);
-  if (buffer == MPI_IN_PLACE && c.me != root) throw ArgumentError(std::string("gridrt: ") + what + ": MPI_IN_PLACE is for the root only");
+  if (buffer == MPI_IN_PLACE && c.me != root)
+    throw ArgumentError(std::string("gridrt: ") + what + ": MPI_IN_PLACE is for the root only", MPI_ERR_BUFFER);
+}
+// Counts and displacements of a v-collective: given, none negative.
+inline void check_counts(const CommImpl& c, const int* counts, const int* displs, const char* what) {
+  if (!counts || !displs) throw ArgumentError(std::string("gridrt: ") + what + ": counts and displacements are needed", MPI_ERR_ARG);
+  for (int i = 0; i < c.size(); ++i)
+    if (counts[i] < 0)
+      throw ArgumentError(std::string("gridrt: ") + what + ": count " + std::to_string(counts[i]) + " of member " + std::to_string(i) + " is negative",
+                          MPI_ERR_COUNT);
 }
 
 }  // namespace gridrt::detail

@@ -45,15 +45,15 @@ Step cluster_allreduce(CommImpl& c, const void* sendbuf, void* recvbuf, const La
 // `release` completes at a member once the leader has joined it.
 Step cluster_arrive(CommImpl& c);
 Step cluster_release(CommImpl& c);
-void cluster_barrier(CommImpl& c);
+Async<> cluster_barrier(CommImpl& c);
 // MPI_Igatherv of bytes at `root`: every member's `mine`, returned at the root in local rank
 // order (empty elsewhere). `known`: every member's size, when everyone knows them (else
 // they are gathered first).
-std::vector<char> cluster_gatherv(CommImpl& c, const std::vector<char>& mine, int root, const std::vector<std::size_t>* known);
+Async<std::vector<char>> cluster_gatherv(CommImpl& c, const std::vector<char>& mine, int root, const std::vector<std::size_t>* known);
 // MPI_Iscatterv of bytes from `root`: member m gets sizes[m] bytes of `blob` (both in local
 // rank order, at the root only; blob may go on beyond them), into `got`, which holds what
 // this member expects.
-void cluster_scatterv(CommImpl& c, const std::vector<char>& blob, const std::vector<std::size_t>& sizes, int root, std::vector<char>& got);
+Async<> cluster_scatterv(CommImpl& c, const std::vector<char>& blob, const std::vector<std::size_t>& sizes, int root, std::vector<char>& got);
 
 // Chain steps are advanced here (comm.cpp's wait loops call it, `pass` counting their passes
 // over the steps waited on): once per pass, starts the stages whose turn has come across

@@ -1,0 +1,75 @@
+// The collective algorithms, one per file, each an Async coroutine (async.h) over a grid communicator
+// (docs/algorithms.md gives their steps and what crosses the WAN):
+//
+//   *_hier  hierarchical: at most one WAN hop on any path, each piece of data enters a site
+//           and a cluster once (MagPIe's rule: Kielmann, Hofman, Bal, Plaat, Bhoedjang,
+//           "MagPIe: MPI's collective communication operations for clustered wide area
+//           systems", 1999; Coti, Herault, Cappello, "MPI Applications on Grids: a
+//           Topology-Aware Approach", 2009, §3.2); the steps inside a cluster are MPICH's
+//           non-blocking collectives (cluster_steps.h);
+//   the others are flat: what a plain MPI does over all processes, unaware of the topology
+//           (binomial trees, recursive doubling, rings, pairwise exchange; Thakur,
+//           Rabenseifner, Gropp, "Optimization of Collective Communication Operations in
+//           MPICH", 2005), over the same channel: the baseline.
+//
+// Data crosses clusters packed, so any datatype works; reductions run on buffers laid out
+// as the datatype (MPI_Reduce_local), folding partial results in rank order, so that a
+// non-commutative operation gives the rank-order result. The entry points that check the
+// arguments and choose are in collectives.cpp.
+#pragma once
+
+#include <vector>
+
+#include "coll_support.h"
+
+// The algorithms see channels and MPI only: how bytes cross clusters is the transport's.
+#if defined(BOOST_ASIO_VERSION) || defined(OPENSSL_VERSION_NUMBER)
+#error "the collective algorithms must not see Asio or OpenSSL (keep transport headers out of comm.h)"
+#endif
+
+namespace gridrt::detail {
+
+Async<> barrier_hier(CommImpl& c);
+Async<> barrier_dissemination(CommImpl& c);
+
+Async<> bcast_hier(CommImpl& c, void* buf, Layout l, int root);
+Async<> bcast_binomial(CommImpl& c, void* buf, Layout l, int root);
+
+// sendbuf may be MPI_IN_PLACE at the root (reduce) or anywhere (allreduce).
+Async<> reduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op, int root);
+Async<> reduce_binomial(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op, int root);
+Async<> allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op);
+Async<> allreduce_doubling(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op);
+
+// Gathers: `mine` is this member's block, packed (none for MPI_IN_PLACE at the root, whose
+// block is then in place); `out`, the blocks at the root (empty elsewhere). `block`: every
+// block's packed size when all are alike (gather), else kSizeNotShared (gatherv: only the
+// root knows them).
+Async<> gatherv_hier(CommImpl& c, std::vector<char> mine, bool in_place, Blocks out, int root, std::size_t block);
+Async<> gather_binomial(CommImpl& c, std::vector<char> mine, bool in_place, Blocks out, int root, std::size_t block);
+Async<> gatherv_linear(CommImpl& c, std::vector<char> mine, bool in_place, Blocks out, int root);
+
+// Scatters: `in`, the blocks at the root (empty elsewhere); this member's block goes to
+// recvbuf as `mine` says (none for MPI_IN_PLACE at the root). `equal`: every block has
+// mine's size (scatter), so nobody needs to be told the sizes.
+Async<> scatterv_hier(CommImpl& c, Blocks in, void* recvbuf, Layout mine, bool in_place, int root, bool equal);
+Async<> scatter_binomial(CommImpl& c, Blocks in, void* recvbuf, Layout mine, bool in_place, int root);
+Async<> scatterv_linear(CommImpl& c, Blocks in, void* recvbuf, Layout mine, bool in_place, int root);
+
+// All-gathers: `mine`, this member's block packed; `out` everyone's blocks (with
+// MPI_IN_PLACE this member's is already there).
+Async<> allgatherv_hier(CommImpl& c, std::vector<char> mine, Blocks out);
+Async<> allgatherv_ring(CommImpl& c, std::vector<char> mine, Blocks out);
+
+// All-to-alls: `in` this member's blocks for every member, `out` its blocks from them.
+// `equal`: all blocks alike (alltoall), so nobody needs to be told the sizes.
+Async<> alltoallv_local_group(CommImpl& c, Blocks in, Blocks out, bool equal);
+Async<> alltoallv_pairwise(CommImpl& c, Blocks in, Blocks out);
+
+// Prefix reductions (MPI_Scan, MPI_Exscan): member r gets the fold of members 0..r (or
+// 0..r-1) in rank order. Hierarchical: MPICH's scan inside each cluster, the clusters'
+// totals across.
+Async<> scan_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op, bool exclusive);
+Async<> scan_doubling(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op, bool exclusive);
+
+}  // namespace gridrt::detail

@@ -1,0 +1,69 @@
+// Recursive-doubling all-reduce (MPICH's for short messages; Thakur, Rabenseifner, Gropp
+// 2005), for any number of ranks: the ranks beyond the largest power of two first fold into
+// a neighbour, the others exchange and combine with partner rank ^ mask for mask = 1, 2,
+// 4, ..., then hand the result back. Operands are combined lower rank first, so a
+// non-commutative operation gives the rank-order result. Flat: log2 n rounds, each may
+// cross the WAN.
+#include "algorithms.h"
+#include "trees.h"
+
+namespace gridrt::detail {
+
+namespace {
+// One exchange with `peer`: `a` goes out packed, what comes back is unpacked into `b`.
+Async<> exchange(CommImpl& c, int peer, int tag, const Layout& l, void* a, void* b, std::vector<char>& out, std::vector<char>& wire) {
+  pack(l, a, out.data());
+  std::vector<Step> steps;
+  steps.push_back(receive_from(c, peer, tag, wire.data(), wire.size()));
+  steps.push_back(send_to(c, peer, tag, out.data(), out.size()));
+  co_await all(steps);
+  unpack(l, wire.data(), b);
+}
+}  // namespace
+
+Async<> allreduce_doubling(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op) {
+  const int tag = c.next_tag();
+  const trees::Doubling d(c.size());
+  const int me = c.me;
+  Scratch acc(l), in(l);
+  void* a = acc.get();
+  void* b = in.get();
+  copy_elements(l, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, a);
+  std::vector<char> out(l.packed), wire(l.packed);
+  // Ranks beyond the largest power of two fold into a neighbour first (even -> odd).
+  if (me < 2 * d.rem) {
+    if (me % 2 == 0) {
+      pack(l, a, out.data());
+      co_await one(send_to(c, me + 1, tag, out.data(), out.size()));
+    } else {
+      co_await one(receive_from(c, me - 1, tag, wire.data(), wire.size()));
+      unpack(l, wire.data(), b);
+      combine(l, op, b, a);  // a = (me - 1) op me
+    }
+  }
+  const int v = d.inner(me);
+  if (v >= 0) {
+    for (int mask = 1; mask < d.p2; mask <<= 1) {
+      const int pv = v ^ mask;
+      co_await exchange(c, d.outer(pv), tag, l, a, b, out, wire);
+      if (pv < v) {
+        combine(l, op, b, a);  // a = theirs op mine
+      } else {
+        combine(l, op, a, b);  // b = mine op theirs
+        std::swap(a, b);
+      }
+    }
+  }
+  if (me < 2 * d.rem) {
+    if (me % 2 == 1) {
+      pack(l, a, out.data());
+      co_await one(send_to(c, me - 1, tag, out.data(), out.size()));
+    } else {
+      co_await one(receive_from(c, me + 1, tag, wire.data(), wire.size()));
+      unpack(l, wire.data(), a);
+    }
+  }
+  copy_elements(l, a, recvbuf);
+}
+
+}  // namespace gridrt::detail

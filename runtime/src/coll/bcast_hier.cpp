@@ -1,0 +1,45 @@
+// Hierarchical broadcast, pipelined (Coti et al. 2009 §3.2 and §4.2: large messages cut
+// into slices). The data goes down a tree over the clusters that enters every site once: the
+// root's entry sends each slice to its site's other clusters and to the head of every other
+// site (one WAN hop), a head to its site's other clusters; each slice goes on as soon as it
+// is here, and into the cluster (MPICH's broadcast from its entry) while the next one
+// crosses. Cost for m bytes in slices of s: about one WAN latency + m / WAN bandwidth
+// (the slices overlap the levels), and each byte enters each cluster once.
+#include "algorithms.h"
+#include "cluster_steps.h"
+
+namespace gridrt::detail {
+
+Async<> bcast_hier(CommImpl& c, void* buf, Layout l, int root) {
+  const int tag = c.next_tag();
+  std::vector<char> packed;
+  char* data = static_cast<char*>(buf);
+  if (!l.contiguous) {
+    packed.resize(l.packed);
+    data = packed.data();
+    if (c.me == root) pack(l, buf, data);
+  }
+  if (l.packed > static_cast<std::size_t>(INT32_MAX)) throw Error("gridrt: a broadcast is limited to 2 GiB");
+  const Layout bytes(MPI_BYTE, static_cast<int>(l.packed));
+  const Slices sl(bytes);
+  const int slices = l.packed ? sl.n : 0;  // nothing to send for no data
+  const int root_part = c.part_of[root], p = c.my_part();
+  std::vector<Step> steps;
+  const bool is_entry = c.me == c.entry(p, root);
+  const bool from_relays = is_entry && p != root_part;
+  const std::vector<int> onward = is_entry ? c.downstream(p, root_part) : std::vector<int>{};
+  std::vector<Step> arrivals;
+  if (from_relays)
+    for (int k = 0; k < slices; ++k)
+      arrivals.push_back(receive_from(c, c.entry(c.upstream(p, root_part), root), tag, sl.at(data, k), sl.count(k)));
+  const int local_root = c.index_in_part[c.entry(p, root)];
+  for (int k = 0; k < slices; ++k) {
+    if (from_relays) co_await amid(arrivals[k], steps);
+    for (int q : onward) steps.push_back(send_to(c, c.leader(q), tag, sl.at(data, k), sl.count(k)));
+    if (local_size(c) > 1) steps.push_back(cluster_bcast(c, sl.at(data, k), sl.count(k), MPI_BYTE, local_root));
+  }
+  co_await all(steps);
+  if (!l.contiguous && c.me != root) unpack(l, data, buf);
+}
+
+}  // namespace gridrt::detail

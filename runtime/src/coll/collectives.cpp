@@ -1,0 +1,262 @@
+// The entry points of the collectives (collectives.h): arguments checked at once, the
+// algorithm chosen (choice.h), everything the algorithm keeps across its waits handed to it
+// by value. The algorithms are one per file (algorithms.h).
+#include "collectives.h"
+
+#include <numeric>
+#include <optional>
+
+#include "algorithms.h"
+
+namespace gridrt::detail {
+
+namespace {
+// This member's block of a gather or all-gather, packed: what sendbuf holds, or, in place,
+// what is at its own place of the receive blocks.
+std::vector<char> own_block(const void* sendbuf, int sendcount, MPI_Datatype sendtype, const Blocks& out, int me) {
+  if (sendbuf == MPI_IN_PLACE) return out.pack_all({me});
+  return packed_copy(Layout(sendtype, sendcount), sendbuf);
+}
+}  // namespace
+
+Async<> barrier(CommImpl& c, Algo algo) {
+  if (choose(algo, c, Coll::kBarrier, 0) == Algo::kFlat) return barrier_dissemination(c);
+  return barrier_hier(c);
+}
+
+Async<> bcast(CommImpl& c, void* buf, int count, MPI_Datatype type, int root, Algo algo) {
+  check_root(c, root);
+  const Layout l(type, count);
+  if (choose(algo, c, Coll::kBcast, l.packed) == Algo::kFlat) return bcast_binomial(c, buf, l, root);
+  return bcast_hier(c, buf, l, root);
+}
+
+Async<> reduce(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, Algo algo) {
+  check_rooted(c, root, sendbuf, "reduce");
+  const Layout l(type, count);
+  if (choose(algo, c, Coll::kReduce, l.packed, !commutative(op)) == Algo::kFlat) return reduce_binomial(c, sendbuf, recvbuf, l, op, root);
+  return reduce_hier(c, sendbuf, recvbuf, l, op, root);
+}
+
+Async<> allreduce(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, Algo algo) {
+  const Layout l(type, count);
+  if (choose(algo, c, Coll::kAllreduce, l.packed, !commutative(op)) == Algo::kFlat) return allreduce_doubling(c, sendbuf, recvbuf, l, op);
+  return allreduce_hier(c, sendbuf, recvbuf, l, op);
+}
+
+Async<> gather(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
+              int root, Algo algo) {
+  check_rooted(c, root, sendbuf, "gather");
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  // The receive side matters at the root only (MPI 4.0 §6.5).
+  Blocks out = c.me == root ? Blocks::equal(recvbuf, recvcount, c.size(), recvtype) : Blocks();
+  std::vector<char> mine = in_place ? std::vector<char>() : own_block(sendbuf, sendcount, sendtype, out, c.me);
+  const std::size_t block = in_place ? out.packed(root) : mine.size();
+  if (choose(algo, c, Coll::kGather, block) == Algo::kFlat) return gather_binomial(c, std::move(mine), in_place, std::move(out), root, block);
+  return gatherv_hier(c, std::move(mine), in_place, std::move(out), root, block);
+}
+
+Async<> gatherv(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int* recvcounts,
+               const int* displs, MPI_Datatype recvtype, int root, Algo algo) {
+  check_rooted(c, root, sendbuf, "gatherv");
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  Blocks out;
+  if (c.me == root) {
+    check_counts(c, recvcounts, displs, "gatherv");
+    out = Blocks(recvbuf, recvcounts, displs, c.size(), recvtype);
+  }
+  std::vector<char> mine = in_place ? std::vector<char>() : packed_copy(Layout(sendtype, sendcount), sendbuf);
+  if (choose(algo, c, Coll::kGather, kSizeNotShared) == Algo::kFlat) return gatherv_linear(c, std::move(mine), in_place, std::move(out), root);
+  return gatherv_hier(c, std::move(mine), in_place, std::move(out), root, kSizeNotShared);
+}
+
+Async<> scatter(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
+               int root, Algo algo) {
+  check_rooted(c, root, recvbuf, "scatter");
+  const bool in_place = recvbuf == MPI_IN_PLACE;
+  // The send side matters at the root only.
+  Blocks in = c.me == root ? Blocks::equal(sendbuf, sendcount, c.size(), sendtype) : Blocks();
+  const Layout recv = in_place ? Layout(sendtype, 0) : Layout(recvtype, recvcount);
+  const std::size_t block = c.me == root ? in.packed(root) : recv.packed;
+  if (choose(algo, c, Coll::kScatter, block) == Algo::kFlat) return scatter_binomial(c, std::move(in), recvbuf, recv, in_place, root);
+  return scatterv_hier(c, std::move(in), recvbuf, recv, in_place, root, true);
+}
+
+Async<> scatterv(CommImpl& c, const void* sendbuf, const int* sendcounts, const int* displs, MPI_Datatype sendtype, void* recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, Algo algo) {
+  check_rooted(c, root, recvbuf, "scatterv");
+  const bool in_place = recvbuf == MPI_IN_PLACE;
+  Blocks in;
+  if (c.me == root) {
+    check_counts(c, sendcounts, displs, "scatterv");
+    in = Blocks(sendbuf, sendcounts, displs, c.size(), sendtype);
+  }
+  const Layout recv = in_place ? Layout(sendtype, 0) : Layout(recvtype, recvcount);
+  if (choose(algo, c, Coll::kScatter, kSizeNotShared) == Algo::kFlat) return scatterv_linear(c, std::move(in), recvbuf, recv, in_place, root);
+  return scatterv_hier(c, std::move(in), recvbuf, recv, in_place, root, false);
+}
+
+Async<> allgatherv(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int* recvcounts,
+                  const int* displs, MPI_Datatype recvtype, Algo algo) {
+  check_counts(c, recvcounts, displs, "allgatherv");
+  Blocks out(recvbuf, recvcounts, displs, c.size(), recvtype);
+  std::vector<char> mine = own_block(sendbuf, sendcount, sendtype, out, c.me);
+  // Every member knows every block's size: auto goes by their mean (worked out only for it).
+  std::size_t mean = 0;
+  if (asked_for(algo) == Algo::kAuto) {
+    for (int i = 0; i < c.size(); ++i) mean += out.packed(i);
+    mean /= static_cast<std::size_t>(c.size());
+  }
+  if (choose(algo, c, Coll::kAllgather, mean) == Algo::kFlat) return allgatherv_ring(c, std::move(mine), std::move(out));
+  return allgatherv_hier(c, std::move(mine), std::move(out));
+}
+
+Async<> allgather(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                 MPI_Datatype recvtype, Algo algo) {
+  Blocks out = Blocks::equal(recvbuf, recvcount, c.size(), recvtype);
+  std::vector<char> mine = own_block(sendbuf, sendcount, sendtype, out, c.me);
+  if (choose(algo, c, Coll::kAllgather, out.packed(0)) == Algo::kFlat) return allgatherv_ring(c, std::move(mine), std::move(out));
+  return allgatherv_hier(c, std::move(mine), std::move(out));
+}
+
+namespace {
+// All-to-all and its v form. In place, what recvbuf holds is what is sent, laid out as the
+// receive (MPI's rule): it is copied aside, blocks where they are, and sent from there.
+Async<> alltoall_any(CommImpl& c, Blocks in, Blocks out, [[maybe_unused]] std::shared_ptr<Scratch> aside, bool equal, Algo algo) {
+  if (choose(algo, c, Coll::kAlltoall, equal ? in.packed(0) : kSizeNotShared) == Algo::kFlat) co_await alltoallv_pairwise(c, std::move(in), std::move(out));
+  else co_await alltoallv_local_group(c, std::move(in), std::move(out), equal);
+}
+
+Async<> alltoall_blocks(CommImpl& c, const void* sendbuf, Blocks in, Blocks out, bool equal, Algo algo) {
+  std::shared_ptr<Scratch> aside;
+  if (sendbuf == MPI_IN_PLACE) {
+    int span = 0;
+    for (int i = 0; i < c.size(); ++i) span = std::max(span, out.displs[i] + out.counts[i]);
+    const Layout whole(out.element, span);
+    aside = std::make_shared<Scratch>(whole);
+    copy_elements(whole, out.base, aside->get());
+    in = out;
+    in.base = static_cast<char*>(aside->get());
+  }
+  return alltoall_any(c, std::move(in), std::move(out), std::move(aside), equal, algo);
+}
+}  // namespace
+
+Async<> alltoall(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                Algo algo) {
+  Blocks out = Blocks::equal(recvbuf, recvcount, c.size(), recvtype);
+  Blocks in = sendbuf == MPI_IN_PLACE ? Blocks() : Blocks::equal(sendbuf, sendcount, c.size(), sendtype);
+  return alltoall_blocks(c, sendbuf, std::move(in), std::move(out), true, algo);
+}
+
+Async<> alltoallv(CommImpl& c, const void* sendbuf, const int* sendcounts, const int* sdispls, MPI_Datatype sendtype, void* recvbuf,
+                 const int* recvcounts, const int* rdispls, MPI_Datatype recvtype, Algo algo) {
+  check_counts(c, recvcounts, rdispls, "alltoallv");
+  Blocks out(recvbuf, recvcounts, rdispls, c.size(), recvtype);
+  Blocks in;
+  if (sendbuf != MPI_IN_PLACE) {
+    check_counts(c, sendcounts, sdispls, "alltoallv");
+    in = Blocks(sendbuf, sendcounts, sdispls, c.size(), sendtype);
+  }
+  return alltoall_blocks(c, sendbuf, std::move(in), std::move(out), false, algo);
+}
+
+// ---------------------------------------------------------------- composed collectives
+
+namespace {
+// MPI_Reduce_scatter as a reduction of everything to member 0, then a scatter of the
+// result's blocks: both hierarchical (one WAN crossing each way) when so chosen.
+Async<> reduce_then_scatter(CommImpl& c, const void* sendbuf, void* recvbuf, std::vector<int> counts, Layout element, MPI_Op op, Algo algo) {
+  std::vector<int> displs(counts.size(), 0);
+  std::partial_sum(counts.begin(), counts.end() - 1, displs.begin() + 1);
+  const int total = displs.back() + counts.back();
+  const Layout whole(element, total);
+  std::optional<Scratch> result;
+  if (c.me == 0) result.emplace(whole);
+  // In place, the input is recvbuf's `total` elements; this member's block then goes there.
+  const void* input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+  const bool hier_reduce = choose(algo, c, Coll::kReduce, whole.packed, !commutative(op)) != Algo::kFlat;
+  void* reduced = result ? result->get() : nullptr;
+  if (hier_reduce) co_await reduce_hier(c, input, reduced, whole, op, 0);
+  else co_await reduce_binomial(c, input, reduced, whole, op, 0);
+  Blocks in = c.me == 0 ? Blocks(reduced, counts.data(), displs.data(), c.size(), element.type) : Blocks();
+  const Layout mine(element, counts[c.me]);
+  if (choose(algo, c, Coll::kScatter, kSizeNotShared) == Algo::kFlat) co_await scatterv_linear(c, std::move(in), recvbuf, mine, false, 0);
+  else co_await scatterv_hier(c, std::move(in), recvbuf, mine, false, 0, false);
+}
+}  // namespace
+
+Async<> reduce_scatter(CommImpl& c, const void* sendbuf, void* recvbuf, const int* recvcounts, MPI_Datatype type, MPI_Op op, Algo algo) {
+  if (!recvcounts) throw ArgumentError("gridrt: reduce_scatter: counts are needed", MPI_ERR_ARG);
+  for (int i = 0; i < c.size(); ++i)
+    if (recvcounts[i] < 0) throw ArgumentError("gridrt: reduce_scatter: a negative count", MPI_ERR_COUNT);
+  return reduce_then_scatter(c, sendbuf, recvbuf, std::vector<int>(recvcounts, recvcounts + c.size()), Layout(type, 1), op, algo);
+}
+
+Async<> reduce_scatter_block(CommImpl& c, const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type, MPI_Op op, Algo algo) {
+  if (recvcount < 0) throw ArgumentError("gridrt: reduce_scatter_block: a negative count", MPI_ERR_COUNT);
+  return reduce_then_scatter(c, sendbuf, recvbuf, std::vector<int>(c.size(), recvcount), Layout(type, 1), op, algo);
+}
+
+Async<> scan(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, Algo algo) {
+  const Layout l(type, count);
+  // Hierarchical only where clusters hold runs of ranks: cluster order is then rank order.
+  if (choose(algo, c, Coll::kScan, l.packed) == Algo::kFlat || !c.parts_contiguous) return scan_doubling(c, sendbuf, recvbuf, l, op, false);
+  return scan_hier(c, sendbuf, recvbuf, l, op, false);
+}
+
+Async<> exscan(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, Algo algo) {
+  const Layout l(type, count);
+  if (choose(algo, c, Coll::kScan, l.packed) == Algo::kFlat || !c.parts_contiguous) return scan_doubling(c, sendbuf, recvbuf, l, op, true);
+  return scan_hier(c, sendbuf, recvbuf, l, op, true);
+}
+
+// ---------------------------------------------------------------- alltoallw
+
+namespace {
+// MPI_Alltoallw by pairwise exchange: every block has its own datatype and a displacement
+// in bytes. In place, every block sent is what recvbuf holds, packed before any arrives.
+Async<> alltoallw_pairwise(CommImpl& c, std::vector<std::vector<char>> out_blocks, char* recvbuf, std::vector<int> recvcounts,
+                          std::vector<int> rdispls, std::vector<MPI_Datatype> recvtypes) {
+  const int tag = c.next_tag();
+  const int n = c.size();
+  auto receive_layout = [&](int i) { return Layout(recvtypes[i], recvcounts[i]); };
+  unpack(receive_layout(c.me), out_blocks[c.me].data(), recvbuf + rdispls[c.me]);
+  for (int k = 1; k < n; ++k) {
+    const int dst = (c.me + k) % n, src = (c.me - k + n) % n;
+    const Layout from = receive_layout(src);
+    std::vector<char> got(from.packed);
+    std::vector<Step> steps;
+    steps.push_back(receive_from(c, src, tag, got.data(), got.size()));
+    steps.push_back(send_to(c, dst, tag, out_blocks[dst].data(), out_blocks[dst].size()));
+    co_await all(steps);
+    unpack(from, got.data(), recvbuf + rdispls[src]);
+  }
+}
+}  // namespace
+
+Async<> alltoallw(CommImpl& c, const void* sendbuf, const int* sendcounts, const int* sdispls, const MPI_Datatype* sendtypes, void* recvbuf,
+                 const int* recvcounts, const int* rdispls, const MPI_Datatype* recvtypes) {
+  const int n = c.size();
+  check_counts(c, recvcounts, rdispls, "alltoallw");
+  if (!recvtypes) throw ArgumentError("gridrt: alltoallw: datatypes are needed", MPI_ERR_TYPE);
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  if (!in_place) {
+    check_counts(c, sendcounts, sdispls, "alltoallw");
+    if (!sendtypes) throw ArgumentError("gridrt: alltoallw: datatypes are needed", MPI_ERR_TYPE);
+  }
+  // Every block sent is packed now: MPI lets the send buffer be read at any time until the
+  // end, and in place it must be read before anything arrives.
+  std::vector<std::vector<char>> blocks(n);
+  for (int j = 0; j < n; ++j) {
+    const char* base = static_cast<const char*>(in_place ? recvbuf : sendbuf);
+    const int count = in_place ? recvcounts[j] : sendcounts[j];
+    const MPI_Datatype type = in_place ? recvtypes[j] : sendtypes[j];
+    const int displ = in_place ? rdispls[j] : sdispls[j];
+    blocks[j] = packed_copy(Layout(type, count), base + displ);
+  }
+  return alltoallw_pairwise(c, std::move(blocks), static_cast<char*>(recvbuf), std::vector<int>(recvcounts, recvcounts + n),
+                            std::vector<int>(rdispls, rdispls + n), std::vector<MPI_Datatype>(recvtypes, recvtypes + n));
+}
+
+}  // namespace gridrt::detail
