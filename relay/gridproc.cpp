@@ -7,6 +7,10 @@
 // reports the program's exit status (128+N for signal N) in a ProcExit frame. This is how
 // gridrun prefixes every line with cluster and rank and knows which rank failed and how,
 // whatever the launch command (mpiexec, srun) does with output and statuses.
+//
+// It loads the MPI layer (libgridmpi, found beside gridrt's libraries: ../lib from this
+// program) into PROGRAM, and into nothing else (not the process manager's helpers): an
+// unmodified MPI program then runs as one MPI job across the clusters (docs/mpi.md).
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -68,6 +72,17 @@ int connect_relay(const std::string& endpoint) {
   return fd;
 }
 
+// The MPI layer beside this installation's libraries, or "" if there is none.
+std::string mpi_layer() {
+  char self[4096] = {0};
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return "";
+  std::string dir(self, static_cast<std::size_t>(n));
+  dir = dir.substr(0, dir.rfind('/'));
+  const std::string path = dir.substr(0, dir.rfind('/')) + "/lib/libgridmpi.so";
+  return ::access(path.c_str(), R_OK) == 0 ? path : "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -95,6 +110,11 @@ int main(int argc, char** argv) {
 
   SpawnOptions so;
   so.pipe_stdout = so.pipe_stderr = true;
+  const std::string layer = mpi_layer();
+  if (!layer.empty()) {
+    const char* before = std::getenv("LD_PRELOAD");
+    so.env.emplace_back("LD_PRELOAD", before && *before ? layer + ":" + before : layer);
+  }
   so.new_process_group = false;  // stay in the launch command's group: one signal stops all
   Child child;
   try {

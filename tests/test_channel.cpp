@@ -352,6 +352,7 @@ int main(int argc, char** argv) {
   // MPICH reports errors of request completion (a truncated receive's MPI_Test) through
   // MPI_COMM_WORLD's handler: returned here, as the MPI layer arranges in a job.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  gridrt::detail::progress::one_registry_per_thread();
   if (provided < MPI_THREAD_MULTIPLE) {
     std::fprintf(stderr, "test_channel: MPICH gives no MPI_THREAD_MULTIPLE, which these in-process tests need\n");
     return 1;

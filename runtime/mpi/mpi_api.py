@@ -8,9 +8,20 @@ uses to generate:
 
   --pmpi-names FILE   a header that makes every MPI_Name the runtime calls PMPI_Name, so that
                       libgridrt never re-enters an MPI layer loaded in front of it;
-  (more outputs are added by generate_layer.py).
+  --layer-api FILE, --layer-wrappers FILE, --coverage FILE (with --layer-sources)
+                      the MPI layer's definition of every MPI function (libgridmpi, see
+                      docs/mpi.md): each either forwards to the layer's own implementation
+                      (a function the layer's sources define as GRIDMPI(Name)), or passes the
+                      call to MPICH's PMPI entry point when no handle it gets is the layer's
+                      (a communicator that spans clusters, a group or request of the layer),
+                      failing it with MPI_ERR_UNSUPPORTED_OPERATION, naming the function,
+                      when one is; functions that take no such handle are not defined at all
+                      (MPICH's own run, nothing in between), but for those that would give a
+                      cluster-local answer in a grid job (sessions, dynamic processes), which
+                      fail there. The coverage file lists every function and what it does.
 
-Usage: mpi_api.py --include-dir DIR (--pmpi-names FILE | --list)
+Usage: mpi_api.py --include-dir DIR [--pmpi-names FILE] [--layer-sources SRC... --layer-api FILE
+                  --layer-wrappers FILE --coverage FILE] [--list]
 """
 import argparse
 import os
@@ -114,15 +125,165 @@ def pmpi_names(functions):
     return '\n'.join(lines) + '\n'
 
 
+# Handle types whose values may be the layer's own.
+LAYER_HANDLES = {
+    'MPI_Comm': 'gridmpi_grid_comm',
+    'MPI_Group': 'gridmpi_layer_group',
+    'MPI_Request': 'gridmpi_layer_request',
+    'MPI_Message': 'gridmpi_layer_message',
+}
+# Pointer parameters that are read as well as written (the others are results).
+IN_OUT_POINTERS = {('MPI_Comm_disconnect', 'comm')}
+# Functions that would give a cluster-local answer in a grid job whatever their handles,
+# and what they are for the message.
+GRID_UNSUPPORTED = {
+    'MPI_Comm_spawn': 'dynamic processes', 'MPI_Comm_spawn_multiple': 'dynamic processes',
+    'MPI_Comm_connect': 'dynamic processes', 'MPI_Comm_accept': 'dynamic processes',
+    'MPI_Comm_join': 'dynamic processes', 'MPI_Session_init': 'sessions',
+    'MPI_Group_from_session_pset': 'sessions', 'MPI_Comm_create_from_group': 'sessions',
+    'MPI_Intercomm_create_from_groups': 'sessions',
+}
+
+
+# Functions whose communicator, even one spanning clusters, is an MPICH communicator that
+# carries what they touch (the layer's grid communicators are MPICH communicators of their
+# members in this cluster): names, attributes, info, error handlers. MPICH's own.
+GRID_NATIVE = {
+    'MPI_Comm_set_name', 'MPI_Comm_get_name', 'MPI_Comm_set_info', 'MPI_Comm_get_info', 'MPI_Comm_set_attr',
+    'MPI_Comm_delete_attr', 'MPI_Attr_put', 'MPI_Attr_delete', 'MPI_Comm_set_errhandler', 'MPI_Comm_get_errhandler',
+    'MPI_Comm_call_errhandler', 'MPI_Errhandler_set', 'MPI_Errhandler_get', 'MPI_Comm_get_parent',
+    'MPI_Pack', 'MPI_Pack_size', 'MPI_Unpack',  # (their communicator only says how data is laid out)
+}
+
+
+def topic(name):
+    """What an unsupported function belongs to, for its error message."""
+    for prefix, what in (('MPI_Win_', 'one-sided communication (windows)'), ('MPI_File_', 'MPI-IO'),
+                         ('MPI_Neighbor_', 'neighbourhood collectives'), ('MPI_Ineighbor_', 'neighbourhood collectives'),
+                         ('MPI_Dist_graph', 'distributed graph topologies'), ('MPI_Psend', 'partitioned communication'),
+                         ('MPI_Precv', 'partitioned communication'), ('MPI_Pready', 'partitioned communication'),
+                         ('MPI_Parrived', 'partitioned communication'), ('MPIX_', 'an MPICH extension')):
+        if name.startswith(prefix):
+            return what
+    if name in ('MPI_Put', 'MPI_Get', 'MPI_Accumulate', 'MPI_Get_accumulate', 'MPI_Fetch_and_op', 'MPI_Compare_and_swap',
+                'MPI_Rput', 'MPI_Rget', 'MPI_Raccumulate', 'MPI_Rget_accumulate'):
+        return 'one-sided communication (windows)'
+    if name.startswith('MPI_Intercomm_'):
+        return 'intercommunicators'
+    if name == 'MPI_Comm_disconnect':
+        return 'dynamic processes'
+    if name.endswith('_c'):
+        return 'large-count (MPI_Count) variants'
+    return 'this function'
+
+
+def layer_handles(f):
+    """(handle check function, C expression) for every parameter that may carry a layer handle."""
+    out = []
+    for p in f.params:
+        t = p.type.replace('const ', '').strip()
+        if p.array:
+            continue  # (arrays of handles: the completion functions, all implemented by the layer)
+        if t in LAYER_HANDLES:
+            out.append((LAYER_HANDLES[t], p.name))
+        elif t.endswith('*') and t[:-1].strip() in LAYER_HANDLES and (f.name, p.name) in IN_OUT_POINTERS:
+            out.append((LAYER_HANDLES[t[:-1].strip()], '*' + p.name))
+    return out
+
+
+def implemented_in(sources):
+    names = set()
+    for path in sources:
+        with open(path) as f:
+            names.update(re.findall(r'\bGRIDMPI\((MPIX?_[A-Za-z0-9_]+|[A-Za-z0-9_]+)\)\s*\(', f.read()))
+    return {n if n.startswith('MPI') else 'MPI_' + n for n in names}
+
+
+def signature(f, name):
+    params = ', '.join(p.text for p in f.params) or 'void'
+    return '%s %s(%s)' % (f.ret, name, params)
+
+
+def layer_outputs(functions, implemented):
+    """The API header, the wrappers and the coverage table."""
+    by_name = {f.name: f for f in functions}
+    unknown = sorted(implemented - set(by_name))
+    if unknown:
+        sys.exit('mpi_api.py: the layer implements functions MPICH does not declare: ' + ', '.join(unknown))
+    api = ['// Generated by runtime/mpi/mpi_api.py from MPICH\'s headers and the layer\'s sources: do not edit.',
+           '// The MPI functions the layer implements (each defined as GRIDMPI(Name) in runtime/mpi/*.cpp,',
+           '// with MPI\'s signature), and what the generated wrappers ask of it.',
+           '#pragma once', '#include <mpi.h>', '#define GRIDMPI(name) gridmpi_##name', '']
+    api += ['bool gridmpi_grid_comm(MPI_Comm comm);', 'bool gridmpi_layer_group(MPI_Group group);',
+            'bool gridmpi_layer_request(MPI_Request request);', 'bool gridmpi_layer_message(MPI_Message message);',
+            'bool gridmpi_active(void);',
+            '// Fails `function` through the communicator\'s error handler (MPI_ERR_UNSUPPORTED_OPERATION).',
+            'int gridmpi_unsupported(const char* function, MPI_Comm comm, const char* what);', '']
+    wrappers = ['// Generated by runtime/mpi/mpi_api.py from MPICH\'s headers and the layer\'s sources: do not edit.',
+                '// Every MPI function of MPICH that the layer implements or must guard (mpi_api.py says how).',
+                '#include "gridmpi_api.h"', '']
+    coverage = []
+    for f in functions:
+        call_args = ', '.join(p.name for p in f.params if p.type != '...')
+        name = f.name
+        if name in implemented:
+            gname = 'gridmpi_' + name[4:] if name.startswith('MPI_') else 'gridmpi_' + name
+            api.append(signature(f, gname.replace('gridmpi_', 'gridmpi_', 1)) + ';')
+            wrappers.append(signature(f, name) + ' {')
+            wrappers.append('  return %s(%s);' % (gname, call_args))
+            wrappers.append('}')
+            coverage.append((name, 'implemented across clusters by the layer'))
+            continue
+        if name in GRID_NATIVE:
+            coverage.append((name, 'MPICH\'s own (a grid communicator\'s handle is an MPICH communicator carrying it)'))
+            continue
+        if any(p.type == '...' for p in f.params):
+            coverage.append((name, 'MPICH\'s own (no handle of the layer can reach it)'))
+            continue
+        checks = layer_handles(f)
+        if name in GRID_UNSUPPORTED:
+            comm = next((expr for fn, expr in checks if fn == 'gridmpi_grid_comm'), 'MPI_COMM_WORLD')
+            wrappers.append(signature(f, name) + ' {')
+            wrappers.append('  if (gridmpi_active()) return gridmpi_unsupported("%s", %s, "%s");' % (name, comm, GRID_UNSUPPORTED[name]))
+            wrappers.append('  return P%s(%s);' % (name, call_args))
+            wrappers.append('}')
+            coverage.append((name, 'fails in a grid job (%s); MPICH\'s own outside one' % GRID_UNSUPPORTED[name]))
+            continue
+        if not checks:
+            coverage.append((name, 'MPICH\'s own (no handle of the layer can reach it)'))
+            continue
+        comm = next((expr for fn, expr in checks if fn == 'gridmpi_grid_comm'), 'MPI_COMM_WORLD')
+        cond = ' || '.join('%s(%s)' % (fn, expr) for fn, expr in checks)
+        wrappers.append(signature(f, name) + ' {')
+        wrappers.append('  if (gridmpi_active() && (%s))' % cond)
+        wrappers.append('    return gridmpi_unsupported("%s", %s, "%s");' % (name, comm, topic(name)))
+        wrappers.append('  return P%s(%s);' % (name, call_args))
+        wrappers.append('}')
+        coverage.append((name, 'MPICH\'s own on cluster-local handles; fails across clusters (%s)' % topic(name)))
+    table = ['# Generated by runtime/mpi/mpi_api.py: every MPI function of the installed MPICH and what the',
+             '# MPI layer does with it in a grid job.']
+    table += ['%-40s %s' % row for row in coverage]
+    return '\n'.join(api) + '\n', '\n'.join(wrappers) + '\n', '\n'.join(table) + '\n'
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--include-dir', required=True, help="where MPICH's mpi.h, mpi_proto.h and mpio.h are")
     ap.add_argument('--pmpi-names', help='write the PMPI renaming header here')
+    ap.add_argument('--layer-sources', nargs='*', default=[], help="the layer's hand-written sources")
+    ap.add_argument('--layer-api', help="write the layer's API header here")
+    ap.add_argument('--layer-wrappers', help="write the layer's wrappers here")
+    ap.add_argument('--coverage', help='write the table of every function and its treatment here')
     ap.add_argument('--list', action='store_true', help='print every function found')
     args = ap.parse_args()
     functions = read_api(args.include_dir)
     if args.pmpi_names:
         write_if_changed(args.pmpi_names, pmpi_names(functions))
+    if args.layer_api:
+        api, wrappers, table = layer_outputs(functions, implemented_in(args.layer_sources))
+        write_if_changed(args.layer_api, api)
+        write_if_changed(args.layer_wrappers, wrappers)
+        write_if_changed(args.coverage, table)
     if args.list:
         for f in functions:
             print(f.ret, f.name, '(' + ', '.join(map(str, f.params)) + ')')

@@ -113,7 +113,7 @@ std::shared_ptr<CommImpl> CommImpl::make_world() {
   std::vector<int> members(s.topo.size());
   std::iota(members.begin(), members.end(), 0);
   const std::uint32_t context = s.next_context;  // the same in every process: the first contexts after init
-  s.next_context += 2;
+  s.next_context += kContextsPerComm;
   MPI_Comm local = MPI_COMM_NULL;
   MPI_Comm_dup(MPI_COMM_WORLD, &local);
   return make(std::move(members), s.rank, context, local);
@@ -271,12 +271,12 @@ int Comm::cluster_of(int r) const {
 int Comm::nodes_in_cluster() const { return std::max<int>(1, static_cast<int>(impl().nodes.nodes.size())); }
 
 namespace detail {
-// A context pair above every one that any member is in (each process's next_context is),
+// Contexts above every one that any member is in (each process's next_context is),
 // agreed by all members: no two communicators sharing a process ever share a context.
 std::uint32_t agree_on_context(const std::shared_ptr<CommImpl>& parent) {
   unsigned mine = state().next_context, agreed = 0;
   run_collective(parent, allreduce(*parent, &mine, &agreed, 1, MPI_UNSIGNED, MPI_MAX, Algo::kHier));
-  state().next_context = agreed + 2;
+  state().next_context = agreed + kContextsPerComm;
   return agreed;
 }
 
@@ -290,7 +290,7 @@ SplitMembers split_members(const std::shared_ptr<CommImpl>& parent, int color, i
   SplitMembers out;
   unsigned agreed = 0;
   for (int r = 0; r < parent->size(); ++r) agreed = std::max(agreed, static_cast<unsigned>(all[3 * r + 2]));
-  state().next_context = agreed + 2;
+  state().next_context = agreed + kContextsPerComm;
   out.context = agreed;
   // The new members: same color, by key, then by rank here.
   std::vector<int> chosen;

@@ -48,7 +48,8 @@ struct CommImpl {
   std::vector<int> members;  // global rank of each member, by rank here
   int me = -1;               // this process's rank here
   // Its contexts on the transport: `context` its collectives' messages, context + 1 its
-  // members' own point-to-point (the MPI layer's user channel).
+  // members' own point-to-point (the MPI layer's user channel), context + 2 the making of
+  // communicators over some of its members (MPI_Comm_create_group).
   std::uint32_t context = 0;
   MPI_Comm local = MPI_COMM_NULL;  // the members in this process's cluster, in rank order here
   NodeLevel nodes;                 // and on each node
@@ -140,8 +141,8 @@ struct CommImpl {
   static std::shared_ptr<CommImpl> make_world();
 };
 
-// Communicators are made collectively over a parent. A pair of contexts above every one any
-// member uses, agreed by all: no two communicators sharing a process share a context.
+// Communicators are made collectively over a parent. Contexts above every one any member
+// uses, agreed by all: no two communicators sharing a process share a context.
 std::uint32_t agree_on_context(const std::shared_ptr<CommImpl>& parent);
 // MPI_Comm_split's new members: those of the parent with the same color (not MPI_UNDEFINED),
 // ordered by key, then by rank in the parent; `me` stays -1 where color is MPI_UNDEFINED.

@@ -30,21 +30,29 @@ void Pause::operator()() {
 
 namespace progress {
 namespace {
-// Per thread: the application's thread in a process of a job; each rank's in the in-process
-// tests, which run several ranks in one process.
-thread_local std::vector<Pollable*> registered;
-}
+// One for the process (MPI_THREAD_SERIALIZED lets several threads call in turn), or one per
+// thread for the in-process tests, which run several ranks in one process.
+std::vector<Pollable*> process_wide;
+thread_local std::vector<Pollable*> this_thread;
+bool per_thread = false;
+std::vector<Pollable*>& registry() { return per_thread ? this_thread : process_wide; }
+}  // namespace
+
+void one_registry_per_thread() { per_thread = true; }
 
 void add(Pollable* p) {
+  auto& registered = registry();
   if (std::find(registered.begin(), registered.end(), p) == registered.end()) registered.push_back(p);
 }
 
 void remove(Pollable* p) {
+  auto& registered = registry();
   auto it = std::find(registered.begin(), registered.end(), p);
   if (it != registered.end()) *it = nullptr;  // (a pass may be under way: compacted after it)
 }
 
 bool poll_all() {
+  auto& registered = registry();
   if (registered.empty()) return false;
   bool moved = false;
   // A poll may register more or remove any: indices, not iterators, and the size re-read.
@@ -61,10 +69,12 @@ bool poll_all() {
 }
 
 bool needs_mpi() {
+  const auto& registered = registry();
   return std::any_of(registered.begin(), registered.end(), [](const Pollable* p) { return p && p->needs_mpi(); });
 }
 
 bool idle() {
+  const auto& registered = registry();
   return std::none_of(registered.begin(), registered.end(), [](const Pollable* p) { return p != nullptr; });
 }
 }  // namespace progress

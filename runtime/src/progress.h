@@ -63,6 +63,8 @@ void remove(Pollable* p);
 bool poll_all();           // one pass over everything registered; true if anything moved
 bool needs_mpi();          // something registered waits on MPI
 bool idle();               // nothing registered
+// For in-process tests that run several ranks as threads: each thread its own registry.
+void one_registry_per_thread();
 }  // namespace progress
 
 // What one test of a wait found: done, or what waiting on needs.

@@ -17,6 +17,7 @@ namespace gridrt {
 namespace detail {
 
 std::unique_ptr<State> g;
+LayerHooks layer_hooks;
 
 State::State() = default;
 State::~State() = default;
@@ -166,12 +167,14 @@ void init(int* argc, char*** argv, int required) {
     if (r >= first && r < first + local_size) local_rank[r] = r - first;
   }
   g->p2p_channel = std::make_shared<detail::Channel>(peers, local_rank, g->p2p, g->messages, detail::kP2P, n);
+  if (detail::layer_hooks.initialized) detail::layer_hooks.initialized();
 }
 
 void finalize() {
   if (!g) throw Error("gridrt: finalize without init");
   // Nobody leaves while others may still send to them through the relays.
   detail::finalize_barrier();
+  if (detail::layer_hooks.finalizing) detail::layer_hooks.finalizing();
   g->world_comm.reset();  // (communicators the application still holds free theirs at exit)
   g->p2p_channel.reset();
   MPI_Comm_free(&g->p2p);

@@ -21,10 +21,11 @@ class Channel;
 struct CommImpl;
 
 // Contexts keep traffic classes apart on the transport (the frame header's communicator
-// context): gridrt's own point-to-point between global ranks, then two per grid
-// communicator from kFirstCommContext up (its collectives', its members' point-to-point),
-// agreed by its members when it is made.
-enum Context : std::uint32_t { kP2P = 0, kFirstCommContext = 16 };
+// context): gridrt's own point-to-point between global ranks, then kContextsPerComm per grid
+// communicator from kFirstCommContext up (its collectives', its members' point-to-point,
+// and the making of communicators over some of its members), agreed by its members when it
+// is made.
+enum Context : std::uint32_t { kP2P = 0, kFirstCommContext = 16, kContextsPerComm = 3 };
 
 struct State {
   Topology topo;
@@ -58,6 +59,14 @@ std::vector<std::uint32_t> lost_cluster_indices();
 // Takes a lost cluster as known here (the task queue's super-master passes on those it
 // lost, so that every process ends knowing the same ones).
 void mark_cluster_lost(std::uint32_t cluster, const std::string& why);
+// What an MPI layer loaded into the process (libgridmpi, runtime/mpi) asks to hear: that
+// gridrt::init is done, and that gridrt::finalize begins (after its barrier).
+struct LayerHooks {
+  void (*initialized)() = nullptr;
+  void (*finalizing)() = nullptr;
+};
+extern LayerHooks layer_hooks;
+
 // Waits for an MPI request under the wait policy (progress.h), moving the rest meanwhile.
 void wait_mpi(MPI_Request* req, MPI_Status* st);
 

@@ -94,6 +94,11 @@ class Channel : public Pollable {
   MPI_Comm local() const { return local_; }
   MessageTransport* transport() const { return transport_; }
   bool reaches_locally(int peer) const { return local_rank_[peer] >= 0; }
+  int local_rank_of(int peer) const { return local_rank_[peer]; }
+  // The peer behind a rank of `local` (-1 for none): MPICH's statuses name those.
+  int peer_of_local(int r) const { return r >= 0 && r < static_cast<int>(peer_of_local_.size()) ? peer_of_local_[r] : -1; }
+  // Peers on both paths: a wildcard receive must look at both.
+  bool spans() const { return has_local_ && has_remote_; }
 
   // dst / src: a rank, MPI_PROC_NULL, or (receiving) MPI_ANY_SOURCE; tag MPI_ANY_TAG when
   // receiving. A bad rank, tag or count throws ArgumentError of the MPI class it is.
@@ -126,8 +131,6 @@ class Channel : public Pollable {
   bool needs_mpi() const override { return true; }
 
  private:
-  // Peers on both paths: a wildcard receive must look at both.
-  bool spans() const { return has_local_ && has_remote_; }
   void check_peer(int r, bool receiving, const char* what) const;
   void check_tag(int tag, bool receiving) const;
   void post(ChannelOp& op);

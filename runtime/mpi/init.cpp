@@ -1,0 +1,91 @@
+// The life cycle under the MPI layer: MPI_Init joins the grid job (gridrt::init) when
+// gridrun started the process, and is MPICH's alone otherwise; MPI_Finalize leaves it;
+// MPI_Abort ends the whole job.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "layer.h"
+
+namespace {
+
+bool started_by_gridrun() { return std::getenv("GRIDRT_JOB") && std::getenv("GRIDRT_RELAY"); }
+
+// The thread levels across clusters: the runtime's waits and registries are the process's,
+// moved by one thread at a time (its own I/O thread never calls MPI): up to
+// MPI_THREAD_SERIALIZED. MULTIPLE is refused as MPI allows, by providing less, and said.
+int grid_thread_level(int required) {
+  if (required <= MPI_THREAD_SERIALIZED) return required;
+  std::fprintf(stderr,
+               "gridrt: MPI_THREAD_MULTIPLE is not supported across clusters: this process runs at MPI_THREAD_SERIALIZED "
+               "(calls from one thread at a time; docs/mpi.md)\n");
+  return MPI_THREAD_SERIALIZED;
+}
+
+int join(int* argc, char*** argv, int required, int* provided) {
+  if (!started_by_gridrun()) return PMPI_Init_thread(argc, argv, required, provided);
+  const int level = grid_thread_level(required);
+  try {
+    gridrt::init(argc, argv, level);
+  } catch (const std::exception& e) {
+    // Nothing can go on without the job: say why and stop this process (and so the job).
+    std::fprintf(stderr, "%s\n", e.what());
+    std::fflush(nullptr);
+    std::_Exit(1);
+  }
+  if (provided) PMPI_Query_thread(provided);
+  return MPI_SUCCESS;
+}
+
+// The layer hears of the runtime's init and finalize, also in programs written against
+// gridrt's own API (gridrt::init), and takes itself out of LD_PRELOAD so that what this
+// process starts (a shell command, say) does not load it.
+__attribute__((constructor)) void load() {
+  gridrt::detail::layer_hooks = {&gridmpi::on_initialized, &gridmpi::on_finalizing};
+  if (const char* preload = std::getenv("LD_PRELOAD")) {
+    std::string kept, entry;
+    const std::string all = preload;
+    for (std::size_t at = 0; at <= all.size();) {
+      const std::size_t end = all.find_first_of(": ", at);
+      entry = all.substr(at, end == std::string::npos ? std::string::npos : end - at);
+      if (!entry.empty() && entry.find("libgridmpi.so") == std::string::npos) kept += (kept.empty() ? "" : ":") + entry;
+      if (end == std::string::npos) break;
+      at = end + 1;
+    }
+    if (kept.empty()) ::unsetenv("LD_PRELOAD");
+    else ::setenv("LD_PRELOAD", kept.c_str(), 1);
+  }
+}
+
+}  // namespace
+
+int GRIDMPI(Init)(int* argc, char*** argv) {
+  int provided = 0;
+  return join(argc, argv, MPI_THREAD_SINGLE, &provided);
+}
+
+int GRIDMPI(Init_thread)(int* argc, char*** argv, int required, int* provided) { return join(argc, argv, required, provided); }
+
+int GRIDMPI(Finalize)(void) {
+  if (!gridrt::initialized()) return PMPI_Finalize();
+  try {
+    gridrt::finalize();  // (its barrier, then the layer lets go of its state, then MPICH's)
+  } catch (const std::exception& e) {
+    gridmpi::abort_job(1, std::string("MPI_Finalize: ") + e.what());
+  }
+  return MPI_SUCCESS;
+}
+
+int GRIDMPI(Abort)(MPI_Comm comm, int errorcode) {
+  if (!gridmpi::active()) return PMPI_Abort(comm, errorcode);
+  std::string where = "MPI_COMM_WORLD";
+  if (comm != MPI_COMM_WORLD) {
+    char name[MPI_MAX_OBJECT_NAME] = {0};
+    int len = 0;
+    if (comm != MPI_COMM_NULL && PMPI_Comm_get_name(comm, name, &len) == MPI_SUCCESS && len > 0) where = name;
+    else where = "a communicator";
+  }
+  // MPI lets an implementation end every process of the job, whatever the communicator.
+  gridmpi::abort_job(errorcode, "MPI_Abort(" + where + ", " + std::to_string(errorcode) + ")");
+}

@@ -1,0 +1,415 @@
+// The MPI layer's state: its grid communicators, groups, requests and messages, errors,
+// and the runtime's hooks that make MPI_COMM_WORLD the job's (layer.h).
+#include "layer.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <unordered_map>
+
+#include "transport/message_transport.h"
+
+namespace gridmpi {
+
+namespace {
+bool g_active = false;
+std::unordered_map<MPI_Comm, std::shared_ptr<GridComm>> g_comms;
+MPI_Group g_world_group = MPI_GROUP_NULL;  // MPICH's world: this cluster's processes
+
+// Handles of the layer's objects: kind 0 (never one of MPICH's), the object type's bits
+// (group 0x08000000, request 0x2c000000), and an index from 1 (0 is the type's null).
+constexpr int kGroupBits = 0x08000000;
+constexpr int kRequestBits = 0x2c000000;
+constexpr int kMessageBits = 0x2e000000;
+constexpr int kIndexMask = 0x01ffffff;
+
+// A table of objects behind handles, reusing freed slots.
+template <typename T>
+class Table {
+ public:
+  int add(T v) {
+    if (!free_.empty()) {
+      const int i = free_.back();
+      free_.pop_back();
+      slots_[i] = std::move(v);
+      used_[i] = true;
+      return i + 1;
+    }
+    slots_.push_back(std::move(v));
+    used_.push_back(true);
+    if (slots_.size() > static_cast<std::size_t>(kIndexMask)) throw gridrt::Error("gridrt: too many handles at once", MPI_ERR_NO_MEM);
+    return static_cast<int>(slots_.size());
+  }
+  T* find(int index) {
+    const int i = index - 1;
+    return i >= 0 && i < static_cast<int>(slots_.size()) && used_[i] ? &slots_[i] : nullptr;
+  }
+  void remove(int index) {
+    const int i = index - 1;
+    if (i < 0 || i >= static_cast<int>(slots_.size()) || !used_[i]) return;
+    slots_[i] = T();
+    used_[i] = false;
+    free_.push_back(i);
+  }
+  void clear() {
+    slots_.clear();
+    used_.clear();
+    free_.clear();
+  }
+
+ private:
+  std::vector<T> slots_;
+  std::vector<bool> used_;
+  std::vector<int> free_;
+};
+
+Table<std::vector<int>> g_groups;
+Table<std::unique_ptr<Request>> g_requests;
+struct Message {
+  std::shared_ptr<GridComm> comm;
+  gridrt::detail::MessagePtr m;
+};
+Table<Message> g_messages;
+
+// Requests the application let go of while under way (MPI_Request_free): moved on until
+// they end, by every wait (progress.h).
+class Detached : public gridrt::detail::Pollable {
+ public:
+  void add(std::unique_ptr<Request> r) {
+    requests_.push_back(std::move(r));
+    gridrt::detail::progress::add(this);
+  }
+  bool poll() override {
+    requests_.erase(std::remove_if(requests_.begin(), requests_.end(),
+                                   [](const std::unique_ptr<Request>& r) {
+                                     try {
+                                       return test(*r);
+                                     } catch (const std::exception&) {
+                                       return true;  // (nobody is left to tell)
+                                     }
+                                   }),
+                    requests_.end());
+    return requests_.empty();
+  }
+  bool needs_mpi() const override {
+    return std::any_of(requests_.begin(), requests_.end(), [](const auto& r) { return gridmpi::needs_mpi(*r); });
+  }
+  void clear() {
+    gridrt::detail::progress::remove(this);
+    requests_.clear();
+  }
+
+ private:
+  std::vector<std::unique_ptr<Request>> requests_;
+};
+Detached g_detached;
+
+// Error codes with their text: MPICH makes one per (class, text), within its limit.
+int code_for(int error_class, const std::string& what) {
+  static std::map<std::pair<int, std::string>, int> codes;
+  const auto key = std::make_pair(error_class, what);
+  if (auto it = codes.find(key); it != codes.end()) return it->second;
+  if (codes.size() >= 4096) return error_class;
+  int code = error_class;
+  if (PMPI_Add_error_code(error_class, &code) != MPI_SUCCESS) return error_class;
+  PMPI_Add_error_string(code, what.substr(0, MPI_MAX_ERROR_STRING - 1).c_str());
+  codes.emplace(key, code);
+  return code;
+}
+
+bool predefined(MPI_Errhandler h) { return h == MPI_ERRORS_ARE_FATAL || h == MPI_ERRORS_RETURN || h == MPI_ERRORS_ABORT; }
+}  // namespace
+
+bool active() { return g_active; }
+
+GridComm* grid(MPI_Comm comm) {
+  if (g_comms.empty()) return nullptr;
+  auto it = g_comms.find(comm);
+  return it == g_comms.end() ? nullptr : it->second.get();
+}
+
+std::shared_ptr<GridComm> grid_shared(MPI_Comm comm) {
+  auto it = g_comms.find(comm);
+  return it == g_comms.end() ? nullptr : it->second;
+}
+
+int first_rank() { return gridrt::detail::state().topo.clusters[gridrt::detail::state().cluster].first_rank; }
+
+bool in_this_cluster(int global) {
+  const auto& s = gridrt::detail::state();
+  return s.topo.cluster_of(static_cast<std::uint32_t>(global)) == s.cluster;
+}
+
+MPI_Comm adopt(std::vector<int> members, int me, std::uint32_t context, MPI_Comm handle, MPI_Comm local) {
+  if (me < 0) {
+    if (local != MPI_COMM_NULL) PMPI_Comm_free(&local);
+    return MPI_COMM_NULL;
+  }
+  if (std::all_of(members.begin(), members.end(), in_this_cluster)) {  // MPICH's own
+    if (local != MPI_COMM_NULL) PMPI_Comm_free(&local);
+    return handle;
+  }
+  auto g = std::make_shared<GridComm>();
+  g->handle = handle;
+  g->impl = CommImpl::make(std::move(members), me, context, local);
+  g->p2p = std::make_shared<Channel>(g->impl->members, g->impl->local_ranks(), handle, gridrt::detail::state().messages, context + 1,
+                                     static_cast<int>(gridrt::detail::state().topo.size()));
+  g_comms[handle] = g;
+  return handle;
+}
+
+void forget(MPI_Comm comm) { g_comms.erase(comm); }
+
+std::vector<int> native_members(MPI_Comm comm) {
+  MPI_Group g;
+  PMPI_Comm_group(comm, &g);
+  std::vector<int> out = group_members(g);
+  PMPI_Group_free(&g);
+  return out;
+}
+
+std::vector<int> members_of(MPI_Comm comm) {
+  if (GridComm* g = grid(comm)) return g->impl->members;
+  return native_members(comm);
+}
+
+// ---------------------------------------------------------------- errors
+
+int bad_comm(const char* function) {
+  return fail(MPI_COMM_WORLD, MPI_ERR_COMM, std::string(function) + ": not a communicator (MPI_COMM_NULL or freed)");
+}
+
+[[noreturn]] void abort_job(int status, const std::string& why) {
+  std::fflush(nullptr);
+  const int rank = gridrt::detail::g ? gridrt::detail::g->rank : -1;
+  std::fprintf(stderr, "gridrt: rank %d ends the job: %s\n", rank, why.c_str());
+  std::fflush(stderr);
+  // The process monitor reports this status for this rank; the broker then stops the job
+  // everywhere and names the rank.
+  ::_exit(status & 0xff);
+}
+
+int fail(MPI_Comm comm, int error_class, const std::string& what) {
+  const MPI_Comm target = comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm;
+  MPI_Errhandler h = MPI_ERRORS_ARE_FATAL;
+  PMPI_Comm_get_errhandler(target, &h);
+  const bool fatal = h == MPI_ERRORS_ARE_FATAL || h == MPI_ERRORS_ABORT;
+  if (!predefined(h)) PMPI_Errhandler_free(&h);  // (get returns a reference)
+  if (fatal) abort_job(error_class, what);
+  const int code = code_for(error_class, what);
+  PMPI_Comm_call_errhandler(target, code);
+  return code;
+}
+
+void fill_status(MPI_Status* st, const ChannelStatus& cs, int error) {
+  if (st == MPI_STATUS_IGNORE) return;
+  st->MPI_SOURCE = cs.source;
+  st->MPI_TAG = cs.tag;
+  st->MPI_ERROR = error;
+  PMPI_Status_set_elements_x(st, MPI_BYTE, static_cast<MPI_Count>(cs.bytes));
+  PMPI_Status_set_cancelled(st, cs.cancelled ? 1 : 0);
+}
+
+void empty_status(MPI_Status* st) {
+  ChannelStatus none;  // MPI's empty status: any source, any tag, nothing
+  fill_status(st, none, MPI_SUCCESS);
+}
+
+// ---------------------------------------------------------------- groups
+
+bool is_layer_group(MPI_Group group) { return (group & ~kIndexMask) == kGroupBits && (group & kIndexMask) != 0; }
+
+std::vector<int> group_members(MPI_Group group) {
+  if (is_layer_group(group)) {
+    const std::vector<int>* v = g_groups.find(group & kIndexMask);
+    if (!v) throw gridrt::ArgumentError("gridrt: not a group (freed?)", MPI_ERR_GROUP);
+    return *v;
+  }
+  if (group == MPI_GROUP_EMPTY) return {};
+  if (group == MPI_GROUP_NULL) throw gridrt::ArgumentError("gridrt: MPI_GROUP_NULL is not a group", MPI_ERR_GROUP);
+  int n = 0;
+  if (PMPI_Group_size(group, &n) != MPI_SUCCESS) throw gridrt::ArgumentError("gridrt: not a group", MPI_ERR_GROUP);
+  std::vector<int> ranks(n), world(n);
+  for (int i = 0; i < n; ++i) ranks[i] = i;
+  PMPI_Group_translate_ranks(group, n, ranks.data(), g_world_group, world.data());
+  const int first = active() ? first_rank() : 0;
+  for (int& r : world) r += first;
+  return world;
+}
+
+MPI_Group make_group(const std::vector<int>& members) {
+  if (members.empty()) return MPI_GROUP_EMPTY;
+  if (std::all_of(members.begin(), members.end(), in_this_cluster)) {
+    std::vector<int> local(members);
+    const int first = first_rank();
+    for (int& r : local) r -= first;
+    MPI_Group out;
+    gridrt::detail::check_mpi(PMPI_Group_incl(g_world_group, static_cast<int>(local.size()), local.data(), &out), "making a group");
+    return out;
+  }
+  return kGroupBits | g_groups.add(members);
+}
+
+void free_layer_group(MPI_Group* group) {
+  g_groups.remove(*group & kIndexMask);
+  *group = MPI_GROUP_NULL;
+}
+
+// ---------------------------------------------------------------- requests
+
+bool is_layer_request(MPI_Request r) { return (r & ~kIndexMask) == kRequestBits && (r & kIndexMask) != 0; }
+
+MPI_Request new_request(std::unique_ptr<Request> r) { return kRequestBits | g_requests.add(std::move(r)); }
+
+Request* request(MPI_Request r) {
+  auto* p = g_requests.find(r & kIndexMask);
+  return p ? p->get() : nullptr;
+}
+
+std::unique_ptr<Request> release_request(MPI_Request* r) {
+  std::unique_ptr<Request> out;
+  if (auto* p = g_requests.find(*r & kIndexMask)) out = std::move(*p);
+  free_request(r);
+  return out;
+}
+
+void free_request(MPI_Request* r) {
+  g_requests.remove(*r & kIndexMask);
+  *r = MPI_REQUEST_NULL;
+}
+
+void detach(std::unique_ptr<Request> r) {
+  if (!r->complete && (r->op || r->coll)) g_detached.add(std::move(r));
+}
+
+bool test(Request& r) {
+  if (r.complete) return true;
+  if (!r.active) return true;  // an inactive persistent request: nothing to wait for
+  try {
+    if (r.custom) {
+      if (!r.custom()) return false;
+    } else if (r.coll) {
+      if (!r.coll->poll()) return false;
+      r.coll->rethrow();
+      r.status = ChannelStatus{};
+    } else if (r.op) {
+      if (!r.comm->p2p->test(*r.op, &r.status)) return false;
+      if (r.status.truncated) {
+        r.error_class = MPI_ERR_TRUNCATE;
+        r.error = "message from rank " + std::to_string(r.status.source) + " (tag " + std::to_string(r.status.tag) +
+                  ") truncated: longer than the receive buffer";
+      }
+    }
+  } catch (const gridrt::Error& e) {
+    r.error_class = e.error_class;
+    r.error = e.what();
+  }
+  r.complete = true;
+  return true;
+}
+
+bool needs_mpi(const Request& r) {
+  if (r.complete || !r.active) return false;
+  if (r.custom) return true;
+  if (r.coll) return r.coll->needs_mpi();
+  return r.op && r.op->needs_mpi();
+}
+
+int finish(Request& r, MPI_Status* st) {
+  if (!r.active) {
+    empty_status(st);
+    return MPI_SUCCESS;
+  }
+  if (r.send) {  // a send's status says only whether it was cancelled
+    ChannelStatus s;
+    s.cancelled = r.status.cancelled;
+    fill_status(st, s, MPI_SUCCESS);
+  } else {
+    fill_status(st, r.status, MPI_SUCCESS);
+  }
+  if (r.error_class == MPI_SUCCESS) return MPI_SUCCESS;
+  const int code = fail(r.comm ? r.comm->handle : MPI_COMM_WORLD, r.error_class, r.error);
+  if (st != MPI_STATUS_IGNORE) st->MPI_ERROR = code;
+  return code;
+}
+
+void wait_until(const std::function<bool()>& done, const std::function<bool()>& needs_mpi) {
+  gridrt::detail::wait_until(gridrt::detail::state().messages, [&] { return gridrt::detail::Waited{done(), needs_mpi()}; });
+}
+
+bool layer_busy() { return !gridrt::detail::progress::idle(); }
+
+int wait_native(const std::function<int(MPI_Request*)>& start, MPI_Status* st) {
+  MPI_Request r = MPI_REQUEST_NULL;
+  int rc = start(&r);
+  if (rc != MPI_SUCCESS) return rc;
+  int flag = 0;
+  wait_until([&] { return (rc = PMPI_Test(&r, &flag, st)) != MPI_SUCCESS || flag; }, [] { return true; });
+  return rc;
+}
+
+// ---------------------------------------------------------------- messages
+
+MPI_Message new_message(std::shared_ptr<GridComm> comm, gridrt::detail::MessagePtr m) {
+  return kMessageBits | g_messages.add(Message{std::move(comm), std::move(m)});
+}
+
+bool is_layer_message(MPI_Message m) { return (m & ~kIndexMask) == kMessageBits && (m & kIndexMask) != 0; }
+
+std::pair<std::shared_ptr<GridComm>, gridrt::detail::MessagePtr> take_message(MPI_Message* m) {
+  Message* found = g_messages.find(*m & kIndexMask);
+  if (!found) throw gridrt::ArgumentError("gridrt: not a message (received already?)", MPI_ERR_REQUEST);
+  auto out = std::make_pair(found->comm, found->m);
+  g_messages.remove(*m & kIndexMask);
+  *m = MPI_MESSAGE_NULL;
+  return out;
+}
+
+// ---------------------------------------------------------------- the runtime's hooks
+
+void on_initialized() {
+  g_active = true;
+  PMPI_Comm_group(MPI_COMM_WORLD, &g_world_group);
+  make_topology_keyvals();
+  auto& s = gridrt::detail::state();
+  std::shared_ptr<CommImpl> world = s.world_comm;
+  // A job in one cluster: MPI_COMM_WORLD is MPICH's own, nothing of the layer in between.
+  if (world->parts.size() == 1) return;
+  auto g = std::make_shared<GridComm>();
+  g->handle = MPI_COMM_WORLD;
+  g->impl = world;
+  g->p2p = std::make_shared<Channel>(world->members, world->local_ranks(), MPI_COMM_WORLD, s.messages, world->context + 1,
+                                     static_cast<int>(s.topo.size()));
+  g_comms[MPI_COMM_WORLD] = g;
+}
+
+void on_finalizing() {
+  g_detached.clear();
+  g_requests.clear();
+  g_messages.clear();
+  g_groups.clear();
+  g_comms.clear();
+  if (g_world_group != MPI_GROUP_NULL) PMPI_Group_free(&g_world_group);
+  forget_topology_keyvals();
+  g_active = false;
+}
+
+}  // namespace gridmpi
+
+// ---------------------------------------------------------------- what the wrappers ask
+
+bool gridmpi_active(void) { return gridmpi::active(); }
+bool gridmpi_grid_comm(MPI_Comm comm) { return gridmpi::grid(comm) != nullptr; }
+bool gridmpi_layer_group(MPI_Group group) { return gridmpi::is_layer_group(group); }
+bool gridmpi_layer_request(MPI_Request request) { return gridmpi::is_layer_request(request); }
+bool gridmpi_layer_message(MPI_Message message) { return gridmpi::is_layer_message(message); }
+
+int gridmpi_unsupported(const char* function, MPI_Comm comm, const char* what) {
+  const bool spans = gridmpi::grid(comm) != nullptr;
+  return gridmpi::fail(comm, MPI_ERR_UNSUPPORTED_OPERATION,
+                       std::string(function) + " is not supported " + (spans ? "on a communicator that spans clusters" : "in a grid job") +
+                           " (" + what + "; docs/mpi.md)");
+}

@@ -1,0 +1,176 @@
+// libgridmpi, the MPI layer: the MPI C API over MPICH's PMPI entry points, so that an
+// unmodified MPI program run by gridrun has an MPI_COMM_WORLD that spans every cluster of
+// its job (docs/mpi.md). Loaded in front of MPICH by the process monitor (LD_PRELOAD); every
+// MPI function is defined in the generated wrappers (mpi_api.py), which call the functions
+// defined here as GRIDMPI(Name) or guard handles and pass the call to MPICH.
+//
+// Handles. A communicator whose members span clusters (a "grid communicator") is, to the
+// application, an MPICH communicator of its members in this cluster, in rank order: names,
+// attributes, info and error handlers live on it, and its point-to-point inside the cluster
+// travels on it; the layer keeps the rest (members, topology, collectives, the channel to
+// other clusters) in a GridComm under that handle. A communicator inside one cluster is
+// MPICH's own and never touches the layer's state. Groups that hold processes of other
+// clusters, the layer's requests and matched-probe messages have handles MPICH never made
+// (kind 0, "invalid" to MPICH, so that one leaking into MPICH fails loudly there).
+//
+// Every source here is compiled with the PMPI renaming header: the layer calls MPICH alone,
+// and its own functions by their gridmpi_ names.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gridmpi_api.h"
+#include "coll/collectives.h"
+#include "comm.h"
+
+namespace gridmpi {
+
+using gridrt::detail::Channel;
+using gridrt::detail::ChannelStatus;
+using gridrt::detail::CollectiveOp;
+using gridrt::detail::CommImpl;
+using gridrt::detail::OpPtr;
+
+// A grid communicator.
+struct GridComm {
+  MPI_Comm handle = MPI_COMM_NULL;  // the application's: MPICH's communicator of this cluster's members
+  std::shared_ptr<CommImpl> impl;   // the members (global ranks), the topology below, the collectives
+  std::shared_ptr<Channel> p2p;     // the members' own point-to-point, on `handle` and context + 1
+  // A Cartesian or graph topology given to it (MPI_Cart_create, MPI_Graph_create).
+  struct Cart {
+    std::vector<int> dims, periods;
+  };
+  struct Graph {
+    std::vector<int> index, edges;
+  };
+  std::optional<Cart> cart;
+  std::optional<Graph> graph;
+
+  int size() const { return impl->size(); }
+  int rank() const { return impl->me; }
+};
+
+// Whether this process is in a grid job (MPI_Init found gridrun's environment) and not yet
+// finalised.
+bool active();
+// The grid communicator behind a handle, or null (MPICH's own communicator, or not one).
+GridComm* grid(MPI_Comm comm);
+std::shared_ptr<GridComm> grid_shared(MPI_Comm comm);
+
+// A new communicator of these members (global ranks in rank order; this process is member
+// `me`, or -1 when it is not a member) made collectively over a parent: `handle` is the
+// MPICH communicator of the members in this cluster (MPI_COMM_NULL where me is -1), made
+// by the caller from the parent's, and `local` another for the collectives' own messages.
+// When every member sits in this cluster it is `handle` alone, MPICH's own; otherwise a
+// grid communicator is registered under it. Returns what the application gets.
+MPI_Comm adopt(std::vector<int> members, int me, std::uint32_t context, MPI_Comm handle, MPI_Comm local);
+// Forgets a grid communicator (MPI_Comm_free); its MPICH handle is the caller's to free.
+void forget(MPI_Comm comm);
+// Global ranks of the members of an MPICH communicator of this cluster, in rank order.
+std::vector<int> native_members(MPI_Comm comm);
+// Global ranks of a communicator's members, whatever it is.
+std::vector<int> members_of(MPI_Comm comm);
+int first_rank();                  // this cluster's first global rank
+bool in_this_cluster(int global);  // whether a global rank is in this process's cluster
+
+// ---------------------------------------------------------------- errors
+
+// Reports an error of `comm` (or MPI_COMM_WORLD) as MPI does: a code of `error_class`
+// whose MPI_Error_string is `what`, through the communicator's error handler. With
+// MPI_ERRORS_ARE_FATAL (the default) or MPI_ERRORS_ABORT the job ends here, `what` on
+// stderr; otherwise the handler runs and the code is returned.
+int fail(MPI_Comm comm, int error_class, const std::string& what);
+// Ends the whole job with `status`, saying why on stderr, naming this process's rank.
+[[noreturn]] void abort_job(int status, const std::string& why);
+// Runs `body`; a gridrt error it throws is reported through comm's error handler as
+// "FUNCTION: what" with the error's MPI class.
+template <typename F>
+int call(const char* function, MPI_Comm comm, F&& body) {
+  try {
+    return body();
+  } catch (const gridrt::Error& e) {
+    return fail(comm, e.error_class, std::string(function) + ": " + e.what());
+  } catch (const std::exception& e) {
+    return fail(comm, MPI_ERR_INTERN, std::string(function) + ": " + e.what());
+  }
+}
+// MPI_ERR_COMM for a handle that is no communicator.
+int bad_comm(const char* function);
+
+// Fills an MPI status from a channel's (count in bytes: MPI_Get_count divides).
+void fill_status(MPI_Status* st, const ChannelStatus& cs, int error);
+void empty_status(MPI_Status* st);
+
+// ---------------------------------------------------------------- groups
+
+// A group as global ranks; made an MPICH group when all sit in this cluster (then MPICH
+// can take it anywhere), else one of the layer's.
+std::vector<int> group_members(MPI_Group group);
+MPI_Group make_group(const std::vector<int>& members);
+bool is_layer_group(MPI_Group group);
+void free_layer_group(MPI_Group* group);
+
+// ---------------------------------------------------------------- requests
+
+// One of the layer's requests: a point-to-point operation on a grid communicator, a
+// collective in flight, or a persistent one of either (started anew by each MPI_Start).
+struct Request {
+  std::shared_ptr<GridComm> comm;  // (errors go through its handler)
+  OpPtr op;                        // a point-to-point operation, on comm->p2p
+  std::shared_ptr<CollectiveOp> coll;
+  bool send = false;
+  // Anything else the layer waits on (MPI_Comm_idup's agreement): true once over; may throw.
+  std::function<bool()> custom;
+  // Persistent: what MPI_Start does, and whether it is under way.
+  std::function<void(Request&)> restart;
+  bool persistent = false, active = true;
+  // Whether it is over, and with what (tested by test(): set once).
+  bool complete = false;
+  ChannelStatus status;
+  int error_class = MPI_SUCCESS;
+  std::string error;
+};
+bool is_layer_request(MPI_Request r);
+MPI_Request new_request(std::unique_ptr<Request> r);
+Request* request(MPI_Request r);
+void free_request(MPI_Request* r);
+// Takes a request out of the table (its handle becomes MPI_REQUEST_NULL).
+std::unique_ptr<Request> release_request(MPI_Request* r);
+// Tests one of the layer's requests (moving it on); true once it is over.
+bool test(Request& r);
+// Whether waiting for it needs MPI to be polled.
+bool needs_mpi(const Request& r);
+// A request's outcome for the application: the status filled, the error (reported through
+// its communicator's handler) returned as a code.
+int finish(Request& r, MPI_Status* st);
+// Lets an unfinished operation go on by itself (MPI_Request_free of an active request).
+void detach(std::unique_ptr<Request> r);
+
+// Waits, as the runtime waits (progress.h), until done() holds; needs_mpi() says whether MPI
+// must be polled meanwhile.
+void wait_until(const std::function<bool()>& done, const std::function<bool()>& needs_mpi);
+
+// Whether the layer has work in flight that only waits move on (non-blocking collectives,
+// held-back receives): MPICH's blocking calls must then be made non-blocking and waited for
+// as the runtime waits, so that it moves meanwhile (MPI's progress rule).
+bool layer_busy();
+// An MPICH operation started by start(&request), waited for so.
+int wait_native(const std::function<int(MPI_Request*)>& start, MPI_Status* st = MPI_STATUS_IGNORE);
+
+// Matched-probe messages of grid communicators.
+MPI_Message new_message(std::shared_ptr<GridComm> comm, gridrt::detail::MessagePtr m);
+bool is_layer_message(MPI_Message m);
+std::pair<std::shared_ptr<GridComm>, gridrt::detail::MessagePtr> take_message(MPI_Message* m);
+
+// ---------------------------------------------------------------- the runtime's hooks
+
+void on_initialized();  // gridrt::init is done: MPI_COMM_WORLD becomes the job's
+void make_topology_keyvals();  // (topology.cpp)
+void forget_topology_keyvals();
+void on_finalizing();   // gridrt::finalize begins: the layer's state goes
+
+}  // namespace gridmpi
