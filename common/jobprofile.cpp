@@ -151,3 +151,40 @@ JobSpec parse_job_profile(const std::string& path, const std::string& text, cons
 }
 
 }  // namespace gridrt
+
+namespace gridrt {
+
+JobSpec command_job(const std::string& program, const std::vector<std::string>& args, long processes) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::string path = program;
+  if (program.find('/') == std::string::npos) {  // on PATH, as a shell (and mpiexec) would find it
+    path.clear();
+    const char* dirs = std::getenv("PATH");
+    std::string all = dirs ? dirs : "/usr/local/bin:/usr/bin:/bin";
+    for (std::size_t at = 0; at <= all.size() && path.empty();) {
+      const std::size_t end = all.find(':', at);
+      const std::string dir = all.substr(at, end == std::string::npos ? std::string::npos : end - at);
+      const fs::path candidate = fs::path(dir.empty() ? "." : dir) / program;
+      if (::access(candidate.c_str(), X_OK) == 0 && !fs::is_directory(candidate, ec)) path = candidate.string();
+      if (end == std::string::npos) break;
+      at = end + 1;
+    }
+    if (path.empty()) throw InputError("program '" + program + "': not found on PATH");
+  }
+  const fs::path abs = fs::absolute(path, ec);
+  if (ec || !fs::exists(abs, ec)) throw InputError("program '" + program + "' does not exist");
+  if (fs::is_directory(abs, ec)) throw InputError("program '" + program + "' is a directory");
+  if (::access(abs.c_str(), X_OK) != 0) throw InputError("program '" + program + "' is not executable");
+  if (processes < 1 || processes > 1000000) throw InputError("-n takes a number of processes from 1 to 1000000");
+  JobSpec spec;
+  spec.app_id = abs.filename().string();
+  spec.task_id = spec.app_id;
+  spec.groups.push_back({spec.app_id, static_cast<std::uint32_t>(processes)});
+  spec.executable = abs.lexically_normal().string();
+  spec.args = args;
+  spec.workdir = fs::current_path(ec).string();
+  return spec;
+}
+
+}  // namespace gridrt

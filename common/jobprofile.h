@@ -19,4 +19,9 @@ using Variables = std::map<std::string, std::string>;
 JobSpec load_job_profile(const std::string& path, const Variables& vars);
 JobSpec parse_job_profile(const std::string& path, const std::string& text, const Variables& vars);
 
+// The job of `gridrun -n N PROGRAM ARGS...`: one group of `processes` processes running
+// PROGRAM (found on PATH when its name has no slash), in this working directory. Throws
+// InputError when the program cannot be run.
+JobSpec command_job(const std::string& program, const std::vector<std::string>& args, long processes);
+
 }  // namespace gridrt

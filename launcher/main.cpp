@@ -19,16 +19,23 @@
 
 namespace {
 
-const char* kUsage = R"(usage: gridrun [options] JOBPROFILE.xml
+const char* kUsage = R"(usage: gridrun [options] -n N PROGRAM [ARGS...]
+       gridrun [options] JOBPROFILE.xml
        gridrun ca ...      (the grid's certificate authority: gridrun ca --help)
 
-Runs the job a JobProfile describes as one MPI job across the clusters of a grid: every
-cluster runs its part as an ordinary MPICH job behind its relay, and the runtime library
-(libgridrt) connects the parts. Output lines are prefixed with [cluster:rank].
+Runs an MPI program, or the job a JobProfile describes, as one MPI job across the clusters
+of a grid: every cluster runs its part as an ordinary MPICH job behind its relay, and
+gridrt connects the parts. MPI_COMM_WORLD holds every process of the job: an unmodified MPI
+program runs across clusters (docs/mpi.md). Output lines are prefixed with [cluster:rank].
+
+The first argument that is not an option is the JobProfile if it ends in .xml, else the
+program; what follows the program is its arguments (and `--` ends the options). A program
+runs as a job of one group of N processes, in gridrun's working directory; it is found on
+PATH if its name has no slash.
 
 Job options:
-  -n N                 number of processes: sets $NPROCS in the profile
-                       (default: every slot of the grid)
+  -n N, -np N          number of processes (default: every slot of the embedded grid);
+                       with a JobProfile: sets $NPROCS in it
   --var NAME=VALUE     sets $NAME in the profile (repeatable)
   --dry-run            print how the groups map onto clusters and ranks, run nothing
   --explain            print how each pair of clusters connects, and why (with
@@ -92,7 +99,8 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "ca") return ca_command(argc - 1, argv + 1);
   // The job's lines appear as they come, also when gridrun's output goes to a file or pipe.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  std::string profile, grid_path, nprocs;
+  std::string profile, program, grid_path, nprocs;
+  std::vector<std::string> program_args;
   Variables vars;
   SubmitOptions sub;
   bool dry_run = false;
@@ -106,8 +114,13 @@ int main(int argc, char** argv) {
     if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
-    } else if (a == "-n") {
+    } else if (a == "-n" || a == "-np") {
       nprocs = value();
+    } else if (a == "--") {
+      if (i + 1 >= argc) usage_error("-- must be followed by the program to run");
+      program = argv[++i];
+      program_args.assign(argv + i + 1, argv + argc);
+      break;
     } else if (a == "--var") {
       const std::string kv = value();
       const auto eq = kv.find('=');
@@ -137,13 +150,18 @@ int main(int argc, char** argv) {
       sub.creds.ca = value();
     } else if (!a.empty() && a[0] == '-') {
       usage_error("unknown option '" + a + "'");
-    } else if (profile.empty()) {
+    } else if (a.size() > 4 && a.compare(a.size() - 4, 4, ".xml") == 0) {
+      if (!profile.empty()) usage_error("only one JobProfile may be given ('" + profile + "' and '" + a + "')");
       profile = a;
-    } else {
-      usage_error("only one JobProfile may be given ('" + profile + "' and '" + a + "')");
+    } else {  // the program: the rest is its own
+      program = a;
+      program_args.assign(argv + i + 1, argv + argc);
+      break;
     }
   }
-  if (profile.empty()) usage_error("no JobProfile given");
+  if (profile.empty() && program.empty()) usage_error("no program or JobProfile given");
+  if (!profile.empty() && !program.empty()) usage_error("a JobProfile ('" + profile + "') and a program ('" + program + "') given: one or the other");
+  if (!program.empty() && !vars.empty()) usage_error("--var fills in a JobProfile; a program takes its own arguments");
   const bool embedded = sub.broker.empty();
   if (!embedded && (sub.creds.cert.empty() || sub.creds.key.empty() || sub.creds.ca.empty()))
     usage_error("--broker needs --cert, --key and --ca");
@@ -190,7 +208,9 @@ int main(int argc, char** argv) {
       vars["NPROCS"] = std::to_string(grid.total_slots());
     }
     vars.emplace("GRIDRT_BIN", bin_dir);
-    const JobSpec spec = load_job_profile(profile, vars);
+    if (!program.empty() && !vars.count("NPROCS")) usage_error("-n N is needed to run a program on a grid given by --broker");
+    const JobSpec spec = program.empty() ? load_job_profile(profile, vars)
+                                         : command_job(program, program_args, std::atol(vars["NPROCS"].c_str()));
 
     if (dry_run && embedded) {
       const Topology t = map_job(spec, offers_of(grid));

@@ -68,19 +68,19 @@ void ensure_topology(MPI_Comm comm) {
   if (flag) return;
   const std::vector<int> members = gridmpi::members_of(comm);
   const std::size_t n = members.size();
-  auto* depths = new Depths{std::vector<int>(n, GRIDRT_LEVELS)};
+  auto* depths = new Depths{std::vector<int>(n, MPICHX_LEVELS)};
   auto* colors = new Colors;
-  colors->all.resize(GRIDRT_LEVELS * n, 0);
+  colors->all.resize(MPICHX_LEVELS * n, 0);
   const std::vector<int> site = renumbered(members, gridrt::Level::kSite), cluster = renumbered(members, gridrt::Level::kCluster),
                          node = renumbered(members, gridrt::Level::kNode);
   for (std::size_t r = 0; r < n; ++r) {
-    int* row = &colors->all[GRIDRT_LEVELS * r];
-    row[GRIDRT_LEVEL_GRID] = 0;
-    row[GRIDRT_LEVEL_SITE] = site[r];
-    row[GRIDRT_LEVEL_CLUSTER] = cluster[r];
-    row[GRIDRT_LEVEL_NODE] = node[r];
+    int* row = &colors->all[MPICHX_LEVELS * r];
+    row[MPICHX_LEVEL_GRID] = 0;
+    row[MPICHX_LEVEL_SITE] = site[r];
+    row[MPICHX_LEVEL_CLUSTER] = cluster[r];
+    row[MPICHX_LEVEL_NODE] = node[r];
   }
-  for (std::size_t r = 0; r < n; ++r) colors->rows.push_back(&colors->all[GRIDRT_LEVELS * r]);
+  for (std::size_t r = 0; r < n; ++r) colors->rows.push_back(&colors->all[MPICHX_LEVELS * r]);
   auto* groups = new GroupColors;
   for (int m : members) groups->color.push_back(gridrt::group_of(m));
   PMPI_Comm_set_attr(comm, MPICHX_TOPOLOGY_DEPTHS, depths);

@@ -163,6 +163,14 @@ int gridrt_test(gridrt_request* req, int* done, gridrt_status* status) {
 }
 int gridrt_barrier(void) { return guarded(GRIDRT_ERR_COMM, [] { gridrt::barrier(); }); }
 
+int gridrt_wan_traffic(unsigned long long* messages, unsigned long long* bytes) {
+  return guarded(GRIDRT_ERR_COMM, [&] {
+    const gridrt::WanTraffic t = gridrt::wan_traffic();
+    *messages = t.messages;
+    *bytes = t.bytes;
+  });
+}
+
 
 int gridrt_comm_world(gridrt_comm* out) {
   return run([&] { handle(out_param(out, "gridrt_comm_world"), gridrt::Comm::world()); }, GRIDRT_ERR_ARG, GRIDRT_ERR_STATE);

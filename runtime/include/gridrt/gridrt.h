@@ -52,6 +52,8 @@ int gridrt_irecv(void* buf, size_t capacity, int src, int tag, gridrt_request* r
 int gridrt_wait(gridrt_request* req, gridrt_status* status);
 int gridrt_test(gridrt_request* req, int* done, gridrt_status* status);
 int gridrt_barrier(void);
+/* What this process has sent to other sites through the relays so far (gridrt::wan_traffic). */
+int gridrt_wan_traffic(unsigned long long* messages, unsigned long long* bytes);
 
 /* Grid communicators and their collectives (gridrt::Comm; docs/algorithms.md). A handle is
  * freed with gridrt_comm_free; gridrt_comm_split gives NULL for color MPI_UNDEFINED. Counts
