@@ -4,13 +4,14 @@
 set -euo pipefail
 
 packages=(
-  g++ make cmake             # toolchain
+  g++ gfortran make cmake    # toolchain (Fortran: the MPI layer's Fortran test)
   python3                    # generates the MPI layer's wrappers from MPICH's headers
   libboost-dev               # Boost.Asio (headers)
   libssl-dev                 # OpenSSL: TLS 1.3, certificates
   libpugixml-dev             # JobProfile and grid description XML
   mpich libmpich-dev         # MPICH: mpiexec (hydra) and the MPI library
   libgtest-dev               # GoogleTest
+  netpipe-mpich2             # NetPIPE (NPmpich2), an unmodified MPI program the tests run across clusters
   iproute2 iptables          # the three-site test network (network namespaces, firewalls, NAT)
 )
 

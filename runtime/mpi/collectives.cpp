@@ -37,7 +37,7 @@ int persistent(const char* function, MPI_Comm comm, MPI_Request* request, Make m
   std::shared_ptr<gridmpi::GridComm> g = gridmpi::grid_shared(comm);
   if (!g) return native();
   return gridmpi::call(function, comm, [&] {
-    make(*g->impl);  // (checks the arguments now, as MPI would; this run is dropped unstarted)
+    static_cast<void>(make(*g->impl));  // (checks the arguments now, as MPI would; this run is dropped unstarted)
     auto r = std::make_unique<gridmpi::Request>();
     r->comm = g;
     r->persistent = true;

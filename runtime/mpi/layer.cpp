@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <unordered_map>
 
@@ -107,16 +108,21 @@ class Detached : public gridrt::detail::Pollable {
 };
 Detached g_detached;
 
-// Error codes with their text: MPICH makes one per (class, text), within its limit.
+// Error codes with their text: MPICH makes one per (class, text), within its limit. (MPICH
+// 4.0.2's MPI_Error_string garbles the text of a code added to a predefined class, so the
+// layer answers for its own codes: GRIDMPI(Error_string) below.)
+std::map<std::pair<int, std::string>, int> g_codes;
+std::map<int, std::string> g_texts;
 int code_for(int error_class, const std::string& what) {
-  static std::map<std::pair<int, std::string>, int> codes;
   const auto key = std::make_pair(error_class, what);
-  if (auto it = codes.find(key); it != codes.end()) return it->second;
-  if (codes.size() >= 4096) return error_class;
+  if (auto it = g_codes.find(key); it != g_codes.end()) return it->second;
+  if (g_codes.size() >= 4096) return error_class;
   int code = error_class;
   if (PMPI_Add_error_code(error_class, &code) != MPI_SUCCESS) return error_class;
-  PMPI_Add_error_string(code, what.substr(0, MPI_MAX_ERROR_STRING - 1).c_str());
-  codes.emplace(key, code);
+  const std::string text = what.substr(0, MPI_MAX_ERROR_STRING - 1);
+  PMPI_Add_error_string(code, text.c_str());
+  g_codes.emplace(key, code);
+  g_texts.emplace(code, text);
   return code;
 }
 
@@ -398,6 +404,14 @@ void on_finalizing() {
 }
 
 }  // namespace gridmpi
+
+int GRIDMPI(Error_string)(int errorcode, char* string, int* resultlen) {
+  auto it = gridmpi::g_texts.find(errorcode);
+  if (it == gridmpi::g_texts.end()) return PMPI_Error_string(errorcode, string, resultlen);
+  std::memcpy(string, it->second.c_str(), it->second.size() + 1);
+  *resultlen = static_cast<int>(it->second.size());
+  return MPI_SUCCESS;
+}
 
 // ---------------------------------------------------------------- what the wrappers ask
 

@@ -1,0 +1,195 @@
+// Unmodified MPI programs across clusters: the plain MPI programs of tests/mpi (built
+// against MPICH alone, no gridrt header or library), Debian's NetPIPE, and a Fortran
+// program, run by `gridrun -n N PROGRAM` on grids of two and three clusters of unequal
+// sizes, through the MPI layer the process monitor loads into them. And the layer itself:
+// every MPI function accounted for, nothing of it calling MPI but through PMPI, MPICH
+// unchanged without gridrun.
+#include <mpi.h>
+
+#include <cstdlib>
+#include <map>
+#include <regex>
+
+#include "run_support.h"
+
+namespace {
+
+const std::string kMpiTests = GRIDRT_MPI_TESTS_DIR;
+const std::string kLib = GRIDRT_LIB_DIR;
+
+// The grids the programs run on: two clusters of 2 and 1 slots, three of 1, 2 and 2 at
+// three sites, and three clusters at two sites (two sharing a site's LAN).
+struct Grid {
+  std::string path;
+  int processes;
+  std::string what;
+};
+std::vector<Grid> grids() {
+  return {{grid_with_sites({{"A", 2}, {"B", 1}}), 3, "2 clusters of 2 and 1"},
+          {grid_with_sites({{"A", 1}, {"B", 2}, {"C", 2}}), 5, "3 clusters of 1, 2 and 2"},
+          {grid_with_sites({{"A", 2}, {"A", 1}, {"B", 1}}), 4, "3 clusters at 2 sites"}};
+}
+
+Outcome run(const Grid& g, const std::string& program, const std::vector<std::string>& args = {}) {
+  std::vector<std::string> argv = {"--grid", g.path, "-n", std::to_string(g.processes), program};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return gridrun(argv);
+}
+
+// Runs tests/mpi/`program` on every grid; it must pass its checks everywhere.
+void passes_everywhere(const std::string& program) {
+  for (const Grid& g : grids()) {
+    const Outcome r = run(g, kMpiTests + "/mpi_" + program);
+    EXPECT_EQ(r.status, 0) << g.what << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find(program + ": "), std::string::npos) << g.what << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find(" checks passed on " + std::to_string(g.processes) + " processes"), std::string::npos)
+        << g.what << "\n" << r.out << r.err;
+  }
+  expect_nothing_left();
+}
+
+// Sets an environment variable for the scope (gridrun's embedded grid passes its
+// environment on to the job's processes).
+struct Env {
+  std::string name;
+  Env(const std::string& n, const std::string& value) : name(n) { ::setenv(n.c_str(), value.c_str(), 1); }
+  ~Env() { ::unsetenv(name.c_str()); }
+};
+
+// Runs a shell command, returning what it printed.
+std::string shell(const std::string& cmd) {
+  std::string out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  char buf[4096];
+  for (std::size_t n; p && (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  if (p) ::pclose(p);
+  return out;
+}
+
+}  // namespace
+
+TEST(MpiLayer, PointToPointInEveryModeWithMpisMatchingAndOrdering) { passes_everywhere("p2p"); }
+
+TEST(MpiLayer, EveryCollectiveBlockingNonBlockingAndPersistent) {
+  passes_everywhere("coll");
+  Env flat("GRIDRT_COLL", "flat");
+  passes_everywhere("coll");
+}
+
+// Also: a communicator of one cluster's processes sends nothing across sites (the relays
+// count what crosses; with direct connections off, all of it goes through them).
+TEST(MpiLayer, CommunicatorsGroupsAttributesTopologiesAndErrors) {
+  Env relays_only("GRIDRT_DIRECT", "off");
+  passes_everywhere("comms");
+}
+
+TEST(MpiLayer, LifeCycleAndThreadLevels) {
+  const Grid g = grids()[0];
+  const Outcome r = run(g, kMpiTests + "/mpi_world");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("world: 3 processes, thread level " + std::to_string(MPI_THREAD_SERIALIZED)), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("MPI_THREAD_MULTIPLE is not supported across clusters"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("world: 30 checks passed on 3 processes"), std::string::npos) << r.out << r.err;
+  expect_nothing_left();
+}
+
+TEST(MpiLayer, AbortEndsTheWholeJobWithItsCodeAndNamesTheRank) {
+  const Grid g = grids()[1];
+  const Outcome r = run(g, kMpiTests + "/mpi_abort", {"7"});
+  EXPECT_EQ(r.status, 7) << r.out << r.err;
+  EXPECT_NE(r.err.find("[c2:4] gridrt: rank 4 ends the job: MPI_Abort(MPI_COMM_WORLD, 7)"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.err.find("rank 4 (cluster c2) exited with status 7"), std::string::npos) << r.err;
+  expect_nothing_left();
+}
+
+TEST(MpiLayer, AFortranProgram) {
+  for (const Grid& g : grids()) {
+    const Outcome r = run(g, kMpiTests + "/mpi_fortran");
+    EXPECT_EQ(r.status, 0) << g.what << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find("fortran: checks passed on " + std::to_string(g.processes) + " processes"), std::string::npos) << r.out << r.err;
+  }
+  expect_nothing_left();
+}
+
+// Debian's NetPIPE, unmodified, between two clusters: its integrity check up to 1.5 MB (every
+// byte of every message compared), then its measurements with synchronous sends.
+TEST(MpiLayer, NetPipeUnmodifiedBetweenTwoClusters) {
+  if (::access("/usr/bin/NPmpich2", X_OK) != 0) GTEST_SKIP() << "NPmpich2 is missing (scripts/install-deps.sh installs netpipe-mpich2)";
+  const std::string grid = grid_with_sites({{"A", 1}, {"B", 1}});
+  Outcome r = gridrun({"--grid", grid, "-n", "2", "NPmpich2", "-i", "-n", "3", "-u", "1600000"});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  const std::string said = r.out + r.err;  // (NetPIPE writes its progress to stderr)
+  const std::regex passed(R"(\[c0:0\] +\d+: +(\d+) bytes +3 times --> +Integrity check passed)");
+  std::size_t checked = 0, largest = 0;
+  for (auto it = std::sregex_iterator(said.begin(), said.end(), passed); it != std::sregex_iterator(); ++it, ++checked)
+    largest = std::max<std::size_t>(largest, std::stoul((*it)[1]));
+  EXPECT_GE(checked, 30u) << said;
+  EXPECT_GE(largest, 1000000u) << said;
+  EXPECT_EQ(said.find("Integrity check failed"), std::string::npos) << said;
+  r = gridrun({"--grid", grid, "-n", "2", "NPmpich2", "-S", "-n", "5", "-u", "65536"});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("65536 bytes      5 times -->"), std::string::npos) << r.out << r.err;
+  expect_nothing_left();
+}
+
+// The quick mode's arguments: the program's own follow it; bad ones are named.
+TEST(MpiLayer, QuickModeTakesTheProgramsArgumentsAndNamesBadInput) {
+  Outcome r = gridrun({"--grid", grids()[0].path, "-np", "3", "--", kMpiTests + "/mpi_abort", "9"});
+  EXPECT_EQ(r.status, 9) << r.out << r.err;
+  r = gridrun({"-n", "2", "no-such-program-anywhere"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("program 'no-such-program-anywhere': not found on PATH"), std::string::npos) << r.err;
+  const std::string plain = ::testing::TempDir() + "/not-a-program";
+  std::ofstream(plain) << "data\n";
+  fs::permissions(plain, fs::perms::owner_read | fs::perms::owner_write);
+  r = gridrun({"-n", "2", plain});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("is not executable"), std::string::npos) << r.err;
+  r = gridrun({"--var", "X=1", "-n", "2", "hostname"});
+  EXPECT_EQ(r.status, 2);
+  r = gridrun({"--clusters", "2", "--ranks-per-cluster", "1", "-n", "2", "hostname"});  // not an MPI program: runs as is
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("[c1:1] "), std::string::npos) << r.out;
+  expect_nothing_left();
+}
+
+// Without gridrun (no job to join) a program with the layer loaded is MPICH's alone:
+// MPI_COMM_WORLD is mpiexec's, MPI_THREAD_MULTIPLE is given.
+TEST(MpiLayer, WithoutGridrunTheLayerLeavesMpichAsItIs) {
+  const std::string out = shell("LD_PRELOAD=" + kLib + "/libgridmpi.so mpiexec -launcher fork -n 3 " + kMpiTests + "/mpi_world 2>&1");
+  EXPECT_NE(out.find("world: 3 processes, thread level " + std::to_string(MPI_THREAD_MULTIPLE)), std::string::npos) << out;
+  EXPECT_NE(out.find("world: 30 checks passed on 3 processes"), std::string::npos) << out;
+  EXPECT_EQ(out.find("not supported"), std::string::npos) << out;
+  const std::string p2p = shell("LD_PRELOAD=" + kLib + "/libgridmpi.so mpiexec -launcher fork -n 3 " + kMpiTests + "/mpi_p2p 2>&1");
+  EXPECT_NE(p2p.find("p2p: 134 checks passed on 3 processes"), std::string::npos) << p2p;
+}
+
+// Every MPI function of the installed MPICH is accounted for (mpi_api.py's coverage table):
+// those the layer implements or guards are defined by libgridmpi, the rest are MPICH's own
+// and take no handle of the layer. Neither libgridrt nor the layer calls MPI but through
+// PMPI: a layer loaded in front of MPICH is never re-entered.
+TEST(MpiLayer, EveryFunctionIsAccountedForAndTheRuntimeCallsOnlyPmpi) {
+  const std::string table = slurp(GRIDRT_MPI_COVERAGE);
+  const std::string defined = shell("nm -D --defined-only " + kLib + "/libgridmpi.so");
+  std::istringstream in(table);
+  std::map<std::string, int> kinds;
+  int functions = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    ++functions;
+    const std::string name = line.substr(0, line.find(' '));
+    const bool layer = line.find("implemented") != std::string::npos || line.find("fails") != std::string::npos;
+    ++kinds[layer ? "layer" : "mpich"];
+    if (layer) {
+      EXPECT_NE(defined.find(" T " + name + "\n"), std::string::npos) << name << " is not defined by libgridmpi";
+    }
+  }
+  EXPECT_GE(functions, 600);
+  EXPECT_GE(kinds["layer"], 250);
+  EXPECT_EQ(defined.find(" T PMPI_"), std::string::npos) << "libgridmpi must not define PMPI_ names";
+  for (const std::string lib : {"libgridrt.so", "libgridmpi.so"}) {
+    const std::string undefined = shell("nm -D --undefined-only " + kLib + "/" + lib);
+    EXPECT_EQ(undefined.find(" MPI_"), std::string::npos) << lib << " calls MPI_ functions:\n" << undefined;
+    EXPECT_NE(undefined.find(" PMPI_"), std::string::npos) << lib;
+  }
+}
