@@ -83,6 +83,8 @@ TEST(MpiLayer, CommunicatorsGroupsAttributesTopologiesAndErrors) {
   passes_everywhere("comms");
 }
 
+TEST(MpiLayer, IntercommunicatorsBetweenGroupsThatSpanClusters) { passes_everywhere("intercomm"); }
+
 TEST(MpiLayer, LifeCycleAndThreadLevels) {
   const Grid g = grids()[0];
   const Outcome r = run(g, kMpiTests + "/mpi_world");

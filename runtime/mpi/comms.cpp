@@ -106,13 +106,13 @@ int GRIDMPI(Comm_compare)(MPI_Comm a, MPI_Comm b, int* result) {
 int GRIDMPI(Comm_dup)(MPI_Comm comm, MPI_Comm* newcomm) {
   GridComm* g = gridmpi::grid(comm);
   if (!g) return PMPI_Comm_dup(comm, newcomm);
-  return gridmpi::call("MPI_Comm_dup", comm, [&] { return dup_grid(*g, MPI_INFO_NULL, newcomm); });
+  return gridmpi::call("MPI_Comm_dup", comm, [&] { return g->inter() ? gridmpi::dup_inter(*g, MPI_INFO_NULL, newcomm) : dup_grid(*g, MPI_INFO_NULL, newcomm); });
 }
 
 int GRIDMPI(Comm_dup_with_info)(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm) {
   GridComm* g = gridmpi::grid(comm);
   if (!g) return PMPI_Comm_dup_with_info(comm, info, newcomm);
-  return gridmpi::call("MPI_Comm_dup_with_info", comm, [&] { return dup_grid(*g, info, newcomm); });
+  return gridmpi::call("MPI_Comm_dup_with_info", comm, [&] { return g->inter() ? gridmpi::dup_inter(*g, info, newcomm) : dup_grid(*g, info, newcomm); });
 }
 
 namespace {
@@ -159,17 +159,20 @@ int idup_grid(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm, MPI_Request* requ
 
 int GRIDMPI(Comm_idup)(MPI_Comm comm, MPI_Comm* newcomm, MPI_Request* request) {
   if (!gridmpi::grid(comm)) return PMPI_Comm_idup(comm, newcomm, request);
+  if (gridmpi::grid_inter(comm)) return gridmpi::not_across_groups("MPI_Comm_idup", comm);
   return gridmpi::call("MPI_Comm_idup", comm, [&] { return idup_grid(comm, MPI_INFO_NULL, newcomm, request); });
 }
 
 int GRIDMPI(Comm_idup_with_info)(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm, MPI_Request* request) {
   if (!gridmpi::grid(comm)) return PMPI_Comm_idup_with_info(comm, info, newcomm, request);
+  if (gridmpi::grid_inter(comm)) return gridmpi::not_across_groups("MPI_Comm_idup_with_info", comm);
   return gridmpi::call("MPI_Comm_idup_with_info", comm, [&] { return idup_grid(comm, info, newcomm, request); });
 }
 
 int GRIDMPI(Comm_split)(MPI_Comm comm, int color, int key, MPI_Comm* newcomm) {
   GridComm* g = gridmpi::grid(comm);
   if (!g) return PMPI_Comm_split(comm, color, key, newcomm);
+  if (g->inter()) return gridmpi::not_across_groups("MPI_Comm_split", comm);
   return gridmpi::call("MPI_Comm_split", comm, [&] { return split_grid(*g, color, key, newcomm); });
 }
 
@@ -182,6 +185,7 @@ int GRIDMPI(Comm_split_type)(MPI_Comm comm, int split_type, int key, MPI_Info in
       return PMPI_Comm_split(comm, 0, key, newcomm);
     return PMPI_Comm_split_type(comm, split_type, key, info, newcomm);
   }
+  if (g->inter()) return gridmpi::fail(comm, MPI_ERR_COMM, "MPI_Comm_split_type: not defined on an intercommunicator");
   return gridmpi::call("MPI_Comm_split_type", comm, [&] {
     const int me = g->impl->members[g->rank()];
     switch (split_type) {
@@ -220,6 +224,7 @@ int GRIDMPI(Comm_create)(MPI_Comm comm, MPI_Group group, MPI_Comm* newcomm) {
   GridComm* g = gridmpi::grid(comm);
   if (!g && !gridmpi::is_layer_group(group)) return PMPI_Comm_create(comm, group, newcomm);
   if (!g) return gridmpi::fail(comm, MPI_ERR_GROUP, "MPI_Comm_create: the group holds processes of other clusters, the communicator does not");
+  if (g->inter()) return gridmpi::not_across_groups("MPI_Comm_create", comm);
   return gridmpi::call("MPI_Comm_create", comm, [&] {
     const auto [color, key] = place_in(group, g->impl->members[g->rank()]);
     return split_grid(*g, color, key, newcomm);
@@ -230,6 +235,7 @@ int GRIDMPI(Comm_create_group)(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm
   GridComm* g = gridmpi::grid(comm);
   if (!g && !gridmpi::is_layer_group(group)) return PMPI_Comm_create_group(comm, group, tag, newcomm);
   if (!g) return gridmpi::fail(comm, MPI_ERR_GROUP, "MPI_Comm_create_group: the group holds processes of other clusters, the communicator does not");
+  if (g->inter()) return gridmpi::fail(comm, MPI_ERR_COMM, "MPI_Comm_create_group: not defined on an intercommunicator");
   return gridmpi::call("MPI_Comm_create_group", comm, [&] {
     // Only the group's members call: they agree on contexts among themselves, over a
     // communicator of theirs on the parent's third context, its tags offset by `tag`.
@@ -269,22 +275,6 @@ int GRIDMPI(Comm_free)(MPI_Comm* comm) {
   const int rc = PMPI_Comm_free(comm);  // (its attributes' delete functions see it still whole)
   gridmpi::forget(handle);
   return rc;
-}
-
-int GRIDMPI(Comm_test_inter)(MPI_Comm comm, int* flag) {
-  if (!gridmpi::grid(comm)) return PMPI_Comm_test_inter(comm, flag);
-  *flag = 0;
-  return MPI_SUCCESS;
-}
-
-int GRIDMPI(Comm_remote_size)(MPI_Comm comm, int* size) {
-  if (!gridmpi::grid(comm)) return PMPI_Comm_remote_size(comm, size);
-  return gridmpi::fail(comm, MPI_ERR_COMM, "MPI_Comm_remote_size: not an intercommunicator");
-}
-
-int GRIDMPI(Comm_remote_group)(MPI_Comm comm, MPI_Group* group) {
-  if (!gridmpi::grid(comm)) return PMPI_Comm_remote_group(comm, group);
-  return gridmpi::fail(comm, MPI_ERR_COMM, "MPI_Comm_remote_group: not an intercommunicator");
 }
 
 int GRIDMPI(Comm_group)(MPI_Comm comm, MPI_Group* group) {

@@ -163,8 +163,15 @@ MPI_Comm adopt(std::vector<int> members, int me, std::uint32_t context, MPI_Comm
   g->impl = CommImpl::make(std::move(members), me, context, local);
   g->p2p = std::make_shared<Channel>(g->impl->members, g->impl->local_ranks(), handle, gridrt::detail::state().messages, context + 1,
                                      static_cast<int>(gridrt::detail::state().topo.size()));
-  g_comms[handle] = g;
+  enroll(g);
   return handle;
+}
+
+void enroll(std::shared_ptr<GridComm> g) { g_comms[g->handle] = std::move(g); }
+
+GridComm* grid_inter(MPI_Comm comm) {
+  GridComm* g = grid(comm);
+  return g && g->inter() ? g : nullptr;
 }
 
 void forget(MPI_Comm comm) { g_comms.erase(comm); }
@@ -183,6 +190,11 @@ std::vector<int> members_of(MPI_Comm comm) {
 }
 
 // ---------------------------------------------------------------- errors
+
+int not_across_groups(const char* function, MPI_Comm comm) {
+  return fail(comm, MPI_ERR_UNSUPPORTED_OPERATION,
+              std::string(function) + ": not supported on an intercommunicator whose groups span clusters (use MPI_Intercomm_merge first)");
+}
 
 int bad_comm(const char* function) {
   return fail(MPI_COMM_WORLD, MPI_ERR_COMM, std::string(function) + ": not a communicator (MPI_COMM_NULL or freed)");

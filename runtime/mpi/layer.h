@@ -49,9 +49,14 @@ struct GridComm {
   };
   std::optional<Cart> cart;
   std::optional<Graph> graph;
+  // An intercommunicator (impl->remote set; impl is then its local group, and p2p's ranks
+  // are the remote group's): whether its local group comes first where the two groups are
+  // put in one order (`handle` holds both groups' members in this cluster in that order).
+  bool local_first = false;
 
   int size() const { return impl->size(); }
   int rank() const { return impl->me; }
+  bool inter() const { return impl->remote != nullptr; }
 };
 
 // Whether this process is in a grid job (MPI_Init found gridrun's environment) and not yet
@@ -68,6 +73,14 @@ std::shared_ptr<GridComm> grid_shared(MPI_Comm comm);
 // When every member sits in this cluster it is `handle` alone, MPICH's own; otherwise a
 // grid communicator is registered under it. Returns what the application gets.
 MPI_Comm adopt(std::vector<int> members, int me, std::uint32_t context, MPI_Comm handle, MPI_Comm local);
+// Registers a grid communicator under its handle (adopt does for intracommunicators).
+void enroll(std::shared_ptr<GridComm> g);
+// The layer's intercommunicator behind a handle, or null (intercomm.cpp).
+GridComm* grid_inter(MPI_Comm comm);
+// MPI_Comm_dup of a grid intercommunicator (intercomm.cpp).
+int dup_inter(GridComm& g, MPI_Info info, MPI_Comm* newcomm);
+// MPI_ERR_UNSUPPORTED_OPERATION for a constructor not built for intercommunicators across clusters.
+int not_across_groups(const char* function, MPI_Comm comm);
 // Forgets a grid communicator (MPI_Comm_free); its MPICH handle is the caller's to free.
 void forget(MPI_Comm comm);
 // Global ranks of the members of an MPICH communicator of this cluster, in rank order.

@@ -35,7 +35,7 @@ int complete(const std::shared_ptr<GridComm>& g, OpPtr op, bool send, MPI_Status
 
 // Whether a blocking call with this peer may be MPICH's own on the communicator's handle.
 bool direct(const GridComm& g, int peer) {
-  return peer >= 0 && peer < g.size() && g.p2p->reaches_locally(peer) && !g.p2p->holds_back() && !gridmpi::layer_busy();
+  return !g.inter() && peer >= 0 && peer < g.size() && g.p2p->reaches_locally(peer) && !g.p2p->holds_back() && !gridmpi::layer_busy();
 }
 
 // An MPICH status about the handle's ranks, about the communicator's.

@@ -200,6 +200,7 @@ int first_members(GridComm& g, int n, MPI_Comm* newcomm, const std::function<voi
 int GRIDMPI(Cart_create)(MPI_Comm comm, int ndims, const int dims[], const int periods[], int reorder, MPI_Comm* comm_cart) {
   GridComm* g = gridmpi::grid(comm);
   if (!g) return PMPI_Cart_create(comm, ndims, dims, periods, reorder, comm_cart);
+  if (g->inter()) return gridmpi::fail(comm, MPI_ERR_COMM, "MPI_Cart_create: not defined on an intercommunicator");
   return gridmpi::call("MPI_Cart_create", comm, [&] {
     if (ndims < 0) throw gridrt::ArgumentError("a negative number of dimensions", MPI_ERR_DIMS);
     GridComm::Cart cart{std::vector<int>(dims, dims + ndims), std::vector<int>(periods, periods + ndims)};
@@ -217,6 +218,7 @@ int GRIDMPI(Cart_create)(MPI_Comm comm, int ndims, const int dims[], const int p
 int GRIDMPI(Graph_create)(MPI_Comm comm, int nnodes, const int index[], const int edges[], int reorder, MPI_Comm* comm_graph) {
   GridComm* g = gridmpi::grid(comm);
   if (!g) return PMPI_Graph_create(comm, nnodes, index, edges, reorder, comm_graph);
+  if (g->inter()) return gridmpi::fail(comm, MPI_ERR_COMM, "MPI_Graph_create: not defined on an intercommunicator");
   return gridmpi::call("MPI_Graph_create", comm, [&] {
     if (nnodes < 0) throw gridrt::ArgumentError("a negative number of nodes", MPI_ERR_ARG);
     GridComm::Graph graph{std::vector<int>(index, index + nnodes), std::vector<int>(edges, edges + (nnodes ? index[nnodes - 1] : 0))};

@@ -46,6 +46,11 @@ Grouping group_by(const std::vector<Key>& keys) {
 
 CommImpl::~CommImpl() { free_comm(local); }
 
+RemoteGroup::~RemoteGroup() {
+  channel.reset();
+  free_comm(mpi);
+}
+
 NodeLevel::~NodeLevel() {
   free_comm(node);
   free_comm(leaders);
@@ -126,20 +131,36 @@ int mpi_count(std::size_t bytes) {
 }
 }  // namespace
 
-Step send_to(CommImpl& c, int dst, int tag, const void* data, std::size_t bytes) {
+namespace {
+Step send_on(Channel& channel, int dst, int tag, const void* data, std::size_t bytes) {
   Step s;
-  s.channel = c.channel.get();
-  s.op = c.channel->isend(data, mpi_count(bytes), MPI_BYTE, dst, tag);
+  s.channel = &channel;
+  s.op = channel.isend(data, mpi_count(bytes), MPI_BYTE, dst, tag);
   return s;
 }
 
-Step receive_from(CommImpl& c, int src, int tag, void* data, std::size_t bytes) {
+Step receive_on(Channel& channel, int src, int global, int tag, void* data, std::size_t bytes) {
   Step s;
-  s.channel = c.channel.get();
+  s.channel = &channel;
   s.expect = bytes;
-  s.from = c.members[src];
-  s.op = c.channel->irecv(data, mpi_count(bytes), MPI_BYTE, src, tag);
+  s.from = global;
+  s.op = channel.irecv(data, mpi_count(bytes), MPI_BYTE, src, tag);
   return s;
+}
+}  // namespace
+
+Step send_to(CommImpl& c, int dst, int tag, const void* data, std::size_t bytes) { return send_on(*c.channel, dst, tag, data, bytes); }
+
+Step receive_from(CommImpl& c, int src, int tag, void* data, std::size_t bytes) {
+  return receive_on(*c.channel, src, c.members[src], tag, data, bytes);
+}
+
+Step send_to_remote(CommImpl& c, int dst, int tag, const void* data, std::size_t bytes) {
+  return send_on(*c.remote->channel, dst, tag, data, bytes);
+}
+
+Step receive_from_remote(CommImpl& c, int src, int tag, void* data, std::size_t bytes) {
+  return receive_on(*c.remote->channel, src, c.remote->members[src], tag, data, bytes);
 }
 
 namespace {

@@ -44,6 +44,27 @@ struct NodeLevel {
   void work_out(MPI_Comm local);
 };
 
+struct CommImpl;
+
+// The other group of an intercommunicator (MPI 4.0 §7.6): its collectives are each a
+// collective of the local group plus messages to and from the remote one (coll/intercomm.cpp).
+struct RemoteGroup {
+  std::vector<int> members;  // global rank of each, by rank in the remote group
+  // The messages of the intercommunicator's collectives to and from it, on context + 2 and
+  // on an MPI communicator of both groups' members in this cluster, which it owns.
+  std::shared_ptr<Channel> channel;
+  MPI_Comm mpi = MPI_COMM_NULL;
+  // The local group as an intracommunicator of its own, on context + 3 (its collectives'
+  // messages must not meet the intercommunicator's own).
+  std::shared_ptr<CommImpl> group;
+  std::uint64_t calls = 0;  // collectives so far: each one's tag, the same on both sides
+
+  RemoteGroup() = default;
+  RemoteGroup(const RemoteGroup&) = delete;
+  ~RemoteGroup();
+  int size() const { return static_cast<int>(members.size()); }
+};
+
 struct CommImpl {
   std::vector<int> members;  // global rank of each member, by rank here
   int me = -1;               // this process's rank here
@@ -54,6 +75,9 @@ struct CommImpl {
   MPI_Comm local = MPI_COMM_NULL;  // the members in this process's cluster, in rank order here
   NodeLevel nodes;                 // and on each node
   std::shared_ptr<Channel> channel;  // its collectives' point-to-point, on `local` and `context`
+  // An intercommunicator's remote group (then `members` is the local group); null for an
+  // intracommunicator.
+  std::unique_ptr<RemoteGroup> remote;
 
   // The topology below it (seed 001 §3.1), worked out once: the clusters holding members,
   // numbered by their first member ("parts"), the members of each in rank order, and each
@@ -172,6 +196,9 @@ struct Step {
 };
 Step send_to(CommImpl& c, int dst, int tag, const void* data, std::size_t bytes);
 Step receive_from(CommImpl& c, int src, int tag, void* data, std::size_t bytes);
+// The same between a member of an intercommunicator and a member of its remote group.
+Step send_to_remote(CommImpl& c, int dst, int tag, const void* data, std::size_t bytes);
+Step receive_from_remote(CommImpl& c, int src, int tag, void* data, std::size_t bytes);
 // An MPI collective already started on `local`, as a step.
 inline Step local_step(MPI_Request r) {
   Step s;

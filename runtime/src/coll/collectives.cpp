@@ -7,10 +7,37 @@
 #include <optional>
 
 #include "algorithms.h"
+#include "intercomm.h"
 
 namespace gridrt::detail {
 
 namespace {
+// The blocks of an intercommunicator's all-to-all, one per member of the remote group:
+// `count` elements of `type` each, one after the other (alltoall), or as the v and w forms
+// give them (`types` one for all unless `per_block`, which also puts displacements in bytes).
+std::vector<inter::Piece> pieces(const CommImpl& c, const void* buf, const int* counts, const int* displs, const MPI_Datatype* types,
+                                 bool per_block) {
+  if (buf == MPI_IN_PLACE) throw ArgumentError("gridrt: alltoall: MPI_IN_PLACE is not allowed on an intercommunicator", MPI_ERR_BUFFER);
+  const int n = c.remote->size();
+  if (!counts || !displs || !types) throw ArgumentError("gridrt: alltoall: counts, displacements and datatypes are needed", MPI_ERR_ARG);
+  std::vector<inter::Piece> out(n);
+  for (int i = 0; i < n; ++i) {
+    if (counts[i] < 0) throw ArgumentError("gridrt: alltoall: a negative count", MPI_ERR_COUNT);
+    const Layout l(per_block ? types[i] : types[0], counts[i]);
+    const MPI_Aint offset = per_block ? displs[i] : displs[i] * l.extent;
+    out[i] = {static_cast<char*>(const_cast<void*>(buf)) + offset, l, true};
+  }
+  return out;
+}
+std::vector<inter::Piece> pieces(const CommImpl& c, const void* buf, int count, MPI_Datatype type) {
+  std::vector<int> counts(c.remote->size(), count), displs(c.remote->size());
+  for (int i = 0; i < c.remote->size(); ++i) displs[i] = i * count;
+  return pieces(c, buf, counts.data(), displs.data(), &type, false);
+}
+
+void no_scan_between_groups(const CommImpl& c) {
+  if (c.remote) throw ArgumentError("gridrt: scans are not defined on intercommunicators (MPI 4.0 §6.11)", MPI_ERR_COMM);
+}
 // This member's block of a gather or all-gather, packed: what sendbuf holds, or, in place,
 // what is at its own place of the receive blocks.
 std::vector<char> own_block(const void* sendbuf, int sendcount, MPI_Datatype sendtype, const Blocks& out, int me) {
@@ -20,11 +47,13 @@ std::vector<char> own_block(const void* sendbuf, int sendcount, MPI_Datatype sen
 }  // namespace
 
 Async<> barrier(CommImpl& c, Algo algo) {
+  if (c.remote) return inter::barrier(c);
   if (choose(algo, c, Coll::kBarrier, 0) == Algo::kFlat) return barrier_dissemination(c);
   return barrier_hier(c);
 }
 
 Async<> bcast(CommImpl& c, void* buf, int count, MPI_Datatype type, int root, Algo algo) {
+  if (c.remote) return inter::bcast(c, buf, count, type, root);
   check_root(c, root);
   const Layout l(type, count);
   if (choose(algo, c, Coll::kBcast, l.packed) == Algo::kFlat) return bcast_binomial(c, buf, l, root);
@@ -32,6 +61,7 @@ Async<> bcast(CommImpl& c, void* buf, int count, MPI_Datatype type, int root, Al
 }
 
 Async<> reduce(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, Algo algo) {
+  if (c.remote) return inter::reduce(c, sendbuf, recvbuf, count, type, op, root);
   check_rooted(c, root, sendbuf, "reduce");
   const Layout l(type, count);
   if (choose(algo, c, Coll::kReduce, l.packed, !commutative(op)) == Algo::kFlat) return reduce_binomial(c, sendbuf, recvbuf, l, op, root);
@@ -39,6 +69,7 @@ Async<> reduce(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_D
 }
 
 Async<> allreduce(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, Algo algo) {
+  if (c.remote) return inter::allreduce(c, sendbuf, recvbuf, count, type, op);
   const Layout l(type, count);
   if (choose(algo, c, Coll::kAllreduce, l.packed, !commutative(op)) == Algo::kFlat) return allreduce_doubling(c, sendbuf, recvbuf, l, op);
   return allreduce_hier(c, sendbuf, recvbuf, l, op);
@@ -46,6 +77,7 @@ Async<> allreduce(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MP
 
 Async<> gather(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
               int root, Algo algo) {
+  if (c.remote) return inter::gather(c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root);
   check_rooted(c, root, sendbuf, "gather");
   const bool in_place = sendbuf == MPI_IN_PLACE;
   // The receive side matters at the root only (MPI 4.0 §6.5).
@@ -58,6 +90,7 @@ Async<> gather(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sen
 
 Async<> gatherv(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int* recvcounts,
                const int* displs, MPI_Datatype recvtype, int root, Algo algo) {
+  if (c.remote) return inter::gatherv(c, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root);
   check_rooted(c, root, sendbuf, "gatherv");
   const bool in_place = sendbuf == MPI_IN_PLACE;
   Blocks out;
@@ -72,6 +105,7 @@ Async<> gatherv(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype se
 
 Async<> scatter(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
                int root, Algo algo) {
+  if (c.remote) return inter::scatter(c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root);
   check_rooted(c, root, recvbuf, "scatter");
   const bool in_place = recvbuf == MPI_IN_PLACE;
   // The send side matters at the root only.
@@ -84,6 +118,7 @@ Async<> scatter(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype se
 
 Async<> scatterv(CommImpl& c, const void* sendbuf, const int* sendcounts, const int* displs, MPI_Datatype sendtype, void* recvbuf,
                 int recvcount, MPI_Datatype recvtype, int root, Algo algo) {
+  if (c.remote) return inter::scatterv(c, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root);
   check_rooted(c, root, recvbuf, "scatterv");
   const bool in_place = recvbuf == MPI_IN_PLACE;
   Blocks in;
@@ -98,6 +133,7 @@ Async<> scatterv(CommImpl& c, const void* sendbuf, const int* sendcounts, const 
 
 Async<> allgatherv(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int* recvcounts,
                   const int* displs, MPI_Datatype recvtype, Algo algo) {
+  if (c.remote) return inter::allgatherv(c, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype);
   check_counts(c, recvcounts, displs, "allgatherv");
   Blocks out(recvbuf, recvcounts, displs, c.size(), recvtype);
   std::vector<char> mine = own_block(sendbuf, sendcount, sendtype, out, c.me);
@@ -113,6 +149,7 @@ Async<> allgatherv(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype
 
 Async<> allgather(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                  MPI_Datatype recvtype, Algo algo) {
+  if (c.remote) return inter::allgather(c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
   Blocks out = Blocks::equal(recvbuf, recvcount, c.size(), recvtype);
   std::vector<char> mine = own_block(sendbuf, sendcount, sendtype, out, c.me);
   if (choose(algo, c, Coll::kAllgather, out.packed(0)) == Algo::kFlat) return allgatherv_ring(c, std::move(mine), std::move(out));
@@ -144,6 +181,7 @@ Async<> alltoall_blocks(CommImpl& c, const void* sendbuf, Blocks in, Blocks out,
 
 Async<> alltoall(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
                 Algo algo) {
+  if (c.remote) return inter::alltoall(c, pieces(c, sendbuf, sendcount, sendtype), pieces(c, recvbuf, recvcount, recvtype));
   Blocks out = Blocks::equal(recvbuf, recvcount, c.size(), recvtype);
   Blocks in = sendbuf == MPI_IN_PLACE ? Blocks() : Blocks::equal(sendbuf, sendcount, c.size(), sendtype);
   return alltoall_blocks(c, sendbuf, std::move(in), std::move(out), true, algo);
@@ -151,6 +189,7 @@ Async<> alltoall(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype s
 
 Async<> alltoallv(CommImpl& c, const void* sendbuf, const int* sendcounts, const int* sdispls, MPI_Datatype sendtype, void* recvbuf,
                  const int* recvcounts, const int* rdispls, MPI_Datatype recvtype, Algo algo) {
+  if (c.remote) return inter::alltoall(c, pieces(c, sendbuf, sendcounts, sdispls, &sendtype, false), pieces(c, recvbuf, recvcounts, rdispls, &recvtype, false));
   check_counts(c, recvcounts, rdispls, "alltoallv");
   Blocks out(recvbuf, recvcounts, rdispls, c.size(), recvtype);
   Blocks in;
@@ -187,6 +226,7 @@ Async<> reduce_then_scatter(CommImpl& c, const void* sendbuf, void* recvbuf, std
 }  // namespace
 
 Async<> reduce_scatter(CommImpl& c, const void* sendbuf, void* recvbuf, const int* recvcounts, MPI_Datatype type, MPI_Op op, Algo algo) {
+  if (c.remote && recvcounts) return inter::reduce_scatter(c, sendbuf, recvbuf, std::vector<int>(recvcounts, recvcounts + c.size()), type, op);
   if (!recvcounts) throw ArgumentError("gridrt: reduce_scatter: counts are needed", MPI_ERR_ARG);
   for (int i = 0; i < c.size(); ++i)
     if (recvcounts[i] < 0) throw ArgumentError("gridrt: reduce_scatter: a negative count", MPI_ERR_COUNT);
@@ -194,11 +234,13 @@ Async<> reduce_scatter(CommImpl& c, const void* sendbuf, void* recvbuf, const in
 }
 
 Async<> reduce_scatter_block(CommImpl& c, const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type, MPI_Op op, Algo algo) {
+  if (c.remote) return inter::reduce_scatter(c, sendbuf, recvbuf, std::vector<int>(c.size(), recvcount), type, op);
   if (recvcount < 0) throw ArgumentError("gridrt: reduce_scatter_block: a negative count", MPI_ERR_COUNT);
   return reduce_then_scatter(c, sendbuf, recvbuf, std::vector<int>(c.size(), recvcount), Layout(type, 1), op, algo);
 }
 
 Async<> scan(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, Algo algo) {
+  no_scan_between_groups(c);
   const Layout l(type, count);
   // Hierarchical only where clusters hold runs of ranks: cluster order is then rank order.
   if (choose(algo, c, Coll::kScan, l.packed) == Algo::kFlat || !c.parts_contiguous) return scan_doubling(c, sendbuf, recvbuf, l, op, false);
@@ -206,6 +248,7 @@ Async<> scan(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Dat
 }
 
 Async<> exscan(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, Algo algo) {
+  no_scan_between_groups(c);
   const Layout l(type, count);
   if (choose(algo, c, Coll::kScan, l.packed) == Algo::kFlat || !c.parts_contiguous) return scan_doubling(c, sendbuf, recvbuf, l, op, true);
   return scan_hier(c, sendbuf, recvbuf, l, op, true);
@@ -237,6 +280,7 @@ Async<> alltoallw_pairwise(CommImpl& c, std::vector<std::vector<char>> out_block
 
 Async<> alltoallw(CommImpl& c, const void* sendbuf, const int* sendcounts, const int* sdispls, const MPI_Datatype* sendtypes, void* recvbuf,
                  const int* recvcounts, const int* rdispls, const MPI_Datatype* recvtypes) {
+  if (c.remote) return inter::alltoall(c, pieces(c, sendbuf, sendcounts, sdispls, sendtypes, true), pieces(c, recvbuf, recvcounts, rdispls, recvtypes, true));
   const int n = c.size();
   check_counts(c, recvcounts, rdispls, "alltoallw");
   if (!recvtypes) throw ArgumentError("gridrt: alltoallw: datatypes are needed", MPI_ERR_TYPE);
