@@ -85,6 +85,18 @@ TEST(MpiLayer, CommunicatorsGroupsAttributesTopologiesAndErrors) {
 
 TEST(MpiLayer, IntercommunicatorsBetweenGroupsThatSpanClusters) { passes_everywhere("intercomm"); }
 
+// The shipped example: an unmodified program splitting MPI_COMM_WORLD by JobProfile group
+// (each group on its own cluster of the embedded grid) and by cluster.
+TEST(MpiLayer, TheShippedExampleSplitsTheWorldByGroupAndByCluster) {
+  const Outcome r = gridrun({std::string(GRIDRT_SOURCE_DIR) + "/jobprofiles/mpi-split.xml"});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("group 0 'masters': 2 processes, their world ranks add up to 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("group 1 'workers': 1 processes, their world ranks add up to 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("world rank 2 leads a cluster of 1 processes"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("3 processes in MPI_COMM_WORLD, 2 clusters holding 3 of them"), std::string::npos) << r.out;
+  expect_nothing_left();
+}
+
 TEST(MpiLayer, LifeCycleAndThreadLevels) {
   const Grid g = grids()[0];
   const Outcome r = run(g, kMpiTests + "/mpi_world");
