@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Process -> relay -> relay -> process against raw TCP, in the same run (issue 3 targets).
+# Process -> relay -> relay -> process against raw TCP, in the same run (the relay path's targets).
 #
 #   bench/relay.sh [STREAMS] [SIZES] [BYTES_PER_SIZE] [ROUNDS] [PATH]
 #       STREAMS          concurrent sender/receiver pairs across the two clusters (default 1)

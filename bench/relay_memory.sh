@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Relay memory under sustained load on many streams (issue 3 target: < 64 MiB with 64).
+# Relay memory under sustained load on many streams (target: < 64 MiB with 64).
 #
 #   bench/relay_memory.sh [K] [SECONDS] [SIZE]
 #       K         processes per cluster; K x K streams cross the relays (default 8: 64)

@@ -7,7 +7,7 @@
 #    fresh certificates, 2 MPICH jobs, topology published, ping-pong, barrier, teardown)
 # B: mpiexec -n 4 build/bin/mpi_hello                    (an MPI hello world without gridrt)
 # Runs alternate A, B, A, B... so both see the same machine load. Prints the medians and
-# their ratio; the targets (issue 2) are A <= 1.0 s and A <= 5 x B.
+# their ratio; the targets are A <= 1.0 s and A <= 5 x B.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-7}

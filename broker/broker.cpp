@@ -221,7 +221,7 @@ void Broker::handle_register(const PeerPtr& peer, const Frame& f) {
 }
 
 // Before a relay joins, the broker checks the declared reachability of its link address
-// by trying to connect to it, and trusts what it sees over the declaration (issue 3): a
+// by trying to connect to it, and trusts what it sees over the declaration: a
 // front-end declared reachable that does not answer is treated as unreachable (other
 // relays will not dial it; it dials them), and the other way round.
 asio::awaitable<void> Broker::probe_and_register(PeerPtr peer) {

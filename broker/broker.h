@@ -1,4 +1,4 @@
-// gridbroker: the grid's only central service (design.md, "Components"). It knows the relays,
+// gridbroker: the grid's only central service (docs/architecture.md). It knows the relays,
 // maps jobs onto clusters, assigns global ranks, publishes the topology, and tracks every job
 // to its end. It is not on the data path.
 //

@@ -9,8 +9,8 @@
 
 namespace gridrt {
 
-// How a cluster can be reached from other sites (the declared network policy; seed 001 §3,
-// design.md "The cross-site transport").
+// How a cluster can be reached from other sites (the declared network policy; Coti,
+// Herault, Cappello 2009, §3; docs/grid.md, "How clusters connect").
 struct NetworkPolicy {
   bool frontend_reachable = true;  // other sites can connect to the relay's link address
   bool nodes_public = true;        // nodes have routable addresses (else private, behind NAT)
@@ -72,7 +72,7 @@ ClusterOffer offer_of(const ClusterDesc& c, const std::string& link_host, std::u
 //  - a group that fits whole on one cluster goes onto the cluster with the most free slots
 //    (the first such in grid order): groups stay together, groups spread over clusters;
 //  - a group that fits nowhere whole is split, filling the freest cluster first.
-// Global ranks are contiguous per cluster, in group order inside a cluster (design.md).
+// Global ranks are contiguous per cluster, in group order inside a cluster (docs/grid.md).
 // Clusters that get no process are left out. Throws InputError when slots do not suffice.
 Topology map_job(const JobSpec& spec, const std::vector<ClusterOffer>& clusters);
 

@@ -1,4 +1,4 @@
-// The JobProfile: QosCosGrid job XML (seed 001, Figure 2) -> a validated JobSpec.
+// The JobProfile: QosCosGrid job XML (Coti, Herault, Cappello 2009, Figure 2) -> a validated JobSpec.
 // docs/jobprofile.md lists every element understood.
 #pragma once
 

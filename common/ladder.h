@@ -1,4 +1,4 @@
-// The connection ladder (seed 001 §3, SmartSockets, QCG-OMPI; design.md "The cross-site
+// The connection ladder (Coti, Herault, Cappello 2009 §3, SmartSockets, QCG-OMPI; docs/grid.md, "The cross-site
 // transport"): how two processes of a job in different clusters reach each other.
 //
 //   1. direct: one dials the other's listener (inside its cluster's declared port range),

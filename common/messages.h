@@ -13,7 +13,7 @@
 
 namespace gridrt {
 
-// One process group of a JobProfile: the logical topology (seed 001 §3.1).
+// One process group of a JobProfile: the logical topology (Coti, Herault, Cappello 2009 §3.1).
 struct GroupSpec {
   std::string name;
   std::uint32_t count = 0;

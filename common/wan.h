@@ -1,4 +1,4 @@
-// WAN emulation, a test facility (docs/benchmarks.md, issue 4): so that hierarchy can be
+// WAN emulation, a test facility (docs/benchmarks.md): so that hierarchy can be
 // measured on one machine, each relay can make what it sends on relay links cross an
 // emulated wide-area line — a serial line of a given rate followed by a one-way delay.
 // Every relay shapes its own outgoing link traffic, so each direction between two clusters

@@ -1,4 +1,4 @@
-// gridrelay: one per cluster front-end (design.md, "Components"). It registers its cluster
+// gridrelay: one per cluster front-end (docs/architecture.md). It registers its cluster
 // with the broker, starts its part of each job with the cluster's launch command (MPICH
 // mpiexec), forwards output and exit statuses, and routes runtime frames between its local
 // processes and the relays of other clusters (relay-to-relay links over mutual TLS).

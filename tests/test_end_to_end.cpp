@@ -456,7 +456,7 @@ std::vector<long> round_trips_us(const std::string& out) {
 }
 }  // namespace
 
-// --emulate-wan (a test facility for issue 4's measurements): a round trip between clusters
+// --emulate-wan (a test facility for the collective benchmarks): a round trip between clusters
 // crosses the emulated line twice, so it cannot take less than twice the one-way delay
 // plus twice the time to clock the message out at the rate.
 TEST(EndToEnd, EmulatedWanDelaysAndLimitsTrafficBetweenClusters) {

@@ -1,4 +1,4 @@
-// A real three-site test network in network namespaces (issue 3): a "wan" namespace routes
+// A real three-site test network in network namespaces: a "wan" namespace routes
 // between three site front-ends, each its own namespace with its own iptables rules:
 //   site a: public, behind a firewall that admits only its relay's port range;
 //   site b: public front-end, nodes would be private behind NAT (MASQUERADE) on it;

@@ -1,4 +1,4 @@
-// Seismic rays through a layered spherical earth, as Ray2mesh traces them (seed 001 §3.3:
+// Seismic rays through a layered spherical earth, as Ray2mesh traces them (Coti, Herault, Cappello 2009 §3.3:
 // Snell-Descartes' law in spherical geometry, from a source to a receiver), in a great-circle
 // section: shells of constant velocity, in which a ray is a straight chord, refracted at
 // each boundary so that its ray parameter p = r sin(i) / v stays the same: in shell k the

@@ -1,11 +1,11 @@
-// raytrace: a Ray2mesh-like application (seed 001 §3.3, §4.3) in its three phases:
+// raytrace: a Ray2mesh-like application (Coti, Herault, Cappello 2009 §3.3, §4.3) in its three phases:
 //   1. three broadcasts from the master: the earth model and parameters, the sources
 //      (earthquakes), the receivers (seismographs);
 //   2. master-worker over chunks of rays (every source to every receiver), each ray traced
 //      through the model (earth.h) and its length added to the cells it crosses;
 //   3. a broadcast of the travel-time table, and an all-to-all that brings every cell's
 //      lengths from every process to the process owning the cell.
-// in three modes (seed 001 Figure 7): vanilla (flat collectives, one queue), grid (grid
+// in three modes (Coti, Herault, Cappello 2009 Figure 7): vanilla (flat collectives, one queue), grid (grid
 // collectives, one queue), hier (grid collectives, a queue per cluster). The output is the
 // same in all three; the master checks it (every ray's length is in the cells, sample rays
 // traced again here agree bit for bit, every process got the same table).

@@ -1,6 +1,5 @@
 // Inside a grid communicator: who its members are, the topology below it, the channel its
-// collectives' messages travel on, and the order its collectives run in (design.md,
-// "Collectives").
+// collectives' messages travel on, and the order its collectives run in (docs/algorithms.md).
 #pragma once
 
 #include <algorithm>
@@ -17,7 +16,7 @@ namespace gridrt::detail {
 
 struct Chain;
 
-// The node level inside this process's cluster part of a communicator (seed 001 §3.1): the
+// The node level inside this process's cluster part of a communicator (Coti, Herault, Cappello 2009 §3.1): the
 // members of `local` on each node, as MPI sees them (MPI_Comm_split_type shared, so
 // MPICH's cliques, MPIR_CVAR_NUM_CLIQUES, make several nodes of one machine for tests),
 // worked out once. cluster_steps.h composes the steps inside a cluster over it.
@@ -79,7 +78,7 @@ struct CommImpl {
   // intracommunicator.
   std::unique_ptr<RemoteGroup> remote;
 
-  // The topology below it (seed 001 §3.1), worked out once: the clusters holding members,
+  // The topology below it (Coti, Herault, Cappello 2009 §3.1), worked out once: the clusters holding members,
   // numbered by their first member ("parts"), the members of each in rank order, and each
   // member's part and rank in its part's `local`. A part's leader is its first member.
   std::vector<std::vector<int>> parts;
@@ -90,7 +89,7 @@ struct CommImpl {
   // The level above: sites, numbered by their first part, each with its parts in order. The
   // wide-area network lies between sites; clusters of one site reach each other over its
   // LAN (through their relays). A site's first part, its "head", speaks for it across the
-  // WAN, so that data enters every site once (seed 001 §3.1-3.2).
+  // WAN, so that data enters every site once (Coti, Herault, Cappello 2009 §3.1-3.2).
   std::vector<std::vector<int>> sites;
   std::vector<int> site_of_part;
   bool sites_contiguous = true;  // every site's parts are consecutive part numbers

@@ -1,4 +1,4 @@
-// Waiting and progress (design.md, "Waiting and progress").
+// Waiting and progress (docs/architecture.md, "Threads and waiting").
 //
 // MPICH busy-polls inside blocking calls, which on an oversubscribed node slows everything
 // by 100x or more; testing non-blocking requests and yielding the CPU between tests does not.

@@ -1,6 +1,6 @@
 // The steps of a hierarchical collective inside one cluster part of a grid communicator:
 // MPICH non-blocking collectives on `local`, or, when the part spans several nodes, the
-// same operation composed over the node level (seed 001 §3.1: levels node, cluster, site):
+// same operation composed over the node level (Coti, Herault, Cappello 2009 §3.1: levels node, cluster, site):
 // each node's members meet on their node's communicator (shared memory, MPI_Comm_split_type),
 // and one process per node, its leader, speaks for the node to the others. Data enters every
 // node once, as it enters every cluster and site once higher up.

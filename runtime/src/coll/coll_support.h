@@ -15,7 +15,7 @@
 namespace gridrt::detail {
 
 // A message cut into slices of whole elements, about GRIDRT_SLICE bytes each, for
-// collectives pipelined across levels (seed 001 §4.2). At least one slice, also of none.
+// collectives pipelined across levels (Coti, Herault, Cappello 2009 §4.2). At least one slice, also of none.
 struct Slices {
   const Layout& whole;
   int per = 1;  // elements per slice

@@ -1,5 +1,5 @@
 // Peer arithmetic of the flat (topology-unaware) collective algorithms, as a plain MPI does
-// them over all processes (seed 003, "binomial"; Thakur, Rabenseifner and Gropp's recursive
+// them over all processes (binomial trees; Thakur, Rabenseifner and Gropp's recursive
 // doubling and dissemination). Pure functions of a rank and a size, tested exhaustively.
 // Ranks here are relative: rotate by the root before and after.
 #pragma once
@@ -46,7 +46,7 @@ struct Doubling {
   int outer(int v) const { return v < rem ? 2 * v + 1 : v + rem; }
 };
 
-// Local Group all-to-all (seed 000 §VI-B, generalised to clusters of any sizes): the member
+// Local Group all-to-all (Steffenel, Martinasso, Trystram 2008 §VI-B, generalised to clusters of any sizes): the member
 // of a cluster of `size` that acts as agent for member `index` of cluster number `cluster`
 // (another cluster): it gathers its cluster's blocks for that member and sends them in one
 // message. The cluster number offsets the choice so that agents spread over the cluster.

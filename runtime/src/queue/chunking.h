@@ -1,4 +1,4 @@
-// How many tasks a boss asks the level above for, and when (docs/queues.md; seed 001 §3.3:
+// How many tasks a boss asks the level above for, and when (docs/queues.md; Coti, Herault, Cappello 2009 §3.3:
 // bosses fetch chunks from the level above so that the WAN carries few, large transfers),
 // and how a parent shares what waits among the children that ask. Pure arithmetic on
 // measured rates and round trips, with time passed in, so that tests drive it directly.
@@ -61,7 +61,7 @@ class ChunkSizer {
 
 // What a parent hands a child asking for `want` tasks while `waiting` wait and `takers`
 // children may ask: at most its share, so that the last tasks are spread over the children
-// (seed 001 §3.3, load balancing across queues); at least one while any waits.
+// (Coti, Herault, Cappello 2009 §3.3, load balancing across queues); at least one while any waits.
 inline std::size_t fair_share(std::size_t want, std::size_t waiting, std::size_t takers) {
   const std::size_t share = (waiting + std::max<std::size_t>(takers, 1) - 1) / std::max<std::size_t>(takers, 1);
   return std::min(want, share);

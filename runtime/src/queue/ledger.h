@@ -1,4 +1,4 @@
-// The super-master's book of a multi-level task queue (docs/queues.md; seed 001 §3.3): every
+// The super-master's book of a multi-level task queue (docs/queues.md; Coti, Herault, Cappello 2009 §3.3): every
 // task the job has, where it is — waiting, held by a holder below (a cluster's boss, or a
 // worker of a single queue), or done — and so exactly-once results, requeueing what a lost
 // holder held, and termination. Pure bookkeeping, no communication: the queue's protocol

@@ -1,4 +1,4 @@
-// The multi-level task queue (gridrt/queue.hpp; docs/queues.md; seed 001 §3.3, Figure 4).
+// The multi-level task queue (gridrt/queue.hpp; docs/queues.md; Coti, Herault, Cappello 2009 §3.3, Figure 4).
 //
 // Every member is a node of one tree built from the topology: the super-master at the
 // root, a boss for each group of each level below it (the root leads the groups it is in),
@@ -170,7 +170,7 @@ QueueNode::~QueueNode() {
     if (c_->channel->abandon(*s.op)) new std::string(std::move(s.bytes));
 }
 
-// The tree (seed 001 Figure 4): for each level, the members with the same colors down to it
+// The tree (Coti, Herault, Cappello 2009 Figure 4): for each level, the members with the same colors down to it
 // form a group led by the root if it is in it, else by its first member. A member's parent
 // is the leader of its deepest group it does not lead, else the root.
 void QueueNode::build_tree() {
@@ -401,7 +401,7 @@ void QueueNode::on_down(queue::DownMessage m) {
 }
 
 // Answers the children's requests: each at most its share of what waits here, so that the
-// last tasks are spread over the children rather than queued behind one (seed 001 §3.3,
+// last tasks are spread over the children rather than queued behind one (Coti, Herault, Cappello 2009 §3.3,
 // load balancing across queues); a request that finds nothing waits for tasks to come.
 bool QueueNode::serve() {
   bool moved = false;

@@ -7,7 +7,7 @@
 // has not yet granted back; it grants them as its receives take the data, or as it buffers
 // data no receive has taken yet, up to its budget for such data (receiver.h). So a slow
 // receiver makes its senders wait, the relays in between never hold more than one window per
-// stream, and nothing is ever dropped (design.md, "The cross-site transport"). Messages
+// stream, and nothing is ever dropped (docs/protocol.md). Messages
 // above kRendezvousAbove go as rendezvous: their rest waits at the sender until matched.
 #pragma once
 
