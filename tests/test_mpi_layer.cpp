@@ -127,6 +127,15 @@ TEST(MpiLayer, AFortranProgram) {
 
 // Debian's NetPIPE, unmodified, between two clusters: its integrity check up to 1.5 MB (every
 // byte of every message compared), then its measurements with synchronous sends.
+// mpi_f08's bindings call MPICH past the layer: refused at MPI_Init, not answered per cluster.
+TEST(MpiLayer, AnMpiF08ProgramIsRefusedClearly) {
+  const Outcome r = run(grids()[0], kMpiTests + "/mpi_fortran_f08");
+  EXPECT_EQ(r.status, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("uses Fortran's mpi_f08 module, which the MPI layer does not cover across clusters"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("f08 rank"), std::string::npos) << r.out;
+  expect_nothing_left();
+}
+
 TEST(MpiLayer, NetPipeUnmodifiedBetweenTwoClusters) {
   if (::access("/usr/bin/NPmpich2", X_OK) != 0) GTEST_SKIP() << "NPmpich2 is missing (scripts/install-deps.sh installs netpipe-mpich2)";
   const std::string grid = grid_with_sites({{"A", 1}, {"B", 1}});

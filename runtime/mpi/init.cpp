@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <string>
 
 #include "layer.h"
@@ -88,4 +89,33 @@ int GRIDMPI(Abort)(MPI_Comm comm, int errorcode) {
   }
   // MPI lets an implementation end every process of the job, whatever the communicator.
   gridmpi::abort_job(errorcode, "MPI_Abort(" + where + ", " + std::to_string(errorcode) + ")");
+}
+
+// ---------------------------------------------------------------- mpi_f08
+
+// MPICH's mpi_f08 bindings call MPICH's PMPI_ entry points directly, past the layer: such a
+// program would run as one MPICH job per cluster and get cluster-local answers. In a grid
+// job its MPI_Init refuses, saying why; outside one it is MPICH's.
+namespace {
+[[noreturn]] void refuse_f08() {
+  std::fprintf(stderr,
+               "gridrt: this program uses Fortran's mpi_f08 module, which the MPI layer does not cover across clusters; "
+               "use 'use mpi' or mpif.h instead (docs/mpi.md)\n");
+  std::fflush(nullptr);
+  std::_Exit(2);
+}
+template <typename F>
+F mpich_f08(const char* name) {
+  return reinterpret_cast<F>(::dlsym(RTLD_NEXT, name));
+}
+}  // namespace
+
+extern "C" void mpi_init_f08_(int* ierror) {
+  if (started_by_gridrun()) refuse_f08();
+  mpich_f08<void (*)(int*)>("mpi_init_f08_")(ierror);
+}
+
+extern "C" void mpi_init_thread_f08_(int* required, int* provided, int* ierror) {
+  if (started_by_gridrun()) refuse_f08();
+  mpich_f08<void (*)(int*, int*, int*)>("mpi_init_thread_f08_")(required, provided, ierror);
 }

@@ -168,8 +168,6 @@ def topic(name):
     if name in ('MPI_Put', 'MPI_Get', 'MPI_Accumulate', 'MPI_Get_accumulate', 'MPI_Fetch_and_op', 'MPI_Compare_and_swap',
                 'MPI_Rput', 'MPI_Rget', 'MPI_Raccumulate', 'MPI_Rget_accumulate'):
         return 'one-sided communication (windows)'
-    if name.startswith('MPI_Intercomm_'):
-        return 'intercommunicators'
     if name == 'MPI_Comm_disconnect':
         return 'dynamic processes'
     if name.endswith('_c'):

@@ -1,9 +1,10 @@
 // MPI-like message matching for traffic that arrives across clusters (docs/protocol.md;
 // MPI 4.0 §3.5 and §3.8): posted receives matched in the order they were posted, arrivals
-// kept in an unexpected queue in arrival order; a receive matches on (context, source, tag), where kAnySource and a negative tag match any. A message is
-// matched when its first fragment arrives, so a receive can take a message larger than the
-// flow-control window while the rest is still on its way. Pure data structure: no socket,
-// no lock (the transport locks).
+// kept in an unexpected queue in arrival order; a receive matches on (context, source, tag),
+// where kAnySource and a negative tag match any. A message is matched when its first
+// fragment arrives, so a receive can take a message larger than the flow-control window
+// while the rest is still on its way. Pure data structure: no socket, no lock (the
+// transport locks).
 #pragma once
 
 #include <cstdint>
