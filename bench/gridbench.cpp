@@ -41,10 +41,15 @@ average, minimum and maximum over the processes.
 gridbench starts itself as a gridrun job and prints rank 0's results on stdout.
 
   --op OP[,OP...]      barrier, bcast, reduce, allreduce, gather, scatter, allgather,
-                       alltoall, or all
+                       alltoall, or all (these eight); also split (MPI_Comm_split of
+                       the world in two by rank parity, then freed) and dup (a
+                       duplicate of the world, then freed)
   --algo ALGO[,...]    hier, flat or auto (docs/algorithms.md), or mpi: MPICH's blocking
                        collective on the cluster's communicator, without gridrt (one
-                       cluster only): the baseline of the wait policy's gain
+                       cluster only): the baseline of the wait policy's gain; or layer:
+                       MPI's own calls on MPI_COMM_WORLD, through gridrt's MPI layer
+                       (docs/mpi.md; GRIDRT_COLL's choice, auto by default): what an
+                       unmodified MPI program gets
   --sizes A:B          message sizes in bytes, powers of two from A to B (0 allowed as A),
   --sizes S1,S2,...      or these sizes; per process for bcast/reduce/allreduce, per block
                        for the others (default 1:1048576)
@@ -67,6 +72,7 @@ must spend on the emulated WAN for one call (docs/algorithms.md, "Bounds"); 0 wi
 )";
 
 const std::vector<std::string> kOps = {"barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall"};
+const std::vector<std::string> kConstructors = {"split", "dup"};  // (not in "all")
 
 [[noreturn]] void usage_error(const std::string& why) {
   std::fprintf(stderr, "gridbench: %s\n(gridbench --help explains the options)\n", why.c_str());
@@ -147,12 +153,13 @@ Options parse(int argc, char** argv) {
   if (ops.empty()) usage_error("--op is needed");
   o.ops = ops == "all" ? kOps : split_list(ops);
   for (const auto& op : o.ops)
-    if (std::find(kOps.begin(), kOps.end(), op) == kOps.end()) usage_error("unknown --op '" + op + "'");
+    if (std::find(kOps.begin(), kOps.end(), op) == kOps.end() && std::find(kConstructors.begin(), kConstructors.end(), op) == kConstructors.end())
+      usage_error("unknown --op '" + op + "'");
   if (algos.empty()) usage_error("--algo is needed");
   o.algos = split_list(algos);
   for (const auto& al : o.algos)
-    if (al != "hier" && al != "flat" && al != "auto" && al != "mpi")
-      usage_error("--algo takes hier, flat, auto or mpi, got '" + al + "'");
+    if (al != "hier" && al != "flat" && al != "auto" && al != "mpi" && al != "layer")
+      usage_error("--algo takes hier, flat, auto, mpi or layer, got '" + al + "'");
   if (const auto colon = sizes.find(':'); colon != std::string::npos) {
     std::size_t lo = parse_size(sizes.substr(0, colon));
     const std::size_t hi = parse_size(sizes.substr(colon + 1));
@@ -319,9 +326,30 @@ int work(int argc, char** argv) {
       for (const auto& algo_name : o.algos) {
         const gridrt::Algo algo = algo_of(algo_name);
         if (algo_name == "mpi" && clusters != 1) throw gridrt::Error("--algo mpi needs a grid of one cluster");
-        const MPI_Comm mpi = gridrt::cluster_comm();
+        const bool through_mpi = algo_name == "mpi" || algo_name == "layer";
+        const MPI_Comm mpi = algo_name == "layer" ? MPI_COMM_WORLD : gridrt::cluster_comm();
+        if (algo_name == "layer") {
+          int n = 0;
+          MPI_Comm_size(MPI_COMM_WORLD, &n);
+          if (n != P) throw gridrt::Error("--algo layer: MPI_COMM_WORLD has " + std::to_string(n) + " processes, not the job's " +
+                                          std::to_string(P) + " (is gridrt's MPI layer loaded?)");
+        }
         auto call = [&] {
-          if (algo_name == "mpi") {
+          // Communicator constructors: a split in two by rank parity, a duplicate; each freed.
+          if (op == "split" || op == "dup") {
+            if (through_mpi) {
+              MPI_Comm made = MPI_COMM_NULL;
+              if (op == "split") MPI_Comm_split(mpi, me % 2, me, &made);
+              else MPI_Comm_dup(mpi, &made);
+              MPI_Comm_free(&made);
+            } else if (op == "split") {
+              static_cast<void>(world.split(me % 2, me));
+            } else {
+              static_cast<void>(world.dup());
+            }
+            return;
+          }
+          if (through_mpi) {
             if (op == "barrier") MPI_Barrier(mpi);
             else if (op == "bcast") MPI_Bcast(send.data(), count, MPI_BYTE, o.root, mpi);
             else if (op == "reduce") MPI_Reduce(send.data(), recv.data(), count, MPI_BYTE, MPI_BOR, o.root, mpi);

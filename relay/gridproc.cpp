@@ -110,7 +110,11 @@ int main(int argc, char** argv) {
 
   SpawnOptions so;
   so.pipe_stdout = so.pipe_stderr = true;
-  const std::string layer = mpi_layer();
+  // GRIDRT_MPI_LAYER=off leaves the application with MPICH alone (each cluster its own
+  // MPI_COMM_WORLD): for measuring what the layer costs, and for programs that must not
+  // have it.
+  const char* wanted = std::getenv("GRIDRT_MPI_LAYER");
+  const std::string layer = wanted && std::strcmp(wanted, "off") == 0 ? "" : mpi_layer();
   if (!layer.empty()) {
     const char* before = std::getenv("LD_PRELOAD");
     so.env.emplace_back("LD_PRELOAD", before && *before ? layer + ":" + before : layer);

@@ -23,9 +23,9 @@ namespace {
 int split_grid(GridComm& g, int color, int key, MPI_Comm* newcomm) {
   const gridrt::detail::SplitMembers m = gridrt::detail::split_members(g.impl, color, key);
   const int order = m.me < 0 ? 0 : m.me;  // (orders this cluster's members by their new rank)
-  MPI_Comm handle = MPI_COMM_NULL, local = MPI_COMM_NULL;
+  MPI_Comm handle = MPI_COMM_NULL;
   gridrt::detail::check_mpi(PMPI_Comm_split(g.handle, color, order, &handle), "MPI_Comm_split in the cluster");
-  gridrt::detail::check_mpi(PMPI_Comm_split(g.impl->local, color, order, &local), "MPI_Comm_split in the cluster");
+  const MPI_Comm local = handle == MPI_COMM_NULL ? MPI_COMM_NULL : gridmpi::dup_in_cluster(handle);
   *newcomm = gridmpi::adopt(m.members, m.me, m.context, handle, local);
   return MPI_SUCCESS;
 }
@@ -34,10 +34,7 @@ int split_grid(GridComm& g, int color, int key, MPI_Comm* newcomm) {
 // calling their copy functions) and of its collectives' communicator, on new contexts.
 int dup_grid(GridComm& g, MPI_Info info, MPI_Comm* newcomm) {
   const std::uint32_t context = gridrt::detail::agree_on_context(g.impl);
-  MPI_Comm handle = MPI_COMM_NULL, local = MPI_COMM_NULL;
-  if (info == MPI_INFO_NULL) gridrt::detail::check_mpi(PMPI_Comm_dup(g.handle, &handle), "MPI_Comm_dup in the cluster");
-  else gridrt::detail::check_mpi(PMPI_Comm_dup_with_info(g.handle, info, &handle), "MPI_Comm_dup in the cluster");
-  gridrt::detail::check_mpi(PMPI_Comm_dup(g.impl->local, &local), "MPI_Comm_dup in the cluster");
+  const MPI_Comm handle = gridmpi::dup_in_cluster(g.handle, info), local = gridmpi::dup_in_cluster(g.impl->local);
   *newcomm = gridmpi::adopt(g.impl->members, g.impl->me, context, handle, local);
   GridComm* copy = gridmpi::grid(*newcomm);
   copy->cart = g.cart;  // (a duplicate keeps its topology)

@@ -66,9 +66,7 @@ MPI_Comm make_inter(std::vector<int> local, int me, std::vector<int> remote, boo
     const auto it = std::find(here.begin(), here.end(), remote[i]);
     if (it != here.end()) rank_here[i] = static_cast<int>(it - here.begin());
   }
-  MPI_Comm link = MPI_COMM_NULL, group_part = MPI_COMM_NULL;
-  check_mpi(PMPI_Comm_dup(handle, &link), "MPI_Comm_dup in the cluster");
-  check_mpi(PMPI_Comm_dup(local_part, &group_part), "MPI_Comm_dup in the cluster");
+  const MPI_Comm link = gridmpi::dup_in_cluster(handle), group_part = gridmpi::dup_in_cluster(local_part);
   PMPI_Comm_set_errhandler(link, MPI_ERRORS_RETURN);
   const int job_size = static_cast<int>(s.topo.size());
   auto g = std::make_shared<GridComm>();
@@ -136,8 +134,7 @@ int create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote
   if (everyone_here(local) && everyone_here(remote))  // MPICH's own, over the cluster's MPI_COMM_WORLD
     return PMPI_Intercomm_create(local_comm, local_leader, MPI_COMM_WORLD, their_leader - gridmpi::first_rank(), tag, newintercomm);
   const bool local_first = local[static_cast<std::size_t>(local_leader)] < their_leader;
-  MPI_Comm local_part = MPI_COMM_NULL;
-  check_mpi(PMPI_Comm_dup(local_comm, &local_part), "MPI_Comm_dup in the cluster");
+  const MPI_Comm local_part = gridmpi::dup_in_cluster(local_comm);
   MPI_Comm handle = cluster_comm_of(both(local, remote, local_first), tag_for(context));
   *newintercomm = make_inter(local, me, std::move(remote), local_first, context, handle, local_part);
   return MPI_SUCCESS;
@@ -168,8 +165,7 @@ int GRIDMPI(Intercomm_merge)(MPI_Comm intercomm, int high, MPI_Comm* newintracom
     const std::vector<int>& local = g->impl->members;
     std::vector<int> members = both(local, g->impl->remote->members, local_first);
     const int me = g->rank() + (local_first ? 0 : g->impl->remote->size());
-    MPI_Comm handle = cluster_comm_of(members, tag_for(context)), part = MPI_COMM_NULL;
-    check_mpi(PMPI_Comm_dup(handle, &part), "MPI_Comm_dup in the cluster");
+    const MPI_Comm handle = cluster_comm_of(members, tag_for(context)), part = gridmpi::dup_in_cluster(handle);
     *newintracomm = gridmpi::adopt(std::move(members), me, context, handle, part);
     return MPI_SUCCESS;
   });
@@ -181,10 +177,7 @@ namespace gridmpi {
 int dup_inter(GridComm& g, MPI_Info info, MPI_Comm* newcomm) {
   const std::uint32_t context = agree_on_context(g);
   reserve_contexts(context, kContextsPerInter);
-  MPI_Comm handle = MPI_COMM_NULL, part = MPI_COMM_NULL;
-  if (info == MPI_INFO_NULL) check_mpi(PMPI_Comm_dup(g.handle, &handle), "MPI_Comm_dup in the cluster");
-  else check_mpi(PMPI_Comm_dup_with_info(g.handle, info, &handle), "MPI_Comm_dup in the cluster");
-  check_mpi(PMPI_Comm_dup(g.impl->local, &part), "MPI_Comm_dup in the cluster");
+  const MPI_Comm handle = gridmpi::dup_in_cluster(g.handle, info), part = gridmpi::dup_in_cluster(g.impl->local);
   *newcomm = make_inter(g.impl->members, g.rank(), g.impl->remote->members, g.local_first, context, handle, part);
   return MPI_SUCCESS;
 }

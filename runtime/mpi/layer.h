@@ -83,6 +83,10 @@ int dup_inter(GridComm& g, MPI_Info info, MPI_Comm* newcomm);
 int not_across_groups(const char* function, MPI_Comm comm);
 // Forgets a grid communicator (MPI_Comm_free); its MPICH handle is the caller's to free.
 void forget(MPI_Comm comm);
+// A duplicate of an MPICH communicator of this cluster (with `info`, if given), waited for
+// as the runtime waits: a blocking MPICH call would busy-poll while the cluster's other
+// members are still on their way from a WAN exchange.
+MPI_Comm dup_in_cluster(MPI_Comm comm, MPI_Info info = MPI_INFO_NULL);
 // Global ranks of the members of an MPICH communicator of this cluster, in rank order.
 std::vector<int> native_members(MPI_Comm comm);
 // Global ranks of a communicator's members, whatever it is.
