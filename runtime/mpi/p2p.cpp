@@ -44,7 +44,7 @@ void translate(const GridComm& g, MPI_Status* st) {
 }
 
 int send_any(const char* function, SendMode mode, const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
-  std::shared_ptr<GridComm> g = gridmpi::grid_shared(comm);
+  std::shared_ptr<GridComm> g = gridmpi::grid(comm) ? gridmpi::grid_shared(comm) : nullptr;
   if (!g) {
     auto start = [&](MPI_Request* r) {
       switch (mode) {
@@ -131,7 +131,7 @@ int GRIDMPI(Irsend)(const void* buf, int count, MPI_Datatype type, int dest, int
 }
 
 int GRIDMPI(Recv)(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Status* status) {
-  std::shared_ptr<GridComm> g = gridmpi::grid_shared(comm);
+  std::shared_ptr<GridComm> g = gridmpi::grid(comm) ? gridmpi::grid_shared(comm) : nullptr;
   if (!g) {
     if (gridmpi::layer_busy()) return gridmpi::wait_native([&](MPI_Request* r) { return PMPI_Irecv(buf, count, type, source, tag, comm, r); }, status);
     return PMPI_Recv(buf, count, type, source, tag, comm, status);
