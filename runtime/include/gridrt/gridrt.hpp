@@ -10,7 +10,7 @@
 //   gridrt::finalize();
 //
 // Errors are thrown as gridrt::Error (docs/errors.md). Waiting never busy-spins on a socket,
-// and yields the CPU while waiting on MPI (design.md, "Waiting and progress").
+// and yields the CPU while waiting on MPI (docs/architecture.md, "Threads and waiting").
 #pragma once
 
 #include <mpi.h>
@@ -39,7 +39,8 @@ struct ArgumentError : Error {
 inline constexpr int kAnyTag = -1;
 inline constexpr int kMaxTag = (1 << 30) - 1;
 
-// Levels of the physical topology, outermost first (seed 001 §3.1).
+// Levels of the physical topology, outermost first (Coti, Herault, Cappello, "MPI
+// Applications on Grids: a Topology-Aware Approach", 2009, §3.1).
 enum class Level { kSite = 0, kCluster = 1, kNode = 2 };
 
 struct Status {
@@ -134,7 +135,7 @@ WanTraffic wan_traffic();
 
 // Which algorithm a collective uses (docs/algorithms.md):
 //   kHier  hierarchical: at most one WAN hop on any path, each piece of data enters a cluster
-//          once, the steps inside a cluster are MPICH collectives (seed 001 §3.2, MagPIe);
+//          once, the steps inside a cluster are MPICH collectives (Coti, Herault, Cappello 2009, §3.2; MagPIe);
 //   kFlat  topology-unaware, as a plain MPI over all processes does it (binomial tree,
 //          recursive doubling, dissemination), over the same transport: the baseline;
 //   kAuto  chosen per operation and size;

@@ -1,5 +1,6 @@
-// A multi-level master-boss-worker task queue whose roles come from the topology (seed 001
-// §3.3, Figure 4; docs/queues.md).
+// A multi-level master-boss-worker task queue whose roles come from the topology (Coti,
+// Herault, Cappello, "MPI Applications on Grids: a Topology-Aware Approach", 2009, §3.3,
+// Figure 4; docs/queues.md).
 //
 //   gridrt::TaskQueue q(gridrt::Comm::world());          // collective: every member
 //   if (q.is_master()) {
