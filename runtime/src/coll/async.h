@@ -84,86 +84,77 @@ struct PromiseBase {
   void unhandled_exception() { error = std::current_exception(); }
 };
 
-template <typename T = void>
-class [[nodiscard]] Async {
+// A coroutine's owner, what every Async is: awaited by another Async (it then runs in the
+// awaiter's Flow and resumes it at its end) or started by its Flow as the outermost one.
+template <typename Promise>
+class AsyncOwner {
  public:
-  struct promise_type : PromiseBase {
-    std::optional<T> value;
-    Async get_return_object() { return Async(std::coroutine_handle<promise_type>::from_promise(*this)); }
-    void return_value(T v) { value = std::move(v); }
-  };
-  Async(Async&& o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
-  Async& operator=(Async&& o) noexcept {
+  AsyncOwner() = default;
+  explicit AsyncOwner(std::coroutine_handle<Promise> h) : h_(h) {}
+  AsyncOwner(AsyncOwner&& o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
+  AsyncOwner& operator=(AsyncOwner&& o) noexcept {
     if (this != &o) {
       if (h_) h_.destroy();
       h_ = std::exchange(o.h_, nullptr);
     }
     return *this;
   }
-  ~Async() {
+  ~AsyncOwner() {
     if (h_) h_.destroy();
   }
-  // Awaited by another Async: runs in the same Flow, then hands its value back.
   bool await_ready() const noexcept { return false; }
   template <typename P>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<P> parent) noexcept {
     h_.promise().flow = parent.promise().flow;
     h_.promise().continuation = parent;
     return h_;
-  }
-  T await_resume() {
-    if (h_.promise().error) std::rethrow_exception(h_.promise().error);
-    return std::move(*h_.promise().value);
   }
   // The outermost Async of a collective: started in `flow`, to its first wait.
   void start(Flow& flow) {
     h_.promise().flow = &flow;
     h_.resume();
   }
+  bool valid() const { return h_ != nullptr; }
 
- private:
-  explicit Async(std::coroutine_handle<promise_type> h) : h_(h) {}
-  std::coroutine_handle<promise_type> h_;
+ protected:
+  // The finished coroutine's promise; what it failed with is thrown into its awaiter.
+  Promise& finished() {
+    if (h_.promise().error) std::rethrow_exception(h_.promise().error);
+    return h_.promise();
+  }
+  std::coroutine_handle<Promise> h_;
+};
+
+template <typename T>
+struct AsyncPromise;
+
+template <typename T = void>
+class [[nodiscard]] Async : public AsyncOwner<AsyncPromise<T>> {
+ public:
+  using promise_type = AsyncPromise<T>;
+  using AsyncOwner<promise_type>::AsyncOwner;
+  T await_resume() { return std::move(*this->finished().value); }
 };
 
 template <>
-class [[nodiscard]] Async<void> {
+class [[nodiscard]] Async<void> : public AsyncOwner<AsyncPromise<void>> {
  public:
-  struct promise_type : PromiseBase {
-    Async get_return_object() { return Async(std::coroutine_handle<promise_type>::from_promise(*this)); }
-    void return_void() {}
-  };
-  Async() = default;
-  Async(Async&& o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
-  Async& operator=(Async&& o) noexcept {
-    if (this != &o) {
-      if (h_) h_.destroy();
-      h_ = std::exchange(o.h_, nullptr);
-    }
-    return *this;
-  }
-  ~Async() {
-    if (h_) h_.destroy();
-  }
-  bool await_ready() const noexcept { return false; }
-  template <typename P>
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> parent) noexcept {
-    h_.promise().flow = parent.promise().flow;
-    h_.promise().continuation = parent;
-    return h_;
-  }
-  void await_resume() {
-    if (h_.promise().error) std::rethrow_exception(h_.promise().error);
-  }
-  void start(Flow& flow) {
-    h_.promise().flow = &flow;
-    h_.resume();
-  }
-  bool valid() const { return h_ != nullptr; }
+  using promise_type = AsyncPromise<void>;
+  using AsyncOwner<promise_type>::AsyncOwner;
+  void await_resume() { this->finished(); }
+};
 
- private:
-  explicit Async(std::coroutine_handle<promise_type> h) : h_(h) {}
-  std::coroutine_handle<promise_type> h_;
+template <typename T>
+struct AsyncPromise : PromiseBase {
+  std::optional<T> value;
+  Async<T> get_return_object() { return Async<T>(std::coroutine_handle<AsyncPromise>::from_promise(*this)); }
+  void return_value(T v) { value = std::move(v); }
+};
+
+template <>
+struct AsyncPromise<void> : PromiseBase {
+  Async<void> get_return_object() { return Async<void>(std::coroutine_handle<AsyncPromise>::from_promise(*this)); }
+  void return_void() {}
 };
 
 // Waiting for steps inside a Async. The steps are tested at once: a wait that is already
