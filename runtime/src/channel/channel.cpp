@@ -71,6 +71,23 @@ void check_count(int count) {
 
 // ---------------------------------------------------------------- sending
 
+// A receive of `count` elements of `type` into buf, from (src, tag); complete at once, with
+// MPI_PROC_NULL's status, when it is from MPI_PROC_NULL.
+OpPtr Channel::new_receive(void* buf, int count, MPI_Datatype type, int src, int tag, bool from_proc_null_peer) {
+  auto op = std::make_shared<ChannelOp>();
+  op->receive_ = true;
+  op->buf_ = buf;
+  op->count_ = count;
+  op->type_ = type;
+  op->source_ = src;
+  op->tag_ = tag;
+  if (from_proc_null_peer) {
+    op->complete_ = true;
+    op->status_ = from_proc_null();
+  }
+  return op;
+}
+
 OpPtr Channel::isend(const void* buf, int count, MPI_Datatype type, int dst, int tag, SendMode mode) {
   check_peer(dst, false, "destination");
   check_tag(tag, false);
@@ -127,18 +144,8 @@ OpPtr Channel::irecv(void* buf, int count, MPI_Datatype type, int src, int tag) 
   check_peer(src, true, "source");
   check_tag(tag, true);
   check_count(count);
-  auto op = std::make_shared<ChannelOp>();
-  op->receive_ = true;
-  op->buf_ = buf;
-  op->count_ = count;
-  op->type_ = type;
-  op->source_ = src;
-  op->tag_ = tag;
-  if (src == MPI_PROC_NULL) {
-    op->complete_ = true;
-    op->status_ = from_proc_null();
-    return op;
-  }
+  OpPtr op = new_receive(buf, count, type, src, tag, src == MPI_PROC_NULL);
+  if (op->complete_) return op;
   // Behind a held-back receive that could take the same message, it waits its turn; a
   // wildcard spanning both paths is held back until something matches it.
   if (held_back_would_match(src, tag)) {
@@ -154,12 +161,7 @@ OpPtr Channel::irecv(void* buf, int count, MPI_Datatype type, int src, int tag) 
 OpPtr Channel::irecv_from_cluster(void* buf, int count, MPI_Datatype type, int tag) {
   check_tag(tag, true);
   check_count(count);
-  auto op = std::make_shared<ChannelOp>();
-  op->receive_ = true;
-  op->buf_ = buf;
-  op->count_ = count;
-  op->type_ = type;
-  op->tag_ = tag;
+  OpPtr op = new_receive(buf, count, type, MPI_ANY_SOURCE, tag, false);
   check_mpi(MPI_Irecv(buf, count, type, MPI_ANY_SOURCE, tag, local_, &op->mpi_), kMpiInCluster);
   op->path_ = ChannelOp::Path::kMpi;
   return op;
@@ -472,18 +474,8 @@ MessagePtr Channel::improbe(int src, int tag) {
 
 OpPtr Channel::imrecv(const MessagePtr& message, void* buf, int count, MPI_Datatype type) {
   check_count(count);
-  auto op = std::make_shared<ChannelOp>();
-  op->receive_ = true;
-  op->buf_ = buf;
-  op->count_ = count;
-  op->type_ = type;
-  op->source_ = message->status.source;
-  op->tag_ = message->status.tag;
-  if (message->proc_null) {
-    op->complete_ = true;
-    op->status_ = from_proc_null();
-    return op;
-  }
+  OpPtr op = new_receive(buf, count, type, message->status.source, message->status.tag, message->proc_null);
+  if (op->complete_) return op;
   receive_claimed(*op, message);
   return op;
 }

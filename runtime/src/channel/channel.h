@@ -131,6 +131,7 @@ class Channel : public Pollable {
   bool needs_mpi() const override { return true; }
 
  private:
+  static OpPtr new_receive(void* buf, int count, MPI_Datatype type, int src, int tag, bool from_proc_null_peer);
   void check_peer(int r, bool receiving, const char* what) const;
   void check_tag(int tag, bool receiving) const;
   void post(ChannelOp& op);
