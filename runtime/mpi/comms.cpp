@@ -12,9 +12,6 @@
 
 using gridmpi::GridComm;
 using gridmpi::CommImpl;
-using gridmpi::Channel;
-using gridmpi::ChannelStatus;
-using gridmpi::OpPtr;
 using gridmpi::CollectiveOp;
 
 namespace {

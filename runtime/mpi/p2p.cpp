@@ -8,11 +8,9 @@
 #include "layer.h"
 
 using gridmpi::GridComm;
-using gridmpi::CommImpl;
 using gridmpi::Channel;
 using gridmpi::ChannelStatus;
 using gridmpi::OpPtr;
-using gridmpi::CollectiveOp;
 using gridrt::detail::SendMode;
 
 namespace {

@@ -29,6 +29,19 @@ static inline int error_class(int rc) {
   return c;
 }
 
+/* MPI_Init, this process's rank and the world's size; false (having said why and ended MPI)
+ * when the world's size is outside min..64: main then returns 2. */
+static inline int start(int* argc, char*** argv, const char* program, int min_size, int* rank, int* size) {
+  MPI_Init(argc, argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, rank);
+  MPI_Comm_size(MPI_COMM_WORLD, size);
+  check_rank = *rank;
+  if (*size >= min_size && *size <= 64) return 1;
+  if (*rank == 0) fprintf(stderr, "%s: run with %d to 64 processes\n", program, min_size);
+  MPI_Finalize();
+  return 0;
+}
+
 static int finish(const char* program) {
   int failed = 0, done = 0, size = 0;
   MPI_Allreduce(&checks_failed, &failed, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -270,16 +270,8 @@ static void sparse_exchange(void) {
 }
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
   int size;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  check_rank = world_rank;
-  if (size < 2 || size > 64) {
-    if (world_rank == 0) fprintf(stderr, "coll: run with 2 to 64 processes\n");
-    MPI_Finalize();
-    return 2;
-  }
+  if (!start(&argc, &argv, "coll", 2, &world_rank, &size)) return 2;
   MPI_Type_contiguous(4, MPI_INT, &mat_type);
   MPI_Type_commit(&mat_type);
   MPI_Op_create(mat_mul_op, 0, &mat_op);

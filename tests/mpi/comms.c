@@ -325,15 +325,7 @@ static void errors(void) {
 }
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  check_rank = rank;
-  if (size < 3 || size > 64) {
-    if (rank == 0) fprintf(stderr, "comms: run with 3 to 64 processes\n");
-    MPI_Finalize();
-    return 2;
-  }
+  if (!start(&argc, &argv, "comms", 3, &rank, &size)) return 2;
   attributes_and_dup();
   splits();
   groups_and_create();

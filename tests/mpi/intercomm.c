@@ -136,10 +136,7 @@ static void collectives(MPI_Comm inter, int color, int me, int n, int remote_n) 
 }
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  check_rank = rank;
+  if (!start(&argc, &argv, "intercomm", 3, &rank, &size)) return 2;
   const int color = rank % 2;
   MPI_Comm local, inter;
   MPI_Comm_split(MPI_COMM_WORLD, color, rank, &local);

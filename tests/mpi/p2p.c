@@ -307,15 +307,7 @@ static void cancel_nulls_and_errors(void) {
 }
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  check_rank = rank;
-  if (size < 3 || size > 64) {
-    if (rank == 0) fprintf(stderr, "p2p: run with 3 to 64 processes\n");
-    MPI_Finalize();
-    return 2;
-  }
+  if (!start(&argc, &argv, "p2p", 3, &rank, &size)) return 2;
   ring_in_every_mode();
   derived_datatypes();
   wildcards_from_every_cluster();
