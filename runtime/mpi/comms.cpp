@@ -112,7 +112,8 @@ int GRIDMPI(Comm_dup_with_info)(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm)
 namespace {
 // MPI_Comm_idup over a grid communicator: MPICH's non-blocking duplicates of the two
 // communicators in the cluster give the new handle at once; the new contexts are agreed
-// by a non-blocking collective; the request completes when all three have.
+// by a non-blocking collective (of both groups, for an intercommunicator); the request
+// completes when all three have.
 int idup_grid(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm, MPI_Request* request) {
   std::shared_ptr<GridComm> g = gridmpi::grid_shared(comm);
   struct Pending {
@@ -127,7 +128,8 @@ int idup_grid(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm, MPI_Request* requ
   gridrt::detail::check_mpi(PMPI_Comm_idup(g->impl->local, &p->local, &p->theirs), "MPI_Comm_idup in the cluster");
   p->offer = gridrt::detail::state().next_context;
   p->agreement = gridrt::detail::start_collective(
-      g->impl, gridrt::detail::allreduce(*g->impl, &p->offer, &p->agreed, 1, MPI_UNSIGNED, MPI_MAX, gridrt::Algo::kHier));
+      g->impl, g->inter() ? gridmpi::agree_on_inter_context(*g->impl, p->offer, &p->agreed)
+                          : gridrt::detail::allreduce(*g->impl, &p->offer, &p->agreed, 1, MPI_UNSIGNED, MPI_MAX, gridrt::Algo::kHier));
   *newcomm = p->handle;
   auto r = std::make_unique<gridmpi::Request>();
   r->comm = g;
@@ -137,6 +139,10 @@ int idup_grid(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm, MPI_Request* requ
     gridrt::detail::check_mpi(PMPI_Test(&p->theirs, &b, MPI_STATUS_IGNORE), "MPI_Comm_idup in the cluster");
     if (!a || !b || !p->agreement->poll()) return false;
     p->agreement->rethrow();
+    if (g->inter()) {
+      gridmpi::adopt_inter_dup(*g, p->agreed, p->handle, p->local);
+      return true;
+    }
     auto& next = gridrt::detail::state().next_context;
     next = std::max(next, p->agreed + gridrt::detail::kContextsPerComm);
     gridmpi::adopt(g->impl->members, g->impl->me, p->agreed, p->handle, p->local);
@@ -153,21 +159,19 @@ int idup_grid(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm, MPI_Request* requ
 
 int GRIDMPI(Comm_idup)(MPI_Comm comm, MPI_Comm* newcomm, MPI_Request* request) {
   if (!gridmpi::grid(comm)) return PMPI_Comm_idup(comm, newcomm, request);
-  if (gridmpi::grid_inter(comm)) return gridmpi::not_across_groups("MPI_Comm_idup", comm);
   return gridmpi::call("MPI_Comm_idup", comm, [&] { return idup_grid(comm, MPI_INFO_NULL, newcomm, request); });
 }
 
 int GRIDMPI(Comm_idup_with_info)(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm, MPI_Request* request) {
   if (!gridmpi::grid(comm)) return PMPI_Comm_idup_with_info(comm, info, newcomm, request);
-  if (gridmpi::grid_inter(comm)) return gridmpi::not_across_groups("MPI_Comm_idup_with_info", comm);
   return gridmpi::call("MPI_Comm_idup_with_info", comm, [&] { return idup_grid(comm, info, newcomm, request); });
 }
 
 int GRIDMPI(Comm_split)(MPI_Comm comm, int color, int key, MPI_Comm* newcomm) {
   GridComm* g = gridmpi::grid(comm);
   if (!g) return PMPI_Comm_split(comm, color, key, newcomm);
-  if (g->inter()) return gridmpi::not_across_groups("MPI_Comm_split", comm);
-  return gridmpi::call("MPI_Comm_split", comm, [&] { return split_grid(*g, color, key, newcomm); });
+  return gridmpi::call("MPI_Comm_split", comm,
+                       [&] { return g->inter() ? gridmpi::split_inter(*g, color, key, newcomm) : split_grid(*g, color, key, newcomm); });
 }
 
 int GRIDMPI(Comm_split_type)(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm* newcomm) {
@@ -218,9 +222,10 @@ int GRIDMPI(Comm_create)(MPI_Comm comm, MPI_Group group, MPI_Comm* newcomm) {
   GridComm* g = gridmpi::grid(comm);
   if (!g && !gridmpi::is_layer_group(group)) return PMPI_Comm_create(comm, group, newcomm);
   if (!g) return gridmpi::fail(comm, MPI_ERR_GROUP, "MPI_Comm_create: the group holds processes of other clusters, the communicator does not");
-  if (g->inter()) return gridmpi::not_across_groups("MPI_Comm_create", comm);
   return gridmpi::call("MPI_Comm_create", comm, [&] {
+    // (on an intercommunicator, each group gives a group of its own members, MPI 4.0 §7.4.2)
     const auto [color, key] = place_in(group, g->impl->members[g->rank()]);
+    if (g->inter()) return gridmpi::split_inter(*g, color == MPI_UNDEFINED ? color : 0, key, newcomm);
     return split_grid(*g, color, key, newcomm);
   });
 }

@@ -1,5 +1,5 @@
 // Intercommunicators under the MPI layer (MPI 4.0 §7.6): MPI_Intercomm_create and
-// MPI_Intercomm_merge, the queries, and duplicates. When both groups sit in this cluster the
+// MPI_Intercomm_merge, the queries, duplicates and splits. When both groups sit in this cluster the
 // intercommunicator is MPICH's own. Otherwise it is a grid communicator whose handle is an
 // MPICH communicator of both groups' members in this cluster (names, attributes and error
 // handlers live there; its point-to-point inside the cluster travels there), whose channel
@@ -42,6 +42,8 @@ MPI_Comm cluster_comm_of(const std::vector<int>& order, int tag) {
   check_mpi(rc, "MPI_Comm_create_group in the cluster");
   return out;
 }
+
+bool everyone_here(const std::vector<int>& members) { return std::all_of(members.begin(), members.end(), gridmpi::in_this_cluster); }
 
 // Both groups in one order: the local one first or the remote one.
 std::vector<int> both(const std::vector<int>& local, const std::vector<int>& remote, bool local_first) {
@@ -93,12 +95,10 @@ std::vector<unsigned> from_the_other_group(GridComm& g, std::vector<unsigned> mi
   return theirs;
 }
 
-// Contexts for a new communicator over both groups, above every one any member uses: each
-// group's highest goes to the other, then back.
 std::uint32_t agree_on_context(GridComm& g) {
-  const unsigned theirs = from_the_other_group(g, {gridrt::detail::state().next_context}, MPI_MAX)[0];
-  const unsigned ours = from_the_other_group(g, {theirs}, MPI_MAX)[0];
-  return std::max(ours, theirs);
+  unsigned agreed = 0;
+  gridrt::detail::run_collective(g.impl, gridmpi::agree_on_inter_context(*g.impl, gridrt::detail::state().next_context, &agreed));
+  return agreed;
 }
 
 int create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote_leader, int tag, MPI_Comm* newintercomm) {
@@ -130,7 +130,6 @@ int create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote
   const std::uint32_t context = std::max(highest, static_cast<unsigned>(header[0]));
   reserve_contexts(context, kContextsPerInter);
   const int their_leader = remote.at(static_cast<std::size_t>(header[2]));
-  const auto everyone_here = [](const std::vector<int>& v) { return std::all_of(v.begin(), v.end(), gridmpi::in_this_cluster); };
   if (everyone_here(local) && everyone_here(remote))  // MPICH's own, over the cluster's MPI_COMM_WORLD
     return PMPI_Intercomm_create(local_comm, local_leader, MPI_COMM_WORLD, their_leader - gridmpi::first_rank(), tag, newintercomm);
   const bool local_first = local[static_cast<std::size_t>(local_leader)] < their_leader;
@@ -172,13 +171,74 @@ int GRIDMPI(Intercomm_merge)(MPI_Comm intercomm, int high, MPI_Comm* newintracom
 }
 
 namespace gridmpi {
+// Contexts for a new communicator over both groups, above every one any member uses: each
+// group's highest goes to the other, then back. (The caller keeps `agreed` alive.)
+gridrt::detail::Async<> agree_on_inter_context(CommImpl& c, unsigned offer, unsigned* agreed) {
+  unsigned theirs = 0, ours = 0;
+  co_await gridrt::detail::allreduce(c, &offer, &theirs, 1, MPI_UNSIGNED, MPI_MAX, gridrt::Algo::kDefault);
+  co_await gridrt::detail::allreduce(c, &theirs, &ours, 1, MPI_UNSIGNED, MPI_MAX, gridrt::Algo::kDefault);
+  *agreed = std::max(ours, theirs);
+}
+
+// The duplicate of a grid intercommunicator on agreed contexts, given MPICH's duplicates of
+// its handle and of its local group's communicator.
+MPI_Comm adopt_inter_dup(const GridComm& g, std::uint32_t context, MPI_Comm handle, MPI_Comm part) {
+  reserve_contexts(context, kContextsPerInter);
+  return make_inter(g.impl->members, g.rank(), g.impl->remote->members, g.local_first, context, handle, part);
+}
+
+// MPI_Comm_split of a grid intercommunicator (MPI 4.0 §7.4.2): each group splits by color
+// and key as an intracommunicator would, and the members of one color in both groups make
+// a new intercommunicator; a color that only one group has gives its members
+// MPI_COMM_NULL. Every member of both groups takes part (MPI_UNDEFINED too): one all-gather
+// in each group, one between them, and the contexts' agreement.
+int split_inter(GridComm& g, int color, int key, MPI_Comm* newcomm) {
+  if (color < 0 && color != MPI_UNDEFINED)
+    throw gridrt::ArgumentError("color " + std::to_string(color) + " is negative", MPI_ERR_ARG);
+  const auto& remote_group = *g.impl->remote;
+  const int mine[2] = {color, key};
+  std::vector<int> ours(2 * static_cast<std::size_t>(g.size())), theirs(2 * static_cast<std::size_t>(remote_group.size()));
+  gridrt::detail::run_collective(remote_group.group, gridrt::detail::allgather(*remote_group.group, mine, 2, MPI_INT, ours.data(), 2,
+                                                                               MPI_INT, gridrt::Algo::kDefault));
+  gridrt::detail::run_collective(g.impl, gridrt::detail::allgather(*g.impl, mine, 2, MPI_INT, theirs.data(), 2, MPI_INT, gridrt::Algo::kDefault));
+  const std::uint32_t context = agree_on_context(g);
+  reserve_contexts(context, kContextsPerInter);
+  *newcomm = MPI_COMM_NULL;
+  if (color == MPI_UNDEFINED) return MPI_SUCCESS;
+  // A group's members of this color, by key, then by rank in the group.
+  const auto of_color = [color](const std::vector<int>& colors_keys, const std::vector<int>& members) {
+    std::vector<int> chosen;
+    for (std::size_t r = 0; r < members.size(); ++r)
+      if (colors_keys[2 * r] == color) chosen.push_back(static_cast<int>(r));
+    std::stable_sort(chosen.begin(), chosen.end(), [&](int a, int b) { return colors_keys[2 * a + 1] < colors_keys[2 * b + 1]; });
+    std::vector<int> out;
+    for (int r : chosen) out.push_back(members[static_cast<std::size_t>(r)]);
+    return out;
+  };
+  std::vector<int> local = of_color(ours, g.impl->members), remote = of_color(theirs, remote_group.members);
+  if (remote.empty()) return MPI_SUCCESS;
+  const int me = static_cast<int>(std::find(local.begin(), local.end(), g.impl->members[g.rank()]) - local.begin());
+  const int tag = tag_for(context);
+  const MPI_Comm local_part = cluster_comm_of(local, tag);
+  if (everyone_here(local) && everyone_here(remote)) {  // MPICH's own, over the cluster's MPI_COMM_WORLD
+    const int rc = PMPI_Intercomm_create(local_part, 0, MPI_COMM_WORLD, remote.front() - gridmpi::first_rank(), tag, newcomm);
+    MPI_Comm done = local_part;
+    PMPI_Comm_free(&done);
+    return rc;
+  }
+  const bool local_first = local.front() < remote.front();
+  const MPI_Comm handle = cluster_comm_of(both(local, remote, local_first), tag);
+  *newcomm = make_inter(std::move(local), me, std::move(remote), local_first, context, handle, local_part);
+  return MPI_SUCCESS;
+}
+
+
 // A duplicate of a grid intercommunicator: MPICH's of its handle (copying its attributes),
 // the same groups, new contexts.
 int dup_inter(GridComm& g, MPI_Info info, MPI_Comm* newcomm) {
   const std::uint32_t context = agree_on_context(g);
-  reserve_contexts(context, kContextsPerInter);
   const MPI_Comm handle = gridmpi::dup_in_cluster(g.handle, info), part = gridmpi::dup_in_cluster(g.impl->local);
-  *newcomm = make_inter(g.impl->members, g.rank(), g.impl->remote->members, g.local_first, context, handle, part);
+  *newcomm = adopt_inter_dup(g, context, handle, part);
   return MPI_SUCCESS;
 }
 }  // namespace gridmpi

@@ -200,11 +200,6 @@ std::vector<int> members_of(MPI_Comm comm) {
 
 // ---------------------------------------------------------------- errors
 
-int not_across_groups(const char* function, MPI_Comm comm) {
-  return fail(comm, MPI_ERR_UNSUPPORTED_OPERATION,
-              std::string(function) + ": not supported on an intercommunicator whose groups span clusters (use MPI_Intercomm_merge first)");
-}
-
 int bad_comm(const char* function) {
   return fail(MPI_COMM_WORLD, MPI_ERR_COMM, std::string(function) + ": not a communicator (MPI_COMM_NULL or freed)");
 }
@@ -231,18 +226,19 @@ int fail(MPI_Comm comm, int error_class, const std::string& what) {
   return code;
 }
 
-void fill_status(MPI_Status* st, const ChannelStatus& cs, int error) {
+// MPI_ERROR is not touched: calls with one status return their error, and those with many
+// set it themselves when they fail with MPI_ERR_IN_STATUS (MPI 4.0, section 3.2.5).
+void fill_status(MPI_Status* st, const ChannelStatus& cs) {
   if (st == MPI_STATUS_IGNORE) return;
   st->MPI_SOURCE = cs.source;
   st->MPI_TAG = cs.tag;
-  st->MPI_ERROR = error;
   PMPI_Status_set_elements_x(st, MPI_BYTE, static_cast<MPI_Count>(cs.bytes));
   PMPI_Status_set_cancelled(st, cs.cancelled ? 1 : 0);
 }
 
 void empty_status(MPI_Status* st) {
   ChannelStatus none;  // MPI's empty status: any source, any tag, nothing
-  fill_status(st, none, MPI_SUCCESS);
+  fill_status(st, none);
 }
 
 // ---------------------------------------------------------------- groups
@@ -284,6 +280,65 @@ void free_layer_group(MPI_Group* group) {
   g_groups.remove(*group & kIndexMask);
   *group = MPI_GROUP_NULL;
 }
+
+// ---------------------------------------------------------------- datatypes and ops in use
+
+namespace {
+
+struct Use {
+  int leases = 0;
+  bool freed = false;  // the application freed it meanwhile: MPICH's free waits for the last lease
+};
+std::map<MPI_Datatype, Use> g_types_in_use;
+std::map<MPI_Op, Use> g_ops_in_use;
+
+// MPICH 4.0.2's handles say their kind in their top two bits; 1 is a predefined object.
+template <typename Handle>
+bool predefined_handle(Handle h) {
+  return (static_cast<unsigned>(h) >> 30) == 1u;
+}
+
+template <typename Handle>
+void take_lease(std::map<Handle, Use>& uses, std::vector<Handle>& held, Handle h, Handle null) {
+  if (h == null || predefined_handle(h)) return;
+  ++uses[h].leases;
+  held.push_back(h);
+}
+
+template <typename Handle, typename Free>
+void end_lease(std::map<Handle, Use>& uses, Handle h, Free free) {
+  auto it = uses.find(h);
+  if (it == uses.end() || --it->second.leases > 0) return;
+  const bool freed = it->second.freed;
+  uses.erase(it);
+  if (freed) free(&h);
+}
+
+// MPI_Type_free or MPI_Op_free: MPICH's now, or when the last lease ends.
+template <typename Handle, typename Free>
+int free_or_defer(std::map<Handle, Use>& uses, Handle* h, Handle null, Free free) {
+  auto it = uses.find(*h);
+  if (it == uses.end()) return free(h);
+  it->second.freed = true;
+  *h = null;
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+
+Leases::Leases(std::initializer_list<MPI_Datatype> types, MPI_Op o) {
+  for (MPI_Datatype t : types) type(t);
+  op(o);
+}
+Leases::~Leases() {
+  for (MPI_Datatype t : types_) end_lease(g_types_in_use, t, PMPI_Type_free);
+  for (MPI_Op o : ops_) end_lease(g_ops_in_use, o, PMPI_Op_free);
+}
+void Leases::type(MPI_Datatype t) { take_lease(g_types_in_use, types_, t, MPI_DATATYPE_NULL); }
+void Leases::types(const MPI_Datatype* ts, int n) {
+  for (int i = 0; ts && i < n; ++i) type(ts[i]);
+}
+void Leases::op(MPI_Op o) { take_lease(g_ops_in_use, ops_, o, MPI_OP_NULL); }
 
 // ---------------------------------------------------------------- requests
 
@@ -353,9 +408,9 @@ int finish(Request& r, MPI_Status* st) {
   if (r.send) {  // a send's status says only whether it was cancelled
     ChannelStatus s;
     s.cancelled = r.status.cancelled;
-    fill_status(st, s, MPI_SUCCESS);
+    fill_status(st, s);
   } else {
-    fill_status(st, r.status, MPI_SUCCESS);
+    fill_status(st, r.status);
   }
   if (r.error_class == MPI_SUCCESS) return MPI_SUCCESS;
   const int code = fail(r.comm ? r.comm->handle : MPI_COMM_WORLD, r.error_class, r.error);
@@ -448,3 +503,26 @@ int gridmpi_unsupported(const char* function, MPI_Comm comm, const char* what) {
                        std::string(function) + " is not supported " + (spans ? "on a communicator that spans clusters" : "in a grid job") +
                            " (" + what + "; docs/mpi.md)");
 }
+
+int gridmpi_entries(MPI_Comm comm) {
+  const gridmpi::GridComm* g = gridmpi::grid(comm);
+  return g->inter() ? static_cast<int>(g->impl->remote->members.size()) : g->size();
+}
+
+int gridmpi_local_entries(MPI_Comm comm) { return gridmpi::grid(comm)->size(); }
+
+int gridmpi_entries_at_root(MPI_Comm comm, int root) {
+  const gridmpi::GridComm* g = gridmpi::grid(comm);
+  const bool at_root = g->inter() ? root == MPI_ROOT : root == g->rank();
+  return at_root ? gridmpi_entries(comm) : 0;
+}
+
+int gridmpi_count_too_large(const char* function, MPI_Comm comm) {
+  return gridmpi::fail(comm, MPI_ERR_COUNT,
+                       std::string(function) + ": a count or displacement above INT_MAX on a communicator that spans clusters (docs/mpi.md)");
+}
+
+int GRIDMPI(Type_free)(MPI_Datatype* type) {
+  return gridmpi::free_or_defer(gridmpi::g_types_in_use, type, MPI_DATATYPE_NULL, PMPI_Type_free);
+}
+int GRIDMPI(Op_free)(MPI_Op* op) { return gridmpi::free_or_defer(gridmpi::g_ops_in_use, op, MPI_OP_NULL, PMPI_Op_free); }

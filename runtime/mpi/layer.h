@@ -18,6 +18,7 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -77,10 +78,14 @@ MPI_Comm adopt(std::vector<int> members, int me, std::uint32_t context, MPI_Comm
 void enroll(std::shared_ptr<GridComm> g);
 // The layer's intercommunicator behind a handle, or null (intercomm.cpp).
 GridComm* grid_inter(MPI_Comm comm);
-// MPI_Comm_dup of a grid intercommunicator (intercomm.cpp).
+// MPI_Comm_dup and MPI_Comm_split of a grid intercommunicator (intercomm.cpp).
 int dup_inter(GridComm& g, MPI_Info info, MPI_Comm* newcomm);
-// MPI_ERR_UNSUPPORTED_OPERATION for a constructor not built for intercommunicators across clusters.
-int not_across_groups(const char* function, MPI_Comm comm);
+int split_inter(GridComm& g, int color, int key, MPI_Comm* newcomm);
+// The parts of a non-blocking duplicate of a grid intercommunicator: contexts agreed by both
+// groups (an offer of each member, the agreed one written to `agreed`), and the duplicate
+// made on them from MPICH's duplicates of the handle and of the local group's communicator.
+gridrt::detail::Async<> agree_on_inter_context(CommImpl& c, unsigned offer, unsigned* agreed);
+MPI_Comm adopt_inter_dup(const GridComm& g, std::uint32_t context, MPI_Comm handle, MPI_Comm part);
 // Forgets a grid communicator (MPI_Comm_free); its MPICH handle is the caller's to free.
 void forget(MPI_Comm comm);
 // A duplicate of an MPICH communicator of this cluster (with `info`, if given), waited for
@@ -119,7 +124,7 @@ int call(const char* function, MPI_Comm comm, F&& body) {
 int bad_comm(const char* function);
 
 // Fills an MPI status from a channel's (count in bytes: MPI_Get_count divides).
-void fill_status(MPI_Status* st, const ChannelStatus& cs, int error);
+void fill_status(MPI_Status* st, const ChannelStatus& cs);
 void empty_status(MPI_Status* st);
 
 // ---------------------------------------------------------------- groups
@@ -131,6 +136,31 @@ MPI_Group make_group(const std::vector<int>& members);
 bool is_layer_group(MPI_Group group);
 void free_layer_group(MPI_Group* group);
 
+// ---------------------------------------------------------------- datatypes and ops in use
+
+// MPI lets a program free a datatype or an op while an operation that uses it is pending;
+// the operation still completes normally (MPI 4.0, sections 5.1.9 and 6.9.5). MPICH counts
+// the uses of its own operations, but the layer's start MPICH's work later (a receive from
+// another cluster unpacks when its data is in; a collective's steps inside the cluster start
+// as earlier steps end), so each of its requests holds Leases on what it uses: MPI_Type_free
+// and MPI_Op_free of a leased handle return at once and MPICH frees it when the last lease
+// ends. Predefined handles need none.
+class Leases {
+ public:
+  Leases() = default;
+  Leases(std::initializer_list<MPI_Datatype> types, MPI_Op op = MPI_OP_NULL);
+  Leases(const Leases&) = delete;
+  Leases& operator=(const Leases&) = delete;
+  ~Leases();
+  void type(MPI_Datatype t);
+  void types(const MPI_Datatype* ts, int n);  // (an array of them; none if ts is null)
+  void op(MPI_Op o);
+
+ private:
+  std::vector<MPI_Datatype> types_;
+  std::vector<MPI_Op> ops_;
+};
+
 // ---------------------------------------------------------------- requests
 
 // One of the layer's requests: a point-to-point operation on a grid communicator, a
@@ -140,6 +170,7 @@ struct Request {
   OpPtr op;                        // a point-to-point operation, on comm->p2p
   std::shared_ptr<CollectiveOp> coll;
   bool send = false;
+  std::shared_ptr<Leases> leases;  // the user's datatypes and op it uses
   // Anything else the layer waits on (MPI_Comm_idup's agreement): true once over; may throw.
   std::function<bool()> custom;
   // Persistent: what MPI_Start does, and whether it is under way.

@@ -82,7 +82,8 @@ int isend_any(const char* function, SendMode mode, const void* buf, int count, M
 }
 
 // A persistent operation: MPI_Start begins `begin` anew.
-int persistent(const char* function, MPI_Comm comm, bool send, std::function<OpPtr(Channel&)> begin, MPI_Request* request) {
+int persistent(const char* function, MPI_Comm comm, bool send, MPI_Datatype type, std::function<OpPtr(Channel&)> begin,
+               MPI_Request* request) {
   std::shared_ptr<GridComm> g = gridmpi::grid_shared(comm);
   return gridmpi::call(function, comm, [&] {
     auto r = std::make_unique<gridmpi::Request>();
@@ -90,6 +91,7 @@ int persistent(const char* function, MPI_Comm comm, bool send, std::function<OpP
     r->send = send;
     r->persistent = true;
     r->active = false;
+    r->leases = std::make_shared<gridmpi::Leases>(std::initializer_list<MPI_Datatype>{type});
     r->restart = [begin = std::move(begin)](gridmpi::Request& q) { q.op = begin(*q.comm->p2p); };
     *request = gridmpi::new_request(std::move(r));
     return MPI_SUCCESS;
@@ -98,7 +100,7 @@ int persistent(const char* function, MPI_Comm comm, bool send, std::function<OpP
 
 int send_init(const char* function, SendMode mode, const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
               MPI_Request* request) {
-  return persistent(function, comm, true, [=](Channel& ch) { return ch.isend(buf, count, type, dest, tag, mode); }, request);
+  return persistent(function, comm, true, type, [=](Channel& ch) { return ch.isend(buf, count, type, dest, tag, mode); }, request);
 }
 
 }  // namespace
@@ -135,10 +137,8 @@ int GRIDMPI(Recv)(void* buf, int count, MPI_Datatype type, int source, int tag, 
     return PMPI_Recv(buf, count, type, source, tag, comm, status);
   }
   if (direct(*g, source)) {
-    MPI_Status st;
-    const int rc = PMPI_Recv(buf, count, type, g->p2p->local_rank_of(source), tag, g->handle, &st);
-    translate(*g, &st);
-    if (status != MPI_STATUS_IGNORE) *status = st;
+    const int rc = PMPI_Recv(buf, count, type, g->p2p->local_rank_of(source), tag, g->handle, status);
+    translate(*g, status);
     return rc;
   }
   return gridmpi::call("MPI_Recv", comm, [&] { return complete(g, g->p2p->irecv(buf, count, type, source, tag), false, status); });
@@ -148,7 +148,9 @@ int GRIDMPI(Irecv)(void* buf, int count, MPI_Datatype type, int source, int tag,
   std::shared_ptr<GridComm> g = gridmpi::grid_shared(comm);
   if (!g) return PMPI_Irecv(buf, count, type, source, tag, comm, request);
   return gridmpi::call("MPI_Irecv", comm, [&] {
-    *request = gridmpi::new_request(as_request(g, g->p2p->irecv(buf, count, type, source, tag), false));
+    auto r = as_request(g, g->p2p->irecv(buf, count, type, source, tag), false);
+    r->leases = std::make_shared<gridmpi::Leases>(std::initializer_list<MPI_Datatype>{type});
+    *request = gridmpi::new_request(std::move(r));
     return MPI_SUCCESS;
   });
 }
@@ -187,7 +189,7 @@ int GRIDMPI(Sendrecv_replace)(void* buf, int count, MPI_Datatype type, int dest,
     int size = 0, at = 0;
     gridrt::detail::check_mpi(PMPI_Pack_size(count, type, comm, &size), "MPI_Pack_size");
     std::vector<char> out(static_cast<std::size_t>(size));
-    gridrt::detail::check_mpi(PMPI_Pack(buf, count, type, out.data(), size, &at, comm), "MPI_Pack");
+    gridrt::detail::check_mpi(gridrt::detail::PackableBuffer(buf, count, type).pack(out.data(), size, &at, comm), "MPI_Pack");
     return gridmpi_Sendrecv(out.data(), at, MPI_PACKED, dest, sendtag, buf, count, type, source, recvtag, comm, status);
   });
 }
@@ -200,6 +202,7 @@ int GRIDMPI(Isendrecv)(const void* sendbuf, int sendcount, MPI_Datatype sendtype
     // One request for both: the receive's, which completes once the send has too.
     OpPtr send = g->p2p->isend(sendbuf, sendcount, sendtype, dest, sendtag);
     auto r = as_request(g, g->p2p->irecv(recvbuf, recvcount, recvtype, source, recvtag), false);
+    r->leases = std::make_shared<gridmpi::Leases>(std::initializer_list<MPI_Datatype>{recvtype});
     gridmpi::Request* q = r.get();
     r->custom = [q, send, g] {
       const OpPtr recv = q->op;
@@ -223,7 +226,7 @@ int GRIDMPI(Isendrecv_replace)(void* buf, int count, MPI_Datatype type, int dest
     int size = 0, at = 0;
     gridrt::detail::check_mpi(PMPI_Pack_size(count, type, comm, &size), "MPI_Pack_size");
     auto out = std::make_shared<std::vector<char>>(static_cast<std::size_t>(size));
-    gridrt::detail::check_mpi(PMPI_Pack(buf, count, type, out->data(), size, &at, comm), "MPI_Pack");
+    gridrt::detail::check_mpi(gridrt::detail::PackableBuffer(buf, count, type).pack(out->data(), size, &at, comm), "MPI_Pack");
     const int rc = gridmpi_Isendrecv(out->data(), at, MPI_PACKED, dest, sendtag, buf, count, type, source, recvtag, comm, request);
     if (gridmpi::Request* q = gridmpi::request(*request)) {  // the packed copy lives as long as the request
       auto done = q->custom;
@@ -242,7 +245,7 @@ int GRIDMPI(Iprobe)(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* s
     gridrt::detail::progress::poll_all();  // (a probe is where programs that poll let things move)
     ChannelStatus cs;
     *flag = g->p2p->iprobe(source, tag, &cs);
-    if (*flag) gridmpi::fill_status(status, cs, MPI_SUCCESS);
+    if (*flag) gridmpi::fill_status(status, cs);
     return MPI_SUCCESS;
   });
 }
@@ -263,7 +266,7 @@ int GRIDMPI(Improbe)(int source, int tag, MPI_Comm comm, int* flag, MPI_Message*
     gridrt::detail::MessagePtr m = g->p2p->improbe(source, tag);
     *flag = m != nullptr;
     if (!m) return MPI_SUCCESS;
-    gridmpi::fill_status(status, m->status, MPI_SUCCESS);
+    gridmpi::fill_status(status, m->status);
     *message = m->proc_null ? MPI_MESSAGE_NO_PROC : gridmpi::new_message(g, m);
     return MPI_SUCCESS;
   });
@@ -281,7 +284,9 @@ int GRIDMPI(Imrecv)(void* buf, int count, MPI_Datatype type, MPI_Message* messag
   if (!gridmpi::is_layer_message(*message)) return PMPI_Imrecv(buf, count, type, message, request);
   return gridmpi::call("MPI_Imrecv", MPI_COMM_WORLD, [&] {
     auto [g, m] = gridmpi::take_message(message);
-    *request = gridmpi::new_request(as_request(g, g->p2p->imrecv(m, buf, count, type), false));
+    auto r = as_request(g, g->p2p->imrecv(m, buf, count, type), false);
+    r->leases = std::make_shared<gridmpi::Leases>(std::initializer_list<MPI_Datatype>{type});
+    *request = gridmpi::new_request(std::move(r));
     return MPI_SUCCESS;
   });
 }
@@ -314,5 +319,5 @@ int GRIDMPI(Rsend_init)(const void* buf, int count, MPI_Datatype type, int dest,
 }
 int GRIDMPI(Recv_init)(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Request* request) {
   if (!gridmpi::grid(comm)) return PMPI_Recv_init(buf, count, type, source, tag, comm, request);
-  return persistent("MPI_Recv_init", comm, false, [=](Channel& ch) { return ch.irecv(buf, count, type, source, tag); }, request);
+  return persistent("MPI_Recv_init", comm, false, type, [=](Channel& ch) { return ch.irecv(buf, count, type, source, tag); }, request);
 }

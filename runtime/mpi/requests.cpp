@@ -70,8 +70,9 @@ struct All {
   MPI_Request* r;
   MPI_Status* statuses;
   std::vector<bool> done;
+  std::vector<int> codes;
   int error = MPI_SUCCESS;
-  All(int count, MPI_Request* reqs, MPI_Status* sts) : n(count), r(reqs), statuses(sts), done(count, false) {}
+  All(int count, MPI_Request* reqs, MPI_Status* sts) : n(count), r(reqs), statuses(sts), done(count, false), codes(count, MPI_SUCCESS) {}
   bool step() {
     bool every = true;
     for (int i = 0; i < n; ++i) {
@@ -85,14 +86,19 @@ struct All {
       }
       done[i] = true;
       if (o == Outcome::kEmpty) gridmpi::empty_status(st);
-      if (rc != MPI_SUCCESS) {
-        error = rc;
-        if (st != MPI_STATUS_IGNORE) st->MPI_ERROR = rc;
-      }
+      codes[i] = rc;
+      if (rc != MPI_SUCCESS) error = rc;
     }
     return every;
   }
-  int result() const { return error == MPI_SUCCESS ? MPI_SUCCESS : (statuses == MPI_STATUSES_IGNORE ? error : MPI_ERR_IN_STATUS); }
+  // A status's MPI_ERROR is set only when the call fails with MPI_ERR_IN_STATUS: then every
+  // one (MPI_SUCCESS for those that succeeded); otherwise it is left as the caller had it.
+  int result() {
+    if (error == MPI_SUCCESS) return MPI_SUCCESS;
+    if (statuses == MPI_STATUSES_IGNORE) return error;
+    for (int i = 0; i < n; ++i) statuses[i].MPI_ERROR = codes[i];
+    return MPI_ERR_IN_STATUS;
+  }
 };
 
 // The `any` forms: the first request found over; MPI_UNDEFINED when none is active.
@@ -125,6 +131,7 @@ struct Some {
   int* outcount;
   int* indices;
   MPI_Status* statuses;
+  std::vector<int> codes = std::vector<int>(static_cast<std::size_t>(n), MPI_SUCCESS);
   int error = MPI_SUCCESS;
   bool step() {
     bool some_active = false;
@@ -135,12 +142,8 @@ struct Some {
       const Outcome o = test_one(&r[i], st, &rc);
       if (o == Outcome::kPending) some_active = true;
       if (o != Outcome::kDone) continue;
-      if (rc != MPI_SUCCESS) {
-        error = rc;
-        if (st != MPI_STATUS_IGNORE) st->MPI_ERROR = rc;
-      } else if (st != MPI_STATUS_IGNORE) {
-        st->MPI_ERROR = MPI_SUCCESS;
-      }
+      if (rc != MPI_SUCCESS) error = rc;
+      codes[*outcount] = rc;
       indices[(*outcount)++] = i;
     }
     if (*outcount > 0) return true;
@@ -148,7 +151,12 @@ struct Some {
     *outcount = MPI_UNDEFINED;
     return true;
   }
-  int result() const { return error == MPI_SUCCESS ? MPI_SUCCESS : (statuses == MPI_STATUSES_IGNORE ? error : MPI_ERR_IN_STATUS); }
+  int result() {  // MPI_ERROR as in All::result
+    if (error == MPI_SUCCESS) return MPI_SUCCESS;
+    if (statuses == MPI_STATUSES_IGNORE) return error;
+    for (int k = 0; k < *outcount; ++k) statuses[k].MPI_ERROR = codes[k];
+    return MPI_ERR_IN_STATUS;
+  }
 };
 
 template <typename Step>
@@ -259,7 +267,7 @@ int GRIDMPI(Request_get_status)(MPI_Request request, int* flag, MPI_Status* stat
     return MPI_SUCCESS;
   }
   *flag = gridmpi::test(*q);
-  if (*flag) gridmpi::fill_status(status, q->send ? ChannelStatus{} : q->status, MPI_SUCCESS);
+  if (*flag) gridmpi::fill_status(status, q->send ? ChannelStatus{} : q->status);
   return MPI_SUCCESS;
 }
 

@@ -4,6 +4,7 @@
 // crossing clusters travels packed) and the collectives.
 #pragma once
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -48,13 +49,49 @@ struct Layout {
   }
 };
 
+// `count` elements of `type` at `buf`, as MPI_Pack and MPI_Unpack can take them. MPICH
+// 4.0.2 refuses a null buffer there ("Null pointer in parameter inbuf"), and MPI_BOTTOM is
+// null, though MPI lets a datatype of absolute addresses describe data from MPI_BOTTOM: such
+// data is taken as one element of a type holding the `count` elements one byte lower, from
+// address 1. The same bytes, a buffer that is not null.
+class PackableBuffer {
+ public:
+  PackableBuffer(const void* buf, int count, MPI_Datatype type) : buf_(const_cast<void*>(buf)), count_(count), type_(type) {
+    if (buf != MPI_BOTTOM || count == 0) return;
+    MPI_Aint one_lower = -1;
+    MPI_Type_create_hindexed(1, &count, &one_lower, type, &shifted_);
+    MPI_Type_commit(&shifted_);
+    buf_ = reinterpret_cast<void*>(std::uintptr_t{1});
+    count_ = 1;
+    type_ = shifted_;
+  }
+  ~PackableBuffer() {
+    if (shifted_ != MPI_DATATYPE_NULL) MPI_Type_free(&shifted_);
+  }
+  PackableBuffer(const PackableBuffer&) = delete;
+  PackableBuffer& operator=(const PackableBuffer&) = delete;
+
+  int pack(void* out, int out_size, int* position, MPI_Comm comm) const {
+    return MPI_Pack(buf_, count_, type_, out, out_size, position, comm);
+  }
+  int unpack(const void* in, int in_size, int* position, MPI_Comm comm) const {
+    return MPI_Unpack(in, in_size, position, buf_, count_, type_, comm);
+  }
+
+ private:
+  void* buf_;
+  int count_;
+  MPI_Datatype type_;
+  MPI_Datatype shifted_ = MPI_DATATYPE_NULL;
+};
+
 inline void pack(const Layout& l, const void* buf, char* out) {
   if (l.contiguous) {
     if (l.packed) std::memcpy(out, buf, l.packed);
     return;
   }
   int pos = 0;
-  MPI_Pack(buf, l.count, l.type, out, static_cast<int>(l.packed), &pos, MPI_COMM_SELF);
+  PackableBuffer(buf, l.count, l.type).pack(out, static_cast<int>(l.packed), &pos, MPI_COMM_SELF);
 }
 inline void unpack(const Layout& l, const char* in, void* buf) {
   if (l.contiguous) {
@@ -62,7 +99,7 @@ inline void unpack(const Layout& l, const char* in, void* buf) {
     return;
   }
   int pos = 0;
-  MPI_Unpack(in, static_cast<int>(l.packed), &pos, buf, l.count, l.type, MPI_COMM_SELF);
+  PackableBuffer(buf, l.count, l.type).unpack(in, static_cast<int>(l.packed), &pos, MPI_COMM_SELF);
 }
 inline std::vector<char> packed_copy(const Layout& l, const void* buf) {
   std::vector<char> out(l.packed);

@@ -229,6 +229,32 @@ static void nonblocking(MPI_Comm comm, const char* label) {
   MPI_Request_free(&p[1]);
 }
 
+/* A datatype and an op freed by the program while non-blocking collectives that use them
+ * are still in flight: MPI 4.0 §5.1 lets it, the collectives must still use them. */
+static void handles_freed_in_flight(void) {
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Datatype mat;
+  MPI_Op op;
+  MPI_Type_contiguous(4, MPI_INT, &mat);
+  MPI_Type_commit(&mat);
+  MPI_Op_create(mat_mul_op, 0, &op);
+  Mat mine = mat_of(rank), all = {0, 0, 0, 0}, gathered[64];
+  MPI_Request r[2];
+  MPI_Iallreduce(&mine, &all, 1, mat, op, MPI_COMM_WORLD, &r[0]);
+  MPI_Igather(&mine, 1, mat, gathered, 1, mat, 0, MPI_COMM_WORLD, &r[1]);
+  MPI_Type_free(&mat);
+  MPI_Op_free(&op);
+  CHECK(mat == MPI_DATATYPE_NULL && op == MPI_OP_NULL, "the freed handles were not set to null");
+  MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+  int world_of[64];
+  for (int i = 0; i < size; ++i) world_of[i] = i;
+  CHECK(mat_eq(all, product(world_of, 0, size)), "iallreduce with a freed op and type");
+  if (rank == 0)
+    for (int i = 0; i < size; ++i) CHECK(mat_eq(gathered[i], mat_of(i)), "igather with a freed type [%d]", i);
+}
+
 /* The NBX sparse exchange (Hoefler, Siebert, Lumsdaine, 2010): each process sends a few
  * messages with MPI_Issend to processes that do not know they will get them, receives
  * whatever comes (MPI_Iprobe), and once its own sends are matched joins an MPI_Ibarrier;
@@ -284,6 +310,7 @@ int main(int argc, char** argv) {
   nonblocking(shuffled, "shuffled");
   MPI_Comm_free(&shuffled);
   sparse_exchange();
+  handles_freed_in_flight();
   MPI_Op_free(&mat_op);
   MPI_Type_free(&mat_type);
   return finish("coll");

@@ -1,7 +1,7 @@
 /* Intercommunicators across clusters, as an unmodified MPI program uses them: the world's
  * even and odd ranks as two groups (each spanning clusters when the job does), joined by
  * MPI_Intercomm_create over MPI_COMM_WORLD; point-to-point between the groups, every
- * collective MPI defines on intercommunicators, dup, merge; and an intercommunicator inside
+ * collective MPI defines on intercommunicators, dup, split, create, merge; and an intercommunicator inside
  * one cluster (MPICH's own). Run with at least 3 processes over at least 2 clusters. */
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +135,62 @@ static void collectives(MPI_Comm inter, int color, int me, int n, int remote_n) 
   free(all), free(counts), free(displs), free(out), free(to), free(from), free(vec);
 }
 
+/* MPI_Comm_split of the intercommunicator: each group splits into its members of world rank
+ * below size / 2 and the rest, ordered backwards, and each half meets the other group's
+ * same half (a half the other group lacks gets MPI_COMM_NULL). Then MPI_Comm_create with
+ * each group's members but its rank 0 (all get MPI_COMM_NULL where a group is left empty). */
+static void split_and_create(MPI_Comm inter, int color, int me, int n, int remote_n) {
+  const int low = rank < size / 2;
+  MPI_Comm part;
+  MPI_Comm_split(inter, low, -rank, &part);
+  int local_n = 0, their_n = 0, my_rank = -1, their_sum = 0;
+  for (int w = size - 1; w >= 0; --w) {
+    if ((w < size / 2) != low) continue;
+    if (w % 2 == color) {
+      if (w == rank) my_rank = local_n;
+      ++local_n;
+    } else {
+      ++their_n;
+      their_sum += w;
+    }
+  }
+  if (their_n == 0) {
+    CHECK(part == MPI_COMM_NULL, "a split half without a match in the other group is not MPI_COMM_NULL");
+  } else {
+    int r = -1, s = 0, rs = 0, flag = 0, sum = -1;
+    MPI_Comm_rank(part, &r);
+    MPI_Comm_size(part, &s);
+    MPI_Comm_remote_size(part, &rs);
+    MPI_Comm_test_inter(part, &flag);
+    CHECK(flag && r == my_rank && s == local_n && rs == their_n, "split: rank %d of %d, remote size %d (expected %d of %d, %d)", r, s, rs,
+          my_rank, local_n, their_n);
+    MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, part);
+    CHECK(sum == their_sum, "allreduce on the split intercommunicator gave %d, expected %d", sum, their_sum);
+    MPI_Comm_free(&part);
+  }
+
+  MPI_Group all, but_first;
+  MPI_Comm_group(inter, &all);
+  const int zero = 0;
+  MPI_Group_excl(all, 1, &zero, &but_first);
+  MPI_Comm created;
+  MPI_Comm_create(inter, but_first, &created);
+  MPI_Group_free(&but_first);
+  MPI_Group_free(&all);
+  if (me == 0 || n == 1 || remote_n == 1) {
+    CHECK(created == MPI_COMM_NULL, "MPI_Comm_create gave a communicator to a process it leaves out");
+  } else {
+    int r = -1, rs = 0, sum = -1, expected = 0;
+    MPI_Comm_rank(created, &r);
+    MPI_Comm_remote_size(created, &rs);
+    for (int q = 1; q < remote_n; ++q) expected += world_rank_of(1 - color, q);
+    MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, created);
+    CHECK(r == me - 1 && rs == remote_n - 1 && sum == expected, "created: rank %d, remote size %d, allreduce %d (expected %d)", r, rs, sum,
+          expected);
+    MPI_Comm_free(&created);
+  }
+}
+
 int main(int argc, char** argv) {
   if (!start(&argc, &argv, "intercomm", 3, &rank, &size)) return 2;
   const int color = rank % 2;
@@ -163,16 +219,27 @@ int main(int argc, char** argv) {
 
   point_to_point(inter, color, me, n, remote_n);
   collectives(inter, color, me, n, remote_n);
+  split_and_create(inter, color, me, n, remote_n);
 
-  /* A duplicate keeps both groups, on its own contexts. */
-  MPI_Comm dup;
+  /* A duplicate keeps both groups, on its own contexts; so does a non-blocking one, made
+   * while a non-blocking all-reduce on the original is in flight. */
+  MPI_Comm dup, idup;
   MPI_Comm_dup(inter, &dup);
-  int dup_remote = 0, sum = -1, expected = 0;
+  int dup_remote = 0, sum = -1, expected = 0, isum = -1;
   MPI_Comm_remote_size(dup, &dup_remote);
   CHECK(dup_remote == remote_n, "the dup's remote size is %d", dup_remote);
   for (int q = 0; q < remote_n; ++q) expected += world_rank_of(1 - color, q);
   MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, dup);
   CHECK(sum == expected, "allreduce on the dup gave %d", sum);
+  MPI_Request rs[2];
+  MPI_Comm_idup(inter, &idup, &rs[0]);
+  MPI_Iallreduce(&rank, &isum, 1, MPI_INT, MPI_SUM, inter, &rs[1]);
+  MPI_Waitall(2, rs, MPI_STATUSES_IGNORE);
+  MPI_Comm_remote_size(idup, &dup_remote);
+  sum = -1;
+  MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, idup);
+  CHECK(dup_remote == remote_n && sum == expected && isum == expected, "the idup: remote size %d, allreduce %d and %d", dup_remote, sum, isum);
+  MPI_Comm_free(&idup);
 
   /* Merged with the odd ranks high: the even ones first. Merged with the same `high`
    * everywhere: the group of world rank 0 first, in this implementation. */

@@ -1,7 +1,7 @@
 /* Point-to-point across clusters, as an unmodified MPI program sees it: every send mode
  * and its non-blocking and persistent forms, derived datatypes, statuses, wildcards fed
  * from several clusters at once, MPI's ordering, probes and matched probes, truncation,
- * synchronous sends, cancellation, mixed completion arrays, MPI_PROC_NULL. Run with at
+ * synchronous sends, cancellation, mixed completion arrays, MPI_BOTTOM, large counts, MPI_PROC_NULL. Run with at
  * least 3 processes. */
 #include <stddef.h>
 #include <string.h>
@@ -267,6 +267,48 @@ static void mixed_completion(void) {
   }
 }
 
+/* A ring over absolute addresses (MPI_BOTTOM with a type that holds them), with the large-count
+ * forms (MPI_Send_c, MPI_Recv_c, MPI_Get_count_c); and a status's MPI_ERROR field, which only
+ * the multiple-completion calls write (MPI 4.0 §3.2.5), left as it was by a receive and a
+ * matched probe. */
+static void bottom_large_counts_and_status_error(void) {
+  const int to = (rank + 1) % size, from = (rank + size - 1) % size;
+  int out[3] = {value(rank, to, 0), value(rank, to, 1), value(rank, to, 2)}, in[3] = {0, 0, 0};
+  MPI_Aint where_out, where_in;
+  MPI_Get_address(out, &where_out);
+  MPI_Get_address(in, &where_in);
+  int three = 3;
+  MPI_Datatype at_out, at_in;
+  MPI_Type_create_hindexed(1, &three, &where_out, MPI_INT, &at_out);
+  MPI_Type_create_hindexed(1, &three, &where_in, MPI_INT, &at_in);
+  MPI_Type_commit(&at_out);
+  MPI_Type_commit(&at_in);
+  MPI_Status st;
+  st.MPI_ERROR = -7;
+  MPI_Sendrecv(MPI_BOTTOM, 1, at_out, to, 95, MPI_BOTTOM, 1, at_in, from, 95, MPI_COMM_WORLD, &st);
+  CHECK(in[0] == value(from, rank, 0) && in[2] == value(from, rank, 2), "MPI_BOTTOM ring from %d: %d %d", from, in[0], in[2]);
+  CHECK(st.MPI_ERROR == -7, "MPI_Sendrecv wrote MPI_ERROR (%d)", st.MPI_ERROR);
+  MPI_Type_free(&at_out);
+  MPI_Type_free(&at_in);
+
+  MPI_Request r;
+  MPI_Isend_c(out, (MPI_Count)3, MPI_INT, to, 96, MPI_COMM_WORLD, &r);
+  st.MPI_ERROR = -7;
+  MPI_Recv_c(in, (MPI_Count)3, MPI_INT, from, 96, MPI_COMM_WORLD, &st);
+  MPI_Count count = -1;
+  MPI_Get_count_c(&st, MPI_INT, &count);
+  CHECK(count == 3 && in[1] == value(from, rank, 1) && st.MPI_ERROR == -7, "MPI_Recv_c: %lld ints, error field %d", (long long)count, st.MPI_ERROR);
+  MPI_Wait(&r, MPI_STATUS_IGNORE);
+
+  MPI_Send(out, 1, MPI_INT, to, 97, MPI_COMM_WORLD);
+  MPI_Message m;
+  st.MPI_ERROR = -7;
+  MPI_Mprobe(from, 97, MPI_COMM_WORLD, &m, &st);
+  CHECK(st.MPI_ERROR == -7, "MPI_Mprobe wrote MPI_ERROR (%d)", st.MPI_ERROR);
+  MPI_Mrecv(in, 1, MPI_INT, &m, &st);
+  CHECK(st.MPI_ERROR == -7 && in[0] == value(from, rank, 0), "MPI_Mrecv: %d, error field %d", in[0], st.MPI_ERROR);
+}
+
 static void cancel_nulls_and_errors(void) {
   /* A receive nothing will match is cancelled, from this cluster and from another. */
   int x;
@@ -316,6 +358,7 @@ int main(int argc, char** argv) {
   MPI_Barrier(MPI_COMM_WORLD);
   synchronous_sends();
   mixed_completion();
+  bottom_large_counts_and_status_error();
   MPI_Barrier(MPI_COMM_WORLD);
   cancel_nulls_and_errors();
   return finish("p2p");

@@ -316,7 +316,7 @@ void Channel::finish_remote(ChannelOp& op) {
       const Layout one(op.type_, 1);
       const int elements = one.packed ? static_cast<int>(r.bytes / one.packed) : 0;
       int pos = 0;
-      MPI_Unpack(op.packed_.data(), static_cast<int>(r.bytes), &pos, op.buf_, elements, op.type_, MPI_COMM_SELF);
+      PackableBuffer(op.buf_, elements, op.type_).unpack(op.packed_.data(), static_cast<int>(r.bytes), &pos, MPI_COMM_SELF);
     }
     op.packed_ = {};
   }
