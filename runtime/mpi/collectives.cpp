@@ -1,43 +1,55 @@
 // Collectives under the MPI layer (MPI 4.0 chapter 6): on a grid communicator, gridrt's
 // (coll/collectives.h: hierarchical, crossing the WAN once, or flat, as GRIDRT_COLL says),
 // blocking, non-blocking (moved on by every later call that waits or tests) and persistent
-// (MPI 4: each MPI_Start runs the collective anew); on MPICH's own communicators, MPICH's.
-#include "layer.h"
+// (MPI 4: each MPI_Start runs the collective anew, on the request's own lane); on MPICH's own
+// communicators, MPICH's.
+#include "collective_calls.h"
 
 using gridmpi::CommImpl;
 
 namespace {
 
-using Make = std::function<gridrt::detail::Async<>(CommImpl&)>;
-constexpr gridrt::Algo kAlgo = gridrt::Algo::kDefault;  // GRIDRT_COLL's choice
+// A persistent collective's lane (CommImpl::lane): its own order of collectives, so that its
+// starts match those of the same request in the other members, whatever other collectives
+// they start meanwhile and in whatever order they start their persistent requests (MPI 4.0
+// §6.12 matches persistent collectives by the order of their initialisation). Its MPI
+// communicator in the cluster is MPICH's non-blocking duplicate of the application's
+// handle, asked for at initialisation (which must not wait for the other members: MPI
+// makes it a non-blocking call) and waited for at the first start. Intercommunicators keep
+// to their own order: their persistent collectives must be started in initialisation order.
+struct Lane {
+  std::shared_ptr<CommImpl> parent;
+  std::uint64_t index = 0;
+  MPI_Comm local = MPI_COMM_NULL;
+  MPI_Request made = MPI_REQUEST_NULL;
+  std::shared_ptr<CommImpl> impl;
 
-// (A template, not std::function: cluster-local calls pass straight to MPICH, and building
-// three std::functions per call cost them 15%.)
-template <typename MakeF, typename NativeF, typename StartF>
-int blocking(const char* function, MPI_Comm comm, const MakeF& make, const NativeF& native, const StartF& native_start) {
-  if (!gridmpi::grid(comm)) return gridmpi::layer_busy() ? gridmpi::wait_native(native_start) : native();
-  std::shared_ptr<gridmpi::GridComm> g = gridmpi::grid_shared(comm);
-  return gridmpi::call(function, comm, [&] {
-    gridrt::detail::run_collective(g->impl, make(*g->impl));
-    return MPI_SUCCESS;
-  });
-}
-
-// The user's datatypes and op a non-blocking or persistent collective uses (leased while
-// it lives: the program may free them before it completes); alltoallw's type arrays.
-struct Uses {
-  MPI_Datatype send = MPI_DATATYPE_NULL, recv = MPI_DATATYPE_NULL;
-  MPI_Op op = MPI_OP_NULL;
-  const MPI_Datatype *sendtypes = nullptr, *recvtypes = nullptr;
-
-  std::shared_ptr<gridmpi::Leases> lease(const gridmpi::GridComm& g) const {
-    auto l = std::make_shared<gridmpi::Leases>(std::initializer_list<MPI_Datatype>{send, recv}, op);
-    const int entries = g.inter() ? static_cast<int>(g.impl->remote->members.size()) : g.size();
-    l->types(sendtypes, entries);
-    l->types(recvtypes, entries);
-    return l;
+  Lane(const gridmpi::GridComm& g) : parent(g.impl), index(g.lanes) {
+    if (!g.inter())
+      gridrt::detail::check_mpi(PMPI_Comm_idup(g.handle, &local, &made), "MPI_Comm_idup in the cluster (a persistent collective's own)");
+  }
+  ~Lane() {
+    if (impl || made == MPI_REQUEST_NULL) return;  // (impl owns `local`)
+    PMPI_Wait(&made, MPI_STATUS_IGNORE);
+    PMPI_Comm_free(&local);
+  }
+  Lane(const Lane&) = delete;
+  // The communicator its collectives run on, once there (null until MPICH's duplicate is).
+  std::shared_ptr<CommImpl> ready() {
+    if (!impl && made == MPI_REQUEST_NULL) return parent;  // an intercommunicator's
+    if (!impl) {
+      int done = 0;
+      gridrt::detail::check_mpi(PMPI_Test(&made, &done, MPI_STATUS_IGNORE), "MPI_Comm_idup in the cluster (a persistent collective's own)");
+      if (!done) return nullptr;
+      impl = parent->lane(index, local);
+    }
+    return impl;
   }
 };
+
+}  // namespace
+
+namespace gridmpi {
 
 int nonblocking(const char* function, MPI_Comm comm, MPI_Request* request, const Uses& uses, const Make& make,
                 const std::function<int(MPI_Request*)>& native) {
@@ -63,13 +75,36 @@ int persistent(const char* function, MPI_Comm comm, MPI_Request* request, const 
     r->leases = uses.lease(*g);
     r->persistent = true;
     r->active = false;
-    r->restart = [make = std::move(make)](gridmpi::Request& q) { q.coll = gridrt::detail::start_collective(q.comm->impl, make(*q.comm->impl)); };
+    auto lane = std::make_shared<Lane>(*g);
+    ++g->lanes;
+    // Each start runs the collective anew on the lane: at once, or, at the first start, once
+    // the lane is there (the request's test starts it then).
+    r->restart = [make = std::move(make), lane](gridmpi::Request& q) {
+      q.coll.reset();
+      q.custom = [&q, make, lane] {
+        if (!q.coll) {
+          std::shared_ptr<CommImpl> on = lane->ready();
+          if (!on) return false;
+          q.coll = gridrt::detail::start_collective(on, make(*on));
+        }
+        if (!q.coll->poll()) return false;
+        q.coll->rethrow();
+        return true;
+      };
+      q.custom();
+    };
     *request = gridmpi::new_request(std::move(r));
     return MPI_SUCCESS;
   });
 }
 
-}  // namespace
+}  // namespace gridmpi
+
+using gridmpi::blocking;
+using gridmpi::kAlgo;
+using gridmpi::nonblocking;
+using gridmpi::persistent;
+using gridmpi::Uses;
 
 int GRIDMPI(Barrier)(MPI_Comm comm) {
   return blocking("MPI_Barrier", comm, [&](CommImpl& c) { return gridrt::detail::barrier(c, kAlgo); },

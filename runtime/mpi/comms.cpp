@@ -36,6 +36,7 @@ int dup_grid(GridComm& g, MPI_Info info, MPI_Comm* newcomm) {
   GridComm* copy = gridmpi::grid(*newcomm);
   copy->cart = g.cart;  // (a duplicate keeps its topology)
   copy->graph = g.graph;
+  copy->dist_graph = g.dist_graph;
   return MPI_SUCCESS;
 }
 
@@ -149,6 +150,7 @@ int idup_grid(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm, MPI_Request* requ
     if (GridComm* copy = gridmpi::grid(p->handle)) {
       copy->cart = g->cart;
       copy->graph = g->graph;
+      copy->dist_graph = g->dist_graph;
     }
     return true;
   };

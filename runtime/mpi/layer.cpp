@@ -517,6 +517,13 @@ int gridmpi_entries_at_root(MPI_Comm comm, int root) {
   return at_root ? gridmpi_entries(comm) : 0;
 }
 
+int gridmpi_neighbor_entries(MPI_Comm comm, int receiving) {
+  const gridmpi::GridComm* g = gridmpi::grid(comm);
+  if (g->inter() || !(g->cart || g->graph || g->dist_graph)) return 0;  // (the call itself then fails)
+  const gridmpi::Neighborhood n = gridmpi::neighborhood(*g);
+  return static_cast<int>(receiving ? n.sources.size() : n.destinations.size());
+}
+
 int gridmpi_count_too_large(const char* function, MPI_Comm comm) {
   return gridmpi::fail(comm, MPI_ERR_COUNT,
                        std::string(function) + ": a count or displacement above INT_MAX on a communicator that spans clusters (docs/mpi.md)");

@@ -48,17 +48,38 @@ struct GridComm {
   struct Graph {
     std::vector<int> index, edges;
   };
+  // A distributed graph topology (MPI_Dist_graph_create(_adjacent)): this member's own edges.
+  struct DistGraph {
+    std::vector<int> sources, sourceweights, destinations, destweights;
+    bool weighted = false;
+  };
   std::optional<Cart> cart;
   std::optional<Graph> graph;
+  std::optional<DistGraph> dist_graph;
   // An intercommunicator (impl->remote set; impl is then its local group, and p2p's ranks
   // are the remote group's): whether its local group comes first where the two groups are
   // put in one order (`handle` holds both groups' members in this cluster in that order).
   bool local_first = false;
+  std::uint64_t lanes = 0;  // persistent collectives made on it so far (each has its lane)
 
   int size() const { return impl->size(); }
   int rank() const { return impl->me; }
   bool inter() const { return impl->remote != nullptr; }
 };
+
+// The neighbours of this member of a grid communicator with a virtual topology (MPI 4.0
+// §8.6: a Cartesian one's, dimension by dimension, the one below then the one above; a
+// graph's neighbours; a distributed graph's sources and destinations), MPI_PROC_NULL as -1,
+// and the slot of neighbor_exchange (coll/collectives.h) each block travels in: along a
+// Cartesian dimension, a block sent to the neighbour below is received by it as the block
+// from its neighbour above, in the slot of that direction. ArgumentError (MPI_ERR_TOPOLOGY)
+// without a topology.
+struct Neighborhood {
+  std::vector<int> sources, destinations;
+  std::vector<int> source_slots, destination_slots;
+  int slots = 1;
+};
+Neighborhood neighborhood(const GridComm& g);
 
 // Whether this process is in a grid job (MPI_Init found gridrun's environment) and not yet
 // finalised.

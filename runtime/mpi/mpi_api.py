@@ -214,6 +214,8 @@ def large_count_wrapper(f, base, checks):
         elif p.array:
             if rooted and p.name in ROOT_ONLY_ARRAYS:
                 entries = 'gridmpi_entries_at_root(%s, root)' % comm
+            elif 'eighbor_' in f.name:  # (one entry per neighbour: sources receiving, destinations sending)
+                entries = 'gridmpi_neighbor_entries(%s, %d)' % (comm, 0 if p.name.startswith('s') else 1)
             elif 'Reduce_scatter' in f.name:  # (its recvcounts are the local group's, even on an intercommunicator)
                 entries = 'gridmpi_local_entries(%s)' % comm
             else:
@@ -260,9 +262,10 @@ def layer_outputs(functions, implemented):
             'int gridmpi_unsupported(const char* function, MPI_Comm comm, const char* what);',
             '// The large-count forms: how many entries a count array has (one per member, of the remote',
             '// group on an intercommunicator; at_root: none but at the root; local: one per member of the',
-            '// local group), their narrowing to int,',
+            '// local group; neighbor: one per source receiving, per destination sending), their narrowing to int,',
             '// and the error (MPI_ERR_COUNT) when a value does not fit.',
             'int gridmpi_entries(MPI_Comm comm);', 'int gridmpi_entries_at_root(MPI_Comm comm, int root);',
+            'int gridmpi_neighbor_entries(MPI_Comm comm, int receiving);',
             'int gridmpi_local_entries(MPI_Comm comm);',
             'int gridmpi_count_too_large(const char* function, MPI_Comm comm);',
             '#ifdef __cplusplus', '#include <climits>', '#include <vector>',

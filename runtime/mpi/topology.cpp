@@ -232,7 +232,7 @@ int GRIDMPI(Graph_create)(MPI_Comm comm, int nnodes, const int index[], const in
 int GRIDMPI(Topo_test)(MPI_Comm comm, int* status) {
   GridComm* g = gridmpi::grid(comm);
   if (!g) return PMPI_Topo_test(comm, status);
-  *status = g->cart ? MPI_CART : g->graph ? MPI_GRAPH : MPI_UNDEFINED;
+  *status = g->cart ? MPI_CART : g->graph ? MPI_GRAPH : g->dist_graph ? MPI_DIST_GRAPH : MPI_UNDEFINED;
   return MPI_SUCCESS;
 }
 
@@ -392,3 +392,185 @@ int GRIDMPI(Graph_neighbors)(MPI_Comm comm, int rank, int maxneighbors, int neig
     return MPI_SUCCESS;
   });
 }
+
+// ---------------------------------------------------------------- distributed graphs
+
+namespace {
+
+std::vector<int> weights_or_none(const int* weights, int n) {
+  if (weights == MPI_UNWEIGHTED || weights == MPI_WEIGHTS_EMPTY || n == 0) return {};
+  return std::vector<int>(weights, weights + n);
+}
+
+void check_ranks(const std::vector<int>& ranks, int size, const char* what) {
+  for (int r : ranks)
+    if (r < 0 || r >= size) throw gridrt::ArgumentError(std::string(what) + " " + std::to_string(r) + " is not a rank of the communicator", MPI_ERR_ARG);
+}
+
+// A duplicate of `comm` carrying `graph`: a grid communicator's, or MPICH's own distributed
+// graph when the duplicate holds this cluster's processes alone.
+int with_dist_graph(MPI_Comm comm, GridComm::DistGraph graph, MPI_Comm* out) {
+  gridrt::detail::check_mpi(gridmpi_Comm_dup(comm, out), "MPI_Comm_dup");
+  if (GridComm* r = gridmpi::grid(*out)) {
+    r->dist_graph = std::move(graph);
+    return MPI_SUCCESS;
+  }
+  MPI_Comm plain = *out;
+  const int* sw = graph.weighted ? (graph.sourceweights.empty() ? MPI_WEIGHTS_EMPTY : graph.sourceweights.data()) : MPI_UNWEIGHTED;
+  const int* dw = graph.weighted ? (graph.destweights.empty() ? MPI_WEIGHTS_EMPTY : graph.destweights.data()) : MPI_UNWEIGHTED;
+  const int rc = PMPI_Dist_graph_create_adjacent(plain, static_cast<int>(graph.sources.size()), graph.sources.data(), sw,
+                                                 static_cast<int>(graph.destinations.size()), graph.destinations.data(), dw, MPI_INFO_NULL, 0, out);
+  PMPI_Comm_free(&plain);
+  return rc;
+}
+
+GridComm::DistGraph& dist_graph_of(MPI_Comm comm) {
+  GridComm* g = gridmpi::grid(comm);
+  if (!g->dist_graph) throw gridrt::ArgumentError("the communicator has no distributed graph topology", MPI_ERR_TOPOLOGY);
+  return *g->dist_graph;
+}
+
+}  // namespace
+
+int GRIDMPI(Dist_graph_create_adjacent)(MPI_Comm comm_old, int indegree, const int sources[], const int sourceweights[], int outdegree,
+                                        const int destinations[], const int destweights[], MPI_Info info, int reorder, MPI_Comm* comm_dist_graph) {
+  GridComm* g = gridmpi::grid(comm_old);
+  if (!g)
+    return PMPI_Dist_graph_create_adjacent(comm_old, indegree, sources, sourceweights, outdegree, destinations, destweights, info, reorder,
+                                           comm_dist_graph);
+  if (g->inter()) return gridmpi::fail(comm_old, MPI_ERR_COMM, "MPI_Dist_graph_create_adjacent: not defined on an intercommunicator");
+  return gridmpi::call("MPI_Dist_graph_create_adjacent", comm_old, [&] {
+    if (indegree < 0 || outdegree < 0) throw gridrt::ArgumentError("a negative degree", MPI_ERR_ARG);
+    GridComm::DistGraph graph;
+    graph.sources.assign(sources, sources + indegree);
+    graph.destinations.assign(destinations, destinations + outdegree);
+    graph.weighted = sourceweights != MPI_UNWEIGHTED;
+    graph.sourceweights = weights_or_none(sourceweights, indegree);
+    graph.destweights = weights_or_none(destweights, outdegree);
+    check_ranks(graph.sources, g->size(), "source");
+    check_ranks(graph.destinations, g->size(), "destination");
+    // (reorder is allowed, not required: ranks stay as they are)
+    return with_dist_graph(comm_old, std::move(graph), comm_dist_graph);
+  });
+}
+
+// Each edge given anywhere reaches both its ends: one all-to-all of the edge counts, one of
+// the edges (source, destination, weight), each to its source's and its destination's
+// process; each process then lists its edges in the order of the ranks that gave them.
+int GRIDMPI(Dist_graph_create)(MPI_Comm comm_old, int n, const int sources[], const int degrees[], const int destinations[],
+                               const int weights[], MPI_Info info, int reorder, MPI_Comm* comm_dist_graph) {
+  GridComm* g = gridmpi::grid(comm_old);
+  if (!g) return PMPI_Dist_graph_create(comm_old, n, sources, degrees, destinations, weights, info, reorder, comm_dist_graph);
+  if (g->inter()) return gridmpi::fail(comm_old, MPI_ERR_COMM, "MPI_Dist_graph_create: not defined on an intercommunicator");
+  return gridmpi::call("MPI_Dist_graph_create", comm_old, [&] {
+    if (n < 0) throw gridrt::ArgumentError("a negative number of sources", MPI_ERR_ARG);
+    const int size = g->size();
+    std::vector<std::vector<int>> to(static_cast<std::size_t>(size));  // triples for each process
+    const bool weighted = weights != MPI_UNWEIGHTED;
+    for (int i = 0, e = 0; i < n; ++i) {
+      if (degrees[i] < 0) throw gridrt::ArgumentError("a negative degree", MPI_ERR_ARG);
+      for (int k = 0; k < degrees[i]; ++k, ++e) {
+        const int s = sources[i], d = destinations[e], w = weighted && weights != MPI_WEIGHTS_EMPTY ? weights[e] : 1;
+        check_ranks({s, d}, size, "an edge's end");
+        to[static_cast<std::size_t>(s)].insert(to[static_cast<std::size_t>(s)].end(), {s, d, w});
+        if (d != s) to[static_cast<std::size_t>(d)].insert(to[static_cast<std::size_t>(d)].end(), {s, d, w});
+      }
+    }
+    std::vector<int> counts(static_cast<std::size_t>(size)), their(static_cast<std::size_t>(size));
+    for (int p = 0; p < size; ++p) counts[p] = static_cast<int>(to[p].size());
+    gridrt::detail::check_mpi(gridmpi_Alltoall(counts.data(), 1, MPI_INT, their.data(), 1, MPI_INT, comm_old), "MPI_Alltoall");
+    std::vector<int> sdispls(size, 0), rdispls(size, 0), out, in;
+    for (int p = 0; p < size; ++p) {
+      sdispls[p] = static_cast<int>(out.size());
+      out.insert(out.end(), to[p].begin(), to[p].end());
+      rdispls[p] = p ? rdispls[p - 1] + their[p - 1] : 0;
+    }
+    in.resize(static_cast<std::size_t>(rdispls[size - 1] + their[size - 1]));
+    gridrt::detail::check_mpi(gridmpi_Alltoallv(out.data(), counts.data(), sdispls.data(), MPI_INT, in.data(), their.data(), rdispls.data(), MPI_INT, comm_old),
+                              "MPI_Alltoallv");
+    GridComm::DistGraph graph;
+    graph.weighted = weighted;
+    const int me = g->rank();
+    for (std::size_t i = 0; i + 2 < in.size(); i += 3) {
+      const int s = in[i], d = in[i + 1], w = in[i + 2];
+      if (d == me) {
+        graph.sources.push_back(s);
+        if (weighted) graph.sourceweights.push_back(w);
+      }
+      if (s == me) {
+        graph.destinations.push_back(d);
+        if (weighted) graph.destweights.push_back(w);
+      }
+    }
+    return with_dist_graph(comm_old, std::move(graph), comm_dist_graph);
+  });
+}
+
+int GRIDMPI(Dist_graph_neighbors_count)(MPI_Comm comm, int* indegree, int* outdegree, int* weighted) {
+  if (!gridmpi::grid(comm)) return PMPI_Dist_graph_neighbors_count(comm, indegree, outdegree, weighted);
+  return gridmpi::call("MPI_Dist_graph_neighbors_count", comm, [&] {
+    const GridComm::DistGraph& graph = dist_graph_of(comm);
+    *indegree = static_cast<int>(graph.sources.size());
+    *outdegree = static_cast<int>(graph.destinations.size());
+    *weighted = graph.weighted ? 1 : 0;
+    return MPI_SUCCESS;
+  });
+}
+
+int GRIDMPI(Dist_graph_neighbors)(MPI_Comm comm, int maxindegree, int sources[], int sourceweights[], int maxoutdegree, int destinations[],
+                                  int destweights[]) {
+  if (!gridmpi::grid(comm)) return PMPI_Dist_graph_neighbors(comm, maxindegree, sources, sourceweights, maxoutdegree, destinations, destweights);
+  return gridmpi::call("MPI_Dist_graph_neighbors", comm, [&] {
+    const GridComm::DistGraph& graph = dist_graph_of(comm);
+    const auto copy = [](const std::vector<int>& from, int max, int* to) {
+      if (to && to != MPI_UNWEIGHTED && to != MPI_WEIGHTS_EMPTY) std::copy_n(from.begin(), std::min<std::size_t>(static_cast<std::size_t>(std::max(max, 0)), from.size()), to);
+    };
+    copy(graph.sources, maxindegree, sources);
+    copy(graph.destinations, maxoutdegree, destinations);
+    if (graph.weighted) {
+      copy(graph.sourceweights, maxindegree, sourceweights);
+      copy(graph.destweights, maxoutdegree, destweights);
+    }
+    return MPI_SUCCESS;
+  });
+}
+
+// ---------------------------------------------------------------- neighbourhoods
+
+namespace gridmpi {
+Neighborhood neighborhood(const GridComm& g) {
+  Neighborhood n;
+  if (g.cart) {
+    const int dims = static_cast<int>(g.cart->dims.size());
+    n.slots = 2 * std::max(dims, 1);
+    std::vector<int> c = coords_of(*g.cart, g.rank());
+    for (int d = 0; d < dims; ++d) {
+      const int here = c[static_cast<std::size_t>(d)];
+      for (int step : {-1, +1}) {
+        c[static_cast<std::size_t>(d)] = here + step;
+        const int peer = rank_at(*g.cart, c);
+        n.sources.push_back(peer);
+        n.destinations.push_back(peer);
+        // Slot 2d: sent downwards; 2d + 1: sent upwards. From below comes what was sent upwards.
+        n.destination_slots.push_back(step < 0 ? 2 * d : 2 * d + 1);
+        n.source_slots.push_back(step < 0 ? 2 * d + 1 : 2 * d);
+      }
+      c[static_cast<std::size_t>(d)] = here;
+    }
+    return n;
+  }
+  if (g.graph) {
+    const auto [from, to] = neighbours_span(*g.graph, g.rank());
+    n.sources.assign(g.graph->edges.begin() + from, g.graph->edges.begin() + to);
+    n.destinations = n.sources;
+  } else if (g.dist_graph) {
+    n.sources = g.dist_graph->sources;
+    n.destinations = g.dist_graph->destinations;
+  } else {
+    throw gridrt::ArgumentError("the communicator has no Cartesian, graph or distributed graph topology", MPI_ERR_TOPOLOGY);
+  }
+  n.source_slots.assign(n.sources.size(), 0);
+  n.destination_slots.assign(n.destinations.size(), 0);
+  return n;
+}
+}  // namespace gridmpi

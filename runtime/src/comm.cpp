@@ -106,6 +106,14 @@ void CommImpl::work_out_topology() {
   channel = std::make_shared<Channel>(members, local_ranks(), local, state().messages, context, static_cast<int>(t.size()));
 }
 
+std::shared_ptr<CommImpl> CommImpl::lane(std::uint64_t index, MPI_Comm lane_local) const {
+  std::shared_ptr<CommImpl> l = make(members, me, context, lane_local);
+  const std::uint64_t half = tags() / 2, span = std::max<std::uint64_t>(1, half / kLanes);
+  l->tag_span = static_cast<int>(span);
+  l->tag_base = static_cast<int>(half + (index % kLanes) * span);
+  return l;
+}
+
 std::vector<int> CommImpl::local_ranks() const {
   std::vector<int> out(members.size(), -1);
   for (std::size_t r = 0; r < members.size(); ++r)

@@ -95,6 +95,9 @@ struct CommImpl {
   bool sites_contiguous = true;  // every site's parts are consecutive part numbers
 
   std::uint64_t calls = 0;  // collectives started so far: each one's messages carry its tag
+  // The tags its collectives take, in turn: `tag_span` of them from `tag_base`; 0 for the
+  // lower half of the tags (the upper half is for lanes(): slices of their own).
+  int tag_base = 0, tag_span = 0;
   // Collectives called (CollectiveOp's tickets) and finished: each starts when all earlier
   // ones have finished.
   std::uint64_t collectives_called = 0, collectives_finished = 0;
@@ -152,7 +155,20 @@ struct CommImpl {
   // A tag for the messages of the next collective, the same in every member (they start
   // collectives in the same order); within one collective, messages between two members
   // keep their order (MPI's non-overtaking rule, and the transport's per-stream order).
-  int next_tag() { return static_cast<int>(calls++ % (static_cast<std::uint64_t>(std::min(state().tag_ub, kMaxTag)) + 1)); }
+  int next_tag() {
+    const std::uint64_t span = tag_span > 0 ? static_cast<std::uint64_t>(tag_span) : tags() / 2;
+    return tag_base + static_cast<int>(calls++ % span);
+  }
+  static std::uint64_t tags() { return static_cast<std::uint64_t>(std::min(state().tag_ub, kMaxTag)) + 1; }
+  // A lane: a sequence of collectives over the same members and contexts as this one but
+  // ordered apart from its own (a persistent collective's starts match each other, whatever
+  // else the members start meanwhile: MPI 4.0 §6.12). Lane `index` of this communicator
+  // takes its own slice of the upper half of the tags; `local`, an MPI communicator of the
+  // same members as this one's `local` (a duplicate), is its own, for its steps in the
+  // cluster. Lanes whose indices differ by a multiple of kLanes share tags: at most that
+  // many may be in use at once.
+  static constexpr std::uint64_t kLanes = 1024;
+  std::shared_ptr<CommImpl> lane(std::uint64_t index, MPI_Comm lane_local) const;
 
   // `members` in rank order, me, context and local set: the rest follows (collective over
   // `local`), the channel among it.

@@ -40,4 +40,16 @@ Async<> reduce_scatter_block(CommImpl& c, const void* sendbuf, void* recvbuf, in
 Async<> scan(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, Algo algo);
 Async<> exscan(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, Algo algo);
 
+// The neighbourhood collectives (MPI 4.0 §8.6), as blocks to send to and receive from
+// neighbours (neighbor_exchange.cpp): a send block and a receive block meet when one member
+// sends to the other in the same slot (one of `slots`) as the other receives from it in;
+// two blocks between the same members in one slot meet in order. peer -1: MPI_PROC_NULL.
+struct NeighborBlock {
+  int peer = -1;
+  int slot = 0;
+  char* at = nullptr;
+  Layout layout{MPI_BYTE, 0};
+};
+Async<> neighbor_exchange(CommImpl& c, int slots, std::vector<NeighborBlock> sends, std::vector<NeighborBlock> receives);
+
 }  // namespace gridrt::detail
