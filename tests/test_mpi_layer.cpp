@@ -85,6 +85,8 @@ TEST(MpiLayer, CommunicatorsGroupsAttributesTopologiesAndErrors) {
 
 TEST(MpiLayer, IntercommunicatorsBetweenGroupsThatSpanClusters) { passes_everywhere("intercomm"); }
 
+TEST(MpiLayer, NeighbourhoodCollectivesOnEveryTopologyAndPersistentOnesInAnyOrder) { passes_everywhere("neighbors"); }
+
 // The shipped example: an unmodified program splitting MPI_COMM_WORLD by JobProfile group
 // (each group on its own cluster of the embedded grid) and by cluster.
 TEST(MpiLayer, TheShippedExampleSplitsTheWorldByGroupAndByCluster) {
@@ -217,7 +219,8 @@ TEST(MpiLayer, EveryFunctionIsAccountedForAndTheRuntimeCallsOnlyPmpi) {
   EXPECT_EQ(defined.find(" T PMPI_"), std::string::npos) << "libgridmpi must not define PMPI_ names";
   for (const std::string lib : {"libgridrt.so", "libgridmpi.so"}) {
     const std::string undefined = shell("nm -D --undefined-only " + kLib + "/" + lib);
-    EXPECT_EQ(undefined.find(" MPI_"), std::string::npos) << lib << " calls MPI_ functions:\n" << undefined;
+    // (MPICH's constant objects, MPI_UNWEIGHTED say, are capitals; its functions MPI_Send and the like)
+    EXPECT_FALSE(std::regex_search(undefined, std::regex(" MPI_[A-Z][a-z]"))) << lib << " calls MPI_ functions:\n" << undefined;
     EXPECT_NE(undefined.find(" PMPI_"), std::string::npos) << lib;
   }
 }

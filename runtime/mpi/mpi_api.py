@@ -152,15 +152,14 @@ GRID_NATIVE = {
     'MPI_Comm_set_name', 'MPI_Comm_get_name', 'MPI_Comm_set_info', 'MPI_Comm_get_info', 'MPI_Comm_set_attr',
     'MPI_Comm_delete_attr', 'MPI_Attr_put', 'MPI_Attr_delete', 'MPI_Comm_set_errhandler', 'MPI_Comm_get_errhandler',
     'MPI_Comm_call_errhandler', 'MPI_Errhandler_set', 'MPI_Errhandler_get', 'MPI_Comm_get_parent',
-    'MPI_Pack', 'MPI_Pack_size', 'MPI_Unpack',  # (their communicator only says how data is laid out)
+    'MPI_Pack', 'MPI_Pack_size', 'MPI_Unpack', 'MPI_Pack_c', 'MPI_Pack_size_c', 'MPI_Unpack_c',  # (their communicator only says how data is laid out)
 }
 
 
 def topic(name):
     """What an unsupported function belongs to, for its error message."""
     for prefix, what in (('MPI_Win_', 'one-sided communication (windows)'), ('MPI_File_', 'MPI-IO'),
-                         ('MPI_Neighbor_', 'neighbourhood collectives'), ('MPI_Ineighbor_', 'neighbourhood collectives'),
-                         ('MPI_Dist_graph', 'distributed graph topologies'), ('MPI_Psend', 'partitioned communication'),
+                         ('MPI_Psend', 'partitioned communication'),
                          ('MPI_Precv', 'partitioned communication'), ('MPI_Pready', 'partitioned communication'),
                          ('MPI_Parrived', 'partitioned communication'), ('MPIX_', 'an MPICH extension')):
         if name.startswith(prefix):
