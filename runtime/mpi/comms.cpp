@@ -111,34 +111,44 @@ int GRIDMPI(Comm_dup_with_info)(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm)
 }
 
 namespace {
-// MPI_Comm_idup over a grid communicator: MPICH's non-blocking duplicates of the two
-// communicators in the cluster give the new handle at once; the new contexts are agreed
-// by a non-blocking collective (of both groups, for an intercommunicator); the request
-// completes when all three have.
+// What a non-blocking duplicate waits for: MPICH's duplicate of the application's handle
+// (asked for at the call: nothing of the layer's runs collectives on it), and, in the
+// communicator's order of collectives, the new contexts' agreement (of both groups, for an
+// intercommunicator) and then MPICH's duplicate of its collectives' communicator in the
+// cluster (asked for only then, so that every member asks MPICH for it between the same
+// two collectives of that communicator: MPICH matches its own non-blocking collectives by
+// the order they are called in).
+struct PendingDup {
+  MPI_Comm handle = MPI_COMM_NULL, local = MPI_COMM_NULL;
+  MPI_Request mine = MPI_REQUEST_NULL;
+  unsigned offer = 0, agreed = 0;
+  std::shared_ptr<CollectiveOp> agreement;
+};
+
+gridrt::detail::Async<> agree_and_dup(CommImpl& c, bool inter, std::shared_ptr<PendingDup> p) {
+  if (inter) co_await gridmpi::agree_on_inter_context(c, p->offer, &p->agreed);
+  else co_await gridrt::detail::allreduce(c, &p->offer, &p->agreed, 1, MPI_UNSIGNED, MPI_MAX, gridrt::Algo::kHier);
+  gridrt::detail::Step dup;
+  gridrt::detail::check_mpi(PMPI_Comm_idup(c.local, &p->local, &dup.mpi), "MPI_Comm_idup in the cluster");
+  co_await gridrt::detail::one(dup);
+}
+
+// MPI_Comm_idup over a grid communicator: the new handle at once, the request complete
+// once all of PendingDup is.
 int idup_grid(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm, MPI_Request* request) {
   std::shared_ptr<GridComm> g = gridmpi::grid_shared(comm);
-  struct Pending {
-    MPI_Comm handle = MPI_COMM_NULL, local = MPI_COMM_NULL;
-    MPI_Request mine = MPI_REQUEST_NULL, theirs = MPI_REQUEST_NULL;
-    unsigned offer = 0, agreed = 0;
-    std::shared_ptr<CollectiveOp> agreement;
-  };
-  auto p = std::make_shared<Pending>();
+  auto p = std::make_shared<PendingDup>();
   if (info == MPI_INFO_NULL) gridrt::detail::check_mpi(PMPI_Comm_idup(g->handle, &p->handle, &p->mine), "MPI_Comm_idup in the cluster");
   else gridrt::detail::check_mpi(PMPI_Comm_idup_with_info(g->handle, info, &p->handle, &p->mine), "MPI_Comm_idup in the cluster");
-  gridrt::detail::check_mpi(PMPI_Comm_idup(g->impl->local, &p->local, &p->theirs), "MPI_Comm_idup in the cluster");
   p->offer = gridrt::detail::state().next_context;
-  p->agreement = gridrt::detail::start_collective(
-      g->impl, g->inter() ? gridmpi::agree_on_inter_context(*g->impl, p->offer, &p->agreed)
-                          : gridrt::detail::allreduce(*g->impl, &p->offer, &p->agreed, 1, MPI_UNSIGNED, MPI_MAX, gridrt::Algo::kHier));
+  p->agreement = gridrt::detail::start_collective(g->impl, agree_and_dup(*g->impl, g->inter(), p));
   *newcomm = p->handle;
   auto r = std::make_unique<gridmpi::Request>();
   r->comm = g;
   r->custom = [p, g] {
-    int a = 0, b = 0;
+    int a = 0;
     gridrt::detail::check_mpi(PMPI_Test(&p->mine, &a, MPI_STATUS_IGNORE), "MPI_Comm_idup in the cluster");
-    gridrt::detail::check_mpi(PMPI_Test(&p->theirs, &b, MPI_STATUS_IGNORE), "MPI_Comm_idup in the cluster");
-    if (!a || !b || !p->agreement->poll()) return false;
+    if (!a || !p->agreement->poll()) return false;
     p->agreement->rethrow();
     if (g->inter()) {
       gridmpi::adopt_inter_dup(*g, p->agreed, p->handle, p->local);
