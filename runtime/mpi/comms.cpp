@@ -296,3 +296,23 @@ int GRIDMPI(Comm_group)(MPI_Comm comm, MPI_Group* group) {
     return MPI_SUCCESS;
   });
 }
+
+namespace gridmpi {
+// A tag for MPI_Comm_create_group from the string tag of the MPI 4 constructors: the same in
+// every process (FNV-1a), within the tags every MPI allows.
+int tag_of(const char* stringtag) {
+  std::uint32_t h = 2166136261u;
+  for (const char* c = stringtag ? stringtag : ""; *c; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 16777619u;
+  return static_cast<int>(h % 32768u);
+}
+}  // namespace gridmpi
+
+// MPI 4's constructor from a group (MPI 4.0 §7.4.2), without sessions: in a grid job every
+// group is one of MPI_COMM_WORLD's processes, so it is MPI_Comm_create_group over the world.
+int GRIDMPI(Comm_create_from_group)(MPI_Group group, const char* stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm* newcomm) {
+  if (!gridmpi::active()) return PMPI_Comm_create_from_group(group, stringtag, info, errhandler, newcomm);
+  const int rc = gridmpi_Comm_create_group(MPI_COMM_WORLD, group, gridmpi::tag_of(stringtag), newcomm);
+  if (rc != MPI_SUCCESS) return rc;
+  if (errhandler != MPI_ERRHANDLER_NULL) PMPI_Comm_set_errhandler(*newcomm, errhandler);
+  return MPI_SUCCESS;
+}

@@ -150,6 +150,26 @@ int GRIDMPI(Intercomm_create)(MPI_Comm local_comm, int local_leader, MPI_Comm pe
                        [&] { return create(local_comm, local_leader, peer_comm, remote_leader, tag, newintercomm); });
 }
 
+// MPI 4's intercommunicator from two groups (MPI 4.0 §7.6.2), without sessions: each group
+// one of MPI_COMM_WORLD's, so MPI_Intercomm_create between the local group's communicator
+// and the remote leader, over the world.
+int GRIDMPI(Intercomm_create_from_groups)(MPI_Group local_group, int local_leader, MPI_Group remote_group, int remote_leader,
+                                          const char* stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm* newintercomm) {
+  if (!gridmpi::active())
+    return PMPI_Intercomm_create_from_groups(local_group, local_leader, remote_group, remote_leader, stringtag, info, errhandler, newintercomm);
+  const std::vector<int> remote = gridmpi::group_members(remote_group);
+  if (remote_leader < 0 || remote_leader >= static_cast<int>(remote.size()))
+    return gridmpi::fail(MPI_COMM_WORLD, MPI_ERR_RANK, "MPI_Intercomm_create_from_groups: remote_leader is not a rank of remote_group");
+  MPI_Comm local = MPI_COMM_NULL;
+  int rc = gridmpi_Comm_create_from_group(local_group, stringtag, info, MPI_ERRHANDLER_NULL, &local);
+  if (rc != MPI_SUCCESS) return rc;
+  rc = gridmpi_Intercomm_create(local, local_leader, MPI_COMM_WORLD, remote[static_cast<std::size_t>(remote_leader)], gridmpi::tag_of(stringtag),
+                                newintercomm);
+  gridmpi_Comm_free(&local);
+  if (rc == MPI_SUCCESS && errhandler != MPI_ERRHANDLER_NULL) PMPI_Comm_set_errhandler(*newintercomm, errhandler);
+  return rc;
+}
+
 int GRIDMPI(Intercomm_merge)(MPI_Comm intercomm, int high, MPI_Comm* newintracomm) {
   GridComm* g = gridmpi::grid_inter(intercomm);
   if (!g) return PMPI_Intercomm_merge(intercomm, high, newintracomm);

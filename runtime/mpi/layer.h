@@ -99,6 +99,8 @@ MPI_Comm adopt(std::vector<int> members, int me, std::uint32_t context, MPI_Comm
 void enroll(std::shared_ptr<GridComm> g);
 // The layer's intercommunicator behind a handle, or null (intercomm.cpp).
 GridComm* grid_inter(MPI_Comm comm);
+// A tag for the string tag of MPI 4's constructors from groups, the same everywhere (comms.cpp).
+int tag_of(const char* stringtag);
 // MPI_Comm_dup and MPI_Comm_split of a grid intercommunicator (intercomm.cpp).
 int dup_inter(GridComm& g, MPI_Info info, MPI_Comm* newcomm);
 int split_inter(GridComm& g, int color, int key, MPI_Comm* newcomm);

@@ -140,8 +140,7 @@ GRID_UNSUPPORTED = {
     'MPI_Comm_spawn': 'dynamic processes', 'MPI_Comm_spawn_multiple': 'dynamic processes',
     'MPI_Comm_connect': 'dynamic processes', 'MPI_Comm_accept': 'dynamic processes',
     'MPI_Comm_join': 'dynamic processes', 'MPI_Session_init': 'sessions',
-    'MPI_Group_from_session_pset': 'sessions', 'MPI_Comm_create_from_group': 'sessions',
-    'MPI_Intercomm_create_from_groups': 'sessions',
+    'MPI_Group_from_session_pset': 'sessions',
 }
 
 

@@ -265,6 +265,23 @@ int main(int argc, char** argv) {
   MPI_Comm_free(&inter);
   MPI_Comm_free(&local);
 
+  /* MPI 4's constructor from groups: the same two groups, from MPI_COMM_WORLD's group. */
+  MPI_Group everyone, mine, theirs;
+  MPI_Comm_group(MPI_COMM_WORLD, &everyone);
+  int range_mine[1][3] = {{color, size - 1, 2}}, range_theirs[1][3] = {{1 - color, size - 1, 2}};
+  MPI_Group_range_incl(everyone, 1, range_mine, &mine);
+  MPI_Group_range_incl(everyone, 1, range_theirs, &theirs);
+  MPI_Comm from_groups;
+  MPI_Intercomm_create_from_groups(mine, 0, theirs, 0, "gridrt-test", MPI_INFO_NULL, MPI_ERRORS_ARE_FATAL, &from_groups);
+  int fg_remote = 0, fg_sum = -1;
+  MPI_Comm_remote_size(from_groups, &fg_remote);
+  MPI_Allreduce(&rank, &fg_sum, 1, MPI_INT, MPI_SUM, from_groups);
+  CHECK(fg_remote == remote_n && fg_sum == expected, "from groups: remote size %d, allreduce %d", fg_remote, fg_sum);
+  MPI_Comm_free(&from_groups);
+  MPI_Group_free(&mine);
+  MPI_Group_free(&theirs);
+  MPI_Group_free(&everyone);
+
   /* Inside one cluster (MPICH's own): halves of a cluster's processes, where it has two. */
   MPI_Info info;
   MPI_Info_create(&info);
