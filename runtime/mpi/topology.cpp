@@ -318,6 +318,9 @@ int GRIDMPI(Cart_sub)(MPI_Comm comm, const int remain_dims[], MPI_Comm* newcomm)
         color = color * cart.dims[d] + c[d];
       }
     }
+    // No dimension kept: a zero-dimensional topology, of one process (MPI 4.0 §8.5.5, as
+    // for MPI_Cart_create with no dimensions): the first one; the others get MPI_COMM_NULL.
+    if (sub.dims.empty()) color = g->rank() == 0 ? 0 : MPI_UNDEFINED;
     gridrt::detail::check_mpi(gridmpi_Comm_split(comm, color, key, newcomm), "MPI_Comm_split");
     if (GridComm* r = gridmpi::grid(*newcomm)) {
       r->cart = sub;
