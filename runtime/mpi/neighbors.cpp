@@ -59,13 +59,11 @@ gridmpi::Make exchange(MPI_Comm comm, Side send, Side receive) {
 
 // The datatypes of the w form, leased while it runs: as many as the neighbours.
 gridmpi::Uses w_uses(MPI_Comm comm, const MPI_Datatype* sendtypes, const MPI_Datatype* recvtypes) {
-  gridmpi::Uses u{.sendtypes = sendtypes, .recvtypes = recvtypes, .sendtypes_length = 0, .recvtypes_length = 0};
-  GridComm* g = gridmpi::grid(comm);
-  if (!g || g->inter() || !(g->cart || g->graph || g->dist_graph)) return u;
-  const Neighborhood n = gridmpi::neighborhood(*g);
-  u.sendtypes_length = static_cast<int>(n.destinations.size());
-  u.recvtypes_length = static_cast<int>(n.sources.size());
-  return u;
+  const bool grid = gridmpi::grid(comm) != nullptr;
+  return gridmpi::Uses{.sendtypes = sendtypes,
+                       .recvtypes = recvtypes,
+                       .sendtypes_length = grid ? gridmpi_neighbor_entries(comm, 0) : 0,
+                       .recvtypes_length = grid ? gridmpi_neighbor_entries(comm, 1) : 0};
 }
 
 Side equal(const void* buf, int count, MPI_Datatype type, bool same = false) { return Side{.buf = buf, .count = count, .type = type, .same = same}; }
