@@ -30,20 +30,32 @@ grid() {  # grid FILE NETWORK: two one-slot clusters at two sites
 XML
 }
 grid "$work/relay.xml" '<network nodes="private" inbound="no"/>'
+# Inside one cluster each process is bound to a core of its own: unbound, the two NetPIPE
+# processes and the grid's daemons take turns on the 2 cores and the figures swing by 2x
+# from one run to the next whatever the layer does.
+cat > "$work/local.xml" <<XML
+<grid>
+  <cluster name="c0" site="site0" slots="2"><relay link="127.0.0.1:0" local="127.0.0.1:0"/><launch>mpiexec -launcher fork -bind-to core -n {np}</launch></cluster>
+</grid>
+XML
 grid "$work/direct.xml" '<network nodes="public" inbound="yes"/>'
 # NetPIPE's output: bytes, Mbit/s, seconds one way per line; latency = the time at the
 # smallest size (1 byte), bandwidth = the best rate.
 netpipe() {  # netpipe LABEL GRIDRUN-ARGS...
   local label=$1; shift
-  (cd "$work" && "$OLDPWD/build/bin/gridrun" "$@" NPmpich2 -u 4194304 -o "$work/np.out" >/dev/null 2>&1)
+  (cd "$work" && "$OLDPWD/build/bin/gridrun" "$@" NPmpich2 -p 0 -u 4194304 -o "$work/np.out" >/dev/null 2>&1)
   awk -v l="$label" 'NR==1 {lat=$3 * 1e6} $2>bw {bw=$2} END {printf "%s %.2f %.1f\n", l, lat, bw}' "$work/np.out" >> "$work/netpipe"
+  awk -v l="$label" '{print l, $1, $3}' "$work/np.out" >> "$work/curves"
 }
 
+# Which side runs first alternates from run to run: on this machine the second of two
+# back-to-back shared-memory runs is often slower at large sizes (up to 20%), whichever it is.
 echo "# 1. inside one cluster (2 processes), with and without the layer, $runs runs"
 for ((i = 0; i < runs; ++i)); do
-  for layer in on off; do
-    GRIDRT_MPI_LAYER=$layer netpipe "local-$layer" --clusters 1 --ranks-per-cluster 2 -n 2
-    GRIDRT_MPI_LAYER=$layer build/bin/gridrun --clusters 1 --ranks-per-cluster 2 -n 2 build/bin/mpi_layer_bench allreduce --rounds 5 2>/dev/null |
+  if ((i % 2)); then order="off on"; else order="on off"; fi
+  for layer in $order; do
+    GRIDRT_MPI_LAYER=$layer netpipe "local-$layer" --grid "$work/local.xml" -n 2
+    GRIDRT_MPI_LAYER=$layer build/bin/gridrun --grid "$work/local.xml" -n 2 build/bin/mpi_layer_bench allreduce --rounds 5 2>/dev/null |
       sed -n 's/.*: \([0-9.]*\) us per call.*/'"$layer"' \1/p' >> "$work/allreduce"
   done
 done
@@ -53,6 +65,13 @@ for layer in on off; do
     "$(awk -v l="local-$layer" '$1==l {print $3}' "$work/netpipe" | median)" \
     "$(awk -v l="$layer" '$1==l {print $2}' "$work/allreduce" | median)"
 done
+# NetPIPE's whole curve: for each size the median time with the layer over the median without.
+for layer in on off; do
+  awk -v l="local-$layer" '$1==l {print $2, $3}' "$work/curves" | sort -k1,1n -k2,2g |
+    awk '{t[$1]=t[$1] " " $2} END {for (b in t) {n=split(t[b], v, " "); print b, v[int((n+1)/2)]}}' | sort -n > "$work/curve-$layer"
+done
+join "$work/curve-on" "$work/curve-off" | awk '{print $2 / $3}' | sort -g |
+  awk '{v[NR]=$1} END {if (NR) printf "  NetPIPE time with / without the layer over %d sizes: median %.3f, from %.3f to %.3f\n", NR, v[int((NR+1)/2)], v[1], v[NR]}'
 
 echo "# 2. between two clusters: MPI through the layer against gridrt's own (one-way us, MB/s; ratio = MPI/gridrt time)"
 for path in relay direct; do
