@@ -325,7 +325,7 @@ void Broker::start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run) {
     try {
       job->topology = map_job(spec, free);
     } catch (const InputError&) {
-      std::uint32_t slots = 0;
+      std::uint64_t slots = 0;
       for (const auto& o : free) slots += o.slots;
       launcher->link->send(wire::make_frame(Type::kNotice, "waiting for free slots: the job needs " +
                                                                std::to_string(spec.total_processes()) + ", " +

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "common/link.h"
 #include "common/xml.h"
@@ -16,8 +17,8 @@ const ClusterDesc* Grid::find(const std::string& name) const {
   return nullptr;
 }
 
-std::uint32_t Grid::total_slots() const {
-  std::uint32_t n = 0;
+std::uint64_t Grid::total_slots() const {
+  std::uint64_t n = 0;
   for (const auto& c : clusters) n += c.slots;
   return n;
 }
@@ -132,9 +133,9 @@ ClusterOffer offer_of(const ClusterDesc& c, const std::string& link_host, std::u
 }
 
 Topology map_job(const JobSpec& spec, const std::vector<ClusterOffer>& clusters) {
-  std::uint32_t slots = 0;
+  std::uint64_t slots = 0;  // 64 bits: neither sum can wrap, so "fits" below is exact
   for (const auto& c : clusters) slots += c.slots;
-  const std::uint32_t need = spec.total_processes();
+  const std::uint64_t need = spec.total_processes();
   if (clusters.empty()) throw InputError("no cluster is available to run the job");
   if (need > slots) {
     std::ostringstream os;
@@ -152,6 +153,7 @@ Topology map_job(const JobSpec& spec, const std::vector<ClusterOffer>& clusters)
     std::uint32_t left = spec.groups[g].count;
     while (left > 0) {  // terminates: the total fits, so the freest cluster has room
       const std::size_t c = freest();
+      if (free_slots[c] == 0) throw std::logic_error("map_job: no free slot left for a job that fits");
       const std::uint32_t take = std::min(left, free_slots[c]);
       placed[c][g] += take;
       free_slots[c] -= take;

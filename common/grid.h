@@ -37,7 +37,7 @@ struct Grid {
   std::vector<ClusterDesc> clusters;
 
   const ClusterDesc* find(const std::string& name) const;
-  std::uint32_t total_slots() const;
+  std::uint64_t total_slots() const;
 };
 
 // Throws InputError (file:line:column, element, what) on any bad input.

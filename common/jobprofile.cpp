@@ -100,6 +100,9 @@ JobSpec parse(const XmlFile& f, const Variables& vars) {
   }
   for (const auto& g : spec.groups)
     if (g.count == 0) f.fail(declared[g.name], "group '" + g.name + "' has no processes (add a <processes> element for it)");
+  if (spec.total_processes() > kMaxJobProcesses)
+    f.fail(topology, "the groups hold " + std::to_string(spec.total_processes()) + " processes, more than MPI can number (" +
+                         std::to_string(kMaxJobProcesses) + ")");
 
   // Execution: the executable, its arguments, environment and working directory.
   const pugi::xml_node exec = f.child(task, "execution");
@@ -133,7 +136,10 @@ JobSpec parse(const XmlFile& f, const Variables& vars) {
   }
   if (pugi::xml_node wd = exec.child("workingDirectory")) {
     spec.workdir = value_of(f, wd, vars);
-    if (!std::filesystem::is_directory(spec.workdir)) f.fail(wd, "working directory '" + spec.workdir + "' does not exist");
+    std::error_code ec;  // a too long name, say, is an error here, not an exception
+    if (!std::filesystem::is_directory(spec.workdir, ec))
+      f.fail(wd, "working directory '" + spec.workdir + "' " +
+                     (ec && ec != std::errc::no_such_file_or_directory ? "cannot be used: " + ec.message() : "does not exist"));
   }
   return spec;
 }

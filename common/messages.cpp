@@ -5,8 +5,8 @@ namespace gridrt {
 using wire::Reader;
 using wire::Writer;
 
-std::uint32_t JobSpec::total_processes() const {
-  std::uint32_t n = 0;
+std::uint64_t JobSpec::total_processes() const {
+  std::uint64_t n = 0;
   for (const auto& g : groups) n += g.count;
   return n;
 }
@@ -24,12 +24,17 @@ JobSpec read_spec(Reader& r) {
   s.app_id = r.str();
   s.task_id = r.str();
   const std::uint32_t ngroups = r.u32();
+  if (ngroups == 0) throw wire::BadBody("job: no process group");
   for (std::uint32_t i = 0; i < ngroups; ++i) {
     GroupSpec g;
     g.name = r.str();
     g.count = r.u32();
+    if (g.count == 0) throw wire::BadBody("job: group '" + g.name + "' has no processes");
     s.groups.push_back(std::move(g));
   }
+  if (s.total_processes() > kMaxJobProcesses)
+    throw wire::BadBody("job: " + std::to_string(s.total_processes()) + " processes, more than MPI can number (" +
+                        std::to_string(kMaxJobProcesses) + ")");
   s.executable = r.str();
   s.args = r.strs();
   const std::uint32_t nenv = r.u32();

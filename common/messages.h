@@ -33,10 +33,16 @@ struct JobSpec {
   // default one failed process stops the whole job, as mpiexec does.
   bool survive_cluster_loss = false;
 
-  std::uint32_t total_processes() const;
+  // Summed in 64 bits: groups of up to a million processes each must not wrap a 32-bit sum.
+  std::uint64_t total_processes() const;
   std::string encode() const;
+  // Refuses (wire::BadBody) a job with no group, a group of no process, or more processes
+  // than MPI can number (ranks are ints): every count is checked where it enters.
   static JobSpec decode(std::string_view body);
 };
+
+// MPI numbers ranks with an int.
+inline constexpr std::uint64_t kMaxJobProcesses = 0x7fffffff;
 
 // Relay -> broker. The grid description tells the broker the rest (site, slots, policy).
 struct RelayRegistration {

@@ -20,14 +20,14 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// Reads frames from a blocking stream until the peer closes it.
+// Reads frames from a blocking stream until the peer closes it (or `most` have come).
 template <typename Stream>
-std::vector<wire::Frame> read_until_closed(Stream& s) {
+std::vector<wire::Frame> read_until_closed(Stream& s, std::size_t most = SIZE_MAX) {
   std::vector<wire::Frame> frames;
   wire::Decoder d;
   char buf[4096];
   boost::system::error_code ec;
-  for (;;) {
+  while (frames.size() < most) {
     const std::size_t n = s.read_some(asio::buffer(buf), ec);
     if (ec) break;
     d.feed(buf, n);
@@ -119,7 +119,7 @@ class Daemons : public ::testing::Test {
       return ec;
     }
     // Reads frames until the connection closes; returns them.
-    std::vector<wire::Frame> read_all() { return read_until_closed(stream); }
+    std::vector<wire::Frame> read_all(std::size_t most = SIZE_MAX) { return read_until_closed(stream, most); }
   };
 
   std::string dir_;
@@ -315,4 +315,51 @@ TEST_F(Daemons, JournalRecordsWhoSubmittedWhat) {
   std::getline(in, line);
   EXPECT_NE(line.find("refused job of user alice (too-big): the job needs 9 processes but the grid has 2 slots"), std::string::npos)
       << line;
+}
+
+// Counts that wrap, groups of no process, a job of no group: each is refused with a reason
+// at once, and the broker goes on serving (a wrapped 32-bit sum once sent the mapping into an
+// endless loop: the broker spun at full CPU and served nobody).
+TEST_F(Daemons, HostileCountsAreRefusedAndTheBrokerStaysResponsive) {
+  add_relay("c0");
+  add_relay("c1");
+  ASSERT_TRUE(eventually([&] { return broker_->registered_relays() == 2; }));
+  auto submit = [&](const JobSpec& spec, std::uint32_t flags) {
+    Client user(ca_.issue("user mallory", dir_, "mallory"));
+    EXPECT_FALSE(user.connect(broker_ep_));
+    wire::Frame f = wire::make_frame(wire::Type::kSubmit, spec.encode());
+    f.header.flags = flags;
+    asio::write(user.stream, asio::buffer(wire::encode(f)));
+    return user.read_all(1);  // a refusal, then the broker hangs up; or the mapping
+  };
+  JobSpec wraps;  // 4,295 x 1,000,000 = 4,295,000,000: 32-bit sums give 32,704
+  wraps.groups.assign(4295, {"g", 1'000'000});
+  JobSpec empty_group;
+  empty_group.groups = {{"g", 1}, {"nobody", 0}};
+  const std::vector<std::pair<JobSpec, std::string>> hostile = {
+      {wraps, "job: 4295000000 processes, more than MPI can number"},
+      {JobSpec{}, "job: no process group"},
+      {empty_group, "job: group 'nobody' has no processes"},
+  };
+  for (const auto& [spec, why] : hostile)
+    for (std::uint32_t flags : {kSubmitDryRun, 0u}) {
+      const auto frames = submit(spec, flags);
+      ASSERT_EQ(frames.size(), 1u);
+      EXPECT_EQ(frames[0].header.type, wire::Type::kError);
+      EXPECT_NE(frames[0].body.find(why), std::string::npos) << frames[0].body;
+    }
+  // Within the limit of MPI but far beyond the grid's 2 slots: refused as too big, in 64 bits.
+  JobSpec huge;
+  huge.groups.assign(2147, {"g", 1'000'000});
+  auto frames = submit(huge, kSubmitDryRun);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_NE(frames[0].body.find("the job needs 2147000000 processes but the grid has 2 slots"), std::string::npos) << frames[0].body;
+  // And a job that fits is still mapped.
+  JobSpec fits;
+  fits.groups = {{"g", 2}};
+  const auto start = std::chrono::steady_clock::now();
+  frames = submit(fits, kSubmitDryRun);
+  ASSERT_GE(frames.size(), 1u);
+  EXPECT_EQ(frames[0].header.type, wire::Type::kJobAccepted);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
 }

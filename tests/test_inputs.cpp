@@ -142,6 +142,42 @@ TEST(JobProfile, ExecutionCountMustMatchTheGroups) {
                "job.xml:13:", "<processesCount>", "asks for 5 processes but the groups hold 3");
 }
 
+// Groups whose sizes sum past what MPI can number (here past 2^32, where a 32-bit sum
+// wraps to a small number) are refused at the topology, and the mapping never sees them.
+TEST(JobProfile, GroupSizesThatOverflowAreRefused) {
+  std::string groups;
+  for (int g = 0; g < 4295; ++g) {
+    const std::string id = "x" + std::to_string(g);
+    groups += "<group groupId=\"" + id + "\"/><processes><groupIdReference groupId=\"" + id +
+              "\"/><processesCount><value>1000000</value></processesCount></processes>\n";
+  }
+  expect_error(job_error(profile(groups)), "job.xml:4:", "<topology>", "the groups hold 4295000003 processes, more than MPI can number");
+}
+
+// A working directory the file system refuses to look at (a name longer than 255 bytes)
+// is an input error at its element, not an exception from the file system library.
+TEST(JobProfile, UnusableWorkingDirectoryIsAnInputError) {
+  const std::string wd = "<workingDirectory>/tmp/" + std::string(300, 'd') + "</workingDirectory>\n";
+  expect_error(job_error(profile("", "<processesCount><value>2</value></processesCount>", "/bin/true", wd)), "job.xml:13:",
+               "<workingDirectory>", "cannot be used: File name too long");
+  expect_error(job_error(profile("", "<processesCount><value>2</value></processesCount>", "/bin/true",
+                                 "<workingDirectory>/no/such/dir</workingDirectory>\n")),
+               "job.xml:13:", "<workingDirectory>", "working directory '/no/such/dir' does not exist");
+}
+
+// The mapping sums slots and processes in 64 bits: too big is refused, never looped on.
+TEST(Mapping, CountsBeyond32BitsAreRefused) {
+  JobSpec spec;
+  spec.groups.assign(4295, {"g", 1'000'000});
+  const std::vector<ClusterOffer> clusters = {{"c0", "s0", 3}, {"c1", "s1", 3}};
+  try {
+    map_job(spec, clusters);
+    FAIL() << "mapped a job of 4,295,000,000 processes on 6 slots";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("the job needs 4295000000 processes but the grid has 6 slots"), std::string::npos) << e.what();
+  }
+}
+
 TEST(JobProfile, DuplicateGroupAndWrongRoot) {
   expect_error(job_error(profile("    <group groupId=\"a\"/>\n")), "job.xml:7:", "<group>", "declared twice");
   expect_error(job_error("<job/>"), "job.xml:1:1", "<job>", "root element must be <grmsJob>");
