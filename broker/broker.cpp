@@ -152,15 +152,21 @@ asio::awaitable<void> Broker::accept_loop() {
 
 asio::awaitable<void> Broker::handshake(tcp::socket socket) {
   boost::system::error_code ec;
-  std::string who = socket.remote_endpoint(ec).address().to_string() + ":" + std::to_string(socket.remote_endpoint(ec).port());
+  const tcp::endpoint remote = socket.remote_endpoint(ec);
+  std::string who = remote.address().to_string() + ":" + std::to_string(remote.port());
   TlsStream stream(std::move(socket), tls_);
   {
-    // A peer that connects and says nothing must not hold a session forever.
-    Deadline guard(stream.next_layer(), std::chrono::seconds(10));
+    // A peer that connects and says nothing must not hold a session forever, nor may many
+    // such peers hold many.
+    Admission::Ticket stranger = strangers_.admit(remote.address(), [&stream] {
+      boost::system::error_code ignored;
+      stream.next_layer().close(ignored);
+    });
+    Deadline guard(stream.next_layer(), authenticate_);
     ec = co_await stream.handshake(asio::ssl::stream_base::server);
   }
   if (ec) {
-    log::warn("TLS handshake with ", who, " failed: ", ec.message());
+    failed_handshakes_.warn("TLS handshake with ", who, " failed: ", ec.message());
     co_return;
   }
   const std::string cn = tls::peer_common_name(stream.native_handle());

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/admission.h"
 #include "common/grid.h"
 #include "common/link.h"
 #include "common/tls.h"
@@ -34,6 +35,10 @@ class Broker {
   std::size_t registered_relays() const { return relays_.size(); }
   // Appends one line per job started, refused and ended to `path`: who submitted what.
   void set_journal(const std::string& path);
+  // How long a connection may take to authenticate (its TLS handshake); tests shorten it.
+  void set_authentication_deadline(std::chrono::steady_clock::duration d) { authenticate_ = d; }
+  std::size_t unauthenticated_connections() const { return strangers_.pending(); }
+  std::size_t dropped_unauthenticated() const { return strangers_.dropped(); }
   std::size_t active_jobs() const { return jobs_.size(); }
 
  private:
@@ -82,6 +87,9 @@ class Broker {
   std::unique_ptr<std::ofstream> journal_;
   asio::ssl::context tls_;
   tcp::acceptor acceptor_;
+  Admission strangers_{"broker's port", limits::kDaemonPort};  // connections still shaking hands
+  std::chrono::steady_clock::duration authenticate_ = limits::kAuthenticate;
+  log::Repeated failed_handshakes_{"failed TLS handshakes"};
   std::map<std::string, PeerPtr> relays_;  // cluster name -> its registered relay
   std::set<std::string> probing_;          // clusters whose relay is being probed
   std::map<std::string, bool> reachable_;  // cluster -> did its link address answer the probe

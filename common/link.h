@@ -25,7 +25,7 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
   using CloseHandler = std::function<void(const std::string& why)>;
 
   Link(Stream stream, std::string peer) : stream_(std::move(stream)), peer_(std::move(peer)),
-      wake_(stream_.get_executor(), std::chrono::steady_clock::time_point::max()) {}
+      wake_(stream_.get_executor(), std::chrono::steady_clock::time_point::max()), trust_deadline_(stream_.get_executor()) {}
 
   // Starts the read and write loops. on_frame sees every good frame; on_closed runs once,
   // when the connection ends for any reason (peer gone, bad frame, close()).
@@ -72,12 +72,36 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
     lowest_layer(stream_).shutdown(tcp::socket::shutdown_both, ec);
     lowest_layer(stream_).close(ec);
     wake_.cancel();
+    trust_deadline_.cancel();
     if (on_closed_) {
       auto cb = std::move(on_closed_);
       on_closed_ = nullptr;
       on_frame_ = nullptr;  // break cycles: handlers often capture this link
       cb(why);
     }
+  }
+
+  // Until trust() is called the peer is a stranger (limits hold before authentication): its
+  // frames may hold at most `max_body` bytes, are read in small pieces, and it must earn
+  // trust within `deadline` or the link fails with a reason naming the limit. Call before
+  // start().
+  void admit_untrusted(std::uint32_t max_body, std::chrono::steady_clock::duration deadline) {
+    decoder_.set_max_body(max_body);
+    read_size_ = kUntrustedReadSize;
+    trust_deadline_.expires_after(deadline);
+    trust_deadline_.async_wait([weak = this->weak_from_this(), deadline](const boost::system::error_code& ec) {
+      auto self = weak.lock();
+      if (ec || !self || self->closed_) return;
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline).count();
+      log::warn("dropping ", self->peer_, ": not authenticated within ", ms, " ms");
+      self->fail("not authenticated within " + std::to_string(ms) + " ms");
+    });
+  }
+  // The peer has shown who it is: full-size frames and reads, no deadline.
+  void trust() {
+    decoder_.set_max_body(wire::kMaxBody);
+    read_size_ = kTrustedReadSize;
+    trust_deadline_.cancel();
   }
 
   bool closed() const { return closed_; }
@@ -88,13 +112,13 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
 
  private:
   asio::awaitable<void> read_loop(std::shared_ptr<Link> /*keeps the link alive*/) {
-    wire::Decoder decoder;
-    constexpr std::size_t kReadSize = 256 * 1024;
+    wire::Decoder& decoder = decoder_;
     wire::Frame frame;
     while (!closed_) {
       boost::system::error_code ec;
-      char* space = decoder.prepare(kReadSize);  // read straight into the decoder
-      const std::size_t n = co_await gridrt::read_some(stream_, asio::buffer(space, kReadSize), ec);
+      const std::size_t want = read_size_;
+      char* space = decoder.prepare(want);  // read straight into the decoder
+      const std::size_t n = co_await gridrt::read_some(stream_, asio::buffer(space, want), ec);
       if (ec) {
         close(ec == asio::error::eof ? "connection closed by peer" : ec.message());
         co_return;
@@ -168,6 +192,8 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
   };
   static constexpr std::size_t kBatchBytes = 1u << 20;
   static constexpr std::size_t kBatchBuffers = 64;
+  static constexpr std::size_t kTrustedReadSize = 256 * 1024;  // bulk traffic: few, large reads
+  static constexpr std::size_t kUntrustedReadSize = 4 * 1024;   // a hello fits; a stranger costs little
 
   void enqueue(Outbound o) {
     if (closed_) return;
@@ -179,6 +205,9 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
   Stream stream_;
   std::string peer_;
   asio::steady_timer wake_;
+  asio::steady_timer trust_deadline_;
+  wire::Decoder decoder_;
+  std::size_t read_size_ = kTrustedReadSize;
   std::deque<Outbound> queue_;
   std::size_t queued_bytes_ = 0;
   bool closing_ = false;

@@ -28,6 +28,26 @@ const char* names[] = {"error", "warn", "info", "debug"};
 }  // namespace
 
 void set_component(std::string name) { component() = std::move(name); }
+
+bool Repeated::count() {
+  std::lock_guard<std::mutex> lock(m_);
+  const auto now = std::chrono::steady_clock::now();
+  if (now - window_ >= interval_) {
+    if (held_back_ > 0) {
+      const auto secs = std::chrono::duration_cast<std::chrono::seconds>(now - window_).count();
+      write(Level::kWarn, std::to_string(held_back_) + " more " + what_ + " in the last " + std::to_string(secs) + " s, not logged one by one");
+    }
+    window_ = now;
+    logged_ = 0;
+    held_back_ = 0;
+  }
+  if (logged_ < burst_) {
+    ++logged_;
+    return true;
+  }
+  ++held_back_;
+  return false;
+}
 bool enabled(Level l) { return l <= threshold(); }
 
 void write(Level l, const std::string& msg) {

@@ -2,6 +2,8 @@
 // GRIDRT_LOG (error|warn|info|debug, default warn) so daemons stay quiet unless asked.
 #pragma once
 
+#include <chrono>
+#include <mutex>
 #include <sstream>
 #include <string>
 
@@ -24,5 +26,32 @@ template <typename... Args> void error(const Args&... a) { emit(Level::kError, a
 template <typename... Args> void warn(const Args&... a) { emit(Level::kWarn, a...); }
 template <typename... Args> void info(const Args&... a) { emit(Level::kInfo, a...); }
 template <typename... Args> void debug(const Args&... a) { emit(Level::kDebug, a...); }
+
+// A warning that an attack can repeat thousands of times a second (failed handshakes,
+// refused strangers): the first few of each interval are logged, the rest are counted and
+// summarised in one line when the next interval begins.
+class Repeated {
+ public:
+  explicit Repeated(std::string what, int burst = 3, std::chrono::seconds interval = std::chrono::seconds(10))
+      : what_(std::move(what)), burst_(burst), interval_(interval) {}
+  template <typename... Args>
+  void warn(const Args&... args) {
+    if (!enabled(Level::kWarn)) return;
+    if (!count()) return;
+    std::ostringstream os;
+    (os << ... << args);
+    write(Level::kWarn, os.str());
+  }
+
+ private:
+  bool count();  // true: log this one (after summarising what was held back, if any)
+  std::mutex m_;
+  std::string what_;
+  int burst_;
+  std::chrono::seconds interval_;
+  std::chrono::steady_clock::time_point window_;
+  int logged_ = 0;
+  long held_back_ = 0;
+};
 
 }  // namespace gridrt::log

@@ -10,6 +10,9 @@ namespace {
 
 constexpr std::size_t kRecord = 16 * 1024;       // TLS's largest record payload
 constexpr std::size_t kSocketRead = 256 * 1024;  // ciphertext taken from the socket at once
+// Until the handshake is done the peer is unauthenticated: one record at a time, so that a
+// connection that says nothing (or garbage) costs a few KiB, not kSocketRead.
+constexpr std::size_t kHandshakeRead = kRecord + 512;
 
 BIO* new_memory_bio() {
   BIO* b = BIO_new(BIO_s_mem());
@@ -29,7 +32,9 @@ boost::system::error_code last_tls_error() {
 
 }  // namespace
 
-TlsStream::TlsStream(tcp::socket socket, asio::ssl::context& ctx) : socket_(std::move(socket)) {
+TlsStream::TlsStream(tcp::socket socket) : socket_(std::move(socket)), socket_read_(kSocketRead) {}
+
+TlsStream::TlsStream(tcp::socket socket, asio::ssl::context& ctx) : socket_(std::move(socket)), socket_read_(kHandshakeRead) {
   ssl_ = SSL_new(ctx.native_handle());
   if (!ssl_) throw std::bad_alloc();
   SSL_set_bio(ssl_, new_memory_bio(), new_memory_bio());
@@ -38,7 +43,8 @@ TlsStream::TlsStream(tcp::socket socket, asio::ssl::context& ctx) : socket_(std:
 
 TlsStream::TlsStream(TlsStream&& o) noexcept
     : socket_(std::move(o.socket_)), ssl_(std::exchange(o.ssl_, nullptr)),
-      spare_output_(std::exchange(o.spare_output_, nullptr)), input_(std::move(o.input_)), staging_(std::move(o.staging_)) {}
+      spare_output_(std::exchange(o.spare_output_, nullptr)), input_(std::move(o.input_)), staging_(std::move(o.staging_)),
+      socket_read_(o.socket_read_) {}
 
 TlsStream::~TlsStream() {
   if (ssl_) SSL_free(ssl_);  // frees its BIOs too
@@ -61,13 +67,16 @@ asio::awaitable<boost::system::error_code> TlsStream::handshake(HandshakeType ty
     co_await flush(ec);
     if (failure) co_return failure;
     if (ec) co_return ec;
-    if (why == SSL_ERROR_NONE) co_return ec;
+    if (why == SSL_ERROR_NONE) {
+      socket_read_ = kSocketRead;
+      co_return ec;
+    }
     if (!co_await fill(ec)) co_return ec;
   }
 }
 
 asio::awaitable<bool> TlsStream::fill(boost::system::error_code& ec) {
-  input_.resize(kSocketRead);
+  input_.resize(socket_read_);
   const std::size_t n = co_await socket_.async_read_some(asio::buffer(input_), asio::redirect_error(asio::use_awaitable, ec));
   if (ec) co_return false;
   // A memory BIO only fails to take bytes when memory runs out.

@@ -55,7 +55,7 @@ class TlsStream {
   bool has_output() const;
 
  private:
-  explicit TlsStream(tcp::socket socket) : socket_(std::move(socket)) {}
+  explicit TlsStream(tcp::socket socket);
   bool encrypt(const void* data, std::size_t size);
   asio::awaitable<void> flush(boost::system::error_code& ec);
   asio::awaitable<bool> fill(boost::system::error_code& ec);  // more ciphertext from the socket
@@ -65,6 +65,7 @@ class TlsStream {
   BIO* spare_output_ = nullptr;  // an empty memory BIO to swap in while the last one is sent
   std::vector<char> input_;      // ciphertext as read from the socket
   std::vector<char> staging_;    // small buffers gathered into one full record
+  std::size_t socket_read_;      // how much ciphertext one read takes (small before the handshake)
 };
 
 inline tcp::socket& lowest_layer(tcp::socket& s) { return s; }

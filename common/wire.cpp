@@ -102,6 +102,14 @@ char* Decoder::prepare(std::size_t n) {
 
 void Decoder::commit(std::size_t n) { end_ += n; }
 
+void Decoder::shrink() {
+  buf_.erase(0, pos_);
+  buf_.resize(end_ - pos_);
+  buf_.shrink_to_fit();
+  end_ -= pos_;
+  pos_ = 0;
+}
+
 Decoder::Status Decoder::next(Frame& out) {
   if (!error_.empty()) return Status::kBad;
   if (end_ - pos_ < kHeaderSize) return Status::kNeedMore;
@@ -125,9 +133,9 @@ Decoder::Status Decoder::next(Frame& out) {
              std::to_string(kVersion) + ")";
   } else if (!known_type(type)) {
     error_ = "unknown frame type " + std::to_string(type);
-  } else if (h.length > kMaxBody) {
-    error_ = "frame body of " + std::to_string(h.length) + " bytes exceeds the maximum of " +
-             std::to_string(kMaxBody);
+  } else if (h.length > max_body_) {
+    error_ = "frame body of " + std::to_string(h.length) + " bytes exceeds the maximum of " + std::to_string(max_body_) +
+             (max_body_ < kMaxBody ? " before the peer is authenticated" : "");
   }
   if (!error_.empty()) return Status::kBad;
   if (end_ - pos_ < kHeaderSize + h.length) return Status::kNeedMore;

@@ -107,8 +107,14 @@ class Decoder {
   // stays bad: the connection must be dropped (its stream can no longer be trusted).
   Status next(Frame& out);
   const std::string& error() const { return error_; }
+  // Larger frames are refused (kBad) as soon as their header is read, before their body is
+  // buffered: small until the peer is authenticated, kMaxBody after.
+  void set_max_body(std::uint32_t n) { max_body_ = n; }
+  // Gives back buffer space beyond what is held (after a burst, or on trusting a peer).
+  void shrink();
 
  private:
+  std::uint32_t max_body_ = kMaxBody;
   std::string buf_;
   std::size_t pos_ = 0;   // first byte not yet decoded
   std::size_t end_ = 0;   // end of the bytes fed so far (buf_ may be larger: prepared space)

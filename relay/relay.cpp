@@ -35,6 +35,7 @@ bool is_process_traffic(Type t) {
 
 struct Relay::LocalConn {
   std::shared_ptr<TcpLink> link;
+  Admission::Ticket stranger;  // until its hello is accepted
   std::uint64_t job = 0;
   std::uint32_t local_rank = 0;
   bool admitted = false;
@@ -466,6 +467,13 @@ asio::awaitable<void> Relay::accept_local() {
     auto conn = std::make_shared<LocalConn>();
     const auto ep = s.remote_endpoint(ec);
     conn->link = std::make_shared<TcpLink>(std::move(s), "local " + ep.address().to_string() + ":" + std::to_string(ep.port()));
+    // A stranger until its hello carries a job's secret: small frames, a deadline, a place
+    // among a bounded number of such connections.
+    conn->link->admit_untrusted(limits::kUntrustedBody, opt_.authenticate);
+    std::weak_ptr<TcpLink> weak_link = conn->link;
+    conn->stranger = local_admission_.admit(ep.address(), [weak_link] {
+      if (auto l = weak_link.lock()) l->fail("too many connections on this relay's local port have not said hello; dropped the oldest");
+    });
     std::weak_ptr<LocalConn> weak = conn;
     conn->link->start([this, weak](Frame& f) { if (auto c = weak.lock()) on_local_frame(c, f); },
                       [this, conn](const std::string&) { on_local_closed(conn); });
@@ -535,7 +543,7 @@ void Relay::on_local_hello(const LocalPtr& conn, const Frame& f) {
   auto it = jobs_.find(f.header.job);
   // The same answer for an unknown job and a wrong secret: nothing to learn by probing.
   if (it == jobs_.end() || hello.secret != it->second->start.secret) {
-    log::warn("refusing ", conn->link->peer(), ": unknown job ", f.header.job, " or wrong job secret");
+    refused_locals_.warn("refusing ", conn->link->peer(), ": unknown job ", f.header.job, " or wrong job secret");
     return conn->link->fail("unknown job or wrong job secret");
   }
   Job& job = *it->second;
@@ -543,6 +551,8 @@ void Relay::on_local_hello(const LocalPtr& conn, const Frame& f) {
   auto& slot = monitor ? job.monitors[hello.local_rank] : job.procs[hello.local_rank];
   if (slot) return conn->link->fail("local rank " + std::to_string(hello.local_rank) + " is already connected");
   conn->admitted = true;
+  conn->stranger.release();
+  conn->link->trust();
   conn->monitor = monitor;
   conn->job = job.id();
   conn->local_rank = hello.local_rank;
@@ -721,13 +731,17 @@ asio::awaitable<void> Relay::serve_link(tcp::socket s) {
   const auto remote = s.remote_endpoint(ec);
   TlsStream stream = opt_.encrypt_links ? TlsStream(std::move(s), tls_server_) : TlsStream::unencrypted(std::move(s));
   {
-    Deadline deadline(stream.next_layer(), kHandshakeTimeout);
+    Admission::Ticket stranger = link_admission_.admit(remote.address(), [&stream] {
+      boost::system::error_code ignored;
+      stream.next_layer().close(ignored);
+    });
+    Deadline deadline(stream.next_layer(), opt_.authenticate);
     ec = co_await stream.handshake(asio::ssl::stream_base::server);
   }
   if (ec) {
     // A peer that hangs up before saying anything is the broker probing this port.
-    const bool probe = ec == asio::error::eof;
-    log::emit(probe ? log::Level::kDebug : log::Level::kWarn, "TLS handshake with ", remote, " on the link port failed: ", ec.message());
+    if (ec == asio::error::eof) log::debug("TLS handshake with ", remote, " on the link port failed: ", ec.message());
+    else refused_links_.warn("TLS handshake with ", remote, " on the link port failed: ", ec.message());
     co_return;
   }
   const std::string cn = tls::peer_common_name(stream.native_handle());

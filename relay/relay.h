@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 
+#include "common/admission.h"
 #include "common/grid.h"
 #include "common/link.h"
 #include "common/tls.h"
@@ -39,6 +40,8 @@ class Relay {
     // Test facility: an emulated WAN line under every relay link's outgoing traffic to
     // clusters of other sites.
     WanSpec wan;
+    // How long a connection may stay unauthenticated (tests shorten it).
+    std::chrono::steady_clock::duration authenticate = limits::kAuthenticate;
   };
   Relay(asio::io_context& io, Options opt);
   ~Relay();
@@ -111,6 +114,10 @@ class Relay {
   asio::ssl::context tls_client_;
   tcp::acceptor link_acceptor_;
   tcp::acceptor local_acceptor_;
+  Admission link_admission_{"relay's link port", limits::kDaemonPort};    // link thread only
+  Admission local_admission_{"relay's local port", limits::kLocalPort};   // main thread
+  log::Repeated refused_links_{"refused connections on the link port"};
+  log::Repeated refused_locals_{"refused connections on the local port"};
   std::shared_ptr<TlsLink> broker_;
   asio::signal_set child_signal_;
   std::map<std::uint64_t, std::unique_ptr<Job>> jobs_;

@@ -2,6 +2,7 @@
 // refusals, a relay that disconnects, garbage on every socket. After each misbehaving peer
 // the daemons must keep serving the others.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <filesystem>
@@ -92,6 +93,7 @@ class Daemons : public ::testing::Test {
     o.creds = (ca ? *ca : ca_).issue(cn, dir_, "relay-" + cluster + std::to_string(relays_.size()));
     o.broker = broker_ep_;
     o.gridproc = "/bin/false";
+    o.authenticate = authenticate_;
     return on_io([&] {
       relays_.push_back(std::make_unique<Relay>(io_, o));
       Relay* r = relays_.back().get();
@@ -131,7 +133,18 @@ class Daemons : public ::testing::Test {
   std::unique_ptr<Broker> broker_;
   tcp::endpoint broker_ep_;
   std::vector<std::unique_ptr<Relay>> relays_;
+  std::chrono::steady_clock::duration authenticate_ = limits::kAuthenticate;  // for relays made next
 };
+
+// A plain TCP connection whose reads give up after 5 s (a limit that does not hold would
+// otherwise hang the test instead of failing it).
+tcp::socket connect_with_read_timeout(asio::io_context& io, const tcp::endpoint& ep) {
+  tcp::socket s(io);
+  s.connect(ep);
+  timeval tv{5, 0};
+  ::setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return s;
+}
 
 }  // namespace
 
@@ -362,4 +375,80 @@ TEST_F(Daemons, HostileCountsAreRefusedAndTheBrokerStaysResponsive) {
   ASSERT_GE(frames.size(), 1u);
   EXPECT_EQ(frames[0].header.type, wire::Type::kJobAccepted);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+}
+
+// Limits hold before authentication on a relay's local port: a stranger may not announce a
+// frame larger than a hello (refused on its header, the body never buffered; 40 such
+// strangers once took a relay to 1.57 GB), must say hello within the deadline, and many
+// silent strangers from one address cost a bounded number of connections, oldest dropped.
+TEST_F(Daemons, StrangersOnTheLocalPortAreBounded) {
+  authenticate_ = 1s;
+  Relay* c0 = add_relay("c0");
+  ASSERT_TRUE(eventually([&] { return broker_->registered_relays() == 1; }));
+  const tcp::endpoint local = on_io([&] { return c0->local_endpoint(); });
+  asio::io_context io;
+  {
+    tcp::socket s = connect_with_read_timeout(io, local);
+    wire::Header h;
+    h.type = wire::Type::kProcHello;
+    h.length = wire::kMaxBody - 1;
+    std::string head(wire::kHeaderSize, '\0');
+    wire::encode_header(h, reinterpret_cast<unsigned char*>(head.data()));
+    asio::write(s, asio::buffer(head));
+    const auto frames = read_until_closed(s);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_NE(frames[0].body.find("frame body of 16777215 bytes exceeds the maximum of 65536 before the peer is authenticated"),
+              std::string::npos) << frames[0].body;
+  }
+  {
+    tcp::socket s = connect_with_read_timeout(io, local);
+    const auto start = std::chrono::steady_clock::now();
+    const auto frames = read_until_closed(s);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0].body, "not authenticated within 1000 ms");
+    EXPECT_GE(std::chrono::steady_clock::now() - start, 900ms);
+  }
+  {
+    const std::size_t extra = 8;
+    std::vector<tcp::socket> silent;
+    for (std::size_t i = 0; i < limits::kLocalPort.per_address + extra; ++i) silent.push_back(connect_with_read_timeout(io, local));
+    for (std::size_t i = 0; i < extra; ++i) {
+      const auto frames = read_until_closed(silent[i]);
+      ASSERT_EQ(frames.size(), 1u) << "connection " << i;
+      EXPECT_NE(frames[0].body.find("have not said hello; dropped the oldest"), std::string::npos) << frames[0].body;
+    }
+  }
+  EXPECT_TRUE(on_io([&] { return c0->registered(); }));
+}
+
+// On the broker's port: connections that never finish a TLS handshake are dropped at the
+// deadline, and past the cap the oldest make room, so a real client still gets in at once.
+TEST_F(Daemons, StalledHandshakesAreBoundedAndOthersStillGetIn) {
+  on_io([&] {
+    broker_->set_authentication_deadline(2s);
+    return 0;
+  });
+  add_relay("c0");
+  add_relay("c1");
+  ASSERT_TRUE(eventually([&] { return broker_->registered_relays() == 2; }));
+  asio::io_context io;
+  std::vector<tcp::socket> silent;
+  const std::size_t extra = 20;
+  for (std::size_t i = 0; i < limits::kDaemonPort.per_address + extra; ++i) silent.push_back(connect_with_read_timeout(io, broker_ep_));
+  ASSERT_TRUE(eventually([&] { return broker_->unauthenticated_connections() == limits::kDaemonPort.per_address; }));
+  EXPECT_EQ(on_io([&] { return broker_->dropped_unauthenticated(); }), extra);
+  Client user(ca_.issue("user alice", dir_, "alice"));
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_FALSE(user.connect(broker_ep_));
+  JobSpec fits;
+  fits.groups = {{"g", 2}};
+  wire::Frame f = wire::make_frame(wire::Type::kSubmit, fits.encode());
+  f.header.flags = kSubmitDryRun;
+  asio::write(user.stream, asio::buffer(wire::encode(f)));
+  const auto frames = user.read_all(1);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].header.type, wire::Type::kJobAccepted);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+  // And the rest go at the deadline.
+  ASSERT_TRUE(eventually([&] { return broker_->unauthenticated_connections() == 0; }));
 }

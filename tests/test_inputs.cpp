@@ -169,7 +169,11 @@ TEST(JobProfile, UnusableWorkingDirectoryIsAnInputError) {
 TEST(Mapping, CountsBeyond32BitsAreRefused) {
   JobSpec spec;
   spec.groups.assign(4295, {"g", 1'000'000});
-  const std::vector<ClusterOffer> clusters = {{"c0", "s0", 3}, {"c1", "s1", 3}};
+  std::vector<ClusterOffer> clusters(2);
+  clusters[0].name = "c0";
+  clusters[1].name = "c1";
+  clusters[0].site = clusters[1].site = "s0";
+  clusters[0].slots = clusters[1].slots = 3;
   try {
     map_job(spec, clusters);
     FAIL() << "mapped a job of 4,295,000,000 processes on 6 slots";
