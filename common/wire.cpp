@@ -102,13 +102,6 @@ char* Decoder::prepare(std::size_t n) {
 
 void Decoder::commit(std::size_t n) { end_ += n; }
 
-void Decoder::shrink() {
-  buf_.erase(0, pos_);
-  buf_.resize(end_ - pos_);
-  buf_.shrink_to_fit();
-  end_ -= pos_;
-  pos_ = 0;
-}
 
 Decoder::Status Decoder::next(Frame& out) {
   if (!error_.empty()) return Status::kBad;

@@ -110,8 +110,6 @@ class Decoder {
   // Larger frames are refused (kBad) as soon as their header is read, before their body is
   // buffered: small until the peer is authenticated, kMaxBody after.
   void set_max_body(std::uint32_t n) { max_body_ = n; }
-  // Gives back buffer space beyond what is held (after a burst, or on trusting a peer).
-  void shrink();
 
  private:
   std::uint32_t max_body_ = kMaxBody;
