@@ -1,5 +1,7 @@
 #include "common/admission.h"
 
+#include <malloc.h>
+
 namespace gridrt {
 
 struct Admission::Entry {
@@ -15,6 +17,7 @@ struct Admission::State {
   std::list<std::shared_ptr<Entry>> order;  // oldest first
   std::map<std::string, std::size_t> per_address;
   std::size_t dropped = 0;
+  std::size_t since_trim = 0;  // connections counted since memory was last given back
   log::Repeated warning;
 
   State(std::string p, Limits l) : port(std::move(p)), limits(l), warning("unauthenticated connections dropped on the " + port) {}
@@ -24,7 +27,14 @@ struct Admission::State {
     e->counted = false;
     order.erase(e->in_order);
     if (auto it = per_address.find(e->address); it != per_address.end() && --it->second == 0) per_address.erase(it);
+    // After a burst of strangers (an attack, or a big job's start) the allocator keeps the
+    // freed handshake state; once none is left, give it back to the system.
+    if (order.empty() && since_trim >= kTrimAfter) {
+      since_trim = 0;
+      ::malloc_trim(0);
+    }
   }
+  static constexpr std::size_t kTrimAfter = 256;
   void evict(const std::shared_ptr<Entry>& e, const char* cap) {
     forget(e);
     ++dropped;
@@ -56,6 +66,7 @@ Admission::Ticket Admission::admit(const boost::asio::ip::address& from, std::fu
   e->address = address;
   e->drop = std::move(drop);
   e->in_order = s.order.insert(s.order.end(), e);
+  ++s.since_trim;
   ++s.per_address[address];
   Ticket t;
   t.state_ = state_;
