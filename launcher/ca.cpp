@@ -48,7 +48,9 @@ int ca_command(int argc, char** argv) {
         std::fprintf(stderr, "gridrun ca: %s/ca.key exists already; not overwriting a CA\n", dir.c_str());
         return 1;
       }
-      fs::create_directories(dir);
+      // The directory holds the CA's key and every key issued with it: its owner's only,
+      // whatever the umask (an existing directory is the administrator's choice).
+      if (fs::create_directories(dir)) fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace);
       tls::Authority ca(argc == 4 ? argv[3] : "gridrt CA");
       std::printf("%s\n%s\n", ca.write_ca(dir).c_str(), ca.write_key(dir).c_str());
       return 0;

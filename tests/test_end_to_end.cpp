@@ -225,6 +225,10 @@ TEST(EndToEnd, SubmitsToARunningBrokerWithUserCertificates) {
     const Outcome made = start_gridrun(args, "ca").finish();
     ASSERT_EQ(made.status, 0) << made.err;
   }
+  // Made under a umask that lets everyone read (the test runner's 022): the CA directory
+  // and the keys in it are the owner's alone all the same.
+  EXPECT_EQ(fs::status(dir + "/ca").permissions() & fs::perms::all, fs::perms::owner_all);
+  EXPECT_EQ(fs::status(dir + "/ca/ca.key").permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
   auto creds = [&](const std::string& who) {
     return gridrt::tls::Credentials{dir + "/ca/" + who + ".pem", dir + "/ca/" + who + ".key", dir + "/ca/ca.pem"};
   };
