@@ -155,16 +155,9 @@ asio::awaitable<void> Broker::handshake(tcp::socket socket) {
   const tcp::endpoint remote = socket.remote_endpoint(ec);
   std::string who = remote.address().to_string() + ":" + std::to_string(remote.port());
   TlsStream stream(std::move(socket), tls_);
-  {
-    // A peer that connects and says nothing must not hold a session forever, nor may many
-    // such peers hold many.
-    Admission::Ticket stranger = strangers_.admit(remote.address(), [&stream] {
-      boost::system::error_code ignored;
-      stream.next_layer().close(ignored);
-    });
-    Deadline guard(stream.next_layer(), authenticate_);
-    ec = co_await stream.handshake(asio::ssl::stream_base::server);
-  }
+  // A peer that connects and says nothing must not hold a session forever, nor may many
+  // such peers hold many.
+  ec = co_await accept_tls(stream, strangers_, authenticate_);
   if (ec) {
     failed_handshakes_.warn("TLS handshake with ", who, " failed: ", ec.message());
     co_return;

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "common/admission.h"
 #include "common/log.h"
 #include "common/tls_stream.h"
 #include "common/wire.h"
@@ -82,25 +83,32 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
   }
 
   // Until trust() is called the peer is a stranger (limits hold before authentication): its
-  // frames may hold at most `max_body` bytes, are read in small pieces, and it must earn
-  // trust within `deadline` or the link fails with a reason naming the limit. Call before
-  // start().
-  void admit_untrusted(std::uint32_t max_body, std::chrono::steady_clock::duration deadline) {
+  // frames may hold at most `max_body` bytes, are read in small pieces, it must earn trust
+  // within `deadline`, and it is one of `port`'s unauthenticated connections (dropped should
+  // the caps need its place). A link that breaks a limit fails with a reason naming it.
+  // Call before start().
+  void admit_untrusted(std::uint32_t max_body, std::chrono::steady_clock::duration deadline, Admission& port,
+                       const asio::ip::address& from) {
+    trusted_ = false;
     decoder_.set_max_body(max_body);
-    read_size_ = kUntrustedReadSize;
+    const std::weak_ptr<Link> weak = this->weak_from_this();
+    stranger_ = port.admit(from, [weak] {
+      if (auto self = weak.lock()) self->fail("too many unauthenticated connections on this port: the oldest is dropped");
+    });
     trust_deadline_.expires_after(deadline);
-    trust_deadline_.async_wait([weak = this->weak_from_this(), deadline](const boost::system::error_code& ec) {
+    trust_deadline_.async_wait([weak, deadline](const boost::system::error_code& ec) {
       auto self = weak.lock();
       if (ec || !self || self->closed_) return;
       const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline).count();
-      log::warn("dropping ", self->peer_, ": not authenticated within ", ms, " ms");
+      dropped_strangers().warn("dropping ", self->peer_, ": not authenticated within ", ms, " ms");
       self->fail("not authenticated within " + std::to_string(ms) + " ms");
     });
   }
-  // The peer has shown who it is: full-size frames and reads, no deadline.
+  // The peer has shown who it is: full-size frames and reads, no deadline, no longer counted.
   void trust() {
+    trusted_ = true;
     decoder_.set_max_body(wire::kMaxBody);
-    read_size_ = kTrustedReadSize;
+    stranger_.release();
     trust_deadline_.cancel();
   }
 
@@ -112,25 +120,26 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
 
  private:
   asio::awaitable<void> read_loop(std::shared_ptr<Link> /*keeps the link alive*/) {
-    wire::Decoder& decoder = decoder_;
     wire::Frame frame;
     while (!closed_) {
       boost::system::error_code ec;
-      const std::size_t want = read_size_;
-      char* space = decoder.prepare(want);  // read straight into the decoder
+      const std::size_t want = trusted_ ? kTrustedReadSize : kUntrustedReadSize;
+      char* space = decoder_.prepare(want);  // read straight into the decoder
       const std::size_t n = co_await gridrt::read_some(stream_, asio::buffer(space, want), ec);
       if (ec) {
         close(ec == asio::error::eof ? "connection closed by peer" : ec.message());
         co_return;
       }
       if (has_output(stream_)) wake_.cancel();  // TLS answers something: the writer sends it
-      decoder.commit(n);
+      decoder_.commit(n);
       for (;;) {
-        const auto st = decoder.next(frame);
+        const auto st = decoder_.next(frame);
         if (st == wire::Decoder::Status::kNeedMore) break;
         if (st == wire::Decoder::Status::kBad) {
-          log::warn("dropping ", peer_, ": ", decoder.error());
-          fail("protocol error: " + decoder.error());
+          // Strangers can send garbage as fast as they can connect: their drops are summarised.
+          if (trusted_) log::warn("dropping ", peer_, ": ", decoder_.error());
+          else dropped_strangers().warn("dropping ", peer_, ": ", decoder_.error());
+          fail("protocol error: " + decoder_.error());
           co_return;
         }
         if (closed_ || closing_) co_return;
@@ -194,6 +203,10 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
   static constexpr std::size_t kBatchBuffers = 64;
   static constexpr std::size_t kTrustedReadSize = 256 * 1024;  // bulk traffic: few, large reads
   static constexpr std::size_t kUntrustedReadSize = 4 * 1024;   // a hello fits; a stranger costs little
+  static log::Repeated& dropped_strangers() {
+    static log::Repeated warning("unauthenticated peers dropped");
+    return warning;
+  }
 
   void enqueue(Outbound o) {
     if (closed_) return;
@@ -206,8 +219,9 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
   std::string peer_;
   asio::steady_timer wake_;
   asio::steady_timer trust_deadline_;
+  Admission::Ticket stranger_;  // while not trusted
+  bool trusted_ = true;
   wire::Decoder decoder_;
-  std::size_t read_size_ = kTrustedReadSize;
   std::deque<Outbound> queue_;
   std::size_t queued_bytes_ = 0;
   bool closing_ = false;
@@ -272,6 +286,25 @@ inline asio::awaitable<boost::system::error_code> connect_tls(TlsStream& stream,
   if (!ec) tune_socket(stream.next_layer());
   if (!ec) ec = co_await stream.handshake(asio::ssl::stream_base::client);
   if (ec && deadline.fired()) ec = asio::error::timed_out;  // say what happened, not how we stopped it
+  co_return ec;
+}
+
+// The server's side: shakes hands on an accepted connection within `timeout`, as one of
+// `port`'s unauthenticated connections until it is done (closed should the caps need its
+// place). Returns what went wrong, if anything.
+inline asio::awaitable<boost::system::error_code> accept_tls(TlsStream& stream, Admission& port,
+                                                             std::chrono::steady_clock::duration timeout) {
+  boost::system::error_code ec;
+  bool dropped = false;
+  const Admission::Ticket stranger = port.admit(stream.next_layer().remote_endpoint(ec).address(), [&stream, &dropped] {
+    dropped = true;
+    boost::system::error_code ignored;
+    stream.next_layer().close(ignored);
+  });
+  Deadline deadline(stream.next_layer(), timeout);
+  ec = co_await stream.handshake(asio::ssl::stream_base::server);
+  if (ec && deadline.fired()) ec = asio::error::timed_out;
+  if (ec && dropped) ec = asio::error::connection_aborted;
   co_return ec;
 }
 

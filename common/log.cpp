@@ -29,25 +29,6 @@ const char* names[] = {"error", "warn", "info", "debug"};
 
 void set_component(std::string name) { component() = std::move(name); }
 
-bool Repeated::count() {
-  std::lock_guard<std::mutex> lock(m_);
-  const auto now = std::chrono::steady_clock::now();
-  if (now - window_ >= interval_) {
-    if (held_back_ > 0) {
-      const auto secs = std::chrono::duration_cast<std::chrono::seconds>(now - window_).count();
-      write(Level::kWarn, std::to_string(held_back_) + " more " + what_ + " in the last " + std::to_string(secs) + " s, not logged one by one");
-    }
-    window_ = now;
-    logged_ = 0;
-    held_back_ = 0;
-  }
-  if (logged_ < burst_) {
-    ++logged_;
-    return true;
-  }
-  ++held_back_;
-  return false;
-}
 bool enabled(Level l) { return l <= threshold(); }
 
 void write(Level l, const std::string& msg) {
@@ -62,6 +43,27 @@ void write(Level l, const std::string& msg) {
   std::lock_guard<std::mutex> lock(m);
   std::fprintf(stderr, "%s.%03d %s %s: %s\n", ts, static_cast<int>(ms), component().c_str(),
                names[static_cast<int>(l)], msg.c_str());
+}
+
+bool Repeated::count() {
+  std::lock_guard<std::mutex> lock(m_);
+  const auto now = std::chrono::steady_clock::now();
+  if (now - window_ >= interval_) {
+    if (held_back_ > 0) {
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - window_).count();
+      write(Level::kWarn, std::to_string(held_back_) + " more " + what_ + " in the last " + std::to_string(ms / 1000.0).substr(0, 5) +
+                              " s, not logged one by one");
+    }
+    window_ = now;
+    logged_ = 0;
+    held_back_ = 0;
+  }
+  if (logged_ < burst_) {
+    ++logged_;
+    return true;
+  }
+  ++held_back_;
+  return false;
 }
 
 }  // namespace gridrt::log

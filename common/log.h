@@ -32,7 +32,7 @@ template <typename... Args> void debug(const Args&... a) { emit(Level::kDebug, a
 // summarised in one line when the next interval begins.
 class Repeated {
  public:
-  explicit Repeated(std::string what, int burst = 3, std::chrono::seconds interval = std::chrono::seconds(10))
+  explicit Repeated(std::string what, int burst = 3, std::chrono::steady_clock::duration interval = std::chrono::seconds(10))
       : what_(std::move(what)), burst_(burst), interval_(interval) {}
   template <typename... Args>
   void warn(const Args&... args) {
@@ -48,7 +48,7 @@ class Repeated {
   std::mutex m_;
   std::string what_;
   int burst_;
-  std::chrono::seconds interval_;
+  std::chrono::steady_clock::duration interval_;
   std::chrono::steady_clock::time_point window_;
   int logged_ = 0;
   long held_back_ = 0;

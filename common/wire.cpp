@@ -102,7 +102,6 @@ char* Decoder::prepare(std::size_t n) {
 
 void Decoder::commit(std::size_t n) { end_ += n; }
 
-
 Decoder::Status Decoder::next(Frame& out) {
   if (!error_.empty()) return Status::kBad;
   if (end_ - pos_ < kHeaderSize) return Status::kNeedMore;

@@ -35,7 +35,6 @@ bool is_process_traffic(Type t) {
 
 struct Relay::LocalConn {
   std::shared_ptr<TcpLink> link;
-  Admission::Ticket stranger;  // until its hello is accepted
   std::uint64_t job = 0;
   std::uint32_t local_rank = 0;
   bool admitted = false;
@@ -469,11 +468,7 @@ asio::awaitable<void> Relay::accept_local() {
     conn->link = std::make_shared<TcpLink>(std::move(s), "local " + ep.address().to_string() + ":" + std::to_string(ep.port()));
     // A stranger until its hello carries a job's secret: small frames, a deadline, a place
     // among a bounded number of such connections.
-    conn->link->admit_untrusted(limits::kUntrustedBody, opt_.authenticate);
-    std::weak_ptr<TcpLink> weak_link = conn->link;
-    conn->stranger = local_admission_.admit(ep.address(), [weak_link] {
-      if (auto l = weak_link.lock()) l->fail("too many connections on this relay's local port have not said hello; dropped the oldest");
-    });
+    conn->link->admit_untrusted(limits::kUntrustedBody, opt_.authenticate, local_admission_, ep.address());
     std::weak_ptr<LocalConn> weak = conn;
     conn->link->start([this, weak](Frame& f) { if (auto c = weak.lock()) on_local_frame(c, f); },
                       [this, conn](const std::string&) { on_local_closed(conn); });
@@ -551,7 +546,6 @@ void Relay::on_local_hello(const LocalPtr& conn, const Frame& f) {
   auto& slot = monitor ? job.monitors[hello.local_rank] : job.procs[hello.local_rank];
   if (slot) return conn->link->fail("local rank " + std::to_string(hello.local_rank) + " is already connected");
   conn->admitted = true;
-  conn->stranger.release();
   conn->link->trust();
   conn->monitor = monitor;
   conn->job = job.id();
@@ -730,14 +724,7 @@ asio::awaitable<void> Relay::serve_link(tcp::socket s) {
   boost::system::error_code ec;
   const auto remote = s.remote_endpoint(ec);
   TlsStream stream = opt_.encrypt_links ? TlsStream(std::move(s), tls_server_) : TlsStream::unencrypted(std::move(s));
-  {
-    Admission::Ticket stranger = link_admission_.admit(remote.address(), [&stream] {
-      boost::system::error_code ignored;
-      stream.next_layer().close(ignored);
-    });
-    Deadline deadline(stream.next_layer(), opt_.authenticate);
-    ec = co_await stream.handshake(asio::ssl::stream_base::server);
-  }
+  ec = co_await accept_tls(stream, link_admission_, opt_.authenticate);
   if (ec) {
     // A peer that hangs up before saying anything is the broker probing this port.
     if (ec == asio::error::eof) log::debug("TLS handshake with ", remote, " on the link port failed: ", ec.message());

@@ -1,6 +1,9 @@
-// The caps on unauthenticated connections, without sockets: who is dropped, and when not.
+// The caps on unauthenticated connections, without sockets: who is dropped, and when not;
+// and the log of refusals an attacker can repeat.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "common/admission.h"
@@ -49,4 +52,20 @@ TEST(Admission, AuthenticatedOrGoneConnectionsNoLongerCountAndAreNeverDropped) {
   EXPECT_EQ(dropped, 1);  // a
   a.release();            // released after being dropped: harmless
   EXPECT_EQ(port.pending(), 2u);
+}
+
+// The first few of an interval are logged, the rest counted and summarised in one line when
+// the next interval begins.
+TEST(RepeatedWarning, TheFirstFewAreLoggedTheRestSummarised) {
+  log::Repeated refusals("test refusals", 3, std::chrono::milliseconds(200));
+  ::testing::internal::CaptureStderr();
+  for (int i = 0; i < 10; ++i) refusals.warn("refusal ", i);
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  refusals.warn("refusal ", 10);
+  const std::string out = ::testing::internal::GetCapturedStderr();
+  for (const char* logged : {"refusal 0\n", "refusal 1\n", "refusal 2\n", "refusal 10\n"})
+    EXPECT_NE(out.find(logged), std::string::npos) << out;
+  EXPECT_EQ(out.find("refusal 3\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("7 more test refusals in the last 0.2"), std::string::npos) << out;
+  EXPECT_LT(out.find("7 more"), out.find("refusal 10\n")) << out;
 }
