@@ -3,15 +3,16 @@
 
 Starts a standing grid on loopback (gridbroker and one gridrelay, certificates from
 `gridrun ca`), then attacks it without any credential: 40 connections to the relay's
-local port each announcing a 16 MiB - 1 first frame and sending up to 16 MiB of it (0.2 s
-send timeout per connection), then 2000 idle TCP connections to the broker's port. Prints
+local port each announcing a 16 MiB - 1 first frame and sending all of it but one byte (giving
+up on a connection whose sends stall for SEND_TIMEOUT seconds, default 0.2), then 2000 idle TCP connections to the broker's port. Prints
 the daemons' resident memory idle, at the attack's peak and after it, and how many lines
 the broker logged.
 
-    bench/unauthenticated_memory.py [BINDIR]      (default build/bin; needs ulimit -n > 2100)
+    bench/unauthenticated_memory.py [BINDIR [SEND_TIMEOUT]]      (default build/bin 0.2)
 """
 import os, resource, shutil, socket, struct, subprocess, sys, tempfile, time
 bindir = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/bin")
+send_timeout = float(sys.argv[2]) if len(sys.argv) > 2 else 0.2
 resource.setrlimit(resource.RLIMIT_NOFILE, (8192, 8192))
 d = tempfile.mkdtemp(prefix="gridrt-abuse-")
 def free_port():
@@ -33,16 +34,19 @@ def rss(p):
         if l.startswith("VmRSS"): return int(l.split()[1]) // 1024
 print("idle: broker", rss(b), "MB, relay", rss(r), "MB")
 # 1. big unauthenticated frames on the relay's local port: a ProcHello header (wire.h:
-# magic "GRDT", version 1, type 7) announcing 16 MiB - 1 bytes
-hdr = struct.pack("<IHHIIQiiIiQ", 0x54445247, 1, 7, 0, 16 * 1024 * 1024 - 1, 0, 0, 0, 0, 0, 0)
+# magic "GRDT", version 1, type 7) announcing 16 MiB - 1 bytes, then all of the body but
+# its last byte, so that the frame is never complete and whatever buffered it stays held
+body = 16 * 1024 * 1024 - 1
+hdr = struct.pack("<IHHIIQiiIiQ", 0x54445247, 1, 7, 0, body, 0, 0, 0, 0, 0, 0)
 socks = []
 peak = 0
 for i in range(40):
-    s = socket.create_connection(("127.0.0.1", local_port)); s.settimeout(0.2)
+    s = socket.create_connection(("127.0.0.1", local_port)); s.settimeout(send_timeout)
     try:
         s.sendall(hdr)
         chunk = b"\0" * (1 << 20)
-        for _ in range(16): s.sendall(chunk)
+        for _ in range(15): s.sendall(chunk)
+        s.sendall(b"\0" * (body - 1 - 15 * len(chunk)))
     except Exception: pass
     socks.append(s); peak = max(peak, rss(r))
 print("40 x 16 MiB first frames: relay peak", peak, "MB")
