@@ -122,6 +122,14 @@ class Daemons : public ::testing::Test {
     }
     // Reads frames until the connection closes; returns them.
     std::vector<wire::Frame> read_all(std::size_t most = SIZE_MAX) { return read_until_closed(stream, most); }
+    // Submits `spec` and returns the broker's first answer: a refusal (then it hangs up), or
+    // the mapping. A broker that does not answer hangs the test until ctest's timeout.
+    std::vector<wire::Frame> submit(const JobSpec& spec, std::uint32_t flags) {
+      wire::Frame f = wire::make_frame(wire::Type::kSubmit, spec.encode());
+      f.header.flags = flags;
+      asio::write(stream, asio::buffer(wire::encode(f)));
+      return read_all(1);
+    }
   };
 
   std::string dir_;
@@ -337,13 +345,11 @@ TEST_F(Daemons, HostileCountsAreRefusedAndTheBrokerStaysResponsive) {
   add_relay("c0");
   add_relay("c1");
   ASSERT_TRUE(eventually([&] { return broker_->registered_relays() == 2; }));
+  const tls::Credentials mallory = ca_.issue("user mallory", dir_, "mallory");
   auto submit = [&](const JobSpec& spec, std::uint32_t flags) {
-    Client user(ca_.issue("user mallory", dir_, "mallory"));
+    Client user(mallory);
     EXPECT_FALSE(user.connect(broker_ep_));
-    wire::Frame f = wire::make_frame(wire::Type::kSubmit, spec.encode());
-    f.header.flags = flags;
-    asio::write(user.stream, asio::buffer(wire::encode(f)));
-    return user.read_all(1);  // a refusal, then the broker hangs up; or the mapping
+    return user.submit(spec, flags);
   };
   JobSpec wraps;  // 4,295 x 1,000,000 = 4,295,000,000: 32-bit sums give 32,704
   wraps.groups.assign(4295, {"g", 1'000'000});
@@ -370,11 +376,9 @@ TEST_F(Daemons, HostileCountsAreRefusedAndTheBrokerStaysResponsive) {
   // And a job that fits is still mapped.
   JobSpec fits;
   fits.groups = {{"g", 2}};
-  const auto start = std::chrono::steady_clock::now();
   frames = submit(fits, kSubmitDryRun);
-  ASSERT_GE(frames.size(), 1u);
+  ASSERT_EQ(frames.size(), 1u);
   EXPECT_EQ(frames[0].header.type, wire::Type::kJobAccepted);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
 }
 
 // Limits hold before authentication on a relay's local port: a stranger may not announce a
@@ -439,14 +443,13 @@ TEST_F(Daemons, StalledHandshakesAreBoundedAndOthersStillGetIn) {
   ASSERT_TRUE(eventually([&] { return broker_->unauthenticated_connections() == limits::kDaemonPort.per_address; }));
   EXPECT_EQ(on_io([&] { return broker_->dropped_unauthenticated(); }), extra);
   Client user(ca_.issue("user alice", dir_, "alice"));
+  // A liveness bound, not a performance figure: the handshake and the mapping take
+  // milliseconds; blocked behind the strangers they would take their 2 s deadline.
   const auto start = std::chrono::steady_clock::now();
   ASSERT_FALSE(user.connect(broker_ep_));
   JobSpec fits;
   fits.groups = {{"g", 2}};
-  wire::Frame f = wire::make_frame(wire::Type::kSubmit, fits.encode());
-  f.header.flags = kSubmitDryRun;
-  asio::write(user.stream, asio::buffer(wire::encode(f)));
-  const auto frames = user.read_all(1);
+  const auto frames = user.submit(fits, kSubmitDryRun);
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_EQ(frames[0].header.type, wire::Type::kJobAccepted);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
