@@ -10,11 +10,19 @@ the broker logged.
 
     bench/unauthenticated_memory.py [BINDIR [SEND_TIMEOUT]]      (default build/bin 0.2)
 """
-import os, resource, shutil, socket, struct, subprocess, sys, tempfile, time
+import atexit, os, resource, shutil, signal, socket, struct, subprocess, sys, tempfile, time
 bindir = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/bin")
 send_timeout = float(sys.argv[2]) if len(sys.argv) > 2 else 0.2
 resource.setrlimit(resource.RLIMIT_NOFILE, (8192, 8192))
 d = tempfile.mkdtemp(prefix="gridrt-abuse-")
+daemons = []
+def clean_up():  # also on failure (an exception, a closed pipe, SIGTERM): nothing left behind
+    for p in daemons:
+        p.terminate()
+        p.wait()
+    shutil.rmtree(d, ignore_errors=True)
+atexit.register(clean_up)
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0)); return s.getsockname()[1]
@@ -26,8 +34,10 @@ for who in (["broker"], ["relay", "c0"], ["user", "alice"]):
 open(f"{d}/grid.xml", "w").write(f'<grid><cluster name="c0" site="s0" slots="2"><relay link="127.0.0.1:{link_port}" local="127.0.0.1:{local_port}"/><launch>mpiexec -launcher fork -n {{np}}</launch></cluster></grid>')
 ca = f"{d}/ca"
 b = subprocess.Popen([f"{bindir}/gridbroker", "--grid", f"{d}/grid.xml", "--listen", f"127.0.0.1:{broker_port}", "--cert", f"{ca}/broker.pem", "--key", f"{ca}/broker.key", "--ca", f"{ca}/ca.pem"], stderr=open(f"{d}/broker.log", "w"))
+daemons.append(b)
 time.sleep(0.5)
 r = subprocess.Popen([f"{bindir}/gridrelay", "--grid", f"{d}/grid.xml", "--cluster", "c0", "--broker", f"127.0.0.1:{broker_port}", "--cert", f"{ca}/relay-c0.pem", "--key", f"{ca}/relay-c0.key", "--ca", f"{ca}/ca.pem"], stderr=open(f"{d}/relay.log", "w"))
+daemons.append(r)
 time.sleep(1.5)
 def rss(p):
     for l in open(f"/proc/{p.pid}/status"):
@@ -65,5 +75,3 @@ print("2000 idle connections: broker peak", peak, "MB")
 for s in socks: s.close()
 time.sleep(2)
 print("  after: broker", rss(b), "MB; log lines:", sum(1 for _ in open(f"{d}/broker.log")))
-b.terminate(); r.terminate(); b.wait(); r.wait()
-shutil.rmtree(d)

@@ -40,7 +40,7 @@ struct Side {
                           : displs    ? static_cast<MPI_Aint>(displs[i]) * l.extent
                           : same      ? 0
                                       : static_cast<MPI_Aint>(i) * count * l.extent;
-      out[i] = {peers[i] < 0 ? -1 : peers[i], slots[i], base + at, l};
+      out[i] = {peers[i], slots[i], base + at, l};  // MPI_PROC_NULL (negative): nothing moves
     }
     return out;
   }

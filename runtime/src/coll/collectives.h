@@ -43,7 +43,8 @@ Async<> exscan(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_D
 // The neighbourhood collectives (MPI 4.0 §8.6), as blocks to send to and receive from
 // neighbours (neighbor_exchange.cpp): a send block and a receive block meet when one member
 // sends to the other in the same slot (one of `slots`) as the other receives from it in;
-// two blocks between the same members in one slot meet in order. peer -1: MPI_PROC_NULL.
+// two blocks between the same members in one slot meet in order. A negative peer
+// (MPI_PROC_NULL) moves nothing.
 struct NeighborBlock {
   int peer = -1;
   int slot = 0;
