@@ -167,6 +167,9 @@ asio::awaitable<void> Broker::handshake(tcp::socket socket) {
   peer->name = cn;
   peer->link = std::make_shared<TlsLink>(std::move(stream), who + " (" + cn + ")");
   log::info("connection from ", peer->link->peer());
+  // Every peer hears that the broker is alive; relays are watched in turn once registered
+  // (a launcher is not: a gridrun suspended with Ctrl-Z must not cost its user the job).
+  peer->link->keep_alive(Liveness::from_dead_peer_setting(), false);
   std::weak_ptr<Peer> weak = peer;
   peer->link->start([this, weak](Frame& f) { if (auto p = weak.lock()) on_frame(p, f); },
                     [this, peer](const std::string& why) { on_closed(peer, why); });
@@ -214,6 +217,7 @@ void Broker::handle_register(const PeerPtr& peer, const Frame& f) {
   // The grid description says the rest of the cluster; the relay says where it listens.
   peer->kind = Peer::Kind::kRelay;
   peer->registration = reg;
+  peer->link->keep_alive(Liveness::from_dead_peer_setting(), true);  // a hung relay is a lost cluster
   peer->link->set_peer("relay " + reg.cluster + " [" + peer->link->peer() + "]");
   probing_.insert(reg.cluster);
   asio::co_spawn(io_, probe_and_register(peer), asio::detached);

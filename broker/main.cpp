@@ -5,6 +5,7 @@
 
 #include "broker/broker.h"
 #include "common/cli.h"
+#include "common/watchdog.h"
 #include "common/xml.h"
 
 namespace {
@@ -49,6 +50,7 @@ int main(int argc, char** argv) {
       std::fclose(f);
       std::rename((port_file + ".tmp").c_str(), port_file.c_str());
     }
+    const auto watchdog = watch_daemon_loop(io);  // a held loop stops the whole grid's service
     on_termination_signal(io, [&](int) {
       broker.stop();  // tells the relays to kill running jobs and closes every connection
       io.stop();

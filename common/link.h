@@ -9,7 +9,10 @@
 #include <boost/asio.hpp>
 #include <deque>
 #include <functional>
+#include <iomanip>
 #include <memory>
+#include <optional>
+#include <sstream>
 #include <string>
 
 #include "common/admission.h"
@@ -19,6 +22,25 @@
 
 namespace gridrt {
 
+// GRIDRT_DEAD_PEER_SECONDS (default 30, at least 3): how long a peer may be silent, vanished or
+// hung before its connection is given up (tune_socket, Liveness).
+int dead_peer_seconds();
+
+// How a link tells a hung peer from a quiet one. A stopped process or a stalled event loop
+// keeps its connections open and its kernel still answers TCP's keepalives, so only the peer
+// itself can say that it is alive: each end sends a Heartbeat frame when it has had nothing
+// else to send for `beat`, and a peer heard nothing from for `silence` is taken for hung.
+// From the dead-peer setting T: a beat every T/6 and silence of 5T/6, checked every beat,
+// so a hung peer is noticed within T; five beats in a row must go missing first.
+struct Liveness {
+  std::chrono::milliseconds beat;
+  std::chrono::milliseconds silence;
+  static Liveness from_dead_peer_setting() {
+    const std::chrono::milliseconds t(dead_peer_seconds() * 1000);
+    return {t / 6, t * 5 / 6};
+  }
+};
+
 template <typename Stream>
 class Link : public std::enable_shared_from_this<Link<Stream>> {
  public:
@@ -26,7 +48,8 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
   using CloseHandler = std::function<void(const std::string& why)>;
 
   Link(Stream stream, std::string peer) : stream_(std::move(stream)), peer_(std::move(peer)),
-      wake_(stream_.get_executor(), std::chrono::steady_clock::time_point::max()), trust_deadline_(stream_.get_executor()) {}
+      wake_(stream_.get_executor(), std::chrono::steady_clock::time_point::max()), trust_deadline_(stream_.get_executor()),
+      heartbeat_(stream_.get_executor()) {}
 
   // Starts the read and write loops. on_frame sees every good frame; on_closed runs once,
   // when the connection ends for any reason (peer gone, bad frame, close()).
@@ -74,6 +97,7 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
     lowest_layer(stream_).close(ec);
     wake_.cancel();
     trust_deadline_.cancel();
+    heartbeat_.cancel();
     if (on_closed_) {
       auto cb = std::move(on_closed_);
       on_closed_ = nullptr;
@@ -112,6 +136,21 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
     trust_deadline_.cancel();
   }
 
+  // Heartbeats (see Liveness): from now on this end sends one whenever it had nothing else
+  // to send for `l.beat`; with `watch_peer`, a peer heard nothing from (no byte at all) for
+  // `l.silence` is taken for hung and the link closes, saying so (silent() is then true).
+  // Called again, it only changes `watch_peer` (a peer earns watching once it is known).
+  void keep_alive(const Liveness& l, bool watch_peer) {
+    watch_peer_ = watch_peer;
+    last_heard_ = std::chrono::steady_clock::now();
+    if (liveness_) return;
+    liveness_ = l;
+    last_beat_ = last_heard_;
+    beat(this->weak_from_this());
+  }
+  // The link closed because the peer fell silent (keep_alive).
+  bool silent() const { return silent_; }
+
   bool closed() const { return closed_; }
   const std::string& peer() const { return peer_; }
   void set_peer(std::string p) { peer_ = std::move(p); }
@@ -131,6 +170,7 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
         co_return;
       }
       if (has_output(stream_)) wake_.cancel();  // TLS answers something: the writer sends it
+      last_heard_ = std::chrono::steady_clock::now();  // any byte: a long frame coming slowly is life too
       decoder_.commit(n);
       for (;;) {
         const auto st = decoder_.next(frame);
@@ -143,6 +183,7 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
           co_return;
         }
         if (closed_ || closing_) co_return;
+        if (frame.header.type == wire::Type::kHeartbeat) continue;  // its arrival was the message
         if (on_frame_) on_frame_(frame);
       }
     }
@@ -208,8 +249,37 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
     return warning;
   }
 
+  // One tick of keep_alive: beat if this end has been quiet, and check that the peer was not.
+  void beat(std::weak_ptr<Link> weak) {
+    heartbeat_.expires_after(liveness_->beat);
+    heartbeat_.async_wait([weak](const boost::system::error_code& ec) {
+      auto self = weak.lock();
+      if (ec || !self || self->closed_) return;
+      const auto now = std::chrono::steady_clock::now();
+      // A tick this late means that this end was not running (stopped, its loop stalled):
+      // the peer's silence may be ours, so it gets a fresh allowance.
+      if (now - self->last_beat_ > 2 * self->liveness_->beat) self->last_heard_ = now;
+      self->last_beat_ = now;
+      const auto quiet = now - self->last_heard_;
+      if (self->watch_peer_ && quiet > self->liveness_->silence) {
+        const auto ms = [](auto d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count() / 1000.0; };
+        std::ostringstream why;
+        why << std::fixed << std::setprecision(1) << "silent for " << ms(quiet) << " s, so hung or stopped (a heartbeat is due every "
+            << ms(self->liveness_->beat) << " s; GRIDRT_DEAD_PEER_SECONDS=" << dead_peer_seconds() << ")";
+        self->silent_ = true;
+        log::warn(self->peer_, ": ", why.str());
+        self->close(why.str());
+        return;
+      }
+      if (!self->sent_since_beat_ && self->queue_.empty()) self->send(wire::make_frame(wire::Type::kHeartbeat));
+      self->sent_since_beat_ = false;
+      self->beat(weak);
+    });
+  }
+
   void enqueue(Outbound o) {
     if (closed_) return;
+    sent_since_beat_ = true;
     queued_bytes_ += o.head.size() + o.body.size();
     queue_.push_back(std::move(o));
     wake_.cancel();
@@ -219,6 +289,13 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
   std::string peer_;
   asio::steady_timer wake_;
   asio::steady_timer trust_deadline_;
+  asio::steady_timer heartbeat_;
+  std::optional<Liveness> liveness_;  // set by keep_alive
+  bool watch_peer_ = false;
+  bool silent_ = false;
+  bool sent_since_beat_ = false;
+  std::chrono::steady_clock::time_point last_heard_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_beat_;  // when the previous tick ran
   Admission::Ticket stranger_;  // while not trusted
   bool trusted_ = true;
   wire::Decoder decoder_;

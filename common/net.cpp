@@ -30,7 +30,6 @@ tcp::endpoint parse_endpoint(const std::string& text) {
   return {addr, static_cast<unsigned short>(p)};
 }
 
-namespace {
 int dead_peer_seconds() {
   static const int seconds = [] {
     const char* v = std::getenv("GRIDRT_DEAD_PEER_SECONDS");
@@ -39,7 +38,6 @@ int dead_peer_seconds() {
   }();
   return seconds;
 }
-}  // namespace
 
 void tune_socket(tcp::socket& s) {
   boost::system::error_code ec;

@@ -61,6 +61,8 @@ enum class Type : std::uint16_t {
                        // `seq` of stream (dst, src, context), a synchronous or rendezvous one
   kRest = 28,          // runtime <-> relays <-> runtime: the rest of rendezvous message number `seq`
                        // of stream (src, dst, context), sent once the receiver matched it
+  kHeartbeat = 29,     // any connection, either way: empty; the sender is alive (Link::keep_alive).
+                       // Consumed by the receiving link, never forwarded.
 };
 // kData and kRest flags: more fragments of the same part of the message follow (the last one
 // has it clear). First kData fragment only: the message is synchronous (its sender waits for

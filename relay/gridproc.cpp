@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -138,21 +139,32 @@ int main(int argc, char** argv) {
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGHUP, &sa, nullptr);
 
-  // Forward output line by line until both pipes close.
-  pollfd fds[2] = {{child.stdout_fd, POLLIN, 0}, {child.stderr_fd, POLLIN, 0}};
+  // Forward output line by line until both pipes close, with a heartbeat whenever nothing
+  // else went to the relay for a beat (Liveness: the relay takes a silent monitor for hung).
+  // What the relay sends (its heartbeats) is read and dropped.
+  pollfd fds[3] = {{child.stdout_fd, POLLIN, 0}, {child.stderr_fd, POLLIN, 0}, {sock, POLLIN, 0}};
   std::string partial[2];
   const std::uint32_t stream[2] = {kStdout, kStderr};
   bool relay_ok = true;
+  const auto beat = Liveness::from_dead_peer_setting().beat;
+  auto last_sent = std::chrono::steady_clock::now();
+  auto send_frame = [&](const wire::Frame& f) {
+    if (relay_ok) relay_ok = write_all(sock, wire::encode(f));
+    last_sent = std::chrono::steady_clock::now();
+  };
   auto send_line = [&](int i, std::string line) {
     wire::Frame f = wire::make_frame(wire::Type::kOutput, std::move(line), job);
     f.header.flags = stream[i];
-    if (relay_ok) relay_ok = write_all(sock, wire::encode(f));
+    send_frame(f);
   };
   int open = 2;
   char buf[65536];
   while (open > 0) {
-    const int r = ::poll(fds, 2, -1);
+    const int r = ::poll(fds, 3, static_cast<int>(beat.count()));
     if (r < 0 && errno == EINTR) continue;
+    if (std::chrono::steady_clock::now() - last_sent >= beat) send_frame(wire::make_frame(wire::Type::kHeartbeat, {}, job));
+    if (fds[2].fd >= 0 && (fds[2].revents & (POLLIN | POLLHUP | POLLERR)) && ::read(sock, buf, sizeof buf) <= 0)
+      fds[2].fd = -1;  // the relay hung up: nothing more to read from it
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);

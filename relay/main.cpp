@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "common/cli.h"
+#include "common/watchdog.h"
 #include "common/xml.h"
 #include "relay/relay.h"
 
@@ -77,6 +78,7 @@ int main(int argc, char** argv) {
       io.stop();
     };
     relay.start();
+    const auto watchdog = watch_daemon_loop(io);  // a held loop stops the cluster's traffic
     on_termination_signal(io, [&](int) {
       relay.stop();
       io.stop();

@@ -179,6 +179,7 @@ asio::awaitable<void> Relay::broker_loop() {
     }
     warned = false;
     auto link = std::make_shared<TlsLink>(std::move(stream), "broker");
+    link->keep_alive(Liveness::from_dead_peer_setting(), true);  // a hung broker is a lost broker
     broker_ = link;
     auto closed = std::make_shared<asio::steady_timer>(io_, std::chrono::steady_clock::time_point::max());
     link->start([this](Frame& f) { on_broker_frame(f); },
@@ -469,9 +470,10 @@ asio::awaitable<void> Relay::accept_local() {
     // A stranger until its hello carries a job's secret: small frames, a deadline, a place
     // among a bounded number of such connections.
     conn->link->admit_untrusted(limits::kUntrustedBody, opt_.authenticate, local_admission_, ep.address());
+    conn->link->keep_alive(Liveness::from_dead_peer_setting(), false);  // watched once its hello names its rank
     std::weak_ptr<LocalConn> weak = conn;
     conn->link->start([this, weak](Frame& f) { if (auto c = weak.lock()) on_local_frame(c, f); },
-                      [this, conn](const std::string&) { on_local_closed(conn); });
+                      [this, conn](const std::string& why) { on_local_closed(conn, why); });
   }
 }
 
@@ -547,6 +549,7 @@ void Relay::on_local_hello(const LocalPtr& conn, const Frame& f) {
   if (slot) return conn->link->fail("local rank " + std::to_string(hello.local_rank) + " is already connected");
   conn->admitted = true;
   conn->link->trust();
+  conn->link->keep_alive(Liveness::from_dead_peer_setting(), true);
   conn->monitor = monitor;
   conn->job = job.id();
   conn->local_rank = hello.local_rank;
@@ -570,11 +573,18 @@ void Relay::on_local_hello(const LocalPtr& conn, const Frame& f) {
   }
 }
 
-void Relay::on_local_closed(const LocalPtr& conn) {
+void Relay::on_local_closed(const LocalPtr& conn, const std::string& why) {
   if (!conn->admitted) return;
   auto it = jobs_.find(conn->job);
   if (it == jobs_.end()) return;
-  if (conn->monitor) maybe_finish(*it->second);
+  Job& job = *it->second;
+  // A hung process (stopped, or its runtime's thread stalled) would hold every other rank
+  // that waits for it: the job stops, naming it. (A process that hangs up is not hung: it
+  // finalized, or it ended and its monitor reports how.)
+  if (conn->link->silent()) {
+    kill_job(job, "rank " + std::to_string(job.first + conn->local_rank) + (conn->monitor ? "'s monitor: " : ": ") + why, true);
+  }
+  if (conn->monitor) maybe_finish(job);
 }
 
 // ---------------------------------------------------------------- routing
@@ -696,6 +706,7 @@ asio::awaitable<void> Relay::dial_link(std::string cluster, tcp::endpoint ep) {
 
 // Link thread: frames and the end of a link are handed to the main thread.
 void Relay::start_link(const std::string& cluster, const std::shared_ptr<TlsLink>& link) {
+  link->keep_alive(Liveness::from_dead_peer_setting(), true);  // a hung relay is a lost link
   link->start([this, cluster](Frame& f) { asio::post(io_, [this, cluster, f = std::move(f)]() mutable { on_link_frame(cluster, f); }); },
               [this, cluster, link](const std::string& why) {
                 asio::post(io_, [this, cluster, link, why] { on_link_lost(cluster, link, why); });
@@ -737,6 +748,7 @@ asio::awaitable<void> Relay::serve_link(tcp::socket s) {
   // frames go nowhere; afterwards they are handed to the main thread like a dialled link's.
   auto name = std::make_shared<std::string>();  // link thread only
   std::weak_ptr<TlsLink> weak = link;
+  link->keep_alive(Liveness::from_dead_peer_setting(), true);
   link->start(
       [this, name, weak, cn](Frame& f) {
         auto l = weak.lock();

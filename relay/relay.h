@@ -77,7 +77,7 @@ class Relay {
   asio::awaitable<void> accept_local();
   void on_local_frame(const LocalPtr& conn, wire::Frame& f);
   void on_local_hello(const LocalPtr& conn, const wire::Frame& f);
-  void on_local_closed(const LocalPtr& conn);
+  void on_local_closed(const LocalPtr& conn, const std::string& why);
 
   // Other relays.
   asio::awaitable<void> accept_links();

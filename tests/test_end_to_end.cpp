@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -340,6 +341,91 @@ TEST(EndToEnd, RelayKilledMidJobFailsTheJobCleanly) {
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.err.find("the embedded relay of cluster c1 exited with status 137"), std::string::npos) << r.err;
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+  expect_nothing_left();
+}
+
+// A process of this machine chosen by its program (the link in /proc/PID/exe) and words of
+// its command line or environment (NUL separators read as spaces), or -1.
+pid_t find_process(const std::string& program, const std::string& words) {
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string pid = e.path().filename();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code ec;
+    if (fs::read_symlink(e.path() / "exe", ec) != fs::path(kBin) / program) continue;
+    std::string text = slurp(e.path() / "cmdline") + '\0' + slurp(e.path() / "environ");
+    std::replace(text.begin(), text.end(), '\0', ' ');
+    if ((" " + text).find(" " + words) != std::string::npos) return std::stoi(pid);
+  }
+  return -1;
+}
+
+// Runs hello's ping-pong for a while on the embedded grid with a dead-peer setting of 3 s,
+// stops (SIGSTOP) one process once the traffic flows, and says how the job ended and how
+// long after the stop. The stopped process is continued after 30 s at the latest, so that a
+// grid that never notices fails the test rather than hanging it.
+struct StoppedRun {
+  Outcome outcome;
+  double seconds_after_stop = -1;
+};
+StoppedRun run_and_stop(const std::string& program, const std::string& words) {
+  ::setenv("GRIDRT_DEAD_PEER_SECONDS", "3", 1);
+  dirs_before = gridrun_dirs();
+  Running run = start_gridrun({two_groups_with("<value>--rounds</value><value>150</value><value>--round-ms</value><value>200</value>")},
+                              "stopped");
+  ::unsetenv("GRIDRT_DEAD_PEER_SECONDS");
+  StoppedRun r;
+  pid_t stopped = -1;
+  std::chrono::steady_clock::time_point at;
+  for (int i = 0; i < 300 && stopped < 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (slurp(run.out_path).find("(first round)") == std::string::npos) continue;
+    stopped = find_process(program, words);
+    if (stopped > 0) {
+      ::kill(stopped, SIGSTOP);
+      at = std::chrono::steady_clock::now();
+    }
+  }
+  std::atomic<bool> ended{false};
+  std::thread rescue([&] {
+    for (int i = 0; i < 300 && !ended; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (stopped > 0) ::kill(stopped, SIGCONT);
+  });
+  r.outcome = run.finish();
+  ended = true;
+  if (stopped > 0) r.seconds_after_stop = std::chrono::duration<double>(std::chrono::steady_clock::now() - at).count();
+  rescue.join();
+  return r;
+}
+
+// A stopped process keeps its connections open and its kernel answers TCP's keepalives:
+// only heartbeats reveal it. Each kind of peer, stopped, ends the job within the dead-peer
+// setting (3 s here) plus the job's clean-up, named in the summary.
+TEST(EndToEnd, AStoppedRelayIsNoticedAndNamed) {
+  const StoppedRun r = run_and_stop("gridrelay", "--cluster c1 ");
+  ASSERT_GT(r.seconds_after_stop, 0) << "c1's relay was not found running\n" << r.outcome.out << r.outcome.err;
+  EXPECT_EQ(r.outcome.status, 255) << r.outcome.err;  // its ranks are lost, as with a relay that vanished
+  EXPECT_NE(r.outcome.err.find("lost the relay of cluster c1 (silent for "), std::string::npos) << r.outcome.err;
+  EXPECT_NE(r.outcome.err.find("hung or stopped"), std::string::npos) << r.outcome.err;
+  EXPECT_LT(r.seconds_after_stop, 15) << r.outcome.err;
+  expect_nothing_left();
+}
+
+TEST(EndToEnd, AStoppedRankIsNoticedAndNamed) {
+  // Rank 2, the only one on c1, answers rank 0's ping-pong.
+  const StoppedRun r = run_and_stop("hello", "GRIDRT_CLUSTER=c1 ");
+  ASSERT_GT(r.seconds_after_stop, 0) << "c1's rank was not found running\n" << r.outcome.out << r.outcome.err;
+  EXPECT_NE(r.outcome.status, 0) << r.outcome.err;
+  EXPECT_NE(r.outcome.err.find("failed: cluster c1: rank 2: silent for "), std::string::npos) << r.outcome.err;
+  EXPECT_LT(r.seconds_after_stop, 15) << r.outcome.err;
+  expect_nothing_left();
+}
+
+TEST(EndToEnd, AStoppedBrokerIsNoticedByTheLauncher) {
+  const StoppedRun r = run_and_stop("gridbroker", "");
+  ASSERT_GT(r.seconds_after_stop, 0) << "the broker was not found running\n" << r.outcome.out << r.outcome.err;
+  EXPECT_EQ(r.outcome.status, 1) << r.outcome.err;
+  EXPECT_NE(r.outcome.err.find("lost the broker: silent for "), std::string::npos) << r.outcome.err;
+  EXPECT_LT(r.seconds_after_stop, 15) << r.outcome.err;
   expect_nothing_left();
 }
 
