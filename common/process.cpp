@@ -7,10 +7,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <stdexcept>
 
 namespace gridrt {
@@ -108,6 +110,42 @@ int signal_by_environment(const std::string& entry, int sig) {
 void signal_tree(pid_t pid, int sig) {
   if (pid <= 0) return;
   if (::kill(-pid, sig) != 0) ::kill(pid, sig);
+}
+
+void become_subreaper() { ::prctl(PR_SET_CHILD_SUBREAPER, 1); }
+
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> found;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    // "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses; the last ')' ends it.
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    char state = 0;
+    long ppid = 0;
+    if (std::sscanf(stat.c_str() + close + 1, " %c %ld", &state, &ppid) == 2 && ppid == parent)
+      found.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return found;
+}
+
+int kill_descendants(std::chrono::milliseconds within) {
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  std::set<pid_t> killed;
+  for (;;) {
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    const std::vector<pid_t> children = children_of(::getpid());
+    if (children.empty() || std::chrono::steady_clock::now() > deadline) return static_cast<int>(killed.size());
+    for (pid_t c : children)
+      if (::kill(c, SIGKILL) == 0) killed.insert(c);
+    ::usleep(2000);  // their orphans are handed to us as they die
+  }
 }
 
 }  // namespace gridrt

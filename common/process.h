@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,5 +43,17 @@ void signal_tree(pid_t pid, int sig);
 // of their own (hydra's proxies do), and a killed mpiexec can leave them orphaned; a job's
 // processes all inherit its secret, which finds them wherever they ended up.
 int signal_by_environment(const std::string& entry, int sig);
+
+// Containment for a process monitor (gridproc): once the caller is a child subreaper, every
+// orphaned descendant — one that started a session of its own, double-forked, cleared its
+// environment, closed its descriptors — becomes the caller's child instead of init's, so
+// that nothing started below it can leave the job unseen.
+void become_subreaper();
+// The caller's children now, from /proc.
+std::vector<pid_t> children_of(pid_t parent);
+// Kills (SIGKILL) every child of the caller and, as their orphans become its children in
+// turn, theirs, reaping each, until none is left or `within` passes. Returns how many it
+// killed. Only for a subreaper whose own child is already reaped: it spares nobody.
+int kill_descendants(std::chrono::milliseconds within);
 
 }  // namespace gridrt

@@ -11,6 +11,7 @@
 // It loads the MPI layer (libgridmpi, found beside gridrt's libraries: ../lib from this
 // program) into PROGRAM, and into nothing else (not the process manager's helpers): an
 // unmodified MPI program then runs as one MPI job across the clusters (docs/mpi.md).
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -37,6 +38,15 @@ namespace {
 pid_t g_child = -1;
 void forward_signal(int sig) {
   if (g_child > 0) ::kill(g_child, sig);
+}
+// SIGCHLD wakes the poll loop through this pipe.
+int g_wake = -1;
+void on_child(int) {
+  const int saved = errno;
+  const char byte = 0;
+  ssize_t ignored = ::write(g_wake, &byte, 1);
+  (void)ignored;
+  errno = saved;
 }
 
 // The rank of this process in its cluster's MPI job, from the process manager's environment.
@@ -121,6 +131,16 @@ int main(int argc, char** argv) {
     so.env.emplace_back("LD_PRELOAD", before && *before ? layer + ":" + before : layer);
   }
   so.new_process_group = false;  // stay in the launch command's group: one signal stops all
+  // Whatever the program starts stays below this monitor, however it tries to leave (a
+  // session of its own, a double fork): it is ended with the program (kill_descendants).
+  become_subreaper();
+  int wake[2];
+  if (::pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) return 1;
+  g_wake = wake[1];
+  struct sigaction sc {};
+  sc.sa_handler = on_child;
+  sc.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+  ::sigaction(SIGCHLD, &sc, nullptr);
   Child child;
   try {
     child = spawn(cmd, so);
@@ -139,10 +159,10 @@ int main(int argc, char** argv) {
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGHUP, &sa, nullptr);
 
-  // Forward output line by line until both pipes close, with a heartbeat whenever nothing
-  // else went to the relay for a beat (Liveness: the relay takes a silent monitor for hung).
-  // What the relay sends (its heartbeats) is read and dropped.
-  pollfd fds[3] = {{child.stdout_fd, POLLIN, 0}, {child.stderr_fd, POLLIN, 0}, {sock, POLLIN, 0}};
+  // Forward output line by line until the program has ended and both pipes are closed, with
+  // a heartbeat whenever nothing else went to the relay for a beat (Liveness: the relay
+  // takes a silent monitor for hung). What the relay sends (its heartbeats) is read and dropped.
+  pollfd fds[4] = {{child.stdout_fd, POLLIN, 0}, {child.stderr_fd, POLLIN, 0}, {sock, POLLIN, 0}, {wake[0], POLLIN, 0}};
   std::string partial[2];
   const std::uint32_t stream[2] = {kStdout, kStderr};
   bool relay_ok = true;
@@ -158,13 +178,31 @@ int main(int argc, char** argv) {
     send_frame(f);
   };
   int open = 2;
+  int code = -1;  // the program's exit status, once it ended
   char buf[65536];
-  while (open > 0) {
-    const int r = ::poll(fds, 3, static_cast<int>(beat.count()));
+  while (open > 0 || code < 0) {
+    const int r = ::poll(fds, 4, static_cast<int>(beat.count()));
     if (r < 0 && errno == EINTR) continue;
     if (std::chrono::steady_clock::now() - last_sent >= beat) send_frame(wire::make_frame(wire::Type::kHeartbeat, {}, job));
     if (fds[2].fd >= 0 && (fds[2].revents & (POLLIN | POLLHUP | POLLERR)) && ::read(sock, buf, sizeof buf) <= 0)
       fds[2].fd = -1;  // the relay hung up: nothing more to read from it
+    if (fds[3].revents & POLLIN) {
+      while (::read(wake[0], buf, sizeof buf) > 0) {
+      }
+      // Reap the program, and the orphans handed to us that ended meanwhile.
+      int st = 0;
+      for (pid_t p; (p = ::waitpid(-1, &st, WNOHANG)) > 0;)
+        if (p == child.pid) code = exit_code_of(st);
+      if (code >= 0 && fds[3].fd >= 0) {
+        fds[3].fd = -1;
+        g_child = -1;
+        // The program is over, and so is anything it left running: nothing of the job may
+        // outlive it, nor hold its output pipes (and with them the job) open. What the
+        // program wrote is still in the pipes, read to the end below.
+        if (const int left = kill_descendants(std::chrono::seconds(2)); left > 0)
+          send_line(1, "gridproc: the program left " + std::to_string(left) + " process(es) running; they were killed");
+      }
+    }
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
@@ -189,10 +227,6 @@ int main(int argc, char** argv) {
       }
     }
   }
-  int st = 0;
-  while (::waitpid(child.pid, &st, 0) < 0 && errno == EINTR) {
-  }
-  const int code = exit_code_of(st);
   wire::Frame ex = wire::make_frame(wire::Type::kProcExit, {}, job);
   ex.header.tag = code;
   write_all(sock, wire::encode(ex));

@@ -429,6 +429,51 @@ TEST(EndToEnd, AStoppedBrokerIsNoticedByTheLauncher) {
   expect_nothing_left();
 }
 
+// Processes of this machine whose command line holds `words` (NUL separators read as spaces).
+std::vector<pid_t> processes_running(const std::string& words) {
+  std::vector<pid_t> found;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string pid = e.path().filename();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmd = slurp(e.path() / "cmdline");
+    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+    const std::string state = slurp(e.path() / "stat");
+    if (cmd.find(words) != std::string::npos && state.find(") Z ") == std::string::npos) found.push_back(std::stoi(pid));
+  }
+  return found;
+}
+
+// A process that leaves its job as far as it can — a session of its own, a double fork, an
+// empty environment — with its output kept open or closed: the job still ends when its
+// ranks do, and nothing of it is left.
+TEST(EndToEnd, ProcessesThatLeaveTheirJobEndWithIt) {
+  const std::string script =
+      "setsid env -i /bin/sh -c '(/bin/sleep 31.25 &); (/bin/sleep 31.5 </dev/null >/dev/null 2>&1 &)'; echo started";
+  const std::string profile = ::testing::TempDir() + "/escape.xml";
+  std::ofstream(profile) << "<grmsJob appId=\"escape\"><task taskId=\"t\"><resourcesDescription><topology>"
+                            "<group groupId=\"a\"/><group groupId=\"b\"/>"
+                            "<processes><groupIdReference groupId=\"a\"/><processesCount><value>1</value></processesCount></processes>"
+                            "<processes><groupIdReference groupId=\"b\"/><processesCount><value>1</value></processesCount></processes>"
+                            "</topology></resourcesDescription><execution type=\"x\"><executable><execFile><file>"
+                            "<url>/bin/sh</url></file></execFile></executable><arguments><value>-c</value><value>"
+                         << std::regex_replace(std::regex_replace(std::regex_replace(script, std::regex("&"), "&amp;"), std::regex("<"), "&lt;"),
+                                               std::regex(">"), "&gt;")
+                         << "</value></arguments></execution></task></grmsJob>";
+  const auto t0 = std::chrono::steady_clock::now();
+  const Outcome r = gridrun({profile});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::vector<pid_t> left = processes_running("sleep 31.25");
+  for (pid_t p : processes_running("sleep 31.5")) left.push_back(p);
+  for (pid_t p : left) ::kill(p, SIGKILL);  // not to disturb the tests that follow
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("[c0:0] started"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[c1:1] started"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("[c0:0] gridproc: the program left 2 process(es) running; they were killed"), std::string::npos) << r.err;
+  EXPECT_TRUE(left.empty()) << left.size() << " escaped process(es) outlived the job";
+  EXPECT_LT(seconds, 20) << "an escaped process held the job open";
+  expect_nothing_left();
+}
+
 TEST(EndToEnd, MessagesLargerThanOneFrameCrossClustersIntact) {
   // 20 MB > the 16 MiB frame limit: sent in fragments, reassembled, checked byte by byte
   // by hello (it exits 3 on a wrong byte).
