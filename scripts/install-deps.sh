@@ -13,6 +13,7 @@ packages=(
   libgtest-dev               # GoogleTest
   netpipe-mpich2             # NetPIPE (NPmpich2), an unmodified MPI program the tests run across clusters
   iproute2 iptables          # the three-site test network (network namespaces, firewalls, NAT)
+  clang libclang-rt-dev      # libFuzzer and clang's sanitizers (scripts/check-hardened.sh)
 )
 
 missing=()
