@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <ctime>
 #include <sstream>
 
@@ -52,6 +53,7 @@ struct Broker::Job {
   Topology topology;
   std::string secret;
   PeerPtr launcher;
+  std::string submitter;             // its certificate's name: who may cancel it, from any connection
   std::vector<Part> parts;           // parallel to topology.clusters
   std::vector<int> status;           // per global rank, -1 while unknown
   int first_failure = 0;             // first non-zero status seen, in arrival order
@@ -81,6 +83,17 @@ std::string random_secret() {
     s += hex[c & 15];
   }
   return s;
+}
+
+// `text` in double quotes, its quotes and backslashes escaped (journal() escapes control
+// characters): each argument reads back as it was, whatever it holds.
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
 }
 
 // "0-2,5" from a sorted list of ranks.
@@ -117,7 +130,24 @@ void Broker::journal(const std::string& line) {
   gmtime_r(&now, &tm);
   char ts[32];
   std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  *journal_ << ts << ' ' << line << std::endl;  // flushed: the record survives a crash
+  // One record per line, whatever peers put in names: control characters are escaped.
+  std::string safe;
+  for (const unsigned char c : line) {
+    if (c >= 0x20 && c != 0x7f) {
+      safe += static_cast<char>(c);
+      continue;
+    }
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "\\x%02x", c);
+    safe += hex;
+  }
+  *journal_ << ts << ' ' << safe << std::endl;  // flushed: the record survives a crash
+}
+
+void Broker::refuse_peer(const PeerPtr& peer, const std::string& what) {
+  log::warn("refusing ", peer->link->peer(), ": ", what);
+  journal("refused " + peer->link->peer() + ": " + what);
+  peer->link->fail(what);
 }
 
 void Broker::stop() {
@@ -204,11 +234,9 @@ void Broker::handle_register(const PeerPtr& peer, const Frame& f) {
   if (peer->kind != Peer::Kind::kUnknown) return peer->link->fail("RelayRegister on a connection already identified");
   RelayRegistration reg = RelayRegistration::decode(f.body);
   // Only the holder of "relay <cluster>" may speak for a cluster (docs/security.md).
-  if (peer->name != tls::relay_name(reg.cluster)) {
-    log::warn("refusing ", peer->link->peer(), ": certificate '", peer->name, "' may not register cluster '", reg.cluster, "'");
-    return peer->link->fail("certificate '" + peer->name + "' may not register cluster '" + reg.cluster +
-                            "' (a relay's certificate must be named '" + tls::relay_name(reg.cluster) + "')");
-  }
+  if (peer->name != tls::relay_name(reg.cluster))
+    return refuse_peer(peer, "certificate '" + peer->name + "' may not register cluster '" + reg.cluster +
+                                 "' (a relay's certificate must be named '" + tls::relay_name(reg.cluster) + "')");
   const ClusterDesc* desc = grid_.find(reg.cluster);
   if (!desc) return peer->link->fail("cluster '" + reg.cluster + "' is not in the broker's grid (" + grid_.source + ")");
   if (relays_.count(reg.cluster) || probing_.count(reg.cluster))
@@ -253,10 +281,8 @@ asio::awaitable<void> Broker::probe_and_register(PeerPtr peer) {
 }
 
 void Broker::handle_submit(const PeerPtr& peer, const Frame& f) {
-  if (peer->kind == Peer::Kind::kRelay || !tls::is_user_name(peer->name)) {
-    log::warn("refusing a job from ", peer->link->peer(), ": not a user certificate");
-    return peer->link->fail("only user certificates ('user NAME') may submit jobs; this one is '" + peer->name + "'");
-  }
+  if (peer->kind == Peer::Kind::kRelay || !tls::is_user_name(peer->name))
+    return refuse_peer(peer, "only user certificates ('user NAME') may submit jobs; this one is '" + peer->name + "'");
   peer->kind = Peer::Kind::kLauncher;
   JobSpec spec = JobSpec::decode(f.body);
   const bool dry_run = f.header.flags & kSubmitDryRun;
@@ -353,6 +379,7 @@ void Broker::start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run) {
   job->spec = std::move(spec);
   job->secret = random_secret();
   job->launcher = launcher;
+  job->submitter = launcher->name;
   job->status.assign(job->topology.size(), -1);
   launcher->jobs.push_back(job->id);
   for (std::uint32_t c = 0; c < job->topology.clusters.size(); ++c) {
@@ -366,9 +393,15 @@ void Broker::start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run) {
   for (const auto& c : job->topology.clusters) busy_[c.name] += c.count;
   {
     std::ostringstream os;
-    os << "job " << job->id << " started for " << launcher->name << ": app " << job->spec.app_id << ", "
-       << job->topology.size() << " processes of " << job->spec.executable << " on";
+    os << "job " << job->id << " started for " << launcher->name << " (" << launcher->link->peer() << "): app "
+       << job->spec.app_id << ", " << job->topology.size() << " processes of " << job->spec.executable << " on";
     for (const auto& c : job->topology.clusters) os << ' ' << c.name << ':' << c.count;
+    // Arguments in full; of the environment only the names (values may hold secrets).
+    os << "; arguments [";
+    for (std::size_t i = 0; i < job->spec.args.size(); ++i) os << (i ? ", " : "") << quoted(job->spec.args[i]);
+    os << "]; environment names [";
+    for (std::size_t i = 0; i < job->spec.env.size(); ++i) os << (i ? ", " : "") << job->spec.env[i].first;
+    os << "]";
     journal(os.str());
   }
   log::info("job ", job->id, " (", job->spec.app_id, ") from ", launcher->link->peer(), ": ", job->topology.size(),
@@ -398,7 +431,7 @@ void Broker::start_queued() {
 
 Broker::Job* Broker::job_of_relay_frame(const PeerPtr& peer, const Frame& f, Part** part) {
   if (peer->kind != Peer::Kind::kRelay) {
-    peer->link->fail(std::string(wire::type_name(f.header.type)) + " is only accepted from a relay");
+    refuse_peer(peer, std::string(wire::type_name(f.header.type)) + " is only accepted from a relay");
     return nullptr;
   }
   auto it = jobs_.find(f.header.job);
@@ -409,7 +442,8 @@ Broker::Job* Broker::job_of_relay_frame(const PeerPtr& peer, const Frame& f, Par
       return it->second.get();
     }
   // A relay speaking for a job it has no part in is refused, and only it is dropped.
-  peer->link->fail("job " + std::to_string(f.header.job) + " has no part on cluster " + peer->registration.cluster);
+  refuse_peer(peer, std::string(wire::type_name(f.header.type)) + " for job " + std::to_string(f.header.job) +
+                        ", which has no part on cluster " + peer->registration.cluster);
   return nullptr;
 }
 
@@ -634,15 +668,18 @@ void Broker::fail_job(Job& job, const std::string& why) {
     if (!p.done && p.relay) p.relay->link->send(wire::make_frame(Type::kKillJob, why, job.id));
 }
 
-// A launcher cancels its own job (Ctrl-C): the job stops everywhere and ends as usual, with
-// JobEnd once every part is done.
+// A user cancels their own job — from the connection that submitted it (gridrun's Ctrl-C) or
+// from any other holding the same user certificate: the job stops everywhere and ends as
+// usual, with JobEnd to its launcher once every part is done. Anyone else is refused.
 void Broker::handle_cancel(const PeerPtr& peer, const Frame& f) {
   auto it = jobs_.find(f.header.job);
-  if (peer->kind != Peer::Kind::kLauncher || it == jobs_.end() || it->second->launcher != peer)
-    return peer->link->fail("KillJob: job " + std::to_string(f.header.job) + " is not yours");
+  const bool owner = it != jobs_.end() && peer->kind != Peer::Kind::kRelay && tls::is_user_name(peer->name) &&
+                     peer->name == it->second->submitter;
+  if (!owner) return refuse_peer(peer, "KillJob: job " + std::to_string(f.header.job) + " is not yours");
   Job& job = *it->second;
   if (job.first_failure == 0) job.first_failure = 128 + SIGINT;
-  fail_job(job, "cancelled by the user" + (f.body.empty() ? std::string() : " (" + f.body + ")"));
+  const std::string by = peer == job.launcher ? "the user" : peer->name + " from another connection";
+  fail_job(job, "cancelled by " + by + (f.body.empty() ? std::string() : " (" + f.body + ")"));
 }
 
 void Broker::handle_part_done(const PeerPtr& peer, const Frame& f) {

@@ -81,6 +81,9 @@ class Broker {
   void stop_if_stuck(Job& job);
 
   void journal(const std::string& line);
+  // Refuses what `peer` attempted and drops it: a warning in the log and a line in the
+  // journal (who, from where, what), then an Error frame saying `what`.
+  void refuse_peer(const PeerPtr& peer, const std::string& what);
 
   asio::io_context& io_;
   Grid grid_;

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <sstream>
 #include <thread>
 
 #include <boost/asio/ssl.hpp>  // Asio's own TLS: independent test clients
@@ -143,6 +144,13 @@ class Daemons : public ::testing::Test {
   std::vector<std::unique_ptr<Relay>> relays_;
   std::chrono::steady_clock::duration authenticate_ = limits::kAuthenticate;  // for relays made next
 };
+
+std::string slurp_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 // A plain TCP connection whose reads give up after 5 s (a limit that does not hold would
 // otherwise hang the test instead of failing it).
@@ -336,6 +344,63 @@ TEST_F(Daemons, JournalRecordsWhoSubmittedWhat) {
   std::getline(in, line);
   EXPECT_NE(line.find("refused job of user alice (too-big): the job needs 9 processes but the grid has 2 slots"), std::string::npos)
       << line;
+}
+
+// A user cancels their job from a second connection (another terminal, a script); another
+// user cannot, and the attempt is refused and journaled. The journal records the job's
+// arguments exactly and its environment's names, not their values.
+TEST_F(Daemons, OnlyTheSubmittingUserCancelsAJobFromAnyConnection) {
+  const std::string path = dir_ + "/journal";
+  on_io([&] {
+    broker_->set_journal(path);
+    return 0;
+  });
+  grid_.clusters[0].launch = {"/bin/sh", "-c", "sleep 30", "sh"};  // a part that runs until stopped
+  add_relay("c0");
+  ASSERT_TRUE(eventually([&] { return broker_->registered_relays() == 1; }));
+  Client alice(ca_.issue("user alice", dir_, "alice"));
+  ASSERT_FALSE(alice.connect(broker_ep_));
+  JobSpec spec;
+  spec.app_id = "long";
+  spec.groups = {{"g", 1}};
+  spec.executable = "/bin/sleep";
+  spec.args = {"30", "two words", "a \"quote\""};
+  spec.env = {{"API_TOKEN", "s3cret"}};
+  const auto accepted = alice.submit(spec, 0);
+  ASSERT_EQ(accepted.size(), 1u);
+  ASSERT_EQ(accepted[0].header.type, wire::Type::kJobAccepted);
+  const std::uint64_t id = accepted[0].header.job;
+
+  auto cancel_from = [&](const std::string& user) {
+    auto c = std::make_unique<Client>(ca_.issue("user " + user, dir_, user + "2"));
+    EXPECT_FALSE(c->connect(broker_ep_));
+    asio::write(c->stream, asio::buffer(wire::encode(wire::make_frame(wire::Type::kKillJob, {}, id))));
+    return c;
+  };
+  auto bob = cancel_from("bob");
+  const auto refused = bob->read_all();
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].header.type, wire::Type::kError);
+  EXPECT_NE(refused[0].body.find("is not yours"), std::string::npos) << refused[0].body;
+
+  auto alice_again = cancel_from("alice");
+  std::vector<wire::Frame> next;
+  for (int i = 0; i < 10 && (next.empty() || next[0].header.type != wire::Type::kJobEnd); ++i) next = alice.read_all(1);
+  ASSERT_EQ(next.size(), 1u);
+  ASSERT_EQ(next[0].header.type, wire::Type::kJobEnd);
+  const JobEnd end = JobEnd::decode(next[0].body);
+  EXPECT_EQ(end.status, 128 + SIGINT);
+  EXPECT_NE(end.summary.find("cancelled by user alice from another connection"), std::string::npos) << end.summary;
+
+  const std::string journal = slurp_file(path);
+  EXPECT_NE(journal.find("job " + std::to_string(id) + " started for user alice"), std::string::npos) << journal;
+  EXPECT_NE(journal.find("arguments [\"30\", \"two words\", \"a \\\"quote\\\"\"]; environment names [API_TOKEN]"),
+            std::string::npos)
+      << journal;
+  EXPECT_EQ(journal.find("s3cret"), std::string::npos) << journal;
+  EXPECT_NE(journal.find("(user bob)"), std::string::npos) << journal;
+  EXPECT_NE(journal.find(": KillJob: job " + std::to_string(id) + " is not yours"), std::string::npos) << journal;
+  EXPECT_NE(journal.find("job " + std::to_string(id) + " ended with status 130"), std::string::npos) << journal;
 }
 
 // Counts that wrap, groups of no process, a job of no group: each is refused with a reason

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The hardened checks, after the test suite (CI runs both; docs/testing.md):
+#   1. the libFuzzer targets (fuzz/), built with clang: each replays its committed seed
+#      corpus, then fuzzes for GRIDRT_FUZZ_SECONDS (default 30);
+#   2. the whole test suite built with AddressSanitizer and UndefinedBehaviorSanitizer;
+#   3. the tests that run threads (the runtime's I/O thread, the relays' link thread, the
+#      daemons in one process) built with ThreadSanitizer.
+# Any sanitizer report stops the program that made it, which fails its test.
+#   scripts/check-hardened.sh [fuzz|asan|tsan]...   (all three by default)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+jobs=$(nproc)
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(fuzz asan tsan)
+
+# A configured and built tree in DIR with the given CMake options (and compilers).
+build() {
+  local dir=$1
+  shift
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; exit 1; }
+  cmake --build "$dir" -j "$jobs" >"$dir.build.log" 2>&1 || { tail -n 50 "$dir.build.log"; exit 1; }
+}
+
+for step in "${steps[@]}"; do
+  start=$(date +%s)
+  case $step in
+    fuzz)
+      echo "== libFuzzer targets (clang)"
+      CC=clang CXX=clang++ build build-fuzz -DGRIDRT_FUZZ=ON -DGRIDRT_FUZZ_SECONDS="${GRIDRT_FUZZ_SECONDS:-30}"
+      (cd build-fuzz && ctest --output-on-failure -V -j "$jobs" | grep -E "^[0-9]+: (==|stat::|FINDING)|Test +#|tests passed|Failed")
+      ;;
+    asan)
+      echo "== the test suite with AddressSanitizer and UndefinedBehaviorSanitizer"
+      build build-asan -DGRIDRT_SANITIZE=address,undefined
+      # The MPI layer is loaded (LD_PRELOAD) into unmodified MPI programs that were not
+      # built with the sanitizer: its runtime then comes in with the layer, not first.
+      (cd build-asan && ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+         ctest --output-on-failure -j "$jobs")
+      ;;
+    tsan)
+      echo "== threaded tests with ThreadSanitizer"
+      build build-tsan -DGRIDRT_SANITIZE=thread
+      (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j "$jobs" -R "${GRIDRT_TSAN_TESTS:-^(Transport|Channel|Daemons|RelayTransport|TlsStream|Watchdog|Admission)\.}")
+      ;;
+    *)
+      echo "check-hardened: unknown step '$step' (fuzz, asan, tsan)" >&2
+      exit 2
+      ;;
+  esac
+  echo "== $step: $(( $(date +%s) - start )) s"
+done
