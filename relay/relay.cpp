@@ -92,7 +92,14 @@ Relay::Relay(asio::io_context& io, Options opt)
       local_acceptor_(io, parse_endpoint(opt_.cluster.local)),
       child_signal_(io, SIGCHLD) {}
 
-Relay::~Relay() { stop(); }
+Relay::~Relay() {
+  stop();
+  // Handlers still queued on the main loop may hold relay links, whose timers belong to the
+  // link thread's loop, which goes with this object: they run now (all of them see a
+  // stopped relay), so that no link outlives the loop it was made on.
+  io_.restart();
+  io_.poll();
+}
 
 void Relay::start() {
   log::set_component("relay " + opt_.cluster.name);
