@@ -199,7 +199,7 @@ asio::awaitable<void> Broker::handshake(tcp::socket socket) {
   log::info("connection from ", peer->link->peer());
   // Every peer hears that the broker is alive; relays are watched in turn once registered
   // (a launcher is not: a gridrun suspended with Ctrl-Z must not cost its user the job).
-  peer->link->keep_alive(Liveness::from_dead_peer_setting(), false);
+  peer->link->keep_alive(false);
   std::weak_ptr<Peer> weak = peer;
   peer->link->start([this, weak](Frame& f) { if (auto p = weak.lock()) on_frame(p, f); },
                     [this, peer](const std::string& why) { on_closed(peer, why); });
@@ -245,7 +245,7 @@ void Broker::handle_register(const PeerPtr& peer, const Frame& f) {
   // The grid description says the rest of the cluster; the relay says where it listens.
   peer->kind = Peer::Kind::kRelay;
   peer->registration = reg;
-  peer->link->keep_alive(Liveness::from_dead_peer_setting(), true);  // a hung relay is a lost cluster
+  peer->link->keep_alive(true);  // a hung relay is a lost cluster
   peer->link->set_peer("relay " + reg.cluster + " [" + peer->link->peer() + "]");
   probing_.insert(reg.cluster);
   asio::co_spawn(io_, probe_and_register(peer), asio::detached);
@@ -673,8 +673,8 @@ void Broker::fail_job(Job& job, const std::string& why) {
 // usual, with JobEnd to its launcher once every part is done. Anyone else is refused.
 void Broker::handle_cancel(const PeerPtr& peer, const Frame& f) {
   auto it = jobs_.find(f.header.job);
-  const bool owner = it != jobs_.end() && peer->kind != Peer::Kind::kRelay && tls::is_user_name(peer->name) &&
-                     peer->name == it->second->submitter;
+  // (A submitter's name is a user's: a relay's certificate never matches it.)
+  const bool owner = it != jobs_.end() && peer->name == it->second->submitter;
   if (!owner) return refuse_peer(peer, "KillJob: job " + std::to_string(f.header.job) + " is not yours");
   Job& job = *it->second;
   if (job.first_failure == 0) job.first_failure = 128 + SIGINT;

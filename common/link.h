@@ -136,11 +136,12 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
     trust_deadline_.cancel();
   }
 
-  // Heartbeats (see Liveness): from now on this end sends one whenever it had nothing else
-  // to send for `l.beat`; with `watch_peer`, a peer heard nothing from (no byte at all) for
-  // `l.silence` is taken for hung and the link closes, saying so (silent() is then true).
-  // Called again, it only changes `watch_peer` (a peer earns watching once it is known).
-  void keep_alive(const Liveness& l, bool watch_peer) {
+  // Heartbeats (see Liveness, from the dead-peer setting unless given): from now on this end
+  // sends one whenever it had nothing else to send for `l.beat`; with `watch_peer`, a peer
+  // heard nothing from (no byte at all) for `l.silence` is taken for hung and the link
+  // closes, saying so (silent() is then true). Called again, it only changes `watch_peer`
+  // (a peer earns watching once it is known).
+  void keep_alive(bool watch_peer, const Liveness& l = Liveness::from_dead_peer_setting()) {
     watch_peer_ = watch_peer;
     last_heard_ = std::chrono::steady_clock::now();
     if (liveness_) return;

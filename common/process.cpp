@@ -90,20 +90,28 @@ int exit_code_of(int wait_status) {
   return 255;
 }
 
-int signal_by_environment(const std::string& entry, int sig) {
-  int n = 0;
-  const std::string needle = entry + '\0';
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+namespace {
+// Calls f(pid, its /proc directory) for every process on this machine but the caller.
+template <typename F>
+void for_each_other_process(F f) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
     const std::string name = e.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     const pid_t pid = static_cast<pid_t>(std::stol(name));
-    if (pid == ::getpid()) continue;
-    std::ifstream in(e.path() / "environ", std::ios::binary);
-    const std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (env.compare(0, needle.size(), needle) == 0 || env.find('\0' + needle) != std::string::npos) {
-      if (::kill(pid, sig) == 0) ++n;
-    }
+    if (pid != ::getpid()) f(pid, e.path());
   }
+}
+}  // namespace
+
+int signal_by_environment(const std::string& entry, int sig) {
+  int n = 0;
+  const std::string needle = entry + '\0';
+  for_each_other_process([&](pid_t pid, const std::filesystem::path& dir) {
+    std::ifstream in(dir / "environ", std::ios::binary);
+    const std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if ((env.compare(0, needle.size(), needle) == 0 || env.find('\0' + needle) != std::string::npos) && ::kill(pid, sig) == 0) ++n;
+  });
   return n;
 }
 
@@ -116,21 +124,16 @@ void become_subreaper() { ::prctl(PR_SET_CHILD_SUBREAPER, 1); }
 
 std::vector<pid_t> children_of(pid_t parent) {
   std::vector<pid_t> found;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
-    const std::string name = e.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "stat");
+  for_each_other_process([&](pid_t pid, const std::filesystem::path& dir) {
+    std::ifstream in(dir / "stat");
     std::string stat;
     std::getline(in, stat);
     // "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses; the last ')' ends it.
     const auto close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    char state = 0;
     long ppid = 0;
-    if (std::sscanf(stat.c_str() + close + 1, " %c %ld", &state, &ppid) == 2 && ppid == parent)
-      found.push_back(static_cast<pid_t>(std::stol(name)));
-  }
+    if (close != std::string::npos && std::sscanf(stat.c_str() + close + 1, " %*c %ld", &ppid) == 1 && ppid == parent)
+      found.push_back(pid);
+  });
   return found;
 }
 

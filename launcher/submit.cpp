@@ -34,7 +34,7 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
     return 1;
   }
   auto link = std::make_shared<TlsLink>(std::move(stream), "broker");
-  link->keep_alive(Liveness::from_dead_peer_setting(), true);  // a hung broker: say so rather than wait forever
+  link->keep_alive(true);  // a hung broker: say so rather than wait forever
   int status = 1;
   bool accepted = false, ended = false, interrupted = false, refused = false;
   Topology topo;

@@ -135,7 +135,10 @@ int main(int argc, char** argv) {
   // session of its own, a double fork): it is ended with the program (kill_descendants).
   become_subreaper();
   int wake[2];
-  if (::pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) return 1;
+  if (::pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+    std::fprintf(stderr, "gridproc: cannot make a pipe: %s\n", std::strerror(errno));
+    return 1;
+  }
   g_wake = wake[1];
   struct sigaction sc {};
   sc.sa_handler = on_child;

@@ -186,7 +186,7 @@ asio::awaitable<void> Relay::broker_loop() {
     }
     warned = false;
     auto link = std::make_shared<TlsLink>(std::move(stream), "broker");
-    link->keep_alive(Liveness::from_dead_peer_setting(), true);  // a hung broker is a lost broker
+    link->keep_alive(true);  // a hung broker is a lost broker
     broker_ = link;
     auto closed = std::make_shared<asio::steady_timer>(io_, std::chrono::steady_clock::time_point::max());
     link->start([this](Frame& f) { on_broker_frame(f); },
@@ -477,7 +477,7 @@ asio::awaitable<void> Relay::accept_local() {
     // A stranger until its hello carries a job's secret: small frames, a deadline, a place
     // among a bounded number of such connections.
     conn->link->admit_untrusted(limits::kUntrustedBody, opt_.authenticate, local_admission_, ep.address());
-    conn->link->keep_alive(Liveness::from_dead_peer_setting(), false);  // watched once its hello names its rank
+    conn->link->keep_alive(false);  // watched once its hello names its rank
     std::weak_ptr<LocalConn> weak = conn;
     conn->link->start([this, weak](Frame& f) { if (auto c = weak.lock()) on_local_frame(c, f); },
                       [this, conn](const std::string& why) { on_local_closed(conn, why); });
@@ -556,7 +556,7 @@ void Relay::on_local_hello(const LocalPtr& conn, const Frame& f) {
   if (slot) return conn->link->fail("local rank " + std::to_string(hello.local_rank) + " is already connected");
   conn->admitted = true;
   conn->link->trust();
-  conn->link->keep_alive(Liveness::from_dead_peer_setting(), true);
+  conn->link->keep_alive(true);
   conn->monitor = monitor;
   conn->job = job.id();
   conn->local_rank = hello.local_rank;
@@ -713,7 +713,7 @@ asio::awaitable<void> Relay::dial_link(std::string cluster, tcp::endpoint ep) {
 
 // Link thread: frames and the end of a link are handed to the main thread.
 void Relay::start_link(const std::string& cluster, const std::shared_ptr<TlsLink>& link) {
-  link->keep_alive(Liveness::from_dead_peer_setting(), true);  // a hung relay is a lost link
+  link->keep_alive(true);  // a hung relay is a lost link
   link->start([this, cluster](Frame& f) { asio::post(io_, [this, cluster, f = std::move(f)]() mutable { on_link_frame(cluster, f); }); },
               [this, cluster, link](const std::string& why) {
                 asio::post(io_, [this, cluster, link, why] { on_link_lost(cluster, link, why); });
@@ -755,7 +755,7 @@ asio::awaitable<void> Relay::serve_link(tcp::socket s) {
   // frames go nowhere; afterwards they are handed to the main thread like a dialled link's.
   auto name = std::make_shared<std::string>();  // link thread only
   std::weak_ptr<TlsLink> weak = link;
-  link->keep_alive(Liveness::from_dead_peer_setting(), true);
+  link->keep_alive(true);
   link->start(
       [this, name, weak, cn](Frame& f) {
         auto l = weak.lock();

@@ -41,7 +41,7 @@ for step in "${steps[@]}"; do
     tsan)
       echo "== threaded tests with ThreadSanitizer"
       build build-tsan -DGRIDRT_SANITIZE=thread
-      (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j "$jobs" -R "${GRIDRT_TSAN_TESTS:-^(Transport|Channel|Daemons|RelayTransport|TlsStream|Watchdog|Admission)\.}")
+      (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j "$jobs" -R "${GRIDRT_TSAN_TESTS:-^(Transport|Channel|Daemons|Links|TlsStreamTest|Watchdog|Admission)\.}")
       ;;
     *)
       echo "check-hardened: unknown step '$step' (fuzz, asan, tsan)" >&2

@@ -1,6 +1,7 @@
 // What the tests that run real jobs share: starting gridrun (or another program of the
-// build) and collecting its status and output, grids of given sites and sizes, and the
-// check that a run leaves no process and no private directory behind.
+// build) and collecting its status and output, the processes of this machine, grids of
+// given sites and sizes, and the check that a run leaves no process and no private
+// directory behind. (Inline: each test program uses only some of it.)
 #pragma once
 
 #include <gtest/gtest.h>
@@ -30,7 +31,7 @@ struct Outcome {
   std::string out, err;
 };
 
-std::string slurp(const std::string& path) {
+inline std::string slurp(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -38,7 +39,7 @@ std::string slurp(const std::string& path) {
 }
 
 // Private directories gridrun made under /tmp (there may be others' from other runs).
-std::set<std::string> gridrun_dirs() {
+inline std::set<std::string> gridrun_dirs() {
   std::set<std::string> dirs;
   for (const auto& e : fs::directory_iterator("/tmp"))
     if (e.path().filename().string().rfind("gridrun-", 0) == 0) dirs.insert(e.path());
@@ -62,7 +63,7 @@ struct Running {
 };
 
 // Starts build/bin/`program` with `args`, its output going to files named after `name`.
-Running start_program(const std::string& program, const std::vector<std::string>& args, const std::string& name) {
+inline Running start_program(const std::string& program, const std::vector<std::string>& args, const std::string& name) {
   Running run{-1, ::testing::TempDir() + "/" + name + ".out", ::testing::TempDir() + "/" + name + ".err"};
   run.pid = ::fork();
   if (run.pid == 0) {
@@ -79,12 +80,12 @@ Running start_program(const std::string& program, const std::vector<std::string>
   return run;
 }
 
-Running start_gridrun(const std::vector<std::string>& args, const std::string& name = "gridrun") {
+inline Running start_gridrun(const std::vector<std::string>& args, const std::string& name = "gridrun") {
   return start_program("gridrun", args, name);
 }
 
 // Runs gridrun with `args`; `interrupt_after_ms` > 0 sends SIGINT after that many ms.
-Outcome gridrun(const std::vector<std::string>& args, int interrupt_after_ms = 0) {
+inline Outcome gridrun(const std::vector<std::string>& args, int interrupt_after_ms = 0) {
   dirs_before = gridrun_dirs();
   Running run = start_gridrun(args);
   if (interrupt_after_ms > 0) {
@@ -94,28 +95,51 @@ Outcome gridrun(const std::vector<std::string>& args, int interrupt_after_ms = 0
   return run.finish();
 }
 
-// Processes that belong to a gridrt run: programs from the build's bin directory (except
-// the test binaries) and anything whose command line names them (mpiexec, hydra proxies).
-std::vector<std::string> gridrt_processes() {
-  std::vector<std::string> found;
+// A process of this machine as the tests see it: its program (the link in /proc/PID/exe),
+// command line and environment with their NUL separators read as spaces.
+struct SeenProcess {
+  pid_t pid;
+  std::string exe, cmdline, environ;
+  bool zombie;
+};
+inline std::vector<SeenProcess> processes_now() {
+  std::vector<SeenProcess> all;
   for (const auto& e : fs::directory_iterator("/proc")) {
     const std::string pid = e.path().filename();
-    if (pid.find_first_not_of("0123456789") != std::string::npos || std::stoi(pid) == ::getpid()) continue;
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
     std::error_code ec;
-    const std::string exe = fs::read_symlink(e.path() / "exe", ec).string();
-    std::string cmd = slurp(e.path() / "cmdline");
-    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
-    const bool ours = (exe.rfind(kBin, 0) == 0 || cmd.find(kBin + "/gridproc") != std::string::npos ||
-                       cmd.find("hydra_pmi_proxy") != std::string::npos) &&
-                      exe.find("/test_") == std::string::npos && cmd.find("/test_") == std::string::npos;
-    const std::string state = slurp(e.path() / "stat");
-    const bool zombie = state.find(") Z ") != std::string::npos;
-    if (ours && !zombie) found.push_back(pid + ": " + cmd);
+    SeenProcess p{std::stoi(pid), fs::read_symlink(e.path() / "exe", ec).string(), slurp(e.path() / "cmdline"),
+                  slurp(e.path() / "environ"), slurp(e.path() / "stat").find(") Z ") != std::string::npos};
+    std::replace(p.cmdline.begin(), p.cmdline.end(), '\0', ' ');
+    std::replace(p.environ.begin(), p.environ.end(), '\0', ' ');
+    all.push_back(std::move(p));
+  }
+  return all;
+}
+
+// The first live process running build/bin/`program` whose command line or environment holds
+// `words` as whole leading words ("--cluster c1 ", "GRIDRT_CLUSTER=c1 "), or -1.
+inline pid_t find_process(const std::string& program, const std::string& words) {
+  for (const auto& p : processes_now())
+    if (!p.zombie && p.exe == kBin + "/" + program && (" " + p.cmdline + " " + p.environ).find(" " + words) != std::string::npos)
+      return p.pid;
+  return -1;
+}
+
+// Processes that belong to a gridrt run: programs from the build's bin directory (except
+// the test binaries) and anything whose command line names them (mpiexec, hydra proxies).
+inline std::vector<std::string> gridrt_processes() {
+  std::vector<std::string> found;
+  for (const auto& p : processes_now()) {
+    const bool ours = (p.exe.rfind(kBin, 0) == 0 || p.cmdline.find(kBin + "/gridproc") != std::string::npos ||
+                       p.cmdline.find("hydra_pmi_proxy") != std::string::npos) &&
+                      p.exe.find("/test_") == std::string::npos && p.cmdline.find("/test_") == std::string::npos;
+    if (ours && !p.zombie && p.pid != ::getpid()) found.push_back(std::to_string(p.pid) + ": " + p.cmdline);
   }
   return found;
 }
 
-void expect_nothing_left() {
+inline void expect_nothing_left() {
   // Daemons get a moment to exit after gridrun returns (they are reaped by then; this is
   // only for processes that would have escaped).
   std::vector<std::string> left;
@@ -134,7 +158,7 @@ void expect_nothing_left() {
 
 // A grid description of clusters c0, c1, ... at the given sites with the given slots, all
 // on this machine, written to the test's directory; returns its path.
-std::string grid_with_sites(const std::vector<std::pair<std::string, int>>& clusters) {
+inline std::string grid_with_sites(const std::vector<std::pair<std::string, int>>& clusters) {
   std::string xml = "<grid>\n";
   for (std::size_t i = 0; i < clusters.size(); ++i)
     xml += "  <cluster name=\"c" + std::to_string(i) + "\" site=\"" + clusters[i].first + "\" slots=\"" +

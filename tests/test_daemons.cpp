@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
-#include <sstream>
 #include <thread>
 
 #include <boost/asio/ssl.hpp>  // Asio's own TLS: independent test clients
@@ -16,6 +15,7 @@
 #include "broker/broker.h"
 #include "common/messages.h"
 #include "relay/relay.h"
+#include "run_support.h"
 
 using namespace gridrt;
 using namespace std::chrono_literals;
@@ -105,6 +105,15 @@ class Daemons : public ::testing::Test {
       return r;
     });
   }
+  // The broker journals to a file in the test's directory from now on; returns its path.
+  std::string journal() {
+    const std::string path = dir_ + "/journal";
+    on_io([&] {
+      broker_->set_journal(path);
+      return 0;
+    });
+    return path;
+  }
   std::size_t registered() {
     return on_io([this] { return broker_->registered_relays(); });
   }
@@ -144,13 +153,6 @@ class Daemons : public ::testing::Test {
   std::vector<std::unique_ptr<Relay>> relays_;
   std::chrono::steady_clock::duration authenticate_ = limits::kAuthenticate;  // for relays made next
 };
-
-std::string slurp_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // A plain TCP connection whose reads give up after 5 s (a limit that does not hold would
 // otherwise hang the test instead of failing it).
@@ -322,11 +324,7 @@ TEST_F(Daemons, CertificateNamesAreRoles) {
 }
 
 TEST_F(Daemons, JournalRecordsWhoSubmittedWhat) {
-  const std::string path = dir_ + "/journal";
-  on_io([&] {
-    broker_->set_journal(path);
-    return 0;
-  });
+  const std::string path = journal();
   add_relay("c0");
   add_relay("c1");
   ASSERT_TRUE(eventually([&] { return broker_->registered_relays() == 2; }));
@@ -350,11 +348,7 @@ TEST_F(Daemons, JournalRecordsWhoSubmittedWhat) {
 // user cannot, and the attempt is refused and journaled. The journal records the job's
 // arguments exactly and its environment's names, not their values.
 TEST_F(Daemons, OnlyTheSubmittingUserCancelsAJobFromAnyConnection) {
-  const std::string path = dir_ + "/journal";
-  on_io([&] {
-    broker_->set_journal(path);
-    return 0;
-  });
+  const std::string path = journal();
   grid_.clusters[0].launch = {"/bin/sh", "-c", "sleep 30", "sh"};  // a part that runs until stopped
   add_relay("c0");
   ASSERT_TRUE(eventually([&] { return broker_->registered_relays() == 1; }));
@@ -392,15 +386,15 @@ TEST_F(Daemons, OnlyTheSubmittingUserCancelsAJobFromAnyConnection) {
   EXPECT_EQ(end.status, 128 + SIGINT);
   EXPECT_NE(end.summary.find("cancelled by user alice from another connection"), std::string::npos) << end.summary;
 
-  const std::string journal = slurp_file(path);
-  EXPECT_NE(journal.find("job " + std::to_string(id) + " started for user alice"), std::string::npos) << journal;
-  EXPECT_NE(journal.find("arguments [\"30\", \"two words\", \"a \\\"quote\\\"\"]; environment names [API_TOKEN]"),
+  const std::string text = slurp(path);
+  EXPECT_NE(text.find("job " + std::to_string(id) + " started for user alice"), std::string::npos) << text;
+  EXPECT_NE(text.find("arguments [\"30\", \"two words\", \"a \\\"quote\\\"\"]; environment names [API_TOKEN]"),
             std::string::npos)
-      << journal;
-  EXPECT_EQ(journal.find("s3cret"), std::string::npos) << journal;
-  EXPECT_NE(journal.find("(user bob)"), std::string::npos) << journal;
-  EXPECT_NE(journal.find(": KillJob: job " + std::to_string(id) + " is not yours"), std::string::npos) << journal;
-  EXPECT_NE(journal.find("job " + std::to_string(id) + " ended with status 130"), std::string::npos) << journal;
+      << text;
+  EXPECT_EQ(text.find("s3cret"), std::string::npos) << text;
+  EXPECT_NE(text.find("(user bob)"), std::string::npos) << text;
+  EXPECT_NE(text.find(": KillJob: job " + std::to_string(id) + " is not yours"), std::string::npos) << text;
+  EXPECT_NE(text.find("job " + std::to_string(id) + " ended with status 130"), std::string::npos) << text;
 }
 
 // Counts that wrap, groups of no process, a job of no group: each is refused with a reason

@@ -314,24 +314,14 @@ TEST(EndToEnd, SubmitsToARunningBrokerWithUserCertificates) {
 
 TEST(EndToEnd, RelayKilledMidJobFailsTheJobCleanly) {
   const std::string profile = sleep_profile("sleep-relay.xml", 1, 1);
-  // Kill the relay of cluster c1 once the job runs there.
+  // Kill the relay of cluster c1, without warning, once a sleep of the job runs.
   std::thread killer([] {
     for (int i = 0; i < 200; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      for (const auto& e : fs::directory_iterator("/proc")) {
-        std::error_code ec;
-        if (fs::read_symlink(e.path() / "exe", ec) != fs::path(kBin) / "gridproc") continue;
-        // A sleep is running: now find c1's relay and kill it without warning.
-        for (const auto& r : fs::directory_iterator("/proc")) {
-          std::error_code ec;
-          if (fs::read_symlink(r.path() / "exe", ec) != fs::path(kBin) / "gridrelay") continue;
-          std::string rc = slurp(r.path() / "cmdline");
-          std::replace(rc.begin(), rc.end(), '\0', ' ');
-          if (rc.find("--cluster c1 ") != std::string::npos) {
-            ::kill(std::stoi(r.path().filename().string()), SIGKILL);
-            return;
-          }
-        }
+      if (find_process("gridproc", "") < 0) continue;
+      if (const pid_t relay = find_process("gridrelay", "--cluster c1 "); relay > 0) {
+        ::kill(relay, SIGKILL);
+        return;
       }
     }
   });
@@ -344,36 +334,19 @@ TEST(EndToEnd, RelayKilledMidJobFailsTheJobCleanly) {
   expect_nothing_left();
 }
 
-// A process of this machine chosen by its program (the link in /proc/PID/exe) and words of
-// its command line or environment (NUL separators read as spaces), or -1.
-pid_t find_process(const std::string& program, const std::string& words) {
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    const std::string pid = e.path().filename();
-    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::error_code ec;
-    if (fs::read_symlink(e.path() / "exe", ec) != fs::path(kBin) / program) continue;
-    std::string text = slurp(e.path() / "cmdline") + '\0' + slurp(e.path() / "environ");
-    std::replace(text.begin(), text.end(), '\0', ' ');
-    if ((" " + text).find(" " + words) != std::string::npos) return std::stoi(pid);
-  }
-  return -1;
-}
-
-// Runs hello's ping-pong for a while on the embedded grid with a dead-peer setting of 3 s,
-// stops (SIGSTOP) one process once the traffic flows, and says how the job ended and how
-// long after the stop. The stopped process is continued after 30 s at the latest, so that a
-// grid that never notices fails the test rather than hanging it.
-struct StoppedRun {
-  Outcome outcome;
-  double seconds_after_stop = -1;
-};
-StoppedRun run_and_stop(const std::string& program, const std::string& words) {
+// A stopped process keeps its connections open and its kernel answers TCP's keepalives:
+// only heartbeats reveal it. Runs hello's ping-pong for a while on the embedded grid with a
+// dead-peer setting of 3 s, stops (SIGSTOP) the process of build/bin/`program` that `words`
+// pick once traffic flows, and expects the job to end soon after (the setting plus the
+// job's clean-up) with `status` (or any failure for -1) and gridrun's output saying `said`.
+// The stopped process is continued after 30 s at the latest, so that a grid that never
+// notices fails the test rather than hanging it.
+void expect_stop_noticed(const std::string& program, const std::string& words, int status, const std::string& said) {
   ::setenv("GRIDRT_DEAD_PEER_SECONDS", "3", 1);
   dirs_before = gridrun_dirs();
   Running run = start_gridrun({two_groups_with("<value>--rounds</value><value>150</value><value>--round-ms</value><value>200</value>")},
                               "stopped");
   ::unsetenv("GRIDRT_DEAD_PEER_SECONDS");
-  StoppedRun r;
   pid_t stopped = -1;
   std::chrono::steady_clock::time_point at;
   for (int i = 0; i < 300 && stopped < 0; ++i) {
@@ -390,56 +363,38 @@ StoppedRun run_and_stop(const std::string& program, const std::string& words) {
     for (int i = 0; i < 300 && !ended; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (stopped > 0) ::kill(stopped, SIGCONT);
   });
-  r.outcome = run.finish();
+  const Outcome r = run.finish();
   ended = true;
-  if (stopped > 0) r.seconds_after_stop = std::chrono::duration<double>(std::chrono::steady_clock::now() - at).count();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - at).count();
   rescue.join();
-  return r;
+  ASSERT_GT(stopped, 0) << program << " (" << words << ") was not found running\n" << r.out << r.err;
+  if (status >= 0) EXPECT_EQ(r.status, status) << r.err;
+  else EXPECT_NE(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find(said), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("hung or stopped"), std::string::npos) << r.err;
+  EXPECT_LT(seconds, 15) << r.err;
+  expect_nothing_left();
 }
 
-// A stopped process keeps its connections open and its kernel answers TCP's keepalives:
-// only heartbeats reveal it. Each kind of peer, stopped, ends the job within the dead-peer
-// setting (3 s here) plus the job's clean-up, named in the summary.
+// c1's ranks are lost, as with a relay that vanished (255).
 TEST(EndToEnd, AStoppedRelayIsNoticedAndNamed) {
-  const StoppedRun r = run_and_stop("gridrelay", "--cluster c1 ");
-  ASSERT_GT(r.seconds_after_stop, 0) << "c1's relay was not found running\n" << r.outcome.out << r.outcome.err;
-  EXPECT_EQ(r.outcome.status, 255) << r.outcome.err;  // its ranks are lost, as with a relay that vanished
-  EXPECT_NE(r.outcome.err.find("lost the relay of cluster c1 (silent for "), std::string::npos) << r.outcome.err;
-  EXPECT_NE(r.outcome.err.find("hung or stopped"), std::string::npos) << r.outcome.err;
-  EXPECT_LT(r.seconds_after_stop, 15) << r.outcome.err;
-  expect_nothing_left();
+  expect_stop_noticed("gridrelay", "--cluster c1 ", 255, "lost the relay of cluster c1 (silent for ");
 }
 
+// Rank 2, the only one on c1, answers rank 0's ping-pong; its relay stops the job.
 TEST(EndToEnd, AStoppedRankIsNoticedAndNamed) {
-  // Rank 2, the only one on c1, answers rank 0's ping-pong.
-  const StoppedRun r = run_and_stop("hello", "GRIDRT_CLUSTER=c1 ");
-  ASSERT_GT(r.seconds_after_stop, 0) << "c1's rank was not found running\n" << r.outcome.out << r.outcome.err;
-  EXPECT_NE(r.outcome.status, 0) << r.outcome.err;
-  EXPECT_NE(r.outcome.err.find("failed: cluster c1: rank 2: silent for "), std::string::npos) << r.outcome.err;
-  EXPECT_LT(r.seconds_after_stop, 15) << r.outcome.err;
-  expect_nothing_left();
+  expect_stop_noticed("hello", "GRIDRT_CLUSTER=c1 ", -1, "failed: cluster c1: rank 2: silent for ");
 }
 
 TEST(EndToEnd, AStoppedBrokerIsNoticedByTheLauncher) {
-  const StoppedRun r = run_and_stop("gridbroker", "");
-  ASSERT_GT(r.seconds_after_stop, 0) << "the broker was not found running\n" << r.outcome.out << r.outcome.err;
-  EXPECT_EQ(r.outcome.status, 1) << r.outcome.err;
-  EXPECT_NE(r.outcome.err.find("lost the broker: silent for "), std::string::npos) << r.outcome.err;
-  EXPECT_LT(r.seconds_after_stop, 15) << r.outcome.err;
-  expect_nothing_left();
+  expect_stop_noticed("gridbroker", "", 1, "lost the broker: silent for ");
 }
 
-// Processes of this machine whose command line holds `words` (NUL separators read as spaces).
+// Live processes of this machine whose command line holds `words`.
 std::vector<pid_t> processes_running(const std::string& words) {
   std::vector<pid_t> found;
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    const std::string pid = e.path().filename();
-    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::string cmd = slurp(e.path() / "cmdline");
-    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
-    const std::string state = slurp(e.path() / "stat");
-    if (cmd.find(words) != std::string::npos && state.find(") Z ") == std::string::npos) found.push_back(std::stoi(pid));
-  }
+  for (const auto& p : processes_now())
+    if (!p.zombie && p.cmdline.find(words) != std::string::npos) found.push_back(p.pid);
   return found;
 }
 

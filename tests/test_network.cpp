@@ -28,25 +28,15 @@
 #include "common/messages.h"
 #include "common/process.h"
 #include "common/tls.h"
+#include "run_support.h"
 
-namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 namespace {
 
-const std::string kBin = GRIDRT_BIN_DIR;
-const std::string kSrc = GRIDRT_SOURCE_DIR;
-
 int sh(const std::string& cmd) {
   const int st = std::system((cmd + " >/dev/null 2>&1").c_str());
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 struct Site {
@@ -384,14 +374,12 @@ TEST_F(ThreeSites, ProcessesRunOnTheSitesNodesAndConnectDirectlyWhereTheyCan) {
   const pid_t job = start_long_job(3);
   // Every hello of the job lives in its site's node namespace, not on the front-end.
   int seen = 0;
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    std::error_code ec;
-    if (fs::read_symlink(e.path() / "exe", ec) != fs::path(kBin) / "hello") continue;
-    std::string env = slurp(e.path() / "environ");
+  for (const auto& proc : processes_now()) {
+    if (proc.exe != kBin + "/hello") continue;
     for (const auto& s : sites_)
-      if (env.find("GRIDRT_CLUSTER=" + s.name + '\0') != std::string::npos) {
+      if ((" " + proc.environ).find(" GRIDRT_CLUSTER=" + s.name + " ") != std::string::npos) {
         std::string ns;
-        FILE* p = ::popen(("ip netns identify " + e.path().filename().string()).c_str(), "r");
+        FILE* p = ::popen(("ip netns identify " + std::to_string(proc.pid)).c_str(), "r");
         char line[256] = {0};
         if (p && std::fgets(line, sizeof line, p)) ns = line;
         if (p) ::pclose(p);

@@ -81,7 +81,7 @@ RelayTransport::RelayTransport(const std::string& relay, std::uint64_t job, cons
   link_ = std::make_shared<TcpLink>(std::move(socket), "relay");
   ProcHello hello{secret, local_rank, hostname, listening_};
   link_->send(wire::make_frame(Type::kProcHello, hello.encode(), job));
-  link_->keep_alive(Liveness::from_dead_peer_setting(), true);  // a hung relay cannot carry the job
+  link_->keep_alive(true);  // a hung relay cannot carry the job
   link_->start([this](Frame& f) { on_frame(f); }, [this](const std::string& why) { on_closed(why); });
   if (acceptor_) asio::co_spawn(io_, accept_loop(), asio::detached);
   thread_ = std::thread([this] { io_.run(); });
@@ -369,7 +369,7 @@ asio::awaitable<void> RelayTransport::serve_direct(tcp::socket s) {
   auto link = std::make_shared<TlsLink>(std::move(stream), "a direct connection");
   auto who = std::make_shared<std::int32_t>(-1);
   std::weak_ptr<TlsLink> weak = link;
-  link->keep_alive(Liveness::from_dead_peer_setting(), true);
+  link->keep_alive(true);
   link->start(
       [this, who, weak](Frame& f) {
         auto l = weak.lock();
@@ -393,7 +393,7 @@ asio::awaitable<void> RelayTransport::serve_direct(tcp::socket s) {
 
 // Handlers of a direct connection we dialled.
 void RelayTransport::start_direct(std::int32_t rank, const std::shared_ptr<TlsLink>& link) {
-  link->keep_alive(Liveness::from_dead_peer_setting(), true);  // a hung peer process
+  link->keep_alive(true);  // a hung peer process
   link->start([this, rank](Frame& f) { on_peer_frame(rank, f); },
               [this, rank](const std::string& why) { on_direct_closed(rank, why); });
 }
