@@ -72,19 +72,29 @@ std::string helloworld_running(const std::string& program, const std::string& ar
                         program + "-job.xml");
 }
 
-// A job of two groups (a: na, b: nb processes) running `sleep 60`: a plain program, not
-// using gridrt, for tests that stop a job while it runs.
-std::string sleep_profile(const std::string& name, int na, int nb) {
+// A job of two groups (a: na, b: nb processes) running a plain program, not using gridrt,
+// with `args` (XML-escaped here), written to the test's directory as `name`.
+std::string two_group_profile(const std::string& name, int na, int nb, const std::string& program,
+                              const std::vector<std::string>& args) {
   const std::string path = ::testing::TempDir() + "/" + name;
-  std::ofstream(path) << "<grmsJob appId=\"sleep\"><task taskId=\"t\"><resourcesDescription><topology>"
-                         "<group groupId=\"a\"/><group groupId=\"b\"/>"
-                         "<processes><groupIdReference groupId=\"a\"/><processesCount><value>" << na << "</value></processesCount></processes>"
-                         "<processes><groupIdReference groupId=\"b\"/><processesCount><value>" << nb << "</value></processesCount></processes>"
-                         "</topology></resourcesDescription><execution type=\"x\"><executable><execFile><file>"
-                         "<url>/bin/sleep</url></file></execFile></executable><arguments><value>60</value></arguments>"
-                         "</execution></task></grmsJob>";
+  std::ofstream out(path);
+  out << "<grmsJob appId=\"plain\"><task taskId=\"t\"><resourcesDescription><topology>"
+         "<group groupId=\"a\"/><group groupId=\"b\"/>"
+         "<processes><groupIdReference groupId=\"a\"/><processesCount><value>" << na << "</value></processesCount></processes>"
+         "<processes><groupIdReference groupId=\"b\"/><processesCount><value>" << nb << "</value></processesCount></processes>"
+         "</topology></resourcesDescription><execution type=\"x\"><executable><execFile><file>"
+         "<url>" << program << "</url></file></execFile></executable><arguments>";
+  for (const auto& a : args) {
+    out << "<value>";
+    for (const char c : a) out << (c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : std::string(1, c));
+    out << "</value>";
+  }
+  out << "</arguments></execution></task></grmsJob>";
   return path;
 }
+
+// Two groups running `sleep 60`, for tests that stop a job while it runs.
+std::string sleep_profile(const std::string& name, int na, int nb) { return two_group_profile(name, na, nb, "/bin/sleep", {"60"}); }
 
 }  // namespace
 
@@ -404,16 +414,7 @@ std::vector<pid_t> processes_running(const std::string& words) {
 TEST(EndToEnd, ProcessesThatLeaveTheirJobEndWithIt) {
   const std::string script =
       "setsid env -i /bin/sh -c '(/bin/sleep 31.25 &); (/bin/sleep 31.5 </dev/null >/dev/null 2>&1 &)'; echo started";
-  const std::string profile = ::testing::TempDir() + "/escape.xml";
-  std::ofstream(profile) << "<grmsJob appId=\"escape\"><task taskId=\"t\"><resourcesDescription><topology>"
-                            "<group groupId=\"a\"/><group groupId=\"b\"/>"
-                            "<processes><groupIdReference groupId=\"a\"/><processesCount><value>1</value></processesCount></processes>"
-                            "<processes><groupIdReference groupId=\"b\"/><processesCount><value>1</value></processesCount></processes>"
-                            "</topology></resourcesDescription><execution type=\"x\"><executable><execFile><file>"
-                            "<url>/bin/sh</url></file></execFile></executable><arguments><value>-c</value><value>"
-                         << std::regex_replace(std::regex_replace(std::regex_replace(script, std::regex("&"), "&amp;"), std::regex("<"), "&lt;"),
-                                               std::regex(">"), "&gt;")
-                         << "</value></arguments></execution></task></grmsJob>";
+  const std::string profile = two_group_profile("escape.xml", 1, 1, "/bin/sh", {"-c", script});
   const auto t0 = std::chrono::steady_clock::now();
   const Outcome r = gridrun({profile});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
