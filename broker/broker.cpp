@@ -61,6 +61,7 @@ struct Broker::Job {
   std::string failure_note;          // why the job was stopped, if it was
   std::vector<std::string> lost_notes;  // "cluster c1 (rank 3 killed by signal 9)", for the summary
   bool killed = false;
+  bool end_journaled = false;      // stop() wrote its end line already
   bool finalize_released = false;  // release_finalize
   // Reports, not yet weighed, that one part cannot reach another (settle_unreachable).
   struct Unreachable {
@@ -85,9 +86,9 @@ std::string random_secret() {
   return s;
 }
 
-// `text` in double quotes, its quotes and backslashes escaped (journal() escapes control
+// `text` in double quotes, its quotes and backslashes escaped (the journal escapes control
 // characters): each argument reads back as it was, whatever it holds.
-std::string quoted(const std::string& text) {
+std::string quoted_argument(const std::string& text) {
   std::string out = "\"";
   for (const char c : text) {
     if (c == '"' || c == '\\') out += '\\';
@@ -119,34 +120,17 @@ Broker::Broker(asio::io_context& io, Grid grid, const tls::Credentials& creds, c
 Broker::~Broker() { stop(); }
 
 void Broker::set_journal(const std::string& path) {
-  journal_ = std::make_unique<std::ofstream>(path, std::ios::app);
-  if (!*journal_) throw std::runtime_error("cannot append to the journal " + path);
-}
-
-void Broker::journal(const std::string& line) {
-  if (!journal_) return;
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char ts[32];
-  std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  // One record per line, whatever peers put in names: control characters are escaped.
-  std::string safe;
-  for (const unsigned char c : line) {
-    if (c >= 0x20 && c != 0x7f) {
-      safe += static_cast<char>(c);
-      continue;
-    }
-    char hex[8];
-    std::snprintf(hex, sizeof hex, "\\x%02x", c);
-    safe += hex;
-  }
-  *journal_ << ts << ' ' << safe << std::endl;  // flushed: the record survives a crash
+  journal_ = Journal(path);
+  next_job_ = std::max(next_job_, journal_.next_job_id());
+  if (!journal_.cut_off().empty())
+    log::warn("the journal ", path, " holds ", journal_.cut_off().size(),
+              " job(s) that never ended (the broker stopped while they ran): they get their end line now");
+  journal_.end_cut_off("the broker stopped while it ran (recorded when the broker started again)");
 }
 
 void Broker::refuse_peer(const PeerPtr& peer, const std::string& what) {
   log::warn("refusing ", peer->link->peer(), ": ", what);
-  journal("refused " + peer->link->peer() + ": " + what);
+  journal_.record("refused " + peer->link->peer() + ": " + what);
   peer->link->fail(what);
 }
 
@@ -156,9 +140,12 @@ void Broker::stop() {
   boost::system::error_code ec;
   acceptor_.close(ec);
   pending_deadline_.cancel();
-  for (auto& [id, job] : jobs_)
+  for (auto& [id, job] : jobs_) {
     for (auto& p : job->parts)
       if (p.relay) p.relay->link->send(wire::make_frame(Type::kKillJob, "broker shutting down", id));
+    journal_.record(Journal::ended(id) + "without a status: the broker was stopped while it ran (its relays were told to kill it)");
+    job->end_journaled = true;  // whatever the relays report in the last moments
+  }
   std::vector<PeerPtr> peers;
   for (auto& [name, p] : relays_) peers.push_back(p);
   for (auto& j : jobs_)
@@ -330,7 +317,7 @@ std::vector<ClusterOffer> Broker::offers(bool free_slots_only) const {
 void Broker::refuse(const PeerPtr& launcher, const JobSpec& spec, const std::string& why, int status) {
   Frame err = wire::make_frame(Type::kError, why);
   err.header.tag = status;
-  journal("refused job of " + launcher->name + " (" + spec.app_id + "): " + why);
+  journal_.record("refused job of " + launcher->name + " (" + spec.app_id + "): " + why);
   launcher->link->send(err);
   launcher->link->close_after_flush(why);
 }
@@ -382,28 +369,28 @@ void Broker::start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run) {
   job->submitter = launcher->name;
   job->status.assign(job->topology.size(), -1);
   launcher->jobs.push_back(job->id);
-  for (std::uint32_t c = 0; c < job->topology.clusters.size(); ++c) {
-    Part part;
-    part.cluster = job->topology.clusters[c].name;
-    part.relay = relays_.at(part.cluster);
-    PartStart start{job->id, job->secret, c, job->topology, job->spec};
-    part.relay->link->send(wire::make_frame(Type::kStartPart, start.encode(), job->id));
-    job->parts.push_back(std::move(part));
-  }
-  for (const auto& c : job->topology.clusters) busy_[c.name] += c.count;
-  {
+  {  // journaled before any relay hears of it: a crash from here on leaves a started line
     std::ostringstream os;
-    os << "job " << job->id << " started for " << launcher->name << " (" << launcher->link->peer() << "): app "
+    os << Journal::started(job->id) << "for " << launcher->name << " (" << launcher->link->peer() << "): app "
        << job->spec.app_id << ", " << job->topology.size() << " processes of " << job->spec.executable << " on";
     for (const auto& c : job->topology.clusters) os << ' ' << c.name << ':' << c.count;
     // Arguments in full; of the environment only the names (values may hold secrets).
     os << "; arguments [";
-    for (std::size_t i = 0; i < job->spec.args.size(); ++i) os << (i ? ", " : "") << quoted(job->spec.args[i]);
+    for (std::size_t i = 0; i < job->spec.args.size(); ++i) os << (i ? ", " : "") << quoted_argument(job->spec.args[i]);
     os << "]; environment names [";
     for (std::size_t i = 0; i < job->spec.env.size(); ++i) os << (i ? ", " : "") << job->spec.env[i].first;
     os << "]";
-    journal(os.str());
+    journal_.record(os.str());
   }
+  for (std::uint32_t c = 0; c < job->topology.clusters.size(); ++c) {
+    Part part;
+    part.cluster = job->topology.clusters[c].name;
+    part.relay = relays_.at(part.cluster);
+    PartStart start{job->id, job->secret, job->submitter, c, job->topology, job->spec};
+    part.relay->link->send(wire::make_frame(Type::kStartPart, start.encode(), job->id));
+    job->parts.push_back(std::move(part));
+  }
+  for (const auto& c : job->topology.clusters) busy_[c.name] += c.count;
   log::info("job ", job->id, " (", job->spec.app_id, ") from ", launcher->link->peer(), ": ", job->topology.size(),
             " processes on ", job->topology.clusters.size(), " cluster(s)");
   jobs_[job->id] = std::move(job);
@@ -724,8 +711,9 @@ void Broker::maybe_finish(Job& job) {
     end.summary = os.str();
   }
   log::info("job ", job.id, " ended with status ", end.status);
-  journal("job " + std::to_string(job.id) + " ended with status " + std::to_string(end.status) +
-          (end.summary.empty() ? "" : ": " + end.summary));
+  if (!job.end_journaled)
+    journal_.record(Journal::ended(job.id) + "with status " + std::to_string(end.status) +
+                    (end.summary.empty() ? "" : ": " + end.summary));
   if (job.launcher) job.launcher->link->send(wire::make_frame(Type::kJobEnd, end.encode(), job.id));
   for (const auto& c : job.topology.clusters) busy_[c.name] -= c.count;
   jobs_.erase(job.id);

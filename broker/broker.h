@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/journal.h"
 #include "common/admission.h"
 #include "common/grid.h"
 #include "common/link.h"
@@ -34,6 +35,8 @@ class Broker {
   void stop();  // kills every running job and closes every connection
   std::size_t registered_relays() const { return relays_.size(); }
   // Appends one line per job started, refused and ended to `path`: who submitted what.
+  // Job ids continue after the last one it holds; jobs it saw start and never end (a
+  // crash cut them off) get their end line now.
   void set_journal(const std::string& path);
   // How long a connection may take to authenticate (its TLS handshake); tests shorten it.
   void set_authentication_deadline(std::chrono::steady_clock::duration d) { authenticate_ = d; }
@@ -80,14 +83,13 @@ class Broker {
   void maybe_finish(Job& job);
   void stop_if_stuck(Job& job);
 
-  void journal(const std::string& line);
   // Refuses what `peer` attempted and drops it: a warning in the log and a line in the
   // journal (who, from where, what), then an Error frame saying `what`.
   void refuse_peer(const PeerPtr& peer, const std::string& what);
 
   asio::io_context& io_;
   Grid grid_;
-  std::unique_ptr<std::ofstream> journal_;
+  Journal journal_;
   asio::ssl::context tls_;
   tcp::acceptor acceptor_;
   Admission strangers_{"broker's port", limits::kDaemonPort};  // connections still shaking hands

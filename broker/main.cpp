@@ -21,7 +21,9 @@ submits jobs to it. Every connection is mutual TLS 1.3 from the grid CA.
   --ca PEM           the grid CA: peers must present a certificate it signed
   --port-file FILE   write the port actually listened on to FILE (for port 0)
   --journal FILE     append a line for every job started, refused or ended: when,
-                     which user (their certificate's name), what, where, how it ended
+                     which user (their certificate's name), what, where, how it ended.
+                     Keep one per grid: job ids continue after the last one it holds,
+                     and jobs a crash cut off get their end line at the next start
   --help             this text
 Logging goes to stderr; set GRIDRT_LOG=info or debug for more.
 )";

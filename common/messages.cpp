@@ -133,7 +133,7 @@ Topology Topology::decode(Reader& r) {
 
 std::string PartStart::encode() const {
   Writer w;
-  w.u64(job).str(secret).u32(cluster);
+  w.u64(job).str(secret).str(user).u32(cluster);
   topology.encode(w);
   write_spec(w, spec);
   return w.take();
@@ -143,6 +143,7 @@ PartStart PartStart::decode(std::string_view body) {
   PartStart m;
   m.job = r.u64();
   m.secret = r.str();
+  m.user = r.str();
   m.cluster = r.u32();
   m.topology = Topology::decode(r);
   m.spec = read_spec(r);

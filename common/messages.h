@@ -91,6 +91,7 @@ struct Topology {
 struct PartStart {
   std::uint64_t job = 0;
   std::string secret;        // processes prove membership of the job with it
+  std::string user;          // the submitter's certificate name: whose account runs the part
   std::uint32_t cluster = 0; // index of the receiving relay's cluster in topology.clusters
   Topology topology;         // without nodes yet
   JobSpec spec;

@@ -1,11 +1,13 @@
 #include "common/process.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -17,6 +19,11 @@
 
 namespace gridrt {
 
+namespace {
+// Where a child failed before its program started (reported through the status pipe).
+enum SpawnStage : int { kBecomeAccount = 1, kEnterWorkdir, kExec };
+}  // namespace
+
 Child spawn(const std::vector<std::string>& argv, const SpawnOptions& opt) {
   if (argv.empty()) throw std::runtime_error("spawn: empty command");
   int out[2] = {-1, -1}, err[2] = {-1, -1}, status[2];
@@ -27,15 +34,21 @@ Child spawn(const std::vector<std::string>& argv, const SpawnOptions& opt) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  // The account's own HOME, USER and LOGNAME, unless the caller sets them.
+  std::vector<std::pair<std::string, std::string>> env = opt.env;
+  if (opt.run_as)
+    for (const auto& [k, v] : {std::pair<std::string, std::string>{"HOME", opt.run_as->home}, {"USER", opt.run_as->name},
+                               {"LOGNAME", opt.run_as->name}})
+      if (std::none_of(opt.env.begin(), opt.env.end(), [&](const auto& e) { return e.first == k; })) env.emplace_back(k, v);
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) {
     const std::string kv = *e;
     const std::string key = kv.substr(0, kv.find('='));
     bool overridden = false;
-    for (const auto& [k, v] : opt.env) overridden = overridden || k == key;
+    for (const auto& [k, v] : env) overridden = overridden || k == key;
     if (!overridden) env_strings.push_back(kv);
   }
-  for (const auto& [k, v] : opt.env) env_strings.push_back(k + "=" + v);
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
   std::vector<char*> envp;
   for (auto& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -44,6 +57,18 @@ Child spawn(const std::vector<std::string>& argv, const SpawnOptions& opt) {
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
+    // What failed, for the parent's message: the account change or the start itself.
+    auto report = [&](int stage) {
+      const int failure[2] = {stage, errno};
+      ssize_t ignored = ::write(status[1], failure, sizeof failure);
+      (void)ignored;
+      ::_exit(127);
+    };
+    // Groups before the user: once the user is changed, the groups can no longer be.
+    if (opt.run_as && (::setgroups(opt.run_as->groups.size(), opt.run_as->groups.data()) != 0 ||
+                       ::setgid(opt.run_as->gid) != 0 || ::setuid(opt.run_as->uid) != 0))
+      report(kBecomeAccount);
+    // After the account change, which clears a parent-death signal.
     if (opt.die_with_parent) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(127);  // parent died before prctl took effect
@@ -55,31 +80,28 @@ Child spawn(const std::vector<std::string>& argv, const SpawnOptions& opt) {
     ::signal(SIGPIPE, SIG_DFL);
     if (opt.pipe_stdout) ::dup2(out[1], 1);
     if (opt.pipe_stderr) ::dup2(err[1], 2);
-    int code = 0;
-    if (!opt.workdir.empty() && ::chdir(opt.workdir.c_str()) != 0) {
-      code = errno;
-    } else {
-      ::execvpe(args[0], args.data(), envp.data());
-      code = errno;
-    }
-    ssize_t ignored = ::write(status[1], &code, sizeof code);
-    (void)ignored;
-    ::_exit(127);
+    if (!opt.workdir.empty() && ::chdir(opt.workdir.c_str()) != 0) report(kEnterWorkdir);
+    ::execvpe(args[0], args.data(), envp.data());
+    report(kExec);
   }
   ::close(status[1]);
   if (opt.pipe_stdout) ::close(out[1]);
   if (opt.pipe_stderr) ::close(err[1]);
-  int code = 0;
+  int failure[2] = {0, 0};
   ssize_t n;
-  do n = ::read(status[0], &code, sizeof code);
+  do n = ::read(status[0], failure, sizeof failure);
   while (n < 0 && errno == EINTR);
   ::close(status[0]);
-  if (n == sizeof code) {
+  if (n == sizeof failure) {
     ::waitpid(pid, nullptr, 0);
     if (opt.pipe_stdout) ::close(out[0]);
     if (opt.pipe_stderr) ::close(err[0]);
+    const std::string why = std::strerror(failure[1]);
+    if (failure[0] == kBecomeAccount)
+      throw std::runtime_error("cannot start '" + argv[0] + "' as local account '" + opt.run_as->name + "': " + why);
     const std::string where = opt.workdir.empty() ? "" : " in " + opt.workdir;
-    throw std::runtime_error("cannot start '" + argv[0] + "'" + where + ": " + std::strerror(code));
+    const std::string as = opt.run_as ? " as local account '" + opt.run_as->name + "'" : "";
+    throw std::runtime_error("cannot start '" + argv[0] + "'" + where + as + ": " + why);
   }
   return Child{pid, out[0], err[0]};
 }

@@ -7,11 +7,21 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace gridrt {
+
+// A local Unix account a child runs as (common/grid_map.h finds one by name).
+struct LocalAccount {
+  std::string name;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;  // supplementary groups, as at login
+  std::string home;
+};
 
 struct SpawnOptions {
   std::vector<std::pair<std::string, std::string>> env;  // added to (or replacing in) ours
@@ -20,6 +30,10 @@ struct SpawnOptions {
   bool pipe_stderr = false;
   bool new_process_group = true;
   bool die_with_parent = true;
+  // Set: the child takes this account's user, group and supplementary groups (the caller
+  // must be root), then its HOME, USER and LOGNAME, before it enters `workdir` and execs,
+  // so that the account's own permissions decide both.
+  std::optional<LocalAccount> run_as;
 };
 
 struct Child {

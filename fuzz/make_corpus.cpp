@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
 
   // Message bodies, byte 0 choosing the decoder as fuzz_messages does.
   const JobSpec job = sample_job();
-  PartStart start{7, "0123456789abcdef0123456789abcdef", 1, sample_topology(), job};
+  PartStart start{7, "0123456789abcdef0123456789abcdef", "user alice", 1, sample_topology(), job};
   wire::Writer topo;
   sample_topology().encode(topo);
   const std::string bodies[8] = {job.encode(),

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "common/cli.h"
+#include "common/grid_map.h"
 #include "common/watchdog.h"
 #include "common/xml.h"
 #include "relay/relay.h"
@@ -22,6 +23,11 @@ description, and carries the job's traffic to and from other clusters.
   --broker HOST:PORT  the broker to register with (retried every second until reachable)
   --cert/--key PEM    this relay's certificate and key, issued by the grid CA
   --ca PEM            the grid CA
+  --grid-mapfile FILE which local account runs each grid user's processes (docs/security.md):
+                      lines '"user alice" alice' (certificate name, account); re-read for
+                      every job; a user not in it is refused. Needs the relay to run as
+                      root. Without it every job runs as the relay's own user, and users'
+                      jobs are not isolated from each other.
   --gridproc PATH     the per-process monitor (default: gridproc next to this program)
   --link-encryption tls|none
                       relay-to-relay links over mutual TLS 1.3 (the default), or, for
@@ -39,11 +45,11 @@ Logging goes to stderr; set GRIDRT_LOG=info or debug for more.
 int main(int argc, char** argv) {
   using namespace gridrt;
   log::set_component("relay");
-  std::string grid_path, cluster, broker, gridproc, link_encryption = "tls", emulate_wan;
+  std::string grid_path, cluster, broker, gridproc, link_encryption = "tls", emulate_wan, grid_map;
   tls::Credentials creds;
   parse_daemon_options(argc, argv, "gridrelay", kUsage,
                        {{"--grid", &grid_path}, {"--cluster", &cluster}, {"--broker", &broker}, {"--cert", &creds.cert},
-                        {"--key", &creds.key}, {"--ca", &creds.ca}, {"--gridproc", &gridproc},
+                        {"--key", &creds.key}, {"--ca", &creds.ca}, {"--gridproc", &gridproc}, {"--grid-mapfile", &grid_map},
                         {"--link-encryption", &link_encryption}, {"--emulate-wan", &emulate_wan}},
                        {"--grid", "--cluster", "--broker", "--cert", "--key", "--ca"});
   if (gridproc.empty()) gridproc = (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "gridproc").string();
@@ -58,8 +64,19 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gridrelay: --emulate-wan: %s\n", e.what());
     return 2;
   }
+  if (!grid_map.empty() && ::geteuid() != 0) {
+    std::fprintf(stderr, "gridrelay: --grid-mapfile needs the relay to run as root, to start each user's processes under their account\n");
+    return 2;
+  }
   int status = 0;
   try {
+    if (!grid_map.empty()) {
+      const std::size_t users = GridMap::load(grid_map).size();  // a malformed map stops the relay here
+      log::info("jobs run under the local accounts that ", grid_map, " gives their users (", users, " mapped)");
+    } else {
+      log::warn("no --grid-mapfile: every job runs as this relay's user (uid ", ::geteuid(),
+                "), so users' jobs are not isolated from each other");
+    }
     const Grid grid = load_grid(grid_path);
     const ClusterDesc* desc = grid.find(cluster);
     if (!desc) {
@@ -67,7 +84,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     asio::io_context io;
-    Relay relay(io, {*desc, creds, parse_endpoint(broker), gridproc, link_encryption == "tls", wan});
+    Relay relay(io, {*desc, creds, parse_endpoint(broker), gridproc, link_encryption == "tls", wan, grid_map});
     if (wan.active()) log::info("emulating a WAN line under relay links: ", describe(wan));
     if (link_encryption == "none")
       log::warn("relay links are NOT encrypted nor authenticated (--link-encryption none): for benchmarks only");

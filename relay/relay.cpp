@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "common/grid_map.h"
 #include "common/ladder.h"
 #include "common/messages.h"
 #include "common/process.h"
@@ -312,6 +313,7 @@ void Relay::launch(Job& job) {
   so.workdir = spec.workdir;
   so.pipe_stdout = so.pipe_stderr = true;
   try {
+    so.run_as = account_for(job);
     Child c = spawn(argv, so);
     job.mpiexec = c.pid;
     log::info("job ", job.id(), ": started ", job.count, " process(es) with ", argv[0], " (pid ", c.pid, ")");
@@ -323,6 +325,24 @@ void Relay::launch(Job& job) {
     job.mpiexec_status = 127;
     log::error("job ", job.id(), ": ", e.what());
     maybe_finish(job);
+  }
+}
+
+// Whose account runs the job's part here: the one the grid map gives its submitter, read
+// afresh for every job so that an administrator's edits apply without a restart; none (the
+// relay's own) without a map. Throws, naming the user, the cluster and the map, when the
+// submitter has no account here.
+std::optional<LocalAccount> Relay::account_for(const Job& job) const {
+  if (opt_.grid_map.empty()) return std::nullopt;
+  const auto account = GridMap::load(opt_.grid_map).account_of(job.start.user);
+  const std::string who = "grid user '" + job.start.user + "'";
+  if (!account)
+    throw std::runtime_error(who + " has no local account on cluster " + opt_.cluster.name + " (not in its grid map file " +
+                             opt_.grid_map + ")");
+  try {
+    return local_account(*account);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(who + " cannot run on cluster " + opt_.cluster.name + ": " + e.what());
   }
 }
 

@@ -22,6 +22,7 @@
 #include "common/admission.h"
 #include "common/grid.h"
 #include "common/link.h"
+#include "common/process.h"
 #include "common/tls.h"
 #include "common/wan.h"
 
@@ -40,6 +41,10 @@ class Relay {
     // Test facility: an emulated WAN line under every relay link's outgoing traffic to
     // clusters of other sites.
     WanSpec wan;
+    // The grid map file (common/grid_map.h): when set, each job's part runs under the local
+    // account its submitter is mapped to (the relay must be root), and a submitter mapped
+    // to none is refused. Empty: every job runs as the relay's own user.
+    std::string grid_map;
     // How long a connection may stay unauthenticated (tests shorten it).
     std::chrono::steady_clock::duration authenticate = limits::kAuthenticate;
   };
@@ -97,6 +102,7 @@ class Relay {
   void route(Job& job, wire::Frame& f);
   void deliver_local(Job& job, wire::Frame& f);
   void launch(Job& job);
+  std::optional<LocalAccount> account_for(const Job& job) const;
   void read_launcher_output(Job& job, int fd, std::uint32_t stream);
   asio::awaitable<void> forward_launcher_output(std::uint64_t id, asio::posix::stream_descriptor pipe, std::uint32_t stream);
   void on_child_signal();

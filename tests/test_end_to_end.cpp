@@ -2,6 +2,7 @@
 // the embedded grid of this machine. Each test also checks that nothing outlives the run.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <tuple>
 
 #include "common/grid.h"
+#include "common/grid_map.h"
 #include "common/process.h"
 #include "common/tls.h"
 #include "run_support.h"
@@ -222,55 +224,100 @@ TEST(EndToEnd, CApiWithNonBlockingPointToPoint) {
   expect_nothing_left();
 }
 
+// A standing grid on loopback: a broker and one relay per cluster of default_grid_xml(2, 3)
+// (c0, c1), each started as its own program with `relay_args` added to the relays', the
+// broker journaling to `journal`, credentials for them and for `users` made by `gridrun ca`
+// as an administrator makes them. Jobs go to it with as(user). The daemons are stopped
+// when it goes.
+class StandingGrid {
+ public:
+  StandingGrid(const std::string& name, const std::vector<std::string>& users, const std::vector<std::string>& relay_args = {})
+      : dir(::testing::TempDir() + "/" + name) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::vector<std::vector<std::string>> made = {{"ca", "init", dir + "/ca", "standing CA"},
+                                                  {"ca", "issue", dir + "/ca", "broker"},
+                                                  {"ca", "issue", dir + "/ca", "relay", "c0"},
+                                                  {"ca", "issue", dir + "/ca", "relay", "c1"}};
+    for (const auto& u : users) made.push_back({"ca", "issue", dir + "/ca", "user", u});
+    for (const auto& args : made) {
+      const Outcome r = start_gridrun(args, "ca").finish();
+      if (r.status != 0) throw std::runtime_error("gridrun ca failed: " + r.err);
+    }
+    std::ofstream(dir + "/grid.xml") << gridrt::default_grid_xml(2, 3);
+    start_broker("127.0.0.1:0");
+    for (const char* c : {"c0", "c1"}) {
+      const auto relay = creds(std::string("relay-") + c);
+      std::vector<std::string> argv = {kBin + "/gridrelay", "--grid", dir + "/grid.xml", "--cluster", c, "--broker", endpoint,
+                                       "--cert", relay.cert, "--key", relay.key, "--ca", relay.ca};
+      argv.insert(argv.end(), relay_args.begin(), relay_args.end());
+      daemons_.push_back(gridrt::spawn(argv, {}).pid);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // registration
+  }
+  ~StandingGrid() {
+    stop();
+    fs::remove_all(dir);
+  }
+  void stop() {
+    for (pid_t p : daemons_) ::kill(p, SIGTERM);
+    for (pid_t p : daemons_) ::waitpid(p, nullptr, 0);
+    daemons_.clear();
+  }
+  // Ends the broker with `sig` and starts it again on the same port, as an operator would
+  // after a crash; its relays come back to it (they retry every second).
+  void restart_broker(int sig) {
+    ::kill(daemons_.front(), sig);
+    ::waitpid(daemons_.front(), nullptr, 0);
+    daemons_.erase(daemons_.begin());
+    start_broker(endpoint);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the relays' next retry
+  }
+  // "broker", "relay-c0", "user-alice", ...
+  gridrt::tls::Credentials creds(const std::string& who) const {
+    return {dir + "/ca/" + who + ".pem", dir + "/ca/" + who + ".key", dir + "/ca/ca.pem"};
+  }
+  // gridrun's arguments that submit as `user`, followed by `more`.
+  std::vector<std::string> as(const std::string& user, std::initializer_list<std::string> more) const {
+    const auto c = creds("user-" + user);
+    std::vector<std::string> a = {"--broker", endpoint, "--cert", c.cert, "--key", c.key, "--ca", c.ca};
+    a.insert(a.end(), more);
+    return a;
+  }
+
+  const std::string dir;
+  std::string endpoint;
+  const std::string journal = dir + "/journal";
+
+ private:
+  void start_broker(const std::string& listen) {
+    const std::string port_file = dir + "/port";
+    fs::remove(port_file);
+    const auto broker = creds("broker");
+    daemons_.insert(daemons_.begin(), gridrt::spawn({kBin + "/gridbroker", "--grid", dir + "/grid.xml", "--listen", listen, "--cert",
+                                                     broker.cert, "--key", broker.key, "--ca", broker.ca, "--port-file", port_file,
+                                                     "--journal", journal},
+                                                    {})
+                                          .pid);
+    for (int i = 0; i < 100 && !fs::exists(port_file); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    endpoint = "127.0.0.1:" + slurp(port_file).substr(0, slurp(port_file).find('\n'));
+  }
+  std::vector<pid_t> daemons_;  // the broker first
+};
+
 // A standing grid: broker and relays started on their own, jobs submitted with --broker.
 TEST(EndToEnd, SubmitsToARunningBrokerWithUserCertificates) {
-  const std::string dir = ::testing::TempDir() + "/standing-grid";
-  fs::create_directories(dir);
-  // The grid's credentials come from `gridrun ca`, as an administrator would make them.
-  fs::remove_all(dir + "/ca");
-  for (const auto& args : std::vector<std::vector<std::string>>{{"ca", "init", dir + "/ca", "standing CA"},
-                                                                {"ca", "issue", dir + "/ca", "broker"},
-                                                                {"ca", "issue", dir + "/ca", "relay", "c0"},
-                                                                {"ca", "issue", dir + "/ca", "relay", "c1"},
-                                                                {"ca", "issue", dir + "/ca", "user", "alice"}}) {
-    const Outcome made = start_gridrun(args, "ca").finish();
-    ASSERT_EQ(made.status, 0) << made.err;
-  }
+  StandingGrid grid("standing-grid", {"alice"});
+  const std::string& dir = grid.dir;
   // Made under a umask that lets everyone read (the test runner's 022): the CA directory
   // and the keys in it are the owner's alone all the same.
   EXPECT_EQ(fs::status(dir + "/ca").permissions() & fs::perms::all, fs::perms::owner_all);
   EXPECT_EQ(fs::status(dir + "/ca/ca.key").permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
-  auto creds = [&](const std::string& who) {
-    return gridrt::tls::Credentials{dir + "/ca/" + who + ".pem", dir + "/ca/" + who + ".key", dir + "/ca/ca.pem"};
-  };
   gridrt::tls::Authority other("other CA");
-  const auto broker = creds("broker");
-  const auto user = creds("user-alice");
-  std::ofstream(dir + "/grid.xml") << gridrt::default_grid_xml(2, 3);
-  const std::string port_file = dir + "/port";
-  fs::remove(port_file);
-  std::vector<pid_t> daemons;
-  daemons.push_back(gridrt::spawn({kBin + "/gridbroker", "--grid", dir + "/grid.xml", "--listen", "127.0.0.1:0", "--cert", broker.cert,
-                                   "--key", broker.key, "--ca", broker.ca, "--port-file", port_file},
-                                  {})
-                        .pid);
-  for (int i = 0; i < 100 && !fs::exists(port_file); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  const std::string endpoint = "127.0.0.1:" + slurp(port_file).substr(0, slurp(port_file).find('\n'));
-  for (const char* c : {"c0", "c1"}) {
-    const auto relay = creds(std::string("relay-") + c);
-    daemons.push_back(gridrt::spawn({kBin + "/gridrelay", "--grid", dir + "/grid.xml", "--cluster", c, "--broker", endpoint, "--cert",
-                                     relay.cert, "--key", relay.key, "--ca", relay.ca},
-                                    {})
-                          .pid);
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // registration
+  const auto user = grid.creds("user-alice");
+  const std::string endpoint = grid.endpoint;
 
-  const std::vector<std::string> as_alice = {"--broker", endpoint, "--cert", user.cert, "--key", user.key, "--ca", user.ca};
-  auto with = [](std::vector<std::string> a, std::initializer_list<std::string> more) {
-    a.insert(a.end(), more);
-    return a;
-  };
-  Outcome r = gridrun(with(as_alice, {kSrc + "/jobprofiles/two-groups.xml"}));
+  Outcome r = gridrun(grid.as("alice", {kSrc + "/jobprofiles/two-groups.xml"}));
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_EQ(hello_lines(r.out).size(), 3u) << r.out;
 
@@ -284,10 +331,10 @@ TEST(EndToEnd, SubmitsToARunningBrokerWithUserCertificates) {
   EXPECT_TRUE(hello_lines(r.out).empty());
 
   // The grid is undisturbed: the next job runs, and a job too big for it is refused (2).
-  r = gridrun(with(as_alice, {"-n", "4", kSrc + "/jobprofiles/helloworld.xml"}));
+  r = gridrun(grid.as("alice", {"-n", "4", kSrc + "/jobprofiles/helloworld.xml"}));
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_EQ(hello_lines(r.out).size(), 4u) << r.out;
-  r = gridrun(with(as_alice, {"-n", "7", kSrc + "/jobprofiles/helloworld.xml"}));
+  r = gridrun(grid.as("alice", {"-n", "7", kSrc + "/jobprofiles/helloworld.xml"}));
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_NE(r.err.find("needs 7 processes but the grid has 6 slots"), std::string::npos) << r.err;
 
@@ -295,7 +342,7 @@ TEST(EndToEnd, SubmitsToARunningBrokerWithUserCertificates) {
   // links without seeing each other's traffic, the third waits for slots and then runs.
   std::vector<Running> runs;
   for (int i = 0; i < 3; ++i)
-    runs.push_back(start_gridrun(with(as_alice, {kSrc + "/jobprofiles/two-groups.xml"}), "concurrent" + std::to_string(i)));
+    runs.push_back(start_gridrun(grid.as("alice", {kSrc + "/jobprofiles/two-groups.xml"}), "concurrent" + std::to_string(i)));
   int waited = 0;
   for (auto& run : runs) {
     const Outcome c = run.finish();
@@ -315,11 +362,161 @@ TEST(EndToEnd, SubmitsToARunningBrokerWithUserCertificates) {
     if (c.err.find("waiting for free slots: the job needs 3, 0 are free now") != std::string::npos) ++waited;
   }
   EXPECT_EQ(waited, 1);
-
-  for (pid_t p : daemons) ::kill(p, SIGTERM);
-  for (pid_t p : daemons) ::waitpid(p, nullptr, 0);
+  grid.stop();
   expect_nothing_left();
-  fs::remove_all(dir);
+}
+
+// The journal outlives the broker: killed outright mid-job and started again on the same
+// journal, then stopped mid-job (SIGTERM) and started again, the broker numbers every job
+// after the last one journaled, and each job cut off gets its end line, so that every id
+// starts once and ends once.
+TEST(EndToEnd, JobIdsNeverRepeatAndEveryJobABrokerStopCutOffIsEnded) {
+  StandingGrid grid("restarts", {"alice"});
+  const std::string quick = two_group_profile("quick.xml", 1, 1, "/bin/true", {});
+  auto cut_off_by = [&](int sig, const std::string& name) {
+    Running slow = start_gridrun(grid.as("alice", {sleep_profile(name + ".xml", 1, 1)}), name);
+    for (int i = 0; i < 200 && find_process("gridproc", "-- /bin/sleep 60") < 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    grid.restart_broker(sig);
+    return slow.finish();
+  };
+  EXPECT_EQ(gridrun(grid.as("alice", {quick})).status, 0);
+  const Outcome killed = cut_off_by(SIGKILL, "killed");
+  EXPECT_NE(killed.status, 0);
+  EXPECT_NE(killed.err.find("lost the broker"), std::string::npos) << killed.err;
+  Outcome r = gridrun(grid.as("alice", {quick}));
+  EXPECT_EQ(r.status, 0) << r.err;
+  const Outcome stopped = cut_off_by(SIGTERM, "stopped");
+  EXPECT_NE(stopped.status, 0);
+  r = gridrun(grid.as("alice", {quick}));
+  EXPECT_EQ(r.status, 0) << r.err;
+
+  std::map<int, int> started, ended;
+  std::map<int, std::string> end_line;
+  static const std::regex line(R"(^\S+ job (\d+) (started|ended) (.*)$)");
+  std::istringstream in(slurp(grid.journal));
+  for (std::string l; std::getline(in, l);) {
+    std::smatch m;
+    if (!std::regex_match(l, m, line)) continue;
+    (m[2] == "started" ? started : ended)[std::stoi(m[1])]++;
+    if (m[2] == "ended") end_line[std::stoi(m[1])] = m[3];
+  }
+  const std::map<int, int> once = {{1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}};
+  EXPECT_EQ(started, once) << slurp(grid.journal);
+  EXPECT_EQ(ended, once) << slurp(grid.journal);
+  EXPECT_EQ(end_line[2], "without a status: the broker stopped while it ran (recorded when the broker started again)");
+  EXPECT_EQ(end_line[4], "without a status: the broker was stopped while it ran (its relays were told to kill it)");
+  EXPECT_EQ(end_line[5], "with status 0");
+  grid.stop();
+  expect_nothing_left();
+}
+
+// Local accounts a test makes (and removes again, also when it fails).
+struct TestAccounts {
+  explicit TestAccounts(std::vector<std::string> names) : names(std::move(names)) {
+    for (const auto& n : this->names) {
+      std::system(("userdel " + n + " >/dev/null 2>&1").c_str());  // left by a run that was killed
+      if (std::system(("useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin " + n).c_str()) != 0)
+        throw std::runtime_error("useradd " + n + " failed");
+    }
+  }
+  ~TestAccounts() {
+    for (const auto& n : names) std::system(("userdel " + n + " >/dev/null 2>&1").c_str());
+  }
+  std::vector<std::string> names;
+};
+
+// The attack of one user on another's running job, on a standing grid whose relays run as
+// root with a grid map: bob's job looks for alice's processes' job secret in their
+// environment and tries to kill one. Each runs under the account the map gives it; bob
+// can do neither; alice's job finishes untouched. A user the map does not know is refused,
+// naming the cluster; a relay given a map without being root refuses to start.
+TEST(EndToEnd, EachUsersJobRunsUnderTheirAccountAndCannotTouchAnothers) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: it makes two local accounts and relays that start jobs under them";
+  if (std::system("command -v useradd >/dev/null && command -v userdel >/dev/null") != 0)
+    GTEST_SKIP() << "useradd/userdel are not installed (Debian's passwd package)";
+  const TestAccounts accounts({"gridrt-test-alice", "gridrt-test-bob"});
+  const gridrt::LocalAccount alice_account = gridrt::local_account("gridrt-test-alice");
+  {
+    gridrt::SpawnOptions so;
+    so.run_as = alice_account;
+    int st = 0;
+    ::waitpid(gridrt::spawn({"/bin/sh", "-c", "test -x " + kBin + "/gridproc"}, so).pid, &st, 0);
+    if (st != 0) GTEST_SKIP() << "the build tree " << kBin << " is not reachable by other accounts (a parent directory is private)";
+  }
+  const std::string map = ::testing::TempDir() + "/grid-mapfile";
+  std::ofstream(map) << "# certificate name   local account\n\"user alice\" gridrt-test-alice\n\"user bob\"   gridrt-test-bob\n";
+  StandingGrid grid("isolation", {"alice", "bob", "carol"}, {"--grid-mapfile", map});
+
+  const std::string may_end = ::testing::TempDir() + "/alice-may-end";
+  fs::remove(may_end);
+  Running alice = start_gridrun(
+      grid.as("alice", {two_group_profile("alice.xml", 1, 1, "/bin/sh",
+                                          {"-c", "id -un; while [ ! -e " + may_end + " ]; do sleep 0.05; done; echo alice ends"})}),
+      "alice");
+  pid_t victim = -1;
+  std::string victim_environ;
+  for (int i = 0; i < 200 && victim < 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (const auto& p : processes_now())
+      if (!p.zombie && p.cmdline.find("/bin/sh -c id -un; while [ ! -e " + may_end) != std::string::npos) {
+        victim = p.pid;
+        victim_environ = p.environ;
+      }
+  }
+  ASSERT_GT(victim, 0) << "alice's job did not start:\n" << slurp(alice.err_path);
+  struct stat owner{};
+  ASSERT_EQ(::stat(("/proc/" + std::to_string(victim)).c_str(), &owner), 0);
+  EXPECT_EQ(owner.st_uid, alice_account.uid) << "alice's process does not run under her account";
+  // Her job's secret reaches her processes, and is on no command line anyone could read.
+  const auto at = victim_environ.find("GRIDRT_SECRET=");
+  ASSERT_NE(at, std::string::npos) << victim_environ;
+  const std::string secret = victim_environ.substr(at + 14, victim_environ.find(' ', at) - at - 14);
+  for (const auto& p : processes_now()) EXPECT_EQ(p.cmdline.find(secret), std::string::npos) << p.pid << ": " << p.cmdline;
+
+  const std::string v = std::to_string(victim);
+  const Outcome bob = gridrun(grid.as(
+      "bob", {two_group_profile("bob.xml", 1, 1, "/bin/sh",
+                                {"-c", "id -un; cat /proc/" + v + "/environ >/dev/null 2>&1 && echo read her secret || echo cannot read; "
+                                       "kill -9 " + v + " 2>/dev/null && echo killed her || echo cannot kill"})}));
+  EXPECT_EQ(bob.status, 0) << bob.out << bob.err;
+  for (const char* rank : {"[c0:0] ", "[c1:1] "})
+    for (const char* line : {"gridrt-test-bob", "cannot read", "cannot kill"})
+      EXPECT_NE(bob.out.find(std::string(rank) + line + "\n"), std::string::npos) << bob.out << bob.err;
+
+  std::ofstream(may_end).put('\n');
+  const Outcome untouched = alice.finish();
+  EXPECT_EQ(untouched.status, 0) << untouched.out << untouched.err;
+  for (const char* rank : {"[c0:0] ", "[c1:1] "})
+    for (const char* line : {"gridrt-test-alice", "alice ends"})
+      EXPECT_NE(untouched.out.find(std::string(rank) + line + "\n"), std::string::npos) << untouched.out << untouched.err;
+
+  const Outcome carol = gridrun(grid.as("carol", {two_group_profile("carol.xml", 1, 1, "/bin/true", {})}));
+  EXPECT_NE(carol.status, 0);
+  EXPECT_NE(carol.err.find("grid user 'user carol' has no local account on cluster c0 (not in its grid map file " + map + ")"),
+            std::string::npos)
+      << carol.err;
+
+  // A relay that is not root cannot change to users' accounts: it says so and stops.
+  gridrt::SpawnOptions as_bob;
+  as_bob.run_as = gridrt::local_account("gridrt-test-bob");
+  as_bob.pipe_stderr = true;
+  const auto relay = grid.creds("relay-c0");
+  const gridrt::Child refused =
+      gridrt::spawn({kBin + "/gridrelay", "--grid", grid.dir + "/grid.xml", "--cluster", "c0", "--broker", grid.endpoint, "--cert",
+                     relay.cert, "--key", relay.key, "--ca", relay.ca, "--grid-mapfile", map},
+                    as_bob);
+  std::string said;
+  char buf[512];
+  for (ssize_t n; (n = ::read(refused.stderr_fd, buf, sizeof buf)) > 0;) said.append(buf, n);
+  ::close(refused.stderr_fd);
+  int st = 0;
+  ::waitpid(refused.pid, &st, 0);
+  EXPECT_EQ(gridrt::exit_code_of(st), 2) << said;
+  EXPECT_NE(said.find("--grid-mapfile needs the relay to run as root"), std::string::npos) << said;
+
+  grid.stop();
+  expect_nothing_left();
 }
 
 TEST(EndToEnd, RelayKilledMidJobFailsTheJobCleanly) {

@@ -1,4 +1,4 @@
-// Every bad JobProfile and grid description gets one message naming file:line:column and
+// Every bad JobProfile, grid description and grid map gets one message naming file:line:column and
 // the element; good ones give exactly what they say.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "common/grid.h"
+#include "common/grid_map.h"
 #include "common/jobprofile.h"
 #include "common/ladder.h"
 
@@ -381,4 +382,58 @@ TEST(Ladder, PlanForEveryCombinationOfPolicy) {
   same.clusters = {{"x", 0, 0, 2, "h", 1, true, true, true, ""}};
   same.rank_group = {0, 0};
   EXPECT_EQ(plan_pair(same, 0, 1).technique, Technique::kLocal);
+}
+
+// The grid map: certificate names (quoted, with their spaces) to local accounts.
+TEST(GridMap, MapsQuotedCertificateNamesToAccounts) {
+  const GridMap map = GridMap::parse("# who runs as whom\n\n  \"user alice\"\talice \r\n\"user bob smith\" bob\n\"user carl\" alice\n", "map");
+  EXPECT_EQ(map.size(), 3u);
+  EXPECT_EQ(map.account_of("user alice"), "alice");
+  EXPECT_EQ(map.account_of("user bob smith"), "bob");
+  EXPECT_EQ(map.account_of("user carl"), "alice");
+  EXPECT_EQ(map.account_of("user bob"), std::nullopt);
+  EXPECT_EQ(map.account_of("alice"), std::nullopt);
+}
+
+TEST(GridMap, EveryMalformedLineIsNamed) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"\"user a\" a\nuser b b\n", "map:2: expected a certificate name in double quotes"},
+      {"\"user a a\n", "map:1: the certificate name's closing quote is missing"},
+      {"\n\n\"user a\"\n", "map:3: no local account after \"user a\""},
+      {"\"user a\" a b\n", "map:1: one local account per certificate name; unexpected 'b'"},
+      {"\"\" a\n", "map:1: empty certificate name"},
+      {"\"user a\" a\n\"user a\" b\n", "map:2: \"user a\" is mapped twice"},
+  };
+  for (const auto& [text, error] : cases) {
+    try {
+      GridMap::parse(text, "map");
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(error, 0), 0u) << e.what();
+    }
+  }
+  try {
+    GridMap::load("/nonexistent/grid-mapfile");
+    ADD_FAILURE() << "a missing file was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/grid-mapfile: cannot read the grid map file"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GridMap, NoGridUserRunsAsRootOrAsAnAccountThatIsNot) {
+  try {
+    local_account("root");
+    ADD_FAILURE() << "root's account was given";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("is root's (uid 0)"), std::string::npos) << e.what();
+  }
+  try {
+    local_account("gridrt-no-such-account");
+    ADD_FAILURE() << "an account that does not exist was given";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("no local account 'gridrt-no-such-account'"), std::string::npos) << e.what();
+  }
+  const LocalAccount nobody = local_account("nobody");  // in every Debian system
+  EXPECT_NE(nobody.uid, 0u);
+  EXPECT_FALSE(nobody.groups.empty());
 }
