@@ -662,10 +662,15 @@ void Broker::handle_cancel(const PeerPtr& peer, const Frame& f) {
   auto it = jobs_.find(f.header.job);
   // (A submitter's name is a user's: a relay's certificate never matches it.)
   const bool owner = it != jobs_.end() && peer->name == it->second->submitter;
-  if (!owner) return refuse_peer(peer, "KillJob: job " + std::to_string(f.header.job) + " is not yours");
+  if (!owner) return refuse_peer(peer, "KillJob: no job " + std::to_string(f.header.job) + " of yours is running");
   Job& job = *it->second;
   if (job.first_failure == 0) job.first_failure = 128 + SIGINT;
   const std::string by = peer == job.launcher ? "the user" : peer->name + " from another connection";
+  journal_.record("job " + std::to_string(job.id) + " cancelled by " + peer->name + " (" + peer->link->peer() + ")");
+  // A cancel from elsewhere (gridrun cancel) is answered; the job's own gridrun learns of it
+  // from the job's end.
+  if (peer != job.launcher)
+    peer->link->send(wire::make_frame(Type::kNotice, "job " + std::to_string(job.id) + " is being cancelled on every cluster", job.id));
   fail_job(job, "cancelled by " + by + (f.body.empty() ? std::string() : " (" + f.body + ")"));
 }
 

@@ -9,6 +9,7 @@
 #include <signal.h>
 
 #include "broker/broker.h"
+#include "common/cli.h"
 #include "common/grid.h"
 #include "common/jobprofile.h"
 #include "common/ladder.h"
@@ -21,6 +22,7 @@ namespace {
 
 const char* kUsage = R"(usage: gridrun [options] -n N PROGRAM [ARGS...]
        gridrun [options] JOBPROFILE.xml
+       gridrun cancel JOB --broker HOST:PORT --cert PEM --key PEM --ca PEM
        gridrun ca ...      (the grid's certificate authority: gridrun ca --help)
 
 Runs an MPI program, or the job a JobProfile describes, as one MPI job across the clusters
@@ -72,6 +74,48 @@ process failed, whose relay died or that was cut off from the others: gridrun sa
 ("lost cluster C: ...") and the status is that of the clusters not lost.
 )";
 
+const char* kCancelUsage = R"(usage: gridrun cancel JOB --broker HOST:PORT --cert PEM --key PEM --ca PEM
+
+Cancels job JOB of a standing grid (its id: gridrun -v prints it, the broker's journal
+records it), one of your own, from wherever it was submitted: the broker stops it on every
+cluster, and the gridrun that follows it ends with status 130, as after Ctrl-C.
+
+  --broker HOST:PORT   the grid's broker
+  --cert PEM --key PEM your user certificate and key (the job's submitter's)
+  --ca PEM             the grid's CA certificate
+
+Exit status: 0 when the job is being stopped; 1 when the broker refused (no job of yours
+runs with that id) or could not be reached; 2 for bad usage.
+)";
+
+int cancel_command(int argc, char** argv) {
+  using namespace gridrt;
+  if (argc < 2 || std::string(argv[1]).rfind("-", 0) == 0) {
+    if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+      std::fputs(kCancelUsage, stdout);
+      return 0;
+    }
+    std::fprintf(stderr, "gridrun cancel: which job? Give its id first.\n%s", kCancelUsage);
+    return 2;
+  }
+  const std::string id = argv[1];
+  if (id.size() > 19 || id.find_first_not_of("0123456789") != std::string::npos || std::stoull(id) == 0) {
+    std::fprintf(stderr, "gridrun cancel: '%s' is not a job id (a positive number)\n", id.c_str());
+    return 2;
+  }
+  std::string broker;
+  tls::Credentials creds;
+  parse_daemon_options(argc - 1, argv + 1, "gridrun cancel", kCancelUsage,
+                       {{"--broker", &broker}, {"--cert", &creds.cert}, {"--key", &creds.key}, {"--ca", &creds.ca}},
+                       {"--broker", "--cert", "--key", "--ca"});
+  try {
+    return cancel_job(std::stoull(id), broker, creds);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gridrun cancel: %s\n", e.what());
+    return 1;
+  }
+}
+
 // The clusters of a grid description as the broker will offer them once all registered.
 std::vector<gridrt::ClusterOffer> offers_of(const gridrt::Grid& grid) {
   std::vector<gridrt::ClusterOffer> offers;
@@ -97,6 +141,7 @@ int main(int argc, char** argv) {
   using namespace gridrt;
   log::set_component("gridrun");
   if (argc > 1 && std::string(argv[1]) == "ca") return ca_command(argc - 1, argv + 1);
+  if (argc > 1 && std::string(argv[1]) == "cancel") return cancel_command(argc - 1, argv + 1);
   // The job's lines appear as they come, also when gridrun's output goes to a file or pipe.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::string profile, program, grid_path, nprocs;

@@ -15,26 +15,36 @@ namespace gridrt {
 using wire::Frame;
 using wire::Type;
 
-int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
-  asio::io_context io;
-  asio::ssl::context ctx = tls::make_context(tls::Role::kClient, opt.creds);
+namespace {
+// A TLS link to the broker at `broker` (HOST:PORT) whose certificate names it the broker,
+// or null after saying on stderr why not.
+std::shared_ptr<TlsLink> connect_broker(asio::io_context& io, asio::ssl::context& ctx, const std::string& broker) {
   TlsStream stream(io, ctx);
   boost::system::error_code ec;
-  asio::co_spawn(io, connect_tls(stream, parse_endpoint(opt.broker), std::chrono::seconds(10)),
+  asio::co_spawn(io, connect_tls(stream, parse_endpoint(broker), std::chrono::seconds(10)),
                  [&ec](std::exception_ptr, boost::system::error_code result) { ec = result; });
   io.run();
   io.restart();
   if (ec) {
-    std::fprintf(stderr, "gridrun: cannot reach the broker at %s: %s\n", opt.broker.c_str(), ec.message().c_str());
-    return 1;
+    std::fprintf(stderr, "gridrun: cannot reach the broker at %s: %s\n", broker.c_str(), ec.message().c_str());
+    return nullptr;
   }
   if (const std::string cn = tls::peer_common_name(stream.native_handle()); cn != tls::kBrokerName) {
-    std::fprintf(stderr, "gridrun: %s is not the grid's broker: its certificate is named '%s', not '%s'\n",
-                 opt.broker.c_str(), cn.c_str(), tls::kBrokerName.c_str());
-    return 1;
+    std::fprintf(stderr, "gridrun: %s is not the grid's broker: its certificate is named '%s', not '%s'\n", broker.c_str(),
+                 cn.c_str(), tls::kBrokerName.c_str());
+    return nullptr;
   }
   auto link = std::make_shared<TlsLink>(std::move(stream), "broker");
   link->keep_alive(true);  // a hung broker: say so rather than wait forever
+  return link;
+}
+}  // namespace
+
+int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
+  asio::io_context io;
+  asio::ssl::context ctx = tls::make_context(tls::Role::kClient, opt.creds);
+  const auto link = connect_broker(io, ctx, opt.broker);
+  if (!link) return 1;
   int status = 1;
   bool accepted = false, ended = false, interrupted = false, refused = false;
   Topology topo;
@@ -172,6 +182,28 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
   check_health({});
   io.run();
   std::fflush(stdout);
+  return status;
+}
+
+int cancel_job(std::uint64_t job, const std::string& broker, const tls::Credentials& creds) {
+  asio::io_context io;
+  asio::ssl::context ctx = tls::make_context(tls::Role::kClient, creds);
+  const auto link = connect_broker(io, ctx, broker);
+  if (!link) return 1;
+  int status = 1;
+  link->start(
+      [&](Frame& f) {
+        if (f.header.type != Type::kNotice && f.header.type != Type::kError) return;
+        std::fprintf(stderr, "gridrun: %s\n", f.body.c_str());
+        status = f.header.type == Type::kNotice ? 0 : 1;
+        link->close("answered");
+      },
+      [&](const std::string& why) {
+        if (status != 0) std::fprintf(stderr, "gridrun: the broker closed the connection: %s\n", why.c_str());
+        io.stop();
+      });
+  link->send(wire::make_frame(Type::kKillJob, "gridrun cancel", job));
+  io.run();
   return status;
 }
 

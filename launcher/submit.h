@@ -1,5 +1,6 @@
 // Submitting a job to a broker and streaming it to its end: output lines prefixed with
-// cluster and rank, the job's exit status, a one-line summary of failed ranks.
+// cluster and rank, the job's exit status, a one-line summary of failed ranks. Cancelling
+// one of the user's jobs from anywhere.
 #pragma once
 
 #include <functional>
@@ -25,5 +26,10 @@ struct SubmitOptions {
 // (bad input), 1 when the broker could not be reached or vanished, 130 on Ctrl-C.
 // With kSubmitDryRun, prints the mapping the broker chose instead of running.
 int submit_job(const JobSpec& spec, const SubmitOptions& opt);
+
+// Asks the broker to cancel `job`, one of the user's own (creds), which may run from
+// another gridrun: prints the broker's answer; 0 when the job is being stopped, 1 when the
+// broker refused (not the user's job, or none running by that id) or could not be reached.
+int cancel_job(std::uint64_t job, const std::string& broker, const tls::Credentials& creds);
 
 }  // namespace gridrt

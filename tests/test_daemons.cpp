@@ -375,9 +375,14 @@ TEST_F(Daemons, OnlyTheSubmittingUserCancelsAJobFromAnyConnection) {
   const auto refused = bob->read_all();
   ASSERT_EQ(refused.size(), 1u);
   EXPECT_EQ(refused[0].header.type, wire::Type::kError);
-  EXPECT_NE(refused[0].body.find("is not yours"), std::string::npos) << refused[0].body;
+  EXPECT_NE(refused[0].body.find("no job " + std::to_string(id) + " of yours is running"), std::string::npos) << refused[0].body;
 
+  // The owner's cancel from another connection is answered there.
   auto alice_again = cancel_from("alice");
+  const auto answer = alice_again->read_all(1);
+  ASSERT_EQ(answer.size(), 1u);
+  EXPECT_EQ(answer[0].header.type, wire::Type::kNotice);
+  EXPECT_EQ(answer[0].body, "job " + std::to_string(id) + " is being cancelled on every cluster");
   std::vector<wire::Frame> next;
   for (int i = 0; i < 10 && (next.empty() || next[0].header.type != wire::Type::kJobEnd); ++i) next = alice.read_all(1);
   ASSERT_EQ(next.size(), 1u);
@@ -393,7 +398,8 @@ TEST_F(Daemons, OnlyTheSubmittingUserCancelsAJobFromAnyConnection) {
       << text;
   EXPECT_EQ(text.find("s3cret"), std::string::npos) << text;
   EXPECT_NE(text.find("(user bob)"), std::string::npos) << text;
-  EXPECT_NE(text.find(": KillJob: job " + std::to_string(id) + " is not yours"), std::string::npos) << text;
+  EXPECT_NE(text.find(": KillJob: no job " + std::to_string(id) + " of yours is running"), std::string::npos) << text;
+  EXPECT_NE(text.find("job " + std::to_string(id) + " cancelled by user alice (127.0.0.1:"), std::string::npos) << text;
   EXPECT_NE(text.find("job " + std::to_string(id) + " ended with status 130"), std::string::npos) << text;
 }
 

@@ -411,6 +411,40 @@ TEST(EndToEnd, JobIdsNeverRepeatAndEveryJobABrokerStopCutOffIsEnded) {
   expect_nothing_left();
 }
 
+// `gridrun cancel JOB` from another terminal: only the job's submitter may, and the job's
+// own gridrun then ends as after Ctrl-C, naming who cancelled it.
+TEST(EndToEnd, AUserCancelsTheirJobFromAnotherGridrun) {
+  StandingGrid grid("cancel", {"alice", "bob"});
+  Running job = start_gridrun(grid.as("alice", {sleep_profile("cancelled.xml", 1, 1)}), "cancelled");
+  for (int i = 0; i < 200 && find_process("gridproc", "-- /bin/sleep 60") < 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto cancel = [&](const std::string& user, const std::string& id) {
+    std::vector<std::string> args = {"cancel", id};
+    for (const auto& a : grid.as(user, {})) args.push_back(a);
+    return gridrun(args);
+  };
+  Outcome r = cancel("bob", "1");
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("KillJob: no job 1 of yours is running"), std::string::npos) << r.err;
+  r = cancel("alice", "2");
+  EXPECT_EQ(r.status, 1) << r.err;
+  r = cancel("alice", "x1");
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("'x1' is not a job id"), std::string::npos) << r.err;
+  r = gridrun({"cancel", "1", "--broker", grid.endpoint});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("missing --cert, --key, --ca"), std::string::npos) << r.err;
+
+  r = cancel("alice", "1");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("gridrun: job 1 is being cancelled on every cluster"), std::string::npos) << r.err;
+  const Outcome cancelled = job.finish();
+  EXPECT_EQ(cancelled.status, 130) << cancelled.err;
+  EXPECT_NE(cancelled.err.find("cancelled by user alice from another connection (gridrun cancel)"), std::string::npos) << cancelled.err;
+  grid.stop();
+  expect_nothing_left();
+}
+
 // Local accounts a test makes (and removes again, also when it fails).
 struct TestAccounts {
   explicit TestAccounts(std::vector<std::string> names) : names(std::move(names)) {
