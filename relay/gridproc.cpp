@@ -232,8 +232,14 @@ int main(int argc, char** argv) {
   }
   wire::Frame ex = wire::make_frame(wire::Type::kProcExit, {}, job);
   ex.header.tag = code;
-  write_all(sock, wire::encode(ex));
+  relay_ok = relay_ok && write_all(sock, wire::encode(ex));
   ::shutdown(sock, SHUT_WR);
   ::close(sock);
+  // Exiting 0 tells the relay (through the launch command's status) that this rank's output
+  // and status are on their way: only when they are.
+  if (!relay_ok) {
+    std::fprintf(stderr, "gridproc: the relay's connection was lost; the program's output and status (%d) could not all be handed over\n", code);
+    return 255;
+  }
   return code;
 }

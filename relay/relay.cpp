@@ -16,7 +16,8 @@ namespace gridrt {
 using wire::Frame;
 using wire::Type;
 
-// After mpiexec exits, how long to wait for monitors still flushing their last frames.
+// After mpiexec exits with a failure, how long to wait for monitors still flushing their
+// last frames. (After a success, every monitor reported; see on_child_signal.)
 constexpr auto kExitGrace = std::chrono::milliseconds(300);
 // After asking a job to stop (SIGTERM), when to stop asking (SIGKILL).
 constexpr auto kKillGrace = std::chrono::seconds(2);
@@ -394,8 +395,15 @@ void Relay::on_child_signal() {
       job->exited = true;
       job->mpiexec_status = exit_code_of(st);
       log::info("job ", id, ": launch command exited with status ", job->mpiexec_status);
-      // Monitors may still be flushing their last frames: give them a moment.
-      job->timer = std::make_unique<asio::steady_timer>(io_, kExitGrace);
+      // Monitors may still be flushing their last frames. A launch command that exited 0
+      // had every monitor exit 0, and a monitor exits 0 only after it handed its output
+      // and status to its connection: they will come, even if that connection still waits
+      // in the accept queue behind others (strangers flooding the local port, a burst of
+      // jobs): wait for them as long as an unauthenticated connection may wait. After a
+      // failure, some may never come: a moment only.
+      const auto grace = job->mpiexec_status == 0 ? std::chrono::steady_clock::duration(opt_.authenticate)
+                                                  : std::chrono::steady_clock::duration(kExitGrace);
+      job->timer = std::make_unique<asio::steady_timer>(io_, grace);
       job->timer->async_wait([this, id = id](const boost::system::error_code& e) {
         auto it = jobs_.find(id);
         if (e || it == jobs_.end()) return;
