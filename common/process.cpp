@@ -37,9 +37,9 @@ Child spawn(const std::vector<std::string>& argv, const SpawnOptions& opt) {
   // The account's own HOME, USER and LOGNAME, unless the caller sets them.
   std::vector<std::pair<std::string, std::string>> env = opt.env;
   if (opt.run_as)
-    for (const auto& [k, v] : {std::pair<std::string, std::string>{"HOME", opt.run_as->home}, {"USER", opt.run_as->name},
-                               {"LOGNAME", opt.run_as->name}})
-      if (std::none_of(opt.env.begin(), opt.env.end(), [&](const auto& e) { return e.first == k; })) env.emplace_back(k, v);
+    for (const auto& entry : {std::pair<std::string, std::string>{"HOME", opt.run_as->home}, {"USER", opt.run_as->name},
+                              {"LOGNAME", opt.run_as->name}})
+      if (std::none_of(opt.env.begin(), opt.env.end(), [&](const auto& e) { return e.first == entry.first; })) env.push_back(entry);
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) {
     const std::string kv = *e;
