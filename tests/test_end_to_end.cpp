@@ -373,20 +373,26 @@ TEST(EndToEnd, SubmitsToARunningBrokerWithUserCertificates) {
 TEST(EndToEnd, JobIdsNeverRepeatAndEveryJobABrokerStopCutOffIsEnded) {
   StandingGrid grid("restarts", {"alice"});
   const std::string quick = two_group_profile("quick.xml", 1, 1, "/bin/true", {});
-  auto cut_off_by = [&](int sig, const std::string& name) {
+  // Job `id` sleeps until the broker is ended with `sig` under it (its processes are found
+  // by their job id: those of the job cut off before may still be on their way out).
+  auto cut_off_by = [&](int sig, const std::string& name, int id) {
     Running slow = start_gridrun(grid.as("alice", {sleep_profile(name + ".xml", 1, 1)}), name);
-    for (int i = 0; i < 200 && find_process("gridproc", "-- /bin/sleep 60") < 0; ++i)
+    bool running = false;
+    for (int i = 0; i < 200 && !running; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      running = find_process("gridproc", "GRIDRT_JOB=" + std::to_string(id) + " ") > 0;
+    }
+    EXPECT_TRUE(running) << "job " << id << " did not start";
     grid.restart_broker(sig);
     return slow.finish();
   };
   EXPECT_EQ(gridrun(grid.as("alice", {quick})).status, 0);
-  const Outcome killed = cut_off_by(SIGKILL, "killed");
+  const Outcome killed = cut_off_by(SIGKILL, "killed", 2);
   EXPECT_NE(killed.status, 0);
   EXPECT_NE(killed.err.find("lost the broker"), std::string::npos) << killed.err;
   Outcome r = gridrun(grid.as("alice", {quick}));
   EXPECT_EQ(r.status, 0) << r.err;
-  const Outcome stopped = cut_off_by(SIGTERM, "stopped");
+  const Outcome stopped = cut_off_by(SIGTERM, "stopped", 4);
   EXPECT_NE(stopped.status, 0);
   r = gridrun(grid.as("alice", {quick}));
   EXPECT_EQ(r.status, 0) << r.err;
@@ -416,7 +422,7 @@ TEST(EndToEnd, JobIdsNeverRepeatAndEveryJobABrokerStopCutOffIsEnded) {
 TEST(EndToEnd, AUserCancelsTheirJobFromAnotherGridrun) {
   StandingGrid grid("cancel", {"alice", "bob"});
   Running job = start_gridrun(grid.as("alice", {sleep_profile("cancelled.xml", 1, 1)}), "cancelled");
-  for (int i = 0; i < 200 && find_process("gridproc", "-- /bin/sleep 60") < 0; ++i)
+  for (int i = 0; i < 200 && find_process("gridproc", "GRIDRT_JOB=1 ") < 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   auto cancel = [&](const std::string& user, const std::string& id) {
     std::vector<std::string> args = {"cancel", id};
