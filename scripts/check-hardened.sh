@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The hardened checks, after the test suite (CI runs both; docs/testing.md):
+# The hardened checks, after the test suite (CI runs fuzz and asan; docs/security.md,
+# "Fuzzing and sanitizers"):
 #   1. the libFuzzer targets (fuzz/), built with clang: each replays its committed seed
 #      corpus, then fuzzes for GRIDRT_FUZZ_SECONDS (default 30);
 #   2. the whole test suite built with AddressSanitizer and UndefinedBehaviorSanitizer;
