@@ -107,28 +107,23 @@ def one_job():
     return time.monotonic() - t0, right
 
 
-def rss_each():
-    """Resident MB of broker, relay c0, relay c1."""
+def memory_each(field="VmRSS"):
+    """MB of broker, relay c0, relay c1: a field of /proc/PID/status (VmRSS resident,
+    RssAnon the anonymous part of it, their heaps)."""
     out = []
     for p in daemons:
         for line in open(f"/proc/{p.pid}/status"):
-            if line.startswith("VmRSS"):
+            if line.startswith(field + ":"):
                 out.append(int(line.split()[1]) / 1024)
     return out
 
 
 def rss_mb():
-    return sum(rss_each())
+    return sum(memory_each())
 
 
 def anon_mb():
-    """The daemons' anonymous resident memory (their heaps), MB."""
-    total = 0
-    for p in daemons:
-        for line in open(f"/proc/{p.pid}/status"):
-            if line.startswith("RssAnon"):
-                total += int(line.split()[1])
-    return total / 1024
+    return sum(memory_each("RssAnon"))
 
 
 def show(each):
@@ -173,9 +168,9 @@ def report(when, burst_results, sequential):
 
 # 1. Without attack: the same load, so that what the grid keeps after it is the idle figure.
 one_job()  # warm-up (page cache, first mpiexec)
-fresh = rss_each()
+fresh = memory_each()
 quiet = report("without attack", *bursts())
-idle_each = rss_each()
+idle_each = memory_each()
 idle = sum(idle_each)
 print(f"daemons' resident memory idle after that load: {show(idle_each)}, heap (anonymous) {anon_mb():.1f} MB "
       f"(fresh: {show(fresh)})")
@@ -285,7 +280,7 @@ def attack_round(number):
     attack_sockets.clear()
     print(f"  daemons' resident memory at the attack's peak: {peak:.1f} MB, {peak - idle:+.1f} MB on idle")
     time.sleep(3)
-    after = rss_each()
+    after = memory_each()
     print(f"  3 s after the attack: {show(after)}, {100 * (sum(after) - idle) / idle:+.0f}% on idle; "
           f"heap (anonymous) {anon_mb():.1f} MB")
     return sum(after)

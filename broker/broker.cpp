@@ -5,8 +5,6 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <ctime>
 #include <sstream>
 
 #include "common/ladder.h"

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <fstream>
 #include <map>
 #include <set>
 #include <memory>

@@ -32,8 +32,8 @@ class Journal {
   // Ends each of them with a line saying `why`.
   void end_cut_off(const std::string& why);
 
-  // What a started and an end line begin with (after the time), for the broker's records
-  // and the journal's own reading of them.
+  // What a started and an end line begin with (after the time): the broker writes its
+  // records with these, and reading a journal back looks for exactly these words.
   static std::string started(std::uint64_t job) { return "job " + std::to_string(job) + " started "; }
   static std::string ended(std::uint64_t job) { return "job " + std::to_string(job) + " ended "; }
 

@@ -90,17 +90,19 @@ runs with that id) or could not be reached; 2 for bad usage.
 
 int cancel_command(int argc, char** argv) {
   using namespace gridrt;
-  if (argc < 2 || std::string(argv[1]).rfind("-", 0) == 0) {
-    if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
-      std::fputs(kCancelUsage, stdout);
-      return 0;
-    }
-    std::fprintf(stderr, "gridrun cancel: which job? Give its id first.\n%s", kCancelUsage);
-    return 2;
+  const std::string id = argc > 1 ? argv[1] : "";
+  if (id == "--help" || id == "-h") {
+    std::fputs(kCancelUsage, stdout);
+    return 0;
   }
-  const std::string id = argv[1];
-  if (id.size() > 19 || id.find_first_not_of("0123456789") != std::string::npos || std::stoull(id) == 0) {
-    std::fprintf(stderr, "gridrun cancel: '%s' is not a job id (a positive number)\n", id.c_str());
+  // 1 to 19 digits, not 0: a job id as the broker numbers them (64 bits).
+  const bool digits = !id.empty() && id.size() <= 19 && id.find_first_not_of("0123456789") == std::string::npos;
+  const std::uint64_t job = digits ? std::stoull(id) : 0;
+  if (job == 0) {
+    std::fprintf(stderr, "gridrun cancel: %s\n%s",
+                 id.empty() || id[0] == '-' ? "which job? Give its id first."
+                                            : ("'" + id + "' is not a job id (a positive number)").c_str(),
+                 kCancelUsage);
     return 2;
   }
   std::string broker;
@@ -109,7 +111,7 @@ int cancel_command(int argc, char** argv) {
                        {{"--broker", &broker}, {"--cert", &creds.cert}, {"--key", &creds.key}, {"--ca", &creds.ca}},
                        {"--broker", "--cert", "--key", "--ca"});
   try {
-    return cancel_job(std::stoull(id), broker, creds);
+    return cancel_job(job, broker, creds);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gridrun cancel: %s\n", e.what());
     return 1;

@@ -117,6 +117,14 @@ class Daemons : public ::testing::Test {
   std::size_t registered() {
     return on_io([this] { return broker_->registered_relays(); });
   }
+  struct Client;
+  // A client holding a certificate named `cert_name` (written as `file`), connected to the
+  // broker.
+  std::unique_ptr<Client> connected(const std::string& cert_name, const std::string& file) {
+    auto c = std::make_unique<Client>(ca_.issue(cert_name, dir_, file));
+    EXPECT_FALSE(c->connect(broker_ep_)) << cert_name;
+    return c;
+  }
 
   // A blocking TLS client, as a launcher or a stranger would be.
   struct Client {
@@ -218,11 +226,10 @@ TEST_F(Daemons, GarbageBeforeTlsIsDroppedAndOthersAreServed) {
 TEST_F(Daemons, GarbageInsideTlsGetsAnErrorFrameAndOnlyThatConnectionDrops) {
   add_relay("c0");
   ASSERT_TRUE(eventually([&] { return broker_->registered_relays() == 1; }));
-  Client client(ca_.issue("user test", dir_, "user"));
-  ASSERT_FALSE(client.connect(broker_ep_));
+  const auto client = connected("user test", "user");
   const std::string junk = "GET / HTTP/1.1\r\nHost: broker\r\n\r\n" + std::string(64, '\0');
-  asio::write(client.stream, asio::buffer(junk));
-  const auto frames = client.read_all();
+  asio::write(client->stream, asio::buffer(junk));
+  const auto frames = client->read_all();
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_EQ(frames[0].header.type, wire::Type::kError);
   EXPECT_NE(frames[0].body.find("bad magic"), std::string::npos) << frames[0].body;
@@ -230,23 +237,21 @@ TEST_F(Daemons, GarbageInsideTlsGetsAnErrorFrameAndOnlyThatConnectionDrops) {
 }
 
 TEST_F(Daemons, WellFramedButWrongMessagesAreRefused) {
-  Client client(ca_.issue("user test", dir_, "user"));
-  ASSERT_FALSE(client.connect(broker_ep_));
+  const auto client = connected("user test", "user");
   // A launcher may not report a part's end; a truncated Submit body is refused too.
   std::string bytes = wire::encode(wire::make_frame(wire::Type::kSubmit, "\x05\x00"));
-  asio::write(client.stream, asio::buffer(bytes));
-  const auto frames = client.read_all();
+  asio::write(client->stream, asio::buffer(bytes));
+  const auto frames = client->read_all();
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_EQ(frames[0].header.type, wire::Type::kError);
   EXPECT_NE(frames[0].body.find("bad Submit body"), std::string::npos) << frames[0].body;
   // Only a relay may report that its part of a job cannot reach another cluster.
-  Client other(ca_.issue("user test", dir_, "user2"));
-  ASSERT_FALSE(other.connect(broker_ep_));
+  const auto other = connected("user test", "user2");
   wire::Frame report = wire::make_frame(wire::Type::kClusterLost, "lost the link to cluster c0", 1);
   report.header.tag = 0;
   bytes = wire::encode(report);
-  asio::write(other.stream, asio::buffer(bytes));
-  const auto refused = other.read_all();
+  asio::write(other->stream, asio::buffer(bytes));
+  const auto refused = other->read_all();
   ASSERT_EQ(refused.size(), 1u);
   EXPECT_EQ(refused[0].header.type, wire::Type::kError);
   EXPECT_NE(refused[0].body.find("ClusterLost is only accepted from a relay"), std::string::npos) << refused[0].body;
@@ -303,12 +308,11 @@ TEST_F(Daemons, CertificateNamesAreRoles) {
   ASSERT_TRUE(eventually([&] { return !fatal->empty(); }));
   EXPECT_NE(fatal->find("certificate 'relay c1' may not register cluster 'c0'"), std::string::npos) << *fatal;
   // Only users submit jobs.
-  Client relay_as_user(ca_.issue("relay c1", dir_, "relay-c1-client"));
-  ASSERT_FALSE(relay_as_user.connect(broker_ep_));
+  const auto relay_as_user = connected("relay c1", "relay-c1-client");
   JobSpec spec;
   spec.groups = {{"g", 1}};
-  asio::write(relay_as_user.stream, asio::buffer(wire::encode(wire::make_frame(wire::Type::kSubmit, spec.encode()))));
-  auto frames = relay_as_user.read_all();
+  asio::write(relay_as_user->stream, asio::buffer(wire::encode(wire::make_frame(wire::Type::kSubmit, spec.encode()))));
+  auto frames = relay_as_user->read_all();
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_NE(frames[0].body.find("only user certificates ('user NAME') may submit jobs; this one is 'relay c1'"), std::string::npos)
       << frames[0].body;
@@ -328,13 +332,12 @@ TEST_F(Daemons, JournalRecordsWhoSubmittedWhat) {
   add_relay("c0");
   add_relay("c1");
   ASSERT_TRUE(eventually([&] { return broker_->registered_relays() == 2; }));
-  Client alice(ca_.issue("user alice", dir_, "alice"));
-  ASSERT_FALSE(alice.connect(broker_ep_));
+  const auto alice = connected("user alice", "alice");
   JobSpec spec;
   spec.app_id = "too-big";
   spec.groups = {{"g", 9}};  // the grid has 2 slots
-  asio::write(alice.stream, asio::buffer(wire::encode(wire::make_frame(wire::Type::kSubmit, spec.encode()))));
-  const auto frames = alice.read_all();
+  asio::write(alice->stream, asio::buffer(wire::encode(wire::make_frame(wire::Type::kSubmit, spec.encode()))));
+  const auto frames = alice->read_all();
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_EQ(frames[0].header.tag, 2);  // bad input: gridrun exits 2
   std::ifstream in(path);
@@ -352,22 +355,20 @@ TEST_F(Daemons, OnlyTheSubmittingUserCancelsAJobFromAnyConnection) {
   grid_.clusters[0].launch = {"/bin/sh", "-c", "sleep 30", "sh"};  // a part that runs until stopped
   add_relay("c0");
   ASSERT_TRUE(eventually([&] { return broker_->registered_relays() == 1; }));
-  Client alice(ca_.issue("user alice", dir_, "alice"));
-  ASSERT_FALSE(alice.connect(broker_ep_));
+  const auto alice = connected("user alice", "alice");
   JobSpec spec;
   spec.app_id = "long";
   spec.groups = {{"g", 1}};
   spec.executable = "/bin/sleep";
   spec.args = {"30", "two words", "a \"quote\""};
   spec.env = {{"API_TOKEN", "s3cret"}};
-  const auto accepted = alice.submit(spec, 0);
+  const auto accepted = alice->submit(spec, 0);
   ASSERT_EQ(accepted.size(), 1u);
   ASSERT_EQ(accepted[0].header.type, wire::Type::kJobAccepted);
   const std::uint64_t id = accepted[0].header.job;
 
   auto cancel_from = [&](const std::string& user) {
-    auto c = std::make_unique<Client>(ca_.issue("user " + user, dir_, user + "2"));
-    EXPECT_FALSE(c->connect(broker_ep_));
+    auto c = connected("user " + user, user + "2");
     asio::write(c->stream, asio::buffer(wire::encode(wire::make_frame(wire::Type::kKillJob, {}, id))));
     return c;
   };
@@ -384,7 +385,7 @@ TEST_F(Daemons, OnlyTheSubmittingUserCancelsAJobFromAnyConnection) {
   EXPECT_EQ(answer[0].header.type, wire::Type::kNotice);
   EXPECT_EQ(answer[0].body, "job " + std::to_string(id) + " is being cancelled on every cluster");
   std::vector<wire::Frame> next;
-  for (int i = 0; i < 10 && (next.empty() || next[0].header.type != wire::Type::kJobEnd); ++i) next = alice.read_all(1);
+  for (int i = 0; i < 10 && (next.empty() || next[0].header.type != wire::Type::kJobEnd); ++i) next = alice->read_all(1);
   ASSERT_EQ(next.size(), 1u);
   ASSERT_EQ(next[0].header.type, wire::Type::kJobEnd);
   const JobEnd end = JobEnd::decode(next[0].body);

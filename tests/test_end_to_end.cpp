@@ -232,7 +232,7 @@ TEST(EndToEnd, CApiWithNonBlockingPointToPoint) {
 class StandingGrid {
  public:
   StandingGrid(const std::string& name, const std::vector<std::string>& users, const std::vector<std::string>& relay_args = {})
-      : dir(::testing::TempDir() + "/" + name) {
+      : dir(::testing::TempDir() + "/" + name), users_(users) {
     fs::remove_all(dir);
     fs::create_directories(dir);
     std::vector<std::vector<std::string>> made = {{"ca", "init", dir + "/ca", "standing CA"},
@@ -253,7 +253,7 @@ class StandingGrid {
       argv.insert(argv.end(), relay_args.begin(), relay_args.end());
       daemons_.push_back(gridrt::spawn(argv, {}).pid);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // registration
+    wait_for_relays();
   }
   ~StandingGrid() {
     stop();
@@ -271,7 +271,7 @@ class StandingGrid {
     ::waitpid(daemons_.front(), nullptr, 0);
     daemons_.erase(daemons_.begin());
     start_broker(endpoint);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the relays' next retry
+    wait_for_relays();
   }
   // "broker", "relay-c0", "user-alice", ...
   gridrt::tls::Credentials creds(const std::string& who) const {
@@ -302,6 +302,17 @@ class StandingGrid {
     for (int i = 0; i < 100 && !fs::exists(port_file); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     endpoint = "127.0.0.1:" + slurp(port_file).substr(0, slurp(port_file).find('\n'));
   }
+  // Until both relays are registered (they retry every second), at most 10 s: a dry run of
+  // 4 processes (as the first user) maps only onto both clusters' 3 slots each.
+  void wait_for_relays() const {
+    const std::string probe = two_group_profile("registered.xml", 2, 2, "/bin/true", {});
+    for (int i = 0; i < 100; ++i) {
+      if (start_gridrun(as(users_.front(), {"--dry-run", probe}), "registered").finish().status == 0) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    throw std::runtime_error("the relays did not register with the broker within 10 s");
+  }
+  std::vector<std::string> users_;
   std::vector<pid_t> daemons_;  // the broker first
 };
 
