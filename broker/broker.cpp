@@ -34,33 +34,23 @@ struct Broker::Peer {
   std::vector<std::uint64_t> jobs;    // launchers: jobs they submitted
 };
 
-struct Broker::Part {
-  std::string cluster;
+// What the broker writes ahead (PartRecord, JobRecord: broker/job_store.h) and what lives
+// only as long as this broker: connections, timers.
+struct Broker::Part : PartRecord {
   PeerPtr relay;
-  bool ready = false;
-  bool done = false;
-  bool lost = false;  // failed in a job that goes on without it (JobSpec::survive_cluster_loss)
-  bool finalizing = false;  // in such a job: all its processes are in finalize (release_finalize)
-  std::vector<std::string> hostnames;
-  std::vector<std::string> endpoints;
+  bool replay_pending = false;  // asked its relay for output again, not all of it here yet
+  bool given_up = false;        // its relay is gone for good (relay_gone)
 };
 
-struct Broker::Job {
-  std::uint64_t id = 0;
-  JobSpec spec;
-  Topology topology;
-  std::string secret;
+struct Broker::Job : JobRecord {
   PeerPtr launcher;
-  std::string submitter;             // its certificate's name: who may cancel it, from any connection
   std::vector<Part> parts;           // parallel to topology.clusters
-  std::vector<int> status;           // per global rank, -1 while unknown
-  int first_failure = 0;             // first non-zero status seen, in arrival order
-  std::uint32_t first_failed_rank = UINT32_MAX;
-  std::string failure_note;          // why the job was stopped, if it was
-  std::vector<std::string> lost_notes;  // "cluster c1 (rank 3 killed by signal 9)", for the summary
-  bool killed = false;
   bool end_journaled = false;      // stop() wrote its end line already
-  bool finalize_released = false;  // release_finalize
+  // Taken back from the state directory: parts wait for their relays, the job for its
+  // launcher, until they come back or the recovery grace runs out.
+  bool restored = false;
+  // Output numbers the launcher printed last, per part, when it came back (AttachJob).
+  std::vector<std::uint64_t> printed;
   // Reports, not yet weighed, that one part cannot reach another (settle_unreachable).
   struct Unreachable {
     std::size_t from, to;
@@ -111,19 +101,174 @@ std::string rank_ranges(const std::vector<std::uint32_t>& ranks) {
 
 Broker::Broker(asio::io_context& io, Grid grid, const tls::Credentials& creds, const tcp::endpoint& listen)
     : io_(io), grid_(std::move(grid)), tls_(tls::make_context(tls::Role::kServer, creds)), acceptor_(io, listen),
-      pending_deadline_(io) {
+      pending_deadline_(io), recovery_(io) {
   asio::co_spawn(io_, accept_loop(), asio::detached);
 }
 
 Broker::~Broker() { stop(); }
 
+void Broker::set_state_dir(const std::string& dir, std::chrono::steady_clock::duration grace) {
+  store_ = JobStore(dir);
+  std::vector<std::string> unreadable;
+  std::vector<JobStore::Saved> saved = store_.load(unreadable);
+  for (const auto& u : unreadable) log::error("cannot take a job back from its state file ", u);
+  for (auto& s : saved) {
+    auto job = std::make_unique<Job>();
+    static_cast<JobRecord&>(*job) = std::move(s.job);
+    for (auto& p : s.parts) {
+      Part part;
+      static_cast<PartRecord&>(part) = std::move(p);
+      job->parts.push_back(std::move(part));
+    }
+    job->restored = true;
+    job->printed.assign(job->parts.size(), 0);
+    for (const auto& c : job->topology.clusters) busy_[c.name] += c.count;
+    next_job_ = std::max(next_job_, job->id + 1);
+    const std::uint64_t id = job->id;
+    jobs_[id] = std::move(job);
+  }
+  if (saved.empty()) return;
+  recovering_ = true;
+  log::warn("took back ", saved.size(), " running job(s) from ", dir, ": waiting up to ",
+            std::chrono::duration_cast<std::chrono::seconds>(grace).count(), " s for their relays and launchers to reconnect");
+  recovery_.expires_after(grace);
+  recovery_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) end_recovery();
+  });
+}
+
 void Broker::set_journal(const std::string& path) {
   journal_ = Journal(path);
   next_job_ = std::max(next_job_, journal_.next_job_id());
-  if (!journal_.cut_off().empty())
-    log::warn("the journal ", path, " holds ", journal_.cut_off().size(),
+  std::set<std::uint64_t> taken_back;
+  for (const auto& [id, job] : jobs_) taken_back.insert(id);
+  const auto cut_off = std::count_if(journal_.cut_off().begin(), journal_.cut_off().end(),
+                                     [&](std::uint64_t id) { return !taken_back.count(id); });
+  if (cut_off > 0)
+    log::warn("the journal ", path, " holds ", cut_off,
               " job(s) that never ended (the broker stopped while they ran): they get their end line now");
-  journal_.end_cut_off("the broker stopped while it ran (recorded when the broker started again)");
+  journal_.end_cut_off("the broker stopped while it ran (recorded when the broker started again)", taken_back);
+}
+
+void Broker::persist(Job& job, bool now) {
+  if (!store_.enabled()) return;
+  if (!now) {
+    if (dirty_.insert(job.id).second && dirty_.size() == 1) asio::post(io_, [this] { write_dirty_states(); });
+    return;
+  }
+  std::vector<const PartRecord*> parts;
+  for (const auto& p : job.parts) parts.push_back(&p);
+  try {
+    store_.save(job, parts);
+  } catch (const std::exception& e) {
+    log::error("job ", job.id, ": ", e.what(), " (the job would not survive a restart of the broker)");
+  }
+}
+
+void Broker::write_dirty_states() {
+  for (const std::uint64_t id : std::exchange(dirty_, {}))
+    if (auto it = jobs_.find(id); it != jobs_.end()) persist(*it->second, true);
+}
+
+// The recovery grace ran out: what did not come back is lost. A part whose relay did not
+// return failed; a job whose launcher did not return is stopped (nobody would see its end).
+void Broker::end_recovery() {
+  recovering_ = false;
+  std::vector<std::uint64_t> ids;
+  for (const auto& [id, job] : jobs_)
+    if (job->restored) ids.push_back(id);
+  for (const std::uint64_t id : ids) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) continue;
+    Job& job = *it->second;
+    job.restored = false;
+    for (std::size_t c = 0; c < job.parts.size(); ++c)
+      if (!job.parts[c].relay && !job.parts[c].done)
+        relay_gone(job, c, "the relay of cluster " + job.parts[c].cluster + " did not come back after the broker restarted");
+    if (!job.launcher) {
+      if (job.first_failure == 0) job.first_failure = 255;
+      fail_job(job, "its launcher did not come back after the broker restarted");
+    }
+    persist(job);
+    maybe_finish(job);
+  }
+}
+
+// A relay registered: the parts it still runs of jobs taken back from the state directory
+// are its again. Parts it does not hold any more are lost; jobs it holds that this broker
+// does not know (they ended, or were not taken back) are stopped.
+void Broker::claim_parts(const PeerPtr& relay) {
+  const RelayRegistration& reg = relay->registration;
+  std::set<std::uint64_t> unknown(reg.jobs.begin(), reg.jobs.end());
+  std::vector<std::uint64_t> ids;
+  for (const auto& [id, job] : jobs_)
+    if (job->restored) ids.push_back(id);
+  for (const std::uint64_t id : ids) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) continue;
+    Job& job = *it->second;
+    for (std::size_t c = 0; c < job.parts.size(); ++c) {
+      Part& p = job.parts[c];
+      if (p.cluster != reg.cluster || p.relay || p.given_up) continue;
+      if (unknown.erase(id)) {
+        p.relay = relay;
+        log::info("job ", id, ": the relay of cluster ", p.cluster, " is back");
+        if (job.launcher) request_replay(job, c);
+      } else if (!p.done) {
+        relay_gone(job, c, "the relay of cluster " + p.cluster + " came back without the job (it restarted)");
+      }
+    }
+    persist(job);
+    maybe_finish(job);
+  }
+  for (const std::uint64_t id : unknown) {
+    log::info("job ", id, " on cluster ", reg.cluster, " is not one this broker runs: telling its relay to stop it");
+    relay->link->send(wire::make_frame(Type::kKillJob, "the broker has no record of job " + std::to_string(id) +
+                                                           " (it restarted without the job's state)", id));
+  }
+}
+
+void Broker::request_replay(Job& job, std::size_t part) {
+  Frame f = wire::make_frame(Type::kReplayOutput, {}, job.id);
+  f.header.seq = job.printed[part];
+  job.parts[part].relay->link->send(f);
+  job.parts[part].replay_pending = true;
+}
+
+void Broker::handle_replayed(const PeerPtr& peer, const Frame& f) {
+  Part* part = nullptr;
+  Job* job = job_of_relay_frame(peer, f, &part);
+  if (!job) return;
+  part->replay_pending = false;
+  maybe_finish(*job);
+}
+
+// The submitter of a job taken back reconnects (gridrun does, with back-off): it is the
+// job's launcher again, and each part's output is replayed from after the last line it
+// printed. Anyone else, or a job not running here, is refused.
+void Broker::handle_attach(const PeerPtr& peer, const Frame& f) {
+  if (peer->kind == Peer::Kind::kRelay || !tls::is_user_name(peer->name))
+    return refuse_peer(peer, "only user certificates ('user NAME') may take a job back; this one is '" + peer->name + "'");
+  auto it = jobs_.find(f.header.job);
+  if (it == jobs_.end() || it->second->submitter != peer->name)
+    return refuse_peer(peer, "AttachJob: no job " + std::to_string(f.header.job) + " of yours is running");
+  Job& job = *it->second;
+  if (job.launcher && !job.launcher->link->closed())
+    return refuse_peer(peer, "AttachJob: job " + std::to_string(job.id) + " has its launcher connected");
+  wire::Reader r(f.body);
+  const std::uint32_t n = r.u32();
+  if (n != job.parts.size())
+    throw wire::BadBody("output positions for " + std::to_string(n) + " clusters, the job has " + std::to_string(job.parts.size()));
+  for (std::uint32_t c = 0; c < n; ++c) job.printed[c] = r.u64();
+  r.end();
+  peer->kind = Peer::Kind::kLauncher;
+  peer->jobs.push_back(job.id);
+  job.launcher = peer;
+  log::info("job ", job.id, ": its launcher is back (", peer->link->peer(), ")");
+  peer->link->send(wire::make_frame(Type::kNotice, "job " + std::to_string(job.id) + " taken back by the restarted broker", job.id));
+  for (std::size_t c = 0; c < job.parts.size(); ++c)
+    if (job.parts[c].relay) request_replay(job, c);
+  maybe_finish(job);
 }
 
 void Broker::refuse_peer(const PeerPtr& peer, const std::string& what) {
@@ -138,11 +283,14 @@ void Broker::stop() {
   boost::system::error_code ec;
   acceptor_.close(ec);
   pending_deadline_.cancel();
+  recovery_.cancel();
+  dirty_.clear();
   for (auto& [id, job] : jobs_) {
     for (auto& p : job->parts)
       if (p.relay) p.relay->link->send(wire::make_frame(Type::kKillJob, "broker shutting down", id));
     journal_.record(Journal::ended(id) + "without a status: the broker was stopped while it ran (its relays were told to kill it)");
     job->end_journaled = true;  // whatever the relays report in the last moments
+    store_.remove(id);          // not to be taken back: it is being killed
   }
   std::vector<PeerPtr> peers;
   for (auto& [name, p] : relays_) peers.push_back(p);
@@ -202,6 +350,8 @@ void Broker::on_frame(const PeerPtr& peer, Frame& f) {
       case Type::kKillJob: return handle_cancel(peer, f);
       case Type::kClusterLost: return handle_unreachable(peer, f);
       case Type::kFinalizing: return handle_finalizing(peer, f);
+      case Type::kAttachJob: return handle_attach(peer, f);
+      case Type::kReplayOutput: return handle_replayed(peer, f);
       case Type::kError:
         if (peer->kind == Peer::Kind::kRelay && f.header.job != 0) return handle_relay_failure(peer, f);
         log::warn(peer->link->peer(), " reported an error: ", f.body);
@@ -261,7 +411,10 @@ asio::awaitable<void> Broker::probe_and_register(PeerPtr peer) {
   relays_[reg.cluster] = peer;
   log::info("registered ", peer->link->peer(), " links at ", reg.link_host, ":", reg.link_port,
             answered ? " (answers probes)" : " (does not answer probes)");
-  peer->link->send(wire::make_frame(Type::kRegistered));
+  Frame registered = wire::make_frame(Type::kRegistered);
+  if (store_.enabled()) registered.header.flags = wire::kTakesJobsBack;
+  peer->link->send(registered);
+  claim_parts(peer);
   try_pending_submits(false);
 }
 
@@ -358,7 +511,9 @@ void Broker::start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run) {
     job->topology.encode(w);
     return w.take();
   }();
-  launcher->link->send(wire::make_frame(Type::kJobAccepted, topo, job->id));
+  Frame accepted = wire::make_frame(Type::kJobAccepted, topo, job->id);
+  if (store_.enabled()) accepted.header.flags = wire::kTakesJobsBack;
+  launcher->link->send(accepted);
   if (dry_run) return;
 
   job->spec = std::move(spec);
@@ -384,9 +539,13 @@ void Broker::start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run) {
     Part part;
     part.cluster = job->topology.clusters[c].name;
     part.relay = relays_.at(part.cluster);
-    PartStart start{job->id, job->secret, job->submitter, c, job->topology, job->spec};
-    part.relay->link->send(wire::make_frame(Type::kStartPart, start.encode(), job->id));
     job->parts.push_back(std::move(part));
+  }
+  job->printed.assign(job->parts.size(), 0);
+  persist(*job, true);  // before any relay hears of it
+  for (std::uint32_t c = 0; c < job->parts.size(); ++c) {
+    PartStart start{job->id, job->secret, job->submitter, c, job->topology, job->spec};
+    job->parts[c].relay->link->send(wire::make_frame(Type::kStartPart, start.encode(), job->id));
   }
   for (const auto& c : job->topology.clusters) busy_[c.name] += c.count;
   log::info("job ", job->id, " (", job->spec.app_id, ") from ", launcher->link->peer(), ": ", job->topology.size(),
@@ -440,6 +599,13 @@ void Broker::handle_part_ready(const PeerPtr& peer, const Frame& f) {
   const auto& cp = job->topology.clusters[static_cast<std::size_t>(part - job->parts.data())];
   if (ready.hostnames.size() != cp.count || ready.endpoints.size() != cp.count)
     return peer->link->fail("PartReady with a wrong number of hostnames or endpoints");
+  // Said again to a broker that restarted: the topology was complete already, but this
+  // part may not have received it.
+  if (std::all_of(job->parts.begin(), job->parts.end(), [](const Part& p) { return p.ready; })) {
+    wire::Writer w;
+    job->topology.encode(w);
+    return peer->link->send(wire::make_frame(Type::kTopology, w.take(), job->id));
+  }
   part->ready = true;
   part->hostnames = std::move(ready.hostnames);
   part->endpoints = std::move(ready.endpoints);
@@ -463,10 +629,12 @@ void Broker::handle_part_ready(const PeerPtr& peer, const Frame& f) {
       }
       t.rank_node.push_back(static_cast<std::uint32_t>(it - seen.begin()));
     }
+  persist(*job, true);
   wire::Writer w;
   t.encode(w);
   const Frame topo = wire::make_frame(Type::kTopology, w.take(), job->id);
-  for (auto& p : job->parts) p.relay->link->send(topo);
+  for (auto& p : job->parts)
+    if (p.relay) p.relay->link->send(topo);
   if (job->launcher) job->launcher->link->send(topo);  // for gridrun --explain
 }
 
@@ -495,6 +663,7 @@ void Broker::handle_relay_failure(const PeerPtr& peer, const Frame& f) {
   log::warn("job ", job->id, ": cluster ", part->cluster, " stopped it: ", f.body);
   if (job->first_failure == 0) job->first_failure = 1;
   fail_job(*job, "cluster " + part->cluster + ": " + f.body);
+  persist(*job);
 }
 
 // A relay reports that its cluster's part of a job cannot reach cluster `tag` any more: the
@@ -571,6 +740,7 @@ void Broker::handle_finalizing(const PeerPtr& peer, const Frame& f) {
   if (!job->spec.survive_cluster_loss) return peer->link->fail("Finalizing for job " + std::to_string(job->id) + ", which does not go on without lost clusters");
   part->finalizing = true;
   release_finalize(*job);
+  persist(*job);
 }
 
 void Broker::release_finalize(Job& job) {
@@ -599,6 +769,7 @@ void Broker::handle_rank_exit(const PeerPtr& peer, const Frame& f) {
   const auto rank = static_cast<std::uint32_t>(f.header.src);
   if (rank < cp.first_rank || rank >= cp.first_rank + cp.count) return peer->link->fail("exit status for a rank of another cluster");
   record_exit(*job, rank, f.header.tag);
+  persist(*job);
 }
 
 void Broker::record_exit(Job& job, std::uint32_t rank, int status) {
@@ -670,6 +841,7 @@ void Broker::handle_cancel(const PeerPtr& peer, const Frame& f) {
   if (peer != job.launcher)
     peer->link->send(wire::make_frame(Type::kNotice, "job " + std::to_string(job.id) + " is being cancelled on every cluster", job.id));
   fail_job(job, "cancelled by " + by + (f.body.empty() ? std::string() : " (" + f.body + ")"));
+  persist(job);
 }
 
 void Broker::handle_part_done(const PeerPtr& peer, const Frame& f) {
@@ -684,12 +856,18 @@ void Broker::handle_part_done(const PeerPtr& peer, const Frame& f) {
   for (std::uint32_t i = 0; i < cp.count; ++i) record_exit(*job, cp.first_rank + i, static_cast<int>(done.statuses[i]));
   part->done = true;
   stop_if_stuck(*job);
+  persist(*job);
   maybe_finish(*job);
 }
 
 void Broker::maybe_finish(Job& job) {
   for (const auto& p : job.parts)
-    if (!p.done) return;
+    if (!p.done || p.replay_pending) return;
+  // A job taken back ends once its launcher is back to hear it, with the output of every
+  // part whose relay may still come back (or once the recovery grace is over).
+  if (job.restored && recovering_ &&
+      (!job.launcher || std::any_of(job.parts.begin(), job.parts.end(), [](const Part& p) { return !p.relay && !p.given_up; })))
+    return;
   JobEnd end;
   end.status = job.first_failure;
   if (end.status != 0) {
@@ -719,8 +897,28 @@ void Broker::maybe_finish(Job& job) {
                     (end.summary.empty() ? "" : ": " + end.summary));
   if (job.launcher) job.launcher->link->send(wire::make_frame(Type::kJobEnd, end.encode(), job.id));
   for (const auto& c : job.topology.clusters) busy_[c.name] -= c.count;
+  store_.remove(job.id);
+  dirty_.erase(job.id);
   jobs_.erase(job.id);
   start_queued();
+}
+
+// A part's relay is gone (lost, or not back after a restart): its ranks not yet accounted
+// for count as lost (255); the job goes on without the cluster if it may, else it stops, so
+// that nobody waits for a cluster that is gone.
+void Broker::relay_gone(Job& job, std::size_t part, const std::string& what) {
+  Part& p = job.parts[part];
+  const auto& cp = job.topology.clusters[part];
+  for (std::uint32_t r = cp.first_rank; r < cp.first_rank + cp.count; ++r)
+    if (job.status[r] == -1) job.status[r] = 255;
+  p.done = true;
+  p.relay.reset();
+  p.given_up = true;
+  p.replay_pending = false;
+  if (p.lost) return;
+  if (job.spec.survive_cluster_loss && !job.killed) return lose_part(job, part, what);
+  if (job.first_failure == 0) job.first_failure = 255;
+  fail_job(job, what);
 }
 
 void Broker::on_closed(const PeerPtr& peer, const std::string& why) {
@@ -739,30 +937,27 @@ void Broker::on_closed(const PeerPtr& peer, const std::string& why) {
       Job& job = *jt->second;
       for (std::size_t c = 0; c < job.parts.size(); ++c) {
         Part& p = job.parts[c];
-        if (p.relay != peer || p.done) continue;
-        const auto& cp = job.topology.clusters[c];
-        for (std::uint32_t r = cp.first_rank; r < cp.first_rank + cp.count; ++r)
-          if (job.status[r] == -1) job.status[r] = 255;
-        p.done = true;
-        p.relay.reset();
-        const std::string what = "lost the relay of cluster " + cp.name + " (" + why + ")";
-        if (p.lost) continue;
-        if (job.spec.survive_cluster_loss && !job.killed) {
-          lose_part(job, c, what);
+        if (p.relay != peer) continue;
+        if (p.done) {  // nothing more to hear from it but what it owed a replay
+          p.relay.reset();
+          p.given_up = true;
+          p.replay_pending = false;
           continue;
         }
-        if (job.first_failure == 0) job.first_failure = 255;
-        fail_job(job, what);
+        relay_gone(job, c, "lost the relay of cluster " + p.cluster + " (" + why + ")");
       }
+      persist(job);
       maybe_finish(job);
     }
   } else if (peer->kind == Peer::Kind::kLauncher) {
     for (auto id : peer->jobs) {
       auto jt = jobs_.find(id);
       if (jt == jobs_.end()) continue;
+      if (jt->second->launcher != peer) continue;  // it came back on another connection
       jt->second->launcher.reset();
       if (jt->second->first_failure == 0) jt->second->first_failure = 255;
       fail_job(*jt->second, "the submitting launcher disconnected");
+      persist(*jt->second);
     }
   }
   std::erase_if(pending_, [&](const PendingSubmit& p) { return p.launcher == peer; });

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/job_store.h"
 #include "broker/journal.h"
 #include "common/admission.h"
 #include "common/grid.h"
@@ -33,9 +34,13 @@ class Broker {
   tcp::endpoint endpoint() const { return acceptor_.local_endpoint(); }
   void stop();  // kills every running job and closes every connection
   std::size_t registered_relays() const { return relays_.size(); }
+  // Writes every job's state ahead to `dir` (broker/job_store.h) and takes back the jobs a
+  // broker killed on it left there: they wait up to `grace` for their relays and launchers
+  // to reconnect. Call before set_journal.
+  void set_state_dir(const std::string& dir, std::chrono::steady_clock::duration grace = std::chrono::seconds(60));
   // Appends one line per job started, refused and ended to `path`: who submitted what.
   // Job ids continue after the last one it holds; jobs it saw start and never end (a
-  // crash cut them off) get their end line now.
+  // crash cut them off) get their end line now, unless they were taken back.
   void set_journal(const std::string& path);
   // How long a connection may take to authenticate (its TLS handshake); tests shorten it.
   void set_authentication_deadline(std::chrono::steady_clock::duration d) { authenticate_ = d; }
@@ -66,6 +71,18 @@ class Broker {
   void handle_relay_failure(const PeerPtr& peer, const wire::Frame& f);
   void handle_unreachable(const PeerPtr& peer, const wire::Frame& f);
   void handle_finalizing(const PeerPtr& peer, const wire::Frame& f);
+  void handle_attach(const PeerPtr& peer, const wire::Frame& f);
+  void handle_replayed(const PeerPtr& peer, const wire::Frame& f);
+
+  // Taking jobs back after a restart (set_state_dir).
+  void claim_parts(const PeerPtr& relay);
+  void request_replay(Job& job, std::size_t part);
+  void end_recovery();
+  // Writes the job's state (JobStore): at once, or once this turn of the loop is over (a
+  // burst of exits is one write).
+  void persist(Job& job, bool now = false);
+  void write_dirty_states();
+  void relay_gone(Job& job, std::size_t part, const std::string& what);
 
   void start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run);
   void refuse(const PeerPtr& launcher, const JobSpec& spec, const std::string& why, int status);
@@ -89,6 +106,7 @@ class Broker {
   asio::io_context& io_;
   Grid grid_;
   Journal journal_;
+  JobStore store_;
   asio::ssl::context tls_;
   tcp::acceptor acceptor_;
   Admission strangers_{"broker's port", limits::kDaemonPort};  // connections still shaking hands
@@ -107,6 +125,9 @@ class Broker {
   std::vector<PendingSubmit> queued_;   // waiting for free slots
   std::map<std::string, std::uint32_t> busy_;  // cluster -> slots used by running jobs
   asio::steady_timer pending_deadline_;
+  asio::steady_timer recovery_;  // runs while jobs taken back wait for their relays and launchers
+  bool recovering_ = false;
+  std::set<std::uint64_t> dirty_;  // jobs whose state changed this turn (persist)
   std::uint64_t next_job_ = 1;
   bool stopped_ = false;
 };

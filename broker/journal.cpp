@@ -50,8 +50,9 @@ void Journal::record(const std::string& text) {
   *out_ << ts << ' ' << safe << std::endl;  // flushed: the record survives a crash
 }
 
-void Journal::end_cut_off(const std::string& why) {
-  for (const std::uint64_t id : cut_off_) record(ended(id) + "without a status: " + why);
+void Journal::end_cut_off(const std::string& why, const std::set<std::uint64_t>& still_running) {
+  for (const std::uint64_t id : cut_off_)
+    if (!still_running.count(id)) record(ended(id) + "without a status: " + why);
   cut_off_.clear();
 }
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,8 +30,9 @@ class Journal {
   std::uint64_t next_job_id() const { return last_id_ + 1; }
   // Jobs the journal saw start and never end, in id order.
   const std::vector<std::uint64_t>& cut_off() const { return cut_off_; }
-  // Ends each of them with a line saying `why`.
-  void end_cut_off(const std::string& why);
+  // Ends each of them with a line saying `why`, but those `still_running` (jobs a broker
+  // took back from its state directory: they end as usual).
+  void end_cut_off(const std::string& why, const std::set<std::uint64_t>& still_running = {});
 
   // What a started and an end line begin with (after the time): the broker writes its
   // records with these, and reading a journal back looks for exactly these words.

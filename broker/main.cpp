@@ -24,6 +24,12 @@ submits jobs to it. Every connection is mutual TLS 1.3 from the grid CA.
                      which user (their certificate's name), what, where, how it ended.
                      Keep one per grid: job ids continue after the last one it holds,
                      and jobs a crash cut off get their end line at the next start
+  --state-dir DIR    write every running job's state ahead to DIR (made 0700; it holds
+                     the jobs' secrets). A broker killed or crashed and started again on
+                     the same DIR takes its running jobs back: relays keep them running
+                     meanwhile (gridrelay --broker-grace) and gridrun reconnects; the
+                     output goes on where it stopped. Parts or launchers not back within
+                     60 s are lost. (Stopped with SIGTERM, the broker kills its jobs.)
   --help             this text
 Logging goes to stderr; set GRIDRT_LOG=info or debug for more.
 )";
@@ -32,16 +38,17 @@ Logging goes to stderr; set GRIDRT_LOG=info or debug for more.
 int main(int argc, char** argv) {
   using namespace gridrt;
   log::set_component("broker");
-  std::string grid_path, listen, port_file, journal;
+  std::string grid_path, listen, port_file, journal, state_dir;
   tls::Credentials creds;
   parse_daemon_options(argc, argv, "gridbroker", kUsage,
                        {{"--grid", &grid_path}, {"--listen", &listen}, {"--cert", &creds.cert}, {"--key", &creds.key},
                         {"--ca", &creds.ca}, {"--port-file", &port_file},
-                        {"--journal", &journal}},
+                        {"--journal", &journal}, {"--state-dir", &state_dir}},
                        {"--grid", "--listen", "--cert", "--key", "--ca"});
   try {
     asio::io_context io;
     Broker broker(io, load_grid(grid_path), creds, parse_endpoint(listen));
+    if (!state_dir.empty()) broker.set_state_dir(state_dir);  // before the journal: jobs taken back are not cut off
     if (!journal.empty()) broker.set_journal(journal);
     const auto ep = broker.endpoint();
     log::info("listening on ", ep.address().to_string(), ":", ep.port());

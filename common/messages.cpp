@@ -61,7 +61,10 @@ JobSpec JobSpec::decode(std::string_view body) {
 }
 
 std::string RelayRegistration::encode() const {
-  return Writer().str(cluster).str(link_host).u32(link_port).take();
+  Writer w;
+  w.str(cluster).str(link_host).u32(link_port).u32(static_cast<std::uint32_t>(jobs.size()));
+  for (auto j : jobs) w.u64(j);
+  return w.take();
 }
 RelayRegistration RelayRegistration::decode(std::string_view body) {
   Reader r(body);
@@ -69,6 +72,8 @@ RelayRegistration RelayRegistration::decode(std::string_view body) {
   m.cluster = r.str();
   m.link_host = r.str();
   m.link_port = static_cast<std::uint16_t>(r.u32());
+  const std::uint32_t n = r.u32();  // each read checks the body holds it
+  for (std::uint32_t i = 0; i < n; ++i) m.jobs.push_back(r.u64());
   r.end();
   return m;
 }

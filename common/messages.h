@@ -49,6 +49,9 @@ struct RelayRegistration {
   std::string cluster;
   std::string link_host;  // where other relays dial this one (relay-to-relay links)
   std::uint16_t link_port = 0;
+  // The jobs this relay runs, or finished while it had no broker: a broker that restarted
+  // takes them back (docs/architecture.md, "When the broker restarts").
+  std::vector<std::uint64_t> jobs;
 
   std::string encode() const;
   static RelayRegistration decode(std::string_view body);

@@ -36,6 +36,8 @@ const char* type_name(Type t) {
     case Type::kMatched: return "Matched";
     case Type::kRest: return "Rest";
     case Type::kHeartbeat: return "Heartbeat";
+    case Type::kAttachJob: return "AttachJob";
+    case Type::kReplayOutput: return "ReplayOutput";
   }
   return "unknown";
 }
@@ -49,7 +51,7 @@ std::uint64_t get(const unsigned char*& p, int bytes) {
   for (int i = 0; i < bytes; ++i) v |= static_cast<std::uint64_t>(*p++) << (8 * i);
   return v;
 }
-bool known_type(std::uint16_t t) { return t >= 1 && t <= static_cast<std::uint16_t>(Type::kHeartbeat); }
+bool known_type(std::uint16_t t) { return t >= 1 && t <= static_cast<std::uint16_t>(Type::kReplayOutput); }
 }  // namespace
 
 void encode_header(const Header& h, unsigned char out[kHeaderSize]) {

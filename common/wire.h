@@ -25,9 +25,9 @@ inline constexpr std::uint32_t kMaxBody = 16u << 20;
 enum class Type : std::uint16_t {
   kError = 1,          // any direction: body = text; the sender closes afterwards
   kRelayRegister = 2,  // relay -> broker: RelayRegistration
-  kRegistered = 3,     // broker -> relay: empty, registration accepted
+  kRegistered = 3,     // broker -> relay: empty, registration accepted; flags kTakesJobsBack
   kSubmit = 4,         // launcher -> broker: JobSpec
-  kJobAccepted = 5,    // broker -> launcher: job id in header, body = Mapping
+  kJobAccepted = 5,    // broker -> launcher: job id in header, body = Mapping; flags kTakesJobsBack
   kStartPart = 6,      // broker -> relay: PartStart
   kProcHello = 7,      // runtime -> relay: ProcHello
   kMonitorHello = 8,   // gridproc -> relay: ProcHello (hostname unused)
@@ -63,12 +63,21 @@ enum class Type : std::uint16_t {
                        // of stream (src, dst, context), sent once the receiver matched it
   kHeartbeat = 29,     // any connection, either way: empty; the sender is alive (Link::keep_alive).
                        // Consumed by the receiving link, never forwarded.
+  kAttachJob = 30,     // launcher -> broker, after the broker came back: the submitter takes its
+                       // running job (header.job) back; body = u32 n, then per part the number
+                       // (Output's seq) of the last line printed from it
+  kReplayOutput = 31,  // broker -> relay: send again the job's output numbered after `seq`;
+                       // relay -> broker, empty, after those: the replay is complete
 };
 // kData and kRest flags: more fragments of the same part of the message follow (the last one
 // has it clear). First kData fragment only: the message is synchronous (its sender waits for
 // a Matched), or rendezvous (only its first bytes come as kData; the rest follows as kRest
 // after a Matched). A kData frame's `seq` is the size of the whole message it belongs to.
 inline constexpr std::uint32_t kMoreFragments = 1;
+// Registered and JobAccepted flag: the broker writes its jobs' state ahead, so that, should it
+// restart, it takes running jobs back: a relay that loses it keeps them running a while, a
+// launcher reconnects. Without it they end at once, as nobody could take them back.
+inline constexpr std::uint32_t kTakesJobsBack = 1;
 inline constexpr std::uint32_t kSynchronous = 2;
 inline constexpr std::uint32_t kRendezvous = 4;
 const char* type_name(Type t);
@@ -85,7 +94,8 @@ struct Header {
   std::int32_t dst = -1;      // global destination rank
   std::uint32_t context = 0;  // communicator context (kData): keeps traffic classes apart
   std::int32_t tag = 0;       // message tag (kData), or an exit status (kProcExit)
-  std::uint64_t seq = 0;      // kData: the message's size; kCredit: bytes granted; kMatched: which message
+  std::uint64_t seq = 0;      // kData: the message's size; kCredit: bytes granted; kMatched: which message;
+                              // kOutput: the line's number in its part's output, 0 for a note (relay/output_log.h)
 };
 
 struct Frame {

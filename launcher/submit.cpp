@@ -16,6 +16,18 @@ using wire::Frame;
 using wire::Type;
 
 namespace {
+// After losing the broker under a running job, how long gridrun tries to reach it again
+// (a broker restarted on its state directory takes the job back), and how often at most.
+constexpr auto kReconnectFor = std::chrono::seconds(60);
+constexpr auto kReconnectBackOffMax = std::chrono::seconds(2);
+
+// The broker's certificate must name it the broker; "" if it does, else why not.
+std::string not_the_broker(TlsStream& stream, const std::string& broker) {
+  const std::string cn = tls::peer_common_name(stream.native_handle());
+  if (cn == tls::kBrokerName) return {};
+  return broker + " is not the grid's broker: its certificate is named '" + cn + "', not '" + tls::kBrokerName + "'";
+}
+
 // A TLS link to the broker at `broker` (HOST:PORT) whose certificate names it the broker,
 // or null after saying on stderr why not.
 std::shared_ptr<TlsLink> connect_broker(asio::io_context& io, asio::ssl::context& ctx, const std::string& broker) {
@@ -29,9 +41,8 @@ std::shared_ptr<TlsLink> connect_broker(asio::io_context& io, asio::ssl::context
     std::fprintf(stderr, "gridrun: cannot reach the broker at %s: %s\n", broker.c_str(), ec.message().c_str());
     return nullptr;
   }
-  if (const std::string cn = tls::peer_common_name(stream.native_handle()); cn != tls::kBrokerName) {
-    std::fprintf(stderr, "gridrun: %s is not the grid's broker: its certificate is named '%s', not '%s'\n", broker.c_str(),
-                 cn.c_str(), tls::kBrokerName.c_str());
+  if (const std::string why = not_the_broker(stream, broker); !why.empty()) {
+    std::fprintf(stderr, "gridrun: %s\n", why.c_str());
     return nullptr;
   }
   auto link = std::make_shared<TlsLink>(std::move(stream), "broker");
@@ -43,8 +54,16 @@ std::shared_ptr<TlsLink> connect_broker(asio::io_context& io, asio::ssl::context
 int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
   asio::io_context io;
   asio::ssl::context ctx = tls::make_context(tls::Role::kClient, opt.creds);
-  const auto link = connect_broker(io, ctx, opt.broker);
+  std::shared_ptr<TlsLink> link = connect_broker(io, ctx, opt.broker);
   if (!link) return 1;
+  // The number of the last line printed from each part (Output's seq): after a broker
+  // restart its output is replayed from there, and what was printed already is not again.
+  std::vector<std::uint64_t> printed;
+  asio::steady_timer reconnect_timer(io);
+  std::chrono::steady_clock::time_point reconnect_until;
+  std::chrono::milliseconds back_off(250);
+  bool reconnecting = false;
+  bool takes_jobs_back = false;  // the broker said it would, should it restart (kTakesJobsBack)
   int status = 1;
   bool accepted = false, ended = false, interrupted = false, refused = false;
   Topology topo;
@@ -55,14 +74,16 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
     if (rank < 0 || static_cast<std::uint32_t>(rank) >= topo.size()) return std::string("[?] ");
     return "[" + topo.clusters[topo.cluster_of(static_cast<std::uint32_t>(rank))].name + ":" + std::to_string(rank) + "] ";
   };
-  link->start(
-      [&](Frame& f) {
+  std::function<void()> reconnect;
+  const std::function<void(Frame&)> on_frame = [&](Frame& f) {
         switch (f.header.type) {
           case Type::kJobAccepted: {
             wire::Reader r(f.body);
             topo = Topology::decode(r);
             accepted = true;
             job_id = f.header.job;
+            printed.assign(topo.clusters.size(), 0);
+            takes_jobs_back = (f.header.flags & wire::kTakesJobsBack) != 0;
             if (opt.flags & kSubmitDryRun) {
               std::fputs(describe_mapping(topo).c_str(), stdout);
               if (opt.explain) std::fputs(explain_links(topo).c_str(), stdout);
@@ -82,6 +103,10 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
             break;
           }
           case Type::kOutput: {
+            if (f.header.seq != 0 && f.header.context < printed.size()) {  // 0: a note, not a numbered line
+              if (f.header.seq <= printed[f.header.context]) break;  // replayed, printed already
+              printed[f.header.context] = f.header.seq;
+            }
             FILE* out = f.header.flags == kStderr ? stderr : stdout;
             // Rank -1: the launch command's own output (e.g. mpiexec's errors).
             std::string line = f.header.src >= 0 ? prefix(f.header.src)
@@ -99,6 +124,9 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
             std::fprintf(stderr, "gridrun: %s\n", f.body.c_str());
             if (!accepted) {
               status = f.header.tag == 2 ? 2 : 1;  // 2: the job does not fit the grid (bad input)
+              refused = true;
+            } else if (f.header.job == 0) {  // the broker hangs up on us (e.g. it does not know the job back)
+              status = 1;
               refused = true;
             }
             break;
@@ -121,9 +149,25 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
           default:
             break;
         }
-      },
-      [&](const std::string& why) {
+  };
+  const std::function<void(const std::string&)> on_closed = [&](const std::string& why) {
         if (!ended && !interrupted && !refused) {
+          if (accepted && job_id != 0 && takes_jobs_back) {
+            // A broker restarted on its state directory takes the job back: try to reach
+            // it again for a while, with back-off.
+            if (!reconnecting) {
+              std::fprintf(stderr, "gridrun: lost the broker: %s; trying to reconnect for %lld s to take job %llu back\n",
+                           why.c_str(), static_cast<long long>(kReconnectFor.count()), static_cast<unsigned long long>(job_id));
+              reconnecting = true;
+              reconnect_until = std::chrono::steady_clock::now() + kReconnectFor;
+              back_off = std::chrono::milliseconds(250);
+            }
+            reconnect_timer.expires_after(back_off);
+            reconnect_timer.async_wait([&](const boost::system::error_code& ec) {
+              if (!ec) reconnect();
+            });
+            return;
+          }
           if (accepted)
             std::fprintf(stderr, "gridrun: lost the broker: %s\n", why.c_str());
           else  // e.g. a certificate the grid's CA did not sign: TLS 1.3 reports it only now
@@ -132,8 +176,40 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
           status = 1;
         }
         health_timer.cancel();
+        reconnect_timer.cancel();
         io.stop();
-      });
+  };
+  // One attempt to reach the broker again; on success the job is asked back (AttachJob,
+  // with where the output stands), on failure another attempt follows, later, until
+  // kReconnectFor is over.
+  reconnect = [&] {
+    if (interrupted) return io.stop();
+    if (std::chrono::steady_clock::now() >= reconnect_until) {
+      std::fprintf(stderr, "gridrun: the broker did not come back within %lld s: job %llu is lost to this gridrun\n",
+                   static_cast<long long>(kReconnectFor.count()), static_cast<unsigned long long>(job_id));
+      status = 1;
+      health_timer.cancel();
+      return io.stop();
+    }
+    auto stream = std::make_shared<TlsStream>(io, ctx);
+    asio::co_spawn(io, connect_tls(*stream, parse_endpoint(opt.broker), std::chrono::seconds(5)),
+                   [&, stream](std::exception_ptr, boost::system::error_code ec) {
+                     std::string why = ec ? ec.message() : not_the_broker(*stream, opt.broker);
+                     if (!why.empty()) {
+                       back_off = std::min<std::chrono::milliseconds>(back_off * 2, kReconnectBackOffMax);
+                       return on_closed(why);
+                     }
+                     link = std::make_shared<TlsLink>(std::move(*stream), "broker");
+                     link->keep_alive(true);
+                     link->start(on_frame, on_closed);
+                     wire::Writer w;
+                     w.u32(static_cast<std::uint32_t>(printed.size()));
+                     for (auto seq : printed) w.u64(seq);
+                     link->send(wire::make_frame(Type::kAttachJob, w.take(), job_id));
+                     reconnecting = false;
+                   });
+  };
+  link->start(on_frame, on_closed);
   Frame submit = wire::make_frame(Type::kSubmit, spec.encode());
   submit.header.flags = opt.flags;
   link->send(submit);

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 
@@ -28,6 +29,10 @@ description, and carries the job's traffic to and from other clusters.
                       every job; a user not in it is refused. Needs the relay to run as
                       root. Without it every job runs as the relay's own user, and users'
                       jobs are not isolated from each other.
+  --broker-grace SECONDS
+                      how long this cluster's jobs keep running when the broker is lost
+                      (default 60): a broker restarted on its --state-dir within it takes
+                      them back; after it they are killed
   --gridproc PATH     the per-process monitor (default: gridproc next to this program)
   --link-encryption tls|none
                       relay-to-relay links over mutual TLS 1.3 (the default), or, for
@@ -45,12 +50,13 @@ Logging goes to stderr; set GRIDRT_LOG=info or debug for more.
 int main(int argc, char** argv) {
   using namespace gridrt;
   log::set_component("relay");
-  std::string grid_path, cluster, broker, gridproc, link_encryption = "tls", emulate_wan, grid_map;
+  std::string grid_path, cluster, broker, gridproc, link_encryption = "tls", emulate_wan, grid_map, broker_grace = "60";
   tls::Credentials creds;
   parse_daemon_options(argc, argv, "gridrelay", kUsage,
                        {{"--grid", &grid_path}, {"--cluster", &cluster}, {"--broker", &broker}, {"--cert", &creds.cert},
                         {"--key", &creds.key}, {"--ca", &creds.ca}, {"--gridproc", &gridproc}, {"--grid-mapfile", &grid_map},
-                        {"--link-encryption", &link_encryption}, {"--emulate-wan", &emulate_wan}},
+                        {"--link-encryption", &link_encryption}, {"--emulate-wan", &emulate_wan},
+                        {"--broker-grace", &broker_grace}},
                        {"--grid", "--cluster", "--broker", "--cert", "--key", "--ca"});
   if (gridproc.empty()) gridproc = (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "gridproc").string();
   if (link_encryption != "tls" && link_encryption != "none") {
@@ -62,6 +68,12 @@ int main(int argc, char** argv) {
     if (!emulate_wan.empty()) wan = parse_wan_spec(emulate_wan);
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "gridrelay: --emulate-wan: %s\n", e.what());
+    return 2;
+  }
+  char* end = nullptr;
+  const long grace = std::strtol(broker_grace.c_str(), &end, 10);
+  if (broker_grace.empty() || *end || grace < 0 || grace > 86400) {
+    std::fprintf(stderr, "gridrelay: --broker-grace must be a number of seconds from 0 to 86400, not '%s'\n", broker_grace.c_str());
     return 2;
   }
   if (!grid_map.empty() && ::geteuid() != 0) {
@@ -84,7 +96,9 @@ int main(int argc, char** argv) {
       return 2;
     }
     asio::io_context io;
-    Relay relay(io, {*desc, creds, parse_endpoint(broker), gridproc, link_encryption == "tls", wan, grid_map});
+    Relay::Options options{*desc, creds, parse_endpoint(broker), gridproc, link_encryption == "tls", wan, grid_map};
+    options.broker_grace = std::chrono::seconds(grace);
+    Relay relay(io, options);
     if (wan.active()) log::info("emulating a WAN line under relay links: ", describe(wan));
     if (link_encryption == "none")
       log::warn("relay links are NOT encrypted nor authenticated (--link-encryption none): for benchmarks only");

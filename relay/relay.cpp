@@ -26,6 +26,9 @@ constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
 // Frames held for a local rank that has not connected yet. Flow control keeps this to a
 // window per stream; more means a misbehaving sender, and the job is stopped.
 constexpr std::size_t kMaxPendingBytes = 64u << 20;
+// A part's end and output are kept this long after it ended with the broker there: a broker
+// that dies just after may not have taken them in.
+constexpr auto kFinishedKept = std::chrono::seconds(10);
 
 namespace {
 // Frames one process sends another through the relays.
@@ -62,6 +65,9 @@ struct Relay::Job {
   std::map<std::uint32_t, std::vector<Frame>> pending;  // data for ranks not yet connected
   std::size_t pending_bytes = 0;
   std::string topology;                // the Topology frame body, once the broker sent it
+  OutputLog output;                    // every line printed, numbered (relay/output_log.h)
+  bool output_live = true;             // lines go to the broker as they come (not while it is away)
+  std::vector<Frame> reports;          // Error, ClusterLost, Finalizing sent: said again after a restart
   bool killed = false;
   bool grace_over = false;
   std::unique_ptr<asio::steady_timer> timer;
@@ -92,7 +98,7 @@ Relay::Relay(asio::io_context& io, Options opt)
       tls_client_(tls::make_context(tls::Role::kClient, opt_.creds)),
       link_acceptor_(io, parse_endpoint(opt_.cluster.link)),
       local_acceptor_(io, parse_endpoint(opt_.cluster.local)),
-      child_signal_(io, SIGCHLD) {}
+      child_signal_(io, SIGCHLD), broker_grace_(io) {}
 
 Relay::~Relay() {
   stop();
@@ -164,6 +170,7 @@ void Relay::stop() {
       if (c) c->link->close("relay stopping");
     if (job->timer) job->timer->cancel();
   }
+  broker_grace_.cancel();
 }
 
 // ---------------------------------------------------------------- broker
@@ -194,17 +201,15 @@ asio::awaitable<void> Relay::broker_loop() {
     link->start([this](Frame& f) { on_broker_frame(f); },
                 [this, closed](const std::string& why) {
                   // Expected when the grid shuts down; worth a warning only if jobs are hit.
-                  if (!stopped_) log::emit(jobs_.empty() ? log::Level::kInfo : log::Level::kWarn, "lost the broker: ", why);
-                  registered_ = false;
-                  // Jobs cannot be tracked without the broker: stop them rather than let them
-                  // run unobserved.
-                  for (auto& [id, job] : jobs_) kill_job(*job, "lost the broker");
+                  lost_broker(why);
                   closed->cancel();
                 });
     RelayRegistration reg;
     reg.cluster = opt_.cluster.name;
     reg.link_host = link_endpoint().address().to_string();
     reg.link_port = link_endpoint().port();
+    for (const auto& [id, job] : jobs_) reg.jobs.push_back(id);
+    for (const auto& [id, done] : finished_) reg.jobs.push_back(id);
     link->send(wire::make_frame(Type::kRelayRegister, reg.encode()));
     co_await closed->async_wait(asio::redirect_error(asio::use_awaitable, ec));
     if (stopped_) co_return;
@@ -213,8 +218,96 @@ asio::awaitable<void> Relay::broker_loop() {
   }
 }
 
+// Frames for the broker go only to a broker that accepted this relay; while there is none,
+// what it must learn is kept in the jobs' state and said again once one is back
+// (resync_with_broker).
 void Relay::to_broker(const Frame& f) {
-  if (broker_) broker_->send(f);
+  if (broker_ && registered_) broker_->send(f);
+}
+
+void Relay::report_to_broker(Job& job, const Frame& f) {
+  job.reports.push_back(f);
+  to_broker(f);
+}
+
+void Relay::send_output(Job& job, Frame& f) {
+  job.output.append(f);
+  if (job.output_live) to_broker(f);
+}
+
+// Jobs outlive a lost broker for a while (Options::broker_grace): a broker that restarts
+// takes them back from the state it wrote ahead. Their processes carry on among themselves
+// (nothing on the data path passes the broker); their output is kept (OutputLog) and what
+// the broker must learn is said again when it is back.
+void Relay::lost_broker(const std::string& why) {
+  const bool was_registered = std::exchange(registered_, false);
+  if (stopped_) return;
+  if (jobs_.empty()) return log::info("lost the broker: ", why);
+  if (was_registered && !broker_takes_jobs_back_) {
+    // Nobody could take the jobs back (the broker keeps no state): they stop now rather
+    // than run unobserved.
+    log::warn("lost the broker: ", why);
+    for (auto& [id, job] : jobs_) kill_job(*job, "lost the broker");
+    return;
+  }
+  if (!was_registered && broker_grace_.expiry() > std::chrono::steady_clock::now()) return;  // already waiting
+  const auto grace = std::chrono::duration_cast<std::chrono::seconds>(opt_.broker_grace).count();
+  log::warn("lost the broker: ", why, "; its ", jobs_.size(), " job(s) here keep running for up to ", grace,
+            " s while it comes back");
+  for (auto& [id, job] : jobs_) job->output_live = false;
+  broker_grace_.expires_after(opt_.broker_grace);
+  broker_grace_.async_wait([this, grace](const boost::system::error_code& ec) {
+    if (ec || registered_ || stopped_) return;
+    for (auto& [id, job] : jobs_) kill_job(*job, "lost the broker for " + std::to_string(grace) + " s");
+  });
+}
+
+// Registered again (with a broker that may have restarted and lost what was in flight): it
+// hears again what it must know of each job still here, in an order it can take twice.
+void Relay::resync_with_broker() {
+  broker_grace_.cancel();
+  const auto now = std::chrono::steady_clock::now();
+  std::erase_if(finished_, [&](const auto& e) { return e.second.until < now; });
+  for (auto& [id, job] : jobs_) {
+    if (job->hellos == job->count && job->topology.empty())
+      to_broker(wire::make_frame(Type::kPartReady, PartReady{job->hostnames, job->endpoints}.encode(), id));
+    for (std::uint32_t i = 0; i < job->count; ++i)
+      if (job->status[i] != -1) {
+        Frame f = wire::make_frame(Type::kProcExitRank, {}, id);
+        f.header.src = static_cast<std::int32_t>(job->first + i);
+        f.header.tag = job->status[i];
+        to_broker(f);
+      }
+    for (const auto& r : job->reports) to_broker(r);
+  }
+  for (const auto& [id, done] : finished_) to_broker(done.part_done);
+}
+
+// The broker asks for a job's output again, from after the last line its launcher printed
+// (it restarted, or the launcher reconnected); then this part's lines flow as they come.
+void Relay::handle_replay(const Frame& f) {
+  const OutputLog* log = nullptr;
+  Job* job = nullptr;
+  if (auto it = jobs_.find(f.header.job); it != jobs_.end()) {
+    job = it->second.get();
+    log = &job->output;
+  } else if (auto ft = finished_.find(f.header.job); ft != finished_.end()) {
+    log = &ft->second.output;
+  }
+  if (log) {
+    std::uint64_t dropped = 0;
+    const auto frames = log->after(f.header.seq, &dropped);
+    if (dropped > 0) {
+      Frame note = wire::make_frame(Type::kOutput, std::to_string(dropped) + " line(s) of this cluster's output were not kept while the broker was away", f.header.job);
+      note.header.flags = kStderr;
+      note.header.src = -1;
+      note.header.seq = 0;  // not a numbered line: printed whatever was printed before
+      to_broker(note);
+    }
+    for (const auto& o : frames) to_broker(o);
+  }
+  if (job) job->output_live = true;
+  to_broker(wire::make_frame(Type::kReplayOutput, {}, f.header.job));
 }
 
 void Relay::on_broker_frame(Frame& f) {
@@ -222,8 +315,9 @@ void Relay::on_broker_frame(Frame& f) {
     switch (f.header.type) {
       case Type::kRegistered:
         registered_ = true;
+        broker_takes_jobs_back_ = (f.header.flags & wire::kTakesJobsBack) != 0;
         log::info("registered with the broker at ", opt_.broker);
-        return;
+        return resync_with_broker();
       case Type::kError:
         log::error("the broker refused this relay: ", f.body);
         if (!registered_ && on_fatal) on_fatal(f.body);
@@ -233,6 +327,7 @@ void Relay::on_broker_frame(Frame& f) {
       case Type::kClusterLost:
       case Type::kFinalizing: return tell_processes(f);
       case Type::kKillJob: return handle_kill(f);
+      case Type::kReplayOutput: return handle_replay(f);
       default:
         log::warn("ignoring unexpected ", wire::type_name(f.header.type), " frame from the broker");
     }
@@ -267,7 +362,8 @@ void Relay::handle_start(const Frame& f) {
 
 void Relay::handle_topology(const Frame& f) {
   auto it = jobs_.find(f.header.job);
-  if (it == jobs_.end()) return;
+  // A restarted broker may publish it again: the processes have it already.
+  if (it == jobs_.end() || !it->second->topology.empty()) return;
   it->second->topology = f.body;
   tell_processes(f);
 }
@@ -374,7 +470,8 @@ asio::awaitable<void> Relay::forward_launcher_output(std::uint64_t id, asio::pos
       }
       Frame f = wire::make_frame(Type::kOutput, line, id);
       f.header.flags = stream;
-      to_broker(f);
+      f.header.src = -1;
+      send_output(*job->second, f);
     }
   }
   auto it = jobs_.find(id);
@@ -426,14 +523,14 @@ void Relay::cannot_reach(Job& job, std::uint32_t c, const std::string& why) {
   log::warn("job ", job.id(), ": ", why, "; reporting it to the broker");
   Frame f = wire::make_frame(Type::kClusterLost, why, job.id());
   f.header.tag = static_cast<std::int32_t>(c);
-  to_broker(f);
+  report_to_broker(job, f);
 }
 
 void Relay::kill_job(Job& job, const std::string& why, bool tell_broker) {
   if (job.killed) return;
   job.killed = true;
   // Stopped here, for a reason only this relay knows: the broker (and the user) learn it.
-  if (tell_broker) to_broker(wire::make_frame(Type::kError, why, job.id()));
+  if (tell_broker) report_to_broker(job, wire::make_frame(Type::kError, why, job.id()));
   log::info("job ", job.id(), ": stopping (", why, ")");
   if (job.mpiexec > 0 && !job.exited) {
     signal_tree(job.mpiexec, SIGTERM);
@@ -478,8 +575,14 @@ void Relay::finish(Job& job) {
       done.message = "launch command '" + opt_.cluster.launch[0] + "' exited with status " +
                      std::to_string(job.mpiexec_status) + " before any process started";
   }
-  to_broker(wire::make_frame(Type::kPartDone, done.encode(), job.id()));
+  Frame part_done = wire::make_frame(Type::kPartDone, done.encode(), job.id());
+  to_broker(part_done);
   log::info("job ", job.id(), ": part done");
+  // Kept a moment, or while the broker is away, should a restarted broker need it.
+  const auto now = std::chrono::steady_clock::now();
+  std::erase_if(finished_, [&](const auto& e) { return e.second.until < now; });
+  finished_[job.id()] = {std::move(part_done), std::move(job.output),
+                         now + (registered_ ? kFinishedKept : std::chrono::steady_clock::duration(opt_.broker_grace))};
   for (auto& c : job.procs)
     if (c) c->link->close_after_flush("job ended");
   for (auto& c : job.monitors)
@@ -533,7 +636,7 @@ void Relay::on_local_frame(const LocalPtr& conn, Frame& f) {
     case Type::kOutput:
       if (!conn->monitor) break;
       f.header.src = rank;
-      return to_broker(f);
+      return send_output(job, f);
     case Type::kWanCount: {
       if (conn->monitor) break;
       const auto& [messages, bytes] = job.wan_sent[conn->local_rank];
@@ -550,7 +653,7 @@ void Relay::on_local_frame(const LocalPtr& conn, Frame& f) {
     }
     case Type::kFinalizing:  // this part's leader: all its processes are in finalize
       if (conn->monitor || !job.start.spec.survive_cluster_loss) break;
-      return to_broker(wire::make_frame(Type::kFinalizing, {}, job.id()));
+      return report_to_broker(job, wire::make_frame(Type::kFinalizing, {}, job.id()));
     case Type::kProcExit:
       if (!conn->monitor) break;
       job.status[conn->local_rank] = f.header.tag;

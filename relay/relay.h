@@ -25,6 +25,7 @@
 #include "common/process.h"
 #include "common/tls.h"
 #include "common/wan.h"
+#include "relay/output_log.h"
 
 namespace gridrt {
 
@@ -47,6 +48,9 @@ class Relay {
     std::string grid_map;
     // How long a connection may stay unauthenticated (tests shorten it).
     std::chrono::steady_clock::duration authenticate = limits::kAuthenticate;
+    // How long jobs keep running without the broker: a broker that restarts within it takes
+    // them back (docs/architecture.md, "When the broker restarts"); after it they are killed.
+    std::chrono::steady_clock::duration broker_grace = std::chrono::seconds(60);
   };
   Relay(asio::io_context& io, Options opt);
   ~Relay();
@@ -67,6 +71,12 @@ class Relay {
   struct LocalConn;
   struct Job;
   struct PeerLink;
+  // A part that ended lately: what the broker needs should it have to take the job back.
+  struct Finished {
+    wire::Frame part_done;
+    OutputLog output;
+    std::chrono::steady_clock::time_point until;
+  };
   using LocalPtr = std::shared_ptr<LocalConn>;
 
   // Broker side.
@@ -76,7 +86,12 @@ class Relay {
   void handle_topology(const wire::Frame& f);
   void tell_processes(const wire::Frame& f);
   void handle_kill(const wire::Frame& f);
+  void handle_replay(const wire::Frame& f);
   void to_broker(const wire::Frame& f);
+  void report_to_broker(Job& job, const wire::Frame& f);  // kept: said again to a restarted broker
+  void send_output(Job& job, wire::Frame& f);
+  void lost_broker(const std::string& why);
+  void resync_with_broker();
 
   // Local processes.
   asio::awaitable<void> accept_local();
@@ -127,8 +142,11 @@ class Relay {
   std::shared_ptr<TlsLink> broker_;
   asio::signal_set child_signal_;
   std::map<std::uint64_t, std::unique_ptr<Job>> jobs_;
+  std::map<std::uint64_t, Finished> finished_;
+  asio::steady_timer broker_grace_;  // runs while jobs wait for the broker to come back
   std::map<std::string, std::unique_ptr<PeerLink>> links_;
   bool registered_ = false;
+  bool broker_takes_jobs_back_ = false;  // it said so (kTakesJobsBack): jobs outlive its loss a while
   bool stopped_ = false;
 };
 

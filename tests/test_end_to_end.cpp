@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -231,8 +232,9 @@ TEST(EndToEnd, CApiWithNonBlockingPointToPoint) {
 // when it goes.
 class StandingGrid {
  public:
-  StandingGrid(const std::string& name, const std::vector<std::string>& users, const std::vector<std::string>& relay_args = {})
-      : dir(::testing::TempDir() + "/" + name), users_(users) {
+  StandingGrid(const std::string& name, const std::vector<std::string>& users, const std::vector<std::string>& relay_args = {},
+               const std::vector<std::string>& broker_args = {})
+      : dir(::testing::TempDir() + "/" + name), users_(users), broker_args_(broker_args) {
     fs::remove_all(dir);
     fs::create_directories(dir);
     std::vector<std::vector<std::string>> made = {{"ca", "init", dir + "/ca", "standing CA"},
@@ -294,11 +296,10 @@ class StandingGrid {
     const std::string port_file = dir + "/port";
     fs::remove(port_file);
     const auto broker = creds("broker");
-    daemons_.insert(daemons_.begin(), gridrt::spawn({kBin + "/gridbroker", "--grid", dir + "/grid.xml", "--listen", listen, "--cert",
-                                                     broker.cert, "--key", broker.key, "--ca", broker.ca, "--port-file", port_file,
-                                                     "--journal", journal},
-                                                    {})
-                                          .pid);
+    std::vector<std::string> argv = {kBin + "/gridbroker", "--grid", dir + "/grid.xml", "--listen", listen, "--cert", broker.cert,
+                                     "--key", broker.key, "--ca", broker.ca, "--port-file", port_file, "--journal", journal};
+    argv.insert(argv.end(), broker_args_.begin(), broker_args_.end());
+    daemons_.insert(daemons_.begin(), gridrt::spawn(argv, {}).pid);
     for (int i = 0; i < 100 && !fs::exists(port_file); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     endpoint = "127.0.0.1:" + slurp(port_file).substr(0, slurp(port_file).find('\n'));
   }
@@ -313,6 +314,7 @@ class StandingGrid {
     throw std::runtime_error("the relays did not register with the broker within 10 s");
   }
   std::vector<std::string> users_;
+  std::vector<std::string> broker_args_;
   std::vector<pid_t> daemons_;  // the broker first
 };
 
@@ -424,6 +426,51 @@ TEST(EndToEnd, JobIdsNeverRepeatAndEveryJobABrokerStopCutOffIsEnded) {
   EXPECT_EQ(end_line[2], "without a status: the broker stopped while it ran (recorded when the broker started again)");
   EXPECT_EQ(end_line[4], "without a status: the broker was stopped while it ran (its relays were told to kill it)");
   EXPECT_EQ(end_line[5], "with status 0");
+  grid.stop();
+  expect_nothing_left();
+}
+
+// A broker with a state directory, killed outright in the middle of a job and started again
+// on it, takes the job back: the relays kept it running, gridrun reconnects, and the job ends
+// as it would have, with every line of its output printed once and in order (those printed
+// while the broker was away too) and its exit status. Its id is journaled started once and
+// ended once.
+TEST(EndToEnd, ABrokerKilledMidJobTakesItBackWithAllItsOutput) {
+  StandingGrid grid("takes-back", {"alice"}, {}, {"--state-dir", ::testing::TempDir() + "/takes-back-state"});
+  const int lines = 50;
+  const std::string script = grid.dir + "/count.sh";  // (a JobProfile would take $i for its own variable)
+  std::ofstream(script) << "i=1; while [ $i -le " << lines << " ]; do echo \"line $i of $GRIDRT_CLUSTER\"; i=$((i+1)); sleep 0.1; done\n"
+                        << "[ $GRIDRT_CLUSTER = c1 ] && exit 3; exit 0\n";
+  const std::string counting = two_group_profile("counting.xml", 2, 1, "/bin/sh", {script});
+  Running job = start_gridrun(grid.as("alice", {counting}), "counting");
+  for (int i = 0; i < 200 && find_process("gridproc", "GRIDRT_JOB=1 ") < 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // some lines printed, most to come
+  grid.restart_broker(SIGKILL);
+  const Outcome r = job.finish();
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.err.find("gridrun: lost the broker"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("job 1 taken back by the restarted broker"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rank 2 (cluster c1) exited with status 3"), std::string::npos) << r.err;
+  // Ranks 0 and 1 on c0, rank 2 on c1: each line of each rank once, in order.
+  for (int rank = 0; rank < 3; ++rank) {
+    const std::string cluster = rank < 2 ? "c0" : "c1";
+    const std::string prefix = "[" + cluster + ":" + std::to_string(rank) + "] line ";
+    std::vector<int> seen;
+    std::istringstream in(r.out);
+    for (std::string l; std::getline(in, l);)
+      if (l.rfind(prefix, 0) == 0) seen.push_back(std::stoi(l.substr(prefix.size())));
+    std::vector<int> all(lines);
+    std::iota(all.begin(), all.end(), 1);
+    EXPECT_EQ(seen, all) << "rank " << rank << "\n" << r.out;
+  }
+  const std::string journal = slurp(grid.journal);
+  EXPECT_EQ(std::regex_search(journal, std::regex(R"(job 1 started )")), true) << journal;
+  std::smatch m;
+  EXPECT_TRUE(std::regex_search(journal, m, std::regex(R"(job 1 ended (.*))"))) << journal;
+  EXPECT_EQ(m.size() > 1 ? m[1].str().substr(0, 13) : "", "with status 3") << journal;
+  const std::regex job_line("job 1 (started|ended)");
+  EXPECT_EQ(std::distance(std::sregex_iterator(journal.begin(), journal.end(), job_line), std::sregex_iterator()), 2) << journal;
+  EXPECT_TRUE(fs::is_empty(::testing::TempDir() + "/takes-back-state")) << "a job's state outlived it";
   grid.stop();
   expect_nothing_left();
 }
