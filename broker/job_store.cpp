@@ -52,7 +52,12 @@ std::string JobStore::encode(const JobRecord& job, const std::vector<const PartR
 
 JobStore::Saved JobStore::decode(std::string_view bytes) {
   Reader r(bytes);
-  if (r.str() != kMagic) throw wire::BadBody("not a gridrt job state file (version 1)");
+  std::string magic;
+  try {
+    magic = r.str();
+  } catch (const wire::BadBody&) {  // (garbage: say what it is not, not where it broke)
+  }
+  if (magic != kMagic) throw wire::BadBody("not a gridrt job state file (version 1)");
   Saved s;
   JobRecord& j = s.job;
   j.id = r.u64();
