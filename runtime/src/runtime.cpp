@@ -157,6 +157,14 @@ void init(int* argc, char*** argv, int required) {
   s->messages = s->transport.get();
   for (const auto& c : clusters) s->cluster_names.push_back(c.name);
   g = std::move(s);
+  // A process that exits without finalize (an error thrown out of main, exit(1)) must not
+  // have the transport's I/O thread running while exit() destroys what it uses: this
+  // handler, registered after everything that thread touched was made, runs before their
+  // destructors (atexit runs in reverse order) and stops it.
+  static const bool halt_registered = std::atexit([] {
+                                        if (g && g->transport) g->transport->halt();
+                                      }) == 0;
+  (void)halt_registered;
   g->world_comm = detail::CommImpl::make_world();
   // gridrt's own point-to-point between global ranks: every rank a peer, those of this
   // cluster through MPI on a private duplicate of its world.

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "common/tls.h"
 
 namespace gridrt::detail {
@@ -49,6 +51,11 @@ RelayTransport::RelayTransport(const std::string& relay, std::uint64_t job, cons
   direct_allowed_ = !(direct && std::string(direct) == "off");
   const char* on_loss = std::getenv("GRIDRT_ON_CLUSTER_LOSS");
   survive_cluster_loss_ = on_loss && std::string(on_loss) == "continue";
+  // OpenSSL frees its global state in an atexit handler of its own. A process that exits
+  // without gridrt::finalize runs that handler while this transport's I/O thread may still
+  // be decrypting a record (halt() comes later, registered by gridrt::init): OpenSSL stays
+  // up until the process is gone. (Asked for before the first TLS context of the process.)
+  OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, nullptr);
   tcp::socket socket(io_);
   boost::system::error_code ec;
   socket.connect(parse_endpoint(relay), ec);
@@ -87,7 +94,13 @@ RelayTransport::RelayTransport(const std::string& relay, std::uint64_t job, cons
   thread_ = std::thread([this] { io_.run(); });
 }
 
+void RelayTransport::halt() {
+  io_.stop();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
 RelayTransport::~RelayTransport() {
+  if (!thread_.joinable()) return;  // halted
   // Let queued frames out before hanging up (close_after_flush), then stop.
   asio::post(io_, [this] {
     std::lock_guard<std::mutex> lock(mu_);

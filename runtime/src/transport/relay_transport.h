@@ -47,6 +47,10 @@ class RelayTransport : public MessageTransport {
                  const std::string& hostname, std::size_t window, ListenSpec listen = {},
                  std::size_t unexpected_budget = Receiver::kUnexpectedBudget);
   ~RelayTransport();
+  // Stops the I/O thread where it stands, without a goodbye: for a process that exits
+  // without gridrt::finalize (an error, or main returning), before exit() tears down what
+  // that thread uses. The transport can then only be destroyed.
+  void halt();
   // "HOST:PORT" of the direct-connection listener, or "".
   const std::string& listening() const { return listening_; }
 
