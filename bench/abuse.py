@@ -23,46 +23,30 @@ of 10 slots each, certificates from `gridrun ca`) and measures:
 Everything is bounded in count and time and removed at the end, also on failure
 (ABUSE_KEEP=1 keeps the daemons' logs and the journal).
 """
-import atexit, os, random, resource, shutil, signal, socket, statistics, struct, subprocess, sys, tempfile, threading, time
+import os, random, resource, socket, statistics, struct, subprocess, sys, threading, time
+
+from standing_grid import credentials, free_port, workspace
 
 bindir = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/bin")
 jobs_seq = int(sys.argv[2]) if len(sys.argv) > 2 else 10
 resource.setrlimit(resource.RLIMIT_NOFILE, (16384, 16384))
-d = tempfile.mkdtemp(prefix="gridrt-abuse-")
 daemons = []
 attack_sockets = []
 stop_attack = threading.Event()
 
 
-def clean_up():  # also on failure (an exception, SIGTERM): nothing left behind
+def stop_the_attack():
     stop_attack.set()
     for s in attack_sockets:
         s.close()
-    for p in daemons:
-        p.terminate()
-        p.wait()
-    if os.environ.get("ABUSE_KEEP"):
-        print("daemons' logs and journal kept in", d)
-    else:
-        shutil.rmtree(d, ignore_errors=True)
 
 
-atexit.register(clean_up)
-signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
+d = workspace("gridrt-abuse-", "ABUSE_KEEP", daemons, stop_the_attack)  # also on failure: nothing left behind
 
 # The grid, its credentials, its daemons.
 gr = f"{bindir}/gridrun"
 ca = f"{d}/ca"
-subprocess.run([gr, "ca", "init", ca], check=True, capture_output=True)
-for who in (["broker"], ["relay", "c0"], ["relay", "c1"], ["user", "alice"]):
-    subprocess.run([gr, "ca", "issue", ca] + who, check=True, capture_output=True)
+credentials(gr, ca, (["broker"], ["relay", "c0"], ["relay", "c1"], ["user", "alice"]))
 broker_port = free_port()
 ports = {"broker": broker_port}
 clusters = ""

@@ -25,42 +25,20 @@ restarted broker learns their end (and their output) from the relays.
 Everything is bounded in time and removed at the end, also on failure (RESTART_KEEP=1 keeps
 the daemons' logs, the journal and the jobs' output).
 """
-import atexit, os, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
+import os, signal, socket, statistics, subprocess, sys, time
+
+from standing_grid import credentials, free_port, workspace
 
 bindir = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/bin")
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
 jobs = int(sys.argv[3]) if len(sys.argv) > 3 else 5
 lines = int(sys.argv[4]) if len(sys.argv) > 4 else 40
 away_for = float(sys.argv[5]) if len(sys.argv) > 5 else 0
-d = tempfile.mkdtemp(prefix="gridrt-restart-")
 daemons = {}
-
-
-def clean_up():  # also on failure: nothing left behind
-    for p in daemons.values():
-        p.terminate()
-        p.wait()
-    if os.environ.get("RESTART_KEEP"):
-        print("logs, journal and output kept in", d)
-    else:
-        shutil.rmtree(d, ignore_errors=True)
-
-
-atexit.register(clean_up)
-signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
+d = workspace("gridrt-restart-", "RESTART_KEEP", daemons)  # also on failure: nothing left behind
 gr = f"{bindir}/gridrun"
 ca = f"{d}/ca"
-subprocess.run([gr, "ca", "init", ca], check=True, capture_output=True)
-for who in (["broker"], ["relay", "c0"], ["relay", "c1"], ["user", "alice"]):
-    subprocess.run([gr, "ca", "issue", ca] + who, check=True, capture_output=True)
+credentials(gr, ca, (["broker"], ["relay", "c0"], ["relay", "c1"], ["user", "alice"]))
 broker_port = free_port()
 clusters = ""
 for c in ("c0", "c1"):

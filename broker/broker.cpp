@@ -172,15 +172,17 @@ void Broker::write_dirty_states() {
 
 // The recovery grace ran out: what did not come back is lost. A part whose relay did not
 // return failed; a job whose launcher did not return is stopped (nobody would see its end).
-void Broker::end_recovery() {
-  recovering_ = false;
+void Broker::each_restored_job(const std::function<void(Job&)>& fn) {
   std::vector<std::uint64_t> ids;
   for (const auto& [id, job] : jobs_)
     if (job->restored) ids.push_back(id);
-  for (const std::uint64_t id : ids) {
-    auto it = jobs_.find(id);
-    if (it == jobs_.end()) continue;
-    Job& job = *it->second;
+  for (const std::uint64_t id : ids)
+    if (auto it = jobs_.find(id); it != jobs_.end()) fn(*it->second);
+}
+
+void Broker::end_recovery() {
+  recovering_ = false;
+  each_restored_job([this](Job& job) {
     job.restored = false;
     for (std::size_t c = 0; c < job.parts.size(); ++c)
       if (!job.parts[c].relay && !job.parts[c].done)
@@ -191,7 +193,7 @@ void Broker::end_recovery() {
     }
     persist(job);
     maybe_finish(job);
-  }
+  });
 }
 
 // A relay registered: the parts it still runs of jobs taken back from the state directory
@@ -200,13 +202,8 @@ void Broker::end_recovery() {
 void Broker::claim_parts(const PeerPtr& relay) {
   const RelayRegistration& reg = relay->registration;
   std::set<std::uint64_t> unknown(reg.jobs.begin(), reg.jobs.end());
-  std::vector<std::uint64_t> ids;
-  for (const auto& [id, job] : jobs_)
-    if (job->restored) ids.push_back(id);
-  for (const std::uint64_t id : ids) {
-    auto it = jobs_.find(id);
-    if (it == jobs_.end()) continue;
-    Job& job = *it->second;
+  each_restored_job([&](Job& job) {
+    const std::uint64_t id = job.id;
     for (std::size_t c = 0; c < job.parts.size(); ++c) {
       Part& p = job.parts[c];
       if (p.cluster != reg.cluster || p.relay || p.given_up) continue;
@@ -220,7 +217,7 @@ void Broker::claim_parts(const PeerPtr& relay) {
     }
     persist(job);
     maybe_finish(job);
-  }
+  });
   for (const std::uint64_t id : unknown) {
     log::info("job ", id, " on cluster ", reg.cluster, " is not one this broker runs: telling its relay to stop it");
     relay->link->send(wire::make_frame(Type::kKillJob, "the broker has no record of job " + std::to_string(id) +

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <memory>
@@ -78,6 +79,9 @@ class Broker {
   void claim_parts(const PeerPtr& relay);
   void request_replay(Job& job, std::size_t part);
   void end_recovery();
+  // Runs `fn` on each job taken back and not yet settled, by id: `fn` may end the job
+  // (maybe_finish erases it).
+  void each_restored_job(const std::function<void(Job&)>& fn);
   // Writes the job's state (JobStore): at once, or once this turn of the loop is over (a
   // burst of exits is one write).
   void persist(Job& job, bool now = false);
