@@ -111,6 +111,7 @@ void Broker::set_state_dir(const std::string& dir, std::chrono::steady_clock::du
   store_ = JobStore(dir);
   std::vector<std::string> unreadable;
   std::vector<JobStore::Saved> saved = store_.load(unreadable);
+  next_job_ = std::max(next_job_, store_.next_id());
   for (const auto& u : unreadable) log::error("cannot take a job back from its state file ", u);
   for (auto& s : saved) {
     auto job = std::make_unique<Job>();
@@ -539,6 +540,11 @@ void Broker::start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run) {
     job->parts.push_back(std::move(part));
   }
   job->printed.assign(job->parts.size(), 0);
+  try {
+    store_.save_next_id(next_job_);
+  } catch (const std::exception& e) {
+    log::error(e.what(), " (job ids could repeat after a restart of the broker without its journal)");
+  }
   persist(*job, true);  // before any relay hears of it
   for (std::uint32_t c = 0; c < job->parts.size(); ++c) {
     PartStart start{job->id, job->secret, job->submitter, c, job->topology, job->spec};

@@ -92,9 +92,22 @@ JobStore::Saved JobStore::decode(std::string_view bytes) {
 }
 
 void JobStore::save(const JobRecord& job, const std::vector<const PartRecord*>& parts) const {
-  if (!enabled()) return;
-  const std::string bytes = encode(job, parts);
-  const std::string path = path_of(job.id), tmp = path + ".new";
+  if (enabled()) replace(path_of(job.id), encode(job, parts));
+}
+
+std::uint64_t JobStore::next_id() const {
+  if (!enabled()) return 1;
+  std::ifstream in(dir_ + "/next-job-id");
+  std::uint64_t id = 0;
+  return in >> id && id > 0 ? id : 1;
+}
+
+void JobStore::save_next_id(std::uint64_t id) const {
+  if (enabled()) replace(dir_ + "/next-job-id", std::to_string(id) + "\n");
+}
+
+void JobStore::replace(const std::string& path, const std::string& bytes) const {
+  const std::string tmp = path + ".new";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) throw std::runtime_error(failure("write", tmp));
   std::size_t done = 0;

@@ -53,6 +53,10 @@ class JobStore {
 
   // Replaces the job's file; throws std::runtime_error naming it if it cannot.
   void save(const JobRecord& job, const std::vector<const PartRecord*>& parts) const;
+  // The next job id, kept in DIR/next-job-id so that ids never repeat across restarts, with
+  // or without a journal: read (1 if none), and written as each job starts.
+  std::uint64_t next_id() const;
+  void save_next_id(std::uint64_t id) const;
   void remove(std::uint64_t id) const;
 
   struct Saved {
@@ -70,6 +74,7 @@ class JobStore {
 
  private:
   std::string path_of(std::uint64_t id) const;
+  void replace(const std::string& path, const std::string& bytes) const;  // durably, whole
   std::string dir_;
 };
 

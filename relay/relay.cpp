@@ -354,6 +354,8 @@ void Relay::handle_start(const Frame& f) {
   job->endpoints.resize(me.count);
   job->status.assign(me.count, -1);
   job->wan_sent.assign(me.count, {0, 0});
+  // Output is kept for a replay only where a broker may come back for it.
+  job->output = OutputLog(broker_takes_jobs_back_ ? OutputLog::kDefaultBudget : 0);
   Job& j = *job;
   jobs_[j.id()] = std::move(job);
   ensure_links(j);

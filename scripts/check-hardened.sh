@@ -46,6 +46,11 @@ for step in "${steps[@]}"; do
       ;;
     tsan)
       echo "== threaded tests with ThreadSanitizer"
+      # UCX (under MPICH) hooks malloc and mmap by patching them, which ThreadSanitizer's own
+      # interceptors do not survive (a crash as soon as a test program linked with MPICH
+      # starts, even to list its tests): UCX's hooks are off here, during the build (which
+      # lists the tests) and the run.
+      export UCX_MEM_MALLOC_HOOKS=no UCX_MEM_EVENTS=no
       build build-tsan -DGRIDRT_SANITIZE=thread
       (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j "$jobs" -R "${GRIDRT_TSAN_TESTS:-^(Transport|Channel|Daemons|Links|TlsStreamTest|Watchdog|Admission)\.}")
       ;;

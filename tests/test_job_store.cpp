@@ -51,6 +51,9 @@ TEST(JobStore, AJobsStateReadsBackAsItWasWritten) {
   const JobStore store(dir);
   PartRecord p0{"c0", true, false, false, true, {"n0", "n0"}, {"", "10.0.0.1:7100"}};
   PartRecord p1{"c1", true, true, true, false, {"n1"}, {""}};
+  EXPECT_EQ(store.next_id(), 1u);
+  store.save_next_id(8);
+  EXPECT_EQ(JobStore(dir).next_id(), 8u);  // ids go on after a restart, journal or not
   store.save(a_job(7), {&p0, &p1});
   store.save(a_job(3), {&p0, &p1});
   std::vector<std::string> unreadable;
