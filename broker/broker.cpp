@@ -152,7 +152,7 @@ void Broker::set_journal(const std::string& path) {
 }
 
 void Broker::persist(Job& job, bool now) {
-  if (!store_.enabled()) return;
+  if (!store_.enabled() || stopped_) return;  // (a stopped broker's jobs are being killed: not to be taken back)
   if (!now) {
     if (dirty_.insert(job.id).second && dirty_.size() == 1) asio::post(io_, [this] { write_dirty_states(); });
     return;
@@ -583,11 +583,17 @@ Broker::Job* Broker::job_of_relay_frame(const PeerPtr& peer, const Frame& f, Par
   }
   auto it = jobs_.find(f.header.job);
   if (it == jobs_.end()) return nullptr;  // a job that ended already: late frames are harmless
-  for (auto& p : it->second->parts)
+  bool on_its_cluster = false;
+  for (auto& p : it->second->parts) {
     if (p.relay == peer) {
       *part = &p;
       return it->second.get();
     }
+    on_its_cluster = on_its_cluster || p.cluster == peer->registration.cluster;
+  }
+  // Its cluster's part was given up when its earlier connection was lost: what it says again
+  // now (resync_with_broker) comes too late to count.
+  if (on_its_cluster) return nullptr;
   // A relay speaking for a job it has no part in is refused, and only it is dropped.
   refuse_peer(peer, std::string(wire::type_name(f.header.type)) + " for job " + std::to_string(f.header.job) +
                         ", which has no part on cluster " + peer->registration.cluster);
