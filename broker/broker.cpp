@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "broker/cluster_loss.h"
 #include "common/ladder.h"
 #include "common/messages.h"
 #include "common/xml.h"
@@ -52,11 +53,7 @@ struct Broker::Job : JobRecord {
   // Output numbers the launcher printed last, per part, when it came back (AttachJob).
   std::vector<std::uint64_t> printed;
   // Reports, not yet weighed, that one part cannot reach another (settle_unreachable).
-  struct Unreachable {
-    std::size_t from, to;
-    std::string what;
-  };
-  std::vector<Unreachable> unreachable;
+  std::vector<UnreachableReport> unreachable;
   std::unique_ptr<asio::steady_timer> unreachable_timer;  // runs while reports are gathered
   bool unreachable_pending = false;
 };
@@ -708,32 +705,13 @@ void Broker::handle_unreachable(const PeerPtr& peer, const Frame& f) {
   });
 }
 
-// Which cluster a job loses when its clusters cannot all reach each other. The reports of a
-// grace period are weighed together. A cluster whose relay is gone was lost already
-// (on_closed), and a part that finished has nothing more to send: reports about those are
-// settled. A report says that a pair of clusters is cut apart, whichever end made it (one
-// end may not notice, or notice late). The cluster in the most cut pairs goes: one cut off
-// from all the others is in a pair with each of them. On a tie (one broken link), the one
-// with the higher index, so that the job keeps its first ranks (rank 0 is where a queue's
-// super-master and the collectives' roots usually are). Repeated while pairs remain: two
-// links may have broken.
+// The reports of a grace period weighed together (broker/cluster_loss.h). A cluster whose
+// relay is gone was lost already (on_closed), and a part that finished has nothing more to
+// send: reports about those are settled, and all are once the job is stopping.
 void Broker::settle_unreachable(Job& job) {
-  auto settled = [&](std::size_t p) { return job.parts[p].lost || job.parts[p].done; };
-  for (;;) {
-    std::erase_if(job.unreachable, [&](const Job::Unreachable& u) { return job.killed || settled(u.from) || settled(u.to); });
-    if (job.unreachable.empty()) return;
-    std::set<std::pair<std::size_t, std::size_t>> cut;
-    for (const auto& u : job.unreachable) cut.insert(std::minmax(u.from, u.to));
-    std::vector<int> cuts(job.parts.size(), 0);
-    for (const auto& [a, b] : cut) ++cuts[a], ++cuts[b];
-    std::size_t lose = 0;
-    for (std::size_t p = 0; p < cuts.size(); ++p)
-      if (cuts[p] >= cuts[lose]) lose = p;
-    const auto report = std::find_if(job.unreachable.begin(), job.unreachable.end(),
-                                     [&](const Job::Unreachable& u) { return u.from == lose || u.to == lose; });
-    const std::size_t other = report->from == lose ? report->to : report->from;
-    lose_part(job, lose, "cut off from cluster " + job.parts[other].cluster + " (" + report->what + ")");
-  }
+  const auto settled = [&](std::size_t p) { return job.killed || job.parts[p].lost || job.parts[p].done; };
+  while (const auto loss = next_cluster_to_lose(job.unreachable, job.parts.size(), settled))
+    lose_part(job, loss->lose, "cut off from cluster " + job.parts[loss->other].cluster + " (" + loss->what + ")");
 }
 
 // Finalize's barrier in a job that goes on without lost clusters. A barrier among the
