@@ -436,7 +436,8 @@ TEST(EndToEnd, JobIdsNeverRepeatAndEveryJobABrokerStopCutOffIsEnded) {
 // while the broker was away too) and its exit status. Its id is journaled started once and
 // ended once.
 TEST(EndToEnd, ABrokerKilledMidJobTakesItBackWithAllItsOutput) {
-  StandingGrid grid("takes-back", {"alice"}, {}, {"--state-dir", ::testing::TempDir() + "/takes-back-state"});
+  const std::string state = ::testing::TempDir() + "/takes-back/state";  // (inside the grid's directory: made afresh)
+  StandingGrid grid("takes-back", {"alice"}, {}, {"--state-dir", state});
   const int lines = 50;
   const std::string script = grid.dir + "/count.sh";  // (a JobProfile would take $i for its own variable)
   std::ofstream(script) << "i=1; while [ $i -le " << lines << " ]; do echo \"line $i of $GRIDRT_CLUSTER\"; i=$((i+1)); sleep 0.1; done\n"
@@ -470,7 +471,8 @@ TEST(EndToEnd, ABrokerKilledMidJobTakesItBackWithAllItsOutput) {
   EXPECT_EQ(m.size() > 1 ? m[1].str().substr(0, 13) : "", "with status 3") << journal;
   const std::regex job_line("job 1 (started|ended)");
   EXPECT_EQ(std::distance(std::sregex_iterator(journal.begin(), journal.end(), job_line), std::sregex_iterator()), 2) << journal;
-  EXPECT_TRUE(fs::is_empty(::testing::TempDir() + "/takes-back-state")) << "a job's state outlived it";
+  EXPECT_FALSE(fs::exists(state + "/job-1")) << "the job's state outlived it";
+  EXPECT_EQ(slurp(state + "/next-job-id"), "2\n");
   grid.stop();
   expect_nothing_left();
 }

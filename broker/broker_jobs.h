@@ -1,0 +1,42 @@
+// The broker's inside, shared by its translation units (broker.cpp: the server, sessions
+// and the jobs' life; recovery.cpp: taking jobs back after a restart). Not for other users.
+#pragma once
+
+#include "broker/broker.h"
+#include "broker/cluster_loss.h"
+#include "common/messages.h"
+
+namespace gridrt {
+
+struct Broker::Peer {
+  std::shared_ptr<TlsLink> link;
+  std::string name;                   // the common name of its certificate: who it is
+  enum class Kind { kUnknown, kRelay, kLauncher } kind = Kind::kUnknown;
+  RelayRegistration registration;     // relays
+  std::vector<std::uint64_t> jobs;    // launchers: jobs they submitted
+};
+
+// What the broker writes ahead (PartRecord, JobRecord: broker/job_store.h) and what lives
+// only as long as this broker: connections, timers.
+struct Broker::Part : PartRecord {
+  PeerPtr relay;
+  bool replay_pending = false;  // asked its relay for output again, not all of it here yet
+  bool given_up = false;        // its relay is gone for good (relay_gone)
+};
+
+struct Broker::Job : JobRecord {
+  PeerPtr launcher;
+  std::vector<Part> parts;           // parallel to topology.clusters
+  bool end_journaled = false;      // stop() wrote its end line already
+  // Taken back from the state directory: parts wait for their relays, the job for its
+  // launcher, until they come back or the recovery grace runs out.
+  bool restored = false;
+  // Output numbers the launcher printed last, per part, when it came back (AttachJob).
+  std::vector<std::uint64_t> printed;
+  // Reports, not yet weighed, that one part cannot reach another (settle_unreachable).
+  std::vector<UnreachableReport> unreachable;
+  std::unique_ptr<asio::steady_timer> unreachable_timer;  // runs while reports are gathered
+  bool unreachable_pending = false;
+};
+
+}  // namespace gridrt
