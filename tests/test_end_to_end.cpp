@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <functional>
 #include <numeric>
 #include <regex>
 #include <set>
@@ -268,10 +269,12 @@ class StandingGrid {
   }
   // Ends the broker with `sig` and starts it again on the same port, as an operator would
   // after a crash; its relays come back to it (they retry every second).
-  void restart_broker(int sig) {
+  // `while_away` runs between the end and the new start.
+  void restart_broker(int sig, const std::function<void()>& while_away = {}) {
     ::kill(daemons_.front(), sig);
     ::waitpid(daemons_.front(), nullptr, 0);
     daemons_.erase(daemons_.begin());
+    if (while_away) while_away();
     start_broker(endpoint);
     wait_for_relays();
   }
@@ -434,10 +437,11 @@ TEST(EndToEnd, JobIdsNeverRepeatAndEveryJobABrokerStopCutOffIsEnded) {
 // on it, takes the job back: the relays kept it running, gridrun reconnects, and the job ends
 // as it would have, with every line of its output printed once and in order (those printed
 // while the broker was away too) and its exit status. Its id is journaled started once and
-// ended once.
-TEST(EndToEnd, ABrokerKilledMidJobTakesItBackWithAllItsOutput) {
-  const std::string state = ::testing::TempDir() + "/takes-back/state";  // (inside the grid's directory: made afresh)
-  StandingGrid grid("takes-back", {"alice"}, {}, {"--state-dir", state});
+// ended once. With `until_the_job_ended` the broker stays away until the job's processes
+// are gone: the relays keep its end and output for the broker that comes back.
+void expect_job_taken_back(const std::string& name, bool until_the_job_ended) {
+  const std::string state = ::testing::TempDir() + "/" + name + "/state";  // (inside the grid's directory: made afresh)
+  StandingGrid grid(name, {"alice"}, {}, {"--state-dir", state});
   const int lines = 50;
   const std::string script = grid.dir + "/count.sh";  // (a JobProfile would take $i for its own variable)
   std::ofstream(script) << "i=1; while [ $i -le " << lines << " ]; do echo \"line $i of $GRIDRT_CLUSTER\"; i=$((i+1)); sleep 0.1; done\n"
@@ -446,7 +450,10 @@ TEST(EndToEnd, ABrokerKilledMidJobTakesItBackWithAllItsOutput) {
   Running job = start_gridrun(grid.as("alice", {counting}), "counting");
   for (int i = 0; i < 200 && find_process("gridproc", "GRIDRT_JOB=1 ") < 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // some lines printed, most to come
-  grid.restart_broker(SIGKILL);
+  grid.restart_broker(SIGKILL, [&] {
+    for (int i = 0; until_the_job_ended && i < 400 && find_process("gridproc", "GRIDRT_JOB=1 ") > 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  });
   const Outcome r = job.finish();
   EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_NE(r.err.find("gridrun: lost the broker"), std::string::npos) << r.err;
@@ -476,6 +483,10 @@ TEST(EndToEnd, ABrokerKilledMidJobTakesItBackWithAllItsOutput) {
   grid.stop();
   expect_nothing_left();
 }
+
+TEST(EndToEnd, ABrokerKilledMidJobTakesItBackWithAllItsOutput) { expect_job_taken_back("takes-back", false); }
+
+TEST(EndToEnd, AJobThatEndedWhileTheBrokerWasAwayEndsRightWhenItIsBack) { expect_job_taken_back("ended-away", true); }
 
 // `gridrun cancel JOB` from another terminal: only the job's submitter may, and the job's
 // own gridrun then ends as after Ctrl-C, naming who cancelled it.
