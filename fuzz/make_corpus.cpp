@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
   wire::Writer topo;
   sample_topology().encode(topo);
   const std::string bodies[8] = {job.encode(),
-                                 RelayRegistration{"c0", "127.0.0.1", 7000}.encode(),
+                                 RelayRegistration{"c0", "127.0.0.1", 7000, {7, 8}}.encode(),
                                  start.encode(),
                                  ProcHello{"0123456789abcdef0123456789abcdef", 1, "node-a", "127.0.0.1:5000"}.encode(),
                                  PartReady{{"node-a", "node-b"}, {"", "127.0.0.1:5000"}}.encode(),
