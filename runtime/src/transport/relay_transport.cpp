@@ -461,6 +461,7 @@ void RelayTransport::on_peer_frame(std::int32_t rank, Frame& f) {
   on_frame(f);
 }
 
+// Called with mu_ held (activity_ is read under it by waiters in other threads).
 void RelayTransport::notify() {
   ++activity_;
   cv_.notify_all();
@@ -604,19 +605,25 @@ void RelayTransport::on_frame(Frame& f) {
       if (p.path == Peer::Path::kAwaitingCallBack) fall_back(f.header.src, p, "it could not connect to us");
       return;
     }
-    case Type::kTopology:
+    case Type::kTopology: {
+      std::optional<Topology> t;
+      std::string bad;
       try {
         wire::Reader r(f.body);
-        Topology t = Topology::decode(r);
-        std::lock_guard<std::mutex> lock(mu_);
-        topology_ = std::move(t);
-        for (const std::int32_t peer : std::exchange(callbacks_waiting_, {})) call_back(peer);
+        t = Topology::decode(r);
       } catch (const wire::BadBody& e) {
-        std::lock_guard<std::mutex> lock(mu_);
-        failure_ = std::string("bad topology from the relay: ") + e.what();
+        bad = std::string("bad topology from the relay: ") + e.what();
+      }
+      std::lock_guard<std::mutex> lock(mu_);  // (notify() too: what waiters read is mu_'s)
+      if (t) {
+        topology_ = std::move(*t);
+        for (const std::int32_t peer : std::exchange(callbacks_waiting_, {})) call_back(peer);
+      } else {
+        failure_ = bad;
       }
       notify();
       return;
+    }
     case Type::kClusterLost:
       mark_lost(static_cast<std::uint32_t>(f.header.tag), f.body);
       return;
@@ -626,21 +633,21 @@ void RelayTransport::on_frame(Frame& f) {
       notify();
       return;
     }
-    case Type::kWanCount:
+    case Type::kWanCount: {
+      std::lock_guard<std::mutex> lock(mu_);  // (notify() too: what waiters read is mu_'s)
       try {
         wire::Reader r(f.body);
         WanCount c;
         c.messages = r.u64();
         c.bytes = r.u64();
         r.end();
-        std::lock_guard<std::mutex> lock(mu_);
         wan_answer_ = c;
       } catch (const wire::BadBody& e) {
-        std::lock_guard<std::mutex> lock(mu_);
         failure_ = std::string("bad WanCount from the relay: ") + e.what();
       }
       notify();
       return;
+    }
     case Type::kError: {
       std::lock_guard<std::mutex> lock(mu_);
       if (failure_.empty()) failure_ = "the relay refused this process: " + f.body;
