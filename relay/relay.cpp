@@ -424,9 +424,12 @@ void Relay::on_child_signal() {
       // and status to its connection: they will come, even if that connection still waits
       // in the accept queue behind others (strangers flooding the local port, a burst of
       // jobs): wait for them as long as an unauthenticated connection may wait. After a
-      // failure, some may never come: a moment only.
-      const auto grace = job->mpiexec_status == 0 ? std::chrono::steady_clock::duration(opt_.authenticate)
-                                                  : std::chrono::steady_clock::duration(kExitGrace);
+      // failure, some may never come: a moment only. The same after this relay stopped the
+      // job: mpiexec, told to stop, may exit 0 for monitors it killed (they then never
+      // report; a stopped job's unreported ranks count as stopped, finish()).
+      const bool all_reported = job->mpiexec_status == 0 && !job->killed;
+      const auto grace = all_reported ? std::chrono::steady_clock::duration(opt_.authenticate)
+                                      : std::chrono::steady_clock::duration(kExitGrace);
       job->timer = std::make_unique<asio::steady_timer>(io_, grace);
       job->timer->async_wait([this, id = id](const boost::system::error_code& e) {
         auto it = jobs_.find(id);
