@@ -125,7 +125,6 @@ asio::awaitable<void> Relay::broker_loop() {
     auto closed = std::make_shared<asio::steady_timer>(io_, std::chrono::steady_clock::time_point::max());
     link->start([this](Frame& f) { on_broker_frame(f); },
                 [this, closed](const std::string& why) {
-                  // Expected when the grid shuts down; worth a warning only if jobs are hit.
                   lost_broker(why);
                   closed->cancel();
                 });
@@ -134,6 +133,7 @@ asio::awaitable<void> Relay::broker_loop() {
     reg.link_host = link_endpoint().address().to_string();
     reg.link_port = link_endpoint().port();
     for (const auto& [id, job] : jobs_) reg.jobs.push_back(id);
+    forget_old_parts();
     for (const auto& [id, done] : finished_) reg.jobs.push_back(id);
     link->send(wire::make_frame(Type::kRelayRegister, reg.encode()));
     co_await closed->async_wait(asio::redirect_error(asio::use_awaitable, ec));
@@ -187,12 +187,16 @@ void Relay::lost_broker(const std::string& why) {
   });
 }
 
+void Relay::forget_old_parts() {
+  const auto now = std::chrono::steady_clock::now();
+  std::erase_if(finished_, [&](const auto& e) { return e.second.until < now; });
+}
+
 // Registered again (with a broker that may have restarted and lost what was in flight): it
 // hears again what it must know of each job still here, in an order it can take twice.
 void Relay::resync_with_broker() {
   broker_grace_.cancel();
-  const auto now = std::chrono::steady_clock::now();
-  std::erase_if(finished_, [&](const auto& e) { return e.second.until < now; });
+  forget_old_parts();
   for (auto& [id, job] : jobs_) {
     if (job->hellos == job->count && job->topology.empty())
       to_broker(wire::make_frame(Type::kPartReady, PartReady{job->hostnames, job->endpoints}.encode(), id));
@@ -509,8 +513,8 @@ void Relay::finish(Job& job) {
   to_broker(part_done);
   log::info("job ", job.id(), ": part done");
   // Kept a moment, or while the broker is away, should a restarted broker need it.
+  forget_old_parts();
   const auto now = std::chrono::steady_clock::now();
-  std::erase_if(finished_, [&](const auto& e) { return e.second.until < now; });
   finished_[job.id()] = {std::move(part_done), std::move(job.output),
                          now + (registered_ ? kFinishedKept : std::chrono::steady_clock::duration(opt_.broker_grace))};
   for (auto& c : job.procs)

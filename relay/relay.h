@@ -92,6 +92,7 @@ class Relay {
   void send_output(Job& job, wire::Frame& f);
   void lost_broker(const std::string& why);
   void resync_with_broker();
+  void forget_old_parts();  // parts of finished_ kept past their time
 
   // Local processes.
   asio::awaitable<void> accept_local();
