@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "common/acceptor.h"
 #include "common/ladder.h"
 #include "common/messages.h"
 #include "common/xml.h"
@@ -73,6 +74,12 @@ Broker::Broker(asio::io_context& io, Grid grid, const tls::Credentials& creds, c
 
 Broker::~Broker() { stop(); }
 
+void Broker::prepare_for_strangers() {
+  const std::size_t connections = limits::kDaemonPort.total + limits::kOtherConnections;
+  raise_open_file_limit(connections);
+  reserve_socket_state(io_, connections);
+}
+
 
 void Broker::set_journal(const std::string& path) {
   journal_ = Journal(path);
@@ -125,13 +132,10 @@ void Broker::stop() {
 
 asio::awaitable<void> Broker::accept_loop() {
   while (!stopped_) {
-    boost::system::error_code ec;
-    tcp::socket socket = co_await acceptor_.async_accept(asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) {
-      if (ec == asio::error::operation_aborted) co_return;
-      log::warn("accept: ", ec.message());
-      continue;
-    }
+    tcp::socket socket(io_);
+    if (co_await accept_next(acceptor_, socket, [this] { return strangers_.drop_oldest("out of file descriptors"); },
+                             accept_failures_))
+      co_return;
     tune_socket(socket);
     asio::co_spawn(io_, handshake(std::move(socket)), asio::detached);
   }

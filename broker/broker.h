@@ -34,6 +34,9 @@ class Broker {
   ~Broker();
   tcp::endpoint endpoint() const { return acceptor_.local_endpoint(); }
   void stop();  // kills every running job and closes every connection
+  // What the standing daemon does before it serves (not the grid gridrun embeds): the open
+  // files it may need, and the sockets' state made up front (common/acceptor.h).
+  void prepare_for_strangers();
   std::size_t registered_relays() const { return relays_.size(); }
   // Writes every job's state ahead to `dir` (broker/job_store.h) and takes back the jobs a
   // broker killed on it left there: they wait up to `grace` for their relays and launchers
@@ -113,7 +116,8 @@ class Broker {
   JobStore store_;
   asio::ssl::context tls_;
   tcp::acceptor acceptor_;
-  Admission strangers_{"broker's port", limits::kDaemonPort};  // connections still shaking hands
+  Admission strangers_{io_.get_executor(), "broker's port", limits::kDaemonPort};  // connections still shaking hands
+  log::Repeated accept_failures_{"failed accepts on the broker's port"};
   std::chrono::steady_clock::duration authenticate_ = limits::kAuthenticate;
   log::Repeated failed_handshakes_{"failed TLS handshakes"};
   std::map<std::string, PeerPtr> relays_;  // cluster name -> its registered relay

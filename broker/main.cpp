@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   try {
     asio::io_context io;
     Broker broker(io, load_grid(grid_path), creds, parse_endpoint(listen));
+    broker.prepare_for_strangers();
     if (!state_dir.empty()) broker.set_state_dir(state_dir);  // before the journal: jobs taken back are not cut off
     if (!journal.empty()) broker.set_journal(journal);
     const auto ep = broker.endpoint();

@@ -2,6 +2,8 @@
 
 #include <malloc.h>
 
+#include <boost/asio/steady_timer.hpp>
+
 namespace gridrt {
 
 struct Admission::Entry {
@@ -11,30 +13,54 @@ struct Admission::Entry {
   bool counted = true;
 };
 
-struct Admission::State {
+struct Admission::State : std::enable_shared_from_this<Admission::State> {
   std::string port;
   Limits limits;
   std::list<std::shared_ptr<Entry>> order;  // oldest first
   std::map<std::string, std::size_t> per_address;
   std::size_t dropped = 0;
-  std::size_t since_trim = 0;  // connections counted since memory was last given back
   log::Repeated warning;
+  // Giving memory back: whether strangers went since it last was (what they held is free
+  // now), and the wait for quiet.
+  bool gone_since_trim = false;
+  std::size_t trims = 0;
+  boost::asio::steady_timer quiet;
+  bool trim_pending = false;
 
-  State(std::string p, Limits l) : port(std::move(p)), limits(l), warning("unauthenticated connections dropped on the " + port) {}
+  State(boost::asio::any_io_executor ex, std::string p, Limits l)
+      : port(std::move(p)), limits(l), warning("unauthenticated connections dropped on the " + port), quiet(std::move(ex)) {}
 
   void forget(const std::shared_ptr<Entry>& e) {
     if (!e->counted) return;
     e->counted = false;
     order.erase(e->in_order);
     if (auto it = per_address.find(e->address); it != per_address.end() && --it->second == 0) per_address.erase(it);
-    // After a burst of strangers (an attack, or a big job's start) the allocator keeps the
-    // freed handshake state; once none is left, give it back to the system.
-    if (order.empty() && since_trim >= kTrimAfter) {
-      since_trim = 0;
-      ::malloc_trim(0);
-    }
+    gone_since_trim = true;
+    if (order.empty() && !trim_pending) give_memory_back_when_quiet();
   }
-  static constexpr std::size_t kTrimAfter = 256;
+  // After strangers (an attack, or a big job's start) glibc's allocator keeps the memory
+  // their handshakes used: freed, but in pages that it returns to the system only from the
+  // top of the heap, and the few objects that outlive them sit between them. malloc_trim(0)
+  // returns every whole free page wherever it lies (madvise). It runs once the port has had
+  // no stranger for a moment — by then the last ones' buffers, freed after their ticket,
+  // are free too — and at most once per moment. Whatever the number: a handful of late
+  // connections (an attacker's, closed while still queued for accept) dirty megabytes of
+  // pages that an earlier trim gave back. The cost is a walk over the free lists.
+  static constexpr std::chrono::seconds kQuiet{1};
+  void give_memory_back_when_quiet() {
+    trim_pending = true;
+    quiet.expires_after(kQuiet);
+    quiet.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+      const auto self = weak.lock();
+      if (ec || !self) return;  // the port is gone
+      self->trim_pending = false;
+      if (!self->order.empty()) return;  // not quiet: the next time it empties tries again
+      if (!self->gone_since_trim) return;
+      self->gone_since_trim = false;
+      ++self->trims;
+      ::malloc_trim(0);
+    });
+  }
   void evict(const std::shared_ptr<Entry>& e, const char* cap) {
     forget(e);
     ++dropped;
@@ -43,7 +69,8 @@ struct Admission::State {
   }
 };
 
-Admission::Admission(std::string port, Limits limits) : state_(std::make_shared<State>(std::move(port), limits)) {}
+Admission::Admission(boost::asio::any_io_executor ex, std::string port, Limits limits)
+    : state_(std::make_shared<State>(std::move(ex), std::move(port), limits)) {}
 
 void Admission::Ticket::release() {
   if (state_ && entry_) state_->forget(entry_);
@@ -66,7 +93,6 @@ Admission::Ticket Admission::admit(const boost::asio::ip::address& from, std::fu
   e->address = address;
   e->drop = std::move(drop);
   e->in_order = s.order.insert(s.order.end(), e);
-  ++s.since_trim;
   ++s.per_address[address];
   Ticket t;
   t.state_ = state_;
@@ -74,7 +100,14 @@ Admission::Ticket Admission::admit(const boost::asio::ip::address& from, std::fu
   return t;
 }
 
+bool Admission::drop_oldest(const char* why) {
+  if (state_->order.empty()) return false;
+  state_->evict(std::shared_ptr<Entry>(state_->order.front()), why);
+  return true;
+}
+
 std::size_t Admission::pending() const { return state_->order.size(); }
+std::size_t Admission::memory_given_back() const { return state_->trims; }
 std::size_t Admission::dropped() const { return state_->dropped; }
 
 }  // namespace gridrt

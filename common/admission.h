@@ -6,9 +6,14 @@
 // oldest for long. (Refusing the newest instead would let an attacker who fills the cap
 // first keep everyone else out until its deadlines run out.)
 //
-// One Admission per listening port; used on the thread that serves that port.
+// The memory such a crowd used is given back to the system once the port has been quiet a
+// moment (see State::forget).
+//
+// One Admission per listening port; used on the thread that serves that port (the one
+// running the executor it is given).
 #pragma once
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <chrono>
 #include <cstddef>
@@ -32,7 +37,8 @@ class Admission {
     std::size_t per_address;
     std::size_t total;
   };
-  Admission(std::string port, Limits limits);
+  // `ex`: the executor of the thread that serves the port.
+  Admission(boost::asio::any_io_executor ex, std::string port, Limits limits);
 
   // Held by a connection until it has authenticated (release()) or is gone (destruction).
   class Ticket {
@@ -57,8 +63,12 @@ class Admission {
   // Counts a new connection from `from`; `drop` closes it should the caps need its place
   // (the connection's pending handshake or read then fails as on any close).
   Ticket admit(const boost::asio::ip::address& from, std::function<void()> drop);
+  // Drops the oldest unauthenticated connection, saying `why`: to free its file descriptor
+  // when the process has none left. False when there is none.
+  bool drop_oldest(const char* why);
   std::size_t pending() const;
   std::size_t dropped() const;
+  std::size_t memory_given_back() const;  // times the allocator's free memory went back to the system
 
  private:
   std::shared_ptr<State> state_;
@@ -74,6 +84,9 @@ inline constexpr std::uint32_t kUntrustedBody = 64 * 1024;
 inline constexpr Admission::Limits kDaemonPort{128, 512};
 // ... and on a relay's local port, where a part's processes all connect at start-up.
 inline constexpr Admission::Limits kLocalPort{256, 1024};
+// Room kept beside those for authenticated connections and files, in the open files a
+// daemon asks for (common/acceptor.h).
+inline constexpr std::size_t kOtherConnections = 256;
 }  // namespace limits
 
 }  // namespace gridrt

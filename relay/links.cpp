@@ -2,6 +2,7 @@
 // sorts first, accepted by the other; their own thread), with the emulated WAN line.
 #include <algorithm>
 
+#include "common/acceptor.h"
 #include "common/ladder.h"
 #include "common/messages.h"
 #include "relay/relay_parts.h"
@@ -138,13 +139,16 @@ void Relay::start_link(const std::string& cluster, const std::shared_ptr<TlsLink
 }
 
 asio::awaitable<void> Relay::accept_links() {
+  // Out of descriptors, a stranger of the link port goes (on the link thread, which holds
+  // them); that there is one is a guess, soon checked again.
+  const auto drop_a_stranger = [this] {
+    asio::post(link_io_, [this] { link_admission_.drop_oldest("out of file descriptors"); });
+    return true;
+  };
   while (!stopped_) {
+    tcp::socket s(io_);
+    if (co_await accept_next(link_acceptor_, s, drop_a_stranger, link_accept_failures_)) co_return;
     boost::system::error_code ec;
-    tcp::socket s = co_await link_acceptor_.async_accept(asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) {
-      if (ec == asio::error::operation_aborted) co_return;
-      continue;
-    }
     tune_socket(s);
     // The link lives on the link thread: give it a socket of that thread's.
     tcp::socket moved(link_io_);

@@ -2,6 +2,7 @@
 // their gridproc monitors, admitted by the job's secret; what they may send and where it goes.
 #include <algorithm>
 
+#include "common/acceptor.h"
 #include "common/messages.h"
 #include "relay/relay_parts.h"
 
@@ -14,12 +15,11 @@ using wire::Type;
 
 asio::awaitable<void> Relay::accept_local() {
   while (!stopped_) {
+    tcp::socket s(io_);
+    if (co_await accept_next(local_acceptor_, s, [this] { return local_admission_.drop_oldest("out of file descriptors"); },
+                             local_accept_failures_))
+      co_return;
     boost::system::error_code ec;
-    tcp::socket s = co_await local_acceptor_.async_accept(asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) {
-      if (ec == asio::error::operation_aborted) co_return;
-      continue;
-    }
     tune_socket(s);
     auto conn = std::make_shared<LocalConn>();
     const auto ep = s.remote_endpoint(ec);

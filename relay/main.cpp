@@ -99,6 +99,7 @@ int main(int argc, char** argv) {
     Relay::Options options{*desc, creds, parse_endpoint(broker), gridproc, link_encryption == "tls", wan, grid_map};
     options.broker_grace = std::chrono::seconds(grace);
     Relay relay(io, options);
+    relay.prepare_for_strangers();
     if (wan.active()) log::info("emulating a WAN line under relay links: ", describe(wan));
     if (link_encryption == "none")
       log::warn("relay links are NOT encrypted nor authenticated (--link-encryption none): for benchmarks only");

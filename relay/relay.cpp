@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "common/acceptor.h"
 #include "common/grid_map.h"
 #include "common/ladder.h"
 #include "common/messages.h"
@@ -32,6 +33,13 @@ Relay::~Relay() {
   // stopped relay), so that no link outlives the loop it was made on.
   io_.restart();
   io_.poll();
+}
+
+void Relay::prepare_for_strangers() {
+  const std::size_t local = limits::kLocalPort.total + limits::kOtherConnections, link = limits::kDaemonPort.total + limits::kOtherConnections;
+  raise_open_file_limit(local + link);
+  reserve_socket_state(io_, local);      // local connections (and link ones, until moved)
+  reserve_socket_state(link_io_, link);  // relay links
 }
 
 void Relay::start() {

@@ -56,6 +56,9 @@ class Relay {
   ~Relay();
 
   void start();
+  // What the standing daemon does before start() (not the grid gridrun embeds): the open
+  // files it may need, and the sockets' state made up front (common/acceptor.h).
+  void prepare_for_strangers();
   // Kills every job's processes and closes every connection.
   void stop();
   // Called once if the broker refuses this relay (e.g. an unknown cluster): a configuration
@@ -136,8 +139,10 @@ class Relay {
   asio::ssl::context tls_client_;
   tcp::acceptor link_acceptor_;
   tcp::acceptor local_acceptor_;
-  Admission link_admission_{"relay's link port", limits::kDaemonPort};    // link thread only
-  Admission local_admission_{"relay's local port", limits::kLocalPort};   // main thread
+  Admission link_admission_{link_io_.get_executor(), "relay's link port", limits::kDaemonPort};  // link thread only
+  Admission local_admission_{io_.get_executor(), "relay's local port", limits::kLocalPort};     // main thread
+  log::Repeated link_accept_failures_{"failed accepts on the relay's link port"};
+  log::Repeated local_accept_failures_{"failed accepts on the relay's local port"};
   log::Repeated refused_links_{"refused connections on the link port"};
   log::Repeated refused_locals_{"refused connections on the local port"};
   std::shared_ptr<TlsLink> broker_;

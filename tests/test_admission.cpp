@@ -6,6 +6,8 @@
 #include <thread>
 #include <vector>
 
+#include <boost/asio/io_context.hpp>
+
 #include "common/admission.h"
 
 using namespace gridrt;
@@ -16,7 +18,8 @@ const auto kB = boost::asio::ip::make_address("10.0.0.2");
 }  // namespace
 
 TEST(Admission, TheOldestOfAnAddressMakesRoomAtItsCap) {
-  Admission port("test port", {2, 10});
+  boost::asio::io_context io;
+  Admission port(io.get_executor(), "test port", {2, 10});
   std::vector<int> dropped;
   std::vector<Admission::Ticket> held;
   for (int i = 0; i < 4; ++i) held.push_back(port.admit(kA, [&dropped, i] { dropped.push_back(i); }));
@@ -27,7 +30,8 @@ TEST(Admission, TheOldestOfAnAddressMakesRoomAtItsCap) {
 }
 
 TEST(Admission, TheOldestOfAllMakesRoomAtTheTotalCap) {
-  Admission port("test port", {10, 3});
+  boost::asio::io_context io;
+  Admission port(io.get_executor(), "test port", {10, 3});
   std::vector<int> dropped;
   std::vector<Admission::Ticket> held;
   held.push_back(port.admit(kB, [&dropped] { dropped.push_back(100); }));
@@ -37,7 +41,8 @@ TEST(Admission, TheOldestOfAllMakesRoomAtTheTotalCap) {
 }
 
 TEST(Admission, AuthenticatedOrGoneConnectionsNoLongerCountAndAreNeverDropped) {
-  Admission port("test port", {2, 10});
+  boost::asio::io_context io;
+  Admission port(io.get_executor(), "test port", {2, 10});
   int dropped = 0;
   Admission::Ticket first = port.admit(kA, [&dropped] { ++dropped; });
   first.release();  // authenticated
@@ -52,6 +57,54 @@ TEST(Admission, AuthenticatedOrGoneConnectionsNoLongerCountAndAreNeverDropped) {
   EXPECT_EQ(dropped, 1);  // a
   a.release();            // released after being dropped: harmless
   EXPECT_EQ(port.pending(), 2u);
+}
+
+// A process out of file descriptors frees one of a stranger's, the oldest first.
+TEST(Admission, TheOldestIsDroppedOnDemand) {
+  boost::asio::io_context io;
+  Admission port(io.get_executor(), "test port", {10, 10});
+  std::vector<int> dropped;
+  std::vector<Admission::Ticket> held;
+  for (int i = 0; i < 2; ++i) held.push_back(port.admit(kA, [&dropped, i] { dropped.push_back(i); }));
+  EXPECT_TRUE(port.drop_oldest("out of file descriptors"));
+  EXPECT_TRUE(port.drop_oldest("out of file descriptors"));
+  EXPECT_FALSE(port.drop_oldest("out of file descriptors"));
+  EXPECT_EQ(dropped, (std::vector<int>{0, 1}));
+  EXPECT_EQ(port.dropped(), 2u);
+}
+
+// Memory goes back to the system after strangers have gone and the port has been quiet a
+// moment; not while strangers remain, and once for all that go within that moment.
+TEST(Admission, MemoryGoesBackOnceStrangersHaveGone) {
+  boost::asio::io_context io;
+  Admission port(io.get_executor(), "test port", {1000, 1000});
+  auto crowd = [&](int n) {
+    std::vector<Admission::Ticket> held;
+    for (int i = 0; i < n; ++i) held.push_back(port.admit(kA, [] {}));
+    return held;
+  };
+  auto run_for = [&](std::chrono::milliseconds d) {
+    io.restart();
+    io.run_for(d);
+  };
+  {
+    auto held = crowd(100);
+    Admission::Ticket stays = port.admit(kB, [] {});
+    held.clear();
+    run_for(std::chrono::milliseconds(1300));
+    EXPECT_EQ(port.memory_given_back(), 0u) << "a stranger still waits";
+  }  // gone: the port is quiet
+  run_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(port.memory_given_back(), 0u) << "before a moment of quiet";
+  run_for(std::chrono::milliseconds(1000));
+  EXPECT_EQ(port.memory_given_back(), 1u);
+  run_for(std::chrono::milliseconds(1300));
+  EXPECT_EQ(port.memory_given_back(), 1u) << "nothing went since";
+  crowd(1);
+  run_for(std::chrono::milliseconds(500));
+  crowd(3);  // within the same moment
+  run_for(std::chrono::milliseconds(1300));
+  EXPECT_EQ(port.memory_given_back(), 2u);
 }
 
 // The first few of an interval are logged, the rest counted and summarised in one line when

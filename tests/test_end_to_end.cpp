@@ -1,7 +1,10 @@
 // The whole path: gridrun -> broker -> relays -> mpiexec -> hello linked with libgridrt, on
 // the embedded grid of this machine. Each test also checks that nothing outlives the run.
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -230,12 +233,13 @@ TEST(EndToEnd, CApiWithNonBlockingPointToPoint) {
 // (c0, c1), each started as its own program with `relay_args` added to the relays', the
 // broker journaling to `journal`, credentials for them and for `users` made by `gridrun ca`
 // as an administrator makes them. Jobs go to it with as(user). The daemons are stopped
-// when it goes.
+// when it goes. With `broker_open_files`, the broker may open no more files than that
+// (soft and hard limit) and logs to broker_log.
 class StandingGrid {
  public:
   StandingGrid(const std::string& name, const std::vector<std::string>& users, const std::vector<std::string>& relay_args = {},
-               const std::vector<std::string>& broker_args = {})
-      : dir(::testing::TempDir() + "/" + name), users_(users), broker_args_(broker_args) {
+               const std::vector<std::string>& broker_args = {}, int broker_open_files = 0)
+      : dir(::testing::TempDir() + "/" + name), users_(users), broker_args_(broker_args), broker_open_files_(broker_open_files) {
     fs::remove_all(dir);
     fs::create_directories(dir);
     std::vector<std::vector<std::string>> made = {{"ca", "init", dir + "/ca", "standing CA"},
@@ -290,9 +294,12 @@ class StandingGrid {
     return a;
   }
 
+  pid_t broker_pid() const { return daemons_.front(); }
+
   const std::string dir;
   std::string endpoint;
   const std::string journal = dir + "/journal";
+  const std::string broker_log = dir + "/broker.log";
 
  private:
   void start_broker(const std::string& listen) {
@@ -302,6 +309,8 @@ class StandingGrid {
     std::vector<std::string> argv = {kBin + "/gridbroker", "--grid", dir + "/grid.xml", "--listen", listen, "--cert", broker.cert,
                                      "--key", broker.key, "--ca", broker.ca, "--port-file", port_file, "--journal", journal};
     argv.insert(argv.end(), broker_args_.begin(), broker_args_.end());
+    if (broker_open_files_ > 0)
+      argv.insert(argv.begin(), {"/bin/sh", "-c", "ulimit -n " + std::to_string(broker_open_files_) + " && exec \"$0\" \"$@\" 2>>" + broker_log});
     daemons_.insert(daemons_.begin(), gridrt::spawn(argv, {}).pid);
     for (int i = 0; i < 100 && !fs::exists(port_file); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     endpoint = "127.0.0.1:" + slurp(port_file).substr(0, slurp(port_file).find('\n'));
@@ -318,6 +327,7 @@ class StandingGrid {
   }
   std::vector<std::string> users_;
   std::vector<std::string> broker_args_;
+  int broker_open_files_;
   std::vector<pid_t> daemons_;  // the broker first
 };
 
@@ -487,6 +497,46 @@ void expect_job_taken_back(const std::string& name, bool until_the_job_ended) {
 TEST(EndToEnd, ABrokerKilledMidJobTakesItBackWithAllItsOutput) { expect_job_taken_back("takes-back", false); }
 
 TEST(EndToEnd, AJobThatEndedWhileTheBrokerWasAwayEndsRightWhenItIsBack) { expect_job_taken_back("ended-away", true); }
+
+// Connections beyond the broker's open files: accept(2) fails and leaves them queued. The
+// broker neither spins nor floods its log; it drops its oldest unauthenticated connections
+// to make room, so that a user still gets in.
+TEST(EndToEnd, ABrokerOutOfFileDescriptorsKeepsServing) {
+  StandingGrid grid("out-of-files", {"alice"}, {}, {}, 64);
+  auto cpu_seconds = [&] {  // the broker's user and system time so far
+    std::istringstream stat(slurp("/proc/" + std::to_string(grid.broker_pid()) + "/stat"));
+    std::string field;
+    double ticks = 0;
+    for (int i = 1; i <= 15 && stat >> field; ++i)
+      if (i >= 14) ticks += std::stod(field);
+    return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  };
+  sockaddr_in broker{};
+  broker.sin_family = AF_INET;
+  broker.sin_port = htons(static_cast<std::uint16_t>(std::stoi(grid.endpoint.substr(grid.endpoint.rfind(':') + 1))));
+  broker.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::vector<int> strangers;  // connected, silent
+  for (int i = 0; i < 120; ++i) {
+    strangers.push_back(::socket(AF_INET, SOCK_STREAM, 0));
+    ASSERT_EQ(::connect(strangers.back(), reinterpret_cast<sockaddr*>(&broker), sizeof broker), 0) << "stranger " << i;
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // the queue drains, the table is full
+  const double cpu_before = cpu_seconds();
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  // Spinning on accept(2) would take these two seconds whole.
+  EXPECT_LT(cpu_seconds() - cpu_before, 0.5);
+  // A liveness bound, not a performance figure: a dry run takes milliseconds; waiting for
+  // the strangers' descriptors to be freed at their deadline would take 10 s.
+  const auto start = std::chrono::steady_clock::now();
+  const Outcome r = start_gridrun(grid.as("alice", {"--dry-run", two_group_profile("fits.xml", 1, 1, "/bin/true", {})}), "dry").finish();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  const std::string log = slurp(grid.broker_log);
+  EXPECT_NE(log.find("open files are limited to 64"), std::string::npos) << log;
+  EXPECT_NE(log.find("accept: Too many open files; the oldest unauthenticated connection is dropped"), std::string::npos) << log;
+  EXPECT_LT(std::count(log.begin(), log.end(), '\n'), 40) << log;  // summarised, not a line per failure
+  for (int fd : strangers) ::close(fd);
+}
 
 // `gridrun cancel JOB` from another terminal: only the job's submitter may, and the job's
 // own gridrun then ends as after Ctrl-C, naming who cancelled it.
