@@ -35,7 +35,7 @@ void Relay::deliver_local(Job& job, Frame& f) {
   if (auto& c = job.procs[local]; c && !c->link->closed()) return c->link->send(std::move(f));
   job.pending_bytes += f.body.size();
   if (job.pending_bytes > kMaxPendingBytes) {
-    if (!job.killed) log::error("job ", job.id(), ": over ", kMaxPendingBytes, " bytes wait for ranks that never connected");
+    if (!job.end.stopped) log::error("job ", job.id(), ": over ", kMaxPendingBytes, " bytes wait for ranks that never connected");
     return kill_job(job, "data for ranks that never connected", true);
   }
   job.pending[local].push_back(std::move(f));

@@ -75,7 +75,7 @@ void Relay::on_local_frame(const LocalPtr& conn, Frame& f) {
       return report_to_broker(job, wire::make_frame(Type::kFinalizing, {}, job.id()));
     case Type::kProcExit:
       if (!conn->monitor) break;
-      job.status[conn->local_rank] = f.header.tag;
+      job.end.rank_status[conn->local_rank] = f.header.tag;
       f.header.type = Type::kProcExitRank;
       f.header.src = rank;
       return to_broker(f);

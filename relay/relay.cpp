@@ -8,7 +8,6 @@
 #include <algorithm>
 
 #include "common/acceptor.h"
-#include "common/grid_map.h"
 #include "common/ladder.h"
 #include "common/messages.h"
 #include "common/process.h"
@@ -61,21 +60,21 @@ void Relay::stop() {
   // moment, then kill whatever of theirs is left, wherever it is (signal_by_environment).
   bool running = false;
   for (auto& [id, job] : jobs_)
-    if (job->mpiexec > 0 && !job->exited) {
+    if (job->mpiexec > 0 && !job->end.launch_exited) {
       signal_tree(job->mpiexec, SIGTERM);
       running = true;
     }
   for (int i = 0; running && i < 100; ++i) {
     running = false;
     for (auto& [id, job] : jobs_)
-      if (job->mpiexec > 0 && !job->exited) {
-        if (::waitpid(job->mpiexec, nullptr, WNOHANG) == job->mpiexec) job->exited = true;
+      if (job->mpiexec > 0 && !job->end.launch_exited) {
+        if (::waitpid(job->mpiexec, nullptr, WNOHANG) == job->mpiexec) job->end.launch_exited = true;
         else running = true;
       }
     if (running) ::usleep(10000);
   }
   for (auto& [id, job] : jobs_) {
-    if (job->mpiexec > 0 && !job->exited) signal_tree(job->mpiexec, SIGKILL);
+    if (job->mpiexec > 0 && !job->end.launch_exited) signal_tree(job->mpiexec, SIGKILL);
     signal_by_environment("GRIDRT_SECRET=" + job->start.secret, SIGKILL);
   }
   boost::system::error_code ec;
@@ -209,10 +208,10 @@ void Relay::resync_with_broker() {
     if (job->hellos == job->count && job->topology.empty())
       to_broker(wire::make_frame(Type::kPartReady, PartReady{job->hostnames, job->endpoints}.encode(), id));
     for (std::uint32_t i = 0; i < job->count; ++i)
-      if (job->status[i] != -1) {
+      if (job->end.rank_status[i] != -1) {
         Frame f = wire::make_frame(Type::kProcExitRank, {}, id);
         f.header.src = static_cast<std::int32_t>(job->first + i);
-        f.header.tag = job->status[i];
+        f.header.tag = job->end.rank_status[i];
         to_broker(f);
       }
     for (const auto& r : job->reports) to_broker(r);
@@ -289,7 +288,7 @@ void Relay::handle_start(const Frame& f) {
   job->monitors.resize(me.count);
   job->hostnames.resize(me.count);
   job->endpoints.resize(me.count);
-  job->status.assign(me.count, -1);
+  job->end.rank_status.assign(me.count, -1);
   job->wan_sent.assign(me.count, {0, 0});
   // Output is kept for a replay only where a broker may come back for it.
   job->output = OutputLog(broker_takes_jobs_back_ ? OutputLog::kDefaultBudget : 0);
@@ -320,217 +319,6 @@ void Relay::tell_processes(const Frame& f) {
 void Relay::handle_kill(const Frame& f) {
   auto it = jobs_.find(f.header.job);
   if (it != jobs_.end()) kill_job(*it->second, f.body);
-}
-
-// ---------------------------------------------------------------- processes
-
-void Relay::launch(Job& job) {
-  const JobSpec& spec = job.start.spec;
-  std::vector<std::string> argv;
-  for (const auto& w : opt_.cluster.launch) argv.push_back(w == "{np}" ? std::to_string(job.count) : w);
-  argv.push_back(opt_.gridproc);
-  argv.push_back("--");
-  argv.push_back(spec.executable);
-  argv.insert(argv.end(), spec.args.begin(), spec.args.end());
-  SpawnOptions so;
-  so.env = spec.env;
-  const auto local = local_endpoint();
-  so.env.emplace_back("GRIDRT_RELAY", local.address().to_string() + ":" + std::to_string(local.port()));
-  so.env.emplace_back("GRIDRT_JOB", std::to_string(job.id()));
-  so.env.emplace_back("GRIDRT_SECRET", job.start.secret);
-  so.env.emplace_back("GRIDRT_CLUSTER", opt_.cluster.name);
-  // The runtime then reports a lost direct connection instead of failing (cannot_reach).
-  if (spec.survive_cluster_loss) so.env.emplace_back("GRIDRT_ON_CLUSTER_LOSS", "continue");
-  // Whether and where processes listen for direct connections from other sites.
-  const NetworkPolicy& net = opt_.cluster.network;
-  so.env.emplace_back("GRIDRT_LISTEN", !(net.nodes_public && net.inbound) ? "none"
-                                       : net.port_min ? std::to_string(net.port_min) + "-" + std::to_string(net.port_max)
-                                                      : "any");
-  so.workdir = spec.workdir;
-  so.pipe_stdout = so.pipe_stderr = true;
-  try {
-    so.run_as = account_for(job);
-    Child c = spawn(argv, so);
-    job.mpiexec = c.pid;
-    log::info("job ", job.id(), ": started ", job.count, " process(es) with ", argv[0], " (pid ", c.pid, ")");
-    read_launcher_output(job, c.stdout_fd, kStdout);
-    read_launcher_output(job, c.stderr_fd, kStderr);
-  } catch (const std::exception& e) {
-    job.failure = e.what();
-    job.exited = true;
-    job.mpiexec_status = 127;
-    log::error("job ", job.id(), ": ", e.what());
-    maybe_finish(job);
-  }
-}
-
-// Whose account runs the job's part here: the one the grid map gives its submitter, read
-// afresh for every job so that an administrator's edits apply without a restart; none (the
-// relay's own) without a map. Throws, naming the user, the cluster and the map, when the
-// submitter has no account here.
-std::optional<LocalAccount> Relay::account_for(const Job& job) const {
-  if (opt_.grid_map.empty()) return std::nullopt;
-  const auto account = GridMap::load(opt_.grid_map).account_of(job.start.user);
-  const std::string who = "grid user '" + job.start.user + "'";
-  if (!account)
-    throw std::runtime_error(who + " has no local account on cluster " + opt_.cluster.name + " (not in its grid map file " +
-                             opt_.grid_map + ")");
-  try {
-    return local_account(*account);
-  } catch (const std::runtime_error& e) {
-    throw std::runtime_error(who + " cannot run on cluster " + opt_.cluster.name + ": " + e.what());
-  }
-}
-
-// The launch command's own output (e.g. mpiexec's errors), forwarded line by line as output
-// of the cluster (rank -1). The processes' output comes through their gridproc monitors.
-void Relay::read_launcher_output(Job& job, int fd, std::uint32_t stream) {
-  ++job.open_pipes;
-  asio::co_spawn(io_, forward_launcher_output(job.id(), asio::posix::stream_descriptor(io_, fd), stream), asio::detached);
-}
-
-asio::awaitable<void> Relay::forward_launcher_output(std::uint64_t id, asio::posix::stream_descriptor pipe, std::uint32_t stream) {
-  std::string pending;
-  std::array<char, 4096> chunk;
-  boost::system::error_code ec;
-  while (!ec) {
-    const std::size_t n = co_await pipe.async_read_some(asio::buffer(chunk), asio::redirect_error(asio::use_awaitable, ec));
-    pending.append(chunk.data(), n);
-    std::size_t nl;
-    // Whole lines as they come; at the end, what is left.
-    while ((nl = pending.find('\n')) != std::string::npos || (ec && !pending.empty())) {
-      const std::string line = pending.substr(0, nl);
-      pending.erase(0, nl == std::string::npos ? nl : nl + 1);
-      auto job = jobs_.find(id);
-      if (job != jobs_.end() && job->second->killed) {
-        // After we stopped the job, the launch command only narrates its clean-up.
-        log::debug("launch command: ", line);
-        continue;
-      }
-      Frame f = wire::make_frame(Type::kOutput, line, id);
-      f.header.flags = stream;
-      f.header.src = -1;
-      send_output(*job->second, f);
-    }
-  }
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) co_return;
-  --it->second->open_pipes;
-  maybe_finish(*it->second);
-}
-
-void Relay::on_child_signal() {
-  child_signal_.async_wait([this](const boost::system::error_code& ec, int) {
-    if (!ec) on_child_signal();
-  });
-  int st = 0;
-  pid_t pid;
-  while ((pid = ::waitpid(-1, &st, WNOHANG)) > 0) {
-    for (auto& [id, job] : jobs_) {
-      if (job->mpiexec != pid) continue;
-      job->exited = true;
-      job->mpiexec_status = exit_code_of(st);
-      log::info("job ", id, ": launch command exited with status ", job->mpiexec_status);
-      // Monitors may still be flushing their last frames. A launch command that exited 0
-      // had every monitor exit 0, and a monitor exits 0 only after it handed its output
-      // and status to its connection: they will come, even if that connection still waits
-      // in the accept queue behind others (strangers flooding the local port, a burst of
-      // jobs): wait for them as long as an unauthenticated connection may wait. After a
-      // failure, some may never come: a moment only. The same after this relay stopped the
-      // job: mpiexec, told to stop, may exit 0 for monitors it killed (they then never
-      // report; a stopped job's unreported ranks count as stopped, finish()).
-      const bool all_reported = job->mpiexec_status == 0 && !job->killed;
-      const auto grace = all_reported ? std::chrono::steady_clock::duration(opt_.authenticate)
-                                      : std::chrono::steady_clock::duration(kExitGrace);
-      job->timer = std::make_unique<asio::steady_timer>(io_, grace);
-      job->timer->async_wait([this, id = id](const boost::system::error_code& e) {
-        auto it = jobs_.find(id);
-        if (e || it == jobs_.end()) return;
-        it->second->grace_over = true;
-        maybe_finish(*it->second);
-      });
-      maybe_finish(*job);
-      break;
-    }
-  }
-}
-
-// This part of `job` cannot reach cluster `c` any more (a relay link or a direct connection
-// is lost, and frames with it). A job that may go on without a cluster reports it to the
-// broker, which weighs the reports of both ends and decides which of the two the job
-// loses; any other job stops, and the broker learns why.
-void Relay::cannot_reach(Job& job, std::uint32_t c, const std::string& why) {
-  if (job.killed) return;
-  if (!job.start.spec.survive_cluster_loss) return kill_job(job, why, true);
-  log::warn("job ", job.id(), ": ", why, "; reporting it to the broker");
-  Frame f = wire::make_frame(Type::kClusterLost, why, job.id());
-  f.header.tag = static_cast<std::int32_t>(c);
-  report_to_broker(job, f);
-}
-
-void Relay::kill_job(Job& job, const std::string& why, bool tell_broker) {
-  if (job.killed) return;
-  job.killed = true;
-  // Stopped here, for a reason only this relay knows: the broker (and the user) learn it.
-  if (tell_broker) report_to_broker(job, wire::make_frame(Type::kError, why, job.id()));
-  log::info("job ", job.id(), ": stopping (", why, ")");
-  if (job.mpiexec > 0 && !job.exited) {
-    signal_tree(job.mpiexec, SIGTERM);
-    const std::uint64_t id = job.id();
-    auto t = std::make_shared<asio::steady_timer>(io_, kKillGrace);
-    t->async_wait([this, t, id](const boost::system::error_code&) {
-      auto it = jobs_.find(id);
-      if (it == jobs_.end() || it->second->exited) return;
-      signal_tree(it->second->mpiexec, SIGKILL);
-      signal_by_environment("GRIDRT_SECRET=" + it->second->start.secret, SIGKILL);
-    });
-  }
-}
-
-// The part is over when the launch command exited, its output pipes are drained, every
-// monitor has hung up, and every rank's status is known (or the grace period after the exit
-// ran out: a rank whose monitor never reported is then accounted from the launch command).
-void Relay::maybe_finish(Job& job) {
-  if (!job.exited || job.open_pipes > 0) return;
-  for (auto& m : job.monitors)
-    if (m && !m->link->closed()) return;
-  const bool all_known = std::find(job.status.begin(), job.status.end(), -1) == job.status.end();
-  if (!all_known && !job.grace_over && job.failure.empty()) return;
-  finish(job);
-}
-
-void Relay::finish(Job& job) {
-  PartDone done;
-  done.message = job.failure;
-  for (std::uint32_t i = 0; i < job.count; ++i) {
-    int st = job.status[i];
-    // No status from the rank's monitor: it never started, or was killed with it. If we
-    // stopped the job, say so (SIGTERM); else the launch command's status is the best
-    // account of it, else 255 ("lost").
-    if (st == -1) st = job.killed ? 128 + SIGTERM : job.mpiexec_status != 0 ? job.mpiexec_status : 255;
-    done.statuses.push_back(static_cast<std::uint32_t>(st));
-  }
-  if (done.message.empty() && job.mpiexec_status != 0 && !job.killed) {
-    bool any_reported = false;
-    for (int s : job.status) any_reported = any_reported || s != -1;
-    if (!any_reported)
-      done.message = "launch command '" + opt_.cluster.launch[0] + "' exited with status " +
-                     std::to_string(job.mpiexec_status) + " before any process started";
-  }
-  Frame part_done = wire::make_frame(Type::kPartDone, done.encode(), job.id());
-  to_broker(part_done);
-  log::info("job ", job.id(), ": part done");
-  // Kept a moment, or while the broker is away, should a restarted broker need it.
-  forget_old_parts();
-  const auto now = std::chrono::steady_clock::now();
-  finished_[job.id()] = {std::move(part_done), std::move(job.output),
-                         now + (registered_ ? kFinishedKept : std::chrono::steady_clock::duration(opt_.broker_grace))};
-  for (auto& c : job.procs)
-    if (c) c->link->close_after_flush("job ended");
-  for (auto& c : job.monitors)
-    if (c) c->link->close("job ended");
-  if (job.timer) job.timer->cancel();
-  jobs_.erase(job.id());
 }
 
 }  // namespace gridrt

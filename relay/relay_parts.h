@@ -1,18 +1,20 @@
-// The relay's inside, shared by its translation units (relay.cpp: life, the broker session,
-// the jobs' parts; local_sessions.cpp: the cluster's processes and monitors; links.cpp:
-// routing and the links to other relays). Not for other users.
+// The relay's inside, shared by its translation units (relay.cpp: life, the broker session;
+// part_runner.cpp: the jobs' parts, launched and reaped; local_sessions.cpp: the cluster's
+// processes and monitors; links.cpp: routing and the links to other relays). Not for other
+// users.
 #pragma once
 
 #include <deque>
 #include <map>
 
 #include "common/messages.h"
+#include "relay/part_end.h"
 #include "relay/relay.h"
 
 namespace gridrt {
 
 // After mpiexec exits with a failure, how long to wait for monitors still flushing their
-// last frames. (After a success, every monitor reported; see on_child_signal.)
+// last frames (relay/part_end.h, wait_for_reports).
 inline constexpr auto kExitGrace = std::chrono::milliseconds(300);
 // After asking a job to stop (SIGTERM), when to stop asking (SIGKILL).
 inline constexpr auto kKillGrace = std::chrono::seconds(2);
@@ -44,16 +46,13 @@ struct Relay::Job {
   PartStart start;
   std::uint32_t first = 0;
   std::uint32_t count = 0;
-  pid_t mpiexec = -1;
-  bool exited = false;
-  int mpiexec_status = 0;
-  std::string failure;                 // set when the part could not run
+  pid_t mpiexec = -1;                  // the launch command
+  PartEnd end;                         // its exit, the ranks' reports (relay/part_end.h)
   std::vector<LocalPtr> procs;         // runtime connections, by local rank
   std::vector<LocalPtr> monitors;      // gridproc connections, by local rank
   std::vector<std::string> hostnames;
   std::vector<std::string> endpoints;  // where each local rank accepts direct connections
   std::uint32_t hellos = 0;
-  std::vector<int> status;             // per local rank, -1 while unknown
   // What each local rank has sent to other sites through the links (kWanCount).
   std::vector<std::pair<std::uint64_t, std::uint64_t>> wan_sent;  // messages, payload bytes
   std::map<std::uint32_t, std::vector<wire::Frame>> pending;  // data for ranks not yet connected
@@ -62,8 +61,6 @@ struct Relay::Job {
   OutputLog output;                    // every line printed, numbered (relay/output_log.h)
   bool output_live = true;             // lines go to the broker as they come (not while it is away)
   std::vector<wire::Frame> reports;          // Error, ClusterLost, Finalizing sent: said again after a restart
-  bool killed = false;
-  bool grace_over = false;
   std::unique_ptr<asio::steady_timer> timer;
   int open_pipes = 0;
 
