@@ -37,10 +37,10 @@ for step in "${steps[@]}"; do
       # The MPI layer is loaded (LD_PRELOAD) into unmodified MPI programs that were not
       # built with the sanitizer: its runtime then comes in with the layer, not first.
       # Memory errors and undefined behaviour fail a test (halt_on_error, UBSan's traps).
-      # LeakSanitizer runs with GRIDRT_DETECT_LEAKS=1 only: MPICH and UCX keep memory past
-      # MPI_Finalize (suppressed in scripts/lsan.supp), and a few of gridrt's own objects
-      # are still held at exit (docs/security.md, "Fuzzing and sanitizers").
-      (cd build-asan && ASAN_OPTIONS=verify_asan_link_order=0:halt_on_error=1:detect_leaks=${GRIDRT_DETECT_LEAKS:-0} \
+      # LeakSanitizer too (GRIDRT_DETECT_LEAKS=0 turns it off): MPICH and UCX keep memory
+      # past MPI_Finalize, suppressed in scripts/lsan.supp; anything of gridrt's still held
+      # at exit fails its test (docs/security.md, "Fuzzing and sanitizers").
+      (cd build-asan && ASAN_OPTIONS=verify_asan_link_order=0:halt_on_error=1:detect_leaks=${GRIDRT_DETECT_LEAKS:-1} \
          LSAN_OPTIONS=suppressions=$PWD/scripts/lsan.supp UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
          ctest --output-on-failure -j "$jobs")
       ;;

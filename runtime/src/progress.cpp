@@ -32,10 +32,16 @@ namespace progress {
 namespace {
 // One for the process (MPI_THREAD_SERIALIZED lets several threads call in turn), or one per
 // thread for the in-process tests, which run several ranks in one process.
-std::vector<Pollable*> process_wide;
+// Never destroyed: a process that exits without finalize destroys the runtime's state from
+// its static destructors, whose pollables then leave this registry, which must still be
+// there whatever the order of destruction.
+std::vector<Pollable*>& process_wide() {
+  static auto* registered = new std::vector<Pollable*>;
+  return *registered;
+}
 thread_local std::vector<Pollable*> this_thread;
 bool per_thread = false;
-std::vector<Pollable*>& registry() { return per_thread ? this_thread : process_wide; }
+std::vector<Pollable*>& registry() { return per_thread ? this_thread : process_wide(); }
 }  // namespace
 
 void one_registry_per_thread() { per_thread = true; }
