@@ -2,6 +2,8 @@
 
 #include <malloc.h>
 
+#include <optional>
+
 #include <boost/asio/steady_timer.hpp>
 
 namespace gridrt {
@@ -24,11 +26,13 @@ struct Admission::State : std::enable_shared_from_this<Admission::State> {
   // now), and the wait for quiet.
   bool gone_since_trim = false;
   std::size_t trims = 0;
-  boost::asio::steady_timer quiet;
+  std::optional<boost::asio::steady_timer> quiet;  // none: memory is not given back here
   bool trim_pending = false;
 
-  State(boost::asio::any_io_executor ex, std::string p, Limits l)
-      : port(std::move(p)), limits(l), warning("unauthenticated connections dropped on the " + port), quiet(std::move(ex)) {}
+  State(boost::asio::any_io_executor ex, std::string p, Limits l, bool give_memory_back)
+      : port(std::move(p)), limits(l), warning("unauthenticated connections dropped on the " + port) {
+    if (give_memory_back) quiet.emplace(std::move(ex));
+  }
 
   void forget(const std::shared_ptr<Entry>& e) {
     if (!e->counted) return;
@@ -36,7 +40,7 @@ struct Admission::State : std::enable_shared_from_this<Admission::State> {
     order.erase(e->in_order);
     if (auto it = per_address.find(e->address); it != per_address.end() && --it->second == 0) per_address.erase(it);
     gone_since_trim = true;
-    if (order.empty() && !trim_pending) give_memory_back_when_quiet();
+    if (order.empty() && !trim_pending && quiet) give_memory_back_when_quiet();
   }
   // After strangers (an attack, or a big job's start) glibc's allocator keeps the memory
   // their handshakes used: freed, but in pages that it returns to the system only from the
@@ -49,8 +53,8 @@ struct Admission::State : std::enable_shared_from_this<Admission::State> {
   static constexpr std::chrono::seconds kQuiet{1};
   void give_memory_back_when_quiet() {
     trim_pending = true;
-    quiet.expires_after(kQuiet);
-    quiet.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+    quiet->expires_after(kQuiet);
+    quiet->async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
       const auto self = weak.lock();
       if (ec || !self) return;  // the port is gone
       self->trim_pending = false;
@@ -69,8 +73,8 @@ struct Admission::State : std::enable_shared_from_this<Admission::State> {
   }
 };
 
-Admission::Admission(boost::asio::any_io_executor ex, std::string port, Limits limits)
-    : state_(std::make_shared<State>(std::move(ex), std::move(port), limits)) {}
+Admission::Admission(boost::asio::any_io_executor ex, std::string port, Limits limits, bool give_memory_back)
+    : state_(std::make_shared<State>(std::move(ex), std::move(port), limits, give_memory_back)) {}
 
 void Admission::Ticket::release() {
   if (state_ && entry_) state_->forget(entry_);

@@ -7,7 +7,8 @@
 // first keep everyone else out until its deadlines run out.)
 //
 // The memory such a crowd used is given back to the system once the port has been quiet a
-// moment (see State::forget).
+// moment (see State::forget), in the daemons; not in an application's process, whose heap
+// is the application's.
 //
 // One Admission per listening port; used on the thread that serves that port (the one
 // running the executor it is given).
@@ -38,7 +39,7 @@ class Admission {
     std::size_t total;
   };
   // `ex`: the executor of the thread that serves the port.
-  Admission(boost::asio::any_io_executor ex, std::string port, Limits limits);
+  Admission(boost::asio::any_io_executor ex, std::string port, Limits limits, bool give_memory_back = true);
 
   // Held by a connection until it has authenticated (release()) or is gone (destruction).
   class Ticket {
@@ -82,7 +83,8 @@ inline constexpr std::chrono::seconds kAuthenticate{10};
 inline constexpr std::uint32_t kUntrustedBody = 64 * 1024;
 // Unauthenticated connections on the broker's port and a relay's link port ...
 inline constexpr Admission::Limits kDaemonPort{128, 512};
-// ... and on a relay's local port, where a part's processes all connect at start-up.
+// ... and on a relay's local port, where a part's processes all connect at start-up, and a
+// process's direct port, where the ranks of other clusters may all dial it at once.
 inline constexpr Admission::Limits kLocalPort{256, 1024};
 // Room kept beside those for authenticated connections and files, in the open files a
 // daemon asks for (common/acceptor.h).

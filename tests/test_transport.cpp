@@ -6,6 +6,7 @@
 #include <atomic>
 #include <future>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -406,6 +407,47 @@ TEST(Transport, DirectConnectionBothWaysWhenOnlyOneSideListens) {
     b->wait(s2);
     EXPECT_EQ(r2->bytes, 1000u);
   }
+  EXPECT_EQ(relay.data_from(0) + relay.data_from(1), relayed_before) << "no data through the relay";
+}
+
+// A process's direct port holds strangers (connections that have not proved the job's
+// secret) as the daemons' ports do: past the cap the oldest are dropped, and the job's own
+// dialler still gets in and carries the data.
+TEST(Transport, StrangersOnADirectPortAreBoundedAndThePeerStillGetsIn) {
+  FakeRelay relay;
+  relay.publish_topology_after(2, {true, true});
+  auto a = connect(relay, 0, ListenSpec::parse("any"));
+  const std::string ep = a->listening();
+  ASSERT_FALSE(ep.empty());
+  asio::io_context io;
+  const tcp::endpoint port(asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(std::stoi(ep.substr(ep.rfind(':') + 1))));
+  const std::size_t extra = 8;
+  std::vector<tcp::socket> strangers;
+  for (std::size_t i = 0; i < limits::kLocalPort.per_address + extra; ++i) {
+    strangers.emplace_back(io);
+    strangers.back().connect(port);
+    // Dropped at once by the cap, not at the handshake's deadline (3 s): a read that waits
+    // longer than 1.5 s fails the test.
+    timeval tv{1, 500000};
+    ::setsockopt(strangers.back().native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  for (std::size_t i = 0; i < extra; ++i) {
+    char byte;
+    const ssize_t n = ::recv(strangers[i].native_handle(), &byte, 1, 0);  // (Asio's read would wait on past the timeout)
+    const int err = errno;
+    EXPECT_TRUE(n == 0 || (n < 0 && err == ECONNRESET)) << "stranger " << i << ": " << (n < 0 ? std::strerror(err) : "data");
+  }
+  auto b = connect(relay, 1);
+  a->wait_topology(std::chrono::seconds(5));
+  b->wait_topology(std::chrono::seconds(5));
+  const std::size_t relayed_before = relay.data_from(0) + relay.data_from(1);
+  const std::string m = pattern(100000, 1);
+  auto sent = b->send(0, 0, 1, m.data(), m.size());
+  std::string got(m.size(), '\0');
+  auto r = a->recv(got.data(), got.size(), 1, 0, 1);
+  a->wait(r);
+  b->wait(sent);
+  EXPECT_TRUE(got == m);
   EXPECT_EQ(relay.data_from(0) + relay.data_from(1), relayed_before) << "no data through the relay";
 }
 

@@ -8,6 +8,7 @@
 
 #include <openssl/crypto.h>
 
+#include "common/acceptor.h"
 #include "common/tls.h"
 
 namespace gridrt::detail {
@@ -347,9 +348,9 @@ asio::awaitable<void> RelayTransport::dial(std::int32_t rank, tcp::endpoint ep) 
 
 asio::awaitable<void> RelayTransport::accept_loop() {
   for (;;) {
-    boost::system::error_code ec;
-    tcp::socket s = co_await acceptor_->async_accept(asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) co_return;  // closed
+    tcp::socket s(io_);
+    if (co_await accept_next(*acceptor_, s, [this] { return strangers_.drop_oldest("out of file descriptors"); }, accept_failures_))
+      co_return;  // closed
     tune_socket(s);
     asio::co_spawn(io_, serve_direct(std::move(s)), asio::detached);
   }
@@ -360,13 +361,11 @@ asio::awaitable<void> RelayTransport::accept_loop() {
 asio::awaitable<void> RelayTransport::serve_direct(tcp::socket s) {
   boost::system::error_code ec;
   TlsStream stream(std::move(s), *psk_server_);
-  {
-    // Only a process holding the job's secret completes this handshake (TLS-PSK).
-    Deadline deadline(stream.next_layer(), kDialTimeout);
-    ec = co_await stream.handshake(asio::ssl::stream_base::server);
-  }
+  // Only a process holding the job's secret completes this handshake (TLS-PSK); until then
+  // it is one of the port's bounded strangers.
+  ec = co_await accept_tls(stream, strangers_, kDialTimeout);
   if (ec) {
-    log::warn("rank ", rank_, ": refused a direct connection: ", ec.message());
+    refused_direct_.warn("rank ", rank_, ": refused a direct connection: ", ec.message());
     co_return;
   }
   // The dialler had the topology before us (each process hears it through its own relay):

@@ -177,6 +177,10 @@ class RelayTransport : public MessageTransport {
   // Direct connections.
   std::unique_ptr<asio::ssl::context> psk_server_, psk_client_;
   std::unique_ptr<tcp::acceptor> acceptor_;
+  // Who may hold this process's direct port before the handshake proves the job's secret.
+  Admission strangers_{io_.get_executor(), "direct port", limits::kLocalPort, false};
+  log::Repeated accept_failures_{"failed accepts on the direct port"};
+  log::Repeated refused_direct_{"direct connections refused"};
   std::string listening_;
   std::map<std::int32_t, Peer> peers_;
   std::vector<std::int32_t> callbacks_waiting_;  // ConnectBack that came before the topology
