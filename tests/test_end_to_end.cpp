@@ -454,8 +454,12 @@ void expect_job_taken_back(const std::string& name, bool until_the_job_ended) {
   StandingGrid grid(name, {"alice"}, {}, {"--state-dir", state});
   const int lines = 50;
   const std::string script = grid.dir + "/count.sh";  // (a JobProfile would take $i for its own variable)
+  // c1's rank fails (3) 2 s after its last line: a failed rank stops the rest of the job,
+  // and c0's ranks, printing in step with it, must have printed all of theirs by then even
+  // on a loaded machine (0.1 s was seen not to be enough: a lagging rank was stopped
+  // before its last line).
   std::ofstream(script) << "i=1; while [ $i -le " << lines << " ]; do echo \"line $i of $GRIDRT_CLUSTER\"; i=$((i+1)); sleep 0.1; done\n"
-                        << "[ $GRIDRT_CLUSTER = c1 ] && exit 3; exit 0\n";
+                        << "[ $GRIDRT_CLUSTER = c1 ] && { sleep 2; exit 3; }; exit 0\n";
   const std::string counting = two_group_profile("counting.xml", 2, 1, "/bin/sh", {script});
   Running job = start_gridrun(grid.as("alice", {counting}), "counting");
   for (int i = 0; i < 200 && find_process("gridproc", "GRIDRT_JOB=1 ") < 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
