@@ -9,12 +9,18 @@
 namespace gridrt {
 namespace {
 
-// Replaces $NAME and ${NAME}; fails on an undefined variable, naming it and the element.
+// Replaces $NAME and ${NAME}, and $$ by one $ (for a shell's own variables in an
+// argument); fails on an undefined variable, naming it and the element.
 std::string substitute(const XmlFile& f, const pugi::xml_node& n, const std::string& in, const Variables& vars) {
   std::string out;
   for (std::size_t i = 0; i < in.size();) {
     if (in[i] != '$') {
       out += in[i++];
+      continue;
+    }
+    if (i + 1 < in.size() && in[i + 1] == '$') {
+      out += '$';
+      i += 2;
       continue;
     }
     std::size_t b = i + 1;

@@ -58,7 +58,7 @@ void expect_error(const std::string& msg, const std::string& location, const std
 
 TEST(JobProfile, GoodProfileGivesGroupsArgsEnvAndWorkdir) {
   const std::string extra =
-      "   <arguments><value>first</value><value>$X</value><value>${X}-3</value></arguments>\n"
+      "   <arguments><value>first</value><value>$X</value><value>${X}-3</value><value>echo $$HOME $$$X</value></arguments>\n"
       "   <environment><variable name=\"A\">1</variable><variable name=\"B\">$X</variable></environment>\n"
       "   <workingDirectory>/tmp</workingDirectory>\n"
       "   <processesCount><value>$NPROCS</value></processesCount>\n";
@@ -69,7 +69,7 @@ TEST(JobProfile, GoodProfileGivesGroupsArgsEnvAndWorkdir) {
   EXPECT_EQ(s.groups[0].count, 2u);
   EXPECT_EQ(s.groups[1].count, 1u);
   EXPECT_EQ(s.executable, "/bin/true");
-  EXPECT_EQ(s.args, (std::vector<std::string>{"first", "two", "two-3"}));
+  EXPECT_EQ(s.args, (std::vector<std::string>{"first", "two", "two-3", "echo $HOME $two"}));
   EXPECT_EQ(s.env, (std::vector<std::pair<std::string, std::string>>{{"A", "1"}, {"B", "two"}}));
   EXPECT_EQ(s.workdir, "/tmp");
   EXPECT_EQ(s.app_id, "app");
