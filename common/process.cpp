@@ -21,7 +21,7 @@ namespace gridrt {
 
 namespace {
 // Where a child failed before its program started (reported through the status pipe).
-enum SpawnStage : int { kBecomeAccount = 1, kEnterWorkdir, kExec };
+enum SpawnStage : int { kEnterCgroup = 1, kBecomeAccount, kEnterWorkdir, kExec };
 }  // namespace
 
 Child spawn(const std::vector<std::string>& argv, const SpawnOptions& opt) {
@@ -64,6 +64,7 @@ Child spawn(const std::vector<std::string>& argv, const SpawnOptions& opt) {
       (void)ignored;
       ::_exit(127);
     };
+    if (opt.cgroup_procs >= 0 && ::write(opt.cgroup_procs, "0", 1) != 1) report(kEnterCgroup);
     // Groups before the user: once the user is changed, the groups can no longer be.
     if (opt.run_as && (::setgroups(opt.run_as->groups.size(), opt.run_as->groups.data()) != 0 ||
                        ::setgid(opt.run_as->gid) != 0 || ::setuid(opt.run_as->uid) != 0))
@@ -97,6 +98,7 @@ Child spawn(const std::vector<std::string>& argv, const SpawnOptions& opt) {
     if (opt.pipe_stdout) ::close(out[0]);
     if (opt.pipe_stderr) ::close(err[0]);
     const std::string why = std::strerror(failure[1]);
+    if (failure[0] == kEnterCgroup) throw std::runtime_error("cannot start '" + argv[0] + "' in the job's cgroup: " + why);
     if (failure[0] == kBecomeAccount)
       throw std::runtime_error("cannot start '" + argv[0] + "' as local account '" + opt.run_as->name + "': " + why);
     const std::string where = opt.workdir.empty() ? "" : " in " + opt.workdir;

@@ -34,6 +34,9 @@ struct SpawnOptions {
   // must be root), then its HOME, USER and LOGNAME, before it enters `workdir` and execs,
   // so that the account's own permissions decide both.
   std::optional<LocalAccount> run_as;
+  // Set (an open cgroup.procs, common/cgroup.h): the child moves itself into that cgroup
+  // first, before it changes account or runs anything, so that nothing it starts is outside.
+  int cgroup_procs = -1;
 };
 
 struct Child {

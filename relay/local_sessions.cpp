@@ -141,7 +141,11 @@ void Relay::on_local_closed(const LocalPtr& conn, const std::string& why) {
   if (conn->link->silent()) {
     kill_job(job, "rank " + std::to_string(job.first + conn->local_rank) + (conn->monitor ? "'s monitor: " : ": ") + why, true);
   }
-  if (conn->monitor) maybe_finish(job);
+  if (!conn->monitor) return;
+  // A monitor gone without its rank's report was killed: what its rank left may hold the
+  // launch command, and with it the part, open.
+  if (job.end.rank_status[conn->local_rank] == -1 && !job.end.stopped) watch_leftovers(job, kMonitorLostGrace);
+  maybe_finish(job);
 }
 
 }  // namespace gridrt

@@ -29,6 +29,14 @@ description, and carries the job's traffic to and from other clusters.
                       every job; a user not in it is refused. Needs the relay to run as
                       root. Without it every job runs as the relay's own user, and users'
                       jobs are not isolated from each other.
+  --cgroup auto|off|DIR
+                      where each job's part gets a cgroup (v2) of its own, whose processes
+                      are all killed when the part ends, whatever they did to leave it
+                      (docs/security.md): auto (the default) below the relay's own cgroup
+                      when the relay may make cgroups there (root, or delegated), DIR below
+                      that directory of the unified hierarchy (refused if it cannot), off
+                      for none. Without one, each rank's monitor alone contains what the
+                      rank starts.
   --broker-grace SECONDS
                       how long this cluster's jobs keep running when the broker is lost
                       (default 60): a broker restarted on its --state-dir within it takes
@@ -45,18 +53,42 @@ description, and carries the job's traffic to and from other clusters.
   --help              this text
 Logging goes to stderr; set GRIDRT_LOG=info or debug for more.
 )";
+
+// The relay's job cgroups as --cgroup asks (common/cgroup.h), or none. Where the relay
+// chose (auto) and cannot, it says so, loudly on a shared grid (a grid map), where users'
+// jobs should not be able to outlive their jobs; where the operator named a directory, it
+// refuses to start.
+std::shared_ptr<gridrt::JobCgroups> job_cgroups(const std::string& where, bool shared_grid) {
+  using namespace gridrt;
+  if (where == "off") {
+    log::info("--cgroup off: each job's ranks are contained by their monitors only");
+    return nullptr;
+  }
+  try {
+    auto made = std::make_shared<JobCgroups>(where == "auto" ? "" : where);
+    log::info("each job's part runs in a cgroup of its own below ", made->dir());
+    return made;
+  } catch (const std::exception& e) {
+    if (where != "auto") throw std::invalid_argument(std::string("--cgroup: ") + e.what());
+    const std::string text = std::string("jobs' processes are contained by their monitors only, not by cgroups: ") + e.what();
+    if (shared_grid) log::warn(text);
+    else log::info(text);
+    return nullptr;
+  }
 }
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace gridrt;
   log::set_component("relay");
-  std::string grid_path, cluster, broker, gridproc, link_encryption = "tls", emulate_wan, grid_map, broker_grace = "60";
+  std::string grid_path, cluster, broker, gridproc, link_encryption = "tls", emulate_wan, grid_map, broker_grace = "60",
+              cgroup = "auto";
   tls::Credentials creds;
   parse_daemon_options(argc, argv, "gridrelay", kUsage,
                        {{"--grid", &grid_path}, {"--cluster", &cluster}, {"--broker", &broker}, {"--cert", &creds.cert},
                         {"--key", &creds.key}, {"--ca", &creds.ca}, {"--gridproc", &gridproc}, {"--grid-mapfile", &grid_map},
                         {"--link-encryption", &link_encryption}, {"--emulate-wan", &emulate_wan},
-                        {"--broker-grace", &broker_grace}},
+                        {"--broker-grace", &broker_grace}, {"--cgroup", &cgroup}},
                        {"--grid", "--cluster", "--broker", "--cert", "--key", "--ca"});
   if (gridproc.empty()) gridproc = (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "gridproc").string();
   if (link_encryption != "tls" && link_encryption != "none") {
@@ -96,7 +128,8 @@ int main(int argc, char** argv) {
       return 2;
     }
     asio::io_context io;
-    Relay::Options options{*desc, creds, parse_endpoint(broker), gridproc, link_encryption == "tls", wan, grid_map};
+    Relay::Options options{*desc, creds, parse_endpoint(broker), gridproc, link_encryption == "tls", wan, grid_map,
+                           job_cgroups(cgroup, !grid_map.empty())};
     options.broker_grace = std::chrono::seconds(grace);
     Relay relay(io, options);
     relay.prepare_for_strangers();
@@ -117,6 +150,9 @@ int main(int argc, char** argv) {
     });
     io.run();
   } catch (const InputError& e) {  // a bad grid description: bad input, as for gridrun
+    std::fprintf(stderr, "gridrelay: %s\n", e.what());
+    return 2;
+  } catch (const std::invalid_argument& e) {  // an option that cannot be honoured
     std::fprintf(stderr, "gridrelay: %s\n", e.what());
     return 2;
   } catch (const std::exception& e) {

@@ -5,6 +5,7 @@
 // decides those).
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 
@@ -41,6 +42,12 @@ void Relay::launch(Job& job) {
                                                       : "any");
   so.workdir = spec.workdir;
   so.pipe_stdout = so.pipe_stderr = true;
+  if (opt_.cgroups) try {
+      so.cgroup_procs = opt_.cgroups->open_part(job.id());
+      job.in_cgroup = true;
+    } catch (const std::exception& e) {
+      log::warn("job ", job.id(), ": its processes are contained by their monitors only: ", e.what());
+    }
   try {
     so.run_as = account_for(job);
     Child c = spawn(argv, so);
@@ -55,6 +62,7 @@ void Relay::launch(Job& job) {
     log::error("job ", job.id(), ": ", e.what());
     maybe_finish(job);
   }
+  if (so.cgroup_procs >= 0) ::close(so.cgroup_procs);
 }
 
 // Whose account runs the job's part here: the one the grid map gives its submitter, read
@@ -79,15 +87,17 @@ std::optional<LocalAccount> Relay::account_for(const Job& job) const {
 // of the cluster (rank -1). The processes' output comes through their gridproc monitors.
 void Relay::read_launcher_output(Job& job, int fd, std::uint32_t stream) {
   ++job.open_pipes;
-  asio::co_spawn(io_, forward_launcher_output(job.id(), asio::posix::stream_descriptor(io_, fd), stream), asio::detached);
+  job.launcher_pipes.push_back(std::make_shared<asio::posix::stream_descriptor>(io_, fd));
+  asio::co_spawn(io_, forward_launcher_output(job.id(), job.launcher_pipes.back(), stream), asio::detached);
 }
 
-asio::awaitable<void> Relay::forward_launcher_output(std::uint64_t id, asio::posix::stream_descriptor pipe, std::uint32_t stream) {
+asio::awaitable<void> Relay::forward_launcher_output(std::uint64_t id, std::shared_ptr<asio::posix::stream_descriptor> pipe,
+                                                     std::uint32_t stream) {
   std::string pending;
   std::array<char, 4096> chunk;
   boost::system::error_code ec;
   while (!ec) {
-    const std::size_t n = co_await pipe.async_read_some(asio::buffer(chunk), asio::redirect_error(asio::use_awaitable, ec));
+    const std::size_t n = co_await pipe->async_read_some(asio::buffer(chunk), asio::redirect_error(asio::use_awaitable, ec));
     pending.append(chunk.data(), n);
     std::size_t nl;
     // Whole lines as they come; at the end, what is left.
@@ -166,6 +176,7 @@ void Relay::kill_job(Job& job, const std::string& why, bool tell_broker) {
       if (it == jobs_.end() || it->second->end.launch_exited) return;
       signal_tree(it->second->mpiexec, SIGKILL);
       signal_by_environment("GRIDRT_SECRET=" + it->second->start.secret, SIGKILL);
+      kill_leftovers(*it->second);
     });
   }
 }
@@ -173,13 +184,89 @@ void Relay::kill_job(Job& job, const std::string& why, bool tell_broker) {
 // The part is over when its ranks' statuses are settled (relay/part_end.h), its output
 // pipes are drained and every monitor has hung up.
 void Relay::maybe_finish(Job& job) {
-  if (!statuses_settled(job.end) || job.open_pipes > 0) return;
+  const bool settled = statuses_settled(job.end);
+  if (settled && !held_open(job)) return finish(job);
+  if (settled) watch_leftovers(job, kLeftoverGrace);
+}
+
+bool Relay::held_open(const Job& job) const {
+  if (job.open_pipes > 0) return true;
   for (auto& m : job.monitors)
-    if (m && !m->link->closed()) return;
-  finish(job);
+    if (m && !m->link->closed()) return true;
+  return false;
+}
+
+// Nothing left of a part may hold it open for long once its ranks are over (whatever they
+// started, kept the part's pipes or the launch command's): a while after the ranks'
+// statuses are settled, or after a monitor hung up without its rank's report (killed: the
+// launch command may then wait for what the rank left), what is left is ended.
+void Relay::watch_leftovers(Job& job, std::chrono::steady_clock::duration after) {
+  if (job.leftovers) return;
+  job.leftovers = std::make_unique<asio::steady_timer>(io_, after);
+  job.leftovers->async_wait([this, id = job.id()](const boost::system::error_code& ec) {
+    auto it = jobs_.find(id);
+    if (ec || it == jobs_.end()) return;
+    it->second->leftovers.reset();  // may be armed again
+    end_leftovers(*it->second);
+  });
+}
+
+void Relay::end_leftovers(Job& job) {
+  if (!statuses_settled(job.end)) {
+    // A rank's monitor is gone without its report, and the launch command still runs.
+    for (std::size_t r = 0; r < job.monitors.size(); ++r)
+      if (job.monitors[r] && job.monitors[r]->link->closed() && job.end.rank_status[r] == -1)
+        return kill_job(job, "rank " + std::to_string(job.first + r) + ": its monitor ended without reporting how the rank ended", true);
+    return;
+  }
+  // In a cgroup, what holds the part open is killed, and its pipes close.
+  if (kill_leftovers(job) > 0) return;
+  // Elsewhere (or if nothing was left there), the part stops waiting for it.
+  log::info("job ", job.id(), ": its output is held open by processes it left running; no longer waiting for them");
+  for (auto& pipe : job.launcher_pipes) {
+    boost::system::error_code ignored;
+    pipe->close(ignored);  // the forwarding ends, aborted
+  }
+  std::vector<std::shared_ptr<TcpLink>> links;
+  for (auto& m : job.monitors)
+    if (m && !m->link->closed()) links.push_back(m->link);
+  for (auto& l : links) l->close("job ended");  // may finish the job
+}
+
+// Kills what is left in the part's cgroup, saying so in the job's output; how many.
+int Relay::kill_leftovers(Job& job) {
+  if (!job.in_cgroup) return 0;
+  const int killed = opt_.cgroups->kill(job.id());
+  if (killed > 0 && !job.end.stopped) {
+    log::info("job ", job.id(), ": killed ", killed, " process(es) left in its cgroup");
+    Frame f = wire::make_frame(Type::kOutput,
+                               "gridrelay: " + std::to_string(killed) + " process(es) of the job were left running on cluster " +
+                                   opt_.cluster.name + "; they were killed",
+                               job.id());
+    f.header.flags = kStderr;
+    f.header.src = -1;
+    send_output(job, f);
+  }
+  return killed;
+}
+
+// A cgroup goes once the processes killed in it are gone: tried again a while, then given up
+// with a warning (the next relay started here removes it).
+void Relay::remove_cgroup(std::uint64_t id, int attempts_left) {
+  if (opt_.cgroups->remove(id)) return;
+  if (attempts_left == 0) return log::warn("job ", id, ": cannot remove its cgroup below ", opt_.cgroups->dir());
+  auto t = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(20));
+  t->async_wait([this, t, id, attempts_left](const boost::system::error_code& ec) {
+    if (!ec && !stopped_) remove_cgroup(id, attempts_left - 1);
+  });
 }
 
 void Relay::finish(Job& job) {
+  // Nothing of the part outlives it, whatever it did to leave (even kill its monitor).
+  if (job.in_cgroup) {
+    kill_leftovers(job);
+    remove_cgroup(job.id(), 250);
+  }
   Frame done = wire::make_frame(Type::kPartDone, part_done(job.end, opt_.cluster.launch[0]).encode(), job.id());
   to_broker(done);
   log::info("job ", job.id(), ": part done");
@@ -193,6 +280,7 @@ void Relay::finish(Job& job) {
   for (auto& c : job.monitors)
     if (c) c->link->close("job ended");
   if (job.timer) job.timer->cancel();
+  if (job.leftovers) job.leftovers->cancel();
   jobs_.erase(job.id());
 }
 

@@ -76,6 +76,7 @@ void Relay::stop() {
   for (auto& [id, job] : jobs_) {
     if (job->mpiexec > 0 && !job->end.launch_exited) signal_tree(job->mpiexec, SIGKILL);
     signal_by_environment("GRIDRT_SECRET=" + job->start.secret, SIGKILL);
+    if (job->in_cgroup) opt_.cgroups->kill(id);
   }
   boost::system::error_code ec;
   link_acceptor_.close(ec);

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "common/admission.h"
+#include "common/cgroup.h"
 #include "common/grid.h"
 #include "common/link.h"
 #include "common/process.h"
@@ -46,6 +47,10 @@ class Relay {
     // account its submitter is mapped to (the relay must be root), and a submitter mapped
     // to none is refused. Empty: every job runs as the relay's own user.
     std::string grid_map;
+    // Set: each job's part runs in a cgroup of its own below it (common/cgroup.h), and
+    // whatever is left there when the part ends is killed. Unset: the monitors alone
+    // contain the ranks (each is its rank's child subreaper).
+    std::shared_ptr<JobCgroups> cgroups;
     // How long a connection may stay unauthenticated (tests shorten it).
     std::chrono::steady_clock::duration authenticate = limits::kAuthenticate;
     // How long jobs keep running without the broker: a broker that restarts within it takes
@@ -123,12 +128,18 @@ class Relay {
   void launch(Job& job);
   std::optional<LocalAccount> account_for(const Job& job) const;
   void read_launcher_output(Job& job, int fd, std::uint32_t stream);
-  asio::awaitable<void> forward_launcher_output(std::uint64_t id, asio::posix::stream_descriptor pipe, std::uint32_t stream);
+  asio::awaitable<void> forward_launcher_output(std::uint64_t id, std::shared_ptr<asio::posix::stream_descriptor> pipe,
+                                               std::uint32_t stream);
   void on_child_signal();
   void cannot_reach(Job& job, std::uint32_t cluster, const std::string& why);
   void kill_job(Job& job, const std::string& why, bool tell_broker = false);
   void maybe_finish(Job& job);
   void finish(Job& job);
+  bool held_open(const Job& job) const;  // by its output pipes or a monitor's connection
+  void watch_leftovers(Job& job, std::chrono::steady_clock::duration after);
+  void end_leftovers(Job& job);
+  int kill_leftovers(Job& job);  // in its cgroup, if it has one; how many
+  void remove_cgroup(std::uint64_t id, int attempts_left);
 
   asio::io_context& io_;     // main thread: broker, local processes, routing, job life
   asio::io_context link_io_;  // link thread: relay-to-relay links (their TLS work)

@@ -18,6 +18,12 @@ namespace gridrt {
 inline constexpr auto kExitGrace = std::chrono::milliseconds(300);
 // After asking a job to stop (SIGTERM), when to stop asking (SIGKILL).
 inline constexpr auto kKillGrace = std::chrono::seconds(2);
+// Once the ranks' statuses are settled, how long what they left may hold the part open
+// before it is ended (relay/part_runner.cpp, watch_leftovers); after a monitor hung up
+// without its rank's report, how long the launch command has to notice and exit before
+// the relay stops the job (longer: a loaded machine may take a while to end an mpiexec).
+inline constexpr auto kLeftoverGrace = std::chrono::seconds(1);
+inline constexpr auto kMonitorLostGrace = std::chrono::seconds(3);
 // Connecting to and shaking hands with a broker or a relay: at most this long.
 inline constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
 // Frames held for a local rank that has not connected yet. Flow control keeps this to a
@@ -62,7 +68,10 @@ struct Relay::Job {
   bool output_live = true;             // lines go to the broker as they come (not while it is away)
   std::vector<wire::Frame> reports;          // Error, ClusterLost, Finalizing sent: said again after a restart
   std::unique_ptr<asio::steady_timer> timer;
+  std::unique_ptr<asio::steady_timer> leftovers;  // armed once the ranks are over (watch_leftovers)
+  std::vector<std::shared_ptr<asio::posix::stream_descriptor>> launcher_pipes;  // its stdout and stderr
   int open_pipes = 0;
+  bool in_cgroup = false;              // its processes are in a cgroup of their own (Options::cgroups)
 
   std::uint64_t id() const { return start.job; }
   const Topology& topo() const { return start.topology; }

@@ -22,6 +22,7 @@
 #include <thread>
 #include <tuple>
 
+#include "common/cgroup.h"
 #include "common/grid.h"
 #include "common/grid_map.h"
 #include "common/process.h"
@@ -794,6 +795,32 @@ TEST(EndToEnd, ProcessesThatLeaveTheirJobEndWithIt) {
   expect_nothing_left();
 }
 
+// A rank that leaves its job and then kills its own monitor, so that no subreaper is left to
+// end what it started: that process still keeps the launch command's descriptors (mpiexec
+// waits for them) and nothing of the job's environment. Its relay sees the monitor gone
+// without a report, stops the job, and kills what is left in the part's cgroup. Without
+// cgroups (not root) the escaped process would outlive the job: the test skips there.
+TEST(EndToEnd, ARankThatKillsItsMonitorLeavesNothingBehind) {
+  try {
+    gridrt::JobCgroups probe;
+  } catch (const std::exception& e) {
+    GTEST_SKIP() << "relays cannot make job cgroups here: " << e.what();
+  }
+  const std::string script = "setsid env -i /bin/sh -c '(/bin/sleep 32.25 &)'; kill -9 $$PPID; exec /bin/sleep 32.5";
+  const std::string profile = two_group_profile("kill-monitor.xml", 1, 1, "/bin/sh", {"-c", script});
+  const auto t0 = std::chrono::steady_clock::now();
+  const Outcome r = gridrun({profile});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::vector<pid_t> left = processes_running("sleep 32.25");
+  for (pid_t p : processes_running("sleep 32.5")) left.push_back(p);
+  for (pid_t p : left) ::kill(p, SIGKILL);  // not to disturb the tests that follow
+  EXPECT_NE(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("its monitor ended without reporting how the rank ended"), std::string::npos) << r.err;
+  EXPECT_TRUE(left.empty()) << left.size() << " process(es) outlived the job";
+  EXPECT_LT(seconds, 20) << "what the rank left held the job open";
+  expect_nothing_left();
+}
+
 TEST(EndToEnd, MessagesLargerThanOneFrameCrossClustersIntact) {
   // 20 MB > the 16 MiB frame limit: sent in fragments, reassembled, checked byte by byte
   // by hello (it exits 3 on a wrong byte).
@@ -858,6 +885,23 @@ TEST(EndToEnd, DirectConnectionsBetweenClustersOnThisMachine) {
   expect_nothing_left();
 }
 
+// The job cgroups (common/cgroup.h) that relays no longer running left behind.
+std::vector<std::string> cgroups_of_dead_relays() {
+  std::vector<std::string> found;
+  std::error_code ec;
+  std::string parent;
+  try {
+    parent = gridrt::own_cgroup_dir();
+  } catch (const std::exception&) {
+    return found;
+  }
+  for (const auto& e : std::filesystem::directory_iterator(parent, ec)) {
+    const std::string name = e.path().filename();
+    if (name.rfind("gridrelay-", 0) == 0 && ::kill(std::stoi(name.substr(10)), 0) != 0) found.push_back(e.path());
+  }
+  return found;
+}
+
 TEST(EndToEnd, KilledOutrightLeavesNoProcessAndTheNextRunCleansUp) {
   // SIGKILL gives gridrun no chance to clean up: its daemons and the job still die with it
   // (PR_SET_PDEATHSIG down the chain), and the next gridrun removes its directory.
@@ -876,8 +920,10 @@ TEST(EndToEnd, KilledOutrightLeavesNoProcessAndTheNextRunCleansUp) {
   }
   EXPECT_TRUE(left.empty()) << left.size() << " processes left, first: " << (left.empty() ? "" : left[0]);
   EXPECT_GT(gridrun_dirs().size(), before.size()) << "the killed run's directory is there until the next run";
+  const std::vector<std::string> dead_relays_cgroups = cgroups_of_dead_relays();
   const Outcome next = gridrun({"-n", "2", kSrc + "/jobprofiles/helloworld.xml"});
   EXPECT_EQ(next.status, 0) << next.err;
+  for (const auto& d : dead_relays_cgroups) EXPECT_FALSE(std::filesystem::exists(d)) << "the next run's relays remove " << d;
   dirs_before = before;
   expect_nothing_left();
 }
