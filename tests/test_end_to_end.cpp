@@ -773,24 +773,39 @@ std::vector<pid_t> processes_running(const std::string& words) {
   return found;
 }
 
+// A job of one rank on each cluster running `script` (sh -c) that leaves processes behind,
+// each a sleep for one of `marks` seconds: gridrun's outcome, how long it took, and how many
+// of those sleeps outlived the job (killed then, not to disturb the tests that follow).
+struct EscapeRun {
+  Outcome r;
+  double seconds = 0;
+  std::size_t left = 0;
+};
+EscapeRun run_escaping_job(const std::string& name, const std::string& script, const std::vector<std::string>& marks) {
+  const std::string profile = two_group_profile(name, 1, 1, "/bin/sh", {"-c", script});
+  const auto t0 = std::chrono::steady_clock::now();
+  EscapeRun run{gridrun({profile})};
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (const auto& mark : marks)
+    for (pid_t p : processes_running("sleep " + mark)) {
+      ::kill(p, SIGKILL);
+      ++run.left;
+    }
+  return run;
+}
+
 // A process that leaves its job as far as it can — a session of its own, a double fork, an
 // empty environment — with its output kept open or closed: the job still ends when its
 // ranks do, and nothing of it is left.
 TEST(EndToEnd, ProcessesThatLeaveTheirJobEndWithIt) {
-  const std::string script =
-      "setsid env -i /bin/sh -c '(/bin/sleep 31.25 &); (/bin/sleep 31.5 </dev/null >/dev/null 2>&1 &)'; echo started";
-  const std::string profile = two_group_profile("escape.xml", 1, 1, "/bin/sh", {"-c", script});
-  const auto t0 = std::chrono::steady_clock::now();
-  const Outcome r = gridrun({profile});
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::vector<pid_t> left = processes_running("sleep 31.25");
-  for (pid_t p : processes_running("sleep 31.5")) left.push_back(p);
-  for (pid_t p : left) ::kill(p, SIGKILL);  // not to disturb the tests that follow
+  const auto [r, seconds, left] = run_escaping_job(
+      "escape.xml", "setsid env -i /bin/sh -c '(/bin/sleep 31.25 &); (/bin/sleep 31.5 </dev/null >/dev/null 2>&1 &)'; echo started",
+      {"31.25", "31.5"});
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("[c0:0] started"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("[c1:1] started"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("[c0:0] gridproc: the program left 2 process(es) running; they were killed"), std::string::npos) << r.err;
-  EXPECT_TRUE(left.empty()) << left.size() << " escaped process(es) outlived the job";
+  EXPECT_EQ(left, 0u) << "escaped process(es) outlived the job";
   EXPECT_LT(seconds, 20) << "an escaped process held the job open";
   expect_nothing_left();
 }
@@ -806,17 +821,11 @@ TEST(EndToEnd, ARankThatKillsItsMonitorLeavesNothingBehind) {
   } catch (const std::exception& e) {
     GTEST_SKIP() << "relays cannot make job cgroups here: " << e.what();
   }
-  const std::string script = "setsid env -i /bin/sh -c '(/bin/sleep 32.25 &)'; kill -9 $$PPID; exec /bin/sleep 32.5";
-  const std::string profile = two_group_profile("kill-monitor.xml", 1, 1, "/bin/sh", {"-c", script});
-  const auto t0 = std::chrono::steady_clock::now();
-  const Outcome r = gridrun({profile});
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::vector<pid_t> left = processes_running("sleep 32.25");
-  for (pid_t p : processes_running("sleep 32.5")) left.push_back(p);
-  for (pid_t p : left) ::kill(p, SIGKILL);  // not to disturb the tests that follow
+  const auto [r, seconds, left] = run_escaping_job(
+      "kill-monitor.xml", "setsid env -i /bin/sh -c '(/bin/sleep 32.25 &)'; kill -9 $$PPID; exec /bin/sleep 32.5", {"32.25", "32.5"});
   EXPECT_NE(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.err.find("its monitor ended without reporting how the rank ended"), std::string::npos) << r.err;
-  EXPECT_TRUE(left.empty()) << left.size() << " process(es) outlived the job";
+  EXPECT_EQ(left, 0u) << "process(es) outlived the job";
   EXPECT_LT(seconds, 20) << "what the rank left held the job open";
   expect_nothing_left();
 }
