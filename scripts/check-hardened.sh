@@ -10,6 +10,7 @@
 #   scripts/check-hardened.sh [fuzz|asan|tsan]...   (all three by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$PWD
 scripts/install-deps.sh
 jobs=$(nproc)
 steps=("$@")
@@ -41,7 +42,7 @@ for step in "${steps[@]}"; do
       # past MPI_Finalize, suppressed in scripts/lsan.supp; anything of gridrt's still held
       # at exit fails its test (docs/security.md, "Fuzzing and sanitizers").
       (cd build-asan && ASAN_OPTIONS=verify_asan_link_order=0:halt_on_error=1:detect_leaks=${GRIDRT_DETECT_LEAKS:-1} \
-         LSAN_OPTIONS=suppressions=$PWD/scripts/lsan.supp UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+         LSAN_OPTIONS=suppressions=$root/scripts/lsan.supp UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
          ctest --output-on-failure -j "$jobs")
       ;;
     tsan)
