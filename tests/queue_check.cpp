@@ -12,11 +12,13 @@
 // on arrival), so that chunks and batches of results fill the queue's messages.
 // --progress K: every process says when it has run K tasks (a test then breaks something
 // while the queue is at work). --die-in-finalize R: rank R dies (SIGKILL) a second after the
-// queue ended, while the others wait in gridrt::finalize.
+// queue ended, while the others wait in gridrt::finalize. --finalize-in-scope: gridrt::finalize
+// is called while the queue and a communicator split from the world still exist (their
+// destructors run after it, which must do no harm).
 //
 //   queue_check [--tasks N] [--spawn-depth D] [--max-us U] [--levels cluster|site|single]
 //               [--every-rank-puts] [--bosses-idle] [--die-rank R --die-after K] [--pad B]
-//               [--progress K] [--die-in-finalize R]
+//               [--progress K] [--die-in-finalize R] [--finalize-in-scope]
 #include <gridrt/queue.hpp>
 
 #include <chrono>
@@ -76,7 +78,7 @@ int fail(const std::string& why) {
 int main(int argc, char** argv) {
   gridrt::init(&argc, &argv);
   long tasks = 100, depth_limit = 0, max_us = 0, die_rank = -1, die_after = 0, pad = 0, progress = 0, die_in_finalize = -1;
-  bool every_rank_puts = false;
+  bool every_rank_puts = false, finalize_in_scope = false;
   gridrt::QueueOptions opts;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -91,6 +93,7 @@ int main(int argc, char** argv) {
     else if (a == "--pad") pad = value();
     else if (a == "--progress") progress = value();
     else if (a == "--die-in-finalize") die_in_finalize = value();
+    else if (a == "--finalize-in-scope") finalize_in_scope = true;
     else if (a == "--levels" && i + 1 < argc) {
       const std::string l = argv[++i];
       if (l == "single") opts.levels = {};
@@ -102,6 +105,7 @@ int main(int argc, char** argv) {
   }
   const int me = gridrt::rank();
   {
+    const gridrt::Comm halves = gridrt::Comm::world().split(me % 2, 0);
     gridrt::TaskQueue q(gridrt::Comm::world(), opts);
     std::map<gridrt::TaskId, Answer> results;
     std::set<gridrt::TaskId> known;  // roots put, and children results named
@@ -184,6 +188,11 @@ int main(int argc, char** argv) {
       std::printf("\n");
     }
     std::fflush(stdout);
+    if (finalize_in_scope) {
+      halves.barrier();
+      gridrt::finalize();
+      return 0;  // the queue and the communicator go after the runtime
+    }
   }
   if (me == die_in_finalize) {
     std::this_thread::sleep_for(std::chrono::seconds(1));

@@ -1,4 +1,5 @@
 // libgridrt: process state, topology queries, point-to-point and the grid barrier.
+#include <set>
 #include <sched.h>
 #include <unistd.h>
 
@@ -18,6 +19,19 @@ namespace detail {
 
 std::unique_ptr<State> g;
 LayerHooks layer_hooks;
+
+namespace {
+std::set<ReleasedAtFinalize*>& released_at_finalize() {
+  static auto* live = new std::set<ReleasedAtFinalize*>;  // never destroyed: objects may outlive static destruction
+  return *live;
+}
+}  // namespace
+ReleasedAtFinalize::ReleasedAtFinalize() { released_at_finalize().insert(this); }
+ReleasedAtFinalize::~ReleasedAtFinalize() { released_at_finalize().erase(this); }
+void release_all_at_finalize() {
+  const std::set<ReleasedAtFinalize*> live = released_at_finalize();  // release() may not remove, but be safe
+  for (ReleasedAtFinalize* o : live) o->release();
+}
 
 State::State() = default;
 State::~State() = default;
@@ -183,6 +197,7 @@ void finalize() {
   // Nobody leaves while others may still send to them through the relays.
   detail::finalize_barrier();
   if (detail::layer_hooks.finalizing) detail::layer_hooks.finalizing();
+  detail::release_all_at_finalize();
   g->world_comm.reset();  // (communicators the application still holds free theirs at exit)
   g->p2p_channel.reset();
   MPI_Comm_free(&g->p2p);

@@ -67,6 +67,20 @@ struct LayerHooks {
 };
 extern LayerHooks layer_hooks;
 
+// Objects the application may still hold when it calls finalize (a task queue whose scope
+// ends after it) and that hold MPI requests: finalize releases them while MPI is still up,
+// after its barrier, so that MPI_Finalize finds no request pending and their destructors
+// later find nothing left to do. release() must be idempotent.
+class ReleasedAtFinalize {
+ public:
+  ReleasedAtFinalize();
+  virtual ~ReleasedAtFinalize();
+  ReleasedAtFinalize(const ReleasedAtFinalize&) = delete;
+  ReleasedAtFinalize& operator=(const ReleasedAtFinalize&) = delete;
+  virtual void release() = 0;
+};
+void release_all_at_finalize();
+
 // Waits for an MPI request under the wait policy (progress.h), moving the rest meanwhile.
 void wait_mpi(MPI_Request* req, MPI_Status* st);
 

@@ -43,10 +43,13 @@ double seconds_now() {
 }
 }  // namespace
 
-class QueueNode {
+class QueueNode : public ReleasedAtFinalize {
  public:
   QueueNode(const Comm& comm, QueueOptions o);
-  ~QueueNode();
+  ~QueueNode() override;
+  // Its receives cancelled and its sends let go: what the destructor does, and what
+  // finalize does while MPI is up, should the queue outlive it.
+  void release() override;
 
   bool is_master() const { return parent_ < 0; }
   bool is_boss() const { return !children_.empty(); }
@@ -158,16 +161,19 @@ QueueNode::QueueNode(const Comm& comm, QueueOptions o)
   if (parent_ >= 0) post(from_parent_);
 }
 
-QueueNode::~QueueNode() {
-  // Left before the end (an exception in the application): nothing may still write into
-  // these buffers once they are gone.
+QueueNode::~QueueNode() { release(); }
+
+void QueueNode::release() {
+  // Left before the end (an exception in the application, or still in scope at finalize):
+  // nothing may still write into these buffers once they are gone.
   cancel(from_local_children_);
   for (auto& in : from_remote_children_) cancel(in);
   cancel(from_parent_);
   // A send still under way keeps its buffer: MPI may read it after the request is freed,
   // so the bytes are left to the end of the process rather than freed under it.
   for (auto& s : sending_)
-    if (c_->channel->abandon(*s.op)) new std::string(std::move(s.bytes));
+    if (s.op && c_->channel->abandon(*s.op)) new std::string(std::move(s.bytes));
+  sending_.clear();
 }
 
 // The tree (Coti, Herault, Cappello 2009 Figure 4): for each level, the members with the same colors down to it
