@@ -20,6 +20,7 @@ submits jobs to it. Every connection is mutual TLS 1.3 from the grid CA.
   --cert/--key PEM   this broker's certificate and key, issued by the grid CA
   --ca PEM           the grid CA: peers must present a certificate it signed
   --port-file FILE   write the port actually listened on to FILE (for port 0)
+  --quiet            no start-up line (gridrun's embedded grid)
   --journal FILE     append a line for every job started, refused or ended: when,
                      which user (their certificate's name), what, where, how it ended.
                      Keep one per grid: job ids continue after the last one it holds,
@@ -31,6 +32,7 @@ submits jobs to it. Every connection is mutual TLS 1.3 from the grid CA.
                      output goes on where it stopped. Parts or launchers not back within
                      60 s are lost. (Stopped with SIGTERM, the broker kills its jobs.)
   --help             this text
+  --version          print gridrt's version
 Logging goes to stderr; set GRIDRT_LOG=info or debug for more.
 )";
 }
@@ -39,20 +41,24 @@ int main(int argc, char** argv) {
   using namespace gridrt;
   log::set_component("broker");
   std::string grid_path, listen, port_file, journal, state_dir;
+  bool quiet = false;
   tls::Credentials creds;
   parse_daemon_options(argc, argv, "gridbroker", kUsage,
                        {{"--grid", &grid_path}, {"--listen", &listen}, {"--cert", &creds.cert}, {"--key", &creds.key},
                         {"--ca", &creds.ca}, {"--port-file", &port_file},
                         {"--journal", &journal}, {"--state-dir", &state_dir}},
-                       {"--grid", "--listen", "--cert", "--key", "--ca"});
+                       {"--grid", "--listen", "--cert", "--key", "--ca"}, {{"--quiet", &quiet}});
+  if (quiet) log::set_notices(false);
   try {
     asio::io_context io;
-    Broker broker(io, load_grid(grid_path), creds, parse_endpoint(listen));
+    const Grid grid = load_grid(grid_path);
+    Broker broker(io, grid, creds, parse_endpoint(listen));
     broker.prepare_for_strangers();
     if (!state_dir.empty()) broker.set_state_dir(state_dir);  // before the journal: jobs taken back are not cut off
     if (!journal.empty()) broker.set_journal(journal);
     const auto ep = broker.endpoint();
-    log::info("listening on ", ep.address().to_string(), ":", ep.port());
+    log::notice("listening on ", ep.address().to_string(), ":", ep.port(), " for the ", grid.clusters.size(), " cluster(s) of ",
+                grid_path, state_dir.empty() ? "" : ", state in " + state_dir, journal.empty() ? "" : ", journal " + journal);
     if (!port_file.empty()) {
       FILE* f = std::fopen((port_file + ".tmp").c_str(), "w");
       if (!f) throw std::runtime_error("cannot write " + port_file);

@@ -3,10 +3,15 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "gridrt/version.h"
+
 namespace gridrt {
 
+std::string version_line(const char* program) { return std::string(program) + " (gridrt) " + GRIDRT_VERSION; }
+
 void parse_daemon_options(int argc, char** argv, const char* program, const char* usage,
-                          const std::map<std::string, std::string*>& options, const std::vector<std::string>& required) {
+                          const std::map<std::string, std::string*>& options, const std::vector<std::string>& required,
+                          const std::map<std::string, bool*>& flags) {
   auto fail = [&](const std::string& why) {
     std::fprintf(stderr, "%s: %s\n%s", program, why.c_str(), usage);
     std::exit(2);
@@ -16,6 +21,14 @@ void parse_daemon_options(int argc, char** argv, const char* program, const char
     if (a == "--help" || a == "-h") {
       std::fputs(usage, stdout);
       std::exit(0);
+    }
+    if (a == "--version") {
+      std::puts(version_line(program).c_str());
+      std::exit(0);
+    }
+    if (const auto flag = flags.find(a); flag != flags.end()) {
+      *flag->second = true;
+      continue;
     }
     const auto it = options.find(a);
     if (it == options.end()) fail("unknown option '" + a + "'");

@@ -7,9 +7,15 @@
 
 namespace gridrt {
 
-// Fills the strings of `options` from argv. "--help" prints `usage` and exits 0; an unknown
+// "PROGRAM (gridrt) VERSION", what every tool's --version prints.
+std::string version_line(const char* program);
+
+// Fills the strings of `options` from argv. "--help" prints `usage` and exits 0, "--version"
+// the version line; an unknown
 // option, a missing value, or a missing one of `required` prints why and `usage` and exits 2.
+// `flags` are options without a value: present sets them true.
 void parse_daemon_options(int argc, char** argv, const char* program, const char* usage,
-                          const std::map<std::string, std::string*>& options, const std::vector<std::string>& required);
+                          const std::map<std::string, std::string*>& options, const std::vector<std::string>& required,
+                          const std::map<std::string, bool*>& flags = {});
 
 }  // namespace gridrt

@@ -25,13 +25,24 @@ Level threshold() {
   return l;
 }
 const char* names[] = {"error", "warn", "info", "debug"};
+bool notices = true;
+void write_line(const char* level, const std::string& msg);
 }  // namespace
 
 void set_component(std::string name) { component() = std::move(name); }
 
 bool enabled(Level l) { return l <= threshold(); }
 
-void write(Level l, const std::string& msg) {
+void write(Level l, const std::string& msg) { write_line(names[static_cast<int>(l)], msg); }
+
+void set_notices(bool on) { notices = on; }
+
+void write_notice(const std::string& msg) {
+  if (notices && enabled(Level::kWarn)) write_line("notice", msg);
+}
+
+namespace {
+void write_line(const char* level, const std::string& msg) {
   static std::mutex m;
   const auto now = std::chrono::system_clock::now();
   const std::time_t t = std::chrono::system_clock::to_time_t(now);
@@ -41,9 +52,9 @@ void write(Level l, const std::string& msg) {
   char ts[32];
   std::strftime(ts, sizeof ts, "%H:%M:%S", &tm);
   std::lock_guard<std::mutex> lock(m);
-  std::fprintf(stderr, "%s.%03d %s %s: %s\n", ts, static_cast<int>(ms), component().c_str(),
-               names[static_cast<int>(l)], msg.c_str());
+  std::fprintf(stderr, "%s.%03d %s %s: %s\n", ts, static_cast<int>(ms), component().c_str(), level, msg.c_str());
 }
+}  // namespace
 
 bool Repeated::count() {
   std::lock_guard<std::mutex> lock(m_);

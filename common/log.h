@@ -27,6 +27,18 @@ template <typename... Args> void warn(const Args&... a) { emit(Level::kWarn, a..
 template <typename... Args> void info(const Args&... a) { emit(Level::kInfo, a...); }
 template <typename... Args> void debug(const Args&... a) { emit(Level::kDebug, a...); }
 
+// What an operator should see at the default level though nothing is wrong: a daemon's
+// start-up ("listening on ...", "registered ..."). Shown unless GRIDRT_LOG=error, or the
+// daemon was told to keep quiet (gridrun's embedded grid, set_notices(false)).
+void set_notices(bool on);
+void write_notice(const std::string& msg);
+template <typename... Args>
+void notice(const Args&... args) {
+  std::ostringstream os;
+  (os << ... << args);
+  write_notice(os.str());
+}
+
 // A warning that an attack can repeat thousands of times a second (failed handshakes,
 // refused strangers): the first few of each interval are logged, the rest are counted and
 // summarised in one line when the next interval begins.

@@ -47,7 +47,7 @@ EmbeddedGrid::EmbeddedGrid(Grid grid, const std::string& grid_xml, const std::st
     user_ = ca.issue("user " + std::string(getenv("USER") ? getenv("USER") : "gridrun"), dir_, "user");
     const std::string port_file = dir_ + "/broker.port";
     broker_ = spawn({bin_dir + "/gridbroker", "--grid", grid_path, "--listen", "127.0.0.1:0", "--cert", broker.cert,
-                     "--key", broker.key, "--ca", broker.ca, "--port-file", port_file},
+                     "--key", broker.key, "--ca", broker.ca, "--port-file", port_file, "--quiet"},
                     {})
                   .pid;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -64,7 +64,8 @@ EmbeddedGrid::EmbeddedGrid(Grid grid, const std::string& grid_xml, const std::st
     for (const auto& c : grid_.clusters) {
       const tls::Credentials relay = ca.issue("relay " + c.name, dir_, "relay-" + c.name);
       std::vector<std::string> argv = {bin_dir + "/gridrelay", "--grid", grid_path, "--cluster", c.name, "--broker",
-                                       broker_endpoint(), "--cert", relay.cert, "--key", relay.key, "--ca", relay.ca};
+                                       broker_endpoint(), "--cert", relay.cert, "--key", relay.key, "--ca", relay.ca,
+                                       "--single-user", "--quiet"};
       argv.insert(argv.end(), relay_options.begin(), relay_options.end());
       relays_.push_back(spawn(argv, {}).pid);
     }

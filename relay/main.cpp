@@ -29,6 +29,10 @@ description, and carries the job's traffic to and from other clusters.
                       every job; a user not in it is refused. Needs the relay to run as
                       root. Without it every job runs as the relay's own user, and users'
                       jobs are not isolated from each other.
+  --single-user       this relay serves one user's own grid (gridrun's embedded grid): its
+                      jobs run as its user by design, so it does not warn that users are
+                      not isolated
+  --quiet             no start-up line (gridrun's embedded grid)
   --cgroup auto|off|DIR
                       where each job's part gets a cgroup (v2) of its own, whose processes
                       are all killed when the part ends, whatever they did to leave it
@@ -51,6 +55,7 @@ description, and carries the job's traffic to and from other clusters.
                       crosses an emulated WAN line, DELAY one way (us, ms, s) at RATE (kbit, mbit,
                       gbit), e.g. 10ms,100mbit (docs/benchmarks.md)
   --help              this text
+  --version           print gridrt's version
 Logging goes to stderr; set GRIDRT_LOG=info or debug for more.
 )";
 
@@ -83,13 +88,15 @@ int main(int argc, char** argv) {
   log::set_component("relay");
   std::string grid_path, cluster, broker, gridproc, link_encryption = "tls", emulate_wan, grid_map, broker_grace = "60",
               cgroup = "auto";
+  bool single_user = false, quiet = false;
   tls::Credentials creds;
   parse_daemon_options(argc, argv, "gridrelay", kUsage,
                        {{"--grid", &grid_path}, {"--cluster", &cluster}, {"--broker", &broker}, {"--cert", &creds.cert},
                         {"--key", &creds.key}, {"--ca", &creds.ca}, {"--gridproc", &gridproc}, {"--grid-mapfile", &grid_map},
                         {"--link-encryption", &link_encryption}, {"--emulate-wan", &emulate_wan},
                         {"--broker-grace", &broker_grace}, {"--cgroup", &cgroup}},
-                       {"--grid", "--cluster", "--broker", "--cert", "--key", "--ca"});
+                       {"--grid", "--cluster", "--broker", "--cert", "--key", "--ca"}, {{"--single-user", &single_user}, {"--quiet", &quiet}});
+  if (quiet) log::set_notices(false);
   if (gridproc.empty()) gridproc = (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "gridproc").string();
   if (link_encryption != "tls" && link_encryption != "none") {
     std::fprintf(stderr, "gridrelay: --link-encryption must be tls or none, not '%s'\n", link_encryption.c_str());
@@ -117,7 +124,7 @@ int main(int argc, char** argv) {
     if (!grid_map.empty()) {
       const std::size_t users = GridMap::load(grid_map).size();  // a malformed map stops the relay here
       log::info("jobs run under the local accounts that ", grid_map, " gives their users (", users, " mapped)");
-    } else {
+    } else if (!single_user) {
       log::warn("no --grid-mapfile: every job runs as this relay's user (uid ", ::geteuid(),
                 "), so users' jobs are not isolated from each other");
     }

@@ -253,7 +253,7 @@ void Relay::on_broker_frame(Frame& f) {
       case Type::kRegistered:
         registered_ = true;
         broker_takes_jobs_back_ = (f.header.flags & wire::kTakesJobsBack) != 0;
-        log::info("registered with the broker at ", opt_.broker);
+        log::notice("cluster ", opt_.cluster.name, " registered with the broker at ", opt_.broker);
         return resync_with_broker();
       case Type::kError:
         log::error("the broker refused this relay: ", f.body);
