@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/cli.h"
 #include "common/wan.h"
 #include "gridrt/gridrt.hpp"
 
@@ -121,6 +122,9 @@ Options parse(int argc, char** argv) {
     };
     if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (a == "--version") {
+      std::puts(gridrt::version_line("gridbench").c_str());
       std::exit(0);
     } else if (a == "--worker") {  // the launcher's mark on the job's own command line
     } else if (a == "--op") {

@@ -12,7 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   using namespace gridrt;
   const std::string text(reinterpret_cast<const char*>(data), size);
   try {
-    const JobSpec spec = parse_job_profile("fuzz.xml", text, {{"GRIDRT_BIN", "/bin"}, {"HOME", "/root"}});
+    const JobSpec spec = parse_job_profile("fuzz.xml", text, {{"GRIDRT_BIN", "/bin"}, {"GRIDRT_EXAMPLES", "/bin"}, {"HOME", "/root"}});
     if (spec.groups.empty() || spec.total_processes() == 0 || spec.total_processes() > kMaxJobProcesses) std::abort();
   } catch (const InputError&) {
   }

@@ -8,7 +8,7 @@
 // gridrun prefixes every line with cluster and rank and knows which rank failed and how,
 // whatever the launch command (mpiexec, srun) does with output and statuses.
 //
-// It loads the MPI layer (libgridmpi, found beside gridrt's libraries: ../lib from this
+// It loads the MPI layer (libgridmpi, found among gridrt's libraries: ../lib from this
 // program) into PROGRAM, and into nothing else (not the process manager's helpers): an
 // unmodified MPI program then runs as one MPI job across the clusters (docs/mpi.md).
 #include <fcntl.h>
@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cli.h"
 #include "common/link.h"
 #include "common/messages.h"
 #include "common/process.h"
@@ -83,21 +84,29 @@ int connect_relay(const std::string& endpoint) {
   return fd;
 }
 
-// The MPI layer beside this installation's libraries, or "" if there is none.
+// The MPI layer in this installation's libraries (bin/../lib in a build tree, the configured
+// library directory once installed), or "" if there is none.
 std::string mpi_layer() {
   char self[4096] = {0};
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
   if (n <= 0) return "";
   std::string dir(self, static_cast<std::size_t>(n));
   dir = dir.substr(0, dir.rfind('/'));
-  const std::string path = dir.substr(0, dir.rfind('/')) + "/lib/libgridmpi.so";
-  return ::access(path.c_str(), R_OK) == 0 ? path : "";
+  for (const char* libdir : {"../lib", GRIDRT_LIBDIR_FROM_BIN}) {
+    const std::string path = dir + "/" + libdir + "/" + GRIDRT_MPI_LAYER_FILE;
+    if (::access(path.c_str(), R_OK) == 0) return path;
+  }
+  return "";
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace gridrt;
+  if (argc == 2 && std::strcmp(argv[1], "--version") == 0) {
+    std::puts(version_line("gridproc").c_str());
+    return 0;
+  }
   if (argc < 3 || std::strcmp(argv[1], "--") != 0) {
     std::fprintf(stderr, "usage: gridproc -- PROGRAM [ARGS...]\n"
                          "Started by gridrelay under the cluster's launch command; not for direct use.\n");

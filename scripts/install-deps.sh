@@ -14,6 +14,7 @@ packages=(
   netpipe-mpich2             # NetPIPE (NPmpich2), an unmodified MPI program the tests run across clusters
   iproute2 iptables          # the three-site test network (network namespaces, firewalls, NAT)
   clang libclang-rt-dev      # libFuzzer and clang's sanitizers (scripts/check-hardened.sh)
+  pkgconf help2man dpkg-dev  # installing: gridrt.pc checked by the app template, manual pages, the Debian package
 )
 
 missing=()

@@ -189,7 +189,7 @@ TEST(JobProfile, DuplicateGroupAndWrongRoot) {
 }
 
 TEST(JobProfile, ShippedProfilesParse) {
-  const Variables vars{{"NPROCS", "4"}, {"GRIDRT_BIN", GRIDRT_BIN_DIR}};
+  const Variables vars{{"NPROCS", "4"}, {"GRIDRT_BIN", GRIDRT_BIN_DIR}, {"GRIDRT_EXAMPLES", GRIDRT_BIN_DIR}};
   const JobSpec hello = load_job_profile(GRIDRT_SOURCE_DIR "/jobprofiles/helloworld.xml", vars);
   EXPECT_EQ(hello.total_processes(), 4u);
   const JobSpec two = load_job_profile(GRIDRT_SOURCE_DIR "/jobprofiles/two-groups.xml", vars);

@@ -181,13 +181,13 @@ TEST(MpiLayer, QuickModeTakesTheProgramsArgumentsAndNamesBadInput) {
 // Without gridrun (no job to join) a program with the layer loaded is MPICH's alone:
 // MPI_COMM_WORLD is mpiexec's, MPI_THREAD_MULTIPLE is given.
 TEST(MpiLayer, WithoutGridrunTheLayerLeavesMpichAsItIs) {
-  const std::string out = shell("LD_PRELOAD=" + kLib + "/libgridmpi.so mpiexec -launcher fork -n 3 " + kMpiTests + "/mpi_world 2>&1");
+  const std::string out = shell("LD_PRELOAD=" + kLib + "/libgridmpi.so.0 mpiexec -launcher fork -n 3 " + kMpiTests + "/mpi_world 2>&1");
   EXPECT_NE(out.find("world: 3 processes, thread level " + std::to_string(MPI_THREAD_MULTIPLE)), std::string::npos) << out;
   EXPECT_NE(out.find("world: 30 checks passed on 3 processes"), std::string::npos) << out;
   EXPECT_EQ(out.find("not supported"), std::string::npos) << out;
   // The same checks pass as under MPICH alone.
   const std::string plain = shell("mpiexec -launcher fork -n 3 " + kMpiTests + "/mpi_p2p 2>&1");
-  const std::string p2p = shell("LD_PRELOAD=" + kLib + "/libgridmpi.so mpiexec -launcher fork -n 3 " + kMpiTests + "/mpi_p2p 2>&1");
+  const std::string p2p = shell("LD_PRELOAD=" + kLib + "/libgridmpi.so.0 mpiexec -launcher fork -n 3 " + kMpiTests + "/mpi_p2p 2>&1");
   const std::regex passed("p2p: [0-9]+ checks passed on 3 processes\n");
   std::smatch m;
   ASSERT_TRUE(std::regex_search(plain, m, passed)) << plain;

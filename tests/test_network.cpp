@@ -245,7 +245,7 @@ class ThreeSites : public ::testing::Test {
   // goes on without a lost cluster; returns once site c's process has run 5 tasks.
   pid_t start_queue_job() {
     std::string text = slurp(kSrc + "/jobprofiles/three-sites.xml");
-    const std::string program = "$GRIDRT_BIN/hello", args = "<arguments><value>--pingpong-bytes</value><value>100000</value></arguments>";
+    const std::string program = "$GRIDRT_EXAMPLES/hello", args = "<arguments><value>--pingpong-bytes</value><value>100000</value></arguments>";
     text.replace(text.find(program), program.size(), "$GRIDRT_BIN/queue_check");
     text.replace(text.find(args), args.size(),
                  "<arguments><value>--tasks</value><value>600</value><value>--max-us</value><value>20000</value>"
