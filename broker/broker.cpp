@@ -176,6 +176,7 @@ void Broker::on_frame(const PeerPtr& peer, Frame& f) {
       case Type::kProcExitRank: return handle_rank_exit(peer, f);
       case Type::kPartDone: return handle_part_done(peer, f);
       case Type::kKillJob: return handle_cancel(peer, f);
+      case Type::kStatus: return handle_status(peer);
       case Type::kClusterLost: return handle_unreachable(peer, f);
       case Type::kFinalizing: return handle_finalizing(peer, f);
       case Type::kAttachJob: return handle_attach(peer, f);
@@ -310,8 +311,10 @@ void Broker::start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run) {
     // Too big for the whole grid: bad input. Too big for the clusters up now: the grid is
     // short of relays, not the job at fault.
     if (all.size() == grid_.clusters.size()) return refuse(launcher, spec, e.what(), 2);
-    return refuse(launcher, spec, e.what() + std::string("; ") + std::to_string(grid_.clusters.size() - all.size()) +
-                                      " cluster(s) of the grid have no relay registered", 1);
+    std::string missing;
+    for (const auto& c : grid_.clusters)
+      if (!relays_.count(c.name)) missing += (missing.empty() ? "" : ", ") + c.name;
+    return refuse(launcher, spec, e.what() + std::string("; the relays of cluster(s) ") + missing + " have not registered", 1);
   }
   if (!dry_run) {
     // The grid can hold the job, but maybe not beside the jobs running now: it waits for
@@ -662,6 +665,45 @@ void Broker::handle_cancel(const PeerPtr& peer, const Frame& f) {
     peer->link->send(wire::make_frame(Type::kNotice, "job " + std::to_string(job.id) + " is being cancelled on every cluster", job.id));
   fail_job(job, "cancelled by " + by + (f.body.empty() ? std::string() : " (" + f.body + ")"));
   persist(job);
+}
+
+// The grid as it stands (gridrun status): clusters, their relays and slots, the running jobs
+// with their owners, as a batch system shows its queue to all its users. Users only.
+void Broker::handle_status(const PeerPtr& peer) {
+  if (peer->kind == Peer::Kind::kRelay || !tls::is_user_name(peer->name))
+    return refuse_peer(peer, "only user certificates ('user NAME') may ask for the grid's status; this one is '" + peer->name + "'");
+  const auto now = std::chrono::steady_clock::now();
+  auto seconds = [&](std::chrono::steady_clock::time_point since) {
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::seconds>(now - since).count());
+  };
+  GridStatus st;
+  for (const auto& c : grid_.clusters) {
+    GridStatus::Cluster out;
+    out.name = c.name;
+    out.site = c.site;
+    out.slots = c.slots;
+    if (auto b = busy_.find(c.name); b != busy_.end()) out.busy = b->second;
+    if (auto r = relays_.find(c.name); r != relays_.end()) {
+      out.relay_up = true;
+      out.relay = r->second->link->peer();
+    }
+    st.clusters.push_back(std::move(out));
+  }
+  for (const auto& [id, job] : jobs_) {
+    GridStatus::Job out;
+    out.id = id;
+    out.owner = job->submitter;
+    out.application = job->spec.app_id;
+    out.processes = job->topology.size();
+    for (const auto& c : job->topology.clusters) out.clusters.push_back(c.name);
+    out.age_s = seconds(job->since);
+    st.jobs.push_back(std::move(out));
+  }
+  st.waiting = static_cast<std::uint32_t>(queued_.size() + pending_.size());
+  st.up_s = seconds(started_);
+  st.takes_jobs_back = store_.enabled();
+  peer->link->send(wire::make_frame(Type::kStatus, st.encode()));
+  peer->link->close_after_flush("status sent");
 }
 
 void Broker::handle_part_done(const PeerPtr& peer, const Frame& f) {

@@ -72,6 +72,7 @@ class Broker {
   void handle_rank_exit(const PeerPtr& peer, const wire::Frame& f);
   void handle_part_done(const PeerPtr& peer, const wire::Frame& f);
   void handle_cancel(const PeerPtr& peer, const wire::Frame& f);
+  void handle_status(const PeerPtr& peer);
   void handle_relay_failure(const PeerPtr& peer, const wire::Frame& f);
   void handle_unreachable(const PeerPtr& peer, const wire::Frame& f);
   void handle_finalizing(const PeerPtr& peer, const wire::Frame& f);
@@ -137,6 +138,7 @@ class Broker {
   bool recovering_ = false;
   std::set<std::uint64_t> dirty_;  // jobs whose state changed this turn (persist)
   std::uint64_t next_job_ = 1;
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   bool stopped_ = false;
 };
 

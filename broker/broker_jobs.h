@@ -28,6 +28,8 @@ struct Broker::Job : JobRecord {
   PeerPtr launcher;
   std::vector<Part> parts;           // parallel to topology.clusters
   bool end_journaled = false;      // stop() wrote its end line already
+  // When this broker accepted it (or took it back after a restart): its age in gridrun status.
+  std::chrono::steady_clock::time_point since = std::chrono::steady_clock::now();
   // Taken back from the state directory: parts wait for their relays, the job for its
   // launcher, until they come back or the recovery grace runs out.
   bool restored = false;

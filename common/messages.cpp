@@ -199,4 +199,43 @@ JobEnd JobEnd::decode(std::string_view body) {
   return m;
 }
 
+std::string GridStatus::encode() const {
+  Writer w;
+  w.u32(static_cast<std::uint32_t>(clusters.size()));
+  for (const auto& c : clusters) w.str(c.name).str(c.site).u32(c.slots).u32(c.busy).u8(c.relay_up ? 1 : 0).str(c.relay);
+  w.u32(static_cast<std::uint32_t>(jobs.size()));
+  for (const auto& j : jobs) w.u64(j.id).str(j.owner).str(j.application).u32(j.processes).strs(j.clusters).u64(j.age_s);
+  return w.u32(waiting).u64(up_s).u8(takes_jobs_back ? 1 : 0).take();
+}
+
+GridStatus GridStatus::decode(std::string_view body) {
+  Reader r(body);
+  GridStatus m;
+  for (std::uint32_t i = 0, n = r.u32(); i < n; ++i) {  // every entry takes bytes: a lying count runs out
+    Cluster c;
+    c.name = r.str();
+    c.site = r.str();
+    c.slots = r.u32();
+    c.busy = r.u32();
+    c.relay_up = r.u8() != 0;
+    c.relay = r.str();
+    m.clusters.push_back(std::move(c));
+  }
+  for (std::uint32_t i = 0, n = r.u32(); i < n; ++i) {
+    Job j;
+    j.id = r.u64();
+    j.owner = r.str();
+    j.application = r.str();
+    j.processes = r.u32();
+    j.clusters = r.strs();
+    j.age_s = r.u64();
+    m.jobs.push_back(std::move(j));
+  }
+  m.waiting = r.u32();
+  m.up_s = r.u64();
+  m.takes_jobs_back = r.u8() != 0;
+  r.end();
+  return m;
+}
+
 }  // namespace gridrt

@@ -130,6 +130,33 @@ struct PartDone {
   static PartDone decode(std::string_view body);
 };
 
+// Broker -> launcher (gridrun status): the grid as the broker sees it now.
+struct GridStatus {
+  struct Cluster {
+    std::string name;
+    std::string site;
+    std::uint32_t slots = 0;
+    std::uint32_t busy = 0;  // slots held by running jobs
+    bool relay_up = false;
+    std::string relay;       // where its relay connected from, when up
+  };
+  struct Job {
+    std::uint64_t id = 0;
+    std::string owner;       // the submitter's certificate name
+    std::string application;
+    std::uint32_t processes = 0;
+    std::vector<std::string> clusters;
+    std::uint64_t age_s = 0;  // since it was accepted
+  };
+  std::vector<Cluster> clusters;
+  std::vector<Job> jobs;
+  std::uint32_t waiting = 0;  // jobs waiting for free slots
+  std::uint64_t up_s = 0;     // the broker's time up
+  bool takes_jobs_back = false;
+  std::string encode() const;
+  static GridStatus decode(std::string_view body);
+};
+
 // Broker -> launcher: the job is over.
 struct JobEnd {
   std::int32_t status = 0;  // what gridrun exits with

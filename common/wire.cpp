@@ -38,6 +38,7 @@ const char* type_name(Type t) {
     case Type::kHeartbeat: return "Heartbeat";
     case Type::kAttachJob: return "AttachJob";
     case Type::kReplayOutput: return "ReplayOutput";
+    case Type::kStatus: return "Status";
   }
   return "unknown";
 }
@@ -51,7 +52,7 @@ std::uint64_t get(const unsigned char*& p, int bytes) {
   for (int i = 0; i < bytes; ++i) v |= static_cast<std::uint64_t>(*p++) << (8 * i);
   return v;
 }
-bool known_type(std::uint16_t t) { return t >= 1 && t <= static_cast<std::uint16_t>(Type::kReplayOutput); }
+bool known_type(std::uint16_t t) { return t >= 1 && t <= static_cast<std::uint16_t>(Type::kStatus); }
 }  // namespace
 
 void encode_header(const Header& h, unsigned char out[kHeaderSize]) {

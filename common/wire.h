@@ -68,6 +68,7 @@ enum class Type : std::uint16_t {
                        // (Output's seq) of the last line printed from it
   kReplayOutput = 31,  // broker -> relay: send again the job's output numbered after `seq`;
                        // relay -> broker, empty, after those: the replay is complete
+  kStatus = 32,        // launcher -> broker, empty: how is the grid? broker -> launcher: GridStatus
 };
 // kData and kRest flags: more fragments of the same part of the message follow (the last one
 // has it clear). First kData fragment only: the message is synchronous (its sender waits for

@@ -101,6 +101,29 @@ TEST(Messages, RoundTripAndTruncation) {
   EXPECT_THROW(JobSpec::decode(body + "x"), BadBody);
 }
 
+TEST(Messages, GridStatusRoundTripsAndRefusesTruncation) {
+  GridStatus st;
+  st.clusters = {{"c0", "site0", 3, 2, true, "relay c0 [127.0.0.1:4100 (relay c0)]"}, {"c1", "site1", 3, 0, false, ""}};
+  st.jobs = {{7, "user alice", "hello", 4, {"c0", "c1"}, 12}};
+  st.waiting = 1;
+  st.up_s = 7300;
+  st.takes_jobs_back = true;
+  const std::string body = st.encode();
+  const GridStatus back = GridStatus::decode(body);
+  ASSERT_EQ(back.clusters.size(), 2u);
+  EXPECT_EQ(back.clusters[0].busy, 2u);
+  EXPECT_TRUE(back.clusters[0].relay_up);
+  EXPECT_FALSE(back.clusters[1].relay_up);
+  ASSERT_EQ(back.jobs.size(), 1u);
+  EXPECT_EQ(back.jobs[0].owner, "user alice");
+  EXPECT_EQ(back.jobs[0].clusters, (std::vector<std::string>{"c0", "c1"}));
+  EXPECT_EQ(back.waiting, 1u);
+  EXPECT_TRUE(back.takes_jobs_back);
+  for (std::size_t cut = 0; cut < body.size(); ++cut)
+    EXPECT_THROW(GridStatus::decode(body.substr(0, cut)), BadBody) << "cut at " << cut;
+  EXPECT_THROW(GridStatus::decode(std::string("\xff\xff\xff\xff", 4)), BadBody) << "a count no body can hold";
+}
+
 TEST(Messages, TopologyRejectsInconsistentTables) {
   Topology t;
   t.groups = {"g"};
