@@ -199,4 +199,13 @@ JobSpec command_job(const std::string& program, const std::vector<std::string>& 
   return spec;
 }
 
+void set_environment(JobSpec& spec, const std::string& name, const std::string& value) {
+  for (auto& [k, v] : spec.env)
+    if (k == name) {
+      v = value;
+      return;
+    }
+  spec.env.emplace_back(name, value);
+}
+
 }  // namespace gridrt

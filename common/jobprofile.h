@@ -24,4 +24,7 @@ JobSpec parse_job_profile(const std::string& path, const std::string& text, cons
 // InputError when the program cannot be run.
 JobSpec command_job(const std::string& program, const std::vector<std::string>& args, long processes);
 
+// Sets NAME=VALUE in the job's environment, over what the profile set (gridrun --env).
+void set_environment(JobSpec& spec, const std::string& name, const std::string& value);
+
 }  // namespace gridrt

@@ -44,7 +44,7 @@ Child spawn(const std::vector<std::string>& argv, const SpawnOptions& opt) {
   for (char** e = environ; *e; ++e) {
     const std::string kv = *e;
     const std::string key = kv.substr(0, kv.find('='));
-    bool overridden = false;
+    bool overridden = std::find(opt.unset.begin(), opt.unset.end(), key) != opt.unset.end();
     for (const auto& [k, v] : env) overridden = overridden || k == key;
     if (!overridden) env_strings.push_back(kv);
   }

@@ -25,6 +25,7 @@ struct LocalAccount {
 
 struct SpawnOptions {
   std::vector<std::pair<std::string, std::string>> env;  // added to (or replacing in) ours
+  std::vector<std::string> unset;                        // of ours, left out (unless in env)
   std::string workdir;
   bool pipe_stdout = false;
   bool pipe_stderr = false;

@@ -22,6 +22,7 @@ namespace {
 
 const char* kUsage = R"(usage: gridrun [options] -n N PROGRAM [ARGS...]
        gridrun [options] JOBPROFILE.xml
+       gridrun status --broker HOST:PORT --cert PEM --key PEM --ca PEM
        gridrun cancel JOB --broker HOST:PORT --cert PEM --key PEM --ca PEM
        gridrun ca ...      (the grid's certificate authority: gridrun ca --help)
 
@@ -39,10 +40,19 @@ Job options:
   -n N, -np N          number of processes (default: every slot of the embedded grid);
                        with a JobProfile: sets $NPROCS in it
   --var NAME=VALUE     sets $NAME in the profile (repeatable)
+  --env NAME=VALUE     sets NAME in every process's environment (repeatable; over the
+                       profile's <environment>); --env NAME passes on gridrun's own value
+  -genv NAME VALUE     the same, as mpiexec writes it; -genvlist NAME,... passes on
+                       gridrun's values of those
+  --timeout SECONDS    stop the job once it has run this long (default: MPIEXEC_TIMEOUT
+                       if set, else none); gridrun then exits 124
+  --label, -l          prefix every output line with [cluster:rank] (the default)
+  --no-label           print the processes' lines as they are
   --dry-run            print how the groups map onto clusters and ranks, run nothing
   --explain            print how each pair of clusters connects, and why (with
                        --dry-run: and run nothing)
   -v, --verbose        say what gridrun is doing (job id, daemons' log level info)
+  --version            print gridrt's version and exit
 
 Grid options:
   (none)               use the embedded default grid: a broker and one relay per cluster
@@ -62,13 +72,22 @@ Grid options:
   --cert PEM --key PEM your user certificate and key, issued by the grid's CA
   --ca PEM             the grid's CA certificate
 
-Variables always defined: NPROCS (see -n) and GRIDRT_BIN (the directory of gridrun,
-where the examples are built).
+Variables always defined: NPROCS (see -n), GRIDRT_BIN (the directory of gridrun) and
+GRIDRT_EXAMPLES (where gridrt's example programs are: beside gridrun in a build tree,
+PREFIX/libexec/gridrt/examples once installed).
+
+Environment and working directory, the same on the embedded grid and a standing one: the
+processes start in gridrun's current directory (or the profile's <workingDirectory>),
+which must exist on the clusters' nodes; their environment is their relay's (on the
+embedded grid, gridrun's own), without the daemons' own GRIDRT_LOG, plus the profile's
+<environment> and --env/-genv/-genvlist, plus what gridrt sets (GRIDRT_*, PMI_*).
 
 Exit status: 0 when every process exited 0; otherwise the first non-zero status of a
 process (128+N for signal N), with a one-line summary of the failed ranks on stderr;
 2 for bad input (the message names file:line:column and the element); 1 when the grid
-could not run the job (broker unreachable, daemons failed to start); 130 on Ctrl-C.
+could not run the job (broker unreachable, daemons failed to start); 124 when --timeout
+stopped it; 128+N when gridrun got signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), the job
+then stopped everywhere before gridrun returns.
 A profile with <onClusterLoss>continue</onClusterLoss> goes on without a cluster whose
 process failed, whose relay died or that was cut off from the others: gridrun says so
 ("lost cluster C: ...") and the status is that of the clusters not lost.
@@ -87,6 +106,31 @@ cluster, and the gridrun that follows it ends with status 130, as after Ctrl-C.
 Exit status: 0 when the job is being stopped; 1 when the broker refused (no job of yours
 runs with that id) or could not be reached; 2 for bad usage.
 )";
+
+const char* kStatusUsage = R"(usage: gridrun status --broker HOST:PORT --cert PEM --key PEM --ca PEM
+
+Prints how a standing grid stands: each cluster with its site, slots, free slots and
+whether its relay is up; how many jobs run and wait; each running job with its id, owner,
+application, processes, age and clusters. Any user of the grid may ask.
+
+Exit status: 0 when the broker answered; 1 when it could not be reached or refused; 2 for
+bad usage.
+)";
+
+int status_command(int argc, char** argv) {
+  using namespace gridrt;
+  std::string broker;
+  tls::Credentials creds;
+  parse_daemon_options(argc, argv, "gridrun status", kStatusUsage,
+                       {{"--broker", &broker}, {"--cert", &creds.cert}, {"--key", &creds.key}, {"--ca", &creds.ca}},
+                       {"--broker", "--cert", "--key", "--ca"});
+  try {
+    return print_grid_status(broker, creds);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gridrun status: %s\n", e.what());
+    return 1;
+  }
+}
 
 int cancel_command(int argc, char** argv) {
   using namespace gridrt;
@@ -131,10 +175,17 @@ std::vector<gridrt::ClusterOffer> offers_of(const gridrt::Grid& grid) {
 }
 
 int positive_number(const std::string& option, const std::string& text, int most) {
-  const bool digits = !text.empty() && text.size() <= 6 && text.find_first_not_of("0123456789") == std::string::npos;
+  const bool digits = !text.empty() && text.size() <= 9 && text.find_first_not_of("0123456789") == std::string::npos;
   const int v = digits ? std::atoi(text.c_str()) : 0;
   if (v < 1 || v > most) usage_error(option + " takes a number from 1 to " + std::to_string(most) + ", got '" + text + "'");
   return v;
+}
+
+// Where the example programs are: their installed directory, or gridrun's own in a build tree.
+std::string examples_dir(const std::string& bin_dir) {
+  const auto installed = (std::filesystem::path(bin_dir) / GRIDRT_EXAMPLES_FROM_BIN).lexically_normal();
+  std::error_code ec;
+  return std::filesystem::is_directory(installed, ec) ? installed.string() : bin_dir;
 }
 
 }  // namespace
@@ -144,6 +195,7 @@ int main(int argc, char** argv) {
   log::set_component("gridrun");
   if (argc > 1 && std::string(argv[1]) == "ca") return ca_command(argc - 1, argv + 1);
   if (argc > 1 && std::string(argv[1]) == "cancel") return cancel_command(argc - 1, argv + 1);
+  if (argc > 1 && std::string(argv[1]) == "status") return status_command(argc - 1, argv + 1);
   // The job's lines appear as they come, also when gridrun's output goes to a file or pipe.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::string profile, program, grid_path, nprocs;
@@ -151,7 +203,17 @@ int main(int argc, char** argv) {
   Variables vars;
   SubmitOptions sub;
   bool dry_run = false;
-  std::string clusters, ranks_per_cluster, emulate_wan;
+  std::string clusters, ranks_per_cluster, emulate_wan, timeout;
+  if (const char* t = std::getenv("MPIEXEC_TIMEOUT")) {  // as mpiexec takes it; gridrun keeps the time, not mpiexec
+    timeout = t;
+    ::unsetenv("MPIEXEC_TIMEOUT");
+  }
+  std::vector<std::pair<std::string, std::string>> env;  // --env and its kin, in order
+  auto pass_on = [&](const std::string& name) {
+    const char* v = std::getenv(name.c_str());
+    if (!v) usage_error("--env " + name + ": gridrun's environment has no " + name + " to pass on");
+    env.emplace_back(name, v);
+  };
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -160,6 +222,9 @@ int main(int argc, char** argv) {
     };
     if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--version") {
+      std::puts(version_line("gridrun").c_str());
       return 0;
     } else if (a == "-n" || a == "-np") {
       nprocs = value();
@@ -173,6 +238,30 @@ int main(int argc, char** argv) {
       const auto eq = kv.find('=');
       if (eq == std::string::npos || eq == 0) usage_error("--var takes NAME=VALUE, got '" + kv + "'");
       vars[kv.substr(0, eq)] = kv.substr(eq + 1);
+    } else if (a == "--env") {
+      const std::string kv = value();
+      const auto eq = kv.find('=');
+      if (eq == 0 || kv.empty()) usage_error("--env takes NAME=VALUE or NAME, got '" + kv + "'");
+      if (eq == std::string::npos) pass_on(kv);
+      else env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    } else if (a == "-genv") {
+      const std::string name = value();
+      if (name.empty() || name.find('=') != std::string::npos) usage_error("-genv takes NAME VALUE, got '" + name + "'");
+      env.emplace_back(name, value());
+    } else if (a == "-genvlist") {
+      const std::string names = value();
+      for (std::size_t at = 0; at <= names.size();) {
+        const std::size_t comma = std::min(names.find(',', at), names.size());
+        if (comma == at) usage_error("-genvlist takes NAME,NAME,..., got '" + names + "'");
+        pass_on(names.substr(at, comma - at));
+        at = comma + 1;
+      }
+    } else if (a == "--timeout") {
+      timeout = value();
+    } else if (a == "--label" || a == "-l") {
+      sub.label = true;
+    } else if (a == "--no-label") {
+      sub.label = false;
     } else if (a == "--dry-run") {
       dry_run = true;
     } else if (a == "--explain") {
@@ -216,6 +305,7 @@ int main(int argc, char** argv) {
   const bool sized = !clusters.empty() || !ranks_per_cluster.empty();
   if (sized && (!embedded || !grid_path.empty()))
     usage_error("--clusters and --ranks-per-cluster size the default embedded grid; they cannot go with --grid or --broker");
+  if (!timeout.empty()) sub.timeout_s = positive_number("--timeout (or MPIEXEC_TIMEOUT)", timeout, 31'536'000);
   const int num_clusters = clusters.empty() ? 2 : positive_number("--clusters", clusters, 64);
   const int slots_per_cluster = ranks_per_cluster.empty() ? 3 : positive_number("--ranks-per-cluster", ranks_per_cluster, 1024);
   std::vector<std::string> relay_options;
@@ -255,9 +345,13 @@ int main(int argc, char** argv) {
       vars["NPROCS"] = std::to_string(grid.total_slots());
     }
     vars.emplace("GRIDRT_BIN", bin_dir);
+    vars.emplace("GRIDRT_EXAMPLES", examples_dir(bin_dir));
     if (!program.empty() && !vars.count("NPROCS")) usage_error("-n N is needed to run a program on a grid given by --broker");
-    const JobSpec spec = program.empty() ? load_job_profile(profile, vars)
-                                         : command_job(program, program_args, std::atol(vars["NPROCS"].c_str()));
+    JobSpec spec = program.empty() ? load_job_profile(profile, vars)
+                                   : command_job(program, program_args, std::atol(vars["NPROCS"].c_str()));
+    for (const auto& [name, v] : env) set_environment(spec, name, v);
+    // Where the processes start when the profile does not say: here, as with mpiexec and srun.
+    if (spec.workdir.empty()) spec.workdir = std::filesystem::current_path().string();
 
     if (dry_run && embedded) {
       const Topology t = map_job(spec, offers_of(grid));
@@ -277,6 +371,7 @@ int main(int argc, char** argv) {
     sigemptyset(&block);
     sigaddset(&block, SIGINT);
     sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
     sigprocmask(SIG_BLOCK, &block, nullptr);
     EmbeddedGrid eg(grid, grid_xml, bin_dir, relay_options);
     sub.broker = eg.broker_endpoint();

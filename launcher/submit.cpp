@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <functional>
+#include <iomanip>
+#include <sstream>
 
 #include "broker/broker.h"
 #include "common/grid.h"
@@ -70,6 +72,8 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
   std::uint64_t job_id = 0;
   asio::steady_timer give_up(io);
   asio::steady_timer health_timer(io);
+  asio::steady_timer time_limit(io);
+  std::function<void(int, const std::string&, const std::string&)> stop_job;
   auto prefix = [&](std::int32_t rank) {
     if (rank < 0 || static_cast<std::uint32_t>(rank) >= topo.size()) return std::string("[?] ");
     return "[" + topo.clusters[topo.cluster_of(static_cast<std::uint32_t>(rank))].name + ":" + std::to_string(rank) + "] ";
@@ -90,9 +94,19 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
               status = 0;
               ended = true;
               link->close("dry run done");
-            } else if (opt.verbose) {
-              std::fprintf(stderr, "gridrun: job %llu accepted: %u processes on %zu cluster(s)\n",
-                           static_cast<unsigned long long>(f.header.job), topo.size(), topo.clusters.size());
+            } else {
+              if (opt.verbose)
+                std::fprintf(stderr, "gridrun: job %llu accepted: %u processes on %zu cluster(s)\n",
+                             static_cast<unsigned long long>(f.header.job), topo.size(), topo.clusters.size());
+              if (opt.timeout_s > 0) {
+                time_limit.expires_after(std::chrono::seconds(opt.timeout_s));
+                time_limit.async_wait([&](const boost::system::error_code& ec) {
+                  if (ec || ended) return;
+                  const std::string limit = std::to_string(opt.timeout_s) + " s";
+                  stop_job(kTimedOutStatus, "time limit of " + limit + " reached, gridrun --timeout",
+                           "job " + std::to_string(job_id) + " reached its time limit of " + limit + " (--timeout): stopping it");
+                });
+              }
             }
             break;
           }
@@ -109,7 +123,8 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
             }
             FILE* out = f.header.flags == kStderr ? stderr : stdout;
             // Rank -1: the launch command's own output (e.g. mpiexec's errors).
-            std::string line = f.header.src >= 0 ? prefix(f.header.src)
+            std::string line = !opt.label         ? std::string()
+                               : f.header.src >= 0 ? prefix(f.header.src)
                                : f.header.context < topo.clusters.size() ? "[" + topo.clusters[f.header.context].name + "] "
                                                                          : std::string("[?] ");
             line += f.body;
@@ -143,6 +158,7 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
               }
             ended = true;
             give_up.cancel();
+            time_limit.cancel();
             link->close("job ended");
             break;
           }
@@ -177,6 +193,7 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
         }
         health_timer.cancel();
         reconnect_timer.cancel();
+        time_limit.cancel();
         io.stop();
   };
   // One attempt to reach the broker again; on success the job is asked back (AttachJob,
@@ -213,26 +230,30 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
   Frame submit = wire::make_frame(Type::kSubmit, spec.encode());
   submit.header.flags = opt.flags;
   link->send(submit);
-  // First Ctrl-C: ask the broker to stop the job and wait (up to 5 s) for every part to end,
-  // so nothing is left running. Second Ctrl-C, or the wait running out: hang up, which
-  // makes the broker stop the job too.
-  asio::signal_set signals(io, SIGINT, SIGTERM);
-  std::function<void(const boost::system::error_code&, int)> on_signal = [&](const boost::system::error_code& ec, int sig) {
-    if (ec) return;
-    status = 128 + sig;
+  // Stopping the job from here (a signal, the time limit): the broker stops it on every
+  // cluster and gridrun waits (5 s at most) for its end, so that nothing is left running
+  // when it returns. Stopping it again, or the wait running out: hang up, which makes the
+  // broker stop the job too.
+  stop_job = [&](int with_status, const std::string& reason, const std::string& message) {
+    status = with_status;
     if (interrupted || job_id == 0) {
       interrupted = true;
       link->close("interrupted");
       return;
     }
     interrupted = true;
-    std::fprintf(stderr, "gridrun: interrupted, stopping job %llu (Ctrl-C again to leave at once)\n",
-                 static_cast<unsigned long long>(job_id));
-    link->send(wire::make_frame(Type::kKillJob, "Ctrl-C", job_id));
+    std::fprintf(stderr, "gridrun: %s\n", message.c_str());
+    link->send(wire::make_frame(Type::kKillJob, reason, job_id));
     give_up.expires_after(std::chrono::seconds(5));
     give_up.async_wait([&](const boost::system::error_code& e) {
       if (!e) link->close("interrupted");
     });
+  };
+  asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
+  std::function<void(const boost::system::error_code&, int)> on_signal = [&](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    const std::string name = sig == SIGINT ? "Ctrl-C" : sig == SIGTERM ? "SIGTERM" : "SIGHUP";
+    stop_job(128 + sig, name, "interrupted (" + name + "), stopping job " + std::to_string(job_id) + " (Ctrl-C again to leave at once)");
     signals.async_wait(on_signal);
   };
   signals.async_wait(on_signal);
@@ -242,6 +263,7 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
   sigemptyset(&term);
   sigaddset(&term, SIGINT);
   sigaddset(&term, SIGTERM);
+  sigaddset(&term, SIGHUP);
   sigprocmask(SIG_UNBLOCK, &term, nullptr);
   std::function<void(const boost::system::error_code&)> check_health = [&](const boost::system::error_code& ec) {
     if (ec || !opt.health) return;
@@ -279,6 +301,84 @@ int cancel_job(std::uint64_t job, const std::string& broker, const tls::Credenti
         io.stop();
       });
   link->send(wire::make_frame(Type::kKillJob, "gridrun cancel", job));
+  io.run();
+  return status;
+}
+
+namespace {
+std::string duration_text(std::uint64_t s) {
+  if (s < 120) return std::to_string(s) + " s";
+  if (s < 7200) return std::to_string(s / 60) + " min";
+  if (s < 172800) return std::to_string(s / 3600) + " h " + std::to_string(s % 3600 / 60) + " min";
+  return std::to_string(s / 86400) + " d " + std::to_string(s % 86400 / 3600) + " h";
+}
+}  // namespace
+
+std::string describe_status(const GridStatus& st, const std::string& broker) {
+  std::ostringstream os;
+  os << "broker " << broker << ": up " << duration_text(st.up_s)
+     << (st.takes_jobs_back ? ", takes running jobs back if it restarts" : ", running jobs end if it stops") << "\n";
+  std::size_t name_w = 7, site_w = 4;
+  for (const auto& c : st.clusters) {
+    name_w = std::max(name_w, c.name.size());
+    site_w = std::max(site_w, c.site.size());
+  }
+  std::uint64_t slots = 0, free = 0;
+  os << std::left << std::setw(static_cast<int>(name_w)) << "cluster" << "  " << std::setw(static_cast<int>(site_w)) << "site"
+     << "  " << std::right << std::setw(5) << "slots" << "  " << std::setw(4) << "free" << "  relay\n";
+  for (const auto& c : st.clusters) {
+    const std::uint32_t f = c.relay_up && c.busy < c.slots ? c.slots - c.busy : 0;
+    slots += c.slots;
+    free += f;
+    os << std::left << std::setw(static_cast<int>(name_w)) << c.name << "  " << std::setw(static_cast<int>(site_w)) << c.site << "  "
+       << std::right << std::setw(5) << c.slots << "  " << std::setw(4) << f << "  " << (c.relay_up ? "up, " + c.relay : "DOWN")
+       << "\n";
+  }
+  os << st.jobs.size() << " job(s) running, " << st.waiting << " waiting; " << free << " of " << slots << " slots free\n";
+  if (st.jobs.empty()) return os.str();
+  std::size_t owner_w = 5, app_w = 11;
+  for (const auto& j : st.jobs) {
+    owner_w = std::max(owner_w, j.owner.size());
+    app_w = std::max(app_w, j.application.size());
+  }
+  os << std::right << std::setw(6) << "job" << "  " << std::left << std::setw(static_cast<int>(owner_w)) << "owner" << "  "
+     << std::setw(static_cast<int>(app_w)) << "application" << "  " << std::right << std::setw(9) << "processes"
+     << "  " << std::setw(8) << "age" << "  clusters\n";
+  for (const auto& j : st.jobs) {
+    std::string clusters;
+    for (const auto& c : j.clusters) clusters += (clusters.empty() ? "" : " ") + c;
+    os << std::right << std::setw(6) << j.id << "  " << std::left << std::setw(static_cast<int>(owner_w)) << j.owner << "  "
+       << std::setw(static_cast<int>(app_w)) << j.application << "  " << std::right << std::setw(9) << j.processes << "  "
+       << std::setw(8) << duration_text(j.age_s) << "  " << clusters << "\n";
+  }
+  return os.str();
+}
+
+int print_grid_status(const std::string& broker, const tls::Credentials& creds) {
+  asio::io_context io;
+  asio::ssl::context ctx = tls::make_context(tls::Role::kClient, creds);
+  const auto link = connect_broker(io, ctx, broker);
+  if (!link) return 1;
+  int status = 1;
+  link->start(
+      [&](Frame& f) {
+        if (f.header.type == Type::kStatus) {
+          try {
+            std::fputs(describe_status(GridStatus::decode(f.body), broker).c_str(), stdout);
+            status = 0;
+          } catch (const wire::BadBody& e) {
+            std::fprintf(stderr, "gridrun: the broker's answer is not a grid status: %s\n", e.what());
+          }
+        } else if (f.header.type == Type::kError) {
+          std::fprintf(stderr, "gridrun: %s\n", f.body.c_str());
+        }
+        link->close("answered");
+      },
+      [&](const std::string& why) {
+        if (status != 0 && why != "answered") std::fprintf(stderr, "gridrun: the broker closed the connection: %s\n", why.c_str());
+        io.stop();
+      });
+  link->send(wire::make_frame(Type::kStatus));
   io.run();
   return status;
 }

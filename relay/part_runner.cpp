@@ -28,6 +28,9 @@ void Relay::launch(Job& job) {
   argv.insert(argv.end(), spec.args.begin(), spec.args.end());
   SpawnOptions so;
   so.env = spec.env;
+  // The relay's own settings are not the job's: its log level would have every process log
+  // as much into the job's output (a job sets GRIDRT_LOG itself, in <environment> or --env).
+  so.unset = {"GRIDRT_LOG"};
   const auto local = local_endpoint();
   so.env.emplace_back("GRIDRT_RELAY", local.address().to_string() + ":" + std::to_string(local.port()));
   so.env.emplace_back("GRIDRT_JOB", std::to_string(job.id()));

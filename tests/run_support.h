@@ -84,13 +84,13 @@ inline Running start_gridrun(const std::vector<std::string>& args, const std::st
   return start_program("gridrun", args, name);
 }
 
-// Runs gridrun with `args`; `interrupt_after_ms` > 0 sends SIGINT after that many ms.
-inline Outcome gridrun(const std::vector<std::string>& args, int interrupt_after_ms = 0) {
+// Runs gridrun with `args`; `interrupt_after_ms` > 0 sends `sig` after that many ms.
+inline Outcome gridrun(const std::vector<std::string>& args, int interrupt_after_ms = 0, int sig = SIGINT) {
   dirs_before = gridrun_dirs();
   Running run = start_gridrun(args);
   if (interrupt_after_ms > 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(interrupt_after_ms));
-    ::kill(run.pid, SIGINT);
+    ::kill(run.pid, sig);
   }
   return run.finish();
 }
@@ -128,6 +128,14 @@ inline pid_t find_process(const std::string& program, const std::string& words) 
 
 // Processes that belong to a gridrt run: programs from the build's bin directory (except
 // the test binaries) and anything whose command line names them (mpiexec, hydra proxies).
+// Live processes of this machine whose command line holds `words`.
+inline std::vector<pid_t> processes_running(const std::string& words) {
+  std::vector<pid_t> found;
+  for (const auto& p : processes_now())
+    if (!p.zombie && p.cmdline.find(words) != std::string::npos) found.push_back(p.pid);
+  return found;
+}
+
 inline std::vector<std::string> gridrt_processes() {
   std::vector<std::string> found;
   for (const auto& p : processes_now()) {

@@ -211,9 +211,55 @@ TEST(EndToEnd, CtrlCStopsTheJobAndLeavesNothing) {
   expect_nothing_left();
 }
 
+// SIGTERM and SIGHUP stop the job as Ctrl-C does, each named for what it is, and gridrun
+// returns only once nothing of the job is left.
+TEST(EndToEnd, SignalsToGridrunAreNamedAndStopTheJobBeforeItReturns) {
+  for (const auto& [sig, name] : {std::pair{SIGTERM, "SIGTERM"}, std::pair{SIGHUP, "SIGHUP"}}) {
+    const Outcome r = gridrun({"-n", "3", "/bin/sleep", "60"}, 1500, sig);
+    EXPECT_EQ(r.status, 128 + sig) << r.err;
+    EXPECT_NE(r.err.find(std::string("gridrun: interrupted (") + name + "), stopping job 1"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(std::string("cancelled by the user (") + name + ")"), std::string::npos) << r.err;
+    EXPECT_TRUE(processes_running("sleep 60").empty()) << name << ": a rank outlived gridrun";
+    expect_nothing_left();
+  }
+}
+
+// What a user of mpiexec expects of gridrun: a time limit (--timeout, or MPIEXEC_TIMEOUT as
+// mpiexec reads it), environment for the processes (--env, -genv, -genvlist), lines with or
+// without their [cluster:rank] label, processes starting where gridrun was started, and
+// none of the daemons' own settings (GRIDRT_LOG) reaching the job.
+TEST(EndToEnd, GridrunTakesWhatMpiexecTakes) {
+  auto t0 = std::chrono::steady_clock::now();
+  Outcome r = gridrun({"--timeout", "2", "-n", "2", "/bin/sleep", "60"});
+  EXPECT_EQ(r.status, 124) << r.err;
+  EXPECT_NE(r.err.find("gridrun: job 1 reached its time limit of 2 s (--timeout): stopping it"), std::string::npos) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+  ::setenv("MPIEXEC_TIMEOUT", "1", 1);
+  r = gridrun({"-n", "2", "/bin/sleep", "60"});
+  ::unsetenv("MPIEXEC_TIMEOUT");
+  EXPECT_EQ(r.status, 124) << r.err;
+  EXPECT_NE(r.err.find("time limit of 1 s"), std::string::npos) << r.err;
+  expect_nothing_left();
+
+  ::setenv("GRIDRT_TEST_PASSED_ON", "three", 1);
+  ::setenv("GRIDRT_LOG", "info", 1);
+  r = gridrun({"--no-label", "--env", "A=one", "-genv", "B", "two", "-genvlist", "GRIDRT_TEST_PASSED_ON", "-n", "2", "/bin/sh", "-c",
+               "echo \"$A $B $GRIDRT_TEST_PASSED_ON $(pwd) log=${GRIDRT_LOG:-unset}\""});
+  ::unsetenv("GRIDRT_LOG");
+  ::unsetenv("GRIDRT_TEST_PASSED_ON");
+  EXPECT_EQ(r.status, 0) << r.err;
+  const std::string line = "one two three " + fs::current_path().string() + " log=unset\n";
+  EXPECT_EQ(r.out, line + line);
+  r = gridrun({"--env", "GRIDRT_TEST_NOT_SET", "-n", "1", "/bin/true"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--env GRIDRT_TEST_NOT_SET: gridrun's environment has no GRIDRT_TEST_NOT_SET to pass on"), std::string::npos)
+      << r.err;
+  expect_nothing_left();
+}
+
 TEST(EndToEnd, CApiWithNonBlockingPointToPoint) {
   std::string text = slurp(kSrc + "/jobprofiles/two-groups.xml");
-  text.replace(text.find("$GRIDRT_BIN/hello"), 17, "$GRIDRT_BIN/hello_c");
+  text.replace(text.find("$GRIDRT_EXAMPLES/hello"), 22, "$GRIDRT_EXAMPLES/hello_c");
   text.replace(text.find("<arguments>"), text.find("</arguments>") + 12 - text.find("<arguments>"), "");
   const std::string path = ::testing::TempDir() + "/hello-c.xml";
   std::ofstream(path) << text;
@@ -555,6 +601,20 @@ TEST(EndToEnd, AUserCancelsTheirJobFromAnotherGridrun) {
     for (const auto& a : grid.as(user, {})) args.push_back(a);
     return gridrun(args);
   };
+  // Anyone of the grid's users sees the grid and who runs what; a relay's certificate does not.
+  std::vector<std::string> status_args = {"status"};
+  for (const auto& a : grid.as("bob", {})) status_args.push_back(a);
+  Outcome st = gridrun(status_args);
+  EXPECT_EQ(st.status, 0) << st.err;
+  EXPECT_TRUE(std::regex_search(st.out, std::regex("\nc0 +site0 +3 +2 +up, relay c0"))) << st.out;
+  EXPECT_TRUE(std::regex_search(st.out, std::regex("\nc1 +site1 +3 +2 +up, relay c1"))) << st.out;
+  EXPECT_NE(st.out.find("1 job(s) running, 0 waiting; 4 of 6 slots free"), std::string::npos) << st.out;
+  EXPECT_TRUE(std::regex_search(st.out, std::regex("\n +1 +user alice +plain +2 +[0-9]+ s +c0 c1\n"))) << st.out;
+  const auto relay = grid.creds("relay-c0");
+  st = gridrun({"status", "--broker", grid.endpoint, "--cert", relay.cert, "--key", relay.key, "--ca", relay.ca});
+  EXPECT_EQ(st.status, 1) << st.out;
+  EXPECT_NE(st.err.find("only user certificates ('user NAME') may ask for the grid's status"), std::string::npos) << st.err;
+
   Outcome r = cancel("bob", "1");
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.err.find("KillJob: no job 1 of yours is running"), std::string::npos) << r.err;
@@ -763,14 +823,6 @@ TEST(EndToEnd, AStoppedRankIsNoticedAndNamed) {
 
 TEST(EndToEnd, AStoppedBrokerIsNoticedByTheLauncher) {
   expect_stop_noticed("gridbroker", "", 1, "lost the broker: silent for ");
-}
-
-// Live processes of this machine whose command line holds `words`.
-std::vector<pid_t> processes_running(const std::string& words) {
-  std::vector<pid_t> found;
-  for (const auto& p : processes_now())
-    if (!p.zombie && p.cmdline.find(words) != std::string::npos) found.push_back(p.pid);
-  return found;
 }
 
 // A job of one rank on each cluster running `script` (sh -c) that leaves processes behind,
@@ -1240,6 +1292,8 @@ TEST(EndToEnd, TaskQueueRunsEveryTaskExactlyOnceAndEnds) {
       {{"--tasks", "200", "--bosses-idle", "--max-us", "300"}, 200},
       {{"--tasks", "0"}, 0},
       {{"--tasks", "0", "--levels", "single"}, 0},
+      // gridrt::finalize while the queue and a communicator are still in scope: harmless.
+      {{"--tasks", "50", "--finalize-in-scope"}, 50},
       // Tasks and results of 300 KB: a chunk or a batch of results fills a message of 1 MiB.
       {{"--tasks", "40", "--pad", "300000", "--spawn-depth", "1"}, 120},
   };
