@@ -31,9 +31,11 @@
 
 namespace {
 
-const char* kUsage = R"(usage: gridbench [grid options] --op OP --algo ALGO [--sizes A:B] [--iters N] [--json]
+const char* kUsage = R"(usage: gridbench [grid options] [--op OP] [--algo ALGO] [--sizes A:B] [--iters N] [--warmup W] [--json]
 
-Times gridrt's collectives: after two warm-up calls, each of N calls is timed on its own.
+Times gridrt's collectives: after W warm-up calls, each of N calls is timed on its own.
+With no option it measures every operation, hierarchical and flat, at every power of two
+from 1 B to 1 MiB on the embedded grid (as the OSU benchmarks sweep sizes).
 When all processes run on one machine (the embedded grid) they start each call together at
 a moment rank 0 names, and a process's time is from then to its return, so max_us is when
 the operation was complete everywhere; otherwise each call starts after an untimed barrier
@@ -42,10 +44,10 @@ average, minimum and maximum over the processes.
 gridbench starts itself as a gridrun job and prints rank 0's results on stdout.
 
   --op OP[,OP...]      barrier, bcast, reduce, allreduce, gather, scatter, allgather,
-                       alltoall, or all (these eight); also split (MPI_Comm_split of
+                       alltoall, or all (these eight, the default); also split (MPI_Comm_split of
                        the world in two by rank parity, then freed) and dup (a
                        duplicate of the world, then freed)
-  --algo ALGO[,...]    hier, flat or auto (docs/algorithms.md), or mpi: MPICH's blocking
+  --algo ALGO[,...]    hier, flat or auto (docs/algorithms.md; default hier,flat), or mpi: MPICH's blocking
                        collective on the cluster's communicator, without gridrt (one
                        cluster only): the baseline of the wait policy's gain; or layer:
                        MPI's own calls on MPI_COMM_WORLD, through gridrt's MPI layer
@@ -55,6 +57,7 @@ gridbench starts itself as a gridrun job and prints rank 0's results on stdout.
   --sizes S1,S2,...      or these sizes; per process for bcast/reduce/allreduce, per block
                        for the others (default 1:1048576)
   --iters N            calls timed per size (default 100)
+  --warmup W           untimed calls before them (default 2)
   --root R             the root of bcast, reduce, gather and scatter (default 0)
   --json               one JSON object per line: op, algo, bytes, clusters, ranks, iters,
                        avg_us, min_us, max_us, wan_msgs, wan_bytes, bound_us
@@ -91,6 +94,7 @@ struct Options {
   std::vector<std::string> ops, algos;
   std::vector<std::size_t> sizes;
   int iters = 100;
+  int warmup = 2;
   int root = 0;
   bool json = false;
   std::string emulate_wan;
@@ -113,7 +117,7 @@ int whole_number(const std::string& option, const std::string& text, int least) 
 // The options both modes understand; grid options are kept for gridrun.
 Options parse(int argc, char** argv) {
   Options o;
-  std::string ops, algos, sizes = "1:1048576";
+  std::string ops = "all", algos = "hier,flat", sizes = "1:1048576";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -135,6 +139,8 @@ Options parse(int argc, char** argv) {
       sizes = value();
     } else if (a == "--iters") {
       o.iters = whole_number(a, value(), 1);
+    } else if (a == "--warmup") {
+      o.warmup = whole_number(a, value(), 0);
     } else if (a == "--root") {
       o.root = whole_number(a, value(), 0);
     } else if (a == "--json") {
@@ -154,12 +160,12 @@ Options parse(int argc, char** argv) {
       usage_error("unknown option '" + a + "'");
     }
   }
-  if (ops.empty()) usage_error("--op is needed");
+  if (ops.empty()) usage_error("--op needs at least one operation");
   o.ops = ops == "all" ? kOps : split_list(ops);
   for (const auto& op : o.ops)
     if (std::find(kOps.begin(), kOps.end(), op) == kOps.end() && std::find(kConstructors.begin(), kConstructors.end(), op) == kConstructors.end())
       usage_error("unknown --op '" + op + "'");
-  if (algos.empty()) usage_error("--algo is needed");
+  if (algos.empty()) usage_error("--algo needs at least one algorithm");
   o.algos = split_list(algos);
   for (const auto& al : o.algos)
     if (al != "hier" && al != "flat" && al != "auto" && al != "mpi" && al != "layer")
@@ -373,8 +379,7 @@ int work(int argc, char** argv) {
           else if (op == "allgather") world.allgather(send.data(), recv.data(), count, MPI_BYTE, algo);
           else if (op == "alltoall") world.alltoall(send.data(), recv.data(), count, MPI_BYTE, algo);
         };
-        call();
-        call();
+        for (int i = 0; i < o.warmup; ++i) call();
         world.barrier();
         // Each call is timed on its own, from a common start: when every process runs on
         // this machine (the embedded grid), they share one monotonic clock, so rank 0 names

@@ -13,6 +13,7 @@
 //   hop_bench [BYTES] [SIZE] [ROUNDS]
 //     bandwidth: the sender writes BYTES in SIZE-byte messages, the receiver acknowledges the
 //     end (default 1 GiB of 1 MiB); latency: 1 KiB round trips. Medians of ROUNDS (default 5).
+#include "common/program_help.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -186,12 +187,20 @@ std::vector<double> round_trips(const std::vector<int>& ports, int iters) {
 
 }  // namespace
 
+const char* kUsage = R"(usage: hop_bench [BYTES] [SIZE] [ROUNDS]
+The ceiling of any two-relay path on this machine: raw TCP sender -> receiver against a chain
+sender -> forwarder -> forwarder -> receiver, plain and with TLS 1.3 between the forwarders.
+Bandwidth: BYTES (default 1 GiB) in SIZE-byte messages (default 1 MiB); latency: 1 KiB round
+trips. Medians of ROUNDS (default 5).
+)";
+
 int main(int argc, char** argv) {
+  gridrt_help_if_asked(argc, argv, kUsage);
   const std::uint64_t bytes = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1ull << 30;
   const std::size_t size = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1 << 20;
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 5;
-  if (bytes == 0 || size == 0 || rounds <= 0) {
-    std::fprintf(stderr, "usage: hop_bench [BYTES] [SIZE] [ROUNDS]\n");
+  if (argc > 4 || bytes == 0 || size == 0 || rounds <= 0) {
+    std::fprintf(stderr, "hop_bench: BYTES, SIZE and ROUNDS must be positive numbers\n%s", kUsage);
     return 2;
   }
   // Throw-away credentials for the TLS hop, made before any child exists.

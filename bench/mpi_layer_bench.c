@@ -12,6 +12,7 @@
  *     cluster's processes timing, the others waiting in a barrier meanwhile.
  *
  * Rank 0 prints the figures. */
+#include "common/program_help.h"
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,7 +89,14 @@ static int allreduce_loop(int rank, int rounds) {
   return 0;
 }
 
+static const char kUsage[] =
+    "usage: mpi_layer_bench pingpong [SIZES...] [--rounds R] | allreduce [--rounds R]\n"
+    "What gridrt's MPI layer costs (bench/mpi_layer.sh). Plain MPI. pingpong: between two clusters,\n"
+    "MPI_Send/MPI_Recv through the layer against gridrt's own send and receive (run by gridrun, 2\n"
+    "processes in 2 clusters). allreduce: an 8-byte MPI_Allreduce on the cluster's communicator.\n";
+
 int main(int argc, char** argv) {
+  gridrt_help_if_asked(argc, argv, kUsage);
   MPI_Init(&argc, &argv);
   int rank, size, rounds = 7;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -17,6 +17,7 @@
 // messages of that size and the receiver acknowledges the end; the figure is the median of
 // R rounds. Latency: 1 KiB ping-pong. Rank 0 prints one line per measurement and, last,
 // the peak resident memory of the relays on this machine (VmHWM of every gridrelay).
+#include "common/program_help.h"
 #include <unistd.h>
 
 #include <algorithm>
@@ -68,7 +69,18 @@ std::vector<long> relay_peak_kib() {
 
 }  // namespace
 
+const char* kUsage = R"(usage: relay_bench [--sizes MIN:MAX] [--bytes-per-size N] [--latency-iters N] [--rounds R]
+       relay_bench --all-to-all SECONDS [--sizes S:S]
+gridrt point-to-point across clusters against raw TCP between the same processes, one run. A
+job program: run it through gridrun with two groups of K processes (bench/relay.sh does);
+process i of the first group pairs with process i of the second. Rank 0 prints one line per
+measurement (bandwidth per size, 1 KiB latency; medians of R rounds) and the relays' peak
+memory. --all-to-all: every process of the first group streams S-byte messages to every one
+of the second for SECONDS, and the aggregate rate and the relays' memory are printed.
+)";
+
 int main(int argc, char** argv) {
+  gridrt_help_if_asked(argc, argv, kUsage);
   std::size_t min_size = 1024, max_size = 4u << 20, bytes_per_size = 64u << 20;
   int latency_iters = 2000, rounds = 5;
   double all_to_all = 0;

@@ -1,6 +1,7 @@
 /* coll_c: the C API of grid communicators and collectives, checked against references this
  * program computes itself (run as a job by tests/test_end_to_end.cpp). Exit 0 with
  * "coll_c: N checks passed" from rank 0; 1 naming the first failed check otherwise. */
+#include "common/program_help.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,13 @@ static void expect(int ok, const char* what) {
   ++checks;
 }
 
+static const char kUsage[] =
+    "usage: coll_c\n"
+    "A test program run as a job by tests/test_end_to_end.cpp: the C API of grid communicators\n"
+    "and collectives against references it computes itself.\n";
+
 int main(int argc, char** argv) {
+  gridrt_help_if_asked(argc, argv, kUsage);
   if (gridrt_init(&argc, &argv) != GRIDRT_SUCCESS) {
     fprintf(stderr, "coll_c: %s\n", gridrt_last_error());
     return 1;

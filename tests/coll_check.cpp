@@ -16,6 +16,7 @@
 //
 // coll_check --mismatch: the last rank passes a larger count to a broadcast than the others
 // (an erroneous program); it must fail with an error naming the sizes, exit 3.
+#include "common/program_help.h"
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -366,7 +367,14 @@ void check_allgatherv_alltoall(const Comm& c, Algo algo, const std::string& labe
 
 }  // namespace
 
+const char* kUsage = R"(usage: coll_check [--mismatch]
+A test program run as a job by tests/test_end_to_end.cpp: every grid collective with each
+algorithm against references it computes itself; exit 0 with "coll_check: N checks passed".
+--mismatch: the last rank passes a larger count to a broadcast, which must fail (exit 3).
+)";
+
 int main(int argc, char** argv) {
+  gridrt_help_if_asked(argc, argv, kUsage);
   try {
     gridrt::init(&argc, &argv);
     if (argc > 1 && std::string(argv[1]) == "--mismatch") {

@@ -2,6 +2,7 @@
  * the super-master puts N tasks (an integer each), everyone squares them, the results'
  * sum is checked at the super-master; with a boss per cluster, then one queue for the
  * grid; a done() for the wrong task is refused. Exit 0 with "queue_c: checks passed". */
+#include "common/program_help.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +60,12 @@ static int run(gridrt_comm world, int num_levels, int n) {
   return 0;
 }
 
+static const char kUsage[] =
+    "usage: queue_c\n"
+    "A test program run as a job by tests/test_end_to_end.cpp: the task queue through the C API.\n";
+
 int main(int argc, char** argv) {
+  gridrt_help_if_asked(argc, argv, kUsage);
   if (gridrt_init(&argc, &argv) != GRIDRT_SUCCESS) return fail("init");
   gridrt_comm world = NULL;
   gridrt_comm_world(&world);

@@ -19,6 +19,7 @@
 //   queue_check [--tasks N] [--spawn-depth D] [--max-us U] [--levels cluster|site|single]
 //               [--every-rank-puts] [--bosses-idle] [--die-rank R --die-after K] [--pad B]
 //               [--progress K] [--die-in-finalize R] [--finalize-in-scope]
+#include "common/program_help.h"
 #include <gridrt/queue.hpp>
 
 #include <chrono>
@@ -75,7 +76,15 @@ int fail(const std::string& why) {
 
 }  // namespace
 
+const char* kUsage = R"(usage: queue_check [--tasks N] [--spawn-depth D] [--max-us U] [--levels cluster|site|single]
+                   [--every-rank-puts] [--bosses-idle] [--die-rank R --die-after K] [--pad B]
+                   [--progress K] [--die-in-finalize R] [--finalize-in-scope]
+A test program run as a job by tests/test_end_to_end.cpp: the task queue's promises (every
+result once and right, every task run once, termination), checked from both ends.
+)";
+
 int main(int argc, char** argv) {
+  gridrt_help_if_asked(argc, argv, kUsage);
   gridrt::init(&argc, &argv);
   long tasks = 100, depth_limit = 0, max_us = 0, die_rank = -1, die_after = 0, pad = 0, progress = 0, die_in_finalize = -1;
   bool every_rank_puts = false, finalize_in_scope = false;

@@ -24,6 +24,9 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::string kBin = GRIDRT_BIN_DIR;
+#ifdef GRIDRT_TEST_BIN_DIR
+const std::string kTestBin = GRIDRT_TEST_BIN_DIR;  // programs the tests run as jobs (coll_check, ...)
+#endif
 const std::string kSrc = GRIDRT_SOURCE_DIR;
 
 struct Outcome {

@@ -246,7 +246,7 @@ class ThreeSites : public ::testing::Test {
   pid_t start_queue_job() {
     std::string text = slurp(kSrc + "/jobprofiles/three-sites.xml");
     const std::string program = "$GRIDRT_EXAMPLES/hello", args = "<arguments><value>--pingpong-bytes</value><value>100000</value></arguments>";
-    text.replace(text.find(program), program.size(), "$GRIDRT_BIN/queue_check");
+    text.replace(text.find(program), program.size(), kTestBin + "/queue_check");
     text.replace(text.find(args), args.size(),
                  "<arguments><value>--tasks</value><value>600</value><value>--max-us</value><value>20000</value>"
                  "<value>--progress</value><value>5</value></arguments><onClusterLoss>continue</onClusterLoss>");
