@@ -480,20 +480,29 @@ void Broker::handle_part_ready(const PeerPtr& peer, const Frame& f) {
   if (job->launcher) job->launcher->link->send(topo);  // for gridrun --explain
 }
 
-// A part that ended without all its processes joining (gridrt::init) while another part's
-// processes all joined and wait for the topology: they would wait forever. Stop them.
-// Checked when a part gets ready and when one ends, whichever comes last.
+// A part that ended without all its processes joining (gridrt::init), or one of whose
+// processes ended before joining, while another part's processes all joined and wait for
+// the topology: they would wait until their timeout. Stop them, naming who left. Checked
+// when a part gets ready, when one ends and when a rank's exit is reported.
 void Broker::stop_if_stuck(Job& job) {
   if (job.killed) return;
-  const Part* gone = nullptr;
   bool waiting = false;
-  for (const auto& p : job.parts) {
-    if (p.done && !p.ready) gone = &p;
-    waiting = waiting || (p.ready && !p.done);
+  for (const auto& p : job.parts) waiting = waiting || (p.ready && !p.done);
+  if (!waiting) return;
+  for (std::size_t i = 0; i < job.parts.size(); ++i) {
+    const Part& p = job.parts[i];
+    if (p.ready) continue;
+    std::string why;
+    if (p.done) why = "the processes of cluster " + p.cluster + " ended before all of them joined the job (gridrt::init)";
+    const ClusterPart& cp = job.topology.clusters[i];
+    for (std::uint32_t r = cp.first_rank; r < cp.first_rank + cp.count && why.empty(); ++r)
+      if (job.status[r] != -1)
+        why = "rank " + std::to_string(r) + " (cluster " + p.cluster + ") exited with status " + std::to_string(job.status[r]) +
+              " before it joined the job (it never called gridrt::init or MPI_Init) while others waited for it";
+    if (why.empty()) continue;
+    if (job.first_failure == 0) job.first_failure = 1;
+    return fail_job(job, why);
   }
-  if (!gone || !waiting) return;
-  if (job.first_failure == 0) job.first_failure = 1;
-  fail_job(job, "the processes of cluster " + gone->cluster + " ended before all of them joined the job (gridrt::init)");
 }
 
 // A relay stopped its part of a job for a reason of its own (a lost relay link, ...): the
@@ -599,6 +608,7 @@ void Broker::record_exit(Job& job, std::uint32_t rank, int status) {
   if (job.status[rank] != -1) return;
   job.status[rank] = status;
   const std::size_t part = job.topology.cluster_of(rank);
+  if (status == 0 && !job.parts[part].ready) stop_if_stuck(job);
   if (status == 0 || job.parts[part].lost) return;
   const std::string what = "rank " + std::to_string(rank) + " (cluster " + job.parts[part].cluster + ")" +
                            (status > 128 && status < 160 ? " killed by signal " + std::to_string(status - 128)

@@ -78,7 +78,12 @@ void Relay::on_local_frame(const LocalPtr& conn, Frame& f) {
       job.end.rank_status[conn->local_rank] = f.header.tag;
       f.header.type = Type::kProcExitRank;
       f.header.src = rank;
-      return to_broker(f);
+      to_broker(f);
+      return stop_if_left_early(job);
+    case Type::kError:  // the runtime leaving without finalize (RelayTransport::leaving_unfinalized)
+      if (conn->monitor) break;
+      job.unfinalized[conn->local_rank] = true;
+      return;
     default:
       break;
   }
@@ -127,6 +132,24 @@ void Relay::on_local_hello(const LocalPtr& conn, const Frame& f) {
   if (++job.hellos == job.count) {
     PartReady ready{job.hostnames, job.endpoints};
     to_broker(wire::make_frame(Type::kPartReady, ready.encode(), job.id()));
+  }
+  stop_if_left_early(job);
+}
+
+// A rank that ended without finalize, or before it joined while others of the part joined,
+// leaves them waiting for it (in a collective, in finalize, in init) until a timeout: the
+// job stops at once, naming it and its exit status. (A part none of whose processes ever
+// joins runs programs that do not use gridrt: nothing waits.) A job that may go on without
+// a cluster is left to the broker's rules for failed parts.
+void Relay::stop_if_left_early(Job& job) {
+  if (job.end.stopped || job.start.spec.survive_cluster_loss) return;
+  for (std::uint32_t r = 0; r < job.count; ++r) {
+    const int status = job.end.rank_status[r];
+    if (status == -1) continue;
+    const std::string who = "rank " + std::to_string(job.first + r) + " exited with status " + std::to_string(status);
+    if (job.unfinalized[r]) return kill_job(job, who + " without calling gridrt::finalize (MPI_Finalize)", true);
+    if (!job.procs[r] && job.hellos > 0)
+      return kill_job(job, who + " before it joined the job (it never called gridrt::init or MPI_Init) while others waited for it", true);
   }
 }
 

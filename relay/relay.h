@@ -107,6 +107,7 @@ class Relay {
   void on_local_frame(const LocalPtr& conn, wire::Frame& f);
   void on_local_hello(const LocalPtr& conn, const wire::Frame& f);
   void on_local_closed(const LocalPtr& conn, const std::string& why);
+  void stop_if_left_early(Job& job);
 
   // Other relays.
   asio::awaitable<void> accept_links();

@@ -118,6 +118,29 @@ TEST(MpiLayer, AbortEndsTheWholeJobWithItsCodeAndNamesTheRank) {
   expect_nothing_left();
 }
 
+// A rank that leaves early while the others wait for it ends the job within seconds, named
+// with its exit status, instead of holding them until a timeout: returning from main
+// without MPI_Finalize (rank 3, the first of cluster c2) ...
+TEST(MpiLayer, ARankThatLeavesWithoutFinalizeStopsTheJobAndIsNamed) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Outcome r = run(grids()[1], kMpiTests + "/mpi_leave", {"no-finalize", "3"});
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("cluster c2: rank 3 exited with status 0 without calling gridrt::finalize (MPI_Finalize)"), std::string::npos)
+      << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+  expect_nothing_left();
+}
+
+// ... and exiting before MPI_Init (rank 4, the second of cluster c2).
+TEST(MpiLayer, ARankThatNeverInitializesStopsTheJobAndIsNamed) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Outcome r = run(grids()[1], kMpiTests + "/mpi_leave", {"no-init", "c2"});
+  EXPECT_NE(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("rank 4 (cluster c2) exited with status 0 before it joined the job"), std::string::npos) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+  expect_nothing_left();
+}
+
 TEST(MpiLayer, AFortranProgram) {
   for (const Grid& g : grids()) {
     const Outcome r = run(g, kMpiTests + "/mpi_fortran");

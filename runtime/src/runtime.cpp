@@ -175,8 +175,12 @@ void init(int* argc, char*** argv, int required) {
   // have the transport's I/O thread running while exit() destroys what it uses: this
   // handler, registered after everything that thread touched was made, runs before their
   // destructors (atexit runs in reverse order) and stops it.
+  // It first tells the relay, which stops the job naming this rank: the others would
+  // otherwise wait for it (in a collective, in finalize) until a timeout.
   static const bool halt_registered = std::atexit([] {
-                                        if (g && g->transport) g->transport->halt();
+                                        if (!g || !g->transport) return;
+                                        g->transport->leaving_unfinalized(std::chrono::milliseconds(500));
+                                        g->transport->halt();
                                       }) == 0;
   (void)halt_registered;
   g->world_comm = detail::CommImpl::make_world();

@@ -1,5 +1,6 @@
 #include "relay_transport.h"
 
+#include <atomic>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -98,6 +99,26 @@ RelayTransport::RelayTransport(const std::string& relay, std::uint64_t job, cons
 void RelayTransport::halt() {
   io_.stop();
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+void RelayTransport::leaving_unfinalized(std::chrono::milliseconds within) {
+  if (!thread_.joinable() || thread_.get_id() == std::this_thread::get_id()) return;
+  Frame f = wire::make_frame(Type::kError, "exited without calling gridrt::finalize (MPI_Finalize)", job_);
+  f.header.src = rank_;
+  auto gone = std::make_shared<std::atomic<bool>>(false);
+  asio::post(io_, [link = link_, bytes = wire::encode(f), gone]() mutable {
+    if (link->closed()) return gone->store(true);
+    link->send_bytes(std::move(bytes));
+    link->close_after_flush("exited without finalize");
+  });
+  // Out once the link has closed (flushed): asked on the I/O thread, now and then.
+  const auto until = std::chrono::steady_clock::now() + within;
+  while (!gone->load() && std::chrono::steady_clock::now() < until) {
+    asio::post(io_, [link = link_, gone] {
+      if (link->closed()) gone->store(true);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 RelayTransport::~RelayTransport() {
