@@ -15,6 +15,8 @@ packages=(
   iproute2 iptables          # the three-site test network (network namespaces, firewalls, NAT)
   clang libclang-rt-dev      # libFuzzer and clang's sanitizers (scripts/check-hardened.sh)
   pkgconf help2man dpkg-dev  # installing: gridrt.pc checked by the app template, manual pages, the Debian package
+  openssh-server openssh-client   # the ssh launch of a cluster's part (tests start their own sshd)
+  slurm-wlm munge            # the Slurm launch of a cluster's part (tests start their own slurmctld, slurmd, munged)
 )
 
 missing=()
@@ -32,5 +34,14 @@ if [ "$(id -u)" -ne 0 ]; then
   sudo="sudo"
 fi
 echo "install-deps: installing ${missing[*]}"
+# The daemons these packages bring (sshd, slurmctld, slurmd, munged) are not to be started
+# as services: the tests start their own. Where nothing says so already, a policy-rc.d
+# says so for the time of the installation.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e $policy ]; then
+  printf '#!/bin/sh\nexit 101\n' | $sudo tee $policy >/dev/null
+  $sudo chmod 755 $policy
+  trap '$sudo rm -f $policy' EXIT
+fi
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

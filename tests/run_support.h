@@ -65,7 +65,8 @@ struct Running {
   }
 };
 
-// Starts build/bin/`program` with `args`, its output going to files named after `name`.
+// Starts build/bin/`program` (or `program` itself, given as a path) with `args`, its output
+// going to files named after `name`.
 inline Running start_program(const std::string& program, const std::vector<std::string>& args, const std::string& name) {
   Running run{-1, ::testing::TempDir() + "/" + name + ".out", ::testing::TempDir() + "/" + name + ".err"};
   run.pid = ::fork();
@@ -73,7 +74,7 @@ inline Running start_program(const std::string& program, const std::vector<std::
     std::freopen(run.out_path.c_str(), "w", stdout);
     std::freopen(run.err_path.c_str(), "w", stderr);
     std::vector<char*> argv;
-    const std::string prog = kBin + "/" + program;
+    const std::string prog = program.find('/') == std::string::npos ? kBin + "/" + program : program;
     argv.push_back(const_cast<char*>(prog.c_str()));
     for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
