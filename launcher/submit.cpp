@@ -283,26 +283,40 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
   return status;
 }
 
-int cancel_job(std::uint64_t job, const std::string& broker, const tls::Credentials& creds) {
+namespace {
+// One question to the broker: sends `request`, hands the first answer to `answer` (which
+// says what gridrun exits with) and hangs up; 1 if the broker cannot be reached or closes
+// the connection without answering.
+int ask_broker(const std::string& broker, const tls::Credentials& creds, const Frame& request,
+               const std::function<int(const Frame&)>& answer) {
   asio::io_context io;
   asio::ssl::context ctx = tls::make_context(tls::Role::kClient, creds);
   const auto link = connect_broker(io, ctx, broker);
   if (!link) return 1;
   int status = 1;
+  bool answered = false;
   link->start(
       [&](Frame& f) {
-        if (f.header.type != Type::kNotice && f.header.type != Type::kError) return;
-        std::fprintf(stderr, "gridrun: %s\n", f.body.c_str());
-        status = f.header.type == Type::kNotice ? 0 : 1;
+        if (answered) return;
+        answered = true;
+        status = answer(f);
         link->close("answered");
       },
       [&](const std::string& why) {
-        if (status != 0) std::fprintf(stderr, "gridrun: the broker closed the connection: %s\n", why.c_str());
+        if (!answered) std::fprintf(stderr, "gridrun: the broker closed the connection: %s\n", why.c_str());
         io.stop();
       });
-  link->send(wire::make_frame(Type::kKillJob, "gridrun cancel", job));
+  link->send(request);
   io.run();
   return status;
+}
+}  // namespace
+
+int cancel_job(std::uint64_t job, const std::string& broker, const tls::Credentials& creds) {
+  return ask_broker(broker, creds, wire::make_frame(Type::kKillJob, "gridrun cancel", job), [](const Frame& f) {
+    std::fprintf(stderr, "gridrun: %s\n", f.body.c_str());
+    return f.header.type == Type::kNotice ? 0 : 1;
+  });
 }
 
 namespace {
@@ -355,32 +369,19 @@ std::string describe_status(const GridStatus& st, const std::string& broker) {
 }
 
 int print_grid_status(const std::string& broker, const tls::Credentials& creds) {
-  asio::io_context io;
-  asio::ssl::context ctx = tls::make_context(tls::Role::kClient, creds);
-  const auto link = connect_broker(io, ctx, broker);
-  if (!link) return 1;
-  int status = 1;
-  link->start(
-      [&](Frame& f) {
-        if (f.header.type == Type::kStatus) {
-          try {
-            std::fputs(describe_status(GridStatus::decode(f.body), broker).c_str(), stdout);
-            status = 0;
-          } catch (const wire::BadBody& e) {
-            std::fprintf(stderr, "gridrun: the broker's answer is not a grid status: %s\n", e.what());
-          }
-        } else if (f.header.type == Type::kError) {
-          std::fprintf(stderr, "gridrun: %s\n", f.body.c_str());
-        }
-        link->close("answered");
-      },
-      [&](const std::string& why) {
-        if (status != 0 && why != "answered") std::fprintf(stderr, "gridrun: the broker closed the connection: %s\n", why.c_str());
-        io.stop();
-      });
-  link->send(wire::make_frame(Type::kStatus));
-  io.run();
-  return status;
+  return ask_broker(broker, creds, wire::make_frame(Type::kStatus), [&](const Frame& f) {
+    if (f.header.type != Type::kStatus) {
+      std::fprintf(stderr, "gridrun: %s\n", f.body.c_str());
+      return 1;
+    }
+    try {
+      std::fputs(describe_status(GridStatus::decode(f.body), broker).c_str(), stdout);
+      return 0;
+    } catch (const wire::BadBody& e) {
+      std::fprintf(stderr, "gridrun: the broker's answer is not a grid status: %s\n", e.what());
+      return 1;
+    }
+  });
 }
 
 }  // namespace gridrt

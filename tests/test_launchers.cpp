@@ -137,12 +137,19 @@ class NodeCluster : public ::testing::Test {
     return run.finish();
   }
 
-  // hello's topology lines: rank -> the node it ran on.
-  static std::map<int, std::string> nodes_of_ranks(const std::string& out) {
+  // hello's run on 5 processes, c0's rank 0 and the nodes' cluster's ranks 1-4: it passed,
+  // the barrier crossed both clusters, and ranks 1-4 ran on both nodes (hello prints the
+  // host each rank runs on).
+  void expect_hello_on_both_nodes(const Outcome& r) {
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
     std::map<int, std::string> nodes;
-    const std::regex line(R"(\] rank=(\d+) size=\d+ group=\S+ color=\d+ cluster=\S+ node=(\S+))");
-    for (std::sregex_iterator it(out.begin(), out.end(), line), end; it != end; ++it) nodes[std::stoi((*it)[1])] = (*it)[2];
-    return nodes;
+    const std::regex line(R"(\] rank=(\d+) size=5 group=\S+ color=\d+ cluster=\S+ node=(\S+))");
+    for (std::sregex_iterator it(r.out.begin(), r.out.end(), line), end; it != end; ++it) nodes[std::stoi((*it)[1])] = (*it)[2];
+    ASSERT_EQ(nodes.size(), 5u) << r.out;
+    std::set<std::string> used;
+    for (int rank = 1; rank <= 4; ++rank) used.insert(nodes.at(rank));
+    EXPECT_EQ(used, (std::set<std::string>{node_name(1), node_name(2)})) << r.out;
+    EXPECT_NE(r.out.find("[c0:0] barrier passed by 5 processes"), std::string::npos) << r.out;
   }
 
   std::string prefix_, front_, dir_;
@@ -192,13 +199,7 @@ TEST_F(SshCluster, HydraOverSshPutsTheClustersProcessesOnEveryNode) {
   const std::string grid =
       write_grid("mpiexec -launcher ssh -launcher-exec " + dir_ + "/ssh -iface br0 -f " + dir_ + "/hosts -n {np}", 4);
   const Outcome r = gridrun_in_front({"--grid", grid, "-n", "5", kSrc + "/jobprofiles/helloworld.xml"});
-  ASSERT_EQ(r.status, 0) << r.out << r.err;
-  const auto nodes = nodes_of_ranks(r.out);
-  ASSERT_EQ(nodes.size(), 5u) << r.out;
-  std::set<std::string> used;
-  for (int rank = 1; rank <= 4; ++rank) used.insert(nodes.at(rank));
-  EXPECT_EQ(used, (std::set<std::string>{node_name(1), node_name(2)})) << r.out;
-  EXPECT_NE(r.out.find("[c0:0] barrier passed by 5 processes"), std::string::npos) << r.out;
+  expect_hello_on_both_nodes(r);
   EXPECT_NE(r.out.find("pingpong rank 0 <-> rank 1 (cluster nodes)"), std::string::npos) << r.out;
   expect_nothing_left();
 }
@@ -285,13 +286,7 @@ class SlurmCluster : public NodeCluster {
 TEST_F(SlurmCluster, SlurmPutsTheClustersProcessesOnItsNodes) {
   const std::string grid = write_grid(launch(), 4);
   const Outcome r = gridrun_in_front({"--grid", grid, "-n", "5", kSrc + "/jobprofiles/helloworld.xml"});
-  ASSERT_EQ(r.status, 0) << r.out << r.err << slurp(dir_ + "/slurmctld.log");
-  const auto nodes = nodes_of_ranks(r.out);
-  ASSERT_EQ(nodes.size(), 5u) << r.out;
-  std::set<std::string> used;
-  for (int rank = 1; rank <= 4; ++rank) used.insert(nodes.at(rank));
-  EXPECT_EQ(used, (std::set<std::string>{node_name(1), node_name(2)})) << r.out;
-  EXPECT_NE(r.out.find("[c0:0] barrier passed by 5 processes"), std::string::npos) << r.out;
+  expect_hello_on_both_nodes(r);
   // The allocation ended with the job.
   std::string queue;
   for (int t = 0; t < 50 && !(queue = squeue()).empty(); ++t) std::this_thread::sleep_for(100ms);
