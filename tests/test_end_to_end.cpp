@@ -74,10 +74,11 @@ std::string two_groups_pingpong(std::size_t bytes) {
   return edited_profile("two-groups.xml", {{"<value>4096</value>", "<value>" + std::to_string(bytes) + "</value>"}},
                         "two-groups-" + std::to_string(bytes) + ".xml");
 }
-// helloworld.xml running build/tests/bin/`program` (with `args`, each a <value>) instead of hello.
+// helloworld.xml running `program` (with `args`, each a <value>) instead of hello: a test
+// program of build/tests/bin, or an example of build/bin.
 std::string helloworld_running(const std::string& program, const std::string& args = "") {
   return edited_profile("helloworld.xml",
-                        {{"$GRIDRT_EXAMPLES/hello<", kTestBin + "/" + program + "<"},
+                        {{"$GRIDRT_EXAMPLES/hello<", (fs::exists(kTestBin + "/" + program) ? kTestBin : kBin) + "/" + program + "<"},
                          {"</executable>", "</executable><arguments>" + args + "</arguments>"}},
                         program + "-job.xml");
 }
