@@ -664,10 +664,14 @@ void Broker::handle_cancel(const PeerPtr& peer, const Frame& f) {
   auto it = jobs_.find(f.header.job);
   // (A submitter's name is a user's: a relay's certificate never matches it.)
   const bool owner = it != jobs_.end() && peer->name == it->second->submitter;
-  if (!owner) return refuse_peer(peer, "KillJob: no job " + std::to_string(f.header.job) + " of yours is running");
+  const bool admin = tls::is_admin_name(peer->name);
+  if (!owner && !(admin && it != jobs_.end()))
+    return refuse_peer(peer, "KillJob: no job " + std::to_string(f.header.job) + (admin ? "" : " of yours") + " is running");
   Job& job = *it->second;
   if (job.first_failure == 0) job.first_failure = 128 + SIGINT;
-  const std::string by = peer == job.launcher ? "the user" : peer->name + " from another connection";
+  const std::string by = peer == job.launcher ? "the user"
+                         : owner              ? peer->name + " from another connection"
+                                              : "the grid's administrator " + peer->name;
   journal_.record("job " + std::to_string(job.id) + " cancelled by " + peer->name + " (" + peer->link->peer() + ")");
   // A cancel from elsewhere (gridrun cancel) is answered; the job's own gridrun learns of it
   // from the job's end.
@@ -680,8 +684,9 @@ void Broker::handle_cancel(const PeerPtr& peer, const Frame& f) {
 // The grid as it stands (gridrun status): clusters, their relays and slots, the running jobs
 // with their owners, as a batch system shows its queue to all its users. Users only.
 void Broker::handle_status(const PeerPtr& peer) {
-  if (peer->kind == Peer::Kind::kRelay || !tls::is_user_name(peer->name))
-    return refuse_peer(peer, "only user certificates ('user NAME') may ask for the grid's status; this one is '" + peer->name + "'");
+  if (peer->kind == Peer::Kind::kRelay || !(tls::is_user_name(peer->name) || tls::is_admin_name(peer->name)))
+    return refuse_peer(peer, "only user and admin certificates ('user NAME', 'admin NAME') may ask for the grid's status; this one is '" +
+                                 peer->name + "'");
   const auto now = std::chrono::steady_clock::now();
   auto seconds = [&](std::chrono::steady_clock::time_point since) {
     return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::seconds>(now - since).count());

@@ -40,6 +40,8 @@ std::string peer_common_name(SSL* ssl);
 inline const std::string kBrokerName = "broker";
 inline std::string relay_name(const std::string& cluster) { return "relay " + cluster; }
 inline bool is_user_name(const std::string& cn) { return cn.rfind("user ", 0) == 0 && cn.size() > 5; }
+// A grid administrator: may see the grid and cancel anyone's job (not submit).
+inline bool is_admin_name(const std::string& cn) { return cn.rfind("admin ", 0) == 0 && cn.size() > 6; }
 
 // A certificate authority held in memory (EC P-256 keys, SHA-256 signatures).
 class Authority {

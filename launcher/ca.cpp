@@ -13,15 +13,18 @@ const char* kUsage = R"(usage: gridrun ca init DIR [NAME]
        gridrun ca issue DIR broker
        gridrun ca issue DIR relay CLUSTER
        gridrun ca issue DIR user NAME
+       gridrun ca issue DIR admin NAME
 
 Makes the grid's certificate authority and the certificates of its parties. A party's role
-is the name in its certificate (docs/security.md): "broker", "relay CLUSTER", "user NAME".
+is the name in its certificate (docs/security.md): "broker", "relay CLUSTER", "user NAME",
+"admin NAME" (an operator: sees the grid, may cancel anyone's job, submits none).
 
   init DIR [NAME]   create DIR/ca.pem (give it to every party) and DIR/ca.key (keep it
                     secret: whoever holds it can admit anyone to the grid); NAME defaults
                     to "gridrt CA". Refuses to overwrite an existing CA.
   issue DIR ...     with the CA in DIR, issue a certificate and a new key:
-                    DIR/broker.pem+.key, DIR/relay-CLUSTER.pem+.key or DIR/user-NAME.pem+.key
+                    DIR/broker.pem+.key, DIR/relay-CLUSTER.pem+.key, DIR/user-NAME.pem+.key
+                    or DIR/admin-NAME.pem+.key
                     (keys are created readable by their owner only)
 )";
 
@@ -56,19 +59,19 @@ int ca_command(int argc, char** argv) {
       return 0;
     }
     if (verb != "issue") return usage("unknown command '" + verb + "'");
-    if (argc < 4) return usage("issue needs a role: broker, relay CLUSTER or user NAME");
+    if (argc < 4) return usage("issue needs a role: broker, relay CLUSTER, user NAME or admin NAME");
     const std::string role = argv[3];
     std::string name, file;
     if (role == "broker" && argc == 4) {
       name = tls::kBrokerName;
       file = "broker";
-    } else if ((role == "relay" || role == "user") && argc == 5 && *argv[4]) {
+    } else if ((role == "relay" || role == "user" || role == "admin") && argc == 5 && *argv[4]) {
       const std::string who = argv[4];
       if (who.find_first_of("/ \t\n") != std::string::npos) return usage("'" + who + "' may not contain '/' or white space");
-      name = role == "relay" ? tls::relay_name(who) : "user " + who;
+      name = role == "relay" ? tls::relay_name(who) : role + " " + who;
       file = role + "-" + who;
     } else {
-      return usage("issue takes: broker | relay CLUSTER | user NAME");
+      return usage("issue takes: broker | relay CLUSTER | user NAME | admin NAME");
     }
     const tls::Authority ca = tls::Authority::load(dir + "/ca.pem", dir + "/ca.key");
     const tls::Credentials c = ca.issue(name, dir, file);

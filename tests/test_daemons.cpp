@@ -192,6 +192,14 @@ TEST_F(Daemons, UnknownClusterAndDuplicateAreRefused) {
   EXPECT_NE(unknown->find("'nowhere' is not in the broker's grid"), std::string::npos) << *unknown;
   EXPECT_NE(duplicate->find("'c0' already has a registered relay"), std::string::npos) << *duplicate;
   EXPECT_EQ(registered(), 1u);  // the first c0 is undisturbed
+  // A job that needs the cluster whose relay is missing is refused naming that cluster.
+  Client user(ca_.issue("user alice", dir_, "alice"));
+  ASSERT_FALSE(user.connect(broker_ep_));
+  JobSpec both;
+  both.groups = {{"g", 2}};
+  const auto frames = user.submit(both, kSubmitDryRun);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_NE(frames[0].body.find("the relays of cluster(s) c1 have not registered"), std::string::npos) << frames[0].body;
 }
 
 TEST_F(Daemons, RelayThatDisconnectsIsForgottenAndMayComeBack) {

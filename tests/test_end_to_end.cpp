@@ -616,7 +616,8 @@ TEST(EndToEnd, AUserCancelsTheirJobFromAnotherGridrun) {
   const auto relay = grid.creds("relay-c0");
   st = gridrun({"status", "--broker", grid.endpoint, "--cert", relay.cert, "--key", relay.key, "--ca", relay.ca});
   EXPECT_EQ(st.status, 1) << st.out;
-  EXPECT_NE(st.err.find("only user certificates ('user NAME') may ask for the grid's status"), std::string::npos) << st.err;
+  EXPECT_NE(st.err.find("only user and admin certificates ('user NAME', 'admin NAME') may ask for the grid's status"), std::string::npos)
+      << st.err;
 
   Outcome r = cancel("bob", "1");
   EXPECT_EQ(r.status, 1) << r.err;
@@ -636,6 +637,19 @@ TEST(EndToEnd, AUserCancelsTheirJobFromAnotherGridrun) {
   const Outcome cancelled = job.finish();
   EXPECT_EQ(cancelled.status, 130) << cancelled.err;
   EXPECT_NE(cancelled.err.find("cancelled by user alice from another connection (gridrun cancel)"), std::string::npos) << cancelled.err;
+
+  // The grid's administrator may cancel anyone's job; it is journaled who did.
+  ASSERT_EQ(gridrun({"ca", "issue", grid.dir + "/ca", "admin", "ops"}).status, 0);
+  Running bobs = start_gridrun(grid.as("bob", {sleep_profile("bobs.xml", 1, 1)}), "bobs");
+  for (int i = 0; i < 200 && find_process("gridproc", "GRIDRT_JOB=2 ") < 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const auto ops = grid.creds("admin-ops");
+  r = gridrun({"cancel", "2", "--broker", grid.endpoint, "--cert", ops.cert, "--key", ops.key, "--ca", ops.ca});
+  EXPECT_EQ(r.status, 0) << r.err;
+  const Outcome bob_cancelled = bobs.finish();
+  EXPECT_EQ(bob_cancelled.status, 130) << bob_cancelled.err;
+  EXPECT_NE(bob_cancelled.err.find("cancelled by the grid's administrator admin ops (gridrun cancel)"), std::string::npos)
+      << bob_cancelled.err;
+  EXPECT_NE(slurp(grid.journal).find("job 2 cancelled by admin ops"), std::string::npos) << slurp(grid.journal);
   grid.stop();
   expect_nothing_left();
 }

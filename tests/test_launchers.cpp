@@ -152,6 +152,29 @@ class NodeCluster : public ::testing::Test {
     EXPECT_NE(r.out.find("[c0:0] barrier passed by 5 processes"), std::string::npos) << r.out;
   }
 
+  // For bench/launchers.sh, not a check: the wall time of `gridrun -n 4 hello` on the nodes'
+  // cluster started by `launch`, against the same grid with mpiexec's fork launcher on the
+  // front-end, alternated, `runs` of each; prints the medians.
+  void print_startup_times(const std::string& name, const std::string& launch, int slots) {
+    const char* asked = std::getenv("GRIDRT_STARTUP_RUNS");
+    const int runs = asked && std::atoi(asked) > 0 ? std::atoi(asked) : 5;
+    const std::string grids[2] = {dir_ + "/fork-grid.xml", dir_ + "/launcher-grid.xml"};
+    fs::copy_file(write_grid("mpiexec -launcher fork -n {np}", slots), grids[0], fs::copy_options::overwrite_existing);
+    fs::copy_file(write_grid(launch, slots), grids[1], fs::copy_options::overwrite_existing);
+    std::vector<double> seconds[2];
+    for (int i = 0; i < runs; ++i)
+      for (int g = 0; g < 2; ++g) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const Outcome r = gridrun_in_front({"--grid", grids[g], "-n", "4", kSrc + "/jobprofiles/helloworld.xml"});
+        ASSERT_EQ(r.status, 0) << r.out << r.err;
+        seconds[g].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+    for (auto& v : seconds) std::sort(v.begin(), v.end());
+    std::printf("startup: gridrun -n 4 helloworld.xml (1 rank on c0, 3 on the nodes' cluster), median of %d: "
+                "mpiexec's fork launcher %.3f s, %s %.3f s (ratio %.2f)\n",
+                runs, seconds[0][runs / 2], name.c_str(), seconds[1][runs / 2], seconds[1][runs / 2] / seconds[0][runs / 2]);
+  }
+
   std::string prefix_, front_, dir_;
   std::vector<pid_t> daemons_;
 };
@@ -315,5 +338,11 @@ TEST_F(SlurmCluster, CancellingTheGridJobCancelsTheSlurmJob) {
   for (pid_t p : left) ::kill(p, SIGKILL);
   expect_nothing_left();
 }
+
+// The start-up figures of docs/benchmarks.md ("Launchers"), run by bench/launchers.sh.
+TEST_F(SshCluster, DISABLED_StartupTimes) {
+  print_startup_times("hydra over ssh", "mpiexec -launcher ssh -launcher-exec " + dir_ + "/ssh -iface br0 -f " + dir_ + "/hosts -n {np}", 4);
+}
+TEST_F(SlurmCluster, DISABLED_StartupTimes) { print_startup_times("Slurm (salloc, hydra inside)", launch(), 4); }
 
 }  // namespace
