@@ -161,10 +161,12 @@ struct JobGoesOn {
 
 // `unexpected_budget`: how much data no receive took yet the transport buffers (granting its
 // credit); 0 makes a sender wait as soon as its window is full.
+// `rank_now` false: the transport learns its rank later (set_rank), as a process's does
+// after its application thread took it from the topology.
 std::unique_ptr<RelayTransport> connect(FakeRelay& relay, int rank, ListenSpec listen = {},
-                                        std::size_t unexpected_budget = Receiver::kUnexpectedBudget) {
+                                        std::size_t unexpected_budget = Receiver::kUnexpectedBudget, bool rank_now = true) {
   auto t = std::make_unique<RelayTransport>(relay.endpoint(), 1, "secret", rank, "host", kWindow, listen, unexpected_budget);
-  t->set_rank(rank);
+  if (rank_now) t->set_rank(rank);
   return t;
 }
 
@@ -557,6 +559,33 @@ TEST(Transport, APeerHangingUpDuringFinalizeIsNotReported) {
 // taken for "no direct path" (the pair would fall back to the relays after the caller's
 // timeout) or refused (the caller's connection would close under it). Each way, the pair
 // goes direct and nothing is lost.
+// A process knows the topology (its I/O thread) a moment before its rank (its application
+// thread takes it from the topology); on a loaded machine the moment is long. A peer's
+// direct connection or call-back request in between waits for the rank, instead of being
+// refused as meant for someone else (which a job going on without lost clusters took for a
+// lost cluster).
+TEST(Transport, ARankLearnedAfterTheTopologyStillMeetsItsDirectPeers) {
+  for (const bool peer_listens : {false, true}) {
+    FakeRelay relay;
+    relay.publish_topology_after(2, {true, true});
+    auto a = peer_listens ? connect(relay, 0) : connect(relay, 0, ListenSpec::parse("any"));
+    auto b = peer_listens ? connect(relay, 1, ListenSpec::parse("any"), Receiver::kUnexpectedBudget, false)
+                          : connect(relay, 1, {}, Receiver::kUnexpectedBudget, false);
+    a->wait_topology(std::chrono::seconds(5));
+    b->wait_topology(std::chrono::seconds(5));
+    const std::string m = pattern(5000, 2);
+    auto s = a->send(1, 0, 0, m.data(), m.size());
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a's hello or call-back request is at b
+    b->set_rank(1);
+    std::string got(m.size(), '\0');
+    auto r = b->recv(got.data(), got.size(), 0, 0, 0);
+    b->wait(r);
+    a->wait(s);
+    EXPECT_TRUE(got == m) << (peer_listens ? "0 dials" : "1 calls back");
+    EXPECT_EQ(relay.data_from(0) + relay.data_from(1), 0u) << (peer_listens ? "0 dials" : "1 calls back") << ": went through the relay";
+  }
+}
+
 TEST(Transport, FirstFramesBeforeTheTopologyWaitForIt) {
   for (const bool peer_listens : {false, true}) {
     FakeRelay relay;

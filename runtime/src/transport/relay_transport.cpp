@@ -22,7 +22,7 @@ using wire::Type;
 constexpr auto kDialTimeout = std::chrono::seconds(3);
 constexpr auto kCallBackTimeout = std::chrono::seconds(6);
 // An accepted direct connection whose dialler had the topology before us waits this long
-// for ours, looking every kTopologyPoll.
+// for ours and our rank, looking every kTopologyPoll.
 constexpr auto kTopologyWait = std::chrono::milliseconds(10000);
 constexpr auto kTopologyPoll = std::chrono::milliseconds(10);
 
@@ -389,12 +389,13 @@ asio::awaitable<void> RelayTransport::serve_direct(tcp::socket s) {
     refused_direct_.warn("rank ", rank_, ": refused a direct connection: ", ec.message());
     co_return;
   }
-  // The dialler had the topology before us (each process hears it through its own relay):
-  // its hello is checked against ours, so it waits in the socket until ours is here.
+  // The dialler had the topology before us (each process hears it through its own relay),
+  // or our application's thread has not yet taken our rank from it: its hello is checked
+  // against both, so it waits in the socket until they are here.
   for (auto waited = std::chrono::milliseconds(0); waited < kTopologyWait; waited += kTopologyPoll) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (topology_ || closing_) break;
+      if (planned() || closing_) break;
     }
     asio::steady_timer t(io_, kTopologyPoll);
     co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
@@ -411,7 +412,7 @@ asio::awaitable<void> RelayTransport::serve_direct(tcp::socket s) {
         // The first frame names the dialler, which must be the one the ladder says dials.
         std::lock_guard<std::mutex> lock(mu_);
         const std::int32_t r = f.header.src;
-        const bool valid = f.header.type == Type::kDirectHello && f.header.job == job_ && f.header.dst == rank_ && topology_ &&
+        const bool valid = f.header.type == Type::kDirectHello && f.header.job == job_ && planned() && f.header.dst == rank_ &&
                            r >= 0 && static_cast<std::uint32_t>(r) < topology_->size() &&
                            plan_pair(*topology_, static_cast<std::uint32_t>(rank_), static_cast<std::uint32_t>(r)).dialer == r;
         if (!valid || (peers_[r].link && !peers_[r].link->closed())) return l->fail("not a direct connection expected here");
@@ -522,6 +523,17 @@ void RelayTransport::set_rank(std::int32_t rank) {
   std::lock_guard<std::mutex> lock(mu_);
   rank_ = rank;
   for (const auto& [from, bytes] : std::exchange(owed_, {})) grant(from, bytes);
+  answer_callbacks_waiting();
+}
+
+// A pair can be planned (plan_pair) once both the topology and this process's global rank
+// are known: the topology arrives on the I/O thread, the rank is set by the application's
+// thread after it (set_rank), a moment later, or much later on a loaded machine.
+bool RelayTransport::planned() const { return topology_ && rank_ >= 0; }
+
+void RelayTransport::answer_callbacks_waiting() {
+  if (!planned()) return;
+  for (const std::int32_t peer : std::exchange(callbacks_waiting_, {})) call_back(peer);
 }
 
 void RelayTransport::grant(const Envelope& from, std::size_t bytes) {
@@ -615,7 +627,7 @@ void RelayTransport::on_frame(Frame& f) {
       std::lock_guard<std::mutex> lock(mu_);
       // Each process hears the topology through its own relay: the peer may have it before
       // us. Without it we cannot plan the pair, so the call waits for it.
-      if (!topology_) return callbacks_waiting_.push_back(f.header.src);
+      if (!planned()) return callbacks_waiting_.push_back(f.header.src);
       call_back(f.header.src);
       return;
     }
@@ -637,7 +649,7 @@ void RelayTransport::on_frame(Frame& f) {
       std::lock_guard<std::mutex> lock(mu_);  // (notify() too: what waiters read is mu_'s)
       if (t) {
         topology_ = std::move(*t);
-        for (const std::int32_t peer : std::exchange(callbacks_waiting_, {})) call_back(peer);
+        answer_callbacks_waiting();
       } else {
         failure_ = bad;
       }

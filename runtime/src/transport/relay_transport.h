@@ -156,6 +156,8 @@ class RelayTransport : public MessageTransport {
   void write_relay(std::string bytes);
   void decide(std::int32_t dst, Peer& p);
   void call_back(std::int32_t peer);
+  bool planned() const;                 // topology and rank known (mu_ held)
+  void answer_callbacks_waiting();     // ConnectBacks that came before we could plan (mu_ held)
   void fall_back(std::int32_t dst, Peer& p, const std::string& why);
   void go_direct(std::int32_t dst, Peer& p, const std::shared_ptr<TlsLink>& link);
   void signal_peer(wire::Type t, std::int32_t dst);
