@@ -108,6 +108,10 @@ void Broker::refuse_peer(const PeerPtr& peer, const std::string& what) {
   peer->link->fail(what);
 }
 
+bool Broker::flushed() const {
+  return std::all_of(closing_.begin(), closing_.end(), [](const auto& l) { return l->closed(); });
+}
+
 void Broker::stop() {
   if (stopped_) return;
   stopped_ = true;
@@ -127,7 +131,10 @@ void Broker::stop() {
   for (auto& [name, p] : relays_) peers.push_back(p);
   for (auto& j : jobs_)
     if (j.second->launcher) peers.push_back(j.second->launcher);
-  for (auto& p : peers) p->link->close_after_flush("broker shutting down");
+  for (auto& p : peers) {
+    p->link->close_after_flush("broker shutting down");
+    closing_.push_back(p->link);
+  }
 }
 
 asio::awaitable<void> Broker::accept_loop() {

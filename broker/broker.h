@@ -34,6 +34,7 @@ class Broker {
   ~Broker();
   tcp::endpoint endpoint() const { return acceptor_.local_endpoint(); }
   void stop();  // kills every running job and closes every connection
+  bool flushed() const;  // after stop(): every connection's last frames are out, and it closed
   // What the standing daemon does before it serves (not the grid gridrun embeds): the open
   // files it may need, and the sockets' state made up front (common/acceptor.h).
   void prepare_for_strangers();
@@ -122,6 +123,7 @@ class Broker {
   std::chrono::steady_clock::duration authenticate_ = limits::kAuthenticate;
   log::Repeated failed_handshakes_{"failed TLS handshakes"};
   std::map<std::string, PeerPtr> relays_;  // cluster name -> its registered relay
+  std::vector<std::shared_ptr<TlsLink>> closing_;  // what stop() closes after its last frames
   std::set<std::string> probing_;          // clusters whose relay is being probed
   std::map<std::string, bool> reachable_;  // cluster -> did its link address answer the probe
   std::map<std::uint64_t, std::unique_ptr<Job>> jobs_;

@@ -72,9 +72,12 @@ int main(int argc, char** argv) {
       io.stop();
     });
     io.run();
-    // Let those last frames go out: run until nothing is left to do, for at most 500 ms.
+    // Let those last frames go out: run until every connection has closed after its last
+    // frames, for at most 500 ms (timers, the watchdog's among them, keep the loop busy,
+    // so running it until it has nothing left to do would always take the 500 ms).
     io.restart();
-    io.run_for(std::chrono::milliseconds(500));
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+    while (!broker.flushed() && std::chrono::steady_clock::now() < until) io.run_for(std::chrono::milliseconds(5));
   } catch (const InputError& e) {  // a bad grid description: bad input, as for gridrun
     std::fprintf(stderr, "gridbroker: %s\n", e.what());
     return 2;
