@@ -353,6 +353,14 @@ TEST_F(Daemons, JournalRecordsWhoSubmittedWhat) {
   std::getline(in, line);
   EXPECT_NE(line.find("refused job of user alice (too-big): the job needs 9 processes but the grid has 2 slots"), std::string::npos)
       << line;
+  // A job from a certificate that is not a user's is refused and journaled too.
+  const auto relay = connected("relay c1", "relay-c1-submits");
+  spec.groups = {{"g", 1}};
+  asio::write(relay->stream, asio::buffer(wire::encode(wire::make_frame(wire::Type::kSubmit, spec.encode()))));
+  ASSERT_EQ(relay->read_all().size(), 1u);
+  std::getline(in, line);
+  EXPECT_NE(line.find("(relay c1): only user certificates ('user NAME') may submit jobs; this one is 'relay c1'"), std::string::npos)
+      << line;
 }
 
 // A user cancels their job from a second connection (another terminal, a script); another
