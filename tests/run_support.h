@@ -132,6 +132,20 @@ inline pid_t find_process(const std::string& program, const std::string& words) 
 
 // Processes that belong to a gridrt run: programs from the build's bin directory (except
 // the test binaries) and anything whose command line names them (mpiexec, hydra proxies).
+// Why network namespaces cannot be used here, or "" when they can: tests that build networks
+// of them skip, saying why, without root, without iproute2, or where namespaces can be made
+// but not entered (a chroot, a container without the privilege).
+inline std::string netns_unusable() {
+  if (::geteuid() != 0) return "network namespaces need root";
+  const std::string ns = "gridrt-probe-" + std::to_string(::getpid());
+  if (std::system(("ip netns add " + ns + " >/dev/null 2>&1").c_str()) != 0)
+    return "`ip netns add` fails here (scripts/install-deps.sh installs iproute2)";
+  const int entered = std::system(("ip -n " + ns + " link set lo up >/dev/null 2>&1").c_str());
+  std::system(("ip netns del " + ns + " >/dev/null 2>&1").c_str());
+  if (entered != 0) return "a network namespace can be made but not entered here (a chroot, or a container without the privilege)";
+  return "";
+}
+
 // Live processes of this machine whose command line holds `words`.
 inline std::vector<pid_t> processes_running(const std::string& words) {
   std::vector<pid_t> found;

@@ -51,8 +51,7 @@ class NodeCluster : public ::testing::Test {
   static constexpr int kNodes = 2;
 
   void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "the nodes' namespaces need root";
-    if (sh("ip netns list") != 0) GTEST_SKIP() << "`ip netns` is not available (install iproute2)";
+    if (const std::string why = netns_unusable(); !why.empty()) GTEST_SKIP() << "the nodes cannot be made: " << why;
     if (sh("command -v unshare") != 0) GTEST_SKIP() << "unshare is not installed (util-linux)";
     prefix_ = "grl" + std::to_string(::getpid() % 100000) + "-";
     front_ = prefix_ + "f";

@@ -53,8 +53,7 @@ struct Site {
 class ThreeSites : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "the three-site network needs root (network namespaces, iptables)";
-    if (sh("ip netns list") != 0) GTEST_SKIP() << "`ip netns` is not available (install iproute2)";
+    if (const std::string why = netns_unusable(); !why.empty()) GTEST_SKIP() << "the three-site network cannot be built: " << why;
     if (sh("command -v iptables") != 0) GTEST_SKIP() << "iptables is not installed (scripts/install-deps.sh installs it)";
     prefix_ = "grt" + std::to_string(::getpid() % 100000) + "-";
     wan_ = prefix_ + "wan";
