@@ -163,6 +163,9 @@ TEST(EndToEnd, FailedRankPropagatesItsExitStatus) {
     const std::string profile = two_groups_with("<value>--fail-rank</value><value>" + std::to_string(rank) +
                                                 "</value><value>--exit-code</value><value>" + std::to_string(code) + "</value>");
     const Outcome r = gridrun({profile});
+    // gridrun returns once every process of the job is gone, as mpiexec does: none is left
+    // the moment it has returned (the daemons may take a moment more).
+    EXPECT_TRUE(processes_running(kBin + "/hello ").empty()) << "a process of the failed job outlived gridrun";
     EXPECT_EQ(r.status, code) << r.out << r.err;
     EXPECT_NE(r.err.find("failed: rank " + std::to_string(rank) + " (cluster " + cluster + ") exited with status " + std::to_string(code)),
               std::string::npos)
