@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <set>
+#include <tuple>
+#include <vector>
 
+#include "coll/local_group_two.h"
 #include "coll/trees.h"
 
 using namespace gridrt::detail::trees;
@@ -109,4 +112,78 @@ TEST(Trees, LocalGroupAgentsCoverEveryRemoteMemberOnceAndSpreadEvenly) {
         ASSERT_LE(*hi - *lo, 1) << "x=" << x_size << " y=" << y_size << ": agents unevenly loaded";
         ASSERT_EQ(*hi, (y_size + x_size - 1) / x_size);
       }
+}
+
+// ---------------------------------------------------------------- the paper's two-cluster LG
+
+namespace lg2 = gridrt::detail::lg2;
+
+// Whether every block between the clusters reaches its destination exactly once through
+// the wide-area messages of `c` (and nothing else is carried); counts the messages.
+bool lg2_complete(const lg2::Shape& c, bool as_printed, std::size_t* messages = nullptr) {
+  std::vector<std::vector<int>> arrived(c.size(), std::vector<int>(c.size(), 0));
+  const auto msgs = lg2::wan_messages(c, as_printed);
+  if (messages) *messages = msgs.size();
+  for (const auto& m : msgs)
+    for (int k : m.senders) {
+      if (c.in_c1(k) == c.in_c1(m.to)) return false;  // a local block crossed
+      ++arrived[k][m.to];
+    }
+  for (int i = 0; i < c.size(); ++i)
+    for (int j = 0; j < c.size(); ++j)
+      if (c.in_c1(i) != c.in_c1(j) && arrived[i][j] != 1) return false;
+  return true;
+}
+
+// The paper's worked example (n1 = 3, n2 = 7): its steps, a block's proxy, and the fix
+// for the partial last group (node 9's blocks for nodes 1 and 2 would go to nodes 10 and
+// 11, which do not exist).
+TEST(LocalGroupTwo, ThePapersExampleWithItsPartialGroupMended) {
+  const lg2::Shape c{3, 7};
+  EXPECT_EQ(c.steps(), 3);
+  EXPECT_EQ(lg2::proxy(c, 7, 2), 8);
+  EXPECT_EQ(lg2::proxy(c, 9, 1, true), 10);
+  EXPECT_EQ(lg2::proxy(c, 9, 2, true), 11);
+  EXPECT_EQ(lg2::proxy(c, 9, 1), 7);
+  EXPECT_EQ(lg2::proxy(c, 9, 2), 8);
+  std::vector<std::tuple<int, int, int>> pairs;  // step, C1 node, C2 node
+  for (const auto& m : lg2::wan_messages(c))
+    if (c.in_c1(m.from)) pairs.emplace_back(m.step, m.from, m.to);
+  EXPECT_EQ(pairs, (std::vector<std::tuple<int, int, int>>{{1, 0, 3}, {1, 1, 4}, {1, 2, 5}, {2, 0, 6}, {2, 1, 7}, {2, 2, 8}, {3, 0, 9}}));
+  for (const auto& m : lg2::wan_messages(c))
+    if (m.from == 7 && m.to == 1) EXPECT_EQ(m.senders, (std::vector<int>{6, 7, 8, 9})) << "node 7 carries the partial group's block";
+  std::size_t messages = 0;
+  EXPECT_TRUE(lg2_complete(c, false, &messages));
+  EXPECT_EQ(messages, 14u) << "against 2 * 3 * 7 = 42 for the direct exchange";
+  EXPECT_FALSE(lg2_complete(c, true));
+}
+
+// Every pair of cluster sizes 1 <= n1 <= n2 <= 64: with the fix, every block crosses once,
+// in 2 * n2 wide-area messages, each C1 node's message n1 blocks and every message at most
+// 2 * n1 - 1; phase 1 keeps every block in its sender's cluster. As printed, the rule is
+// complete exactly when n1 divides n2 (1800 of the 2080 pairs are not).
+TEST(LocalGroupTwo, EveryBlockCrossesOnceForEveryPairOfSizesUpTo64) {
+  int printed_incomplete = 0, pairs = 0;
+  for (int n1 = 1; n1 <= 64; ++n1)
+    for (int n2 = n1; n2 <= 64; ++n2) {
+      const lg2::Shape c{n1, n2};
+      ++pairs;
+      std::size_t messages = 0;
+      ASSERT_TRUE(lg2_complete(c, false, &messages)) << n1 << "+" << n2;
+      ASSERT_EQ(messages, 2u * n2) << n1 << "+" << n2;
+      for (const auto& m : lg2::wan_messages(c)) {
+        if (c.in_c1(m.from)) ASSERT_EQ(m.senders.size(), static_cast<std::size_t>(n1)) << n1 << "+" << n2;
+        ASSERT_LE(m.senders.size(), static_cast<std::size_t>(2 * n1 - 1)) << n1 << "+" << n2;
+      }
+      for (int i = 0; i < c.size(); ++i)
+        for (int j = 0; j < c.size(); ++j) {
+          const int p = lg2::proxy(c, i, j);
+          ASSERT_TRUE(p >= 0 && p < c.size() && c.in_c1(p) == c.in_c1(i)) << n1 << "+" << n2 << ": M(" << i << "," << j << ")";
+        }
+      const bool complete = lg2_complete(c, true);
+      EXPECT_EQ(complete, n2 % n1 == 0) << n1 << "+" << n2;
+      printed_incomplete += !complete;
+    }
+  EXPECT_EQ(pairs, 2080);
+  EXPECT_EQ(printed_incomplete, 1800);
 }
