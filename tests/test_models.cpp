@@ -2,10 +2,16 @@
 // parameters are known, and against hand-computed cases.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <random>
 
 #include "models/contention_signature.h"
 #include "models/least_squares.h"
+#include "models/logical_clusters.h"
 
 namespace {
 
@@ -65,6 +71,89 @@ TEST(ContentionSignature, TooFewSamplesGiveNoContention) {
   const ContentionSignature fit = fit_contention_signature(8, 1e-5, 1e-8, {{1024, 1e-3}, {2048, 2e-3}, {4096, 4e-3}});
   EXPECT_EQ(fit.gamma, 1);
   EXPECT_EQ(fit.delta, 0);
+}
+
+// ---------------------------------------------------------------- logical clusters
+
+using Matrix = std::vector<std::vector<double>>;
+
+// Whether two partitions group the same nodes together, whatever their numbering.
+bool same_grouping(const std::vector<int>& a, const std::vector<int>& b) {
+  if (a.size() != b.size()) return false;
+  std::map<int, int> ab, ba;
+  for (std::size_t v = 0; v < a.size(); ++v)
+    if (ab.emplace(a[v], b[v]).first->second != b[v] || ba.emplace(b[v], a[v]).first->second != a[v]) return false;
+  return true;
+}
+
+// A platform like the paper's IDPOT: 20 machines in 6 groups (two kinds of network card,
+// two switches), 100 us inside a group (within 5%), 1.5 to 3 times that between groups,
+// groups 2 and 4 the slow ones (3 times).
+Matrix idpot_like(std::vector<int>* group) {
+  const std::vector<int> sizes = {4, 4, 3, 3, 3, 3};
+  group->clear();
+  for (int g = 0; g < 6; ++g) group->insert(group->end(), sizes[g], g);
+  const int n = static_cast<int>(group->size());
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> jitter(0.95, 1.05), between(1.5, 2.4);
+  Matrix m(n, std::vector<double>(n, 0));
+  for (int a = 0; a < n; ++a)
+    for (int b = a + 1; b < n; ++b) {
+      const int ga = (*group)[a], gb = (*group)[b];
+      double w = 100e-6 * (ga == gb ? jitter(rng) : (ga == 2 || gb == 2 || ga == 4 || gb == 4 ? 3.0 : between(rng)));
+      m[a][b] = m[b][a] = w;
+    }
+  return m;
+}
+
+TEST(LogicalClusters, AnIdpotLikePlatformSplitsIntoItsSixGroupsInAnyNodeOrder) {
+  std::vector<int> group;
+  const Matrix m = idpot_like(&group);
+  EXPECT_TRUE(same_grouping(partition(m), group));
+  // The same platform, its nodes numbered otherwise: the same groups.
+  std::vector<int> order(group.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), std::mt19937(11));
+  Matrix shuffled(m.size(), std::vector<double>(m.size()));
+  std::vector<int> shuffled_group(m.size());
+  for (std::size_t a = 0; a < m.size(); ++a) {
+    shuffled_group[a] = group[order[a]];
+    for (std::size_t b = 0; b < m.size(); ++b) shuffled[a][b] = m[order[a]][order[b]];
+  }
+  EXPECT_TRUE(same_grouping(partition(shuffled), shuffled_group));
+}
+
+TEST(LogicalClusters, TheToleranceIsTwentyPercentOfTheCheapestEdge) {
+  const double none = std::numeric_limits<double>::infinity();
+  auto three = [&](double bc) {
+    return Matrix{{0, 100e-6, none}, {100e-6, 0, bc}, {none, bc, 0}};
+  };
+  EXPECT_EQ(partition(three(119e-6)), (std::vector<int>{0, 0, 0})) << "1.19 times: joined";
+  EXPECT_EQ(partition(three(121e-6)), (std::vector<int>{0, 0, 1})) << "1.21 times: apart";
+  // Nodes with no known latency between them are never joined.
+  EXPECT_EQ(partition(Matrix{{0, none}, {none, 0}}), (std::vector<int>{0, 1}));
+  // Only one direction known: it is used.
+  EXPECT_EQ(partition(Matrix{{0, 1e-4}, {none, 0}}), (std::vector<int>{0, 0}));
+  EXPECT_TRUE(partition(Matrix{}).empty());
+}
+
+// C subnets of two hosts each take C(C+1)/2 measurements: one inside each, one per pair
+// of subnets (21 for the paper's six); a subnet all on one host needs none inside.
+TEST(LogicalClusters, MeasurementsTakenAreCTimesCPlusOneHalves) {
+  for (int c = 1; c <= 8; ++c) {
+    std::vector<int> subnet;
+    std::vector<std::string> host;
+    for (int s = 0; s < c; ++s)
+      for (int k = 0; k < 3; ++k) {
+        subnet.push_back(s);
+        host.push_back("h" + std::to_string(s) + "-" + std::to_string(k % 2));
+      }
+    const auto pairs = measurement_pairs(subnet, host);
+    EXPECT_EQ(pairs.size(), static_cast<std::size_t>(c * (c + 1) / 2)) << c << " subnets";
+    for (const auto& [a, b] : pairs) EXPECT_NE(host[a], host[b]) << "a pair on one host is no network measurement";
+  }
+  EXPECT_EQ(measurement_pairs({0, 0, 0}, {"h", "h", "h"}).size(), 0u);
+  EXPECT_EQ(measurement_pairs({0, 0, 1}, {"h", "h", "g"}), (std::vector<std::pair<int, int>>{{0, 2}}));
 }
 
 }  // namespace
