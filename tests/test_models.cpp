@@ -12,6 +12,8 @@
 #include "models/contention_signature.h"
 #include "models/least_squares.h"
 #include "models/logical_clusters.h"
+#include "models/plogp.h"
+#include "models/scatter_models.h"
 
 namespace {
 
@@ -154,6 +156,75 @@ TEST(LogicalClusters, MeasurementsTakenAreCTimesCPlusOneHalves) {
   }
   EXPECT_EQ(measurement_pairs({0, 0, 0}, {"h", "h", "h"}).size(), 0u);
   EXPECT_EQ(measurement_pairs({0, 0, 1}, {"h", "h", "g"}), (std::vector<std::pair<int, int>>{{0, 2}}));
+}
+
+// ---------------------------------------------------------------- pLogP and scatter
+
+TEST(PLogP, MeasuredSizesAreInterpolatedAndExtrapolatedLinearly) {
+  const BySize g{{{0, 1}, {10, 2}, {20, 4}}};
+  EXPECT_DOUBLE_EQ(g.at(5), 1.5);
+  EXPECT_DOUBLE_EQ(g.at(10), 2);
+  EXPECT_DOUBLE_EQ(g.at(15), 3);
+  EXPECT_DOUBLE_EQ(g.at(30), 6) << "beyond: the last two";
+  EXPECT_DOUBLE_EQ(g.at(-10), 0) << "before: the first two";
+  const BySize one{{{0, 7}}};
+  EXPECT_DOUBLE_EQ(one.at(100), 7);
+}
+
+// A LAN: L = 50 us, g(x) = 10 us + x / (100 MB/s).
+PLogP lan() {
+  PLogP p;
+  p.L = 50e-6;
+  p.g = {{{0, 10e-6}, {1e6, 10e-6 + 1e-2}}};
+  return p;
+}
+
+TEST(ScatterModels, FlatChainAndBinomialTreesByHand) {
+  const PLogP p = lan();
+  // (P-1) g(m) + L = 7 x 20 us + 50 us.
+  EXPECT_NEAR(scatter_flat(p, 8, 1000), 190e-6, 1e-12);
+  // g(1000) + g(2000) + g(3000) + 3 L = 20 + 30 + 40 + 150 us.
+  EXPECT_NEAR(scatter_chain(p, 4, 1000), 240e-6, 1e-12);
+  // 3 L + g(1000) + g(2000) + g(4000) = 150 + 20 + 30 + 50 us.
+  EXPECT_NEAR(scatter_binomial(p, 8, 1000), 250e-6, 1e-12);
+  EXPECT_EQ(scatter_flat(p, 1, 1000), 0);
+  EXPECT_EQ(scatter_binomial(p, 1, 1000), 0);
+}
+
+// With an affine gap the chain is never faster than the flat tree; the binomial tree beats
+// it exactly where (P-1-k) g(0) > (k-1) L (P a power of two, k = log2 P).
+TEST(ScatterModels, ChainNeverWinsAndBinomialWinsWhereGapsOutweighLatency) {
+  for (double L : {1e-6, 50e-6, 10e-3})
+    for (double g0 : {1e-6, 10e-6, 100e-6}) {
+      PLogP p;
+      p.L = L;
+      p.g = {{{0, g0}, {1e6, g0 + 1e-2}}};
+      for (int P = 2; P <= 64; ++P) {
+        EXPECT_GE(scatter_chain(p, P, 1000), scatter_flat(p, P, 1000) - 1e-15) << "P=" << P;
+        if ((P & (P - 1)) != 0) continue;
+        const int k = static_cast<int>(std::log2(P));
+        const double margin = (P - 1 - k) * g0 - (k - 1) * L;
+        if (std::fabs(margin) < 1e-12) continue;
+        EXPECT_EQ(scatter_binomial(p, P, 1000) < scatter_flat(p, P, 1000), margin > 0) << "P=" << P << " L=" << L << " g0=" << g0;
+      }
+    }
+}
+
+// Across clusters, packing saves the per-message gaps of the remote blocks on the WAN.
+TEST(ScatterModels, PackedGridScatterSavesTheWideAreaGapsOfDirect) {
+  PLogP wan;
+  wan.L = 10e-3;
+  wan.g = {{{0, 100e-6}, {1e6, 100e-6 + 0.08}}};  // 12.5 MB/s
+  const PLogP local = lan();
+  const double m = 1000;
+  // One remote process: both send one message.
+  EXPECT_NEAR(grid_scatter_direct(wan, local, {1, 1}, m), wan.gap(m) + wan.L, 1e-12);
+  EXPECT_NEAR(grid_scatter_packed(wan, local, {1, 1}, m), wan.gap(m) + wan.L, 1e-12);
+  // Three remote processes: 3 g_w(m) + L_w against g_w(3m) + L_w + a local flat scatter
+  // of 3 (2 g(m) + L).
+  EXPECT_NEAR(grid_scatter_direct(wan, local, {1, 3}, m), 3 * wan.gap(m) + wan.L, 1e-12);
+  EXPECT_NEAR(grid_scatter_packed(wan, local, {1, 3}, m), wan.gap(3 * m) + wan.L + 2 * local.gap(m) + local.L, 1e-12);
+  EXPECT_LT(grid_scatter_packed(wan, local, {2, 4, 4}, m), grid_scatter_direct(wan, local, {2, 4, 4}, m));
 }
 
 }  // namespace

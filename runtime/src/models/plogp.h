@@ -1,0 +1,44 @@
+// The pLogP parameters of a pair of processes (Kielmann, Bal, Verstoep, "Fast Measurement of
+// LogP Parameters for Message Passing Platforms", 2000): L, the end-to-end latency; g(m), the
+// gap, the least time between consecutive sends of m bytes (its inverse a message rate);
+// o_s(m) and o_r(m), the time a send of m bytes occupies its sender and a receive its
+// receiver. The size-dependent ones are measured at a few sizes and interpolated linearly
+// between them, extrapolated from the last two beyond (as the reference implementation
+// does). Pure: models/*_models.h compute costs from it.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace gridrt::models {
+
+// A quantity measured at increasing sizes; linear between them, and beyond the last two.
+struct BySize {
+  std::vector<std::pair<double, double>> points;  // (bytes, seconds), sizes increasing
+
+  double at(double m) const {
+    if (points.empty()) return 0;
+    if (points.size() == 1) return points.front().second;
+    auto hi = std::upper_bound(points.begin(), points.end(), m, [](double x, const auto& p) { return x < p.first; });
+    if (hi == points.begin()) hi = points.begin() + 1;
+    if (hi == points.end()) hi = points.end() - 1;
+    const auto& [x1, y1] = *(hi - 1);
+    const auto& [x2, y2] = *hi;
+    return x2 == x1 ? y1 : y1 + (y2 - y1) * (m - x1) / (x2 - x1);
+  }
+};
+
+struct PLogP {
+  double L = 0;  // s
+  BySize g;      // the gap
+  BySize os, orecv;  // sender and receiver overheads
+
+  double gap(double m) const { return g.at(m); }
+  // One message of m bytes from start to delivery: the sender's gap, then the latency.
+  double one_message(double m) const { return g.at(m) + L; }
+  // Hockney's view of the same pair (alpha + beta m), from its gap at 0 and at m.
+  double alpha() const { return L + g.at(0); }
+};
+
+}  // namespace gridrt::models
