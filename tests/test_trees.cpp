@@ -151,7 +151,9 @@ TEST(LocalGroupTwo, ThePapersExampleWithItsPartialGroupMended) {
     if (c.in_c1(m.from)) pairs.emplace_back(m.step, m.from, m.to);
   EXPECT_EQ(pairs, (std::vector<std::tuple<int, int, int>>{{1, 0, 3}, {1, 1, 4}, {1, 2, 5}, {2, 0, 6}, {2, 1, 7}, {2, 2, 8}, {3, 0, 9}}));
   for (const auto& m : lg2::wan_messages(c))
-    if (m.from == 7 && m.to == 1) EXPECT_EQ(m.senders, (std::vector<int>{6, 7, 8, 9})) << "node 7 carries the partial group's block";
+    if (m.from == 7 && m.to == 1) {
+      EXPECT_EQ(m.senders, (std::vector<int>{6, 7, 8, 9})) << "node 7 carries the partial group's block";
+    }
   std::size_t messages = 0;
   EXPECT_TRUE(lg2_complete(c, false, &messages));
   EXPECT_EQ(messages, 14u) << "against 2 * 3 * 7 = 42 for the direct exchange";
@@ -172,7 +174,9 @@ TEST(LocalGroupTwo, EveryBlockCrossesOnceForEveryPairOfSizesUpTo64) {
       ASSERT_TRUE(lg2_complete(c, false, &messages)) << n1 << "+" << n2;
       ASSERT_EQ(messages, 2u * n2) << n1 << "+" << n2;
       for (const auto& m : lg2::wan_messages(c)) {
-        if (c.in_c1(m.from)) ASSERT_EQ(m.senders.size(), static_cast<std::size_t>(n1)) << n1 << "+" << n2;
+        if (c.in_c1(m.from)) {
+          ASSERT_EQ(m.senders.size(), static_cast<std::size_t>(n1)) << n1 << "+" << n2;
+        }
         ASSERT_LE(m.senders.size(), static_cast<std::size_t>(2 * n1 - 1)) << n1 << "+" << n2;
       }
       for (int i = 0; i < c.size(); ++i)
