@@ -26,7 +26,9 @@
 #include <vector>
 
 #include "common/cli.h"
+#include "common/grid.h"
 #include "common/wan.h"
+#include "wan_bounds.h"
 #include "gridrt/gridrt.hpp"
 
 namespace {
@@ -65,6 +67,8 @@ gridbench starts itself as a gridrun job and prints rank 0's results on stdout.
 Grid options (as gridrun's):
   --clusters C --ranks-per-cluster R   the embedded grid's size (default 2 x 3)
   --emulate-wan DELAY[,RATE]           relay links cross an emulated WAN (e.g. 10ms,100mbit)
+  --emulate-wan-pair A:B=DELAY[,RATE]  between sites A and B instead (repeatable)
+  --emulate-wan-access SITE[=RATE]|all SITE's traffic to other sites shares one line
   --grid FILE                          an embedded grid from a grid description
   --broker HOST:PORT --cert PEM --key PEM --ca PEM   a running grid
 
@@ -72,7 +76,7 @@ wan_msgs and wan_bytes: messages and payload bytes per call that crossed the WAN
 sites; on the embedded grid every cluster is a site), counted by the relays, summed over
 the processes. bound_us: the least time any algorithm
 must spend on the emulated WAN for one call (docs/algorithms.md, "Bounds"); 0 without
---emulate-wan.
+an emulated WAN (--emulate-wan* or the --grid file's <wan>).
 )";
 
 const std::vector<std::string> kOps = {"barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall"};
@@ -97,8 +101,10 @@ struct Options {
   int warmup = 2;
   int root = 0;
   bool json = false;
-  std::string emulate_wan;
-  std::vector<std::string> grid_args;  // for gridrun
+  gridrt::WanPlan wan_options;                                // the --emulate-wan* options alone (checked)
+  std::vector<std::pair<std::string, std::string>> wan_given;  // ... as given, in order
+  std::string grid_file;                                       // --grid
+  std::vector<std::string> grid_args;                          // for gridrun
 };
 
 std::size_t parse_size(const std::string& text) {
@@ -145,17 +151,20 @@ Options parse(int argc, char** argv) {
       o.root = whole_number(a, value(), 0);
     } else if (a == "--json") {
       o.json = true;
-    } else if (a == "--emulate-wan") {
-      o.emulate_wan = value();
+    } else if (gridrt::is_wan_option(a)) {
+      const std::string v = value();
       try {
-        gridrt::parse_wan_spec(o.emulate_wan);
+        gridrt::apply_wan_option(o.wan_options, a, v);
       } catch (const std::invalid_argument& e) {
-        usage_error(std::string("--emulate-wan: ") + e.what());
+        usage_error(a + ": " + e.what());
       }
-      o.grid_args.insert(o.grid_args.end(), {a, o.emulate_wan});
+      o.wan_given.emplace_back(a, v);
+      o.grid_args.insert(o.grid_args.end(), {a, v});
     } else if (a == "--clusters" || a == "--ranks-per-cluster" || a == "--grid" || a == "--broker" || a == "--cert" || a == "--key" ||
                a == "--ca") {
-      o.grid_args.insert(o.grid_args.end(), {a, value()});
+      const std::string v = value();
+      if (a == "--grid") o.grid_file = v;
+      o.grid_args.insert(o.grid_args.end(), {a, v});
     } else {
       usage_error("unknown option '" + a + "'");
     }
@@ -268,27 +277,12 @@ gridrt::Algo algo_of(const std::string& a) {
   return a == "hier" ? gridrt::Algo::kHier : a == "flat" ? gridrt::Algo::kFlat : gridrt::Algo::kAuto;
 }
 
-// The least time any algorithm must spend on the emulated WAN for one call of `op` with
-// messages of `n` bytes (docs/algorithms.md, "Bounds"). Site sizes p_i (the root's first),
-// P processes.
-double bound_us(const std::string& op, std::size_t n, const gridrt::WanSpec& wan, const std::vector<int>& p) {
-  const int C = static_cast<int>(p.size());
-  if (C < 2 || !wan.active()) return 0;
-  int P = 0;
-  for (int x : p) P += x;
-  const double d = std::chrono::duration<double, std::micro>(wan.delay).count();
-  const double per_byte = wan.bytes_per_second > 0 ? 1e6 / wan.bytes_per_second : 0;  // µs per byte on one line
-  const double lines_in = C - 1;  // lines into a cluster
-  double bytes_on_a_line = 0;
-  if (op == "barrier") bytes_on_a_line = 0;
-  else if (op == "bcast" || op == "reduce" || op == "allreduce") bytes_on_a_line = static_cast<double>(n);
-  else if (op == "gather" || op == "scatter") bytes_on_a_line = static_cast<double>(P - p[0]) * n / lines_in;
-  else if (op == "allgather") {
-    for (int x : p) bytes_on_a_line = std::max(bytes_on_a_line, static_cast<double>(P - x) * n / lines_in);
-  } else if (op == "alltoall") {
-    for (int x : p) bytes_on_a_line = std::max(bytes_on_a_line, static_cast<double>(x) * (P - x) * n / lines_in);
-  }
-  return d + bytes_on_a_line * per_byte;
+// The emulated WAN the job runs on, as the relays have it: the grid description's <wan>
+// (with --grid), then the options over it.
+gridrt::WanPlan emulated_wan(const Options& o) {
+  gridrt::WanPlan plan = o.grid_file.empty() ? gridrt::WanPlan{} : gridrt::load_grid(o.grid_file).wan;
+  for (const auto& [option, value] : o.wan_given) gridrt::apply_wan_option(plan, option, value);
+  return plan;
 }
 
 // Whether every process runs under the same kernel (the same boot id), so that all share
@@ -310,22 +304,34 @@ int work(int argc, char** argv) {
   const int P = world.size(), me = world.rank();
   const int clusters = world.num_clusters();
   // The WAN lies between sites (one per cluster on the embedded grid): the bounds count the
-  // processes of each site, the root's first.
-  std::vector<int> site_sizes(gridrt::num_colors(gridrt::Level::kSite), 0);
-  for (int r = 0; r < P; ++r) ++site_sizes[gridrt::level_color(gridrt::Level::kSite, r)];
+  // processes of each site.
   if (o.root >= P) throw gridrt::Error("--root " + std::to_string(o.root) + " is not a rank of the job (" + std::to_string(P) + " processes)");
-  std::rotate(site_sizes.begin(), site_sizes.begin() + gridrt::level_color(gridrt::Level::kSite, o.root), site_sizes.end());
-  site_sizes.erase(std::remove(site_sizes.begin(), site_sizes.end(), 0), site_sizes.end());
-  const gridrt::WanSpec wan = o.emulate_wan.empty() ? gridrt::WanSpec{} : gridrt::parse_wan_spec(o.emulate_wan);
+  gridrt::bench::SiteShape sites;
+  for (int r = 0; r < P; ++r) {
+    const std::string& name = gridrt::level_name(gridrt::Level::kSite, r);
+    auto at = std::find(sites.names.begin(), sites.names.end(), name);
+    if (at == sites.names.end()) {
+      sites.names.push_back(name);
+      sites.procs.push_back(0);
+      at = sites.names.end() - 1;
+    }
+    ++sites.procs[at - sites.names.begin()];
+    if (r == o.root) sites.root = static_cast<int>(at - sites.names.begin());
+  }
+  const gridrt::WanPlan wan = emulated_wan(o);
+  std::chrono::nanoseconds longest_delay{0};
+  for (const auto& a : sites.names)
+    for (const auto& b : sites.names)
+      if (a != b) longest_delay = std::max(longest_delay, wan.pair(a, b).delay);
   const bool one_clock = one_machine(world);
   // Wake at the common start itself, not up to 50 µs later (the kernel's default timer slack).
   if (one_clock) ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   // How far ahead the common start is: the broadcast announcing it crosses the WAN once.
-  const auto lead = std::chrono::duration_cast<std::chrono::steady_clock::duration>(3 * wan.delay + std::chrono::milliseconds(10));
+  const auto lead = std::chrono::duration_cast<std::chrono::steady_clock::duration>(3 * longest_delay + std::chrono::milliseconds(10));
   int late = 0;  // starts announced too late to be kept (should stay 0)
   if (me == 0 && !o.json)
     std::printf("# gridbench: %d processes in %d clusters at %zu sites, %s, %d calls per size\n# %-9s %-4s %10s %12s %12s %12s %9s %12s %12s\n", P,
-                clusters, site_sizes.size(), o.emulate_wan.empty() ? "no emulated WAN" : ("emulated WAN " + gridrt::describe(wan)).c_str(),
+                clusters, sites.names.size(), wan.active() ? ("emulated WAN " + wan.describe()).c_str() : "no emulated WAN",
                 o.iters, "op", "algo", "bytes", "avg_us", "min_us", "max_us", "wan_msgs", "wan_bytes", "bound_us");
   for (const auto& op : o.ops) {
     std::vector<std::size_t> sizes = op == "barrier" ? std::vector<std::size_t>{0} : o.sizes;
@@ -416,7 +422,7 @@ int work(int argc, char** argv) {
         world.allreduce(sent, total, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM);
         if (me != 0) continue;
         const double msgs = static_cast<double>(total[0]) / o.iters, bytes = static_cast<double>(total[1]) / o.iters;
-        const double bound = bound_us(op, n, wan, site_sizes);
+        const double bound = gridrt::bench::wan_bound_us(op, n, wan, sites);
         if (o.json)
           std::printf("{\"op\":\"%s\",\"algo\":\"%s\",\"bytes\":%zu,\"clusters\":%d,\"ranks\":%d,\"iters\":%d,\"avg_us\":%.1f,"
                       "\"min_us\":%.1f,\"max_us\":%.1f,\"wan_msgs\":%.2f,\"wan_bytes\":%.1f,\"bound_us\":%.1f}\n",

@@ -1,5 +1,6 @@
 #include "common/cli.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -11,7 +12,8 @@ std::string version_line(const char* program) { return std::string(program) + " 
 
 void parse_daemon_options(int argc, char** argv, const char* program, const char* usage,
                           const std::map<std::string, std::string*>& options, const std::vector<std::string>& required,
-                          const std::map<std::string, bool*>& flags) {
+                          const std::map<std::string, bool*>& flags, const std::vector<std::string>& repeated,
+                          std::vector<std::pair<std::string, std::string>>* occurrences) {
   auto fail = [&](const std::string& why) {
     std::fprintf(stderr, "%s: %s\n%s", program, why.c_str(), usage);
     std::exit(2);
@@ -28,6 +30,11 @@ void parse_daemon_options(int argc, char** argv, const char* program, const char
     }
     if (const auto flag = flags.find(a); flag != flags.end()) {
       *flag->second = true;
+      continue;
+    }
+    if (occurrences && std::find(repeated.begin(), repeated.end(), a) != repeated.end()) {
+      if (i + 1 >= argc) fail(a + " needs a value");
+      occurrences->emplace_back(a, argv[++i]);
       continue;
     }
     const auto it = options.find(a);

@@ -3,6 +3,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gridrt {
@@ -13,9 +14,11 @@ std::string version_line(const char* program);
 // Fills the strings of `options` from argv. "--help" prints `usage` and exits 0, "--version"
 // the version line; an unknown
 // option, a missing value, or a missing one of `required` prints why and `usage` and exits 2.
-// `flags` are options without a value: present sets them true.
+// `flags` are options without a value: present sets them true. `repeated` options may
+// come several times, each occurrence's value appended, with its option, in order.
 void parse_daemon_options(int argc, char** argv, const char* program, const char* usage,
                           const std::map<std::string, std::string*>& options, const std::vector<std::string>& required,
-                          const std::map<std::string, bool*>& flags = {});
+                          const std::map<std::string, bool*>& flags = {}, const std::vector<std::string>& repeated = {},
+                          std::vector<std::pair<std::string, std::string>>* occurrences = nullptr);
 
 }  // namespace gridrt

@@ -69,6 +69,48 @@ NetworkPolicy parse_network(const XmlFile& f, const pugi::xml_node& n) {
   return p;
 }
 
+// "DELAY[,RATE]" from an element's delay and rate attributes (delay alone, or 0ms and a rate).
+std::string line_spec(const pugi::xml_node& n) {
+  const std::string delay = n.attribute("delay") ? n.attribute("delay").value() : "0ms";
+  return n.attribute("rate") ? delay + "," + n.attribute("rate").value() : delay;
+}
+
+// <wan delay= rate= access="all"> <between sites="A B" delay= rate=/> <access site="A" rate=/> </wan>:
+// the same settings as the --emulate-wan options (common/wan.h), checked against the sites.
+WanPlan parse_wan(const XmlFile& f, const pugi::xml_node& n, const std::set<std::string>& sites) {
+  WanPlan plan;
+  auto apply = [&](const pugi::xml_node& at, const char* option, const std::string& value) {
+    try {
+      apply_wan_option(plan, option, value);
+    } catch (const std::invalid_argument& e) {
+      f.fail(at, e.what());
+    }
+  };
+  auto known = [&](const pugi::xml_node& at, const std::string& site) {
+    if (!sites.count(site)) f.fail(at, "site '" + site + "' is not the site of any cluster declared");
+  };
+  apply(n, "--emulate-wan", line_spec(n));
+  for (pugi::xml_node b : n.children("between")) {
+    const std::vector<std::string> two = split_words(f.attribute(b, "sites"));
+    if (two.size() != 2) f.fail(b, "attribute sites must name two sites, e.g. sites=\"A B\"");
+    for (const auto& s : two) known(b, s);
+    apply(b, "--emulate-wan-pair", two[0] + ":" + two[1] + "=" + line_spec(b));
+  }
+  for (pugi::xml_node a : n.children("access")) {
+    const std::string site = f.attribute(a, "site");
+    known(a, site);
+    apply(a, "--emulate-wan-access", a.attribute("rate") ? site + "=" + a.attribute("rate").value() : site);
+  }
+  if (n.attribute("access")) {
+    if (std::string(n.attribute("access").value()) != "all") f.fail(n, "attribute access must be 'all' (or absent)");
+    apply(n, "--emulate-wan-access", "all");
+  }
+  for (pugi::xml_node other : n.children())
+    if (other.type() == pugi::node_element && std::string(other.name()) != "between" && std::string(other.name()) != "access")
+      f.fail(other, "unexpected element <" + std::string(other.name()) + "> in <wan> (expected <between> or <access>)");
+  return plan;
+}
+
 Grid parse(const XmlFile& f) {
   const pugi::xml_node root = f.doc().child("grid");
   if (!root) {
@@ -96,6 +138,11 @@ Grid parse(const XmlFile& f) {
     g.clusters.push_back(std::move(d));
   }
   if (g.clusters.empty()) f.fail(root, "no <cluster> declared");
+  if (const pugi::xml_node wan = root.child("wan")) {
+    std::set<std::string> sites;
+    for (const auto& c : g.clusters) sites.insert(c.site);
+    g.wan = parse_wan(f, wan, sites);
+  }
   return g;
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/messages.h"
+#include "common/wan.h"
 
 namespace gridrt {
 
@@ -35,6 +36,7 @@ struct ClusterDesc {
 struct Grid {
   std::string source;  // the file it came from, or "embedded default grid"
   std::vector<ClusterDesc> clusters;
+  WanPlan wan;  // <wan>: the emulated WAN between its sites (a test facility; none by default)
 
   const ClusterDesc* find(const std::string& name) const;
   std::uint64_t total_slots() const;

@@ -67,7 +67,13 @@ Grid options:
                        test facility: relay links between sites (every cluster of
                        the default grid is a site) cross an emulated WAN line, DELAY
                        one way (us, ms, s) and RATE (kbit, mbit, gbit) each way,
-                       e.g. 10ms,100mbit
+                       e.g. 10ms,100mbit; a site's clusters share its lines
+  --emulate-wan-pair A:B=DELAY[,RATE]
+                       between sites A and B instead (repeatable; the default
+                       grid's sites are site0, site1, ...)
+  --emulate-wan-access SITE[=RATE]|all
+                       SITE's traffic to all other sites shares one access line
+                       (repeatable); docs/grid.md, "An emulated WAN"
   --broker HOST:PORT   submit to a running broker instead (needs the three below)
   --cert PEM --key PEM your user certificate and key, issued by the grid's CA
   --ca PEM             the grid's CA certificate
@@ -203,7 +209,8 @@ int main(int argc, char** argv) {
   Variables vars;
   SubmitOptions sub;
   bool dry_run = false;
-  std::string clusters, ranks_per_cluster, emulate_wan, timeout;
+  std::string clusters, ranks_per_cluster, timeout;
+  std::vector<std::pair<std::string, std::string>> emulate_wan;  // the --emulate-wan* options, in order
   if (const char* t = std::getenv("MPIEXEC_TIMEOUT")) {  // as mpiexec takes it; gridrun keeps the time, not mpiexec
     timeout = t;
     ::unsetenv("MPIEXEC_TIMEOUT");
@@ -274,8 +281,8 @@ int main(int argc, char** argv) {
       clusters = value();
     } else if (a == "--ranks-per-cluster") {
       ranks_per_cluster = value();
-    } else if (a == "--emulate-wan") {
-      emulate_wan = value();
+    } else if (is_wan_option(a)) {
+      emulate_wan.emplace_back(a, value());
     } else if (a == "--broker") {
       sub.broker = value();
     } else if (a == "--cert") {
@@ -309,14 +316,15 @@ int main(int argc, char** argv) {
   const int num_clusters = clusters.empty() ? 2 : positive_number("--clusters", clusters, 64);
   const int slots_per_cluster = ranks_per_cluster.empty() ? 3 : positive_number("--ranks-per-cluster", ranks_per_cluster, 1024);
   std::vector<std::string> relay_options;
-  if (!emulate_wan.empty()) {
-    if (!embedded) usage_error("--emulate-wan applies to the embedded grid; it cannot go with --broker");
+  WanPlan wan_check;
+  for (const auto& [option, value] : emulate_wan) {
+    if (!embedded) usage_error(option + " applies to the embedded grid; it cannot go with --broker");
     try {
-      parse_wan_spec(emulate_wan);
+      apply_wan_option(wan_check, option, value);
     } catch (const std::invalid_argument& e) {
-      usage_error(std::string("--emulate-wan: ") + e.what());
+      usage_error(option + ": " + e.what());
     }
-    relay_options.insert(relay_options.end(), {"--emulate-wan", emulate_wan});
+    relay_options.insert(relay_options.end(), {option, value});
   }
   // Benchmarks measure the relay path without TLS this way (docs/benchmarks.md).
   if (const char* e = std::getenv("GRIDRT_LINK_ENCRYPTION")) relay_options.insert(relay_options.end(), {"--link-encryption", e});
@@ -336,6 +344,15 @@ int main(int argc, char** argv) {
         grid_xml.assign(std::istreambuf_iterator<char>(in), {});
         grid = parse_grid(grid_path, grid_xml);
       }
+      // The sites the --emulate-wan* options name must be the grid's (a typo would
+      // otherwise leave a pair unemulated without a word).
+      std::set<std::string> sites;
+      for (const auto& c : grid.clusters) sites.insert(c.site);
+      for (const auto& [site, rate] : wan_check.access)
+        if (!sites.count(site)) usage_error("--emulate-wan-access: site '" + site + "' is not a site of " + grid.source);
+      for (const auto& [pair, spec] : wan_check.pairs)
+        for (const auto& site : {pair.first, pair.second})
+          if (!sites.count(site)) usage_error("--emulate-wan-pair: site '" + site + "' is not a site of " + grid.source);
     }
     if (!nprocs.empty()) {
       const bool ok = nprocs.find_first_not_of("0123456789") == std::string::npos && std::atol(nprocs.c_str()) > 0;

@@ -1,6 +1,7 @@
 // Routing between clusters and the relay-to-relay links (dialled by the relay whose cluster
 // sorts first, accepted by the other; their own thread), with the emulated WAN line.
 #include <algorithm>
+#include <sstream>
 
 #include "common/acceptor.h"
 #include "common/ladder.h"
@@ -26,7 +27,7 @@ void Relay::route(Job& job, Frame& f) {
     if (f.header.type == Type::kData && !(f.header.flags & wire::kMoreFragments)) ++messages;  // a message's (first part's) last fragment
     bytes += f.body.size();
   }
-  send_to_cluster(job.topo().clusters[c].name, f, wan);
+  send_to_cluster(job.topo().clusters[c].name, f, wan ? &job.topo().sites[job.topo().clusters[c].site] : nullptr);
 }
 
 // Frames are moved along, not copied: `f` is left empty.
@@ -65,16 +66,35 @@ Relay::PeerLink& Relay::peer_link(const std::string& cluster) {
   return *pl;
 }
 
-void Relay::send_to_cluster(const std::string& cluster, Frame& f, bool crosses_wan) {
+void Relay::send_to_cluster(const std::string& cluster, Frame& f, const std::string* wan_to_site) {
   PeerLink* pl = &peer_link(cluster);
-  if (!opt_.wan.active() || !crosses_wan) return transmit(*pl, f);
+  if (!opt_.wan.active() || !wan_to_site) return transmit(*pl, f);
   if (!pl->line) {
-    pl->line = std::make_unique<WanLine>(opt_.wan);
+    pl->line = &wan_line(*wan_to_site);
+    pl->delay = opt_.wan.pair(opt_.cluster.site, *wan_to_site).delay;
     pl->line_timer = std::make_unique<asio::steady_timer>(io_);
   }
-  const auto arrival = pl->line->arrival(wire::kHeaderSize + f.body.size(), WanLine::Clock::now());
+  const auto arrival = pl->line->clocked_out(wire::kHeaderSize + f.body.size(), WanLine::Clock::now()) + pl->delay;
   pl->on_the_line.emplace_back(arrival, std::move(f));
   if (pl->on_the_line.size() == 1) wait_for_the_line(cluster, *pl);
+}
+
+// The line this site's traffic to `site` is clocked through (WanPlan::line): shared with
+// the site's other relays on this machine, or this relay's own where that cannot be made.
+WanLine& Relay::wan_line(const std::string& site) {
+  const WanPlan::Line l = opt_.wan.line(opt_.cluster.site, site);
+  auto& line = wan_lines_[l.name];
+  if (line) return *line;
+  const WanSpec spec{std::chrono::nanoseconds(0), l.bytes_per_second};
+  try {
+    std::ostringstream grid;  // the broker's address names the grid
+    grid << opt_.broker;
+    line = WanLine::shared(grid.str(), l.name, spec);
+  } catch (const std::system_error& e) {
+    log::warn("emulated WAN line ", l.name, " is this relay's own, not shared with the site's other relays: ", e.what());
+    line = std::make_unique<WanLine>(spec);
+  }
+  return *line;
 }
 
 void Relay::wait_for_the_line(const std::string& cluster, PeerLink& pl) {

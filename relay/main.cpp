@@ -53,7 +53,12 @@ description, and carries the job's traffic to and from other clusters.
   --emulate-wan DELAY[,RATE]
                       test facility: what this relay sends to clusters of other sites
                       crosses an emulated WAN line, DELAY one way (us, ms, s) at RATE (kbit, mbit,
-                      gbit), e.g. 10ms,100mbit (docs/benchmarks.md)
+                      gbit), e.g. 10ms,100mbit, shared with the site's other relays on this
+                      machine; over the grid description's <wan> (docs/grid.md)
+  --emulate-wan-pair A:B=DELAY[,RATE]
+                      between sites A and B instead (repeatable)
+  --emulate-wan-access SITE[=RATE]|all
+                      SITE's traffic to every other site shares one access line (repeatable)
   --help              this text
   --version           print gridrt's version
 Logging goes to stderr; set GRIDRT_LOG=info or debug for more.
@@ -86,27 +91,21 @@ std::shared_ptr<gridrt::JobCgroups> job_cgroups(const std::string& where, bool s
 int main(int argc, char** argv) {
   using namespace gridrt;
   log::set_component("relay");
-  std::string grid_path, cluster, broker, gridproc, link_encryption = "tls", emulate_wan, grid_map, broker_grace = "60",
+  std::string grid_path, cluster, broker, gridproc, link_encryption = "tls", grid_map, broker_grace = "60",
               cgroup = "auto";
   bool single_user = false, quiet = false;
   tls::Credentials creds;
+  std::vector<std::pair<std::string, std::string>> wan_options;
   parse_daemon_options(argc, argv, "gridrelay", kUsage,
                        {{"--grid", &grid_path}, {"--cluster", &cluster}, {"--broker", &broker}, {"--cert", &creds.cert},
                         {"--key", &creds.key}, {"--ca", &creds.ca}, {"--gridproc", &gridproc}, {"--grid-mapfile", &grid_map},
-                        {"--link-encryption", &link_encryption}, {"--emulate-wan", &emulate_wan},
-                        {"--broker-grace", &broker_grace}, {"--cgroup", &cgroup}},
-                       {"--grid", "--cluster", "--broker", "--cert", "--key", "--ca"}, {{"--single-user", &single_user}, {"--quiet", &quiet}});
+                        {"--link-encryption", &link_encryption}, {"--broker-grace", &broker_grace}, {"--cgroup", &cgroup}},
+                       {"--grid", "--cluster", "--broker", "--cert", "--key", "--ca"}, {{"--single-user", &single_user}, {"--quiet", &quiet}},
+                       {"--emulate-wan", "--emulate-wan-pair", "--emulate-wan-access"}, &wan_options);
   if (quiet) log::set_notices(false);
   if (gridproc.empty()) gridproc = (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "gridproc").string();
   if (link_encryption != "tls" && link_encryption != "none") {
     std::fprintf(stderr, "gridrelay: --link-encryption must be tls or none, not '%s'\n", link_encryption.c_str());
-    return 2;
-  }
-  WanSpec wan;
-  try {
-    if (!emulate_wan.empty()) wan = parse_wan_spec(emulate_wan);
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "gridrelay: --emulate-wan: %s\n", e.what());
     return 2;
   }
   char* end = nullptr;
@@ -128,7 +127,17 @@ int main(int argc, char** argv) {
       log::warn("no --grid-mapfile: every job runs as this relay's user (uid ", ::geteuid(),
                 "), so users' jobs are not isolated from each other");
     }
-    const Grid grid = load_grid(grid_path);
+    Grid grid = load_grid(grid_path);
+    // The grid description's emulated WAN, then the options over it.
+    for (const auto& [option, value] : wan_options) {
+      try {
+        apply_wan_option(grid.wan, option, value);
+      } catch (const std::invalid_argument& e) {
+        std::fprintf(stderr, "gridrelay: %s: %s\n", option.c_str(), e.what());
+        return 2;
+      }
+    }
+    const WanPlan& wan = grid.wan;
     const ClusterDesc* desc = grid.find(cluster);
     if (!desc) {
       std::fprintf(stderr, "gridrelay: cluster '%s' is not in %s\n", cluster.c_str(), grid_path.c_str());
@@ -140,7 +149,7 @@ int main(int argc, char** argv) {
     options.broker_grace = std::chrono::seconds(grace);
     Relay relay(io, options);
     relay.prepare_for_strangers();
-    if (wan.active()) log::info("emulating a WAN line under relay links: ", describe(wan));
+    if (wan.active()) log::info("emulating a WAN under relay links: ", wan.describe());
     if (link_encryption == "none")
       log::warn("relay links are NOT encrypted nor authenticated (--link-encryption none): for benchmarks only");
     relay.on_fatal = [&](const std::string& why) {

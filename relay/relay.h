@@ -40,9 +40,9 @@ class Relay {
     // Benchmarks only: relay links without TLS, so neither encrypted nor authenticated
     // (a link is trusted to be the cluster its LinkHello names). Both ends must agree.
     bool encrypt_links = true;
-    // Test facility: an emulated WAN line under every relay link's outgoing traffic to
-    // clusters of other sites.
-    WanSpec wan;
+    // Test facility: the emulated WAN under every relay link's outgoing traffic to
+    // clusters of other sites (common/wan.h).
+    WanPlan wan;
     // The grid map file (common/grid_map.h): when set, each job's part runs under the local
     // account its submitter is mapped to (the relay must be root), and a submitter mapped
     // to none is refused. Empty: every job runs as the relay's own user.
@@ -119,7 +119,9 @@ class Relay {
   void start_link(const std::string& cluster, const std::shared_ptr<TlsLink>& link);
   void ensure_links(const Job& job);
   PeerLink& peer_link(const std::string& cluster);  // made on first use
-  void send_to_cluster(const std::string& cluster, wire::Frame& f, bool crosses_wan);
+  // wan_to_site: the site the frame crosses the WAN to, or null within this site.
+  void send_to_cluster(const std::string& cluster, wire::Frame& f, const std::string* wan_to_site);
+  WanLine& wan_line(const std::string& site);
   void wait_for_the_line(const std::string& cluster, PeerLink& pl);  // WAN emulation
   void transmit(PeerLink& pl, wire::Frame& f);
 
@@ -163,6 +165,7 @@ class Relay {
   std::map<std::uint64_t, Finished> finished_;
   asio::steady_timer broker_grace_;  // runs while jobs wait for the broker to come back
   std::map<std::string, std::unique_ptr<PeerLink>> links_;
+  std::map<std::string, std::unique_ptr<WanLine>> wan_lines_;  // by WanPlan::Line name
   bool registered_ = false;
   bool broker_takes_jobs_back_ = false;  // it said so (kTakesJobsBack): jobs outlive its loss a while
   bool stopped_ = false;

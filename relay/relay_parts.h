@@ -88,7 +88,8 @@ struct Relay::PeerLink {
   std::vector<std::string> queue;  // encoded frames waiting for the link to come up
   // WAN emulation (Options::wan): frames wait here until the emulated line delivers them,
   // in order (arrival times never decrease).
-  std::unique_ptr<WanLine> line;
+  WanLine* line = nullptr;  // Relay::wan_line's, shared by the links to one site (or all)
+  std::chrono::nanoseconds delay{0};
   std::deque<std::pair<WanLine::Clock::time_point, wire::Frame>> on_the_line;
   std::unique_ptr<asio::steady_timer> line_timer;
 };

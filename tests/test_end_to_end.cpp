@@ -1224,6 +1224,29 @@ TEST(EndToEnd, GridbenchCountsOnlyWhatCrossesBetweenSites) {
   expect_nothing_left();
 }
 
+// A site's clusters share the site's WAN line (common/wan.h): two clusters of site A
+// sending to site B take as long as one cluster sending it all, so nothing beats bound_us,
+// which counts a line per pair of sites. (With a line per relay, as the emulator once had,
+// the gather below took half its bound.)
+TEST(EndToEnd, TheClustersOfASiteShareItsWanLine) {
+  dirs_before = gridrun_dirs();
+  const std::string grid = grid_with_sites({{"A", 2}, {"A", 2}, {"B", 1}});
+  const Outcome r = start_program("gridbench", {"--grid", grid, "--emulate-wan", "1ms,20mbit", "--op", "gather,alltoall", "--root", "4",
+                                                "--algo", "hier,flat", "--sizes", "32768", "--iters", "2", "--json"},
+                                    "gridbench-shared-line")
+                        .finish();
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  std::istringstream lines(r.out);
+  int seen = 0;
+  for (std::string line; std::getline(lines, line); ++seen) {
+    // 4 blocks of 32 KiB from A to B at 2.5 bytes per microsecond, after 1 ms.
+    EXPECT_EQ(json_field(line, "bound_us"), "53428.8") << line;
+    EXPECT_GE(std::stod(json_field(line, "max_us")), 53428.8) << line;
+  }
+  EXPECT_EQ(seen, 4) << r.out;
+  expect_nothing_left();
+}
+
 // The C API of communicators and collectives (tests/coll_c.c), with its error codes.
 TEST(EndToEnd, CollectivesThroughTheCApi) {
   const Outcome r = gridrun({"--grid", grid_with_sites({{"A", 2}, {"B", 1}, {"C", 3}}), helloworld_running("coll_c")});

@@ -2,6 +2,13 @@
 // delivers what it is given.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <tuple>
+
+#include "bench/wan_bounds.h"
+#include "common/grid.h"
+#include "common/xml.h"
 #include "common/wan.h"
 
 using namespace gridrt;
@@ -68,4 +75,117 @@ TEST(WanLine, WithoutARateOnlyTheDelayCounts) {
   WanLine line(parse_wan_spec("3ms"));
   const auto t0 = WanLine::Clock::now();
   for (int i = 0; i < 10; ++i) EXPECT_EQ(line.arrival(1 << 20, t0), t0 + 3ms);
+}
+
+// ---------------------------------------------------------------- the grid's emulated WAN
+
+TEST(WanPlan, PairsAndAccessLinesFromTheOptions) {
+  WanPlan plan;
+  EXPECT_FALSE(plan.active());
+  ASSERT_TRUE(apply_wan_option(plan, "--emulate-wan", "10ms,100mbit"));
+  ASSERT_TRUE(apply_wan_option(plan, "--emulate-wan-pair", "B:A=30ms,50mbit"));
+  EXPECT_FALSE(apply_wan_option(plan, "--clusters", "3"));
+  EXPECT_TRUE(plan.active());
+  // A pair is the same both ways; pairs not named get the default.
+  EXPECT_EQ(plan.pair("A", "B").delay, 30ms);
+  EXPECT_EQ(plan.pair("B", "A").bytes_per_second, 50e6 / 8);
+  EXPECT_EQ(plan.pair("A", "C").delay, 10ms);
+  // Each direction between two sites has its line, named alike in every relay.
+  EXPECT_EQ(plan.line("A", "B").name, "A>B");
+  EXPECT_EQ(plan.line("B", "A").name, "B>A");
+  EXPECT_EQ(plan.line("A", "C").bytes_per_second, 100e6 / 8);
+  // An access line takes everything its site sends, at its own rate or the default one.
+  ASSERT_TRUE(apply_wan_option(plan, "--emulate-wan-access", "A=1gbit"));
+  ASSERT_TRUE(apply_wan_option(plan, "--emulate-wan-access", "C"));
+  EXPECT_EQ(plan.line("A", "B").name, "A>*");
+  EXPECT_EQ(plan.line("A", "C").name, "A>*");
+  EXPECT_EQ(plan.line("A", "C").bytes_per_second, 1e9 / 8);
+  EXPECT_EQ(plan.line("C", "B").bytes_per_second, 100e6 / 8);
+  EXPECT_EQ(plan.line("B", "A").name, "B>A");
+  ASSERT_TRUE(apply_wan_option(plan, "--emulate-wan-access", "all"));
+  EXPECT_EQ(plan.line("B", "C").name, "B>*");
+  EXPECT_NE(plan.describe().find("A-B 30 ms one way, 50 Mbit/s"), std::string::npos) << plan.describe();
+}
+
+TEST(WanPlan, RefusesWhatItCannotReadNamingIt) {
+  const std::tuple<const char*, const char*, const char*> bad[] = {
+      {"--emulate-wan-pair", "A=10ms", "must be SITE:SITE=DELAY"}, {"--emulate-wan-pair", "A:A=10ms", "names site 'A' twice"},
+      {"--emulate-wan-pair", "A:B=", "must be SITE:SITE"},         {"--emulate-wan-pair", "A:B=fast", "the delay 'fast'"},
+      {"--emulate-wan-access", "", "must be SITE[=RATE]"},         {"--emulate-wan-access", "A=10", "the rate '10'"},
+      {"--emulate-wan-access", "A=0.5kbit", "below 1 kbit"},       {"--emulate-wan", "10", "the delay '10'"}};
+  for (const auto& [option, value, says] : bad) {
+    WanPlan plan;
+    try {
+      apply_wan_option(plan, option, value);
+      ADD_FAILURE() << option << " " << value << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << value << ": " << e.what();
+    }
+  }
+}
+
+// Two relays of one site are two processes; two WanLine objects of one name stand for them.
+TEST(WanLine, ASharedLineClocksEveryUsersTrafficThroughOneLine) {
+  const WanSpec spec = parse_wan_spec("0ms,8mbit");  // 1 byte per microsecond
+  const std::string grid = "test-" + std::to_string(::getpid());
+  auto first = WanLine::shared(grid, "A>B", spec), second = WanLine::shared(grid, "A>B", spec);
+  auto other_pair = WanLine::shared(grid, "A>C", spec), other_grid = WanLine::shared(grid + "x", "A>B", spec);
+  const auto t0 = WanLine::Clock::now();
+  EXPECT_EQ(first->clocked_out(1000, t0), t0 + 1000us);
+  EXPECT_EQ(second->clocked_out(1000, t0), t0 + 2000us);  // behind the first one's bytes
+  EXPECT_EQ(first->clocked_out(500, t0), t0 + 2500us);
+  EXPECT_EQ(other_pair->clocked_out(1000, t0), t0 + 1000us);  // a line of its own
+  EXPECT_EQ(other_grid->clocked_out(1000, t0), t0 + 1000us);
+}
+
+TEST(WanPlan, FromTheGridDescriptionWithItsSitesChecked) {
+  const std::string clusters =
+      "<cluster name='a1' site='A' slots='1'><relay link='127.0.0.1:0' local='127.0.0.1:0'/><launch>mpiexec -n {np}</launch></cluster>"
+      "<cluster name='a2' site='A' slots='1'><relay link='127.0.0.1:0' local='127.0.0.1:0'/><launch>mpiexec -n {np}</launch></cluster>"
+      "<cluster name='b' site='B' slots='1'><relay link='127.0.0.1:0' local='127.0.0.1:0'/><launch>mpiexec -n {np}</launch></cluster>";
+  const Grid g = parse_grid("g.xml", "<grid>" + clusters +
+                                         "<wan delay='10ms' rate='100mbit'><between sites='A B' delay='25ms'/><access site='B' rate='1gbit'/></wan></grid>");
+  EXPECT_EQ(g.wan.pair("B", "A").delay, 25ms);
+  EXPECT_EQ(g.wan.pair("B", "A").bytes_per_second, 0);  // the pair's own: no rate given
+  EXPECT_EQ(g.wan.line("B", "A").name, "B>*");
+  EXPECT_EQ(g.wan.line("B", "A").bytes_per_second, 1e9 / 8);
+  EXPECT_FALSE(parse_grid("g.xml", "<grid>" + clusters + "</grid>").wan.active());
+  const std::pair<std::string, const char*> bad[] = {
+      {"<wan delay='10ms'><between sites='A C'/></wan>", "g.xml:1:"},
+      {"<wan delay='10ms'><between sites='A C'/></wan>", "site 'C' is not the site of any cluster"},
+      {"<wan delay='10ms'><between sites='A'/></wan>", "must name two sites"},
+      {"<wan delay='10'/>", "the delay '10'"},
+      {"<wan delay='1ms' access='some'/>", "attribute access must be 'all'"},
+      {"<wan delay='1ms'><line/></wan>", "unexpected element <line>"}};
+  for (const auto& [wan, says] : bad) {
+    try {
+      parse_grid("g.xml", "<grid>" + clusters + wan + "</grid>");
+      ADD_FAILURE() << wan << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << wan << ": " << e.what();
+    }
+  }
+}
+
+// gridbench's bound_us, by hand: sites A (4 processes) and B (1), 1 ms, 20 Mbit/s (2.5 bytes
+// per microsecond), 32 KiB blocks.
+TEST(WanBounds, ByHandForPairLinesAndAnAccessLine) {
+  WanPlan plan;
+  apply_wan_option(plan, "--emulate-wan", "1ms,20mbit");
+  const bench::SiteShape s{{"A", "B"}, {4, 1}, 1};
+  const double n = 32768, us_per_byte = 1 / 2.5;
+  EXPECT_DOUBLE_EQ(bench::wan_bound_us("gather", 32768, plan, s), 1000 + 4 * n * us_per_byte);    // A's 4 blocks to B
+  EXPECT_DOUBLE_EQ(bench::wan_bound_us("scatter", 32768, plan, s), 1000 + 4 * n * us_per_byte);   // B's 4 blocks to A
+  EXPECT_DOUBLE_EQ(bench::wan_bound_us("alltoall", 32768, plan, s), 1000 + 4 * n * us_per_byte);  // 4 x 1 each way
+  EXPECT_DOUBLE_EQ(bench::wan_bound_us("bcast", 32768, plan, s), 1000 + n * us_per_byte);
+  EXPECT_DOUBLE_EQ(bench::wan_bound_us("barrier", 0, plan, s), 1000);
+  EXPECT_DOUBLE_EQ(bench::wan_bound_us("bcast", 0, plan, s), 1000);  // a message crosses, empty or not
+  // Three sites, one of them slower; with A's access line A's traffic to both shares it.
+  apply_wan_option(plan, "--emulate-wan-pair", "A:C=5ms,20mbit");
+  const bench::SiteShape three{{"A", "B", "C"}, {1, 1, 1}, 0};
+  EXPECT_DOUBLE_EQ(bench::wan_bound_us("bcast", 32768, plan, three), 5000 + n * us_per_byte);
+  EXPECT_DOUBLE_EQ(bench::wan_bound_us("barrier", 0, plan, three), 5000);
+  apply_wan_option(plan, "--emulate-wan-access", "A");
+  EXPECT_DOUBLE_EQ(bench::wan_bound_us("bcast", 32768, plan, three), std::max(5000 + n * us_per_byte, 1000 + 2 * n * us_per_byte));
+  EXPECT_EQ(bench::wan_bound_us("bcast", 32768, WanPlan{}, three), 0);
 }

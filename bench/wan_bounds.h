@@ -1,0 +1,94 @@
+// gridbench's bound_us: the least time a collective must spend on the emulated WAN
+// (common/wan.h), for algorithms that cross it at most once on any path, as all of gridrt's
+// do (docs/algorithms.md, "Bounds").
+//
+// For an operation, B[i][j] is what must go from site i to site j (n bytes per message, or
+// per block; a message crosses even when n is 0): a bcast's root site sends n to every other site, a gather's root site takes
+// p_j n from each site j, an all-to-all moves p_i p_j n from i to j, and so on. A byte
+// handed to a line arrives after the line has clocked out everything handed to it before,
+// and then the pair's delay d_ij. So, with a line per pair of sites (rate r_ij):
+//     T >= max over i, j with B_ij > 0 of  d_ij + B_ij / r_ij;
+// with an access line at site i (rate r_i), everything i sends shares it, and its last byte
+// still has a delay to go:
+//     T >= max over i of  sum_j B_ij / r_i + min over j with B_ij > 0 of d_ij.
+// A barrier moves no payload but every site must hear from every other: max d_ij. An
+// all-reduce may cross once, each site taking n bytes from its nearest other site.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "common/wan.h"
+
+namespace gridrt::bench {
+
+struct SiteShape {
+  std::vector<std::string> names;  // the job's sites
+  std::vector<int> procs;          // processes at each
+  int root = 0;                    // the root's site (bcast, reduce, gather, scatter)
+};
+
+// What each ordered pair of sites must carry, in bytes, for one call of `op` with `n`.
+inline std::vector<std::vector<double>> bytes_between_sites(const std::string& op, double n, const SiteShape& s) {
+  const std::size_t C = s.names.size();
+  std::vector<std::vector<double>> B(C, std::vector<double>(C, 0));
+  for (std::size_t i = 0; i < C; ++i)
+    for (std::size_t j = 0; j < C; ++j) {
+      if (i == j) continue;
+      const bool from_root = static_cast<int>(i) == s.root, to_root = static_cast<int>(j) == s.root;
+      if (op == "bcast") B[i][j] = from_root ? n : 0;
+      else if (op == "reduce") B[i][j] = to_root ? n : 0;
+      else if (op == "gather") B[i][j] = to_root ? s.procs[i] * n : 0;
+      else if (op == "scatter") B[i][j] = from_root ? s.procs[j] * n : 0;
+      else if (op == "allgather") B[i][j] = s.procs[i] * n;
+      else if (op == "alltoall") B[i][j] = static_cast<double>(s.procs[i]) * s.procs[j] * n;
+    }
+  return B;
+}
+
+inline double wan_bound_us(const std::string& op, std::size_t n, const WanPlan& plan, const SiteShape& s) {
+  const std::size_t C = s.names.size();
+  if (C < 2 || !plan.active()) return 0;
+  auto us = [](std::chrono::nanoseconds d) { return std::chrono::duration<double, std::micro>(d).count(); };
+  auto per_byte_us = [](double rate) { return rate > 0 ? 1e6 / rate : 0.0; };
+  double bound = 0;
+  if (op == "barrier") {
+    for (std::size_t i = 0; i < C; ++i)
+      for (std::size_t j = 0; j < C; ++j)
+        if (i != j) bound = std::max(bound, us(plan.pair(s.names[i], s.names[j]).delay));
+    return bound;
+  }
+  if (op == "allreduce") {
+    for (std::size_t j = 0; j < C; ++j) {
+      double nearest = -1;
+      for (std::size_t i = 0; i < C; ++i) {
+        if (i == j) continue;
+        const double t = us(plan.pair(s.names[i], s.names[j]).delay) + n * per_byte_us(plan.line(s.names[i], s.names[j]).bytes_per_second);
+        nearest = nearest < 0 ? t : std::min(nearest, t);
+      }
+      bound = std::max(bound, nearest);
+    }
+    return bound;
+  }
+  const auto B = bytes_between_sites(op, static_cast<double>(n), s);
+  const auto crosses = bytes_between_sites(op, 1.0, s);  // which pairs exchange a message at all (also when n is 0)
+  for (std::size_t i = 0; i < C; ++i) {
+    double sent = 0, least_delay = -1;
+    for (std::size_t j = 0; j < C; ++j) {
+      if (i == j || crosses[i][j] <= 0) continue;
+      const WanPlan::Line line = plan.line(s.names[i], s.names[j]);
+      const double d = us(plan.pair(s.names[i], s.names[j]).delay);
+      bound = std::max(bound, d + B[i][j] * per_byte_us(line.bytes_per_second));
+      sent += B[i][j];
+      least_delay = least_delay < 0 ? d : std::min(least_delay, d);
+    }
+    // An access line clocks out everything the site sends, one message after another.
+    const WanPlan::Line any = plan.line(s.names[i], "");
+    if (least_delay >= 0 && any.name == s.names[i] + ">*") bound = std::max(bound, least_delay + sent * per_byte_us(any.bytes_per_second));
+  }
+  return bound;
+}
+
+}  // namespace gridrt::bench
