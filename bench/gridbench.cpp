@@ -28,6 +28,7 @@
 #include "common/cli.h"
 #include "common/grid.h"
 #include "common/wan.h"
+#include "launcher/self_job.h"
 #include "wan_bounds.h"
 #include "gridrt/gridrt.hpp"
 
@@ -62,7 +63,15 @@ gridbench starts itself as a gridrun job and prints rank 0's results on stdout.
   --warmup W           untimed calls before them (default 2)
   --root R             the root of bcast, reduce, gather and scatter (default 0)
   --json               one JSON object per line: op, algo, bytes, clusters, ranks, iters,
-                       avg_us, min_us, max_us, wan_msgs, wan_bytes, bound_us
+                       avg_us, min_us, max_us, wan_msgs, wan_bytes, bound_us, predicted_us
+  --model FILE         the grid's model (gridrun calibrate): every line gains predicted_us,
+                       what the model predicts for that call (null without one), and auto
+                       chooses from its predictions
+  --predict-only       run nothing: print the model's predictions, hier and flat and their
+                       ratio, for the grid --clusters C --ranks-per-cluster R (each cluster
+                       its own site, named c0, site0, ... as on the embedded grid) or --grid
+                       FILE (its clusters' slots), however large: clusters the model does not
+                       name take its typical values. Needs --model
 
 Grid options (as gridrun's):
   --clusters C --ranks-per-cluster R   the embedded grid's size (default 2 x 3)
@@ -104,6 +113,9 @@ struct Options {
   gridrt::WanPlan wan_options;                                // the --emulate-wan* options alone (checked)
   std::vector<std::pair<std::string, std::string>> wan_given;  // ... as given, in order
   std::string grid_file;                                       // --grid
+  std::string model;                                           // --model
+  bool predict_only = false;
+  int clusters = 2, ranks_per_cluster = 3;                     // --clusters, --ranks-per-cluster
   std::vector<std::string> grid_args;                          // for gridrun
 };
 
@@ -151,6 +163,11 @@ Options parse(int argc, char** argv) {
       o.root = whole_number(a, value(), 0);
     } else if (a == "--json") {
       o.json = true;
+    } else if (a == "--predict-only") {
+      o.predict_only = true;
+    } else if (a == "--model") {
+      o.model = value();
+      o.grid_args.insert(o.grid_args.end(), {a, o.model});
     } else if (gridrt::is_wan_option(a)) {
       const std::string v = value();
       try {
@@ -164,6 +181,8 @@ Options parse(int argc, char** argv) {
                a == "--ca") {
       const std::string v = value();
       if (a == "--grid") o.grid_file = v;
+      if (a == "--clusters") o.clusters = whole_number(a, v, 1);
+      if (a == "--ranks-per-cluster") o.ranks_per_cluster = whole_number(a, v, 1);
       o.grid_args.insert(o.grid_args.end(), {a, v});
     } else {
       usage_error("unknown option '" + a + "'");
@@ -196,79 +215,54 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    if (ch == '&') out += "&amp;";
-    else if (ch == '<') out += "&lt;";
-    else if (ch == '>') out += "&gt;";
-    else out += ch;
-  }
-  return out;
-}
-
 // ---------------------------------------------------------------- launcher
+
+// --predict-only: the model's predictions for a grid of any size, nothing run.
+int predict_only(const Options& o) {
+  if (o.model.empty()) usage_error("--predict-only needs --model FILE (from gridrun calibrate)");
+  gridrt::GridShape shape;
+  if (!o.grid_file.empty()) {
+    for (const auto& c : gridrt::load_grid(o.grid_file).clusters) {
+      shape.clusters.push_back(c.name);
+      shape.sites.push_back(c.site);
+      shape.ranks.push_back(static_cast<int>(std::min<std::uint32_t>(c.slots, 1u << 20)));
+    }
+  } else {
+    for (int c = 0; c < o.clusters; ++c) {
+      shape.clusters.push_back("c" + std::to_string(c));
+      shape.sites.push_back("site" + std::to_string(c));
+      shape.ranks.push_back(o.ranks_per_cluster);
+    }
+  }
+  long P = 0;
+  for (int r : shape.ranks) P += r;
+  if (!o.json)
+    std::printf("# gridbench --predict-only: %ld processes in %zu clusters, model %s\n# %-9s %10s %14s %14s %10s %6s\n", P, shape.clusters.size(),
+                o.model.c_str(), "op", "bytes", "hier_us", "flat_us", "hier/flat", "auto");
+  for (const auto& op : o.ops) {
+    if (std::find(kOps.begin(), kOps.end(), op) == kOps.end()) continue;  // (split, dup: not modelled)
+    for (std::size_t n : op == "barrier" ? std::vector<std::size_t>{0} : o.sizes) {
+      const double hier = gridrt::predicted_us(o.model, shape, op, n, gridrt::Algo::kHier, o.root);
+      const double flat = gridrt::predicted_us(o.model, shape, op, n, gridrt::Algo::kFlat, o.root);
+      if (o.json)
+        std::printf("{\"op\":\"%s\",\"bytes\":%zu,\"clusters\":%zu,\"ranks\":%ld,\"hier_us\":%.1f,\"flat_us\":%.1f,\"hier_over_flat\":%.3f}\n",
+                    op.c_str(), n, shape.clusters.size(), P, hier, flat, hier / flat);
+      else
+        std::printf("  %-9s %10zu %14.1f %14.1f %10.3f %6s\n", op.c_str(), n, hier, flat, hier / flat, hier <= flat ? "hier" : "flat");
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
 
 int launch(int argc, char** argv) {
   const Options o = parse(argc, argv);
-  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe");
-  const std::string gridrun = (self.parent_path() / "gridrun").string();
-  // The job: every slot of the grid runs this program as a worker with the same options.
-  char path[] = "/tmp/gridbench-XXXXXX.xml";
-  const int fd = ::mkstemps(path, 4);
-  if (fd < 0) {
-    std::perror("gridbench: cannot write its JobProfile in /tmp");
-    return 1;
-  }
-  ::close(fd);
-  {
-    std::ofstream job(path);
-    job << "<grmsJob appId=\"gridbench\"><task taskId=\"gridbench\"><resourcesDescription><topology>"
-        << "<group groupId=\"bench\"/><processes><groupIdReference groupId=\"bench\"/>"
-        << "<processesCount><value>$NPROCS</value></processesCount></processes></topology></resourcesDescription>"
-        << "<execution type=\"open_mpi\"><executable><execFile><file><url>file://" << xml_escape(self.string())
-        << "</url></file></execFile></executable><arguments><value>--worker</value>";
-    for (int i = 1; i < argc; ++i) job << "<value>" << xml_escape(argv[i]) << "</value>";
-    job << "</arguments><processesCount><value>$NPROCS</value></processesCount></execution></task></grmsJob>\n";
-  }
-  int out[2];
-  if (::pipe(out) != 0) {
-    std::perror("gridbench: pipe");
-    return 1;
-  }
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(out[1], 1);
-    ::close(out[0]);
-    ::close(out[1]);
-    std::vector<std::string> args = {gridrun};
-    args.insert(args.end(), o.grid_args.begin(), o.grid_args.end());
-    args.push_back(path);
-    std::vector<char*> cargs;
-    for (auto& a : args) cargs.push_back(a.data());
-    cargs.push_back(nullptr);
-    ::execv(gridrun.c_str(), cargs.data());
-    std::fprintf(stderr, "gridbench: cannot run %s: %s\n", gridrun.c_str(), std::strerror(errno));
-    ::_exit(127);
-  }
-  ::close(out[1]);
-  // gridrun prefixes every line with [cluster:rank]: rank 0's lines are the results.
-  FILE* in = ::fdopen(out[0], "r");
-  char* line = nullptr;
-  std::size_t cap = 0;
-  while (::getline(&line, &cap, in) > 0) {
-    const char* text = line;
-    if (line[0] == '[')
-      if (const char* close = std::strchr(line, ']'); close && close[1] == ' ') text = close + 2;
-    std::fputs(text, stdout);
+  if (o.predict_only) return predict_only(o);
+  const std::string gridrun = (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "gridrun").string();
+  return gridrt::run_self_as_job("gridbench", gridrun, o.grid_args, std::vector<std::string>(argv + 1, argv + argc), [](const std::string& line) {
+    std::fputs(line.c_str(), stdout);
     std::fflush(stdout);
-  }
-  std::free(line);
-  std::fclose(in);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  std::filesystem::remove(path);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  });
 }
 
 // ---------------------------------------------------------------- worker
@@ -330,9 +324,9 @@ int work(int argc, char** argv) {
   const auto lead = std::chrono::duration_cast<std::chrono::steady_clock::duration>(3 * longest_delay + std::chrono::milliseconds(10));
   int late = 0;  // starts announced too late to be kept (should stay 0)
   if (me == 0 && !o.json)
-    std::printf("# gridbench: %d processes in %d clusters at %zu sites, %s, %d calls per size\n# %-9s %-4s %10s %12s %12s %12s %9s %12s %12s\n", P,
+    std::printf("# gridbench: %d processes in %d clusters at %zu sites, %s, %d calls per size\n# %-9s %-4s %10s %12s %12s %12s %9s %12s %12s %12s\n", P,
                 clusters, sites.names.size(), wan.active() ? ("emulated WAN " + wan.describe()).c_str() : "no emulated WAN",
-                o.iters, "op", "algo", "bytes", "avg_us", "min_us", "max_us", "wan_msgs", "wan_bytes", "bound_us");
+                o.iters, "op", "algo", "bytes", "avg_us", "min_us", "max_us", "wan_msgs", "wan_bytes", "bound_us", "predicted_us");
   for (const auto& op : o.ops) {
     std::vector<std::size_t> sizes = op == "barrier" ? std::vector<std::size_t>{0} : o.sizes;
     for (std::size_t n : sizes) {
@@ -423,13 +417,17 @@ int work(int argc, char** argv) {
         if (me != 0) continue;
         const double msgs = static_cast<double>(total[0]) / o.iters, bytes = static_cast<double>(total[1]) / o.iters;
         const double bound = gridrt::bench::wan_bound_us(op, n, wan, sites);
+        const bool modelled = std::find(kOps.begin(), kOps.end(), op) != kOps.end() && !through_mpi;
+        const double predicted = modelled ? world.predicted_us(op, n, algo, o.root) : -1;
+        char predicted_text[32] = "null";
+        if (predicted >= 0) std::snprintf(predicted_text, sizeof predicted_text, "%.1f", predicted);
         if (o.json)
           std::printf("{\"op\":\"%s\",\"algo\":\"%s\",\"bytes\":%zu,\"clusters\":%d,\"ranks\":%d,\"iters\":%d,\"avg_us\":%.1f,"
-                      "\"min_us\":%.1f,\"max_us\":%.1f,\"wan_msgs\":%.2f,\"wan_bytes\":%.1f,\"bound_us\":%.1f}\n",
-                      op.c_str(), algo_name.c_str(), n, clusters, P, o.iters, sum / P, lo, hi, msgs, bytes, bound);
+                      "\"min_us\":%.1f,\"max_us\":%.1f,\"wan_msgs\":%.2f,\"wan_bytes\":%.1f,\"bound_us\":%.1f,\"predicted_us\":%s}\n",
+                      op.c_str(), algo_name.c_str(), n, clusters, P, o.iters, sum / P, lo, hi, msgs, bytes, bound, predicted_text);
         else
-          std::printf("  %-9s %-4s %10zu %12.1f %12.1f %12.1f %9.2f %12.1f %12.1f\n", op.c_str(), algo_name.c_str(), n, sum / P, lo, hi, msgs,
-                      bytes, bound);
+          std::printf("  %-9s %-4s %10zu %12.1f %12.1f %12.1f %9.2f %12.1f %12.1f %12s\n", op.c_str(), algo_name.c_str(), n, sum / P, lo, hi, msgs,
+                      bytes, bound, predicted_text);
         std::fflush(stdout);
       }
     }

@@ -14,6 +14,7 @@
 #include "common/jobprofile.h"
 #include "common/ladder.h"
 #include "common/wan.h"
+#include "models/grid_model.h"
 #include "launcher/ca.h"
 #include "launcher/embedded.h"
 #include "launcher/submit.h"
@@ -25,6 +26,7 @@ const char* kUsage = R"(usage: gridrun [options] -n N PROGRAM [ARGS...]
        gridrun status --broker HOST:PORT --cert PEM --key PEM --ca PEM
        gridrun cancel JOB --broker HOST:PORT --cert PEM --key PEM --ca PEM
        gridrun ca ...      (the grid's certificate authority: gridrun ca --help)
+       gridrun calibrate [grid options] [--output FILE]   (measure the grid: --help)
 
 Runs an MPI program, or the job a JobProfile describes, as one MPI job across the clusters
 of a grid: every cluster runs its part as an ordinary MPICH job behind its relay, and
@@ -44,6 +46,8 @@ Job options:
                        profile's <environment>); --env NAME passes on gridrun's own value
   -genv NAME VALUE     the same, as mpiexec writes it; -genvlist NAME,... passes on
                        gridrun's values of those
+  --model FILE         the grid's model (from gridrun calibrate): auto then chooses
+                       each collective's algorithm from its predictions (docs/models.md)
   --timeout SECONDS    stop the job once it has run this long (default: MPIEXEC_TIMEOUT
                        if set, else none); gridrun then exits 124
   --label, -l          prefix every output line with [cluster:rank] (the default)
@@ -187,6 +191,23 @@ int positive_number(const std::string& option, const std::string& text, int most
   return v;
 }
 
+// gridrun calibrate: gridcalibrate does it, beside gridrun in a build tree, in libexec/gridrt
+// once installed; it starts its job through this gridrun.
+int calibrate_command(int argc, char** argv) {
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe");
+  const std::filesystem::path bin = self.parent_path();
+  std::filesystem::path tool = bin / "gridcalibrate";
+  std::error_code ec;
+  if (!std::filesystem::exists(tool, ec)) tool = (bin / GRIDRT_EXAMPLES_FROM_BIN / ".." / "gridcalibrate").lexically_normal();
+  ::setenv("GRIDRT_GRIDRUN", self.c_str(), 1);
+  std::vector<char*> args = {const_cast<char*>(tool.c_str())};
+  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  ::execv(tool.c_str(), args.data());
+  std::fprintf(stderr, "gridrun calibrate: cannot run %s: %s\n", tool.c_str(), std::strerror(errno));
+  return 127;
+}
+
 // Where the example programs are: their installed directory, or gridrun's own in a build tree.
 std::string examples_dir(const std::string& bin_dir) {
   const auto installed = (std::filesystem::path(bin_dir) / GRIDRT_EXAMPLES_FROM_BIN).lexically_normal();
@@ -202,6 +223,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "ca") return ca_command(argc - 1, argv + 1);
   if (argc > 1 && std::string(argv[1]) == "cancel") return cancel_command(argc - 1, argv + 1);
   if (argc > 1 && std::string(argv[1]) == "status") return status_command(argc - 1, argv + 1);
+  if (argc > 1 && std::string(argv[1]) == "calibrate") return calibrate_command(argc - 1, argv + 1);
   // The job's lines appear as they come, also when gridrun's output goes to a file or pipe.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::string profile, program, grid_path, nprocs;
@@ -245,6 +267,16 @@ int main(int argc, char** argv) {
       const auto eq = kv.find('=');
       if (eq == std::string::npos || eq == 0) usage_error("--var takes NAME=VALUE, got '" + kv + "'");
       vars[kv.substr(0, eq)] = kv.substr(eq + 1);
+    } else if (a == "--model") {
+      // The grid's model for auto's choices (docs/models.md): checked here, read by every
+      // process from GRIDRT_MODEL.
+      const std::string path = std::filesystem::absolute(value()).string();
+      try {
+        models::load_model(path);
+      } catch (const models::ModelError& e) {
+        usage_error(std::string("--model: ") + e.what());
+      }
+      env.emplace_back("GRIDRT_MODEL", path);
     } else if (a == "--env") {
       const std::string kv = value();
       const auto eq = kv.find('=');

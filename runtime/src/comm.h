@@ -15,6 +15,7 @@
 namespace gridrt::detail {
 
 struct Chain;
+struct CostShape;
 
 // The node level inside this process's cluster part of a communicator (Coti, Herault, Cappello 2009 §3.1): the
 // members of `local` on each node, as MPI sees them (MPI_Comm_split_type shared, so
@@ -102,6 +103,11 @@ struct CommImpl {
   // ones have finished.
   std::uint64_t collectives_called = 0, collectives_finished = 0;
 
+  // Its shape with the model's parameters (coll/costs.h), made at auto's first choice when
+  // a model is loaded; null when there is none or it lacks a pair this one needs.
+  std::shared_ptr<const CostShape> costs;
+  bool costs_tried = false;
+  std::vector<std::string> explained;  // the choices GRIDRT_EXPLAIN has logged here (op and size)
   CommImpl() = default;
   CommImpl(const CommImpl&) = delete;
   ~CommImpl();

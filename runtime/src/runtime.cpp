@@ -137,6 +137,14 @@ void init(int* argc, char*** argv, int required) {
   s->algo = detail::choice_from_env<Algo>("GRIDRT_COLL", {{"auto", Algo::kAuto}, {"hier", Algo::kHier}, {"flat", Algo::kFlat}});
   s->slice = detail::number_from_env("GRIDRT_SLICE", 64 * 1024, 1024, 1ull << 30, "bytes");
   s->node_level = detail::choice_from_env<bool>("GRIDRT_NODE_LEVEL", {{"off", false}, {"on", true}});
+  s->explain = detail::choice_from_env<bool>("GRIDRT_EXPLAIN", {{"0", false}, {"1", true}});
+  if (const char* model = std::getenv("GRIDRT_MODEL"); model && *model) {
+    try {
+      s->model = std::make_shared<const models::GridModel>(models::load_model(model));
+    } catch (const models::ModelError& e) {
+      throw Error(std::string("gridrt: GRIDRT_MODEL: ") + e.what());
+    }
+  }
   const std::size_t window = detail::number_from_env("GRIDRT_WINDOW", 512 * 1024, detail::RelayTransport::kMinWindow, 1ull << 32, "bytes");
   const long timeout_s = static_cast<long>(detail::number_from_env("GRIDRT_INIT_TIMEOUT", 300, 1, 1000000, "seconds"));
   MPI_Comm_rank(MPI_COMM_WORLD, &s->local_rank);

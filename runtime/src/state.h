@@ -10,6 +10,7 @@
 
 #include "common/messages.h"
 #include "gridrt/gridrt.hpp"
+#include "models/grid_model.h"
 #include "mpi_error.h"
 #include "progress.h"
 
@@ -41,6 +42,10 @@ struct State {
   Algo algo = Algo::kAuto;           // GRIDRT_COLL: what Algo::kDefault means
   std::size_t slice = 64 * 1024;     // GRIDRT_SLICE: bytes per slice of pipelined collectives
   bool node_level = false;           // GRIDRT_NODE_LEVEL: collectives compose over nodes inside a cluster
+  // GRIDRT_MODEL: the grid's calibrated model (docs/models.md), from which auto chooses;
+  // null without one (auto then follows its measured rules, choice.h).
+  std::shared_ptr<const models::GridModel> model;
+  bool explain = false;              // GRIDRT_EXPLAIN: log auto's choices with their predictions
   std::shared_ptr<CommImpl> world_comm;             // Comm::world()
   std::shared_ptr<Channel> p2p_channel;             // gridrt::send and friends, between global ranks
   std::uint32_t next_context = kFirstCommContext;   // above every context this process is in

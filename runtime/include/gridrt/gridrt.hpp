@@ -142,6 +142,18 @@ WanTraffic wan_traffic();
 //   kDefault  what GRIDRT_COLL says (hier, flat or auto; auto when unset).
 enum class Algo { kDefault, kAuto, kHier, kFlat };
 
+// The same prediction without a job, for a grid of clusters that may not exist yet
+// (gridbench --predict-only): `ranks[i]` processes in cluster `clusters[i]` at site
+// `sites[i]`, ranks in cluster order. Clusters and sites the model does not name take its
+// typical values (the first it has of each kind). Throws Error for a model file that cannot
+// be read.
+struct GridShape {
+  std::vector<std::string> clusters, sites;
+  std::vector<int> ranks;
+};
+double predicted_us(const std::string& model_file, const GridShape& grid, const std::string& op, std::size_t bytes, Algo algo,
+                    int root = 0);
+
 // A grid communicator: an ordered set of the job's processes with its own traffic, and the
 // topology below it (which cluster each member is in, and an MPI communicator of the members
 // in this process's cluster for the steps inside it), worked out once when it is made. Copies share one
@@ -199,6 +211,14 @@ class Comm {
   void alltoall(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, Algo algo = Algo::kDefault) const;
   void alltoallv(const void* sendbuf, const int* sendcounts, const int* sdispls, void* recvbuf, const int* recvcounts,
                  const int* rdispls, MPI_Datatype type, Algo algo = Algo::kDefault) const;
+
+  // What the grid's calibrated model (GRIDRT_MODEL; docs/models.md) predicts one call of
+  // collective `op` (barrier, bcast, reduce, allreduce, gather, scatter, allgather, alltoall,
+  // scan) takes here, in microseconds: `bytes` the message (bcast, reduce, allreduce,
+  // scan), a member's block (gather, scatter, allgather) or a pair's block (alltoall);
+  // kAuto (or kDefault) what auto would choose, the lesser of the two. -1 without a model,
+  // or when it lacks a pair of this communicator's clusters. Throws Error for an unknown op.
+  double predicted_us(const std::string& op, std::size_t bytes, Algo algo = Algo::kAuto, int root = 0) const;
 
  private:
   friend class detail::QueueNode;  // the task queue (gridrt/queue.hpp) talks over a Comm's members

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "coll_support.h"
+#include "costs.h"
 
 // The algorithms see channels and MPI only: how bytes cross clusters is the transport's.
 #if defined(BOOST_ASIO_VERSION) || defined(OPENSSL_VERSION_NUMBER)
@@ -71,5 +72,36 @@ Async<> alltoallv_pairwise(CommImpl& c, Blocks in, Blocks out);
 // totals across.
 Async<> scan_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op, bool exclusive);
 Async<> scan_doubling(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op, bool exclusive);
+
+// Each algorithm's cost function, beside it in its file: the predicted seconds of one call
+// on a communicator of shape `s` (coll/costs.h), m bytes as choice.h counts them (the
+// message; a member's block; a pair's block), for the root given.
+double barrier_hier_cost(const CostShape& s);
+double barrier_dissemination_cost(const CostShape& s);
+double bcast_hier_cost(const CostShape& s, int root, double m);
+double bcast_binomial_cost(const CostShape& s, int root, double m);
+double reduce_hier_cost(const CostShape& s, int root, double m);
+double reduce_binomial_cost(const CostShape& s, int root, double m);
+double allreduce_hier_cost(const CostShape& s, double m);
+double allreduce_doubling_cost(const CostShape& s, double m);
+double gather_hier_cost(const CostShape& s, int root, double b);
+double gather_binomial_cost(const CostShape& s, int root, double b);
+double gatherv_linear_cost(const CostShape& s, int root, double b);
+double scatter_hier_cost(const CostShape& s, int root, double b);
+double scatter_binomial_cost(const CostShape& s, int root, double b);
+double scatterv_linear_cost(const CostShape& s, int root, double b);
+double allgather_hier_cost(const CostShape& s, double b);
+double allgather_ring_cost(const CostShape& s, double b);
+double alltoall_local_group_cost(const CostShape& s, double b);
+double alltoall_pairwise_cost(const CostShape& s, double b);
+double scan_hier_cost(const CostShape& s, double m);
+double scan_doubling_cost(const CostShape& s, double m);
+
+// The hierarchical and the flat algorithm's predictions for one call of `op` (what auto
+// compares; gridbench prints them).
+struct Prediction {
+  double hier = 0, flat = 0;
+};
+Prediction predict(const CostShape& s, Coll op, std::size_t bytes, int root);
 
 }  // namespace gridrt::detail

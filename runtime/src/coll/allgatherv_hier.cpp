@@ -4,6 +4,7 @@
 // every site once) and hand everything back to their site's clusters, clusters in order;
 // 3. each leader hands everyone's blocks to its cluster (MPICH's broadcast).
 #include "algorithms.h"
+#include "costs.h"
 #include "cluster_steps.h"
 
 namespace gridrt::detail {
@@ -85,6 +86,23 @@ Async<> allgatherv_hier(CommImpl& c, std::vector<char> mine, Blocks out) {
     out.unpack_all(q, at);
     at += out.packed(q);
   }
+}
+
+// Cost: MPICH's gather at every leader, through the heads (each site's blocks to every
+// other head; everything back to the site's other parts), MPICH's bcast of all P blocks.
+double allgather_hier_cost(const CostShape& s, double b) {
+  const double all = s.size() * b;
+  std::vector<double> ready(s.parts()), up(s.parts()), down(s.parts()), across(s.sites.size(), 0);
+  for (int p = 0; p < s.parts(); ++p) {
+    ready[p] = local_cost(Coll::kGather, s.part_size[p], s.link[p][p], b);
+    up[p] = s.part_size[p] * b;
+    down[p] = all;
+    across[s.site_of_part[p]] += up[p];
+  }
+  const std::vector<double> done = through_heads(s, ready, up, across, down);
+  double t = 0;
+  for (int p = 0; p < s.parts(); ++p) t = std::max(t, done[p] + local_cost(Coll::kBcast, s.part_size[p], s.link[p][p], all));
+  return t;
 }
 
 }  // namespace gridrt::detail

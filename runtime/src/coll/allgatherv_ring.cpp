@@ -1,6 +1,7 @@
 // Ring all-gather(v) (MPICH's for long messages): in step k, pass on the block received
 // in step k - 1. Flat: n - 1 rounds, every one of them crossing the WAN somewhere.
 #include "algorithms.h"
+#include "costs.h"
 
 namespace gridrt::detail {
 
@@ -20,6 +21,23 @@ Async<> allgatherv_ring(CommImpl& c, std::vector<char> mine, Blocks out) {
     co_await all(steps);
   }
   for (int i = 0; i < n; ++i) out.unpack_all({i}, everything.data() + offset[i]);
+}
+
+// Cost: P - 1 steps of the ring: in each, a member passes on to the right what it had from
+// the left in the step before.
+double allgather_ring_cost(const CostShape& s, double b) {
+  const int P = s.size();
+  Timeline tl(s);
+  std::vector<double> ready(P, 0), next(P, 0);
+  for (int step = 1; step < P; ++step) {
+    next = ready;
+    for (int i = 0; i < P; ++i) {
+      const int to = (i + 1) % P;
+      next[to] = std::max(next[to], tl.send(i, s.part_of[i], s.part_of[to], b, ready[i]));
+    }
+    ready = next;
+  }
+  return *std::max_element(ready.begin(), ready.end());
 }
 
 }  // namespace gridrt::detail

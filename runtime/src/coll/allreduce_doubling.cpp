@@ -5,6 +5,7 @@
 // non-commutative operation gives the rank-order result. Flat: log2 n rounds, each may
 // cross the WAN.
 #include "algorithms.h"
+#include "costs.h"
 #include "trees.h"
 
 namespace gridrt::detail {
@@ -64,6 +65,30 @@ Async<> allreduce_doubling(CommImpl& c, const void* sendbuf, void* recvbuf, Layo
     }
   }
   copy_elements(l, a, recvbuf);
+}
+
+// Cost: recursive doubling, with the members beyond the largest power of two folded in
+// before and handed the result after.
+double allreduce_doubling_cost(const CostShape& s, double m) {
+  const int P = s.size();
+  int p2 = 1;
+  while (p2 * 2 <= P) p2 *= 2;
+  const int rem = P - p2;
+  Timeline tl(s);
+  std::vector<double> ready(P, 0);
+  auto send = [&](int from, int to, double t) { return tl.send(from, s.part_of[from], s.part_of[to], m, t); };
+  for (int r = 0; r < 2 * rem; r += 2) ready[r + 1] = std::max(ready[r + 1], send(r, r + 1, 0));
+  auto real = [&](int v) { return v < rem ? 2 * v + 1 : v + rem; };
+  for (int mask = 1; mask < p2; mask <<= 1) {
+    std::vector<double> next = ready;
+    for (int v = 0; v < p2; ++v) {
+      const int a = real(v), b = real(v ^ mask);
+      next[b] = std::max(next[b], send(a, b, ready[a]));
+    }
+    ready = next;
+  }
+  for (int r = 0; r < 2 * rem; r += 2) ready[r] = send(r + 1, r, ready[r + 1]);
+  return *std::max_element(ready.begin(), ready.end());
 }
 
 }  // namespace gridrt::detail

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "algorithms.h"
+#include "costs.h"
 #include "cluster_steps.h"
 
 namespace gridrt::detail {
@@ -103,6 +104,19 @@ Async<> allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l
   for (int k = 0; k < sl.n; ++k) steps.push_back(cluster_bcast(c, sl.at(recvbuf, k), sl.count(k), l.type, 0));
   steps.insert(steps.end(), local.begin(), local.end());
   co_await all(steps);
+}
+
+// Cost: MPICH's reduce to every leader, through the heads (each site's partial result to
+// every other head), back to the leaders, MPICH's bcast.
+double allreduce_hier_cost(const CostShape& s, double m) {
+  if (s.parts() == 1) return local_cost(Coll::kAllreduce, s.part_size[0], s.link[0][0], m);
+  std::vector<double> ready(s.parts());
+  for (int p = 0; p < s.parts(); ++p) ready[p] = local_cost(Coll::kReduce, s.part_size[p], s.link[p][p], m);
+  const std::vector<double> done = through_heads(s, ready, std::vector<double>(s.parts(), m), std::vector<double>(s.sites.size(), m),
+                                                 std::vector<double>(s.parts(), m));
+  double t = 0;
+  for (int p = 0; p < s.parts(); ++p) t = std::max(t, done[p] + local_cost(Coll::kBcast, s.part_size[p], s.link[p][p], m));
+  return t;
 }
 
 }  // namespace gridrt::detail

@@ -12,6 +12,7 @@
 #include <numeric>
 
 #include "algorithms.h"
+#include "costs.h"
 #include "trees.h"
 
 namespace gridrt::detail {
@@ -105,6 +106,29 @@ Async<> alltoallv_local_group(CommImpl& c, Blocks in, Blocks out, bool equal) {
   co_await all(steps);
   for (std::size_t y = 0; y < c.parts.size(); ++y)
     if (static_cast<int>(y) != x) out.unpack_all(c.parts[y], from[y].data());
+}
+
+// Cost (the Local Group model, Steffenel, Martinasso, Trystram 2008, Eq. 7, on shared
+// lines): MPICH's all-to-all inside every part, each member's blocks for a local member
+// joined by those it carries as agent (P/p blocks per pair on average); then every agent
+// sends each remote member it serves one message of its part's p blocks, the messages of a
+// site to another one after the other on their line.
+double alltoall_local_group_cost(const CostShape& s, double b) {
+  const int C = s.parts(), P = s.size();
+  std::vector<double> ready(C);
+  for (int x = 0; x < C; ++x) ready[x] = local_cost(Coll::kAlltoall, s.part_size[x], s.link[x][x], b * P / s.part_size[x]);
+  if (C == 1) return ready[0];
+  Timeline tl(s);
+  double done = *std::max_element(ready.begin(), ready.end());
+  for (int x = 0; x < C; ++x)
+    for (int y = 0; y < C; ++y) {
+      if (y == x) continue;
+      for (int j = 0; j < s.part_size[y]; ++j) {
+        const int agent = s.first_member[x] + (j + y) % s.part_size[x];
+        done = std::max(done, tl.send(agent, x, y, s.part_size[x] * b, ready[x]));
+      }
+    }
+  return done;
 }
 
 }  // namespace gridrt::detail

@@ -1,6 +1,7 @@
 // Pairwise-exchange all-to-all(v) (MPICH's for long messages): in step k, send to rank + k
 // and receive from rank - k. Flat: n - 1 rounds, each block crossing the WAN on its own.
 #include "algorithms.h"
+#include "costs.h"
 
 namespace gridrt::detail {
 
@@ -18,6 +19,23 @@ Async<> alltoallv_pairwise(CommImpl& c, Blocks in, Blocks out) {
     co_await all(steps);
     out.unpack_all({src}, got.data());
   }
+}
+
+// Cost: P - 1 steps of the pairwise exchange; in step k a member sends to rank + k and goes
+// on once it has what rank - k sent.
+double alltoall_pairwise_cost(const CostShape& s, double b) {
+  const int P = s.size();
+  Timeline tl(s);
+  std::vector<double> ready(P, 0), next(P, 0);
+  for (int k = 1; k < P; ++k) {
+    next = ready;
+    for (int i = 0; i < P; ++i) {
+      const int to = (i + k) % P;
+      next[to] = std::max(next[to], tl.send(i, s.part_of[i], s.part_of[to], b, ready[i]));
+    }
+    ready = next;
+  }
+  return *std::max_element(ready.begin(), ready.end());
 }
 
 }  // namespace gridrt::detail

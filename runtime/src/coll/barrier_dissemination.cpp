@@ -3,6 +3,7 @@
 // (r - 2^k) mod n; after ceil(log2 n) rounds everyone has heard from everyone. Flat: as
 // many rounds cross the WAN as there are, each at the pace of its slowest pair.
 #include "algorithms.h"
+#include "costs.h"
 #include "trees.h"
 
 namespace gridrt::detail {
@@ -17,6 +18,23 @@ Async<> barrier_dissemination(CommImpl& c) {
     steps.push_back(send_to(c, (c.me + d) % n, tag, &out, 1));
     co_await all(steps);
   }
+}
+
+// Cost: ceil(log2 P) rounds; in round k every member signals rank + 2^k, and goes on once
+// it has heard from rank - 2^k.
+double barrier_dissemination_cost(const CostShape& s) {
+  const int P = s.size();
+  Timeline tl(s);
+  std::vector<double> ready(P, 0), next(P, 0);
+  for (int dist = 1; dist < P; dist *= 2) {
+    next = ready;
+    for (int i = 0; i < P; ++i) {
+      const int to = (i + dist) % P;
+      next[to] = std::max(next[to], tl.send(i, s.part_of[i], s.part_of[to], 1, ready[i]));
+    }
+    ready = next;
+  }
+  return *std::max_element(ready.begin(), ready.end());
 }
 
 }  // namespace gridrt::detail

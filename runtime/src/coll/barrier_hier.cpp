@@ -4,6 +4,7 @@
 // answering, which would cross the WAN twice in a row. Then each half is undone in reverse.
 // Cost: two cluster barriers, two LAN hops inside a site, one WAN latency.
 #include "algorithms.h"
+#include "costs.h"
 #include "cluster_steps.h"
 
 namespace gridrt::detail {
@@ -41,6 +42,18 @@ Async<> barrier_hier(CommImpl& c) {
     }
   }
   co_await one(cluster_release(c));
+}
+
+// Cost: MPICH's barrier arrive in every cluster, the leaders to their site's head, one byte
+// between every two heads, back to the leaders, the release.
+double barrier_hier_cost(const CostShape& s) {
+  std::vector<double> ready(s.parts());
+  for (int p = 0; p < s.parts(); ++p) ready[p] = local_cost(Coll::kBarrier, s.part_size[p], s.link[p][p], 0);
+  const std::vector<double> one_byte(s.parts(), 1.0), site_byte(s.sites.size(), 1.0);
+  const std::vector<double> done = through_heads(s, ready, one_byte, site_byte, one_byte);
+  double t = 0;
+  for (int p = 0; p < s.parts(); ++p) t = std::max(t, done[p] + local_cost(Coll::kBarrier, s.part_size[p], s.link[p][p], 0));
+  return t;
 }
 
 }  // namespace gridrt::detail

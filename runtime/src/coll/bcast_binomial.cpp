@@ -2,6 +2,7 @@
 // which every process that has the data sends it to one more. Flat: a path may cross the
 // WAN up to log2 n times, and a cluster may receive the same bytes several times.
 #include "algorithms.h"
+#include "costs.h"
 #include "trees.h"
 
 namespace gridrt::detail {
@@ -18,6 +19,25 @@ Async<> bcast_binomial(CommImpl& c, void* buf, Layout l, int root) {
   for (int child : trees::binomial_children(rel, n)) steps.push_back(send_to(c, real(child), tag, data.data(), data.size()));
   co_await all(steps);
   if (c.me != root) unpack(l, data.data(), buf);
+}
+
+// Cost: MPICH's binomial tree over all members from the root (relative ranks): a member
+// receives from its parent, then sends to its children, largest subtree first.
+double bcast_binomial_cost(const CostShape& s, int root, double m) {
+  const int P = s.size();
+  Timeline tl(s);
+  std::vector<double> got(P, 0);
+  auto member = [&](int rel) { return (rel + root) % P; };
+  for (int rel = 0; rel < P; ++rel) {
+    int mask = 1;
+    while (mask < P && !(rel & mask)) mask <<= 1;  // rel's lowest set bit (P's power above for the root)
+    for (mask >>= 1; mask > 0; mask >>= 1)
+      if (rel + mask < P) {
+        const int from = member(rel), to = member(rel + mask);
+        got[rel + mask] = tl.send(from, s.part_of[from], s.part_of[to], m, got[rel]);
+      }
+  }
+  return *std::max_element(got.begin(), got.end());
 }
 
 }  // namespace gridrt::detail

@@ -5,7 +5,10 @@
 // is here, and into the cluster (MPICH's broadcast from its entry) while the next one
 // crosses. Cost for m bytes in slices of s: about one WAN latency + m / WAN bandwidth
 // (the slices overlap the levels), and each byte enters each cluster once.
+#include <cmath>
+
 #include "algorithms.h"
+#include "costs.h"
 #include "cluster_steps.h"
 
 namespace gridrt::detail {
@@ -40,6 +43,32 @@ Async<> bcast_hier(CommImpl& c, void* buf, Layout l, int root) {
   }
   co_await all(steps);
   if (!l.contiguous && c.me != root) unpack(l, data, buf);
+}
+
+// Cost: the slices down the tree over the parts (each entry hands every slice on as it
+// arrives, after its earlier ones), and into every cluster one after the other as they come.
+double bcast_hier_cost(const CostShape& s, int root, double m) {
+  const int C = s.parts(), rp = s.part_of[root];
+  const int slices = m > 0 ? static_cast<int>(std::ceil(m / s.slice)) : 0;
+  auto slice_bytes = [&](int k) { return std::min(s.slice, m - k * s.slice); };
+  Timeline tl(s);
+  std::vector<std::vector<double>> got(C, std::vector<double>(slices, 0));
+  auto hand_on = [&](int from_part, int from_member) {
+    for (int k = 0; k < slices; ++k)
+      for (int q = 0; q < C; ++q)
+        if (q != from_part && q != rp && s.upstream(q, rp) == from_part)
+          got[q][k] = tl.send(from_member, from_part, q, slice_bytes(k), got[from_part][k]);
+  };
+  hand_on(rp, root);
+  for (int q = 0; q < C; ++q)
+    if (q != rp && s.is_head(q) && !s.same_site(q, rp)) hand_on(q, s.first_member[q]);
+  double done = 0;
+  for (int q = 0; q < C; ++q) {
+    double t = 0;
+    for (int k = 0; k < slices; ++k) t = std::max(t, got[q][k]) + local_cost(Coll::kBcast, s.part_size[q], s.link[q][q], slice_bytes(k));
+    done = std::max(done, t);
+  }
+  return done;
 }
 
 }  // namespace gridrt::detail

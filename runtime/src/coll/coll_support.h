@@ -145,9 +145,14 @@ inline std::vector<int> with_part(std::vector<int> which, int mine) {
 // The algorithm a call asks for: GRIDRT_COLL's for kDefault.
 inline Algo asked_for(Algo asked) { return asked == Algo::kDefault ? state().algo : asked; }
 
-inline Algo choose(Algo asked, const CommImpl& c, Coll op, std::size_t bytes, bool order_sensitive = false) {
+// Auto's choice for one call (coll/predict.cpp): from the model's predictions when one is
+// loaded, else the measured rules (choice.h).
+Algo auto_choice(CommImpl& c, Coll op, std::size_t bytes, int root);
+const char* coll_name(Coll op);
+
+inline Algo choose(Algo asked, CommImpl& c, Coll op, std::size_t bytes, bool order_sensitive = false, int root = 0) {
   Algo a = asked_for(asked);
-  if (a == Algo::kAuto) a = auto_picks_flat(c.sites.size(), c.parts.size(), op, bytes) ? Algo::kFlat : Algo::kHier;
+  if (a == Algo::kAuto) a = auto_choice(c, op, bytes, root);
   if (a == Algo::kHier && order_sensitive && !(c.parts_contiguous && c.sites_contiguous)) a = Algo::kFlat;
   return a;
 }

@@ -56,7 +56,7 @@ Async<> bcast(CommImpl& c, void* buf, int count, MPI_Datatype type, int root, Al
   if (c.remote) return inter::bcast(c, buf, count, type, root);
   check_root(c, root);
   const Layout l(type, count);
-  if (choose(algo, c, Coll::kBcast, l.packed) == Algo::kFlat) return bcast_binomial(c, buf, l, root);
+  if (choose(algo, c, Coll::kBcast, l.packed, false, root) == Algo::kFlat) return bcast_binomial(c, buf, l, root);
   return bcast_hier(c, buf, l, root);
 }
 
@@ -64,7 +64,7 @@ Async<> reduce(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_D
   if (c.remote) return inter::reduce(c, sendbuf, recvbuf, count, type, op, root);
   check_rooted(c, root, sendbuf, "reduce");
   const Layout l(type, count);
-  if (choose(algo, c, Coll::kReduce, l.packed, !commutative(op)) == Algo::kFlat) return reduce_binomial(c, sendbuf, recvbuf, l, op, root);
+  if (choose(algo, c, Coll::kReduce, l.packed, !commutative(op), root) == Algo::kFlat) return reduce_binomial(c, sendbuf, recvbuf, l, op, root);
   return reduce_hier(c, sendbuf, recvbuf, l, op, root);
 }
 
@@ -84,7 +84,7 @@ Async<> gather(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sen
   Blocks out = c.me == root ? Blocks::equal(recvbuf, recvcount, c.size(), recvtype) : Blocks();
   std::vector<char> mine = in_place ? std::vector<char>() : own_block(sendbuf, sendcount, sendtype, out, c.me);
   const std::size_t block = in_place ? out.packed(root) : mine.size();
-  if (choose(algo, c, Coll::kGather, block) == Algo::kFlat) return gather_binomial(c, std::move(mine), in_place, std::move(out), root, block);
+  if (choose(algo, c, Coll::kGather, block, false, root) == Algo::kFlat) return gather_binomial(c, std::move(mine), in_place, std::move(out), root, block);
   return gatherv_hier(c, std::move(mine), in_place, std::move(out), root, block);
 }
 
@@ -99,7 +99,7 @@ Async<> gatherv(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype se
     out = Blocks(recvbuf, recvcounts, displs, c.size(), recvtype);
   }
   std::vector<char> mine = in_place ? std::vector<char>() : packed_copy(Layout(sendtype, sendcount), sendbuf);
-  if (choose(algo, c, Coll::kGather, kSizeNotShared) == Algo::kFlat) return gatherv_linear(c, std::move(mine), in_place, std::move(out), root);
+  if (choose(algo, c, Coll::kGather, kSizeNotShared, false, root) == Algo::kFlat) return gatherv_linear(c, std::move(mine), in_place, std::move(out), root);
   return gatherv_hier(c, std::move(mine), in_place, std::move(out), root, kSizeNotShared);
 }
 
@@ -112,7 +112,7 @@ Async<> scatter(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype se
   Blocks in = c.me == root ? Blocks::equal(sendbuf, sendcount, c.size(), sendtype) : Blocks();
   const Layout recv = in_place ? Layout(sendtype, 0) : Layout(recvtype, recvcount);
   const std::size_t block = c.me == root ? in.packed(root) : recv.packed;
-  if (choose(algo, c, Coll::kScatter, block) == Algo::kFlat) return scatter_binomial(c, std::move(in), recvbuf, recv, in_place, root);
+  if (choose(algo, c, Coll::kScatter, block, false, root) == Algo::kFlat) return scatter_binomial(c, std::move(in), recvbuf, recv, in_place, root);
   return scatterv_hier(c, std::move(in), recvbuf, recv, in_place, root, true);
 }
 
@@ -127,7 +127,7 @@ Async<> scatterv(CommImpl& c, const void* sendbuf, const int* sendcounts, const 
     in = Blocks(sendbuf, sendcounts, displs, c.size(), sendtype);
   }
   const Layout recv = in_place ? Layout(sendtype, 0) : Layout(recvtype, recvcount);
-  if (choose(algo, c, Coll::kScatter, kSizeNotShared) == Algo::kFlat) return scatterv_linear(c, std::move(in), recvbuf, recv, in_place, root);
+  if (choose(algo, c, Coll::kScatter, kSizeNotShared, false, root) == Algo::kFlat) return scatterv_linear(c, std::move(in), recvbuf, recv, in_place, root);
   return scatterv_hier(c, std::move(in), recvbuf, recv, in_place, root, false);
 }
 

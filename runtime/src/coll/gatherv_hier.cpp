@@ -5,6 +5,7 @@
 // one WAN message per site, every block crossing the WAN once. Only the root knows
 // gatherv's sizes, so an entry is told each message's size first.
 #include "algorithms.h"
+#include "costs.h"
 #include "cluster_steps.h"
 
 namespace gridrt::detail {
@@ -53,6 +54,28 @@ Async<> gatherv_hier(CommImpl& c, std::vector<char> mine, bool in_place, Blocks 
     co_await one(send_to(c, up, tag, &size, sizeof size));
   }
   co_await one(send_to(c, up, tag, blob.data(), blob.size()));
+}
+
+// Cost: MPICH's gather at every part's entry, a site's other parts' blocks to its head, one
+// message per site (and per part of the root's site) to the root; b bytes per block.
+double gather_hier_cost(const CostShape& s, int root, double b) {
+  const int C = s.parts(), rp = s.part_of[root];
+  Timeline tl(s);
+  std::vector<double> ready(C), blocks(C);
+  for (int q = 0; q < C; ++q) {
+    ready[q] = local_cost(Coll::kGather, s.part_size[q], s.link[q][q], b);
+    blocks[q] = s.part_size[q] * b;
+  }
+  for (int q = 0; q < C; ++q)
+    if (!s.same_site(q, rp) && !s.is_head(q)) {
+      const int h = s.head(s.site_of_part[q]);
+      ready[h] = std::max(ready[h], tl.send(s.first_member[q], q, h, blocks[q], ready[q]));
+      blocks[h] += blocks[q];
+    }
+  double done = ready[rp];
+  for (int q = 0; q < C; ++q)
+    if (q != rp && s.upstream(q, rp) == rp) done = std::max(done, tl.send(s.first_member[q], q, rp, blocks[q], ready[q]));
+  return done;
 }
 
 }  // namespace gridrt::detail

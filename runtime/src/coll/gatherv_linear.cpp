@@ -1,6 +1,7 @@
 // Linear gather(v) (MPICH's gatherv): every member sends its block straight to the root.
 // Flat: n - 1 messages into the root, each crossing the WAN if the root's site is not theirs.
 #include "algorithms.h"
+#include "costs.h"
 
 namespace gridrt::detail {
 
@@ -21,6 +22,15 @@ Async<> gatherv_linear(CommImpl& c, std::vector<char> mine, bool in_place, Block
   for (int r = 0; r < c.size(); ++r)
     if (r != root) out.unpack_all({r}, from[r].data());
   if (!in_place) out.unpack_all({root}, mine.data());
+}
+
+// Cost: every member sends its block straight to the root, all at once.
+double gatherv_linear_cost(const CostShape& s, int root, double b) {
+  Timeline tl(s);
+  double done = 0;
+  for (int i = 0; i < s.size(); ++i)
+    if (i != root) done = std::max(done, tl.send(i, s.part_of[i], s.part_of[root], b, 0));
+  return done;
 }
 
 }  // namespace gridrt::detail

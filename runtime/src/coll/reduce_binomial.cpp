@@ -4,6 +4,7 @@
 // order, rank 0 then handing the result to the root. Flat: log2 n rounds, each may cross
 // the WAN.
 #include "algorithms.h"
+#include "costs.h"
 #include "trees.h"
 
 namespace gridrt::detail {
@@ -38,6 +39,20 @@ Async<> reduce_binomial(CommImpl& c, const void* sendbuf, void* recvbuf, Layout 
     co_await one(receive_from(c, top, tag, wire.data(), wire.size()));
     unpack(l, wire.data(), recvbuf);
   }
+}
+
+// Cost: MPICH's binomial tree towards the root (relative ranks): a member sends to its
+// parent once its children's partial results are in.
+double reduce_binomial_cost(const CostShape& s, int root, double m) {
+  const int P = s.size();
+  Timeline tl(s);
+  std::vector<double> ready(P, 0);
+  auto member = [&](int rel) { return (rel + root) % P; };
+  for (int rel = P - 1; rel > 0; --rel) {
+    const int parent = rel - (rel & -rel), from = member(rel), to = member(parent);
+    ready[parent] = std::max(ready[parent], tl.send(from, s.part_of[from], s.part_of[to], m, ready[rel]));
+  }
+  return ready[0];
 }
 
 }  // namespace gridrt::detail

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "algorithms.h"
+#include "costs.h"
 #include "cluster_steps.h"
 
 namespace gridrt::detail {
@@ -57,6 +58,24 @@ Async<> reduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, M
     sends.push_back(send_to(c, c.entry(c.upstream(p, root_part), root), tag, up[k].data(), up[k].size()));
   }
   co_await all(sends);
+}
+
+// Cost: MPICH's reduce to every part's entry, then up the tree over the parts: a site's
+// other parts to its head, which folds them, the heads and the root's site to the root.
+double reduce_hier_cost(const CostShape& s, int root, double m) {
+  const int C = s.parts(), rp = s.part_of[root];
+  Timeline tl(s);
+  std::vector<double> ready(C);
+  for (int q = 0; q < C; ++q) ready[q] = local_cost(Coll::kReduce, s.part_size[q], s.link[q][q], m);
+  for (int q = 0; q < C; ++q)  // a site's other parts to its head
+    if (!s.same_site(q, rp) && !s.is_head(q)) {
+      const int h = s.head(s.site_of_part[q]);
+      ready[h] = std::max(ready[h], tl.send(s.first_member[q], q, h, m, ready[q]));
+    }
+  double done = ready[rp];
+  for (int q = 0; q < C; ++q)
+    if (q != rp && s.upstream(q, rp) == rp) done = std::max(done, tl.send(s.first_member[q], q, rp, m, ready[q]));
+  return done;
 }
 
 }  // namespace gridrt::detail

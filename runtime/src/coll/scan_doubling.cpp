@@ -3,6 +3,7 @@
 // lower ranks' values on the left of every combination, so that a non-commutative operation
 // gives the rank-order result. Flat: log2 n rounds, each may cross the WAN.
 #include "algorithms.h"
+#include "costs.h"
 
 namespace gridrt::detail {
 
@@ -33,6 +34,19 @@ Async<> scan_doubling(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l,
       copy_elements(l, incoming.get(), partial.get());
     }
   }
+}
+
+// Cost: ceil(log2 P) rounds; in round k a member sends its partial result to rank + 2^k.
+double scan_doubling_cost(const CostShape& s, double m) {
+  const int P = s.size();
+  Timeline tl(s);
+  std::vector<double> ready(P, 0), next(P, 0);
+  for (int dist = 1; dist < P; dist *= 2) {
+    next = ready;
+    for (int i = 0; i + dist < P; ++i) next[i + dist] = std::max(next[i + dist], tl.send(i, s.part_of[i], s.part_of[i + dist], m, ready[i]));
+    ready = next;
+  }
+  return *std::max_element(ready.begin(), ready.end());
 }
 
 }  // namespace gridrt::detail

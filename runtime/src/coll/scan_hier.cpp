@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "algorithms.h"
+#include "costs.h"
 #include "cluster_steps.h"
 
 namespace gridrt::detail {
@@ -63,6 +64,20 @@ Async<> scan_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI
   if (part.size() > 1) co_await one(cluster_bcast(c, prefix.get(), l.count, l.type, 0));
   if (exclusive && first_in_part) copy_elements(l, prefix.get(), recvbuf);  // its own exclusive result was undefined
   else combine(l, op, prefix.get(), recvbuf);
+}
+
+// Cost: MPICH's scan in every part, each part's total to the leader of every later part,
+// MPICH's bcast of the prefix.
+double scan_hier_cost(const CostShape& s, double m) {
+  const int C = s.parts();
+  std::vector<double> ready(C), got(C, 0);
+  for (int p = 0; p < C; ++p) ready[p] = got[p] = local_cost(Coll::kScan, s.part_size[p], s.link[p][p], m);
+  Timeline tl(s);
+  for (int p = 0; p < C; ++p)
+    for (int q = p + 1; q < C; ++q) got[q] = std::max(got[q], tl.send(s.first_member[p] + s.part_size[p] - 1, p, q, m, ready[p]));
+  double done = 0;
+  for (int p = 0; p < C; ++p) done = std::max(done, got[p] + (p > 0 ? local_cost(Coll::kBcast, s.part_size[p], s.link[p][p], m) : 0));
+  return done;
 }
 
 }  // namespace gridrt::detail

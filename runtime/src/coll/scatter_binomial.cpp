@@ -2,6 +2,7 @@
 // subtree's blocks and passes on its children's. Flat: log2 n rounds, a block may cross the
 // WAN several times.
 #include "algorithms.h"
+#include "costs.h"
 #include "trees.h"
 
 namespace gridrt::detail {
@@ -25,6 +26,25 @@ Async<> scatter_binomial(CommImpl& c, Blocks in, void* recvbuf, Layout recv, boo
     steps.push_back(send_to(c, (child + root) % n, tag, sub.data() + block * (child - rel), block * trees::binomial_subtree_size(child, n)));
   co_await all(steps);
   if (!(rel == 0 && in_place)) unpack(recv, sub.data(), recvbuf);
+}
+
+// Cost: MPICH's binomial scatter from the root: a member receives its subtree's blocks,
+// then sends each child its subtree's, largest first.
+double scatter_binomial_cost(const CostShape& s, int root, double b) {
+  const int P = s.size();
+  Timeline tl(s);
+  std::vector<double> got(P, 0);
+  auto member = [&](int rel) { return (rel + root) % P; };
+  for (int rel = 0; rel < P; ++rel) {
+    int mask = 1;
+    while (mask < P && !(rel & mask)) mask <<= 1;
+    for (mask >>= 1; mask > 0; mask >>= 1)
+      if (rel + mask < P) {
+        const int from = member(rel), to = member(rel + mask);
+        got[rel + mask] = tl.send(from, s.part_of[from], s.part_of[to], std::min(mask, P - rel - mask) * b, got[rel]);
+      }
+  }
+  return *std::max_element(got.begin(), got.end());
 }
 
 }  // namespace gridrt::detail

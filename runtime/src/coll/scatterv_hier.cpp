@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "algorithms.h"
+#include "costs.h"
 #include "cluster_steps.h"
 
 namespace gridrt::detail {
@@ -69,6 +70,30 @@ Async<> scatterv_hier(CommImpl& c, Blocks in, void* recvbuf, Layout recv, bool i
   }
   if (!keep) unpack(recv, got.data(), recvbuf);
   co_await all(sends);
+}
+
+// Cost: the root sends each part of its site its blocks and each other site's head that
+// site's, one message each in part order; heads hand on their site's other parts'; MPICH's
+// scatter inside every part once its blocks are there.
+double scatter_hier_cost(const CostShape& s, int root, double b) {
+  const int C = s.parts(), rp = s.part_of[root];
+  Timeline tl(s);
+  std::vector<double> got(C, 0), blocks(C);
+  for (int q = 0; q < C; ++q) blocks[q] = s.part_size[q] * b;
+  for (int q = 0; q < C; ++q)
+    if (q != rp && s.is_head(q) && !s.same_site(q, rp))
+      for (int r : s.sites[s.site_of_part[q]])
+        if (r != q) blocks[q] += blocks[r];
+  for (int q = 0; q < C; ++q)
+    if (q != rp && s.upstream(q, rp) == rp) got[q] = tl.send(root, rp, q, blocks[q], 0);
+  for (int q = 0; q < C; ++q)
+    if (q != rp && s.upstream(q, rp) != rp) {
+      const int h = s.upstream(q, rp);
+      got[q] = tl.send(s.first_member[h], h, q, s.part_size[q] * b, got[h]);
+    }
+  double done = 0;
+  for (int q = 0; q < C; ++q) done = std::max(done, got[q] + local_cost(Coll::kScatter, s.part_size[q], s.link[q][q], b));
+  return done;
 }
 
 }  // namespace gridrt::detail

@@ -1,6 +1,7 @@
 // Linear scatter(v) (MPICH's scatterv): the root sends every block straight to its member.
 // Flat: n - 1 messages out of the root, each crossing the WAN if their site is not the root's.
 #include "algorithms.h"
+#include "costs.h"
 
 namespace gridrt::detail {
 
@@ -21,6 +22,15 @@ Async<> scatterv_linear(CommImpl& c, Blocks in, void* recvbuf, Layout recv, bool
   }
   if (!in_place) unpack(recv, in.pack_all({root}).data(), recvbuf);
   co_await all(steps);
+}
+
+// Cost: the root sends every member its block, one after the other.
+double scatterv_linear_cost(const CostShape& s, int root, double b) {
+  Timeline tl(s);
+  double done = 0;
+  for (int i = 0; i < s.size(); ++i)
+    if (i != root) done = std::max(done, tl.send(root, s.part_of[root], s.part_of[i], b, 0));
+  return done;
 }
 
 }  // namespace gridrt::detail

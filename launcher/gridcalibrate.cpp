@@ -1,0 +1,330 @@
+// gridcalibrate (run as `gridrun calibrate`): measures a grid and writes its model file
+// (docs/models.md, "Calibration"). It starts itself as a job on every slot of the grid and
+// measures the pLogP parameters (Kielmann, Bal, Verstoep, "Fast Measurement of LogP
+// Parameters for Message Passing Platforms", 2000) of one representative pair of processes
+// per logical cluster and per pair of them (Barchet-Estefanel and Mounié, "Fast Tuning of
+// Intra-Cluster Collective Communications", 2004, §5.2):
+//   - inside each cluster: its first two processes;
+//   - between the clusters of each site with several: the leaders of its first two;
+//   - between each pair of sites: their first clusters' leaders.
+// C sites of one cluster each: C + C(C-1)/2 = C(C+1)/2 measurements, whatever the number
+// of processes. One pair is measured at a time (the others wait in a barrier), so no
+// measurement disturbs another.
+//
+// For each pair and size m, through gridrt's point-to-point (the path the collectives take):
+//   RTT(m)  median round trip of m bytes answered by 0 bytes = L + g(m) + L + g(0)
+//   g(m)    n messages of m back to back answered once: T = (n-1) g(m) + RTT(m)
+//   o_s(m)  how long the sending call takes
+//   o_r(m)  how long the receiving call takes once the message is there (the receiver
+//           waits past its arrival first)
+//   L       RTT(0) / 2 - g(0)
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/cli.h"
+#include "gridrt/gridrt.hpp"
+#include "launcher/self_job.h"
+#include "models/grid_model.h"
+
+namespace {
+
+const char* kUsage = R"(usage: gridrun calibrate [grid options] [--output FILE]
+       gridrun calibrate --show FILE
+
+Measures the grid and writes its model file (JSON; docs/models.md): the pLogP parameters
+(latency L, gap g(m), send and receive overheads o_s(m), o_r(m) at sizes 0 B to 1 MiB) of
+one pair of processes inside each cluster, between the clusters of each site that has
+several, and between each pair of sites: C(C+1)/2 measurements for C sites of one cluster
+each, taking a few seconds. It runs as a job on every slot of the grid. Give the model to
+jobs with `gridrun --model FILE` (GRIDRT_MODEL): auto then chooses every collective's
+algorithm from its predictions, and gridbench prints them (predicted_us).
+
+  --output FILE   where to write the model (default gridrt-model.json here)
+  --show FILE     print a model file readably, measure nothing
+  --sizes S,...   the sizes measured, in bytes (default 0,1024,16384,65536,262144,1048576)
+
+Grid options (as gridrun's): --clusters C --ranks-per-cluster R (the embedded grid, default
+2 x 3), --grid FILE, --emulate-wan DELAY[,RATE] (and -pair, -access), or --broker HOST:PORT
+--cert PEM --key PEM --ca PEM for a standing grid.
+)";
+
+[[noreturn]] void usage_error(const std::string& why) {
+  std::fprintf(stderr, "gridrun calibrate: %s\n(gridrun calibrate --help explains the options)\n", why.c_str());
+  std::exit(2);
+}
+
+std::vector<double> sizes_from(const std::string& text) {
+  std::vector<double> out;
+  std::size_t from = 0;
+  while (from <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', from), text.size());
+    const std::string s = text.substr(from, comma - from);
+    if (s.empty() || s.size() > 10 || s.find_first_not_of("0123456789") != std::string::npos) usage_error("--sizes takes sizes in bytes, got '" + text + "'");
+    const double v = std::strtod(s.c_str(), nullptr);
+    if (!out.empty() && v <= out.back()) usage_error("--sizes must increase, got '" + text + "'");
+    out.push_back(v);
+    from = comma + 1;
+  }
+  if (out.size() < 2) usage_error("--sizes needs at least two sizes");
+  return out;
+}
+
+// ---------------------------------------------------------------- worker
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+struct Measurement {
+  std::string kind, name;  // "inside" cluster, "within_site" site, "between_sites" "A|B"
+  int a = 0, b = 0;        // the ranks measured (a leads)
+};
+
+// At every size: RTT, g, o_s, o_r in seconds, as [size][4] (filled at `a`).
+std::vector<std::array<double, 4>> measure_pair(int me, int a, int b, int tag, const std::vector<double>& sizes) {
+  std::vector<std::array<double, 4>> out(sizes.size());
+  std::vector<char> buf(static_cast<std::size_t>(sizes.back()), 1);
+  char none = 0;
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    const std::size_t m = static_cast<std::size_t>(sizes[k]);
+    const int reps = m <= 65536 ? 7 : 3, stream = m <= 65536 ? 16 : 4;
+    // Round trips (the first one warms the path up and is not counted).
+    std::vector<double> rtt, os;
+    for (int r = 0; r <= reps; ++r) {
+      if (me == a) {
+        const auto t0 = Clock::now();
+        gridrt::send(buf.data(), m, b, tag);
+        const double sent = seconds_since(t0);
+        gridrt::recv(&none, 0, b, tag);
+        if (r > 0) rtt.push_back(seconds_since(t0)), os.push_back(sent);
+      } else {
+        gridrt::recv(buf.data(), m, a, tag);
+        gridrt::send(&none, 0, a, tag);
+      }
+    }
+    // A stream answered once.
+    double stream_time = 0;
+    if (me == a) {
+      const auto t0 = Clock::now();
+      for (int i = 0; i < stream; ++i) gridrt::send(buf.data(), m, b, tag);
+      gridrt::recv(&none, 0, b, tag);
+      stream_time = seconds_since(t0);
+    } else {
+      for (int i = 0; i < stream; ++i) gridrt::recv(buf.data(), m, a, tag);
+      gridrt::send(&none, 0, a, tag);
+    }
+    // The receive of a message already there: b waits well past its arrival.
+    const double rtt_m = me == a ? median(rtt) : 0;
+    double wait_s = 0;
+    if (me == a) gridrt::send(&rtt_m, sizeof rtt_m, b, tag);
+    else gridrt::recv(&wait_s, sizeof wait_s, a, tag);
+    std::vector<double> orecv;
+    for (int r = 0; r < 3; ++r) {
+      if (me == a) {
+        gridrt::send(buf.data(), m, b, tag);
+        gridrt::recv(&none, 0, b, tag);
+      } else {
+        std::this_thread::sleep_for(std::chrono::duration<double>(2 * wait_s + 0.002));
+        const auto t0 = Clock::now();
+        gridrt::recv(buf.data(), m, a, tag);
+        orecv.push_back(seconds_since(t0));
+        gridrt::send(&none, 0, a, tag);
+      }
+    }
+    double o_r = median(orecv);
+    if (me == b) gridrt::send(&o_r, sizeof o_r, a, tag);
+    else gridrt::recv(&o_r, sizeof o_r, b, tag);
+    if (me == a) out[k] = {rtt_m, std::max(0.0, (stream_time - rtt_m) / (stream - 1)), median(os), o_r};
+  }
+  return out;
+}
+
+gridrt::models::PLogP plogp_of(const std::vector<std::array<double, 4>>& r, const std::vector<double>& sizes) {
+  gridrt::models::PLogP p;
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    p.g.points.emplace_back(sizes[k], r[k][1]);
+    p.os.points.emplace_back(sizes[k], r[k][2]);
+    p.orecv.points.emplace_back(sizes[k], r[k][3]);
+  }
+  p.L = std::max(0.0, r[0][0] / 2 - r[0][1]);
+  return p;
+}
+
+int work(int argc, char** argv) {
+  std::string grid_name = "a grid", sizes_text = "0,1024,16384,65536,262144,1048576";
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (!std::strcmp(argv[i], "--grid-name")) grid_name = argv[++i];
+    else if (!std::strcmp(argv[i], "--sizes")) sizes_text = argv[++i];
+  }
+  const std::vector<double> sizes = sizes_from(sizes_text);
+  const auto start = Clock::now();
+  gridrt::init(&argc, &argv);
+  const gridrt::Comm world = gridrt::Comm::world();
+  const int P = world.size(), me = world.rank();
+  using gridrt::Level;
+  // Each cluster's ranks, and each site's clusters, in order of their first rank.
+  std::vector<std::vector<int>> cluster_ranks(gridrt::num_colors(Level::kCluster));
+  std::vector<std::vector<int>> site_clusters(gridrt::num_colors(Level::kSite));
+  for (int r = 0; r < P; ++r) {
+    auto& ranks = cluster_ranks[gridrt::level_color(Level::kCluster, r)];
+    if (ranks.empty()) site_clusters[gridrt::level_color(Level::kSite, r)].push_back(gridrt::level_color(Level::kCluster, r));
+    ranks.push_back(r);
+  }
+  std::vector<Measurement> plan;
+  for (const auto& ranks : cluster_ranks)
+    if (ranks.size() >= 2) plan.push_back({"inside", gridrt::level_name(Level::kCluster, ranks[0]), ranks[0], ranks[1]});
+  for (const auto& clusters : site_clusters)
+    if (clusters.size() >= 2)
+      plan.push_back({"within_site", gridrt::level_name(Level::kSite, cluster_ranks[clusters[0]][0]), cluster_ranks[clusters[0]][0],
+                      cluster_ranks[clusters[1]][0]});
+  for (std::size_t s = 0; s < site_clusters.size(); ++s)
+    for (std::size_t t = s + 1; t < site_clusters.size(); ++t) {
+      const int a = cluster_ranks[site_clusters[s][0]][0], b = cluster_ranks[site_clusters[t][0]][0];
+      plan.push_back({"between_sites", gridrt::level_name(Level::kSite, a) + "|" + gridrt::level_name(Level::kSite, b), a, b});
+    }
+  gridrt::models::GridModel model;
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    const Measurement& mm = plan[i];
+    const int tag = 100 + static_cast<int>(i);
+    if (me == 0) std::printf("# %zu/%zu: %s %s (ranks %d and %d)\n", i + 1, plan.size(), mm.kind.c_str(), mm.name.c_str(), mm.a, mm.b);
+    std::fflush(stdout);
+    std::vector<std::array<double, 4>> r(sizes.size());
+    if (me == mm.a || me == mm.b) r = measure_pair(me, mm.a, mm.b, tag, sizes);
+    // The leader's figures to rank 0, which writes the model.
+    if (mm.a != 0 && me == mm.a) gridrt::send(r.data(), r.size() * sizeof r[0], 0, tag);
+    if (me == 0 && mm.a != 0) gridrt::recv(r.data(), r.size() * sizeof r[0], mm.a, tag);
+    if (me == 0) {
+      const gridrt::models::PLogP p = plogp_of(r, sizes);
+      if (mm.kind == "inside") model.inside[mm.name] = p;
+      else if (mm.kind == "within_site") model.within_site[mm.name] = p;
+      else {
+        const auto bar = mm.name.find('|');
+        std::string s = mm.name.substr(0, bar), t = mm.name.substr(bar + 1);
+        if (t < s) std::swap(s, t);
+        model.between_sites[{s, t}] = p;
+      }
+    }
+    world.barrier();
+  }
+  if (me == 0) {
+    model.grid = grid_name;
+    model.measurements = static_cast<int>(plan.size());
+    model.seconds = seconds_since(start);
+    char when[32];
+    const std::time_t now = std::time(nullptr);
+    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    model.measured = when;
+    std::printf("# gridrt-model\n%s", gridrt::models::model_json(model).c_str());
+    std::fflush(stdout);
+  }
+  gridrt::finalize();
+  return 0;
+}
+
+// ---------------------------------------------------------------- launcher
+
+int launch(int argc, char** argv) {
+  std::string output = "gridrt-model.json", show, sizes;
+  std::vector<std::string> grid_args, worker_args;
+  std::string grid_name;
+  int clusters = 2, ranks = 3;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage_error(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--version") {
+      std::puts(gridrt::version_line("gridrun calibrate").c_str());
+      return 0;
+    } else if (a == "--output") {
+      output = value();
+    } else if (a == "--show") {
+      show = value();
+    } else if (a == "--sizes") {
+      sizes = value();
+      sizes_from(sizes);
+      worker_args.insert(worker_args.end(), {a, sizes});
+    } else if (a == "--clusters" || a == "--ranks-per-cluster" || a == "--grid" || a == "--broker" || a == "--cert" || a == "--key" ||
+               a == "--ca" || a.rfind("--emulate-wan", 0) == 0) {
+      const std::string v = value();
+      if (a == "--clusters") clusters = std::atoi(v.c_str());
+      if (a == "--ranks-per-cluster") ranks = std::atoi(v.c_str());
+      if (a == "--grid") grid_name = v;
+      if (a == "--broker") grid_name = "the grid of broker " + v;
+      grid_args.insert(grid_args.end(), {a, v});
+    } else {
+      usage_error("unknown option '" + a + "'");
+    }
+  }
+  if (!show.empty()) {
+    try {
+      std::fputs(gridrt::models::describe_model(gridrt::models::load_model(show)).c_str(), stdout);
+      return 0;
+    } catch (const gridrt::models::ModelError& e) {
+      std::fprintf(stderr, "gridrun calibrate: %s\n", e.what());
+      return 2;
+    }
+  }
+  if (grid_name.empty()) grid_name = "embedded grid of " + std::to_string(clusters) + " x " + std::to_string(ranks);
+  worker_args.insert(worker_args.end(), {"--grid-name", grid_name});
+  const char* gridrun = std::getenv("GRIDRT_GRIDRUN");
+  const std::string launcher =
+      gridrun ? gridrun : (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "gridrun").string();
+  std::string json;
+  bool in_model = false;
+  std::fprintf(stderr, "gridrun calibrate: measuring %s\n", grid_name.c_str());
+  const int status = gridrt::run_self_as_job("gridcalibrate", launcher, grid_args, worker_args, [&](const std::string& line) {
+    if (line == "# gridrt-model\n") in_model = true;
+    else if (in_model) json += line;
+    else std::fputs(("gridrun calibrate: " + line.substr(line.rfind("# ", 0) == 0 ? 2 : 0)).c_str(), stderr);
+  });
+  if (status != 0 || json.empty()) {
+    std::fprintf(stderr, "gridrun calibrate: the calibration job failed (status %d); nothing written\n", status);
+    return status ? status : 1;
+  }
+  try {
+    const gridrt::models::GridModel m = gridrt::models::read_model_json(json, "the calibration job's output");
+    const std::string tmp = output + ".tmp";
+    std::ofstream(tmp) << json;
+    std::filesystem::rename(tmp, output);
+    std::fprintf(stderr, "gridrun calibrate: wrote %s\n", output.c_str());
+    std::fputs(gridrt::models::describe_model(m).c_str(), stdout);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gridrun calibrate: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool worker = argc > 1 && std::string(argv[1]) == "--worker";
+  try {
+    return worker ? work(argc, argv) : launch(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gridrun calibrate: %s\n", e.what());
+    return 1;
+  }
+}

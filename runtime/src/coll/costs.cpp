@@ -1,0 +1,102 @@
+#include "costs.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "models/scatter_models.h"
+
+namespace gridrt::detail {
+
+int ceil_log2(int n) {
+  int k = 0;
+  while ((1LL << k) < n) ++k;
+  return k;
+}
+
+CostShape::CostShape(const models::GridModel& model, std::vector<int> members_part, std::vector<int> part_site,
+                     const std::vector<std::string>& part_cluster, const std::vector<std::string>& site_name, double slice_bytes)
+    : site_of_part(std::move(part_site)), part_of(std::move(members_part)), slice(slice_bytes) {
+  const int C = static_cast<int>(site_of_part.size());
+  part_size.assign(C, 0);
+  first_member.assign(C, -1);
+  for (int i = 0; i < static_cast<int>(part_of.size()); ++i) {
+    ++part_size[part_of[i]];
+    if (first_member[part_of[i]] < 0) first_member[part_of[i]] = i;
+  }
+  for (int p = 0; p < C; ++p) {
+    if (site_of_part[p] >= static_cast<int>(sites.size())) sites.resize(site_of_part[p] + 1);
+    sites[site_of_part[p]].push_back(p);
+  }
+  site_access.assign(sites.size(), false);
+  for (std::size_t t = 0; t < sites.size(); ++t) site_access[t] = model.access.count(site_name[t]) > 0;
+  link.assign(C, std::vector<models::PLogP>(C));
+  for (int a = 0; a < C; ++a)
+    for (int b = 0; b < C; ++b)
+      link[a][b] = model.link(part_cluster[a], site_name[site_of_part[a]], part_cluster[b], site_name[site_of_part[b]]);
+}
+
+Timeline::Timeline(const CostShape& s) : s_(s), sender_free_(s.size(), 0.0) {
+  const std::size_t C = s.parts(), S = s.sites.size();
+  line_free_.assign(C * C + S * S + S, 0.0);
+}
+
+int Timeline::line_of(int a, int b) const {
+  const int C = s_.parts(), S = static_cast<int>(s_.sites.size());
+  if (a == b) return -1;  // inside a cluster: MPICH's paths, not a shared line
+  if (s_.same_site(a, b)) return a * C + b;
+  const int sa = s_.site_of_part[a], sb = s_.site_of_part[b];
+  if (s_.site_access[sa]) return C * C + S * S + sa;
+  return C * C + sa * S + sb;
+}
+
+double Timeline::send(int from, int a, int b, double m, double t) {
+  const models::PLogP& p = s_.link[a][b];
+  double start = t;
+  if (from >= 0) {
+    // The sender is busy for its own gap (inside its cluster: handing the message over).
+    start = std::max(start, sender_free_[from]);
+    sender_free_[from] = start + s_.link[a][a].gap(m);
+  }
+  const int line = line_of(a, b);
+  if (line < 0) return start + p.gap(m) + p.L;
+  const double clocked = std::max(start, line_free_[line]) + p.gap(m);
+  line_free_[line] = clocked;
+  return clocked + p.L;
+}
+
+std::vector<double> through_heads(const CostShape& s, const std::vector<double>& ready, const std::vector<double>& up,
+                                  const std::vector<double>& across, const std::vector<double>& down) {
+  Timeline tl(s);
+  const int S = static_cast<int>(s.sites.size());
+  std::vector<double> at_head(S, 0), everything(S, 0), done(s.parts(), 0);
+  for (int t = 0; t < S; ++t)
+    for (int p : s.sites[t])
+      at_head[t] = std::max(at_head[t], p == s.head(t) ? ready[p] : tl.send(s.first_member[p], p, s.head(t), up[p], ready[p]));
+  everything = at_head;
+  for (int t = 0; t < S; ++t)
+    for (int u = 0; u < S; ++u)
+      if (u != t) everything[u] = std::max(everything[u], tl.send(s.first_member[s.head(t)], s.head(t), s.head(u), across[t], at_head[t]));
+  for (int t = 0; t < S; ++t)
+    for (int p : s.sites[t])
+      done[p] = p == s.head(t) ? everything[t] : tl.send(s.first_member[s.head(t)], s.head(t), p, down[p], everything[t]);
+  return done;
+}
+
+double local_cost(Coll op, int n, const models::PLogP& p, double m) {
+  if (n <= 1) return 0;
+  const int k = ceil_log2(n);
+  switch (op) {
+    case Coll::kBarrier: return k * (p.L + p.gap(0));
+    case Coll::kBcast:
+    case Coll::kReduce:
+    case Coll::kAllreduce:
+    case Coll::kScan: return k * (p.L + p.gap(m));
+    case Coll::kGather:
+    case Coll::kScatter:
+    case Coll::kAllgather: return models::scatter_binomial(p, n, m);
+    case Coll::kAlltoall: return (n - 1) * p.gap(m) + p.L;
+  }
+  return 0;
+}
+
+}  // namespace gridrt::detail

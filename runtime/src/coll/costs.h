@@ -1,0 +1,84 @@
+// What the cost functions of the collective algorithms share (each algorithm's own is in its
+// file, declared in algorithms.h): the shape of a communicator with the calibrated pLogP
+// parameters of every pair of its parts (models/grid_model.h), the cost of MPICH's steps
+// inside a cluster, and a timeline that plays an algorithm's messages over the grid's lines.
+//
+// The model: pLogP (Kielmann, Bal, Verstoep, "Fast Measurement of LogP Parameters for
+// Message Passing Platforms", 2000): a message of m bytes occupies its line for the gap
+// g(m) and arrives L after it has been clocked out. The messages one site sends to another
+// in the same step share one line (or, with an access line, all it sends to any site),
+// one after the other: the adaptation of Steffenel, Martinasso and Trystram's Local Group
+// model ("Assessing Contention Effects on MPI_Alltoall Communications", 2007/2008, Eq. 7)
+// to lines shared by the pairs of a step, as on a real site's WAN link. Lines between
+// clusters of one site (the LAN) and the paths inside a cluster are not shared.
+//
+// Times in seconds. Every member computes the same predictions from the same shape and
+// model, so choices made from them agree.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "choice.h"
+#include "models/grid_model.h"
+
+namespace gridrt::detail {
+
+struct CostShape {
+  std::vector<int> part_size;            // members of each part (cluster), parts numbered as in CommImpl
+  std::vector<int> site_of_part;         // and the site of each, sites numbered by their first part
+  std::vector<std::vector<int>> sites;   // each site's parts, in order
+  std::vector<int> part_of;              // of every member
+  std::vector<int> first_member;         // of every part (its leader)
+  std::vector<bool> site_access;         // the site's outgoing WAN traffic shares one line
+  std::vector<std::vector<models::PLogP>> link;  // [a][b] between members of parts a and b ([a][a]: inside a)
+  double slice = 64 * 1024;              // GRIDRT_SLICE, bytes
+
+  // From the members' parts (part_of, parts numbered by first member), the parts' sites,
+  // and the clusters' and sites' names in the model. Throws models::ModelError when the
+  // model lacks a pair that the communicator needs.
+  CostShape(const models::GridModel& model, std::vector<int> part_of, std::vector<int> site_of_part,
+            const std::vector<std::string>& part_cluster, const std::vector<std::string>& site_name, double slice);
+
+  int parts() const { return static_cast<int>(part_size.size()); }
+  int size() const { return static_cast<int>(part_of.size()); }
+  bool same_site(int a, int b) const { return site_of_part[a] == site_of_part[b]; }
+  int head(int site) const { return sites[site].front(); }
+  bool is_head(int part) const { return head(site_of_part[part]) == part; }
+  // The hierarchical algorithms' tree over the parts from part `from` (CommImpl::upstream):
+  // parts of from's site and other sites' heads under it, a site's other parts under its head.
+  int upstream(int p, int from) const { return same_site(p, from) || is_head(p) ? from : head(site_of_part[p]); }
+};
+
+// A schedule played over the lines: each message waits for its sender and its line to be
+// free, occupies both for its gap, and arrives L after. Senders are members (or -1 where
+// the sender's own gap does not matter: a message handed on as soon as it is there).
+class Timeline {
+ public:
+  explicit Timeline(const CostShape& s);
+  // A message of m bytes from member `from` of part a to part b, ready at t: when it arrives.
+  double send(int from, int a, int b, double m, double t);
+
+ private:
+  const CostShape& s_;
+  std::vector<double> sender_free_;  // by member
+  std::vector<double> line_free_;    // by line (line_of)
+  int line_of(int a, int b) const;
+};
+
+// The symmetric hierarchical pattern (barrier, allreduce, allgather): every part's leader
+// hands up[p] bytes to its site's head once ready[p]; each head, once it has its site's,
+// sends across[site] bytes to every other head; once it has every site's, it hands down[p]
+// bytes to each of its site's other parts. Returns when each part's leader has it all.
+std::vector<double> through_heads(const CostShape& s, const std::vector<double>& ready, const std::vector<double>& up,
+                                  const std::vector<double>& across, const std::vector<double>& down);
+
+// MPICH's collective `op` over n processes of one cluster (pLogP p), m bytes as choice.h
+// counts them (gather, scatter, allgather, alltoall: per block). Binomial trees for the
+// rooted operations and barrier, recursive doubling for allreduce and scan, the linear
+// gatherv and alltoall that MPICH posts at once (Thakur, Rabenseifner, Gropp 2005).
+double local_cost(Coll op, int n, const models::PLogP& p, double m);
+
+int ceil_log2(int n);
+
+}  // namespace gridrt::detail

@@ -1,0 +1,140 @@
+// What auto chooses when the grid's model is loaded (GRIDRT_MODEL; docs/models.md): for
+// every call, the algorithm with the least predicted time (algorithms.h's cost functions)
+// for that operation, size, root and communicator. Every member has the same model and the
+// same communicator shape, and the sizes are ones every member knows (choice.h), so every
+// member chooses alike. Without a model, or for the v-forms whose sizes only some members
+// know, the measured rules of choice.h.
+#include <cstdio>
+#include <map>
+#include <tuple>
+
+#include "algorithms.h"
+
+namespace gridrt::detail {
+
+Prediction predict(const CostShape& s, Coll op, std::size_t bytes, int root) {
+  const double m = static_cast<double>(bytes);
+  switch (op) {
+    case Coll::kBarrier: return {barrier_hier_cost(s), barrier_dissemination_cost(s)};
+    case Coll::kBcast: return {bcast_hier_cost(s, root, m), bcast_binomial_cost(s, root, m)};
+    case Coll::kReduce: return {reduce_hier_cost(s, root, m), reduce_binomial_cost(s, root, m)};
+    case Coll::kAllreduce: return {allreduce_hier_cost(s, m), allreduce_doubling_cost(s, m)};
+    case Coll::kGather: return {gather_hier_cost(s, root, m), gather_binomial_cost(s, root, m)};
+    case Coll::kScatter: return {scatter_hier_cost(s, root, m), scatter_binomial_cost(s, root, m)};
+    case Coll::kAllgather: return {allgather_hier_cost(s, m), allgather_ring_cost(s, m)};
+    case Coll::kAlltoall: return {alltoall_local_group_cost(s, m), alltoall_pairwise_cost(s, m)};
+    case Coll::kScan: return {scan_hier_cost(s, m), scan_doubling_cost(s, m)};
+  }
+  return {};
+}
+
+const char* coll_name(Coll op) {
+  switch (op) {
+    case Coll::kBarrier: return "barrier";
+    case Coll::kBcast: return "bcast";
+    case Coll::kReduce: return "reduce";
+    case Coll::kAllreduce: return "allreduce";
+    case Coll::kGather: return "gather";
+    case Coll::kScatter: return "scatter";
+    case Coll::kAllgather: return "allgather";
+    case Coll::kAlltoall: return "alltoall";
+    case Coll::kScan: return "scan";
+  }
+  return "?";
+}
+
+namespace {
+
+// The communicator's shape with the model's parameters: its parts' clusters and sites by
+// name, as the topology has them.
+std::shared_ptr<const CostShape> shape_of(const CommImpl& c) {
+  const Topology& t = state().topo;
+  std::vector<std::string> part_cluster, site_name(c.sites.size());
+  for (std::size_t p = 0; p < c.parts.size(); ++p) {
+    const ClusterPart& cluster = t.clusters[t.cluster_of(static_cast<std::uint32_t>(c.members[c.leader(static_cast<int>(p))]))];
+    part_cluster.push_back(cluster.name);
+    site_name[c.site_of_part[p]] = t.sites[cluster.site];
+  }
+  return std::make_shared<const CostShape>(*state().model, c.part_of, c.site_of_part, part_cluster, site_name,
+                                           static_cast<double>(state().slice));
+}
+
+}  // namespace
+
+Algo auto_choice(CommImpl& c, Coll op, std::size_t bytes, int root) {
+  const Algo by_rules = auto_picks_flat(c.sites.size(), c.parts.size(), op, bytes) ? Algo::kFlat : Algo::kHier;
+  if (!state().model || bytes == kSizeNotShared) return by_rules;
+  if (!c.costs_tried) {
+    c.costs_tried = true;
+    try {
+      c.costs = shape_of(c);
+    } catch (const models::ModelError& e) {
+      if (c.me == 0) std::fprintf(stderr, "gridrt: auto follows its measured rules on this communicator: %s\n", e.what());
+    }
+  }
+  if (!c.costs) return by_rules;
+  const Prediction p = predict(*c.costs, op, bytes, root);
+  const Algo a = p.flat < p.hier ? Algo::kFlat : Algo::kHier;
+  if (state().explain && c.me == 0) {
+    const std::string key = std::string(coll_name(op)) + " " + std::to_string(bytes) + " " + std::to_string(root);
+    if (std::find(c.explained.begin(), c.explained.end(), key) == c.explained.end() && c.explained.size() < 1000) {
+      c.explained.push_back(key);
+      std::fprintf(stderr, "gridrt: auto: %s of %zu B on %d members in %d clusters at %zu sites: hier %.1f us, flat %.1f us -> %s\n",
+                   coll_name(op), bytes, c.size(), static_cast<int>(c.parts.size()), c.sites.size(), p.hier * 1e6, p.flat * 1e6,
+                   a == Algo::kFlat ? "flat" : "hier");
+    }
+  }
+  return a;
+}
+
+Coll coll_named(const std::string& op) {
+  for (Coll c : {Coll::kBarrier, Coll::kBcast, Coll::kReduce, Coll::kAllreduce, Coll::kGather, Coll::kScatter, Coll::kAllgather,
+                 Coll::kAlltoall, Coll::kScan})
+    if (op == coll_name(c)) return c;
+  throw Error("gridrt: predicted_us: unknown collective '" + op + "'");
+}
+
+double pick(const Prediction& p, Algo algo) {
+  const double s = algo == Algo::kHier ? p.hier : algo == Algo::kFlat ? p.flat : std::min(p.hier, p.flat);
+  return s * 1e6;
+}
+
+}  // namespace gridrt::detail
+
+namespace gridrt {
+
+double Comm::predicted_us(const std::string& op, std::size_t bytes, Algo algo, int root) const {
+  detail::CommImpl& c = impl();
+  const detail::Coll which = detail::coll_named(op);
+  if (!detail::state().model) return -1;
+  detail::auto_choice(c, which, bytes, root);  // makes the shape once, as auto does
+  if (!c.costs) return -1;
+  if (algo == Algo::kDefault) algo = detail::asked_for(algo);
+  return detail::pick(detail::predict(*c.costs, which, bytes, root), algo);
+}
+
+double predicted_us(const std::string& model_file, const GridShape& grid, const std::string& op, std::size_t bytes, Algo algo, int root) {
+  const detail::Coll which = detail::coll_named(op);
+  if (grid.clusters.size() != grid.sites.size() || grid.clusters.size() != grid.ranks.size() || grid.clusters.empty())
+    throw Error("gridrt: predicted_us: a cluster, a site and a number of ranks for each cluster");
+  models::GridModel model;
+  try {
+    model = models::load_model(model_file).with_typical();
+  } catch (const models::ModelError& e) {
+    throw Error(std::string("gridrt: ") + e.what());
+  }
+  std::vector<int> part_of, site_of_part;
+  std::vector<std::string> site_name;
+  for (std::size_t p = 0; p < grid.clusters.size(); ++p) {
+    if (grid.ranks[p] < 1) throw Error("gridrt: predicted_us: every cluster needs at least one rank");
+    part_of.insert(part_of.end(), grid.ranks[p], static_cast<int>(p));
+    auto at = std::find(site_name.begin(), site_name.end(), grid.sites[p]);
+    if (at == site_name.end()) at = site_name.insert(site_name.end(), grid.sites[p]);
+    site_of_part.push_back(static_cast<int>(at - site_name.begin()));
+  }
+  if (root < 0 || root >= static_cast<int>(part_of.size())) throw Error("gridrt: predicted_us: root " + std::to_string(root) + " is not a rank");
+  const detail::CostShape shape(model, part_of, site_of_part, grid.clusters, site_name, 64 * 1024);
+  return detail::pick(detail::predict(shape, which, bytes, root), algo);
+}
+
+}  // namespace gridrt

@@ -1,0 +1,211 @@
+#include "models/grid_model.h"
+
+#include <boost/property_tree/json_parser.hpp>
+#include <boost/property_tree/ptree.hpp>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace gridrt::models {
+
+namespace pt = boost::property_tree;
+
+GridModel GridModel::with_typical() const {
+  GridModel m = *this;
+  if (!inside.empty()) m.inside.emplace("*", inside.begin()->second);
+  if (!within_site.empty()) m.within_site.emplace("*", within_site.begin()->second);
+  if (!between_sites.empty()) m.between_sites.emplace(std::make_pair("*", "*"), between_sites.begin()->second);
+  return m;
+}
+
+const PLogP& GridModel::link(const std::string& a, const std::string& sa, const std::string& b, const std::string& sb) const {
+  if (a == b) {
+    auto it = inside.find(a);
+    if (it == inside.end()) it = inside.find("*");
+    if (it == inside.end()) throw ModelError("the model has no measurement inside cluster '" + a + "'");
+    return it->second;
+  }
+  if (sa == sb) {
+    auto it = within_site.find(sa);
+    if (it == within_site.end()) it = within_site.find("*");
+    if (it == within_site.end()) throw ModelError("the model has no measurement between clusters of site '" + sa + "'");
+    return it->second;
+  }
+  auto it = between_sites.find(sa < sb ? std::make_pair(sa, sb) : std::make_pair(sb, sa));
+  if (it == between_sites.end()) it = between_sites.find({"*", "*"});
+  if (it == between_sites.end()) throw ModelError("the model has no measurement between sites '" + sa + "' and '" + sb + "'");
+  return it->second;
+}
+
+namespace {
+
+constexpr const char* kFormat = "gridrt-model/1";
+
+double number(const pt::ptree& t, const std::string& what) {
+  const std::string v = t.get_value<std::string>();
+  std::size_t used = 0;
+  double x = 0;
+  try {
+    x = std::stod(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != v.size() || !std::isfinite(x) || x < 0) throw ModelError(what + " must be a non-negative number, not '" + v + "'");
+  return x;
+}
+
+const pt::ptree& child(const pt::ptree& t, const std::string& key, const std::string& where) {
+  const auto c = t.get_child_optional(key);
+  if (!c) throw ModelError(where + ": '" + key + "' is missing");
+  return *c;
+}
+
+// [[bytes, us], ...] with sizes increasing: a quantity by size, in seconds.
+BySize by_size(const pt::ptree& t, const std::string& where) {
+  BySize out;
+  for (const auto& [key, point] : t) {
+    std::vector<double> xy;
+    for (const auto& [k, v] : point) xy.push_back(number(v, where));
+    if (!key.empty() || xy.size() != 2) throw ModelError(where + " must be a list of [bytes, microseconds] pairs");
+    if (!out.points.empty() && xy[0] <= out.points.back().first) throw ModelError(where + ": sizes must increase");
+    out.points.emplace_back(xy[0], xy[1] * 1e-6);
+  }
+  if (out.points.empty()) throw ModelError(where + " is empty");
+  return out;
+}
+
+PLogP plogp(const pt::ptree& t, const std::string& where) {
+  PLogP p;
+  p.L = number(child(t, "L_us", where), where + ".L_us") * 1e-6;
+  p.g = by_size(child(t, "g_us", where), where + ".g_us");
+  if (const auto os = t.get_child_optional("os_us")) p.os = by_size(*os, where + ".os_us");
+  if (const auto orecv = t.get_child_optional("or_us")) p.orecv = by_size(*orecv, where + ".or_us");
+  return p;
+}
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string points_json(const BySize& b) {
+  std::string out = "[";
+  for (const auto& [m, s] : b.points) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s[%.0f, %.3f]", out.size() > 1 ? ", " : "", m, s * 1e6);
+    out += buf;
+  }
+  return out + "]";
+}
+
+std::string plogp_json(const PLogP& p) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.3f", p.L * 1e6);
+  std::string out = "{\"L_us\": " + std::string(buf) + ", \"g_us\": " + points_json(p.g);
+  if (!p.os.points.empty()) out += ", \"os_us\": " + points_json(p.os);
+  if (!p.orecv.points.empty()) out += ", \"or_us\": " + points_json(p.orecv);
+  return out + "}";
+}
+
+}  // namespace
+
+GridModel read_model_json(const std::string& text, const std::string& source) {
+  pt::ptree root;
+  std::istringstream in(text);
+  try {
+    pt::read_json(in, root);
+  } catch (const pt::json_parser_error& e) {
+    throw ModelError(source + ":" + std::to_string(e.line()) + ": not JSON: " + e.message());
+  }
+  try {
+    if (root.get<std::string>("format", "") != kFormat) throw ModelError("'format' must be \"" + std::string(kFormat) + "\"");
+    GridModel m;
+    m.grid = root.get<std::string>("grid", "");
+    m.measured = root.get<std::string>("measured", "");
+    if (const auto n = root.get_child_optional("measurements")) m.measurements = static_cast<int>(number(*n, "measurements"));
+    if (const auto s = root.get_child_optional("seconds")) m.seconds = number(*s, "seconds");
+    if (const auto inside = root.get_child_optional("inside"))
+      for (const auto& [cluster, p] : *inside) m.inside[cluster] = plogp(p, "inside." + cluster);
+    if (const auto within = root.get_child_optional("within_site"))
+      for (const auto& [site, p] : *within) m.within_site[site] = plogp(p, "within_site." + site);
+    if (const auto between = root.get_child_optional("between_sites"))
+      for (const auto& [key, entry] : *between) {
+        std::vector<std::string> sites;
+        for (const auto& [k, v] : child(entry, "sites", "between_sites")) sites.push_back(v.get_value<std::string>());
+        if (sites.size() != 2 || sites[0] == sites[1]) throw ModelError("between_sites: 'sites' must name two sites");
+        if (sites[1] < sites[0]) std::swap(sites[0], sites[1]);
+        m.between_sites[{sites[0], sites[1]}] = plogp(child(entry, "plogp", "between_sites"), "between_sites." + sites[0] + "-" + sites[1]);
+      }
+    if (const auto access = root.get_child_optional("access"))
+      for (const auto& [k, v] : *access) m.access.insert(v.get_value<std::string>());
+    if (m.empty()) throw ModelError("no measurement (inside, within_site or between_sites)");
+    return m;
+  } catch (const ModelError& e) {
+    throw ModelError(source + ": " + e.what());
+  } catch (const pt::ptree_error& e) {
+    throw ModelError(source + ": " + e.what());
+  }
+}
+
+GridModel load_model(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ModelError(path + ": cannot read the model file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return read_model_json(text.str(), path);
+}
+
+std::string model_json(const GridModel& m) {
+  std::string out = "{\n  \"format\": \"" + std::string(kFormat) + "\",\n  \"grid\": " + quoted(m.grid) + ",\n  \"measured\": " + quoted(m.measured) +
+                    ",\n  \"measurements\": " + std::to_string(m.measurements);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", m.seconds);
+  out += ",\n  \"seconds\": " + std::string(buf) + ",\n  \"inside\": {";
+  std::string sep = "\n    ";
+  for (const auto& [c, p] : m.inside) out += sep + quoted(c) + ": " + plogp_json(p), sep = ",\n    ";
+  out += "\n  },\n  \"within_site\": {";
+  sep = "\n    ";
+  for (const auto& [s, p] : m.within_site) out += sep + quoted(s) + ": " + plogp_json(p), sep = ",\n    ";
+  out += "\n  },\n  \"between_sites\": [";
+  sep = "\n    ";
+  for (const auto& [st, p] : m.between_sites)
+    out += sep + "{\"sites\": [" + quoted(st.first) + ", " + quoted(st.second) + "], \"plogp\": " + plogp_json(p) + "}", sep = ",\n    ";
+  out += "\n  ],\n  \"access\": [";
+  sep = "";
+  for (const auto& s : m.access) out += sep + quoted(s), sep = ", ";
+  return out + "]\n}\n";
+}
+
+namespace {
+std::string describe_plogp(const PLogP& p) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "L %.1f us, g(0) %.1f us, g(64 KiB) %.1f us (%.1f MB/s)", p.L * 1e6, p.gap(0) * 1e6, p.gap(65536) * 1e6,
+                p.gap(65536) > p.gap(0) ? 65536 / (p.gap(65536) - p.gap(0)) / 1e6 : 0.0);
+  return buf;
+}
+}  // namespace
+
+std::string describe_model(const GridModel& m) {
+  std::string out = "model of " + (m.grid.empty() ? std::string("a grid") : m.grid) + (m.measured.empty() ? "" : ", measured " + m.measured);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, " (%d measurements, %.1f s)\n", m.measurements, m.seconds);
+  out += buf;
+  for (const auto& [c, p] : m.inside) out += "  inside cluster " + c + ": " + describe_plogp(p) + "\n";
+  for (const auto& [s, p] : m.within_site) out += "  between clusters of site " + s + ": " + describe_plogp(p) + "\n";
+  for (const auto& [st, p] : m.between_sites) out += "  between sites " + st.first + " and " + st.second + ": " + describe_plogp(p) + "\n";
+  for (const auto& s : m.access) out += "  site " + s + "'s traffic to other sites shares one access line\n";
+  return out;
+}
+
+}  // namespace gridrt::models

@@ -1,0 +1,58 @@
+// The calibrated model of a grid (docs/models.md, "The model file"): pLogP parameters
+// (models/plogp.h) for each level of the grid, from which every collective algorithm's
+// cost function (coll/costs.h) predicts what a call will take, and `auto` chooses.
+//
+//   inside[cluster]          between two processes of one cluster (MPICH's own path)
+//   within_site[site]        between processes of two clusters of one site (through the
+//                            relays, over the site's LAN)
+//   between_sites[{s, t}]    between processes of two sites (through the relays and the WAN)
+//   access                   sites whose outgoing WAN traffic shares one line (the
+//                            one-port assumption); otherwise each pair of sites has its line
+//
+// One measurement stands for every pair it represents: a cluster's processes are taken as
+// alike, a site's clusters, and all clusters of two sites (logical homogeneous clusters,
+// Barchet-Estefanel and Mounié 2004), so C sites of one cluster each take C(C+1)/2
+// measurements. Kept as JSON (read_model_json / model_json), in microseconds.
+#pragma once
+
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "models/plogp.h"
+
+namespace gridrt::models {
+
+struct GridModel {
+  std::map<std::string, PLogP> inside;
+  std::map<std::string, PLogP> within_site;
+  std::map<std::pair<std::string, std::string>, PLogP> between_sites;  // (s, t), s < t
+  std::set<std::string> access;
+  std::string grid;      // what was measured (a grid description, or "embedded C x R")
+  std::string measured;  // when (UTC, ISO 8601)
+  int measurements = 0;  // pairs measured to make it
+  double seconds = 0;    // how long calibration took
+
+  bool empty() const { return inside.empty() && within_site.empty() && between_sites.empty(); }
+  // The same with typical values ("*": the first it has of each kind) for clusters and
+  // sites it does not name: for predictions on grids larger than the one measured.
+  GridModel with_typical() const;
+  // The parameters between two processes: of clusters a and b, at sites sa and sb. Throws
+  // ModelError naming what the model lacks.
+  const PLogP& link(const std::string& a, const std::string& sa, const std::string& b, const std::string& sb) const;
+};
+
+struct ModelError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Reads a model file's text; throws ModelError naming `source`, where and what is wrong.
+GridModel read_model_json(const std::string& text, const std::string& source);
+GridModel load_model(const std::string& path);
+std::string model_json(const GridModel& m);
+// A readable account of it, for `gridrun calibrate --show`.
+std::string describe_model(const GridModel& m);
+
+}  // namespace gridrt::models
