@@ -74,9 +74,20 @@ void Relay::send_to_cluster(const std::string& cluster, Frame& f, const std::str
     pl->delay = opt_.wan.pair(opt_.cluster.site, *wan_to_site).delay;
     pl->line_timer = std::make_unique<asio::steady_timer>(io_);
   }
-  const auto arrival = pl->line->clocked_out(wire::kHeaderSize + f.body.size(), WanLine::Clock::now()) + pl->delay;
-  pl->on_the_line.emplace_back(arrival, std::move(f));
-  if (pl->on_the_line.size() == 1) wait_for_the_line(cluster, *pl);
+  // Credits (flow control, 64 bytes) go ahead of the data queued on the line, as a router
+  // that puts small control packets first (acknowledgement prioritisation) would: queued
+  // behind a window of the other direction's data they would stall every stream across
+  // the line by that data's clocking time, which no real WAN path's short queue does.
+  // Nothing else overtakes: frames of one stream stay in order.
+  const bool ahead = f.header.type == Type::kCredit;
+  const auto now = WanLine::Clock::now();
+  const auto arrival = (ahead ? now : pl->line->clocked_out(wire::kHeaderSize + f.body.size(), now)) + pl->delay;
+  auto at = pl->on_the_line.end();
+  if (ahead)
+    at = std::upper_bound(pl->on_the_line.begin(), pl->on_the_line.end(), arrival, [](const auto& t, const auto& e) { return t < e.first; });
+  const bool first = at == pl->on_the_line.begin();
+  pl->on_the_line.emplace(at, arrival, std::move(f));
+  if (first) wait_for_the_line(cluster, *pl);
 }
 
 // The line this site's traffic to `site` is clocked through (WanPlan::line): shared with

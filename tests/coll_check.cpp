@@ -19,6 +19,7 @@
 #include "common/program_help.h"
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -367,16 +368,47 @@ void check_allgatherv_alltoall(const Comm& c, Algo algo, const std::string& labe
 
 }  // namespace
 
-const char* kUsage = R"(usage: coll_check [--mismatch]
+// --predictions: with GRIDRT_MODEL set, every member's predictions (so auto's choices) for
+// every operation, size, algorithm and root, on the world and on an interleaved split,
+// gathered and compared: all members must agree bit for bit.
+int check_predictions() {
+  const std::vector<std::string> ops = {"barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall", "scan"};
+  const Comm world = Comm::world();
+  const Comm interleaved = world.split(0, (gridrt::rank() * 7) % gridrt::size());
+  int values = 0;
+  bool agree = true, known = true;
+  for (const Comm* c : {&world, &interleaved}) {
+    std::vector<double> mine;
+    for (const auto& op : ops)
+      for (std::size_t bytes : {std::size_t{0}, std::size_t{8}, std::size_t{65536}, std::size_t{4} << 20})
+        for (gridrt::Algo algo : {gridrt::Algo::kHier, gridrt::Algo::kFlat, gridrt::Algo::kAuto})
+          for (int root = 0; root < c->size(); ++root) mine.push_back(c->predicted_us(op, bytes, algo, root));
+    std::vector<double> all(mine.size() * c->size());
+    c->allgather(mine.data(), all.data(), static_cast<int>(mine.size()), MPI_DOUBLE, gridrt::Algo::kHier);
+    for (int r = 0; r < c->size(); ++r) agree &= std::memcmp(all.data() + r * mine.size(), mine.data(), mine.size() * sizeof(double)) == 0;
+    for (double v : mine) known &= v >= 0;
+    values += static_cast<int>(mine.size());
+  }
+  if (!known) std::fprintf(stderr, "coll_check: rank %d: no prediction (is GRIDRT_MODEL set?)\n", gridrt::rank());
+  if (!agree) std::fprintf(stderr, "coll_check: rank %d: the members' predictions differ\n", gridrt::rank());
+  if (gridrt::rank() == 0 && agree && known)
+    std::printf("coll_check: %d predictions agree on %d members\n", values, gridrt::size());
+  gridrt::finalize();
+  return agree && known ? 0 : 1;
+}
+
+const char* kUsage = R"(usage: coll_check [--mismatch | --predictions]
 A test program run as a job by tests/test_end_to_end.cpp: every grid collective with each
 algorithm against references it computes itself; exit 0 with "coll_check: N checks passed".
 --mismatch: the last rank passes a larger count to a broadcast, which must fail (exit 3).
+--predictions: every member's model predictions (GRIDRT_MODEL) must agree (exit 1 if not).
 )";
 
 int main(int argc, char** argv) {
   gridrt_help_if_asked(argc, argv, kUsage);
   try {
     gridrt::init(&argc, &argv);
+    if (argc > 1 && std::string(argv[1]) == "--predictions") return check_predictions();
     if (argc > 1 && std::string(argv[1]) == "--mismatch") {
       std::vector<char> buf(1024 + 8, 'x');
       const bool last = gridrt::rank() == gridrt::size() - 1;

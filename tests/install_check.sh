@@ -40,6 +40,10 @@ grep -q "ExecStart=$work/made/bin/gridbroker " "$p/lib/systemd/system/gridbroker
 
 # The demo job and an unmodified MPI program from the installed example JobProfiles.
 cd "$work"
+# gridrun calibrate runs its job (libexec/gridrt/gridcalibrate) from the installed prefix.
+"$p/bin/gridrun" calibrate --clusters 2 --ranks-per-cluster 2 --sizes 0,1024 --output "$work/model.json" >/dev/null 2>"$work/calibrate.err" ||
+  fail "gridrun calibrate failed: $(cat "$work/calibrate.err")"
+grep -q '"measurements": 3' "$work/model.json" || fail "the installed calibration wrote: $(cat "$work/model.json")"
 out=$("$p/bin/gridrun" -n 4 "$p/share/gridrt/jobprofiles/helloworld.xml" 2>&1) || fail "the demo job failed: $out"
 grep -q '^\[c1:3\] rank=3 size=4 group=g1 color=0 cluster=c1' <<<"$out" || fail "the demo job's output: $out"
 out=$("$p/bin/gridrun" "$p/share/gridrt/jobprofiles/mpi-split.xml" 2>&1) || fail "the MPI example failed: $out"

@@ -1247,6 +1247,77 @@ TEST(EndToEnd, TheClustersOfASiteShareItsWanLine) {
   expect_nothing_left();
 }
 
+namespace {
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+}  // namespace
+
+// gridrun calibrate measures one pair per cluster, per site of several clusters and per pair
+// of sites (C(C+1)/2 at most for C clusters), writes a model that --show prints, and jobs
+// given it (--model) choose by it: every member predicts alike, the collectives stay right,
+// and GRIDRT_EXPLAIN says what auto chose and why.
+TEST(Calibration, MeasuresRepresentativePairsAndJobsChooseByTheModel) {
+  dirs_before = gridrun_dirs();
+  const std::string grid = grid_with_sites({{"A", 2}, {"A", 2}, {"B", 2}});  // C = 3: at most 6 measurements
+  const std::string model = ::testing::TempDir() + "/model.json";
+  std::filesystem::remove(model);
+  const Outcome cal = start_program("gridrun", {"calibrate", "--grid", grid, "--emulate-wan", "2ms,100mbit", "--sizes", "0,1024,65536",
+                                                "--output", model},
+                                    "calibrate")
+                          .finish();
+  ASSERT_EQ(cal.status, 0) << cal.out << cal.err;
+  const std::string json = read_text(model);
+  // Inside c0, c1, c2; between site A's two clusters; between sites A and B: 5.
+  EXPECT_NE(json.find("\"measurements\": 5"), std::string::npos) << json;
+  for (const char* part : {"\"c0\": {\"L_us\"", "\"c1\": {\"L_us\"", "\"c2\": {\"L_us\"", "\"A\": {\"L_us\"", "\"sites\": [\"A\", \"B\"]"})
+    EXPECT_NE(json.find(part), std::string::npos) << part << " missing in " << json;
+  EXPECT_NE(cal.err.find("5/5: between_sites A|B"), std::string::npos) << cal.err;  // progress, one line per pair
+  expect_nothing_left();
+
+  const Outcome show = start_program("gridrun", {"calibrate", "--show", model}, "calibrate-show").finish();
+  EXPECT_EQ(show.status, 0) << show.err;
+  EXPECT_NE(show.out.find("between sites A and B: L "), std::string::npos) << show.out;
+
+  ::setenv("GRIDRT_EXPLAIN", "1", 1);
+  Outcome r = gridrun({"--grid", grid, "--emulate-wan", "2ms,100mbit", "--model", model, helloworld_running("coll_check", "<value>--predictions</value>")});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("predictions agree on 6 members"), std::string::npos) << r.out << r.err;
+  r = gridrun({"--grid", grid, "--emulate-wan", "2ms,100mbit", "--model", model, helloworld_running("coll_check")});
+  ::unsetenv("GRIDRT_EXPLAIN");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("checks passed"), std::string::npos) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("gridrt: auto: allreduce of 4 B on 6 members in 3 clusters at 2 sites: hier "), std::string::npos) << r.out << r.err;
+  expect_nothing_left();
+
+  // A model that cannot be read stops gridrun before anything runs, naming it.
+  std::ofstream(::testing::TempDir() + "/broken.json") << "{\n  \"format\": \"gridrt-model/1\",\n  \"inside\": {\"c0\": {\"L_us\": \"soon\"}}\n}\n";
+  const Outcome bad = gridrun({"--model", ::testing::TempDir() + "/broken.json", "-n", "1", "/bin/true"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("broken.json: inside.c0.L_us must be a non-negative number, not 'soon'"), std::string::npos) << bad.err;
+  const Outcome missing = gridrun({"--model", "/nonexistent/model.json", "-n", "1", "/bin/true"});
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("/nonexistent/model.json: cannot read the model file"), std::string::npos) << missing.err;
+
+  // Predictions for a grid far larger than this machine runs, at once.
+  const Outcome big = start_program("gridbench", {"--predict-only", "--model", model, "--clusters", "100", "--ranks-per-cluster", "100", "--op",
+                                                  "bcast,allreduce,gather", "--sizes", "8,1048576", "--json"},
+                                    "predict-only")
+                          .finish();
+  EXPECT_EQ(big.status, 0) << big.err;
+  int lines = 0;
+  std::istringstream in(big.out);
+  for (std::string line; std::getline(in, line); ++lines) {
+    EXPECT_EQ(json_field(line, "ranks"), "10000") << line;
+    EXPECT_GT(std::stod(json_field(line, "hier_us")), 0) << line;
+    EXPECT_GT(std::stod(json_field(line, "flat_us")), 0) << line;
+  }
+  EXPECT_EQ(lines, 6) << big.out;
+}
+
 // The C API of communicators and collectives (tests/coll_c.c), with its error codes.
 TEST(EndToEnd, CollectivesThroughTheCApi) {
   const Outcome r = gridrun({"--grid", grid_with_sites({{"A", 2}, {"B", 1}, {"C", 3}}), helloworld_running("coll_c")});

@@ -341,6 +341,16 @@ Async<std::vector<char>> cluster_gatherv(CommImpl& c, const std::vector<char>& m
   co_return all;
 }
 
+Async<std::vector<char>> cluster_allgatherv(CommImpl& c, const std::vector<char>& mine, const std::vector<std::size_t>& sizes) {
+  const ByteCounts bc(sizes);
+  std::vector<char> all(bc.total());
+  MPI_Request r;
+  check_mpi(MPI_Iallgatherv(mine.data(), byte_count(mine.size()), MPI_BYTE, all.data(), bc.counts.data(), bc.displs.data(), MPI_BYTE, c.local, &r),
+            kMpiInCluster);
+  co_await one(local_step(r));
+  co_return all;
+}
+
 // Scatter: the reverse of cluster_gatherv: the root hands everything to its node's leader
 // when it is another member, that leader scatters each node's blocks (and their sizes) to
 // the node's leader, and every leader scatters inside its node.

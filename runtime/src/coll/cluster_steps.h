@@ -50,6 +50,10 @@ Async<> cluster_barrier(CommImpl& c);
 // order (empty elsewhere). `known`: every member's size, when everyone knows them (else
 // they are gathered first).
 Async<std::vector<char>> cluster_gatherv(CommImpl& c, const std::vector<char>& mine, int root, const std::vector<std::size_t>* known);
+// MPI_Iallgatherv of bytes: every member's `mine` (sizes[m] bytes for member m, known to
+// all), returned to every member in local rank order. MPICH's own algorithm over the whole
+// part, also when it spans several nodes.
+Async<std::vector<char>> cluster_allgatherv(CommImpl& c, const std::vector<char>& mine, const std::vector<std::size_t>& sizes);
 // MPI_Iscatterv of bytes from `root`: member m gets sizes[m] bytes of `blob` (both in local
 // rank order, at the root only; blob may go on beyond them), into `got`, which holds what
 // this member expects.

@@ -143,7 +143,8 @@ GridModel read_model_json(const std::string& text, const std::string& source) {
       for (const auto& [key, entry] : *between) {
         std::vector<std::string> sites;
         for (const auto& [k, v] : child(entry, "sites", "between_sites")) sites.push_back(v.get_value<std::string>());
-        if (sites.size() != 2 || sites[0] == sites[1]) throw ModelError("between_sites: 'sites' must name two sites");
+        // (["*", "*"]: the typical pair, GridModel::with_typical)
+        if (sites.size() != 2 || (sites[0] == sites[1] && sites[0] != "*")) throw ModelError("between_sites: 'sites' must name two sites");
         if (sites[1] < sites[0]) std::swap(sites[0], sites[1]);
         m.between_sites[{sites[0], sites[1]}] = plogp(child(entry, "plogp", "between_sites"), "between_sites." + sites[0] + "-" + sites[1]);
       }

@@ -1,0 +1,158 @@
+// The cost functions of the collective algorithms (coll/costs.h, each algorithm's file) on
+// hand-computed cases, and the model file (models/grid_model.h): read, written, refused.
+// Pure computations: no MPI is started.
+#include <gtest/gtest.h>
+
+#include "algorithms.h"
+#include "costs.h"
+#include "models/grid_model.h"
+
+using namespace gridrt;
+using namespace gridrt::detail;
+
+namespace {
+
+// L in seconds, and a gap of `us_per_byte` microseconds per byte (none at 0 bytes).
+models::PLogP line(double L, double us_per_byte) {
+  models::PLogP p;
+  p.L = L;
+  p.g.points = {{0, 0}, {1e6, us_per_byte}};  // 1e6 bytes take us_per_byte seconds
+  return p;
+}
+
+// Free inside clusters, 1 ms and 1 byte/us between clusters of a site, 10 ms and 1 byte/us
+// between sites.
+models::GridModel simple_model() {
+  models::GridModel m;
+  m.inside["*"] = line(0, 0);
+  m.within_site["*"] = line(1e-3, 1.0);
+  m.between_sites[{"*", "*"}] = line(10e-3, 1.0);
+  return m;
+}
+
+// Clusters c0, c1, ... with `ranks` members each, at the sites given.
+CostShape shape(const models::GridModel& m, const std::vector<int>& ranks, const std::vector<std::string>& sites) {
+  std::vector<int> part_of, site_of_part;
+  std::vector<std::string> clusters, site_names;
+  for (std::size_t p = 0; p < ranks.size(); ++p) {
+    part_of.insert(part_of.end(), ranks[p], static_cast<int>(p));
+    clusters.push_back("c" + std::to_string(p));
+    auto at = std::find(site_names.begin(), site_names.end(), sites[p]);
+    if (at == site_names.end()) at = site_names.insert(site_names.end(), sites[p]);
+    site_of_part.push_back(static_cast<int>(at - site_names.begin()));
+  }
+  return CostShape(m, part_of, site_of_part, clusters, site_names, 64 * 1024);
+}
+
+constexpr double kMs = 1e-3;
+
+}  // namespace
+
+TEST(Costs, HierarchicalBroadcastCrossesEachLineOnce) {
+  const models::GridModel m = simple_model();
+  const CostShape s = shape(m, {2, 2, 2}, {"A", "B", "C"});
+  // The root sends 1000 B to each other site's head on its own line: 1 ms + 10 ms.
+  EXPECT_NEAR(bcast_hier_cost(s, 0, 1000), 11 * kMs, 1e-9);
+  // Above a slice, slices follow each other on the line: 128 KiB is 131.072 ms of gaps.
+  EXPECT_NEAR(bcast_hier_cost(s, 0, 131072), 131.072 * kMs + 10 * kMs, 1e-9);
+}
+
+TEST(Costs, AnAccessLineMakesASitesMessagesWaitForEachOther) {
+  models::GridModel m = simple_model();
+  const CostShape without = shape(m, {1, 1, 1}, {"A", "B", "C"});
+  m.access.insert("A");
+  const CostShape with = shape(m, {1, 1, 1}, {"A", "B", "C"});
+  EXPECT_NEAR(bcast_hier_cost(without, 0, 1000), 11 * kMs, 1e-9);
+  EXPECT_NEAR(bcast_hier_cost(with, 0, 1000), 12 * kMs, 1e-9);  // the second after the first
+}
+
+TEST(Costs, GatherGoesThroughTheSitesHeadThenOneWideAreaMessage) {
+  const models::GridModel m = simple_model();
+  // Site A holds c0 and c1, site B c2 (the root's). c1's 2 blocks of 1000 B reach A's head
+  // over the LAN at 1 + 2 = 3 ms; A's 4 blocks then cross: 4 ms + 10 ms.
+  const CostShape s = shape(m, {2, 2, 2}, {"A", "A", "B"});
+  EXPECT_NEAR(gather_hier_cost(s, 4, 1000), 17 * kMs, 1e-9);
+  // The scatter is the same way down: 4 ms + 10 ms to A's head, then 2 ms + 1 ms to c1.
+  EXPECT_NEAR(scatter_hier_cost(s, 4, 1000), 17 * kMs, 1e-9);
+}
+
+TEST(Costs, FlatTreesByHand) {
+  const models::GridModel m = simple_model();
+  const CostShape s = shape(m, {2, 2}, {"A", "B"});
+  // Binomial from rank 0: to rank 2 across (11 ms), to rank 1 inside (free); rank 2 to 3.
+  EXPECT_NEAR(bcast_binomial_cost(s, 0, 1000), 11 * kMs, 1e-9);
+  EXPECT_NEAR(reduce_binomial_cost(s, 0, 1000), 11 * kMs, 1e-9);
+  // Dissemination, 1-byte messages (1 us each on a line): round 1 crosses once each way
+  // (10.001 ms); in round 2 both of A's members send across, rank 0 at 10.001 ms (arriving
+  // at 20.002 ms) and rank 1 behind it on the line (20.003 ms).
+  EXPECT_NEAR(barrier_dissemination_cost(s), 20.003 * kMs, 1e-9);
+}
+
+TEST(Costs, LocalGroupAgainstPairwiseExchangeByHand) {
+  const models::GridModel m = simple_model();
+  const CostShape s = shape(m, {2, 2}, {"A", "B"});
+  // Local Group: each agent sends each remote member 2 blocks (2000 B), two messages a line
+  // one after the other: 4 ms + 10 ms.
+  EXPECT_NEAR(alltoall_local_group_cost(s, 1000), 14 * kMs, 1e-9);
+  // Pairwise: step 1 crosses once each way (11 ms), step 2 twice each way on the same
+  // line (22 and 23 ms), step 3 once more after those (33 ms).
+  EXPECT_NEAR(alltoall_pairwise_cost(s, 1000), 33 * kMs, 1e-9);
+  const Prediction p = predict(s, Coll::kAlltoall, 1000, 0);
+  EXPECT_LT(p.hier, p.flat);
+}
+
+TEST(Costs, OneClusterIsMpichsOwnCollective) {
+  models::GridModel m;
+  m.inside["*"] = line(5e-6, 0.001);
+  const CostShape s = shape(m, {8}, {"A"});
+  // A binomial tree of 8: 3 rounds of L + g(m).
+  EXPECT_NEAR(bcast_hier_cost(s, 0, 1000), 3 * (5e-6 + 1e-6), 1e-12);
+  EXPECT_NEAR(allreduce_hier_cost(s, 1000), 3 * (5e-6 + 1e-6), 1e-12);
+}
+
+TEST(ModelFile, WrittenAndReadBack) {
+  models::GridModel m = simple_model();
+  m.inside["c0"] = line(3e-6, 0.0005);
+  m.between_sites[{"A", "B"}] = line(0.01, 0.08);
+  m.access.insert("A");
+  m.grid = "a \"quoted\" grid";
+  m.measurements = 6;
+  const models::GridModel back = models::read_model_json(models::model_json(m), "m.json");
+  EXPECT_EQ(back.grid, m.grid);
+  EXPECT_EQ(back.measurements, 6);
+  EXPECT_EQ(back.access, m.access);
+  EXPECT_NEAR(back.link("c0", "A", "c0", "A").L, 3e-6, 1e-12);
+  EXPECT_NEAR(back.link("c0", "A", "c9", "B").gap(1e6), 0.08, 1e-9);
+  EXPECT_NEAR(back.link("c1", "B", "c0", "A").gap(5e5), 0.04, 1e-9);  // either order, interpolated
+  // Without typical values, what it does not name is an error naming the pair.
+  models::GridModel named;
+  named.inside["c0"] = line(0, 0);
+  try {
+    named.link("c0", "A", "c1", "B");
+    ADD_FAILURE() << "a missing pair was found";
+  } catch (const models::ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("between sites 'A' and 'B'"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(named.with_typical().link("c5", "A", "c5", "A"));
+}
+
+TEST(ModelFile, RefusesWhatItCannotReadNamingIt) {
+  const std::string ok_plogp = R"({"L_us": 1, "g_us": [[0, 1], [1024, 2]]})";
+  const std::pair<std::string, const char*> bad[] = {
+      {"{", "m.json:1: not JSON"},
+      {R"({"format": "other"})", "'format' must be"},
+      {R"({"format": "gridrt-model/1"})", "no measurement"},
+      {R"({"format": "gridrt-model/1", "inside": {"c0": {"g_us": [[0, 1]]}}})", "inside.c0: 'L_us' is missing"},
+      {R"({"format": "gridrt-model/1", "inside": {"c0": {"L_us": -1, "g_us": [[0, 1]]}}})", "must be a non-negative number"},
+      {R"({"format": "gridrt-model/1", "inside": {"c0": {"L_us": 1, "g_us": [[5, 1], [1, 2]]}}})", "sizes must increase"},
+      {R"({"format": "gridrt-model/1", "inside": {"c0": {"L_us": 1, "g_us": [[5, 1, 3]]}}})", "[bytes, microseconds] pairs"},
+      {R"({"format": "gridrt-model/1", "between_sites": [{"sites": ["A"], "plogp": )" + ok_plogp + "}]}", "must name two sites"}};
+  for (const auto& [text, says] : bad) {
+    try {
+      models::read_model_json(text, "m.json");
+      ADD_FAILURE() << text << " was accepted";
+    } catch (const models::ModelError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << text << ": " << e.what();
+    }
+  }
+}
