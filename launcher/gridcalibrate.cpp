@@ -8,7 +8,10 @@
 //   - between the clusters of each site with several: the leaders of its first two;
 //   - between each pair of sites: their first clusters' leaders.
 // C sites of one cluster each: C + C(C-1)/2 = C(C+1)/2 measurements, whatever the number
-// of processes. One pair is measured at a time (the others wait in a barrier), so no
+// of processes. Then, for every site with two other sites, an access probe: its leader
+// streams to both at once, which takes as long as the slower stream alone on lines of
+// their own, and as long as both one after the other when the site's traffic shares one
+// line (an access line, the one-port assumption): the model then says so. One pair is measured at a time (the others wait in a barrier), so no
 // measurement disturbs another.
 //
 // For each pair and size m, through gridrt's point-to-point (the path the collectives take):
@@ -18,6 +21,10 @@
 //   o_r(m)  how long the receiving call takes once the message is there (the receiver
 //           waits past its arrival first)
 //   L       RTT(0) / 2 - g(0)
+//   wake    how much longer a round trip of 0 bytes takes when the receiver has waited 3 ms
+//           first (it then sleeps between its tests: the wait policy's back-off) than when it
+//           polls: what a message inside a cluster costs a collective's members that have
+//           waited (gridrt's own addition to pLogP, models/plogp.h)
 #include <unistd.h>
 
 #include <algorithm>
@@ -97,9 +104,11 @@ struct Measurement {
   int a = 0, b = 0;        // the ranks measured (a leads)
 };
 
-// At every size: RTT, g, o_s, o_r in seconds, as [size][4] (filled at `a`).
-std::vector<std::array<double, 4>> measure_pair(int me, int a, int b, int tag, const std::vector<double>& sizes) {
-  std::vector<std::array<double, 4>> out(sizes.size());
+// At every size: RTT, g from a to b, o_s, o_r, g from b to a, in seconds, as [size][5],
+// then the wake in the last row's first place (filled at `a`).
+using Row = std::array<double, 5>;
+std::vector<Row> measure_pair(int me, int a, int b, int tag, const std::vector<double>& sizes) {
+  std::vector<Row> out(sizes.size() + 1);
   std::vector<char> buf(static_cast<std::size_t>(sizes.back()), 1);
   char none = 0;
   for (std::size_t k = 0; k < sizes.size(); ++k) {
@@ -151,19 +160,50 @@ std::vector<std::array<double, 4>> measure_pair(int me, int a, int b, int tag, c
     double o_r = median(orecv);
     if (me == b) gridrt::send(&o_r, sizeof o_r, a, tag);
     else gridrt::recv(&o_r, sizeof o_r, b, tag);
-    if (me == a) out[k] = {rtt_m, std::max(0.0, (stream_time - rtt_m) / (stream - 1)), median(os), o_r};
+    // The other direction's stream (a WAN path's directions may differ), timed at b.
+    double back = 0;
+    if (me == b) {
+      const auto t0 = Clock::now();
+      for (int i = 0; i < stream; ++i) gridrt::send(buf.data(), m, a, tag);
+      gridrt::recv(&none, 0, a, tag);
+      back = seconds_since(t0);
+      gridrt::send(&back, sizeof back, a, tag);
+    } else {
+      for (int i = 0; i < stream; ++i) gridrt::recv(buf.data(), m, b, tag);
+      gridrt::send(&none, 0, b, tag);
+      gridrt::recv(&back, sizeof back, b, tag);
+    }
+    if (me == a)
+      out[k] = {rtt_m, std::max(0.0, (stream_time - rtt_m) / (stream - 1)), median(os), o_r, std::max(0.0, (back - rtt_m) / (stream - 1))};
   }
+  // Round trips of 0 bytes to a receiver that has waited 3 ms (asleep), against out[0]'s.
+  std::vector<double> cold;
+  for (int r = 0; r < 5; ++r) {
+    if (me == a) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      const auto t0 = Clock::now();
+      gridrt::send(&none, 0, b, tag);
+      gridrt::recv(&none, 0, b, tag);
+      cold.push_back(seconds_since(t0));
+    } else {
+      gridrt::recv(&none, 0, a, tag);
+      gridrt::send(&none, 0, a, tag);
+    }
+  }
+  if (me == a) out.back() = {std::max(0.0, median(cold) - out[0][0]), 0, 0, 0, 0};
   return out;
 }
 
-gridrt::models::PLogP plogp_of(const std::vector<std::array<double, 4>>& r, const std::vector<double>& sizes) {
+// The pair's parameters from a to b, or from b to a (`back`).
+gridrt::models::PLogP plogp_of(const std::vector<Row>& r, const std::vector<double>& sizes, bool back) {
   gridrt::models::PLogP p;
   for (std::size_t k = 0; k < sizes.size(); ++k) {
-    p.g.points.emplace_back(sizes[k], r[k][1]);
+    p.g.points.emplace_back(sizes[k], r[k][back ? 4 : 1]);
     p.os.points.emplace_back(sizes[k], r[k][2]);
     p.orecv.points.emplace_back(sizes[k], r[k][3]);
   }
-  p.L = std::max(0.0, r[0][0] / 2 - r[0][1]);
+  p.L = std::max(0.0, r[0][0] / 2 - (r[0][1] + r[0][4]) / 2);
+  p.wake = r[sizes.size()][0];
   return p;
 }
 
@@ -205,21 +245,62 @@ int work(int argc, char** argv) {
     const int tag = 100 + static_cast<int>(i);
     if (me == 0) std::printf("# %zu/%zu: %s %s (ranks %d and %d)\n", i + 1, plan.size(), mm.kind.c_str(), mm.name.c_str(), mm.a, mm.b);
     std::fflush(stdout);
-    std::vector<std::array<double, 4>> r(sizes.size());
+    std::vector<Row> r(sizes.size() + 1);
     if (me == mm.a || me == mm.b) r = measure_pair(me, mm.a, mm.b, tag, sizes);
     // The leader's figures to rank 0, which writes the model.
     if (mm.a != 0 && me == mm.a) gridrt::send(r.data(), r.size() * sizeof r[0], 0, tag);
     if (me == 0 && mm.a != 0) gridrt::recv(r.data(), r.size() * sizeof r[0], mm.a, tag);
     if (me == 0) {
-      const gridrt::models::PLogP p = plogp_of(r, sizes);
+      const gridrt::models::PLogP p = plogp_of(r, sizes, false);
       if (mm.kind == "inside") model.inside[mm.name] = p;
       else if (mm.kind == "within_site") model.within_site[mm.name] = p;
       else {
         const auto bar = mm.name.find('|');
-        std::string s = mm.name.substr(0, bar), t = mm.name.substr(bar + 1);
-        if (t < s) std::swap(s, t);
-        model.between_sites[{s, t}] = p;
+        const std::string from = mm.name.substr(0, bar), to = mm.name.substr(bar + 1);
+        model.between_sites[{from, to}] = p;
+        model.between_sites[{to, from}] = plogp_of(r, sizes, true);
       }
+    }
+    world.barrier();
+  }
+  // Access probes: does a site's traffic to two other sites share one line? Its leader
+  // streams to both at once; on lines of their own the two streams take as long as the
+  // slower alone, on one shared line as long as both one after the other.
+  const double m = sizes.back();
+  const int n = 4;
+  for (std::size_t s = 0; s < site_clusters.size(); ++s) {
+    std::vector<int> others;
+    for (std::size_t t = 0; t < site_clusters.size() && others.size() < 2; ++t)
+      if (t != s) others.push_back(cluster_ranks[site_clusters[t][0]][0]);
+    if (others.size() < 2) break;
+    const int a = cluster_ranks[site_clusters[s][0]][0], tag = 1000 + static_cast<int>(s);
+    const std::string site = gridrt::level_name(Level::kSite, a);
+    std::vector<char> buf(static_cast<std::size_t>(m), 1);
+    char none = 0;
+    double both = 0;
+    if (me == a) {
+      const auto t0 = Clock::now();
+      std::vector<gridrt::Request> sends;
+      for (int i = 0; i < n; ++i)
+        for (int b : others) sends.push_back(gridrt::isend(buf.data(), buf.size(), b, tag));
+      gridrt::wait_all(sends);
+      for (int b : others) gridrt::recv(&none, 0, b, tag);
+      both = seconds_since(t0);
+      if (a != 0) gridrt::send(&both, sizeof both, 0, tag);
+    } else if (std::find(others.begin(), others.end(), me) != others.end()) {
+      for (int i = 0; i < n; ++i) gridrt::recv(buf.data(), buf.size(), a, tag);
+      gridrt::send(&none, 0, a, tag);
+    }
+    if (me == 0) {
+      if (a != 0) gridrt::recv(&both, sizeof both, a, tag);
+      double gaps[2];
+      for (int k = 0; k < 2; ++k) gaps[k] = n * model.between_sites.at({site, gridrt::level_name(Level::kSite, others[k])}).gap(m);
+      const double alone = std::max(gaps[0], gaps[1]), shared = gaps[0] + gaps[1];
+      const bool access = both >= (alone + shared) / 2;
+      if (access) model.access.insert(site);
+      std::printf("# access probe of site %s: two streams at once took %.1f ms (%.1f alone, %.1f one after the other): %s\n", site.c_str(),
+                  both * 1e3, alone * 1e3, shared * 1e3, access ? "one shared line" : "lines of their own");
+      std::fflush(stdout);
     }
     world.barrier();
   }

@@ -123,7 +123,8 @@ TEST(ModelFile, WrittenAndReadBack) {
   EXPECT_EQ(back.access, m.access);
   EXPECT_NEAR(back.link("c0", "A", "c0", "A").L, 3e-6, 1e-12);
   EXPECT_NEAR(back.link("c0", "A", "c9", "B").gap(1e6), 0.08, 1e-9);
-  EXPECT_NEAR(back.link("c1", "B", "c0", "A").gap(5e5), 0.04, 1e-9);  // either order, interpolated
+  EXPECT_NEAR(back.link("c1", "A", "c0", "B").gap(5e5), 0.04, 1e-9);  // interpolated
+  EXPECT_NEAR(back.link("c1", "B", "c0", "A").gap(1e6), 1.0, 1e-9);    // the other direction: the typical pair's
   // Without typical values, what it does not name is an error naming the pair.
   models::GridModel named;
   named.inside["c0"] = line(0, 0);
@@ -131,7 +132,7 @@ TEST(ModelFile, WrittenAndReadBack) {
     named.link("c0", "A", "c1", "B");
     ADD_FAILURE() << "a missing pair was found";
   } catch (const models::ModelError& e) {
-    EXPECT_NE(std::string(e.what()).find("between sites 'A' and 'B'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("from site 'A' to site 'B'"), std::string::npos) << e.what();
   }
   EXPECT_NO_THROW(named.with_typical().link("c5", "A", "c5", "A"));
 }
@@ -146,7 +147,8 @@ TEST(ModelFile, RefusesWhatItCannotReadNamingIt) {
       {R"({"format": "gridrt-model/1", "inside": {"c0": {"L_us": -1, "g_us": [[0, 1]]}}})", "must be a non-negative number"},
       {R"({"format": "gridrt-model/1", "inside": {"c0": {"L_us": 1, "g_us": [[5, 1], [1, 2]]}}})", "sizes must increase"},
       {R"({"format": "gridrt-model/1", "inside": {"c0": {"L_us": 1, "g_us": [[5, 1, 3]]}}})", "[bytes, microseconds] pairs"},
-      {R"({"format": "gridrt-model/1", "between_sites": [{"sites": ["A"], "plogp": )" + ok_plogp + "}]}", "must name two sites"}};
+      {R"({"format": "gridrt-model/1", "between_sites": [{"sites": ["A"], "plogp": )" + ok_plogp + "}]}", "must name two sites"},
+      {R"({"format": "gridrt-model/1", "between_sites": [{"from": "A", "plogp": )" + ok_plogp + "}]}", "'to' is missing"}};
   for (const auto& [text, says] : bad) {
     try {
       models::read_model_json(text, "m.json");

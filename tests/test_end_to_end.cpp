@@ -1273,14 +1273,14 @@ TEST(Calibration, MeasuresRepresentativePairsAndJobsChooseByTheModel) {
   const std::string json = read_text(model);
   // Inside c0, c1, c2; between site A's two clusters; between sites A and B: 5.
   EXPECT_NE(json.find("\"measurements\": 5"), std::string::npos) << json;
-  for (const char* part : {"\"c0\": {\"L_us\"", "\"c1\": {\"L_us\"", "\"c2\": {\"L_us\"", "\"A\": {\"L_us\"", "\"sites\": [\"A\", \"B\"]"})
+  for (const char* part : {"\"c0\": {\"L_us\"", "\"c1\": {\"L_us\"", "\"c2\": {\"L_us\"", "\"A\": {\"L_us\"", "\"from\": \"A\", \"to\": \"B\"", "\"from\": \"B\", \"to\": \"A\""})
     EXPECT_NE(json.find(part), std::string::npos) << part << " missing in " << json;
   EXPECT_NE(cal.err.find("5/5: between_sites A|B"), std::string::npos) << cal.err;  // progress, one line per pair
   expect_nothing_left();
 
   const Outcome show = start_program("gridrun", {"calibrate", "--show", model}, "calibrate-show").finish();
   EXPECT_EQ(show.status, 0) << show.err;
-  EXPECT_NE(show.out.find("between sites A and B: L "), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("from site B to site A: L "), std::string::npos) << show.out;
 
   ::setenv("GRIDRT_EXPLAIN", "1", 1);
   Outcome r = gridrun({"--grid", grid, "--emulate-wan", "2ms,100mbit", "--model", model, helloworld_running("coll_check", "<value>--predictions</value>")});

@@ -122,7 +122,7 @@ double allgather_hier_cost(const CostShape& s, double b) {
   }
   const std::vector<double> done = through_heads(s, ready, up, across, down);
   double t = 0;
-  for (int p = 0; p < s.parts(); ++p) t = std::max(t, done[p] + local_cost(Coll::kBcast, s.part_size[p], s.link[p][p], all - up[p]));
+  for (int p = 0; p < s.parts(); ++p) t = std::max(t, done[p] + local_cost(Coll::kBcast, s.part_size[p], s.link[p][p], all - up[p], done[p]));
   return t;
 }
 

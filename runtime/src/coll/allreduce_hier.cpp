@@ -115,7 +115,7 @@ double allreduce_hier_cost(const CostShape& s, double m) {
   const std::vector<double> done = through_heads(s, ready, std::vector<double>(s.parts(), m), std::vector<double>(s.sites.size(), m),
                                                  std::vector<double>(s.parts(), m));
   double t = 0;
-  for (int p = 0; p < s.parts(); ++p) t = std::max(t, done[p] + local_cost(Coll::kBcast, s.part_size[p], s.link[p][p], m));
+  for (int p = 0; p < s.parts(); ++p) t = std::max(t, done[p] + local_cost(Coll::kBcast, s.part_size[p], s.link[p][p], m, done[p]));
   return t;
 }
 

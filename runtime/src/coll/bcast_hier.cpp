@@ -65,7 +65,10 @@ double bcast_hier_cost(const CostShape& s, int root, double m) {
   double done = 0;
   for (int q = 0; q < C; ++q) {
     double t = 0;
-    for (int k = 0; k < slices; ++k) t = std::max(t, got[q][k]) + local_cost(Coll::kBcast, s.part_size[q], s.link[q][q], slice_bytes(k));
+    for (int k = 0; k < slices; ++k) {
+      t = std::max(t, got[q][k]);
+      t += local_cost(Coll::kBcast, s.part_size[q], s.link[q][q], slice_bytes(k), t);
+    }
     done = std::max(done, t);
   }
   return done;

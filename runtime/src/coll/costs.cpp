@@ -58,7 +58,7 @@ double Timeline::send(int from, int a, int b, double m, double t) {
     sender_free_[from] = start + s_.link[a][a].gap(m);
   }
   const int line = line_of(a, b);
-  if (line < 0) return start + p.gap(m) + p.L;
+  if (line < 0) return start + p.gap(m) + p.L + (start > kYieldPhase ? p.wake : 0);
   const double clocked = std::max(start, line_free_[line]) + p.gap(m);
   line_free_[line] = clocked;
   return clocked + p.L;
@@ -82,19 +82,21 @@ std::vector<double> through_heads(const CostShape& s, const std::vector<double>&
   return done;
 }
 
-double local_cost(Coll op, int n, const models::PLogP& p, double m) {
+double local_cost(Coll op, int n, const models::PLogP& p, double m, double at) {
   if (n <= 1) return 0;
   const int k = ceil_log2(n);
+  models::PLogP q = p;
+  if (at > kYieldPhase) q.L += p.wake;  // the step's receivers have been asleep
   switch (op) {
-    case Coll::kBarrier: return k * (p.L + p.gap(0));
+    case Coll::kBarrier: return k * (q.L + q.gap(0));
     case Coll::kBcast:
     case Coll::kReduce:
     case Coll::kAllreduce:
-    case Coll::kScan: return k * (p.L + p.gap(m));
+    case Coll::kScan: return k * (q.L + q.gap(m));
     case Coll::kGather:
     case Coll::kScatter:
-    case Coll::kAllgather: return models::scatter_binomial(p, n, m);
-    case Coll::kAlltoall: return (n - 1) * p.gap(m) + p.L;
+    case Coll::kAllgather: return models::scatter_binomial(q, n, m);
+    case Coll::kAlltoall: return (n - 1) * q.gap(m) + q.L;
   }
   return 0;
 }

@@ -73,11 +73,18 @@ class Timeline {
 std::vector<double> through_heads(const CostShape& s, const std::vector<double>& ready, const std::vector<double>& up,
                                   const std::vector<double>& across, const std::vector<double>& down);
 
+// A receiver that has waited this long sleeps between its tests (the wait policy's yielding
+// phase, progress.h's Pause::kYieldFor): a message inside a cluster then takes the pair's
+// `wake` longer (models/plogp.h). A collective's members start together, so a message or
+// step inside a cluster that starts later than this after the call finds its receivers asleep.
+constexpr double kYieldPhase = 500e-6;
+
 // MPICH's collective `op` over n processes of one cluster (pLogP p), m bytes as choice.h
-// counts them (gather, scatter, allgather, alltoall: per block). Binomial trees for the
-// rooted operations and barrier, recursive doubling for allreduce and scan, the linear
-// gatherv and alltoall that MPICH posts at once (Thakur, Rabenseifner, Gropp 2005).
-double local_cost(Coll op, int n, const models::PLogP& p, double m);
+// counts them (gather, scatter, allgather, alltoall: per block), starting at `at` (seconds
+// into the call). Binomial trees for the rooted operations and barrier, recursive doubling
+// for allreduce and scan, the linear gatherv and alltoall that MPICH posts at once (Thakur,
+// Rabenseifner, Gropp 2005).
+double local_cost(Coll op, int n, const models::PLogP& p, double m, double at = 0);
 
 int ceil_log2(int n);
 

@@ -76,7 +76,7 @@ double scan_hier_cost(const CostShape& s, double m) {
   for (int p = 0; p < C; ++p)
     for (int q = p + 1; q < C; ++q) got[q] = std::max(got[q], tl.send(s.first_member[p] + s.part_size[p] - 1, p, q, m, ready[p]));
   double done = 0;
-  for (int p = 0; p < C; ++p) done = std::max(done, got[p] + (p > 0 ? local_cost(Coll::kBcast, s.part_size[p], s.link[p][p], m) : 0));
+  for (int p = 0; p < C; ++p) done = std::max(done, got[p] + (p > 0 ? local_cost(Coll::kBcast, s.part_size[p], s.link[p][p], m, got[p]) : 0));
   return done;
 }
 

@@ -92,7 +92,7 @@ double scatter_hier_cost(const CostShape& s, int root, double b) {
       got[q] = tl.send(s.first_member[h], h, q, s.part_size[q] * b, got[h]);
     }
   double done = 0;
-  for (int q = 0; q < C; ++q) done = std::max(done, got[q] + local_cost(Coll::kScatter, s.part_size[q], s.link[q][q], b));
+  for (int q = 0; q < C; ++q) done = std::max(done, got[q] + local_cost(Coll::kScatter, s.part_size[q], s.link[q][q], b, got[q]));
   return done;
 }
 

@@ -32,9 +32,9 @@ const PLogP& GridModel::link(const std::string& a, const std::string& sa, const 
     if (it == within_site.end()) throw ModelError("the model has no measurement between clusters of site '" + sa + "'");
     return it->second;
   }
-  auto it = between_sites.find(sa < sb ? std::make_pair(sa, sb) : std::make_pair(sb, sa));
+  auto it = between_sites.find({sa, sb});
   if (it == between_sites.end()) it = between_sites.find({"*", "*"});
-  if (it == between_sites.end()) throw ModelError("the model has no measurement between sites '" + sa + "' and '" + sb + "'");
+  if (it == between_sites.end()) throw ModelError("the model has no measurement from site '" + sa + "' to site '" + sb + "'");
   return it->second;
 }
 
@@ -81,6 +81,7 @@ PLogP plogp(const pt::ptree& t, const std::string& where) {
   p.g = by_size(child(t, "g_us", where), where + ".g_us");
   if (const auto os = t.get_child_optional("os_us")) p.os = by_size(*os, where + ".os_us");
   if (const auto orecv = t.get_child_optional("or_us")) p.orecv = by_size(*orecv, where + ".or_us");
+  if (const auto wake = t.get_child_optional("wake_us")) p.wake = number(*wake, where + ".wake_us") * 1e-6;
   return p;
 }
 
@@ -115,6 +116,10 @@ std::string plogp_json(const PLogP& p) {
   std::string out = "{\"L_us\": " + std::string(buf) + ", \"g_us\": " + points_json(p.g);
   if (!p.os.points.empty()) out += ", \"os_us\": " + points_json(p.os);
   if (!p.orecv.points.empty()) out += ", \"or_us\": " + points_json(p.orecv);
+  if (p.wake > 0) {
+    std::snprintf(buf, sizeof buf, "%.3f", p.wake * 1e6);
+    out += ", \"wake_us\": " + std::string(buf);
+  }
   return out + "}";
 }
 
@@ -139,14 +144,21 @@ GridModel read_model_json(const std::string& text, const std::string& source) {
       for (const auto& [cluster, p] : *inside) m.inside[cluster] = plogp(p, "inside." + cluster);
     if (const auto within = root.get_child_optional("within_site"))
       for (const auto& [site, p] : *within) m.within_site[site] = plogp(p, "within_site." + site);
+    // {"from": s, "to": t, "plogp": ...} one direction; {"sites": [s, t], ...} both alike
+    // (["*", "*"]: the typical pair, GridModel::with_typical).
     if (const auto between = root.get_child_optional("between_sites"))
       for (const auto& [key, entry] : *between) {
         std::vector<std::string> sites;
-        for (const auto& [k, v] : child(entry, "sites", "between_sites")) sites.push_back(v.get_value<std::string>());
-        // (["*", "*"]: the typical pair, GridModel::with_typical)
-        if (sites.size() != 2 || (sites[0] == sites[1] && sites[0] != "*")) throw ModelError("between_sites: 'sites' must name two sites");
-        if (sites[1] < sites[0]) std::swap(sites[0], sites[1]);
-        m.between_sites[{sites[0], sites[1]}] = plogp(child(entry, "plogp", "between_sites"), "between_sites." + sites[0] + "-" + sites[1]);
+        const bool both = static_cast<bool>(entry.get_child_optional("sites"));
+        if (both) {
+          for (const auto& [k, v] : child(entry, "sites", "between_sites")) sites.push_back(v.get_value<std::string>());
+        } else {
+          sites = {child(entry, "from", "between_sites").get_value<std::string>(), child(entry, "to", "between_sites").get_value<std::string>()};
+        }
+        if (sites.size() != 2 || (sites[0] == sites[1] && sites[0] != "*")) throw ModelError("between_sites: an entry must name two sites");
+        const PLogP p = plogp(child(entry, "plogp", "between_sites"), "between_sites." + sites[0] + "-" + sites[1]);
+        m.between_sites[{sites[0], sites[1]}] = p;
+        if (both) m.between_sites[{sites[1], sites[0]}] = p;
       }
     if (const auto access = root.get_child_optional("access"))
       for (const auto& [k, v] : *access) m.access.insert(v.get_value<std::string>());
@@ -181,7 +193,7 @@ std::string model_json(const GridModel& m) {
   out += "\n  },\n  \"between_sites\": [";
   sep = "\n    ";
   for (const auto& [st, p] : m.between_sites)
-    out += sep + "{\"sites\": [" + quoted(st.first) + ", " + quoted(st.second) + "], \"plogp\": " + plogp_json(p) + "}", sep = ",\n    ";
+    out += sep + "{\"from\": " + quoted(st.first) + ", \"to\": " + quoted(st.second) + ", \"plogp\": " + plogp_json(p) + "}", sep = ",\n    ";
   out += "\n  ],\n  \"access\": [";
   sep = "";
   for (const auto& s : m.access) out += sep + quoted(s), sep = ", ";
@@ -190,10 +202,15 @@ std::string model_json(const GridModel& m) {
 
 namespace {
 std::string describe_plogp(const PLogP& p) {
-  char buf[160];
+  char buf[200];
   std::snprintf(buf, sizeof buf, "L %.1f us, g(0) %.1f us, g(64 KiB) %.1f us (%.1f MB/s)", p.L * 1e6, p.gap(0) * 1e6, p.gap(65536) * 1e6,
                 p.gap(65536) > p.gap(0) ? 65536 / (p.gap(65536) - p.gap(0)) / 1e6 : 0.0);
-  return buf;
+  std::string out = buf;
+  if (p.wake > 0) {
+    std::snprintf(buf, sizeof buf, ", a waiting receiver %.1f us later", p.wake * 1e6);
+    out += buf;
+  }
+  return out;
 }
 }  // namespace
 
@@ -204,7 +221,7 @@ std::string describe_model(const GridModel& m) {
   out += buf;
   for (const auto& [c, p] : m.inside) out += "  inside cluster " + c + ": " + describe_plogp(p) + "\n";
   for (const auto& [s, p] : m.within_site) out += "  between clusters of site " + s + ": " + describe_plogp(p) + "\n";
-  for (const auto& [st, p] : m.between_sites) out += "  between sites " + st.first + " and " + st.second + ": " + describe_plogp(p) + "\n";
+  for (const auto& [st, p] : m.between_sites) out += "  from site " + st.first + " to site " + st.second + ": " + describe_plogp(p) + "\n";
   for (const auto& s : m.access) out += "  site " + s + "'s traffic to other sites shares one access line\n";
   return out;
 }

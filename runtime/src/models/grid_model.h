@@ -5,7 +5,9 @@
 //   inside[cluster]          between two processes of one cluster (MPICH's own path)
 //   within_site[site]        between processes of two clusters of one site (through the
 //                            relays, over the site's LAN)
-//   between_sites[{s, t}]    between processes of two sites (through the relays and the WAN)
+//   between_sites[{s, t}]    from a process of site s to one of site t (through the relays and
+//                            the WAN): a direction each, as a WAN path's two directions may
+//                            differ in rate
 //   access                   sites whose outgoing WAN traffic shares one line (the
 //                            one-port assumption); otherwise each pair of sites has its line
 //
@@ -28,7 +30,7 @@ namespace gridrt::models {
 struct GridModel {
   std::map<std::string, PLogP> inside;
   std::map<std::string, PLogP> within_site;
-  std::map<std::pair<std::string, std::string>, PLogP> between_sites;  // (s, t), s < t
+  std::map<std::pair<std::string, std::string>, PLogP> between_sites;  // (from, to)
   std::set<std::string> access;
   std::string grid;      // what was measured (a grid description, or "embedded C x R")
   std::string measured;  // when (UTC, ISO 8601)

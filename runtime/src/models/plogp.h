@@ -33,6 +33,11 @@ struct PLogP {
   double L = 0;  // s
   BySize g;      // the gap
   BySize os, orecv;  // sender and receiver overheads
+  // gridrt's own addition: how much later a message is taken by a receiver that has been
+  // waiting long enough to sleep between its tests (the wait policy's back-off,
+  // progress.h) than by one that is polling. Measured inside clusters, where it is a large
+  // part of a message's time; across the WAN every receiver has waited, and L includes it.
+  double wake = 0;  // s
 
   double gap(double m) const { return g.at(m); }
   // One message of m bytes from start to delivery: the sender's gap, then the latency.

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""How well the calibrated models predict, and how well auto chooses by them.
+
+For each grid shape: `gridrun calibrate` measures it (timed, its measurements counted against
+C(C+1)/2), then gridbench runs every operation with hier, flat and auto at sizes the
+calibration did not measure, with the model loaded, `--runs` times. Per (operation,
+algorithm, size): the median over the runs of max_us (the time until the call was complete
+everywhere) against the model's predicted_us. Printed as markdown (docs/benchmarks.md,
+"Predictions"):
+
+  - the prediction error |predicted - measured| / measured, median and maximum, over the
+    cases where the WAN dominates (gridbench's bound_us at least half the measured time)
+    and over all cases;
+  - auto against the faster of hier and flat measured in the same run: within 5%, or a miss.
+
+Usage: bench/models.py [--runs N] [--iters N] [--sizes S,...] [--shapes NAME,...] [--build DIR]
+Shapes: wan-3x2 (3 sites of one cluster of 2, 10 ms, 100 Mbit/s), one-site-3x2 (three clusters
+of 2 on one LAN: no WAN), unequal (bench/grids/three-sites-unequal.xml: pairs of different
+delays and rates, an access line at the site of two clusters).
+"""
+import argparse, json, os, statistics, subprocess, sys, tempfile, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SHAPES = {
+    "wan-3x2": ["--clusters", "3", "--ranks-per-cluster", "2", "--emulate-wan", "10ms,100mbit"],
+    "one-site-3x2": ["--grid", os.path.join(HERE, "grids", "one-site-3x2.xml")],
+    "unequal": ["--grid", os.path.join(HERE, "grids", "three-sites-unequal.xml")],
+}
+CLUSTERS = {"wan-3x2": 3, "one-site-3x2": 3, "unequal": 4}
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"models.py: {' '.join(cmd)} failed ({p.returncode}):\n{p.stderr}")
+    return p
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--sizes", default="8,4096,131072,2097152")
+    ap.add_argument("--shapes", default="wan-3x2,one-site-3x2,unequal")
+    ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
+    a = ap.parse_args()
+    gridrun, gridbench = os.path.join(a.build, "bin", "gridrun"), os.path.join(a.build, "bin", "gridbench")
+    work = tempfile.mkdtemp(prefix="gridrt-models-")
+    for shape in a.shapes.split(","):
+        grid = SHAPES[shape]
+        model = os.path.join(work, shape + ".json")
+        t0 = time.monotonic()
+        run([gridrun, "calibrate", *grid, "--output", model])
+        took = time.monotonic() - t0
+        m = json.load(open(model))
+        C = CLUSTERS[shape]
+        print(f"\n### {shape}: {' '.join(grid)}\n")
+        print(f"calibration: {took:.1f} s wall ({m['seconds']:.1f} s in the job), {m['measurements']} measurements "
+              f"(C(C+1)/2 = {C * (C + 1) // 2} for C = {C} clusters)\n")
+        measured, predicted, bound = {}, {}, {}
+        for r in range(a.runs):
+            out = run([gridbench, *grid, "--model", model, "--algo", "hier,flat,auto", "--sizes", a.sizes, "--iters", str(a.iters), "--json"]).stdout
+            for line in out.splitlines():
+                d = json.loads(line)
+                key = (d["op"], d["algo"], d["bytes"])
+                measured.setdefault(key, []).append(d["max_us"])
+                predicted[key] = d["predicted_us"]
+                bound[key] = d["bound_us"]
+        errors_wan, errors_all, rows = [], [], []
+        for key, values in sorted(measured.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][1])):
+            meas, pred = statistics.median(values), predicted[key]
+            if pred is None or meas <= 0:
+                continue
+            err = abs(pred - meas) / meas
+            errors_all.append(err)
+            wan = bound[key] >= 0.5 * meas
+            if wan:
+                errors_wan.append(err)
+            rows.append((key, meas, pred, err, wan))
+        print("| op | algo | bytes | measured max_us (median) | predicted_us | error | WAN dominates |")
+        print("|---|---|---|---|---|---|---|")
+        for (op, algo, n), meas, pred, err, wan in rows:
+            print(f"| {op} | {algo} | {n} | {meas:.0f} | {pred:.0f} | {100 * err:.0f}% | {'yes' if wan else 'no'} |")
+
+        def summary(errs):
+            return f"median {100 * statistics.median(errs):.1f}%, max {100 * max(errs):.1f}% over {len(errs)}" if errs else "none"
+        print(f"\nprediction error where the WAN dominates: {summary(errors_wan)}; all cases: {summary(errors_all)}\n")
+        hits, misses = 0, []
+        for (op, algo, n), values in measured.items():
+            if algo != "auto":
+                continue
+            best = min(statistics.median(measured[(op, "hier", n)]), statistics.median(measured[(op, "flat", n)]))
+            got = statistics.median(values)
+            if got <= 1.05 * best:
+                hits += 1
+            else:
+                misses.append(f"{op} {n} B: auto {got:.0f} us, best {best:.0f} us ({got / best:.2f}x)")
+        total = hits + len(misses)
+        print(f"auto within 5% of the faster algorithm: {hits} of {total} cases ({100 * hits / max(total, 1):.0f}%)")
+        for miss in misses:
+            print(f"- miss: {miss}")
+    print(f"\n(models kept in {work})")
+
+
+if __name__ == "__main__":
+    main()
