@@ -29,6 +29,7 @@
 #include "common/grid.h"
 #include "common/wan.h"
 #include "launcher/self_job.h"
+#include "launcher/timed_call.h"
 #include "wan_bounds.h"
 #include "gridrt/gridrt.hpp"
 
@@ -279,18 +280,6 @@ gridrt::WanPlan emulated_wan(const Options& o) {
   return plan;
 }
 
-// Whether every process runs under the same kernel (the same boot id), so that all share
-// one monotonic clock.
-bool one_machine(const gridrt::Comm& world) {
-  char id[40] = {0};
-  std::ifstream("/proc/sys/kernel/random/boot_id").read(id, 36);
-  std::vector<char> all(sizeof id * world.size());
-  world.allgather(id, all.data(), sizeof id, MPI_CHAR);
-  for (int r = 0; r < world.size(); ++r)
-    if (std::memcmp(all.data() + r * sizeof id, id, sizeof id) != 0 || id[0] == 0) return false;
-  return true;
-}
-
 int work(int argc, char** argv) {
   const Options o = parse(argc, argv);
   gridrt::init(&argc, &argv);
@@ -317,12 +306,8 @@ int work(int argc, char** argv) {
   for (const auto& a : sites.names)
     for (const auto& b : sites.names)
       if (a != b) longest_delay = std::max(longest_delay, wan.pair(a, b).delay);
-  const bool one_clock = one_machine(world);
-  // Wake at the common start itself, not up to 50 µs later (the kernel's default timer slack).
-  if (one_clock) ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   // How far ahead the common start is: the broadcast announcing it crosses the WAN once.
-  const auto lead = std::chrono::duration_cast<std::chrono::steady_clock::duration>(3 * longest_delay + std::chrono::milliseconds(10));
-  int late = 0;  // starts announced too late to be kept (should stay 0)
+  gridrt::timing::CallTimer timer(world, std::chrono::duration_cast<std::chrono::steady_clock::duration>(3 * longest_delay + std::chrono::milliseconds(10)));
   if (me == 0 && !o.json)
     std::printf("# gridbench: %d processes in %d clusters at %zu sites, %s, %d calls per size\n# %-9s %-4s %10s %12s %12s %12s %9s %12s %12s %12s\n", P,
                 clusters, sites.names.size(), wan.active() ? ("emulated WAN " + wan.describe()).c_str() : "no emulated WAN",
@@ -330,8 +315,8 @@ int work(int argc, char** argv) {
   for (const auto& op : o.ops) {
     std::vector<std::size_t> sizes = op == "barrier" ? std::vector<std::size_t>{0} : o.sizes;
     for (std::size_t n : sizes) {
-      const bool per_member = op == "gather" || op == "scatter" || op == "allgather" || op == "alltoall";
-      std::vector<char> send(per_member && op != "gather" && op != "allgather" ? n * P : n, 1), recv(per_member ? n * P : n);
+      gridrt::timing::Buffers buffers(op, n, P);
+      std::vector<char>&send = buffers.send, &recv = buffers.recv;
       const int count = static_cast<int>(n);
       for (const auto& algo_name : o.algos) {
         const gridrt::Algo algo = algo_of(algo_name);
@@ -370,39 +355,17 @@ int work(int argc, char** argv) {
             else if (op == "alltoall") MPI_Alltoall(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, mpi);
             return;
           }
-          if (op == "barrier") world.barrier(algo);
-          else if (op == "bcast") world.bcast(send.data(), count, MPI_BYTE, o.root, algo);
-          else if (op == "reduce") world.reduce(send.data(), recv.data(), count, MPI_BYTE, MPI_BOR, o.root, algo);
-          else if (op == "allreduce") world.allreduce(send.data(), recv.data(), count, MPI_BYTE, MPI_BOR, algo);
-          else if (op == "gather") world.gather(send.data(), recv.data(), count, MPI_BYTE, o.root, algo);
-          else if (op == "scatter") world.scatter(send.data(), recv.data(), count, MPI_BYTE, o.root, algo);
-          else if (op == "allgather") world.allgather(send.data(), recv.data(), count, MPI_BYTE, algo);
-          else if (op == "alltoall") world.alltoall(send.data(), recv.data(), count, MPI_BYTE, algo);
+          gridrt::timing::call_collective(world, op, algo, n, o.root, buffers);
         };
         for (int i = 0; i < o.warmup; ++i) call();
         world.barrier();
-        // Each call is timed on its own, from a common start: when every process runs on
-        // this machine (the embedded grid), they share one monotonic clock, so rank 0 names
-        // a moment far enough ahead for the news to reach everyone, all start then, and a
-        // call's time on a process is from that moment to its return (the largest over the
-        // processes is when the operation is complete everywhere). Otherwise, as the OSU
-        // benchmarks do, each call starts after an untimed barrier.
+        // Each call timed on its own (launcher/timed_call.h): from a common start on one
+        // machine, else after a barrier.
         double busy = 0;
         unsigned long long sent[2] = {0, 0};
         for (int i = 0; i < o.iters; ++i) {
-          world.barrier();
-          auto start = std::chrono::steady_clock::now();
-          if (one_clock) {
-            long long at = std::chrono::duration_cast<std::chrono::nanoseconds>((start + lead).time_since_epoch()).count();
-            world.bcast(&at, 1, MPI_LONG_LONG, 0);
-            start = std::chrono::steady_clock::time_point(std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::nanoseconds(at)));
-            if (std::chrono::steady_clock::now() > start) ++late;
-          }
-          const gridrt::WanTraffic before = gridrt::wan_traffic();
-          if (one_clock) std::this_thread::sleep_until(start);
-          else start = std::chrono::steady_clock::now();
-          call();
-          busy += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+          gridrt::WanTraffic before;
+          busy += 1e6 * timer.time(call, [&] { before = gridrt::wan_traffic(); });
           const gridrt::WanTraffic after = gridrt::wan_traffic();
           sent[0] += after.messages - before.messages;
           sent[1] += after.bytes - before.bytes;
@@ -432,7 +395,7 @@ int work(int argc, char** argv) {
       }
     }
   }
-  int late_total = 0;
+  int late = timer.late(), late_total = 0;
   world.allreduce(&late, &late_total, 1, MPI_INT, MPI_SUM);
   if (me == 0 && late_total > 0)
     std::fprintf(stderr, "gridbench: warning: %d call(s) started late on some process (the machine was too busy)\n", late_total);

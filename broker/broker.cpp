@@ -385,6 +385,7 @@ void Broker::start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run) {
   } catch (const std::exception& e) {
     log::error(e.what(), " (job ids could repeat after a restart of the broker without its journal)");
   }
+  job->topology.model = model_;
   persist(*job, true);  // before any relay hears of it
   for (std::uint32_t c = 0; c < job->parts.size(); ++c) {
     PartStart start{job->id, job->secret, job->submitter, c, job->topology, job->spec};

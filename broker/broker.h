@@ -47,6 +47,9 @@ class Broker {
   // Job ids continue after the last one it holds; jobs it saw start and never end (a
   // crash cut them off) get their end line now, unless they were taken back.
   void set_journal(const std::string& path);
+  // The grid's performance model (JSON, docs/models.md; checked by the caller): handed to
+  // every job with its topology, so that every process predicts and chooses alike.
+  void set_model(std::string json) { model_ = std::move(json); }
   // How long a connection may take to authenticate (its TLS handshake); tests shorten it.
   void set_authentication_deadline(std::chrono::steady_clock::duration d) { authenticate_ = d; }
   std::size_t unauthenticated_connections() const { return strangers_.pending(); }
@@ -115,6 +118,7 @@ class Broker {
   asio::io_context& io_;
   Grid grid_;
   Journal journal_;
+  std::string model_;  // set_model
   JobStore store_;
   asio::ssl::context tls_;
   tcp::acceptor acceptor_;

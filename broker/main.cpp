@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "broker/broker.h"
+#include "models/grid_model.h"
 #include "common/cli.h"
 #include "common/watchdog.h"
 #include "common/xml.h"
@@ -31,6 +32,9 @@ submits jobs to it. Every connection is mutual TLS 1.3 from the grid CA.
                      meanwhile (gridrelay --broker-grace) and gridrun reconnects; the
                      output goes on where it stopped. Parts or launchers not back within
                      60 s are lost. (Stopped with SIGTERM, the broker kills its jobs.)
+  --model FILE       the grid's performance model (gridrun calibrate; docs/models.md),
+                     handed to every job with its topology: auto then chooses every
+                     collective's algorithm by its predictions. Re-read on restart
   --help             this text
   --version          print gridrt's version
 Logging goes to stderr; set GRIDRT_LOG=info or debug for more.
@@ -40,25 +44,36 @@ Logging goes to stderr; set GRIDRT_LOG=info or debug for more.
 int main(int argc, char** argv) {
   using namespace gridrt;
   log::set_component("broker");
-  std::string grid_path, listen, port_file, journal, state_dir;
+  std::string grid_path, listen, port_file, journal, state_dir, model;
   bool quiet = false;
   tls::Credentials creds;
   parse_daemon_options(argc, argv, "gridbroker", kUsage,
                        {{"--grid", &grid_path}, {"--listen", &listen}, {"--cert", &creds.cert}, {"--key", &creds.key},
                         {"--ca", &creds.ca}, {"--port-file", &port_file},
-                        {"--journal", &journal}, {"--state-dir", &state_dir}},
+                        {"--journal", &journal}, {"--state-dir", &state_dir}, {"--model", &model}},
                        {"--grid", "--listen", "--cert", "--key", "--ca"}, {{"--quiet", &quiet}});
   if (quiet) log::set_notices(false);
   try {
     asio::io_context io;
     const Grid grid = load_grid(grid_path);
+    std::string model_json;
+    if (!model.empty()) {
+      try {
+        model_json = models::read_model_text(model);  // checked here, not in every process
+      } catch (const models::ModelError& e) {
+        std::fprintf(stderr, "gridbroker: --model: %s\n", e.what());
+        return 2;
+      }
+    }
     Broker broker(io, grid, creds, parse_endpoint(listen));
+    if (!model_json.empty()) broker.set_model(model_json);
     broker.prepare_for_strangers();
     if (!state_dir.empty()) broker.set_state_dir(state_dir);  // before the journal: jobs taken back are not cut off
     if (!journal.empty()) broker.set_journal(journal);
     const auto ep = broker.endpoint();
     log::notice("listening on ", ep.address().to_string(), ":", ep.port(), " for the ", grid.clusters.size(), " cluster(s) of ",
-                grid_path, state_dir.empty() ? "" : ", state in " + state_dir, journal.empty() ? "" : ", journal " + journal);
+                grid_path, state_dir.empty() ? "" : ", state in " + state_dir, journal.empty() ? "" : ", journal " + journal,
+                model.empty() ? "" : ", model " + model);
     if (!port_file.empty()) {
       FILE* f = std::fopen((port_file + ".tmp").c_str(), "w");
       if (!f) throw std::runtime_error("cannot write " + port_file);

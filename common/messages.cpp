@@ -94,7 +94,7 @@ void Topology::encode(Writer& w) const {
   w.strs(groups).strs(sites).u32(static_cast<std::uint32_t>(clusters.size()));
   for (const auto& c : clusters)
     w.str(c.name).u32(c.site).u32(c.first_rank).u32(c.count).str(c.link_host).u32(c.link_port).u8(c.reachable).u8(c.outbound).u8(c.accepts).str(c.ports);
-  w.u32s(rank_group).strs(nodes).u32s(rank_node).strs(rank_endpoint);
+  w.u32s(rank_group).strs(nodes).u32s(rank_node).strs(rank_endpoint).str(model);
 }
 
 Topology Topology::decode(Reader& r) {
@@ -120,6 +120,7 @@ Topology Topology::decode(Reader& r) {
   t.nodes = r.strs();
   t.rank_node = r.u32s();
   t.rank_endpoint = r.strs();
+  t.model = r.str();
   if (!t.rank_endpoint.empty() && t.rank_endpoint.size() != t.rank_group.size())
     throw wire::BadBody("topology: endpoints do not match the ranks");
   // Consistency: a topology that indexes out of its own tables is as bad as a truncated one.

@@ -81,6 +81,7 @@ struct Topology {
   std::vector<std::string> nodes;       // node color = index; filled when every part is ready
   std::vector<std::uint32_t> rank_node;
   std::vector<std::string> rank_endpoint;  // "HOST:PORT" where a rank accepts direct connections, or ""
+  std::string model;  // the grid's performance model its broker keeps (JSON, docs/models.md), or ""
 
   std::uint32_t size() const { return static_cast<std::uint32_t>(rank_group.size()); }
   // Index of the cluster holding `rank`; size() is not a rank (returns clusters.size()).

@@ -44,6 +44,7 @@
 #include "common/cli.h"
 #include "gridrt/gridrt.hpp"
 #include "launcher/self_job.h"
+#include "launcher/timed_call.h"
 #include "models/grid_model.h"
 
 namespace {
@@ -62,6 +63,9 @@ algorithm from its predictions, and gridbench prints them (predicted_us).
   --output FILE   where to write the model (default gridrt-model.json here)
   --show FILE     print a model file readably, measure nothing
   --sizes S,...   the sizes measured, in bytes (default 0,1024,16384,65536,262144,1048576)
+  --no-sample     skip the sample run: every algorithm, hier and flat, run 3 times at the
+                  sizes from 1 KiB to 256 KiB, from which the model learns how far its
+                  predictions fall from what the grid does (a correction per algorithm)
 
 Grid options (as gridrun's): --clusters C --ranks-per-cluster R (the embedded grid, default
 2 x 3), --grid FILE, --emulate-wan DELAY[,RATE] (and -pair, -access), or --broker HOST:PORT
@@ -207,11 +211,74 @@ gridrt::models::PLogP plogp_of(const std::vector<Row>& r, const std::vector<doub
   return p;
 }
 
+// The sample run: every algorithm of every operation, hier and flat, at the sizes measured
+// from 1 KiB to 256 KiB (at least four), 3 timed calls each (launcher/timed_call.h), the
+// time until the call was complete everywhere; rank 0 fits each one's correction
+// (models::fit_correction) from the model's predictions for the same calls.
+void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gridrt::models::GridModel& model) {
+  const int me = world.rank(), P = world.size();
+  double widest = 0;  // the longest one-way latency: how far ahead to name a common start
+  if (me == 0)
+    for (const auto& [pair, p] : model.between_sites) widest = std::max(widest, p.L);
+  world.bcast(&widest, 1, MPI_DOUBLE, 0);
+  gridrt::timing::CallTimer timer(world, std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(3 * widest + 0.01)));
+  std::vector<std::size_t> sampled;
+  for (double m : sizes)
+    if (m >= 1024 && m <= 262144) sampled.push_back(static_cast<std::size_t>(m));
+  for (double m : sizes)
+    if (sampled.size() < 4 && m > 262144) sampled.push_back(static_cast<std::size_t>(m));
+  // The model so far, as a file, for the predictions (gridrt::predicted_us reads one).
+  std::string path;
+  gridrt::GridShape shape;
+  if (me == 0) {
+    char tmp[] = "/tmp/gridcalibrate-XXXXXX";
+    const int fd = ::mkstemp(tmp);
+    if (fd < 0) throw std::runtime_error("cannot write a model file in /tmp");
+    ::close(fd);
+    path = tmp;
+    std::ofstream(path) << gridrt::models::model_json(model);
+    for (int r = 0; r < P; ++r) {
+      const std::string& cluster = gridrt::level_name(gridrt::Level::kCluster, r);
+      if (shape.clusters.empty() || shape.clusters.back() != cluster) {
+        shape.clusters.push_back(cluster);
+        shape.sites.push_back(gridrt::level_name(gridrt::Level::kSite, r));
+        shape.ranks.push_back(0);
+      }
+      ++shape.ranks.back();
+    }
+  }
+  for (const char* op : {"barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall"})
+    for (gridrt::Algo algo : {gridrt::Algo::kHier, gridrt::Algo::kFlat}) {
+      const char* name = algo == gridrt::Algo::kHier ? "hier" : "flat";
+      std::vector<std::pair<double, double>> points;
+      for (std::size_t n : std::string(op) == "barrier" ? std::vector<std::size_t>{0} : sampled) {
+        gridrt::timing::Buffers buffers(op, n, P);
+        auto call = [&] { gridrt::timing::call_collective(world, op, algo, n, 0, buffers); };
+        call();  // warm-up
+        double mine = 0, slowest = 0;
+        for (int i = 0; i < 3; ++i) mine += timer.time(call) / 3;
+        world.allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX);
+        if (me == 0) points.emplace_back(gridrt::predicted_us(path, shape, op, n, algo, 0) * 1e-6, slowest);
+      }
+      if (me != 0) continue;
+      const gridrt::models::Correction c = gridrt::models::fit_correction(points);
+      model.corrections[std::string(op) + "/" + name] = c;
+      double ratio = 0;
+      for (const auto& [x, y] : points) ratio += y / x / points.size();
+      std::printf("# sample run: %s %s measured %.2f x predicted on average: measured = %.3f x predicted %+.0f us\n", op, name, ratio, c.scale,
+                  c.offset * 1e6);
+      std::fflush(stdout);
+    }
+  if (me == 0) std::remove(path.c_str());
+}
+
 int work(int argc, char** argv) {
   std::string grid_name = "a grid", sizes_text = "0,1024,16384,65536,262144,1048576";
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (!std::strcmp(argv[i], "--grid-name")) grid_name = argv[++i];
-    else if (!std::strcmp(argv[i], "--sizes")) sizes_text = argv[++i];
+  bool sample = true;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--grid-name") && i + 1 < argc) grid_name = argv[++i];
+    else if (!std::strcmp(argv[i], "--sizes") && i + 1 < argc) sizes_text = argv[++i];
+    else if (!std::strcmp(argv[i], "--no-sample")) sample = false;
   }
   const std::vector<double> sizes = sizes_from(sizes_text);
   const auto start = Clock::now();
@@ -304,6 +371,7 @@ int work(int argc, char** argv) {
     }
     world.barrier();
   }
+  if (sample) sample_run(world, sizes, model);
   if (me == 0) {
     model.grid = grid_name;
     model.measurements = static_cast<int>(plan.size());
@@ -346,6 +414,8 @@ int launch(int argc, char** argv) {
       sizes = value();
       sizes_from(sizes);
       worker_args.insert(worker_args.end(), {a, sizes});
+    } else if (a == "--no-sample") {
+      worker_args.push_back(a);
     } else if (a == "--clusters" || a == "--ranks-per-cluster" || a == "--grid" || a == "--broker" || a == "--cert" || a == "--key" ||
                a == "--ca" || a.rfind("--emulate-wan", 0) == 0) {
       const std::string v = value();

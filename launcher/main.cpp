@@ -268,15 +268,14 @@ int main(int argc, char** argv) {
       if (eq == std::string::npos || eq == 0) usage_error("--var takes NAME=VALUE, got '" + kv + "'");
       vars[kv.substr(0, eq)] = kv.substr(eq + 1);
     } else if (a == "--model") {
-      // The grid's model for auto's choices (docs/models.md): checked here, read by every
-      // process from GRIDRT_MODEL.
-      const std::string path = std::filesystem::absolute(value()).string();
+      // The grid's model for auto's choices (docs/models.md): checked here, and its text
+      // handed to every process in its environment, wherever the processes run (over the
+      // model the broker may keep).
       try {
-        models::load_model(path);
+        env.emplace_back("GRIDRT_MODEL_JSON", models::read_model_text(value()));
       } catch (const models::ModelError& e) {
         usage_error(std::string("--model: ") + e.what());
       }
-      env.emplace_back("GRIDRT_MODEL", path);
     } else if (a == "--env") {
       const std::string kv = value();
       const auto eq = kv.find('=');

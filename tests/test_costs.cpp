@@ -158,3 +158,30 @@ TEST(ModelFile, RefusesWhatItCannotReadNamingIt) {
     }
   }
 }
+
+// The sample run's corrections: measured = scale x predicted + offset, recovered from
+// synthetic runs; a slope out of reason falls back to the ratio; applied by predict().
+TEST(ModelFile, CorrectionsFittedFromASampleRunAndApplied) {
+  std::vector<std::pair<double, double>> run;
+  for (double x : {0.011, 0.012, 0.021, 0.053, 0.180}) run.emplace_back(x, 1.08 * x + 0.0009);
+  const models::Correction c = models::fit_correction(run);
+  EXPECT_NEAR(c.scale, 1.08, 0.0108);
+  EXPECT_NEAR(c.offset, 0.0009, 0.000009);
+  // Times that fall as predictions rise: no line of reason, the mean ratio's slope instead.
+  const models::Correction odd = models::fit_correction({{0.01, 0.05}, {0.02, 0.04}, {0.04, 0.01}});
+  EXPECT_EQ(odd.offset, 0);
+  EXPECT_GT(odd.scale, 0);
+  EXPECT_NEAR(models::fit_correction({{0.01, 0.02}}).scale, 2, 1e-12);  // one point: its ratio
+  EXPECT_EQ(models::fit_correction({}).scale, 1);                         // none: none
+  EXPECT_EQ((models::Correction{1, -1}.apply(0.5)), 0);        // never below zero
+
+  models::GridModel m = simple_model();
+  m.corrections["bcast/hier"] = {2.0, 0.001};
+  const models::GridModel back = models::read_model_json(models::model_json(m), "m.json");
+  ASSERT_EQ(back.corrections.count("bcast/hier"), 1u);
+  EXPECT_NEAR(back.corrections.at("bcast/hier").offset, 0.001, 1e-9);
+  const CostShape s = shape(back, {2, 2, 2}, {"A", "B", "C"});
+  const Prediction p = predict(s, Coll::kBcast, 1000, 0);
+  EXPECT_NEAR(p.hier, 2 * 11 * kMs + 1 * kMs, 1e-9);      // corrected
+  EXPECT_NEAR(p.flat, bcast_binomial_cost(s, 0, 1000), 1e-12);  // not
+}

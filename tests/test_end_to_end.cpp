@@ -1318,6 +1318,30 @@ TEST(Calibration, MeasuresRepresentativePairsAndJobsChooseByTheModel) {
   EXPECT_EQ(lines, 6) << big.out;
 }
 
+// A standing broker keeps the grid's model and hands it to every job with the topology: a
+// job submitted without --model predicts by it, alike in every member. A model the broker
+// cannot read stops it at start, naming the file.
+TEST(Calibration, AStandingBrokerHandsItsModelToEveryJob) {
+  const std::string model = ::testing::TempDir() + "/typical-model.json";
+  std::ofstream(model) << R"({"format": "gridrt-model/1",
+    "inside": {"*": {"L_us": 5, "g_us": [[0, 1], [1048576, 500]]}},
+    "between_sites": [{"sites": ["*", "*"], "plogp": {"L_us": 1000, "g_us": [[0, 10], [1048576, 84000]]}}]})";
+  {
+    StandingGrid grid("model", {"alice"}, {}, {"--model", model});
+    const Outcome r = gridrun(grid.as("alice", {"-n", "6", kTestBin + "/coll_check", "--predictions"}));
+    EXPECT_EQ(r.status, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("predictions agree on 6 members"), std::string::npos) << r.out << r.err;
+  }
+  std::ofstream(::testing::TempDir() + "/not-a-model.json") << "[1, 2";
+  const Outcome bad = start_program("gridbroker", {"--grid", kSrc + "/jobprofiles/../bench/grids/one-site-3x2.xml", "--listen", "127.0.0.1:0",
+                                                   "--cert", "x", "--key", "x", "--ca", "x", "--model", ::testing::TempDir() + "/not-a-model.json"},
+                                    "broker-bad-model")
+                          .finish();
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("not-a-model.json:1: not JSON"), std::string::npos) << bad.err;
+  expect_nothing_left();
+}
+
 // The C API of communicators and collectives (tests/coll_c.c), with its error codes.
 TEST(EndToEnd, CollectivesThroughTheCApi) {
   const Outcome r = gridrun({"--grid", grid_with_sites({{"A", 2}, {"B", 1}, {"C", 3}}), helloworld_running("coll_c")});

@@ -138,12 +138,15 @@ void init(int* argc, char*** argv, int required) {
   s->slice = detail::number_from_env("GRIDRT_SLICE", 64 * 1024, 1024, 1ull << 30, "bytes");
   s->node_level = detail::choice_from_env<bool>("GRIDRT_NODE_LEVEL", {{"off", false}, {"on", true}});
   s->explain = detail::choice_from_env<bool>("GRIDRT_EXPLAIN", {{"0", false}, {"1", true}});
-  if (const char* model = std::getenv("GRIDRT_MODEL"); model && *model) {
-    try {
+  // The grid's model (docs/models.md): a file named by GRIDRT_MODEL, the text gridrun
+  // --model hands over (GRIDRT_MODEL_JSON), or the one the broker keeps (with the topology).
+  try {
+    if (const char* model = std::getenv("GRIDRT_MODEL"); model && *model)
       s->model = std::make_shared<const models::GridModel>(models::load_model(model));
-    } catch (const models::ModelError& e) {
-      throw Error(std::string("gridrt: GRIDRT_MODEL: ") + e.what());
-    }
+    else if (const char* json = std::getenv("GRIDRT_MODEL_JSON"); json && *json)
+      s->model = std::make_shared<const models::GridModel>(models::read_model_json(json, "GRIDRT_MODEL_JSON"));
+  } catch (const models::ModelError& e) {
+    throw Error(std::string("gridrt: ") + e.what());
   }
   const std::size_t window = detail::number_from_env("GRIDRT_WINDOW", 512 * 1024, detail::RelayTransport::kMinWindow, 1ull << 32, "bytes");
   const long timeout_s = static_cast<long>(detail::number_from_env("GRIDRT_INIT_TIMEOUT", 300, 1, 1000000, "seconds"));
@@ -164,6 +167,13 @@ void init(int* argc, char*** argv, int required) {
                                                             static_cast<std::uint32_t>(s->local_rank), host, window,
                                                             detail::ListenSpec::parse(std::getenv("GRIDRT_LISTEN")));
     s->topo = s->transport->wait_topology(std::chrono::seconds(timeout_s));
+    if (!s->model && !s->topo.model.empty()) {
+      try {
+        s->model = std::make_shared<const models::GridModel>(models::read_model_json(s->topo.model, "the broker's model"));
+      } catch (const models::ModelError& e) {
+        std::fprintf(stderr, "gridrt: auto follows its measured rules: %s\n", e.what());
+      }
+    }
   } catch (const std::runtime_error& e) {
     throw Error(std::string("gridrt: init: ") + e.what());
   }

@@ -15,7 +15,7 @@ int ceil_log2(int n) {
 
 CostShape::CostShape(const models::GridModel& model, std::vector<int> members_part, std::vector<int> part_site,
                      const std::vector<std::string>& part_cluster, const std::vector<std::string>& site_name, double slice_bytes)
-    : site_of_part(std::move(part_site)), part_of(std::move(members_part)), slice(slice_bytes) {
+    : site_of_part(std::move(part_site)), part_of(std::move(members_part)), slice(slice_bytes), corrections(model.corrections) {
   const int C = static_cast<int>(site_of_part.size());
   part_size.assign(C, 0);
   first_member.assign(C, -1);

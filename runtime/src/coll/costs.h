@@ -16,6 +16,7 @@
 // model, so choices made from them agree.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,7 @@ struct CostShape {
   std::vector<bool> site_access;         // the site's outgoing WAN traffic shares one line
   std::vector<std::vector<models::PLogP>> link;  // [a][b] between members of parts a and b ([a][a]: inside a)
   double slice = 64 * 1024;              // GRIDRT_SLICE, bytes
+  std::map<std::string, models::Correction> corrections;  // the model's, by "op/algo"
 
   // From the members' parts (part_of, parts numbered by first member), the parts' sites,
   // and the clusters' and sites' names in the model. Throws models::ModelError when the

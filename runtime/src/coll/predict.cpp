@@ -12,7 +12,8 @@
 
 namespace gridrt::detail {
 
-Prediction predict(const CostShape& s, Coll op, std::size_t bytes, int root) {
+namespace {
+Prediction uncorrected(const CostShape& s, Coll op, std::size_t bytes, int root) {
   const double m = static_cast<double>(bytes);
   switch (op) {
     case Coll::kBarrier: return {barrier_hier_cost(s), barrier_dissemination_cost(s)};
@@ -26,6 +27,16 @@ Prediction predict(const CostShape& s, Coll op, std::size_t bytes, int root) {
     case Coll::kScan: return {scan_hier_cost(s, m), scan_doubling_cost(s, m)};
   }
   return {};
+}
+}  // namespace
+
+// The cost functions' predictions, corrected as the model's sample run says (models/grid_model.h).
+Prediction predict(const CostShape& s, Coll op, std::size_t bytes, int root) {
+  Prediction p = uncorrected(s, op, bytes, root);
+  const std::string name = coll_name(op);
+  if (const auto it = s.corrections.find(name + "/hier"); it != s.corrections.end()) p.hier = it->second.apply(p.hier);
+  if (const auto it = s.corrections.find(name + "/flat"); it != s.corrections.end()) p.flat = it->second.apply(p.flat);
+  return p;
 }
 
 const char* coll_name(Coll op) {

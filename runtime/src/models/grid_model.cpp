@@ -7,9 +7,25 @@
 #include <fstream>
 #include <sstream>
 
+#include "models/least_squares.h"
+
 namespace gridrt::models {
 
 namespace pt = boost::property_tree;
+
+Correction fit_correction(const std::vector<std::pair<double, double>>& predicted_measured) {
+  std::vector<Point> pts;
+  for (const auto& [x, y] : predicted_measured)
+    if (x > 0 && y > 0) pts.push_back({x, y, 1 / (y * y)});
+  Correction c;
+  if (pts.size() == 1) c.scale = pts[0].y / pts[0].x;  // (a barrier: one size) its ratio
+  if (pts.size() < 2) return c;
+  const Line line = fit_line(pts);
+  if (line.ok && line.slope > 0.2 && line.slope < 5) return {line.slope, line.intercept};
+  const Line ratio = fit_through_origin(pts);
+  if (ratio.ok && ratio.slope > 0) c.scale = ratio.slope;
+  return c;
+}
 
 GridModel GridModel::with_typical() const {
   GridModel m = *this;
@@ -162,6 +178,10 @@ GridModel read_model_json(const std::string& text, const std::string& source) {
       }
     if (const auto access = root.get_child_optional("access"))
       for (const auto& [k, v] : *access) m.access.insert(v.get_value<std::string>());
+    if (const auto corrections = root.get_child_optional("corrections"))
+      for (const auto& [key, c] : *corrections)
+        m.corrections[key] = {number(child(c, "scale", "corrections." + key), "corrections." + key + ".scale"),
+                              c.get_child_optional("offset_us") ? c.get<double>("offset_us") * 1e-6 : 0.0};
     if (m.empty()) throw ModelError("no measurement (inside, within_site or between_sites)");
     return m;
   } catch (const ModelError& e) {
@@ -171,13 +191,16 @@ GridModel read_model_json(const std::string& text, const std::string& source) {
   }
 }
 
-GridModel load_model(const std::string& path) {
+std::string read_model_text(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw ModelError(path + ": cannot read the model file");
   std::ostringstream text;
   text << in.rdbuf();
-  return read_model_json(text.str(), path);
+  read_model_json(text.str(), path);
+  return text.str();
 }
+
+GridModel load_model(const std::string& path) { return read_model_json(read_model_text(path), path); }
 
 std::string model_json(const GridModel& m) {
   std::string out = "{\n  \"format\": \"" + std::string(kFormat) + "\",\n  \"grid\": " + quoted(m.grid) + ",\n  \"measured\": " + quoted(m.measured) +
@@ -197,7 +220,14 @@ std::string model_json(const GridModel& m) {
   out += "\n  ],\n  \"access\": [";
   sep = "";
   for (const auto& s : m.access) out += sep + quoted(s), sep = ", ";
-  return out + "]\n}\n";
+  out += "],\n  \"corrections\": {";
+  sep = "\n    ";
+  for (const auto& [key, c] : m.corrections) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "{\"scale\": %.4f, \"offset_us\": %.1f}", c.scale, c.offset * 1e6);
+    out += sep + quoted(key) + ": " + buf, sep = ",\n    ";
+  }
+  return out + "\n  }\n}\n";
 }
 
 namespace {
@@ -223,6 +253,11 @@ std::string describe_model(const GridModel& m) {
   for (const auto& [s, p] : m.within_site) out += "  between clusters of site " + s + ": " + describe_plogp(p) + "\n";
   for (const auto& [st, p] : m.between_sites) out += "  from site " + st.first + " to site " + st.second + ": " + describe_plogp(p) + "\n";
   for (const auto& s : m.access) out += "  site " + s + "'s traffic to other sites shares one access line\n";
+  for (const auto& [key, c] : m.corrections) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "  %s: measured = %.3f x predicted %+.1f us (from a sample run)\n", key.c_str(), c.scale, c.offset * 1e6);
+    out += buf;
+  }
   return out;
 }
 

@@ -17,7 +17,9 @@
 // measurements. Kept as JSON (read_model_json / model_json), in microseconds.
 #pragma once
 
+#include <algorithm>
 #include <map>
+#include <vector>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -27,11 +29,26 @@
 
 namespace gridrt::models {
 
+// What a sample run of an algorithm on the calibrated grid says of its predictions: measured
+// = scale x predicted + offset, fitted by least squares over the sizes sampled (relative
+// errors weighed alike), as Steffenel, Martinasso and Trystram fit their contention
+// signature from one sample run and reuse it at other sizes and process counts. It takes
+// in what pLogP measured one pair at a time cannot see: processes and relays contending for
+// the CPUs, the wait policy's wake-ups, copies.
+struct Correction {
+  double scale = 1, offset = 0;  // offset in seconds
+  double apply(double predicted) const { return std::max(0.0, scale * predicted + offset); }
+};
+// From (predicted, measured) pairs in seconds: a line when it fits with a plausible slope,
+// else the ratio alone (also from a single pair); none (scale 1) from none.
+Correction fit_correction(const std::vector<std::pair<double, double>>& predicted_measured);
+
 struct GridModel {
   std::map<std::string, PLogP> inside;
   std::map<std::string, PLogP> within_site;
   std::map<std::pair<std::string, std::string>, PLogP> between_sites;  // (from, to)
   std::set<std::string> access;
+  std::map<std::string, Correction> corrections;  // by "op/algo", e.g. "bcast/hier"
   std::string grid;      // what was measured (a grid description, or "embedded C x R")
   std::string measured;  // when (UTC, ISO 8601)
   int measurements = 0;  // pairs measured to make it
@@ -53,6 +70,8 @@ struct ModelError : std::runtime_error {
 // Reads a model file's text; throws ModelError naming `source`, where and what is wrong.
 GridModel read_model_json(const std::string& text, const std::string& source);
 GridModel load_model(const std::string& path);
+// A model file's text, checked as read_model_json does (to be handed on as it is).
+std::string read_model_text(const std::string& path);
 std::string model_json(const GridModel& m);
 // A readable account of it, for `gridrun calibrate --show`.
 std::string describe_model(const GridModel& m);
