@@ -405,12 +405,4 @@ int work(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const bool worker = argc > 1 && std::string(argv[1]) == "--worker";
-  try {
-    return worker ? work(argc, argv) : launch(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "gridbench: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return gridrt::self_job_main("gridbench", argc, argv, work, launch); }

@@ -1,6 +1,7 @@
 // gridbench's bound_us: the least time a collective must spend on the emulated WAN
-// (common/wan.h), for algorithms that cross it at most once on any path, as all of gridrt's
-// do (docs/algorithms.md, "Bounds").
+// (common/wan.h), for algorithms that cross it at most once on any path, as gridrt's
+// hierarchical ones do (docs/algorithms.md, "Bounds"; a flat one may take a detour through a
+// third site and beat it where delays break the triangle inequality).
 //
 // For an operation, B[i][j] is what must go from site i to site j (n bytes per message, or
 // per block; a message crosses even when n is 0): a bcast's root site sends n to every other site, a gather's root site takes

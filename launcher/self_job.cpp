@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 
@@ -84,6 +85,16 @@ int run_self_as_job(const std::string& tool, const std::string& gridrun, const s
   ::waitpid(pid, &status, 0);
   std::filesystem::remove(path);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int self_job_main(const char* name, int argc, char** argv, int (*work)(int, char**), int (*launch)(int, char**)) {
+  const bool worker = argc > 1 && std::strcmp(argv[1], "--worker") == 0;
+  try {
+    return worker ? work(argc, argv) : launch(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+    return 1;
+  }
 }
 
 }  // namespace gridrt

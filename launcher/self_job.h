@@ -16,4 +16,8 @@ namespace gridrt {
 int run_self_as_job(const std::string& tool, const std::string& gridrun, const std::vector<std::string>& grid_args,
                     const std::vector<std::string>& worker_args, const std::function<void(const std::string&)>& line);
 
+// main() of such a tool: `work` in the job's processes (argv[1] is --worker), `launch`
+// otherwise; an exception ends it with "NAME: what" on stderr and status 1.
+int self_job_main(const char* name, int argc, char** argv, int (*work)(int, char**), int (*launch)(int, char**));
+
 }  // namespace gridrt

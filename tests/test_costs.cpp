@@ -110,6 +110,16 @@ TEST(Costs, OneClusterIsMpichsOwnCollective) {
   EXPECT_NEAR(allreduce_hier_cost(s, 1000), 3 * (5e-6 + 1e-6), 1e-12);
 }
 
+TEST(Costs, AClusterOfOneProcessNeedsNoMeasurementInside) {
+  models::GridModel m;
+  m.inside["c0"] = line(0, 0);  // c1 holds one process: calibration measured nothing in it
+  m.between_sites[{"A", "B"}] = line(10e-3, 1.0);
+  m.between_sites[{"B", "A"}] = line(10e-3, 1.0);
+  const CostShape s = shape(m, {2, 1}, {"A", "B"});
+  EXPECT_NEAR(bcast_hier_cost(s, 0, 1000), 11 * kMs, 1e-9);
+  EXPECT_THROW(shape(m, {2, 2}, {"A", "B"}), models::ModelError);  // two processes in c1: needed
+}
+
 TEST(ModelFile, WrittenAndReadBack) {
   models::GridModel m = simple_model();
   m.inside["c0"] = line(3e-6, 0.0005);

@@ -27,17 +27,7 @@ Async<> allgatherv_ring(CommImpl& c, std::vector<char> mine, Blocks out) {
 // the left in the step before.
 double allgather_ring_cost(const CostShape& s, double b) {
   const int P = s.size();
-  Timeline tl(s);
-  std::vector<double> ready(P, 0), next(P, 0);
-  for (int step = 1; step < P; ++step) {
-    next = ready;
-    for (int i = 0; i < P; ++i) {
-      const int to = (i + 1) % P;
-      next[to] = std::max(next[to], tl.send(i, s.part_of[i], s.part_of[to], b, ready[i]));
-    }
-    ready = next;
-  }
-  return *std::max_element(ready.begin(), ready.end());
+  return rounds_cost(s, P - 1, [P](int i, int) { return (i + 1) % P; }, b);
 }
 
 }  // namespace gridrt::detail

@@ -25,17 +25,7 @@ Async<> alltoallv_pairwise(CommImpl& c, Blocks in, Blocks out) {
 // on once it has what rank - k sent.
 double alltoall_pairwise_cost(const CostShape& s, double b) {
   const int P = s.size();
-  Timeline tl(s);
-  std::vector<double> ready(P, 0), next(P, 0);
-  for (int k = 1; k < P; ++k) {
-    next = ready;
-    for (int i = 0; i < P; ++i) {
-      const int to = (i + k) % P;
-      next[to] = std::max(next[to], tl.send(i, s.part_of[i], s.part_of[to], b, ready[i]));
-    }
-    ready = next;
-  }
-  return *std::max_element(ready.begin(), ready.end());
+  return rounds_cost(s, P - 1, [P](int i, int k) { return (i + k) % P; }, b);
 }
 
 }  // namespace gridrt::detail

@@ -24,17 +24,7 @@ Async<> barrier_dissemination(CommImpl& c) {
 // it has heard from rank - 2^k.
 double barrier_dissemination_cost(const CostShape& s) {
   const int P = s.size();
-  Timeline tl(s);
-  std::vector<double> ready(P, 0), next(P, 0);
-  for (int dist = 1; dist < P; dist *= 2) {
-    next = ready;
-    for (int i = 0; i < P; ++i) {
-      const int to = (i + dist) % P;
-      next[to] = std::max(next[to], tl.send(i, s.part_of[i], s.part_of[to], 1, ready[i]));
-    }
-    ready = next;
-  }
-  return *std::max_element(ready.begin(), ready.end());
+  return rounds_cost(s, ceil_log2(P), [P](int i, int k) { return (i + (1 << (k - 1))) % P; }, 1);
 }
 
 }  // namespace gridrt::detail

@@ -24,20 +24,7 @@ Async<> bcast_binomial(CommImpl& c, void* buf, Layout l, int root) {
 // Cost: MPICH's binomial tree over all members from the root (relative ranks): a member
 // receives from its parent, then sends to its children, largest subtree first.
 double bcast_binomial_cost(const CostShape& s, int root, double m) {
-  const int P = s.size();
-  Timeline tl(s);
-  std::vector<double> got(P, 0);
-  auto member = [&](int rel) { return (rel + root) % P; };
-  for (int rel = 0; rel < P; ++rel) {
-    int mask = 1;
-    while (mask < P && !(rel & mask)) mask <<= 1;  // rel's lowest set bit (P's power above for the root)
-    for (mask >>= 1; mask > 0; mask >>= 1)
-      if (rel + mask < P) {
-        const int from = member(rel), to = member(rel + mask);
-        got[rel + mask] = tl.send(from, s.part_of[from], s.part_of[to], m, got[rel]);
-      }
-  }
-  return *std::max_element(got.begin(), got.end());
+  return binomial_down_cost(s, root, [m](int) { return m; });
 }
 
 }  // namespace gridrt::detail

@@ -31,8 +31,12 @@ CostShape::CostShape(const models::GridModel& model, std::vector<int> members_pa
   for (std::size_t t = 0; t < sites.size(); ++t) site_access[t] = model.access.count(site_name[t]) > 0;
   link.assign(C, std::vector<models::PLogP>(C));
   for (int a = 0; a < C; ++a)
-    for (int b = 0; b < C; ++b)
+    for (int b = 0; b < C; ++b) {
+      // A cluster of one process has no pair inside to measure, and needs none: nothing is
+      // sent inside it (its own gap as a sender is then taken as nil).
+      if (a == b && part_size[a] == 1 && !model.inside.count(part_cluster[a]) && !model.inside.count("*")) continue;
       link[a][b] = model.link(part_cluster[a], site_name[site_of_part[a]], part_cluster[b], site_name[site_of_part[b]]);
+    }
 }
 
 Timeline::Timeline(const CostShape& s) : s_(s), sender_free_(s.size(), 0.0) {

@@ -16,6 +16,7 @@
 // model, so choices made from them agree.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -67,6 +68,57 @@ class Timeline {
   std::vector<double> line_free_;    // by line (line_of)
   int line_of(int a, int b) const;
 };
+
+// Synchronous rounds over all members (dissemination, ring, pairwise exchange, doubling
+// scans): in round k = 1 .. rounds every member i whose peer to(i, k) is not -1 sends it
+// m bytes once its own previous round is done; a member's round is done when what it
+// receives in it has arrived. Returns when the last member is done.
+template <typename To>
+double rounds_cost(const CostShape& s, int rounds, To&& to, double m) {
+  Timeline tl(s);
+  std::vector<double> ready(s.size(), 0), next;
+  for (int k = 1; k <= rounds; ++k) {
+    next = ready;
+    for (int i = 0; i < s.size(); ++i)
+      if (const int j = to(i, k); j >= 0) next[j] = std::max(next[j], tl.send(i, s.part_of[i], s.part_of[j], m, ready[i]));
+    ready = next;
+  }
+  return ready.empty() ? 0 : *std::max_element(ready.begin(), ready.end());
+}
+
+// MPICH's binomial tree over all members from `root` (relative ranks rel = member - root
+// mod P; rel's parent is rel without its lowest set bit, its subtree the next `low` ranks).
+// Down (bcast, scatter): a member sends to its children once it has received, largest
+// subtree first; bytes(subtree) is what an edge carries. Returns when the last has it.
+template <typename Bytes>
+double binomial_down_cost(const CostShape& s, int root, Bytes&& bytes) {
+  const int P = s.size();
+  Timeline tl(s);
+  std::vector<double> got(P, 0);
+  for (int rel = 0; rel < P; ++rel) {
+    int mask = 1;
+    while (mask < P && !(rel & mask)) mask <<= 1;  // rel's lowest set bit (above P for the root)
+    for (mask >>= 1; mask > 0; mask >>= 1)
+      if (rel + mask < P) {
+        const int from = (rel + root) % P, to = (rel + mask + root) % P;
+        got[rel + mask] = tl.send(from, s.part_of[from], s.part_of[to], bytes(std::min(mask, P - rel - mask)), got[rel]);
+      }
+  }
+  return got.empty() ? 0 : *std::max_element(got.begin(), got.end());
+}
+// Up (reduce, gather): a member sends to its parent once its children's have arrived.
+// Returns when the root has everything.
+template <typename Bytes>
+double binomial_up_cost(const CostShape& s, int root, Bytes&& bytes) {
+  const int P = s.size();
+  Timeline tl(s);
+  std::vector<double> ready(P, 0);
+  for (int rel = P - 1; rel > 0; --rel) {
+    const int low = rel & -rel, from = (rel + root) % P, to = (rel - low + root) % P;
+    ready[rel - low] = std::max(ready[rel - low], tl.send(from, s.part_of[from], s.part_of[to], bytes(std::min(low, P - rel)), ready[rel]));
+  }
+  return P > 0 ? ready[0] : 0;
+}
 
 // The symmetric hierarchical pattern (barrier, allreduce, allgather): every part's leader
 // hands up[p] bytes to its site's head once ready[p]; each head, once it has its site's,

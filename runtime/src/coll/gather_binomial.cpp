@@ -32,15 +32,7 @@ Async<> gather_binomial(CommImpl& c, std::vector<char> mine, bool in_place, Bloc
 // Cost: MPICH's binomial gather towards the root: a member sends its subtree's blocks (up
 // to its lowest set bit's worth) once its children's are in.
 double gather_binomial_cost(const CostShape& s, int root, double b) {
-  const int P = s.size();
-  Timeline tl(s);
-  std::vector<double> ready(P, 0);
-  auto member = [&](int rel) { return (rel + root) % P; };
-  for (int rel = P - 1; rel > 0; --rel) {
-    const int low = rel & -rel, parent = rel - low, from = member(rel), to = member(parent);
-    ready[parent] = std::max(ready[parent], tl.send(from, s.part_of[from], s.part_of[to], std::min(low, P - rel) * b, ready[rel]));
-  }
-  return ready[0];
+  return binomial_up_cost(s, root, [b](int subtree) { return subtree * b; });
 }
 
 }  // namespace gridrt::detail

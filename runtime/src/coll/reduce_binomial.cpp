@@ -44,15 +44,7 @@ Async<> reduce_binomial(CommImpl& c, const void* sendbuf, void* recvbuf, Layout 
 // Cost: MPICH's binomial tree towards the root (relative ranks): a member sends to its
 // parent once its children's partial results are in.
 double reduce_binomial_cost(const CostShape& s, int root, double m) {
-  const int P = s.size();
-  Timeline tl(s);
-  std::vector<double> ready(P, 0);
-  auto member = [&](int rel) { return (rel + root) % P; };
-  for (int rel = P - 1; rel > 0; --rel) {
-    const int parent = rel - (rel & -rel), from = member(rel), to = member(parent);
-    ready[parent] = std::max(ready[parent], tl.send(from, s.part_of[from], s.part_of[to], m, ready[rel]));
-  }
-  return ready[0];
+  return binomial_up_cost(s, root, [m](int) { return m; });
 }
 
 }  // namespace gridrt::detail

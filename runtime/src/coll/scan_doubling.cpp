@@ -39,14 +39,7 @@ Async<> scan_doubling(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l,
 // Cost: ceil(log2 P) rounds; in round k a member sends its partial result to rank + 2^k.
 double scan_doubling_cost(const CostShape& s, double m) {
   const int P = s.size();
-  Timeline tl(s);
-  std::vector<double> ready(P, 0), next(P, 0);
-  for (int dist = 1; dist < P; dist *= 2) {
-    next = ready;
-    for (int i = 0; i + dist < P; ++i) next[i + dist] = std::max(next[i + dist], tl.send(i, s.part_of[i], s.part_of[i + dist], m, ready[i]));
-    ready = next;
-  }
-  return *std::max_element(ready.begin(), ready.end());
+  return rounds_cost(s, ceil_log2(P), [P](int i, int k) { return i + (1 << (k - 1)) < P ? i + (1 << (k - 1)) : -1; }, m);
 }
 
 }  // namespace gridrt::detail

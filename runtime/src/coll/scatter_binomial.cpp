@@ -31,20 +31,7 @@ Async<> scatter_binomial(CommImpl& c, Blocks in, void* recvbuf, Layout recv, boo
 // Cost: MPICH's binomial scatter from the root: a member receives its subtree's blocks,
 // then sends each child its subtree's, largest first.
 double scatter_binomial_cost(const CostShape& s, int root, double b) {
-  const int P = s.size();
-  Timeline tl(s);
-  std::vector<double> got(P, 0);
-  auto member = [&](int rel) { return (rel + root) % P; };
-  for (int rel = 0; rel < P; ++rel) {
-    int mask = 1;
-    while (mask < P && !(rel & mask)) mask <<= 1;
-    for (mask >>= 1; mask > 0; mask >>= 1)
-      if (rel + mask < P) {
-        const int from = member(rel), to = member(rel + mask);
-        got[rel + mask] = tl.send(from, s.part_of[from], s.part_of[to], std::min(mask, P - rel - mask) * b, got[rel]);
-      }
-  }
-  return *std::max_element(got.begin(), got.end());
+  return binomial_down_cost(s, root, [b](int subtree) { return subtree * b; });
 }
 
 }  // namespace gridrt::detail
