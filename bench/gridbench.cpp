@@ -80,7 +80,8 @@ Grid options (as gridrun's):
   --emulate-wan-pair A:B=DELAY[,RATE]  between sites A and B instead (repeatable)
   --emulate-wan-access SITE[=RATE]|all SITE's traffic to other sites shares one line
   --grid FILE                          an embedded grid from a grid description
-  --broker HOST:PORT --cert PEM --key PEM --ca PEM   a running grid
+  --broker HOST:PORT --cert PEM --key PEM --ca PEM   a running grid (with -n N)
+  -n N                                 processes (default: every slot of the embedded grid)
 
 wan_msgs and wan_bytes: messages and payload bytes per call that crossed the WAN (between
 sites; on the embedded grid every cluster is a site), counted by the relays, summed over
@@ -179,7 +180,7 @@ Options parse(int argc, char** argv) {
       o.wan_given.emplace_back(a, v);
       o.grid_args.insert(o.grid_args.end(), {a, v});
     } else if (a == "--clusters" || a == "--ranks-per-cluster" || a == "--grid" || a == "--broker" || a == "--cert" || a == "--key" ||
-               a == "--ca") {
+               a == "--ca" || a == "-n") {
       const std::string v = value();
       if (a == "--grid") o.grid_file = v;
       if (a == "--clusters") o.clusters = whole_number(a, v, 1);

@@ -69,7 +69,9 @@ algorithm from its predictions, and gridbench prints them (predicted_us).
 
 Grid options (as gridrun's): --clusters C --ranks-per-cluster R (the embedded grid, default
 2 x 3), --grid FILE, --emulate-wan DELAY[,RATE] (and -pair, -access), or --broker HOST:PORT
---cert PEM --key PEM --ca PEM for a standing grid.
+--cert PEM --key PEM --ca PEM -n N for a standing grid. The job must span every cluster:
+give -n every slot of the grid (the default on an embedded grid), as a job's one group goes
+whole onto one cluster whenever it fits there.
 )";
 
 [[noreturn]] void usage_error(const std::string& why) {
@@ -417,7 +419,7 @@ int launch(int argc, char** argv) {
     } else if (a == "--no-sample") {
       worker_args.push_back(a);
     } else if (a == "--clusters" || a == "--ranks-per-cluster" || a == "--grid" || a == "--broker" || a == "--cert" || a == "--key" ||
-               a == "--ca" || a.rfind("--emulate-wan", 0) == 0) {
+               a == "--ca" || a == "-n" || a.rfind("--emulate-wan", 0) == 0) {
       const std::string v = value();
       if (a == "--clusters") clusters = std::atoi(v.c_str());
       if (a == "--ranks-per-cluster") ranks = std::atoi(v.c_str());
