@@ -331,9 +331,13 @@ TEST_F(SlurmCluster, CancellingTheGridJobCancelsTheSlurmJob) {
   EXPECT_EQ(r.status, 130) << r.err;
   for (int t = 0; t < 100 && !(queue = squeue()).empty(); ++t) std::this_thread::sleep_for(100ms);
   EXPECT_EQ(queue, "") << "the Slurm job outlived the grid job";
+  // Slurm signals the step's processes, SIGKILL after KillWait (2 s): under a sanitizer
+  // build on a loaded machine that took longer than 5 s once, so 15 s.
   std::vector<pid_t> left;
-  for (int t = 0; t < 50 && !(left = processes_running("sleep 300")).empty(); ++t) std::this_thread::sleep_for(100ms);
-  EXPECT_TRUE(left.empty()) << left.size() << " process(es) of the job left on the nodes";
+  for (int t = 0; t < 150 && !(left = processes_running("sleep 300")).empty(); ++t) std::this_thread::sleep_for(100ms);
+  std::string who;
+  for (pid_t p : left) who += "\n  " + std::to_string(p) + ": " + slurp("/proc/" + std::to_string(p) + "/cmdline");
+  EXPECT_TRUE(left.empty()) << left.size() << " process(es) of the job left on the nodes:" << who;
   for (pid_t p : left) ::kill(p, SIGKILL);
   expect_nothing_left();
 }
