@@ -7,22 +7,14 @@
 // It starts itself as a job through gridrun (on the embedded grid by default, C clusters of
 // R processes) and prints the results of rank 0 on stdout, a line per (op, algo, size) as it
 // is measured. See --help and docs/benchmarks.md.
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <map>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/cli.h"
@@ -112,8 +104,7 @@ struct Options {
   int warmup = 2;
   int root = 0;
   bool json = false;
-  gridrt::WanPlan wan_options;                                // the --emulate-wan* options alone (checked)
-  std::vector<std::pair<std::string, std::string>> wan_given;  // ... as given, in order
+  std::vector<std::pair<std::string, std::string>> wan_given;  // the --emulate-wan* options, in order
   std::string grid_file;                                       // --grid
   std::string model;                                           // --model
   bool predict_only = false;
@@ -173,7 +164,8 @@ Options parse(int argc, char** argv) {
     } else if (gridrt::is_wan_option(a)) {
       const std::string v = value();
       try {
-        gridrt::apply_wan_option(o.wan_options, a, v);
+        gridrt::WanPlan checked;
+        gridrt::apply_wan_option(checked, a, v);
       } catch (const std::invalid_argument& e) {
         usage_error(a + ": " + e.what());
       }
@@ -236,6 +228,7 @@ int predict_only(const Options& o) {
       shape.ranks.push_back(o.ranks_per_cluster);
     }
   }
+  const gridrt::GridPredictor predictor = gridrt::GridPredictor::from_file(o.model, shape);
   long P = 0;
   for (int r : shape.ranks) P += r;
   if (!o.json)
@@ -244,8 +237,8 @@ int predict_only(const Options& o) {
   for (const auto& op : o.ops) {
     if (std::find(kOps.begin(), kOps.end(), op) == kOps.end()) continue;  // (split, dup: not modelled)
     for (std::size_t n : op == "barrier" ? std::vector<std::size_t>{0} : o.sizes) {
-      const double hier = gridrt::predicted_us(o.model, shape, op, n, gridrt::Algo::kHier, o.root);
-      const double flat = gridrt::predicted_us(o.model, shape, op, n, gridrt::Algo::kFlat, o.root);
+      const double hier = predictor.predicted_us(op, n, gridrt::Algo::kHier, o.root);
+      const double flat = predictor.predicted_us(op, n, gridrt::Algo::kFlat, o.root);
       if (o.json)
         std::printf("{\"op\":\"%s\",\"bytes\":%zu,\"clusters\":%zu,\"ranks\":%ld,\"hier_us\":%.1f,\"flat_us\":%.1f,\"hier_over_flat\":%.3f}\n",
                     op.c_str(), n, shape.clusters.size(), P, hier, flat, hier / flat);

@@ -73,9 +73,16 @@ WanSpec WanPlan::pair(const std::string& a, const std::string& b) const {
 }
 
 WanPlan::Line WanPlan::line(const std::string& from, const std::string& to) const {
-  if (const auto it = access.find(from); it != access.end()) return {from + ">*", it->second};
+  if (const auto it = access.find(from); it != access.end()) return {from + ">*", it->second > 0 ? it->second : between_sites.bytes_per_second};
   if (access_for_all) return {from + ">*", between_sites.bytes_per_second};
   return {from + ">" + to, pair(from, to).bytes_per_second};
+}
+
+std::set<std::string> WanPlan::named_sites() const {
+  std::set<std::string> out;
+  for (const auto& [sites, spec] : pairs) out.insert({sites.first, sites.second});
+  for (const auto& [site, rate] : access) out.insert(site);
+  return out;
 }
 
 std::string WanPlan::describe() const {
@@ -84,7 +91,7 @@ std::string WanPlan::describe() const {
   if (access_for_all) out += "; every site's outgoing traffic shares one access line";
   for (const auto& [site, rate] : access) {
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%g Mbit/s", rate * 8 / 1e6);
+    std::snprintf(buf, sizeof buf, "%g Mbit/s", line(site, "").bytes_per_second * 8 / 1e6);
     out += "; " + site + "'s outgoing traffic shares one access line of " + buf;
   }
   return out;
@@ -111,14 +118,11 @@ bool apply_wan_option(WanPlan& plan, const std::string& option, const std::strin
                               ? 0
                               : number_with_unit(value.substr(equals + 1), "rate", {{"kbit", 1e3}, {"mbit", 1e6}, {"gbit", 1e9}}) / 8;
       if (equals != std::string::npos && rate < 1e3 / 8) throw std::invalid_argument("the rate in '" + value + "' is below 1 kbit");
-      plan.access[site] = rate;  // 0: the default rate, filled in by resolve below
+      plan.access[site] = rate;  // 0: the default rate, whatever it is when the line is used
     }
   } else {
     return false;
   }
-  // An access line given without a rate runs at the default rate.
-  for (auto& [site, rate] : plan.access)
-    if (rate == 0) rate = plan.between_sites.bytes_per_second;
   return true;
 }
 
@@ -139,9 +143,9 @@ std::uint64_t fnv1a(const std::string& s) {
 }
 }  // namespace
 
-std::unique_ptr<WanLine> WanLine::shared(const std::string& grid, const std::string& name, WanSpec spec) {
+std::unique_ptr<WanLine> WanLine::shared(const std::string& grid, const std::string& name, double bytes_per_second) {
   static_assert(std::atomic<std::int64_t>::is_always_lock_free, "a line shared between processes needs a lock-free atomic");
-  auto line = std::make_unique<WanLine>(spec);
+  auto line = std::make_unique<WanLine>(bytes_per_second);
   char shm[64];
   std::snprintf(shm, sizeof shm, "/gridrt-wan-%u-%016llx", static_cast<unsigned>(::geteuid()),
                 static_cast<unsigned long long>(fnv1a(grid + "|" + name)));
@@ -169,8 +173,7 @@ WanLine::~WanLine() {
 }
 
 WanLine::Clock::time_point WanLine::clocked_out(std::size_t bytes, Clock::time_point now) {
-  const std::int64_t clocking =
-      spec_.bytes_per_second > 0 ? std::llround(static_cast<double>(bytes) / spec_.bytes_per_second * 1e9) : 0;
+  const std::int64_t clocking = bytes_per_second_ > 0 ? std::llround(static_cast<double>(bytes) / bytes_per_second_ * 1e9) : 0;
   std::int64_t was = free_->load(std::memory_order_relaxed), done = 0;
   do done = std::max(was, ns_of(now)) + clocking;
   while (!free_->compare_exchange_weak(was, done, std::memory_order_relaxed));

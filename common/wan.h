@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -43,7 +44,7 @@ std::string describe(const WanSpec& spec);  // "10 ms one way, 100 Mbit/s"
 struct WanPlan {
   WanSpec between_sites;                                         // every pair not named below
   std::map<std::pair<std::string, std::string>, WanSpec> pairs;  // (a, b) with a < b
-  std::map<std::string, double> access;                          // site -> access line's bytes per second
+  std::map<std::string, double> access;                          // site -> access line's bytes per second (0: the default rate)
   bool access_for_all = false;  // every site not in `access` has one at between_sites' rate
 
   bool active() const;
@@ -55,6 +56,7 @@ struct WanPlan {
     double bytes_per_second = 0;
   };
   Line line(const std::string& from, const std::string& to) const;
+  std::set<std::string> named_sites() const;  // the sites its pairs and access lines name
   std::string describe() const;  // one line, for logs and --explain
 };
 
@@ -70,29 +72,28 @@ inline bool is_wan_option(const std::string& option) {
   return option == "--emulate-wan" || option == "--emulate-wan-pair" || option == "--emulate-wan-access";
 }
 
-// One direction of an emulated line: when does a message handed over at `now` arrive?
-// Messages leave in order, each after the one before has been clocked out at the rate,
-// then travel for the delay. A line of one relay's own, or one shared (shared()) by every
-// process of this machine that opens the same name: the relays of one site, separate
-// processes, then clock their traffic through one line, as a site's share of one WAN link.
+// The serial part of an emulated line: messages are clocked out in order at its rate, each
+// after the one before (the delay that follows is the pair's: WanPlan::pair). A line of one
+// relay's own, or one shared (shared()) by every process of this machine that opens the
+// same name: the relays of one site, separate processes, then clock their traffic through
+// one line, as a site's share of one WAN link.
 class WanLine {
  public:
   using Clock = std::chrono::steady_clock;
-  explicit WanLine(WanSpec spec) : spec_(spec), free_(&own_) {}
+  explicit WanLine(double bytes_per_second) : bytes_per_second_(bytes_per_second), free_(&own_) {}  // 0: no rate limit
   // The line `name` of the grid whose broker is `grid` (its address: one grid's relays
   // agree on it, another grid's lines are others), kept in a small shared-memory object.
   // Throws std::system_error when it cannot be made.
-  static std::unique_ptr<WanLine> shared(const std::string& grid, const std::string& name, WanSpec spec);
+  static std::unique_ptr<WanLine> shared(const std::string& grid, const std::string& name, double bytes_per_second);
   ~WanLine();
   WanLine(const WanLine&) = delete;
   WanLine& operator=(const WanLine&) = delete;
 
   // When the line has clocked out `bytes` handed over at `now` (after all before them).
   Clock::time_point clocked_out(std::size_t bytes, Clock::time_point now);
-  Clock::time_point arrival(std::size_t bytes, Clock::time_point now) { return clocked_out(bytes, now) + spec_.delay; }
 
  private:
-  WanSpec spec_;
+  double bytes_per_second_;
   std::atomic<std::int64_t> own_{0};  // when the line is free, ns on the steady clock
   std::atomic<std::int64_t>* free_;   // own_, or in the shared object
   void* mapped_ = nullptr;

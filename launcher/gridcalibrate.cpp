@@ -25,8 +25,6 @@
 //           first (it then sleeps between its tests: the wait policy's back-off) than when it
 //           polls: what a message inside a cluster costs a collective's members that have
 //           waited (gridrt's own addition to pLogP, models/plogp.h)
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -37,6 +35,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -106,9 +105,48 @@ double median(std::vector<double> v) {
 }
 
 struct Measurement {
-  std::string kind, name;  // "inside" cluster, "within_site" site, "between_sites" "A|B"
-  int a = 0, b = 0;        // the ranks measured (a leads)
+  std::string kind;      // "inside", "within_site" or "between_sites"
+  std::string name, to;  // the cluster, the site, or the sites from (a's) and to (b's)
+  int a = 0, b = 0;      // the ranks measured (a leads)
 };
+
+// One round trip of m bytes from a to b answered by 0 bytes, timed at a: {the whole, the
+// sending call}; {0, 0} at b.
+std::pair<double, double> round_trip(int me, int a, int b, std::vector<char>& buf, std::size_t m, int tag) {
+  char none = 0;
+  if (me != a) {
+    gridrt::recv(buf.data(), m, a, tag);
+    gridrt::send(&none, 0, a, tag);
+    return {0, 0};
+  }
+  const auto t0 = Clock::now();
+  gridrt::send(buf.data(), m, b, tag);
+  const double sent = seconds_since(t0);
+  gridrt::recv(&none, 0, b, tag);
+  return {seconds_since(t0), sent};
+}
+
+// n messages of m bytes from `from` to `to` back to back, answered once, timed at `from`
+// (0 at `to`).
+double stream(int me, int from, int to, std::vector<char>& buf, std::size_t m, int n, int tag) {
+  char none = 0;
+  if (me == to) {
+    for (int i = 0; i < n; ++i) gridrt::recv(buf.data(), m, from, tag);
+    gridrt::send(&none, 0, from, tag);
+    return 0;
+  }
+  const auto t0 = Clock::now();
+  for (int i = 0; i < n; ++i) gridrt::send(buf.data(), m, to, tag);
+  gridrt::recv(&none, 0, to, tag);
+  return seconds_since(t0);
+}
+
+// A double known at `from`, handed to `to`.
+double hand_over(int me, int from, int to, double v, int tag) {
+  if (me == from) gridrt::send(&v, sizeof v, to, tag);
+  else if (me == to) gridrt::recv(&v, sizeof v, from, tag);
+  return v;
+}
 
 // At every size: RTT, g from a to b, o_s, o_r, g from b to a, in seconds, as [size][5],
 // then the wake in the last row's first place (filled at `a`).
@@ -116,85 +154,41 @@ using Row = std::array<double, 5>;
 std::vector<Row> measure_pair(int me, int a, int b, int tag, const std::vector<double>& sizes) {
   std::vector<Row> out(sizes.size() + 1);
   std::vector<char> buf(static_cast<std::size_t>(sizes.back()), 1);
-  char none = 0;
   for (std::size_t k = 0; k < sizes.size(); ++k) {
     const std::size_t m = static_cast<std::size_t>(sizes[k]);
-    const int reps = m <= 65536 ? 7 : 3, stream = m <= 65536 ? 16 : 4;
+    const int reps = m <= 65536 ? 7 : 3, n = m <= 65536 ? 16 : 4;
     // Round trips (the first one warms the path up and is not counted).
     std::vector<double> rtt, os;
     for (int r = 0; r <= reps; ++r) {
-      if (me == a) {
-        const auto t0 = Clock::now();
-        gridrt::send(buf.data(), m, b, tag);
-        const double sent = seconds_since(t0);
-        gridrt::recv(&none, 0, b, tag);
-        if (r > 0) rtt.push_back(seconds_since(t0)), os.push_back(sent);
-      } else {
-        gridrt::recv(buf.data(), m, a, tag);
-        gridrt::send(&none, 0, a, tag);
-      }
+      const auto [whole, sent] = round_trip(me, a, b, buf, m, tag);
+      if (r > 0) rtt.push_back(whole), os.push_back(sent);
     }
-    // A stream answered once.
-    double stream_time = 0;
-    if (me == a) {
-      const auto t0 = Clock::now();
-      for (int i = 0; i < stream; ++i) gridrt::send(buf.data(), m, b, tag);
-      gridrt::recv(&none, 0, b, tag);
-      stream_time = seconds_since(t0);
-    } else {
-      for (int i = 0; i < stream; ++i) gridrt::recv(buf.data(), m, a, tag);
-      gridrt::send(&none, 0, a, tag);
-    }
+    const double rtt_m = hand_over(me, a, b, median(rtt), tag);
+    const double forth = stream(me, a, b, buf, m, n, tag);
     // The receive of a message already there: b waits well past its arrival.
-    const double rtt_m = me == a ? median(rtt) : 0;
-    double wait_s = 0;
-    if (me == a) gridrt::send(&rtt_m, sizeof rtt_m, b, tag);
-    else gridrt::recv(&wait_s, sizeof wait_s, a, tag);
     std::vector<double> orecv;
     for (int r = 0; r < 3; ++r) {
-      if (me == a) {
-        gridrt::send(buf.data(), m, b, tag);
-        gridrt::recv(&none, 0, b, tag);
-      } else {
-        std::this_thread::sleep_for(std::chrono::duration<double>(2 * wait_s + 0.002));
+      if (me == b) {
+        std::this_thread::sleep_for(std::chrono::duration<double>(2 * rtt_m + 0.002));
         const auto t0 = Clock::now();
         gridrt::recv(buf.data(), m, a, tag);
         orecv.push_back(seconds_since(t0));
+        char none = 0;
         gridrt::send(&none, 0, a, tag);
+      } else {
+        round_trip(me, a, b, buf, m, tag);
       }
     }
-    double o_r = median(orecv);
-    if (me == b) gridrt::send(&o_r, sizeof o_r, a, tag);
-    else gridrt::recv(&o_r, sizeof o_r, b, tag);
+    const double o_r = hand_over(me, b, a, median(orecv), tag);
     // The other direction's stream (a WAN path's directions may differ), timed at b.
-    double back = 0;
-    if (me == b) {
-      const auto t0 = Clock::now();
-      for (int i = 0; i < stream; ++i) gridrt::send(buf.data(), m, a, tag);
-      gridrt::recv(&none, 0, a, tag);
-      back = seconds_since(t0);
-      gridrt::send(&back, sizeof back, a, tag);
-    } else {
-      for (int i = 0; i < stream; ++i) gridrt::recv(buf.data(), m, b, tag);
-      gridrt::send(&none, 0, b, tag);
-      gridrt::recv(&back, sizeof back, b, tag);
-    }
-    if (me == a)
-      out[k] = {rtt_m, std::max(0.0, (stream_time - rtt_m) / (stream - 1)), median(os), o_r, std::max(0.0, (back - rtt_m) / (stream - 1))};
+    const double back = hand_over(me, b, a, stream(me, b, a, buf, m, n, tag), tag);
+    if (me == a) out[k] = {rtt_m, std::max(0.0, (forth - rtt_m) / (n - 1)), median(os), o_r, std::max(0.0, (back - rtt_m) / (n - 1))};
   }
   // Round trips of 0 bytes to a receiver that has waited 3 ms (asleep), against out[0]'s.
   std::vector<double> cold;
   for (int r = 0; r < 5; ++r) {
-    if (me == a) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(3));
-      const auto t0 = Clock::now();
-      gridrt::send(&none, 0, b, tag);
-      gridrt::recv(&none, 0, b, tag);
-      cold.push_back(seconds_since(t0));
-    } else {
-      gridrt::recv(&none, 0, a, tag);
-      gridrt::send(&none, 0, a, tag);
-    }
+    if (me == a) std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    cold.push_back(round_trip(me, a, b, buf, 0, tag).first);
   }
   if (me == a) out.back() = {std::max(0.0, median(cold) - out[0][0]), 0, 0, 0, 0};
   return out;
@@ -229,16 +223,10 @@ void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gri
     if (m >= 1024 && m <= 262144) sampled.push_back(static_cast<std::size_t>(m));
   for (double m : sizes)
     if (sampled.size() < 4 && m > 262144) sampled.push_back(static_cast<std::size_t>(m));
-  // The model so far, as a file, for the predictions (gridrt::predicted_us reads one).
-  std::string path;
-  gridrt::GridShape shape;
+  // The model so far, for the predictions of the same calls (at rank 0, which keeps it).
+  std::optional<gridrt::GridPredictor> predictor;
   if (me == 0) {
-    char tmp[] = "/tmp/gridcalibrate-XXXXXX";
-    const int fd = ::mkstemp(tmp);
-    if (fd < 0) throw std::runtime_error("cannot write a model file in /tmp");
-    ::close(fd);
-    path = tmp;
-    std::ofstream(path) << gridrt::models::model_json(model);
+    gridrt::GridShape shape;
     for (int r = 0; r < P; ++r) {
       const std::string& cluster = gridrt::level_name(gridrt::Level::kCluster, r);
       if (shape.clusters.empty() || shape.clusters.back() != cluster) {
@@ -248,6 +236,7 @@ void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gri
       }
       ++shape.ranks.back();
     }
+    predictor = gridrt::GridPredictor::from_json(gridrt::models::model_json(model), shape);
   }
   for (const char* op : {"barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall"})
     for (gridrt::Algo algo : {gridrt::Algo::kHier, gridrt::Algo::kFlat}) {
@@ -260,7 +249,7 @@ void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gri
         double mine = 0, slowest = 0;
         for (int i = 0; i < 3; ++i) mine += timer.time(call) / 3;
         world.allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX);
-        if (me == 0) points.emplace_back(gridrt::predicted_us(path, shape, op, n, algo, 0) * 1e-6, slowest);
+        if (me == 0) points.emplace_back(predictor->predicted_us(op, n, algo, 0) * 1e-6, slowest);
       }
       if (me != 0) continue;
       const gridrt::models::Correction c = gridrt::models::fit_correction(points);
@@ -271,7 +260,6 @@ void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gri
                   c.offset * 1e6);
       std::fflush(stdout);
     }
-  if (me == 0) std::remove(path.c_str());
 }
 
 int work(int argc, char** argv) {
@@ -298,21 +286,23 @@ int work(int argc, char** argv) {
   }
   std::vector<Measurement> plan;
   for (const auto& ranks : cluster_ranks)
-    if (ranks.size() >= 2) plan.push_back({"inside", gridrt::level_name(Level::kCluster, ranks[0]), ranks[0], ranks[1]});
+    if (ranks.size() >= 2) plan.push_back({"inside", gridrt::level_name(Level::kCluster, ranks[0]), "", ranks[0], ranks[1]});
   for (const auto& clusters : site_clusters)
     if (clusters.size() >= 2)
-      plan.push_back({"within_site", gridrt::level_name(Level::kSite, cluster_ranks[clusters[0]][0]), cluster_ranks[clusters[0]][0],
+      plan.push_back({"within_site", gridrt::level_name(Level::kSite, cluster_ranks[clusters[0]][0]), "", cluster_ranks[clusters[0]][0],
                       cluster_ranks[clusters[1]][0]});
   for (std::size_t s = 0; s < site_clusters.size(); ++s)
     for (std::size_t t = s + 1; t < site_clusters.size(); ++t) {
       const int a = cluster_ranks[site_clusters[s][0]][0], b = cluster_ranks[site_clusters[t][0]][0];
-      plan.push_back({"between_sites", gridrt::level_name(Level::kSite, a) + "|" + gridrt::level_name(Level::kSite, b), a, b});
+      plan.push_back({"between_sites", gridrt::level_name(Level::kSite, a), gridrt::level_name(Level::kSite, b), a, b});
     }
   gridrt::models::GridModel model;
   for (std::size_t i = 0; i < plan.size(); ++i) {
     const Measurement& mm = plan[i];
     const int tag = 100 + static_cast<int>(i);
-    if (me == 0) std::printf("# %zu/%zu: %s %s (ranks %d and %d)\n", i + 1, plan.size(), mm.kind.c_str(), mm.name.c_str(), mm.a, mm.b);
+    if (me == 0)
+      std::printf("# %zu/%zu: %s %s%s%s (ranks %d and %d)\n", i + 1, plan.size(), mm.kind.c_str(), mm.name.c_str(), mm.to.empty() ? "" : "|",
+                  mm.to.c_str(), mm.a, mm.b);
     std::fflush(stdout);
     std::vector<Row> r(sizes.size() + 1);
     if (me == mm.a || me == mm.b) r = measure_pair(me, mm.a, mm.b, tag, sizes);
@@ -324,10 +314,8 @@ int work(int argc, char** argv) {
       if (mm.kind == "inside") model.inside[mm.name] = p;
       else if (mm.kind == "within_site") model.within_site[mm.name] = p;
       else {
-        const auto bar = mm.name.find('|');
-        const std::string from = mm.name.substr(0, bar), to = mm.name.substr(bar + 1);
-        model.between_sites[{from, to}] = p;
-        model.between_sites[{to, from}] = plogp_of(r, sizes, true);
+        model.between_sites[{mm.name, mm.to}] = p;
+        model.between_sites[{mm.to, mm.name}] = plogp_of(r, sizes, true);
       }
     }
     world.barrier();

@@ -198,7 +198,7 @@ int calibrate_command(int argc, char** argv) {
   const std::filesystem::path bin = self.parent_path();
   std::filesystem::path tool = bin / "gridcalibrate";
   std::error_code ec;
-  if (!std::filesystem::exists(tool, ec)) tool = (bin / GRIDRT_EXAMPLES_FROM_BIN / ".." / "gridcalibrate").lexically_normal();
+  if (!std::filesystem::exists(tool, ec)) tool = (bin / GRIDRT_LIBEXEC_FROM_BIN / "gridcalibrate").lexically_normal();
   ::setenv("GRIDRT_GRIDRUN", self.c_str(), 1);
   std::vector<char*> args = {const_cast<char*>(tool.c_str())};
   for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
@@ -379,11 +379,8 @@ int main(int argc, char** argv) {
       // otherwise leave a pair unemulated without a word).
       std::set<std::string> sites;
       for (const auto& c : grid.clusters) sites.insert(c.site);
-      for (const auto& [site, rate] : wan_check.access)
-        if (!sites.count(site)) usage_error("--emulate-wan-access: site '" + site + "' is not a site of " + grid.source);
-      for (const auto& [pair, spec] : wan_check.pairs)
-        for (const auto& site : {pair.first, pair.second})
-          if (!sites.count(site)) usage_error("--emulate-wan-pair: site '" + site + "' is not a site of " + grid.source);
+      for (const auto& site : wan_check.named_sites())
+        if (!sites.count(site)) usage_error("--emulate-wan-pair/-access: site '" + site + "' is not a site of " + grid.source);
     }
     if (!nprocs.empty()) {
       const bool ok = nprocs.find_first_not_of("0123456789") == std::string::npos && std::atol(nprocs.c_str()) > 0;

@@ -96,14 +96,13 @@ WanLine& Relay::wan_line(const std::string& site) {
   const WanPlan::Line l = opt_.wan.line(opt_.cluster.site, site);
   auto& line = wan_lines_[l.name];
   if (line) return *line;
-  const WanSpec spec{std::chrono::nanoseconds(0), l.bytes_per_second};
   try {
     std::ostringstream grid;  // the broker's address names the grid
     grid << opt_.broker;
-    line = WanLine::shared(grid.str(), l.name, spec);
+    line = WanLine::shared(grid.str(), l.name, l.bytes_per_second);
   } catch (const std::system_error& e) {
     log::warn("emulated WAN line ", l.name, " is this relay's own, not shared with the site's other relays: ", e.what());
-    line = std::make_unique<WanLine>(spec);
+    line = std::make_unique<WanLine>(l.bytes_per_second);
   }
   return *line;
 }

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <set>
 #include <tuple>
 
 #include "bench/wan_bounds.h"
@@ -48,33 +49,33 @@ TEST(WanSpec, RefusesWhatItCannotReadNamingIt) {
   }
 }
 
-TEST(WanLine, AnIdleLineDeliversAfterClockingOutAndTheDelay) {
-  WanLine line(parse_wan_spec("10ms,8mbit"));  // 1 byte per microsecond
+TEST(WanLine, AnIdleLineClocksOutAtItsRate) {
+  WanLine line(parse_wan_spec("10ms,8mbit").bytes_per_second);  // 1 byte per microsecond
   const auto t0 = WanLine::Clock::now();
-  EXPECT_EQ(line.arrival(1000, t0), t0 + 1000us + 10ms);
+  EXPECT_EQ(line.clocked_out(1000, t0), t0 + 1000us);
   // Long after: idle again.
   const auto t1 = t0 + 1s;
-  EXPECT_EQ(line.arrival(0, t1), t1 + 10ms);
+  EXPECT_EQ(line.clocked_out(0, t1), t1);
 }
 
 TEST(WanLine, BackToBackMessagesQueueBehindEachOtherInOrder) {
   for (std::size_t size : {1u, 100u, 1500u, 65536u}) {
-    WanLine line(parse_wan_spec("5ms,8mbit"));
+    WanLine line(parse_wan_spec("5ms,8mbit").bytes_per_second);
     const auto t0 = WanLine::Clock::now();
     WanLine::Clock::time_point last{};
     for (int i = 1; i <= 64; ++i) {
-      const auto a = line.arrival(size, t0);  // all handed over at once
-      EXPECT_EQ(a, t0 + std::chrono::microseconds(size * i) + 5ms) << size << " bytes, message " << i;
+      const auto a = line.clocked_out(size, t0);  // all handed over at once
+      EXPECT_EQ(a, t0 + std::chrono::microseconds(size * i)) << size << " bytes, message " << i;
       EXPECT_GE(a, last);
       last = a;
     }
   }
 }
 
-TEST(WanLine, WithoutARateOnlyTheDelayCounts) {
-  WanLine line(parse_wan_spec("3ms"));
+TEST(WanLine, WithoutARateNothingWaits) {
+  WanLine line(parse_wan_spec("3ms").bytes_per_second);
   const auto t0 = WanLine::Clock::now();
-  for (int i = 0; i < 10; ++i) EXPECT_EQ(line.arrival(1 << 20, t0), t0 + 3ms);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(line.clocked_out(1 << 20, t0), t0);
 }
 
 // ---------------------------------------------------------------- the grid's emulated WAN
@@ -102,6 +103,10 @@ TEST(WanPlan, PairsAndAccessLinesFromTheOptions) {
   EXPECT_EQ(plan.line("A", "C").bytes_per_second, 1e9 / 8);
   EXPECT_EQ(plan.line("C", "B").bytes_per_second, 100e6 / 8);
   EXPECT_EQ(plan.line("B", "A").name, "B>A");
+  EXPECT_EQ(plan.named_sites(), (std::set<std::string>{"A", "B", "C"}));
+  // An access line given no rate runs at the default rate, also one given after it.
+  ASSERT_TRUE(apply_wan_option(plan, "--emulate-wan", "10ms,200mbit"));
+  EXPECT_EQ(plan.line("C", "B").bytes_per_second, 200e6 / 8);
   ASSERT_TRUE(apply_wan_option(plan, "--emulate-wan-access", "all"));
   EXPECT_EQ(plan.line("B", "C").name, "B>*");
   EXPECT_NE(plan.describe().find("A-B 30 ms one way, 50 Mbit/s"), std::string::npos) << plan.describe();
@@ -126,7 +131,7 @@ TEST(WanPlan, RefusesWhatItCannotReadNamingIt) {
 
 // Two relays of one site are two processes; two WanLine objects of one name stand for them.
 TEST(WanLine, ASharedLineClocksEveryUsersTrafficThroughOneLine) {
-  const WanSpec spec = parse_wan_spec("0ms,8mbit");  // 1 byte per microsecond
+  const double spec = parse_wan_spec("0ms,8mbit").bytes_per_second;  // 1 byte per microsecond
   const std::string grid = "test-" + std::to_string(::getpid());
   auto first = WanLine::shared(grid, "A>B", spec), second = WanLine::shared(grid, "A>B", spec);
   auto other_pair = WanLine::shared(grid, "A>C", spec), other_grid = WanLine::shared(grid + "x", "A>B", spec);

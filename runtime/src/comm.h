@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "channel/channel.h"
@@ -107,7 +109,9 @@ struct CommImpl {
   // a model is loaded; null when there is none or it lacks a pair this one needs.
   std::shared_ptr<const CostShape> costs;
   bool costs_tried = false;
-  std::vector<std::string> explained;  // the choices GRIDRT_EXPLAIN has logged here (op and size)
+  // What auto chose by the model, by (operation, size, root): a prediction plays the
+  // algorithm's messages, far more work than a call should pay each time (coll/predict.cpp).
+  std::map<std::tuple<int, std::size_t, int>, Algo> chosen;
   CommImpl() = default;
   CommImpl(const CommImpl&) = delete;
   ~CommImpl();

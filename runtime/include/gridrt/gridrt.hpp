@@ -52,6 +52,7 @@ struct Status {
 namespace detail {
 struct RequestState;
 struct CommImpl;
+struct CostShape;
 class QueueNode;
 void finalize_barrier();
 }
@@ -142,17 +143,27 @@ WanTraffic wan_traffic();
 //   kDefault  what GRIDRT_COLL says (hier, flat or auto; auto when unset).
 enum class Algo { kDefault, kAuto, kHier, kFlat };
 
-// The same prediction without a job, for a grid of clusters that may not exist yet
-// (gridbench --predict-only): `ranks[i]` processes in cluster `clusters[i]` at site
-// `sites[i]`, ranks in cluster order. Clusters and sites the model does not name take its
-// typical values (the first it has of each kind). Throws Error for a model file that cannot
-// be read.
+// The same predictions without a job, for a grid that may not exist yet (gridbench
+// --predict-only, gridrun calibrate's sample run): `ranks[i]` processes in cluster
+// `clusters[i]` at site `sites[i]`, ranks in cluster order. Clusters and sites the model
+// does not name take its typical values (the first it has of each kind). The model is read
+// and the grid's shape worked out once, when the predictor is made; constructors throw
+// Error for a model that cannot be read or a shape that is not one.
 struct GridShape {
   std::vector<std::string> clusters, sites;
   std::vector<int> ranks;
 };
-double predicted_us(const std::string& model_file, const GridShape& grid, const std::string& op, std::size_t bytes, Algo algo,
-                    int root = 0);
+class GridPredictor {
+ public:
+  static GridPredictor from_file(const std::string& model_file, const GridShape& grid);
+  static GridPredictor from_json(const std::string& model_json, const GridShape& grid);
+  // As Comm::predicted_us; kAuto (or kDefault): the lesser of the two.
+  double predicted_us(const std::string& op, std::size_t bytes, Algo algo, int root = 0) const;
+
+ private:
+  explicit GridPredictor(std::shared_ptr<const detail::CostShape> shape) : shape_(std::move(shape)) {}
+  std::shared_ptr<const detail::CostShape> shape_;
+};
 
 // A grid communicator: an ordered set of the job's processes with its own traffic, and the
 // topology below it (which cluster each member is in, and an MPI communicator of the members

@@ -44,11 +44,22 @@ Async<> allgatherv_hier(CommImpl& c, std::vector<char> mine, Blocks out) {
   std::vector<char> others;  // every other cluster's blocks, clusters in order
   if (c.is_leader()) {
     const int site = c.site_of_part[p], head = c.site_head(site);
-    std::vector<char> everything;
+    // Cut a run of clusters' blocks, laid one after the other, into those clusters' `from`.
+    auto split = [&](const std::vector<char>& blob, const std::vector<int>& clusters) {
+      std::size_t at = 0;
+      for (int q : clusters) {
+        const std::size_t n = out.packed(c.parts[q]);
+        if (q != p) from[q].assign(blob.begin() + static_cast<std::ptrdiff_t>(at), blob.begin() + static_cast<std::ptrdiff_t>(at + n));
+        at += n;
+      }
+    };
+    std::vector<int> all_parts(c.parts.size());
+    for (std::size_t q = 0; q < all_parts.size(); ++q) all_parts[q] = static_cast<int>(q);
     if (p != head) {
       co_await one(send_to(c, c.leader(head), tag, from[p].data(), from[p].size()));
-      everything.resize(total);
+      std::vector<char> everything(total);
       co_await one(receive_from(c, c.leader(head), tag, everything.data(), everything.size()));
+      split(everything, all_parts);
     } else {
       const std::vector<int> mates = c.site_mates(p), other_sites = c.other_sites(p);
       std::vector<Step> steps;
@@ -68,30 +79,17 @@ Async<> allgatherv_hier(CommImpl& c, std::vector<char> mine, Blocks out) {
         steps.push_back(send_to(c, other, tag, site_blocks.data(), site_blocks.size()));
       }
       co_await all(steps);
-      for (int t : other_sites) {  // split every other site's blocks by cluster
-        std::size_t at = 0;
-        for (int q : c.sites[t]) {
-          const std::size_t n = out.packed(c.parts[q]);
-          from[q].assign(site_from[t].begin() + static_cast<std::ptrdiff_t>(at), site_from[t].begin() + static_cast<std::ptrdiff_t>(at + n));
-          at += n;
-        }
-      }
+      for (int t : other_sites) split(site_from[t], c.sites[t]);
       if (!mates.empty()) {
+        std::vector<char> everything;
         for (const auto& f : from) everything.insert(everything.end(), f.begin(), f.end());
         steps.clear();
         for (int q : mates) steps.push_back(send_to(c, c.leader(q), tag, everything.data(), everything.size()));
         co_await all(steps);
       }
-      if (everything.empty())  // the head's own: every other cluster's, in order
-        for (std::size_t q = 0; q < from.size(); ++q)
-          if (static_cast<int>(q) != p) others.insert(others.end(), from[q].begin(), from[q].end());
     }
-    if (!everything.empty()) {  // all clusters' blocks: leave out this one's
-      std::size_t before = 0;
-      for (int q = 0; q < p; ++q) before += out.packed(c.parts[q]);
-      others.assign(everything.begin(), everything.begin() + static_cast<std::ptrdiff_t>(before));
-      others.insert(others.end(), everything.begin() + static_cast<std::ptrdiff_t>(before + from[p].size()), everything.end());
-    }
+    for (std::size_t q = 0; q < from.size(); ++q)
+      if (static_cast<int>(q) != p) others.insert(others.end(), from[q].begin(), from[q].end());
   }
   // 3. Each leader hands the other clusters' blocks to its cluster.
   others.resize(others_total);

@@ -6,7 +6,6 @@
 // know, the measured rules of choice.h.
 #include <cstdio>
 #include <map>
-#include <tuple>
 
 #include "algorithms.h"
 
@@ -70,11 +69,9 @@ std::shared_ptr<const CostShape> shape_of(const CommImpl& c) {
                                            static_cast<double>(state().slice));
 }
 
-}  // namespace
-
-Algo auto_choice(CommImpl& c, Coll op, std::size_t bytes, int root) {
-  const Algo by_rules = auto_picks_flat(c.sites.size(), c.parts.size(), op, bytes) ? Algo::kFlat : Algo::kHier;
-  if (!state().model || bytes == kSizeNotShared) return by_rules;
+// The communicator's shape, made once; null without a model or when it lacks a pair.
+const CostShape* costs_of(CommImpl& c) {
+  if (!state().model) return nullptr;
   if (!c.costs_tried) {
     c.costs_tried = true;
     try {
@@ -83,17 +80,27 @@ Algo auto_choice(CommImpl& c, Coll op, std::size_t bytes, int root) {
       if (c.me == 0) std::fprintf(stderr, "gridrt: auto follows its measured rules on this communicator: %s\n", e.what());
     }
   }
-  if (!c.costs) return by_rules;
-  const Prediction p = predict(*c.costs, op, bytes, root);
+  return c.costs.get();
+}
+
+constexpr std::size_t kChoicesKept = 1024;  // per communicator; beyond, predicted at each call
+
+}  // namespace
+
+Algo auto_choice(CommImpl& c, Coll op, std::size_t bytes, int root) {
+  const CostShape* costs = bytes == kSizeNotShared ? nullptr : costs_of(c);
+  if (!costs) return auto_picks_flat(c.sites.size(), c.parts.size(), op, bytes) ? Algo::kFlat : Algo::kHier;
+  const auto key = std::make_tuple(static_cast<int>(op), bytes, root);
+  if (const auto it = c.chosen.find(key); it != c.chosen.end()) return it->second;
+  const Prediction p = predict(*costs, op, bytes, root);
   const Algo a = p.flat < p.hier ? Algo::kFlat : Algo::kHier;
-  if (state().explain && c.me == 0) {
-    const std::string key = std::string(coll_name(op)) + " " + std::to_string(bytes) + " " + std::to_string(root);
-    if (std::find(c.explained.begin(), c.explained.end(), key) == c.explained.end() && c.explained.size() < 1000) {
-      c.explained.push_back(key);
+  if (c.chosen.size() < kChoicesKept) {
+    c.chosen.emplace(key, a);
+    // Each choice said once, where GRIDRT_EXPLAIN asks.
+    if (state().explain && c.me == 0)
       std::fprintf(stderr, "gridrt: auto: %s of %zu B on %d members in %d clusters at %zu sites: hier %.1f us, flat %.1f us -> %s\n",
                    coll_name(op), bytes, c.size(), static_cast<int>(c.parts.size()), c.sites.size(), p.hier * 1e6, p.flat * 1e6,
                    a == Algo::kFlat ? "flat" : "hier");
-    }
   }
   return a;
 }
@@ -115,37 +122,52 @@ double pick(const Prediction& p, Algo algo) {
 namespace gridrt {
 
 double Comm::predicted_us(const std::string& op, std::size_t bytes, Algo algo, int root) const {
-  detail::CommImpl& c = impl();
   const detail::Coll which = detail::coll_named(op);
-  if (!detail::state().model) return -1;
-  detail::auto_choice(c, which, bytes, root);  // makes the shape once, as auto does
-  if (!c.costs) return -1;
+  const detail::CostShape* costs = detail::costs_of(impl());
+  if (!costs) return -1;
   if (algo == Algo::kDefault) algo = detail::asked_for(algo);
-  return detail::pick(detail::predict(*c.costs, which, bytes, root), algo);
+  return detail::pick(detail::predict(*costs, which, bytes, root), algo);
 }
 
-double predicted_us(const std::string& model_file, const GridShape& grid, const std::string& op, std::size_t bytes, Algo algo, int root) {
-  const detail::Coll which = detail::coll_named(op);
+namespace {
+// The shape of a grid described by name (GridShape) with `model`'s parameters, those it
+// does not name taking its typical ones.
+std::shared_ptr<const detail::CostShape> shape_of(const models::GridModel& model, const GridShape& grid) {
   if (grid.clusters.size() != grid.sites.size() || grid.clusters.size() != grid.ranks.size() || grid.clusters.empty())
-    throw Error("gridrt: predicted_us: a cluster, a site and a number of ranks for each cluster");
-  models::GridModel model;
-  try {
-    model = models::load_model(model_file).with_typical();
-  } catch (const models::ModelError& e) {
-    throw Error(std::string("gridrt: ") + e.what());
-  }
+    throw Error("gridrt: GridPredictor: a cluster, a site and a number of ranks for each cluster");
   std::vector<int> part_of, site_of_part;
   std::vector<std::string> site_name;
   for (std::size_t p = 0; p < grid.clusters.size(); ++p) {
-    if (grid.ranks[p] < 1) throw Error("gridrt: predicted_us: every cluster needs at least one rank");
+    if (grid.ranks[p] < 1) throw Error("gridrt: GridPredictor: every cluster needs at least one rank");
     part_of.insert(part_of.end(), grid.ranks[p], static_cast<int>(p));
     auto at = std::find(site_name.begin(), site_name.end(), grid.sites[p]);
     if (at == site_name.end()) at = site_name.insert(site_name.end(), grid.sites[p]);
     site_of_part.push_back(static_cast<int>(at - site_name.begin()));
   }
-  if (root < 0 || root >= static_cast<int>(part_of.size())) throw Error("gridrt: predicted_us: root " + std::to_string(root) + " is not a rank");
-  const detail::CostShape shape(model, part_of, site_of_part, grid.clusters, site_name, 64 * 1024);
-  return detail::pick(detail::predict(shape, which, bytes, root), algo);
+  return std::make_shared<const detail::CostShape>(model.with_typical(), part_of, site_of_part, grid.clusters, site_name, 64 * 1024);
+}
+}  // namespace
+
+GridPredictor GridPredictor::from_file(const std::string& path, const GridShape& grid) {
+  try {
+    return GridPredictor(shape_of(models::load_model(path), grid));
+  } catch (const models::ModelError& e) {
+    throw Error(std::string("gridrt: ") + e.what());
+  }
+}
+
+GridPredictor GridPredictor::from_json(const std::string& json, const GridShape& grid) {
+  try {
+    return GridPredictor(shape_of(models::read_model_json(json, "the model"), grid));
+  } catch (const models::ModelError& e) {
+    throw Error(std::string("gridrt: ") + e.what());
+  }
+}
+
+double GridPredictor::predicted_us(const std::string& op, std::size_t bytes, Algo algo, int root) const {
+  const detail::Coll which = detail::coll_named(op);
+  if (root < 0 || root >= shape_->size()) throw Error("gridrt: predicted_us: root " + std::to_string(root) + " is not a rank");
+  return detail::pick(detail::predict(*shape_, which, bytes, root), algo);
 }
 
 }  // namespace gridrt

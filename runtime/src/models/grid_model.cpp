@@ -35,23 +35,21 @@ GridModel GridModel::with_typical() const {
   return m;
 }
 
-const PLogP& GridModel::link(const std::string& a, const std::string& sa, const std::string& b, const std::string& sb) const {
-  if (a == b) {
-    auto it = inside.find(a);
-    if (it == inside.end()) it = inside.find("*");
-    if (it == inside.end()) throw ModelError("the model has no measurement inside cluster '" + a + "'");
-    return it->second;
-  }
-  if (sa == sb) {
-    auto it = within_site.find(sa);
-    if (it == within_site.end()) it = within_site.find("*");
-    if (it == within_site.end()) throw ModelError("the model has no measurement between clusters of site '" + sa + "'");
-    return it->second;
-  }
-  auto it = between_sites.find({sa, sb});
-  if (it == between_sites.end()) it = between_sites.find({"*", "*"});
-  if (it == between_sites.end()) throw ModelError("the model has no measurement from site '" + sa + "' to site '" + sb + "'");
+namespace {
+// `key`'s entry of `table`, else its typical one (`typical`), else an error saying `lacking`.
+template <typename Key>
+const PLogP& entry(const std::map<Key, PLogP>& table, const Key& key, const Key& typical, const std::string& lacking) {
+  auto it = table.find(key);
+  if (it == table.end()) it = table.find(typical);
+  if (it == table.end()) throw ModelError("the model has no measurement " + lacking);
   return it->second;
+}
+}  // namespace
+
+const PLogP& GridModel::link(const std::string& a, const std::string& sa, const std::string& b, const std::string& sb) const {
+  if (a == b) return entry<std::string>(inside, a, "*", "inside cluster '" + a + "'");
+  if (sa == sb) return entry<std::string>(within_site, sa, "*", "between clusters of site '" + sa + "'");
+  return entry<std::pair<std::string, std::string>>(between_sites, {sa, sb}, {"*", "*"}, "from site '" + sa + "' to site '" + sb + "'");
 }
 
 namespace {
