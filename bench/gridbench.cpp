@@ -135,13 +135,8 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) usage_error(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    } else if (a == "--version") {
-      std::puts(gridrt::version_line("gridbench").c_str());
-      std::exit(0);
-    } else if (a == "--worker") {  // the launcher's mark on the job's own command line
+    gridrt::answer_help_or_version(a, "gridbench", kUsage);
+    if (a == "--worker") {  // the launcher's mark on the job's own command line
     } else if (a == "--op") {
       ops = value();
     } else if (a == "--algo") {

@@ -10,6 +10,17 @@ namespace gridrt {
 
 std::string version_line(const char* program) { return std::string(program) + " (gridrt) " + GRIDRT_VERSION; }
 
+void answer_help_or_version(const std::string& arg, const char* program, const char* usage) {
+  if (arg == "--help" || arg == "-h") {
+    std::fputs(usage, stdout);
+    std::exit(0);
+  }
+  if (arg == "--version") {
+    std::puts(version_line(program).c_str());
+    std::exit(0);
+  }
+}
+
 void parse_daemon_options(int argc, char** argv, const char* program, const char* usage,
                           const std::map<std::string, std::string*>& options, const std::vector<std::string>& required,
                           const std::map<std::string, bool*>& flags, const std::vector<std::string>& repeated,
@@ -20,14 +31,7 @@ void parse_daemon_options(int argc, char** argv, const char* program, const char
   };
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::fputs(usage, stdout);
-      std::exit(0);
-    }
-    if (a == "--version") {
-      std::puts(version_line(program).c_str());
-      std::exit(0);
-    }
+    answer_help_or_version(a, program, usage);
     if (const auto flag = flags.find(a); flag != flags.end()) {
       *flag->second = true;
       continue;

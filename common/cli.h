@@ -11,6 +11,10 @@ namespace gridrt {
 // "PROGRAM (gridrt) VERSION", what every tool's --version prints.
 std::string version_line(const char* program);
 
+// What every tool does with "--help" (or "-h") and "--version" wherever they come: prints
+// `usage` or the version line of `program` and exits 0. Returns for any other argument.
+void answer_help_or_version(const std::string& arg, const char* program, const char* usage);
+
 // Fills the strings of `options` from argv. "--help" prints `usage` and exits 0, "--version"
 // the version line; an unknown
 // option, a missing value, or a missing one of `required` prints why and `usage` and exits 2.

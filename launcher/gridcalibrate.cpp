@@ -390,13 +390,8 @@ int launch(int argc, char** argv) {
       if (i + 1 >= argc) usage_error(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (a == "--version") {
-      std::puts(gridrt::version_line("gridrun calibrate").c_str());
-      return 0;
-    } else if (a == "--output") {
+    gridrt::answer_help_or_version(a, "gridrun calibrate", kUsage);
+    if (a == "--output") {
       output = value();
     } else if (a == "--show") {
       show = value();

@@ -249,13 +249,8 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) usage_error(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (a == "--version") {
-      std::puts(version_line("gridrun").c_str());
-      return 0;
-    } else if (a == "-n" || a == "-np") {
+    answer_help_or_version(a, "gridrun", kUsage);
+    if (a == "-n" || a == "-np") {
       nprocs = value();
     } else if (a == "--") {
       if (i + 1 >= argc) usage_error("-- must be followed by the program to run");
