@@ -12,6 +12,7 @@
 #include "models/contention_signature.h"
 #include "models/least_squares.h"
 #include "models/logical_clusters.h"
+#include "models/many_to_one.h"
 #include "models/plogp.h"
 #include "models/scatter_models.h"
 
@@ -33,6 +34,11 @@ TEST(LeastSquares, LinesThroughHandComputedPoints) {
   // Weights: a point weighted 0 does not count.
   EXPECT_NEAR(fit_line({{0, 1, 1}, {1, 3, 1}, {2, 5, 1}, {3, 100, 0}}).slope, 2, 1e-12);
   EXPECT_FALSE(fit_line({{1, 1, 1}}).ok);
+  // Through the point of least x, (0, 10), in whatever order given: the others rise 4 at
+  // x = 1 and 0 at x = 3, so a = (1*4 + 3*0) / (1 + 9) = 0.4.
+  const Line f = fit_through_least_x({{1, 14, 1}, {0, 10, 1}, {3, 10, 1}});
+  EXPECT_NEAR(f.slope, 0.4, 1e-12);
+  EXPECT_NEAR(f.intercept, 10, 1e-12);
 }
 
 // One run's samples of Eq. 5 with known parameters.
@@ -225,6 +231,117 @@ TEST(ScatterModels, PackedGridScatterSavesTheWideAreaGapsOfDirect) {
   EXPECT_NEAR(grid_scatter_direct(wan, local, {1, 3}, m), 3 * wan.gap(m) + wan.L, 1e-12);
   EXPECT_NEAR(grid_scatter_packed(wan, local, {1, 3}, m), wan.gap(3 * m) + wan.L + 2 * local.gap(m) + local.L, 1e-12);
   EXPECT_LT(grid_scatter_packed(wan, local, {2, 4, 4}, m), grid_scatter_direct(wan, local, {2, 4, 4}, m));
+}
+
+// The split rule: every piece strictly below M1, the pieces add up to M, as few as can be;
+// no split below M1.
+TEST(ManyToOne, TheSplitRuleCutsAMediumGatherIntoPiecesBelowM1) {
+  for (std::uint64_t M1 = 2; M1 <= 4096; M1 = M1 * 3 / 2 + 1)
+    for (std::uint64_t M = 1; M <= 4 * 65536; M = M * 5 / 4 + 7) {
+      const auto pieces = split_sizes(M, M1);
+      EXPECT_EQ(std::accumulate(pieces.begin(), pieces.end(), std::uint64_t{0}), M) << M << " " << M1;
+      if (M < M1) {
+        EXPECT_EQ(pieces.size(), 1u);
+        continue;
+      }
+      EXPECT_LT(*std::max_element(pieces.begin(), pieces.end()), M1) << M << " " << M1;
+      EXPECT_LE(*std::max_element(pieces.begin(), pieces.end()) - *std::min_element(pieces.begin(), pieces.end()), 1u);
+      // One piece fewer would need a piece of M1 bytes or more.
+      if (pieces.size() > 1) {
+        EXPECT_GE((M + pieces.size() - 2) / (pieces.size() - 1), M1) << M << " " << M1;
+      }
+    }
+}
+
+// A platform with known parameters: the linear parts recovered from point-to-point samples
+// and one gather each, within 1%.
+TEST(ManyToOne, TheLinearPartsAreRecoveredFromPingPongAndOneGatherEach) {
+  ManyToOneModel truth;
+  truth.C = 40e-6;
+  truth.t = 2e-9;
+  truth.inv_beta0 = 80e-9;
+  truth.kappa1 = 50;  // above the root link's floor for n <= 8
+  truth.kappa2 = 1.8;
+  std::vector<PointToPointSample> pp;
+  for (std::uint64_t M : {0u, 1024u, 4096u, 16384u})
+    pp.push_back({M, 2 * truth.C + static_cast<double>(M) * (2 * truth.t + truth.inv_beta0), truth.C + truth.t * static_cast<double>(M)});
+  ManyToOneModel fit;
+  fit_node_parameters(fit, pp, 16384);
+  EXPECT_NEAR(fit.C, truth.C, 0.01 * truth.C);
+  EXPECT_NEAR(fit.t, truth.t, 0.01 * truth.t);
+  EXPECT_NEAR(fit.inv_beta0, truth.inv_beta0, 0.01 * truth.inv_beta0);
+  const std::vector<GatherSample> one_each = {{6, 4096, truth.small(6, 4096)}, {6, 4096, truth.small(6, 4096)},
+                                              {5, 1 << 20, truth.large(5, 1 << 20)}};
+  fit_kappas(fit, 6, 4096, 5, 1 << 20, one_each);
+  EXPECT_NEAR(fit.kappa1, truth.kappa1, 0.01 * truth.kappa1);
+  EXPECT_NEAR(fit.kappa2, truth.kappa2, 0.01 * truth.kappa2);
+  EXPECT_NEAR(fit.small(3, 1000), truth.small(3, 1000), 0.01 * truth.small(3, 1000));
+}
+
+// A sweep with escalations injected at known levels, thresholds and frequencies (frequencies
+// rising with n and M between M1(n) and M2, as the paper reports): the levels, M1(n), Mc(n)
+// and M2 found exactly, the frequencies within their binomial spread.
+TEST(ManyToOne, EscalationLevelsAndThresholdsAreFoundInASweep) {
+  ManyToOneModel truth;
+  truth.C = 40e-6;
+  truth.t = 2e-9;
+  truth.inv_beta0 = 80e-9;
+  truth.kappa1 = 50;  // above the root link's floor for n <= 8
+  const std::vector<double> levels = {0.040, 0.200, 0.250, 0.600};
+  const std::vector<std::uint64_t> sizes = {1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072};
+  auto M1_of = [](int n) -> std::uint64_t { return n >= 6 ? 4096 : 8192; };
+  const std::uint64_t M2 = 65536;
+  auto chance = [&](int n, std::uint64_t M) {  // of escalating at all
+    if (M < M1_of(n) || M >= M2) return 0.0;
+    if (n >= 7 && M >= 16384) return 1.0;  // Mc(7) = Mc(8) = 16384
+    return std::min(0.9, 0.1 * n * std::log2(static_cast<double>(M) / M1_of(n) + 1));
+  };
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<GatherSample> samples;
+  std::map<std::pair<int, std::uint64_t>, double> p_true;
+  const int reps = 200;
+  for (int n = 3; n <= 8; ++n)
+    for (const auto M : sizes) {
+      p_true[{n, M}] = chance(n, M);
+      for (int r = 0; r < reps; ++r) {
+        double T = truth.small(n, static_cast<double>(M)) * (1 + 0.05 * (u(rng) - 0.5));
+        if (u(rng) < chance(n, M)) {
+          const std::size_t level = M >= 32768 ? 2 + (u(rng) < 0.5) : static_cast<std::size_t>(u(rng) < 0.5);
+          T = levels[level] * (1 + 0.04 * (u(rng) - 0.5));
+        }
+        samples.push_back({n, M, T});
+      }
+    }
+  ManyToOneModel fit = truth;
+  fit_escalations(fit, samples);
+  ASSERT_EQ(fit.levels.size(), levels.size()) << ::testing::PrintToString(fit.levels);
+  for (std::size_t i = 0; i < levels.size(); ++i) EXPECT_NEAR(fit.levels[i], levels[i], 0.05 * levels[i]);
+  EXPECT_EQ(fit.M2, M2);
+  for (int n = 3; n <= 8; ++n) {
+    EXPECT_EQ(fit.M1.at(n), M1_of(n)) << n;
+    if (n >= 7) EXPECT_EQ(fit.Mc.at(n), 16384u) << n;
+    else EXPECT_EQ(fit.Mc.count(n), 0u) << n;
+    for (const auto M : sizes) {
+      const auto& f = fit.frequencies.at({n, M});
+      const double p = std::accumulate(f.begin(), f.end(), 0.0), q = p_true[{n, M}];
+      EXPECT_NEAR(p, q, 3 * std::sqrt(q * (1 - q) / reps) + 1e-9) << n << " " << M;
+    }
+  }
+  // The split gather: at n = 8, 32 KiB (certain escalation) becomes pieces below 4 KiB; not
+  // below M1, not from M2 on.
+  EXPECT_EQ(fit.split_pieces(8, 32768), 9);
+  EXPECT_EQ(fit.split_pieces(8, 2048), 1);
+  EXPECT_EQ(fit.split_pieces(8, 65536), 1);
+  // Without escalations there is no medium region and nothing is split.
+  std::vector<GatherSample> calm;
+  for (const auto& s : samples) calm.push_back({s.n, s.M, truth.small(s.n, static_cast<double>(s.M))});
+  ManyToOneModel none = truth;
+  fit_escalations(none, calm);
+  EXPECT_TRUE(none.levels.empty());
+  EXPECT_EQ(none.M2, 0u);
+  EXPECT_TRUE(none.M1.empty());
+  EXPECT_EQ(none.split_pieces(8, 32768), 1);
 }
 
 }  // namespace

@@ -11,7 +11,8 @@
 // per peer that appears from size M on. Fitting (the paper: generalized least squares on at
 // least four points of one sample run; how M is chosen it leaves to the reader):
 //   1. each sample (m_k, T_k) of a run of n' processes gives y_k = T_k / (n' - 1) - alpha
-//      against x_k = beta * m_k, so that y = gamma * x (+ delta from M on);
+//      against x_k = beta * m_k, so that y = gamma * x (+ delta from M on); a sample with
+//      y_k <= 0, faster than the n' - 1 start-ups, is left out;
 //   2. for every sampled size M with at least four samples from it on, gamma and delta are
 //      fitted on those samples by weighted least squares (weights 1 / y^2: the relative
 //      error counts), the samples below M being predicted with that gamma and no delta;
@@ -59,8 +60,10 @@ inline ContentionSignature fit_contention_signature(int n, double alpha, double 
   std::sort(samples.begin(), samples.end(), [](const auto& a, const auto& b) { return a.m < b.m; });
   std::vector<Point> pts;
   for (const auto& s : samples) {
+    // A sample faster than n-1 start-ups (y <= 0) is not the direct exchange the model
+    // describes (MPICH's all-to-all of small messages takes log2 n rounds): weight 0.
     const double y = s.seconds / (n - 1) - alpha;
-    pts.push_back({beta * static_cast<double>(s.m), y, y != 0 ? 1.0 / (y * y) : 1.0});
+    pts.push_back({beta * static_cast<double>(s.m), y, y > 0 ? 1.0 / (y * y) : 0.0});
   }
   double best_sse = std::numeric_limits<double>::infinity();
   for (std::size_t from = 0; from + 4 <= pts.size(); ++from) {

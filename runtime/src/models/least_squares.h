@@ -3,6 +3,7 @@
 // Pure arithmetic, tested against hand-computed fits.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -51,6 +52,23 @@ inline Line fit_through_origin(const std::vector<Point>& pts) {
   l.slope = sxy / sxx;
   for (const auto& p : pts) l.sse += p.w * (p.y - l.at(p.x)) * (p.y - l.at(p.x));
   l.ok = true;
+  return l;
+}
+
+// y = a*x + b through the point of least x (the start-up, measured), a fitted on the others'
+// rise above it: a time per byte, which the large sizes decide, as they should (a free line
+// through all sizes gives a start-up the small sizes do not show, negative even).
+inline Line fit_through_least_x(std::vector<Point> pts) {
+  Line l;
+  if (pts.size() < 2) return l;
+  std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) { return a.x < b.x; });
+  const Point first = pts.front();
+  for (auto& p : pts) {
+    p.x -= first.x;
+    p.y -= first.y;
+  }
+  l = fit_through_origin(pts);
+  l.intercept = first.y - l.slope * first.x;
   return l;
 }
 

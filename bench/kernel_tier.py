@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""The kernel tier: contention and escalations on real TCP (docs/benchmarks.md, "Contention
+and escalations on real TCP"). Root only.
+
+The relays' emulated lines are lossless, so the all-to-all contention and the many-to-one
+escalations of a switched cluster cannot appear on them. Here NODES network namespaces are
+the nodes of one cluster, each with one veth into a bridge (the switch, a namespace of its
+own); every node's sending side is limited to RATE by `tc tbf` (its NIC) and so is every
+switch port towards a node, with a queue of QUEUE bytes (a switch's short port buffer),
+where TCP loses packets when several nodes send to one. One MPICH job spans the nodes, one
+process per node, started by mpiexec through `ip netns exec`, over MPICH's TCP path (UCX's
+tcp transport). bench/kernel_tier.c measures; bench/kernel_fit.cpp fits the runtime's models:
+
+  1. ping-pong between two nodes: alpha, beta, C, t, 1/beta0;
+  2. all-to-all over counts 3..NODES and sizes 1 KiB-256 KiB: the contention signature
+     (gamma, delta, M) fitted at one count, its predictions of the others;
+  3. many-to-one over counts 3..NODES and sizes 1 KiB-256 KiB, REPS each: the linear parts,
+     the escalation levels, M1(n), Mc(n), M2;
+  4. the split gather against one gather, at every (n, M) the model splits, for the largest
+     count and the middle one.
+
+    bench/kernel_tier.py [--bindir build/bin] [--nodes 8] [--rate 100mbit] [--queue 32kb]
+                         [--reps 20] [--out FILE]
+
+Every raw measurement goes to FILE (JSON lines; default kernel-tier-<time>.jsonl in the
+working directory). The namespaces are removed at the end, also on failure or Ctrl-C.
+"""
+import argparse, json, os, signal, statistics, subprocess, sys, tempfile, time
+
+parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+parser.add_argument("--bindir", default="build/bin")
+parser.add_argument("--nodes", type=int, default=8, help="nodes (namespaces), 3 to 16")
+parser.add_argument("--rate", default="100mbit", help="every NIC's and switch port's rate (tc's units)")
+parser.add_argument("--queue", default="32kb", help="a switch port's queue (tc tbf limit)")
+parser.add_argument("--reps", type=int, default=20, help="repetitions of every gather (all-to-all: half as many)")
+parser.add_argument("--out", default=None, help="where the raw JSON lines go")
+args = parser.parse_args()
+if os.geteuid() != 0:
+    sys.exit("kernel_tier: needs root (network namespaces, tc)")
+if not 3 <= args.nodes <= 16:
+    sys.exit("kernel_tier: --nodes is 3 to 16")
+bindir = os.path.abspath(args.bindir)
+for tool in ("kernel_tier", "kernel_fit"):
+    if not os.access(f"{bindir}/{tool}", os.X_OK):
+        sys.exit(f"kernel_tier: {bindir}/{tool} not built (scripts/build.sh)")
+out_path = args.out or f"kernel-tier-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
+
+prefix = f"gkt{os.getpid()}"
+switch = f"{prefix}-sw"
+hosts = [f"10.213.0.{i + 1}" for i in range(args.nodes)]
+node_ns = {h: f"{prefix}-{h}" for h in hosts}
+work = tempfile.mkdtemp(prefix="gridrt-kernel-tier-")
+# mpiexec's launcher: hydra calls it as "LAUNCHER [options] HOST COMMAND...", as it would ssh.
+launcher = f"{work}/netns-launch"
+with open(launcher, "w") as f:
+    f.write('#!/bin/sh\nwhile [ "${1#-}" != "$1" ]; do shift; done\nhost=$1; shift\n'
+            f'exec ip netns exec "{prefix}-$host" sh -c "$*"\n')
+os.chmod(launcher, 0o755)
+
+
+def sh(*cmd, ns=None):
+    subprocess.run((["ip", "netns", "exec", ns] if ns else []) + list(cmd), check=True, capture_output=True, text=True)
+
+
+def teardown():
+    for ns in list(node_ns.values()) + [switch]:
+        pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
+        for pid in pids:
+            try: os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, ValueError): pass
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def setup():
+    sh("ip", "netns", "add", switch)
+    sh("ip", "link", "add", "br0", "type", "bridge", ns=switch)
+    sh("ip", "link", "set", "br0", "up", ns=switch)
+    for i, h in enumerate(hosts):
+        ns = node_ns[h]
+        sh("ip", "netns", "add", ns)
+        sh("ip", "link", "add", f"p{i}", "netns", switch, "type", "veth", "peer", "name", "eth0", "netns", ns)
+        sh("ip", "link", "set", f"p{i}", "master", "br0", "up", ns=switch)
+        sh("ip", "addr", "add", f"{h}/24", "dev", "eth0", ns=ns)
+        sh("ip", "link", "set", "eth0", "up", ns=ns)
+        sh("ip", "link", "set", "lo", "up", ns=ns)
+        # The NIC: the node sends at RATE. The switch port towards the node: RATE, short queue.
+        sh("tc", "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", args.rate, "burst", "16kb", "limit", "256kb", ns=ns)
+        sh("tc", "qdisc", "add", "dev", f"p{i}", "root", "tbf", "rate", args.rate, "burst", "16kb", "limit", args.queue, ns=switch)
+
+
+def drops():
+    text = subprocess.run(["ip", "netns", "exec", switch, "tc", "-s", "qdisc", "show", "dev", "p0"], capture_output=True, text=True).stdout
+    return int(text.split("dropped ")[1].split(",")[0]) if "dropped " in text else 0
+
+
+def measure(op, *options, limit=900):
+    """Runs kernel_tier across the nodes; returns its JSON lines (and appends them to the out file)."""
+    cmd = ["ip", "netns", "exec", node_ns[hosts[0]], "mpiexec", "-launcher", "ssh", "-launcher-exec", launcher,
+           "-iface", "eth0", "-hosts", ",".join(hosts), "-n", str(args.nodes), f"{bindir}/kernel_tier", op, *options]
+    env = dict(os.environ, UCX_TLS="tcp,self")  # TCP only: UCX would use shared memory between namespaces of one machine
+    t0 = time.monotonic()
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=limit)
+    if r.returncode != 0:
+        raise SystemExit(f"kernel_tier {op} failed ({r.returncode}):\n{r.stderr[-2000:]}")
+    lines = [l for l in r.stdout.splitlines() if l.startswith("{")]
+    with open(out_path, "a") as f:
+        f.write("".join(l + "\n" for l in lines))
+    print(f"  {op} {' '.join(options)}: {len(lines)} lines in {time.monotonic() - t0:.0f} s", flush=True)
+    return [json.loads(l) for l in lines]
+
+
+def cell_stats(lines):
+    us = [l["us"] for l in lines]
+    return statistics.median(us), statistics.mean(us)
+
+
+def interrupted(*_):
+    for s in (signal.SIGTERM, signal.SIGINT):  # a second signal must not cut the clean-up short
+        signal.signal(s, signal.SIG_IGN)
+    sys.exit(1)
+
+
+signal.signal(signal.SIGTERM, interrupted)
+signal.signal(signal.SIGINT, interrupted)
+started = time.monotonic()
+try:
+    setup()
+    print(f"kernel tier: {args.nodes} nodes, {args.rate} NICs and switch ports, port queue {args.queue}; raw lines to {out_path}")
+    counts = ",".join(str(n) for n in range(3, args.nodes + 1))
+    sizes = "1024,2048,4096,8192,16384,24576,32768,49152,65536,98304,131072,262144"
+    measure("pingpong", "--sizes", "0,1024,4096,16384,65536,262144,1048576", "--reps", "20")
+    measure("alltoall", "--counts", counts, "--sizes", "1024,4096,16384,65536,131072,262144", "--reps", str(max(5, args.reps // 2)))
+    before = drops()
+    measure("gather", "--counts", counts, "--sizes", sizes, "--reps", str(args.reps))
+    print(f"  packets dropped at the root's switch port during the many-to-one sweep: {drops() - before}")
+    fit = subprocess.run([f"{bindir}/kernel_fit"], stdin=open(out_path), capture_output=True, text=True)
+    if fit.returncode != 0:
+        raise SystemExit(f"kernel_fit failed:\n{fit.stderr}")
+    report, model = fit.stdout.rsplit("\n", 2)[0], json.loads(fit.stdout.strip().splitlines()[-1])
+    print(report)
+    cells = model.get("split", {}).get("cells", [])
+    cells = cells if isinstance(cells, list) else [cells]
+    # Compared at two counts (the largest and the middle one), to bound the time.
+    compared = {args.nodes, (3 + args.nodes) // 2}
+    split = [(int(c["n"]), int(c["M"]), int(c["pieces"])) for c in cells if int(c["pieces"]) > 1 and int(c["n"]) in compared]
+    print(f"split gather against one gather ({len(split)} cells the model splits at n = {sorted(compared)}; "
+          f"medians and means of {args.reps}):")
+    for n, M, k in split:
+        one = measure("gather", "--counts", str(n), "--sizes", str(M), "--reps", str(args.reps))
+        many = measure("gather", "--counts", str(n), "--sizes", str(M), "--reps", str(args.reps), "--pieces", str(k))
+        (m1, a1), (mk, ak) = cell_stats(one), cell_stats(many)
+        print(f"    n {n} M {M}: one gather median {m1 / 1e3:.1f} ms mean {a1 / 1e3:.1f} ms; "
+              f"{k} pieces median {mk / 1e3:.1f} ms mean {ak / 1e3:.1f} ms; mean ratio {a1 / ak:.2f}", flush=True)
+    print(f"kernel tier: done in {time.monotonic() - started:.0f} s")
+finally:
+    teardown()
