@@ -46,7 +46,7 @@ const char kUsage[] =
 struct Measurements {
   std::vector<PointToPointSample> pingpong;  // medians per size
   std::map<std::pair<int, std::uint64_t>, std::vector<double>> alltoall;  // seconds per (n, m)
-  std::vector<GatherSample> gathers;                                      // pieces == 1 only
+  std::vector<GatherSample> gathers;                                      // one gather, not paced
 };
 
 std::vector<double> series(const pt::ptree& line, const char* key) {
@@ -69,7 +69,7 @@ Measurements read(std::istream& in) {
         m.pingpong.push_back({line.get<std::uint64_t>("m"), median_of(series(line, "rtt_us")) / 2, median_of(series(line, "send_us"))});
       } else if (op == "alltoall") {
         m.alltoall[{line.get<int>("n"), line.get<std::uint64_t>("m")}].push_back(line.get<double>("us") * 1e-6);
-      } else if (op == "gather" && line.get<int>("pieces") == 1) {
+      } else if (op == "gather" && line.get<int>("pieces") == 1 && line.get<int>("paced", 0) == 0) {
         m.gathers.push_back({line.get<int>("n"), line.get<std::uint64_t>("m"), line.get<double>("us") * 1e-6});
       }
     } catch (const std::exception& e) {

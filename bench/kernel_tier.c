@@ -4,7 +4,7 @@
  * switch port with a short queue, where TCP can lose packets and wait for its timers.
  *
  *   kernel_tier pingpong --sizes S,S,...             ranks 0 and 1
- *   kernel_tier gather   --counts N,N,... --sizes S,S,... [--pieces K]
+ *   kernel_tier gather   --counts N,N,... --sizes S,S,... [--pieces K] [--paced 1]
  *   kernel_tier alltoall --counts N,N,... --sizes S,S,...
  *   common: [--reps R] (default 20) [--warmup W] (default 2)
  *
@@ -14,8 +14,9 @@
  * gather: the many-to-one operation of the many-to-one model, as a flat tree: ranks 1..N-1
  *   of the first N each send S bytes to rank 0, which receives them all (the time is the
  *   root's, from a common start). With --pieces K > 1 the same S bytes go as K gathers in
- *   sequence of about S/K bytes each, the split gather. One line per repetition:
- *   {"op":"gather","n":N,"m":S,"pieces":K,"us":T}.
+ *   sequence of about S/K bytes each, the split gather; --paced 1: a sender sends a piece
+ *   only when the root says it has posted its receives for it. One line per repetition:
+ *   {"op":"gather","n":N,"m":S,"pieces":K,"paced":0|1,"us":T}.
  * alltoall: MPI_Alltoall of the first N ranks, S bytes per pair; the time is the slowest
  *   member's. {"op":"alltoall","n":N,"m":S,"us":T}.
  *
@@ -33,7 +34,7 @@
 
 static const char usage[] =
     "usage: kernel_tier pingpong|gather|alltoall [--counts N,...] [--sizes S,...] [--pieces K]\n"
-    "                   [--reps R] [--warmup W]\n"
+    "                   [--paced 1] [--reps R] [--warmup W]\n"
     "Measures point-to-point, many-to-one and all-to-all over MPICH's TCP path, one process\n"
     "per node (bench/kernel_tier.py runs it across network namespaces). Prints JSON lines.\n";
 
@@ -43,7 +44,7 @@ static void nap(void) {
 }
 
 static void wait_all(int n, MPI_Request* reqs) {
-  MPI_Status statuses[64];  /* n <= 64 (the counts); not MPI_STATUSES_IGNORE, which gcc 12 warns of */
+  MPI_Status statuses[128];  /* n <= 128 (two per sender at most); not MPI_STATUSES_IGNORE, which gcc 12 warns of */
   int done = 0;
   for (;;) {
     MPI_Testall(n, reqs, &done, statuses);
@@ -140,19 +141,28 @@ static void pingpong(const long* sizes, int nsizes, int reps, int warmup, int ra
 }
 
 /* One many-to-one operation of `m` bytes per sender, as `pieces` gathers in sequence; the
- * root's time in us (others return 0). */
-static double gather_once(MPI_Comm comm, int n, int m, int pieces, char* buf) {
+ * root's time in us (others return 0). Paced: a sender sends a piece only when the root,
+ * its receives for that piece posted, says so (an empty message), so that no more than one
+ * piece per sender is ever in flight towards the root. */
+static double gather_once(MPI_Comm comm, int n, int m, int pieces, int paced, char* buf) {
   int rank;
   MPI_Comm_rank(comm, &rank);
-  MPI_Request* reqs = malloc(sizeof(MPI_Request) * (size_t)n);
+  MPI_Request* reqs = malloc(sizeof(MPI_Request) * 2 * (size_t)n);
   const double t0 = common_start(comm);
   for (int p = 0, done = 0; p < pieces; ++p) {
     const int piece = m / pieces + (p < m % pieces);
     if (rank == 0) {
       for (int src = 1; src < n; ++src)
         MPI_Irecv(buf + (size_t)src * (size_t)m + (size_t)done, piece, MPI_BYTE, src, p, comm, &reqs[src - 1]);
-      wait_all(n - 1, reqs);
+      int posted = n - 1;
+      if (paced)
+        for (int src = 1; src < n; ++src) MPI_Isend(NULL, 0, MPI_BYTE, src, pieces + p, comm, &reqs[posted++]);
+      wait_all(posted, reqs);
     } else {
+      if (paced) {
+        MPI_Irecv(NULL, 0, MPI_BYTE, 0, pieces + p, comm, &reqs[0]);
+        wait_all(1, reqs);
+      }
       MPI_Isend(buf + done, piece, MPI_BYTE, 0, p, comm, &reqs[0]);
       wait_all(1, reqs);
     }
@@ -183,13 +193,14 @@ int main(int argc, char** argv) {
   }
   const char* op = argv[1];
   long counts[64] = {2}, sizes[64] = {0};
-  int ncounts = 1, nsizes = 1, reps = 20, warmup = 2, pieces = 1;
+  int ncounts = 1, nsizes = 1, reps = 20, warmup = 2, pieces = 1, paced = 0;
   for (int i = 2; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--counts") == 0) ncounts = parse_list(argv[i + 1], counts, 64);
     else if (strcmp(argv[i], "--sizes") == 0) nsizes = parse_list(argv[i + 1], sizes, 64);
     else if (strcmp(argv[i], "--reps") == 0) reps = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "--warmup") == 0) warmup = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "--pieces") == 0) pieces = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--paced") == 0) paced = atoi(argv[i + 1]);
     else {
       fprintf(stderr, "kernel_tier: unknown option %s\n%s", argv[i], usage);
       return 2;
@@ -219,10 +230,10 @@ int main(int argc, char** argv) {
         const int m = (int)sizes[s];
         for (int i = -warmup; i < reps; ++i) {
           double us = 0;
-          if (comm != MPI_COMM_NULL) us = gather ? gather_once(comm, n, m, pieces, buf) : alltoall_once(comm, n, m, buf);
+          if (comm != MPI_COMM_NULL) us = gather ? gather_once(comm, n, m, pieces, paced, buf) : alltoall_once(comm, n, m, buf);
           barrier(MPI_COMM_WORLD);
           if (rank == 0 && i >= 0) {
-            if (gather) printf("{\"op\":\"gather\",\"n\":%d,\"m\":%d,\"pieces\":%d,\"us\":%.1f}\n", n, m, pieces, us);
+            if (gather) printf("{\"op\":\"gather\",\"n\":%d,\"m\":%d,\"pieces\":%d,\"paced\":%d,\"us\":%.1f}\n", n, m, pieces, paced, us);
             else printf("{\"op\":\"alltoall\",\"n\":%d,\"m\":%d,\"us\":%.1f}\n", n, m, us);
             fflush(stdout);
           }

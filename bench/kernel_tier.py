@@ -17,7 +17,8 @@ tcp transport). bench/kernel_tier.c measures; bench/kernel_fit.cpp fits the runt
   3. many-to-one over counts 3..NODES and sizes 1 KiB-256 KiB, REPS each: the linear parts,
      the escalation levels, M1(n), Mc(n), M2;
   4. the split gather against one gather, at every (n, M) the model splits, for the largest
-     count and the middle one.
+     count and the middle one: the pieces sent back to back (the paper's sequence of
+     gathers), and paced (a sender sends a piece when the root has posted its receives).
 
     bench/kernel_tier.py [--bindir build/bin] [--nodes 8] [--rate 100mbit] [--queue 32kb]
                          [--reps 20] [--out FILE]
@@ -146,11 +147,14 @@ try:
     print(f"split gather against one gather ({len(split)} cells the model splits at n = {sorted(compared)}; "
           f"medians and means of {args.reps}):")
     for n, M, k in split:
-        one = measure("gather", "--counts", str(n), "--sizes", str(M), "--reps", str(args.reps))
-        many = measure("gather", "--counts", str(n), "--sizes", str(M), "--reps", str(args.reps), "--pieces", str(k))
-        (m1, a1), (mk, ak) = cell_stats(one), cell_stats(many)
-        print(f"    n {n} M {M}: one gather median {m1 / 1e3:.1f} ms mean {a1 / 1e3:.1f} ms; "
-              f"{k} pieces median {mk / 1e3:.1f} ms mean {ak / 1e3:.1f} ms; mean ratio {a1 / ak:.2f}", flush=True)
+        cell = ("gather", "--counts", str(n), "--sizes", str(M), "--reps", str(args.reps))
+        one = cell_stats(measure(*cell))
+        many = cell_stats(measure(*cell, "--pieces", str(k)))
+        paced = cell_stats(measure(*cell, "--pieces", str(k), "--paced", "1"))
+        print(f"    n {n} M {M}: one gather median {one[0] / 1e3:.1f} ms mean {one[1] / 1e3:.1f} ms; "
+              f"{k} pieces median {many[0] / 1e3:.1f} ms mean {many[1] / 1e3:.1f} ms; "
+              f"paced median {paced[0] / 1e3:.1f} ms mean {paced[1] / 1e3:.1f} ms; "
+              f"mean ratios {one[1] / many[1]:.2f} {one[1] / paced[1]:.2f}", flush=True)
     print(f"kernel tier: done in {time.monotonic() - started:.0f} s")
 finally:
     teardown()
