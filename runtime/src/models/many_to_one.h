@@ -73,14 +73,8 @@ struct ManyToOneModel {
   }
 
   // How many gathers in sequence a gather of M bytes per sender among n processes becomes
-  // (1: not split): M in [M1(n), M2] and the pieces' linear time under the expected time.
-  int split_pieces(int n, std::uint64_t M) const {
-    const auto m1 = M1.find(n);
-    if (m1 == M1.end() || m1->second < 2 || M < m1->second || (M2 > 0 && M >= M2)) return 1;
-    const auto k = static_cast<int>((M + m1->second - 2) / (m1->second - 1));
-    const double piece = std::ceil(static_cast<double>(M) / k);
-    return k * small(n, piece) < expected(n, M) ? k : 1;
-  }
+  // (1: not split): M in [M1(n), M2) and the pieces' linear time under the expected time.
+  int split_pieces(int n, std::uint64_t M) const;
 };
 
 // The split rule alone: k = ceil(M / (M1 - 1)) pieces, the first M mod k one byte larger.
@@ -90,6 +84,14 @@ inline std::vector<std::uint64_t> split_sizes(std::uint64_t M, std::uint64_t M1)
   std::vector<std::uint64_t> pieces(k, M / k);
   for (std::uint64_t i = 0; i < M % k; ++i) ++pieces[i];
   return pieces;
+}
+
+inline int ManyToOneModel::split_pieces(int n, std::uint64_t M) const {
+  const auto m1 = M1.find(n);
+  if (m1 == M1.end() || (M2 > 0 && M >= M2)) return 1;
+  const auto pieces = split_sizes(M, m1->second);
+  const auto k = static_cast<int>(pieces.size());
+  return k > 1 && k * small(n, static_cast<double>(pieces.front())) < expected(n, M) ? k : 1;
 }
 
 struct GatherSample {
