@@ -174,9 +174,12 @@ int main(int argc, char** argv) {
 
     if (!m.gathers.empty()) {
       ManyToOneModel model;
-      std::uint64_t eager_limit = 0;  // the largest size a send returned from at once
+      // The largest size a send returned from at once (within 4 times the quickest + 50 us).
+      double quickest = m.pingpong.front().send_return;
+      for (const auto& p : m.pingpong) quickest = std::min(quickest, p.send_return);
+      std::uint64_t eager_limit = 0;
       for (const auto& p : m.pingpong)
-        if (p.send_return < 4 * m.pingpong.front().send_return + 50e-6) eager_limit = std::max(eager_limit, p.M);
+        if (p.send_return < 4 * quickest + 50e-6) eager_limit = std::max(eager_limit, p.M);
       fit_node_parameters(model, m.pingpong, eager_limit);
       int most = 0;
       std::uint64_t least = ~0ull, largest = 0;

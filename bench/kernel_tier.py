@@ -23,10 +23,10 @@ tcp transport). bench/kernel_tier.c measures; bench/kernel_fit.cpp fits the runt
     bench/kernel_tier.py [--bindir build/bin] [--nodes 8] [--rate 100mbit] [--queue 32kb]
                          [--reps 20] [--out FILE]
 
-Every raw measurement goes to FILE (JSON lines; default kernel-tier-<time>.jsonl in the
+Every raw measurement goes to FILE (JSON lines, overwritten; default kernel-tier-<time>.jsonl in the
 working directory). The namespaces are removed at the end, also on failure or Ctrl-C.
 """
-import argparse, json, os, signal, statistics, subprocess, sys, tempfile, time
+import argparse, json, os, shutil, signal, statistics, subprocess, sys, tempfile, time
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--bindir", default="build/bin")
@@ -70,6 +70,7 @@ def teardown():
             try: os.kill(int(pid), signal.SIGKILL)
             except (ProcessLookupError, ValueError): pass
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    shutil.rmtree(work, ignore_errors=True)
 
 
 def setup():
@@ -100,7 +101,10 @@ def measure(op, *options, limit=900):
            "-iface", "eth0", "-hosts", ",".join(hosts), "-n", str(args.nodes), f"{bindir}/kernel_tier", op, *options]
     env = dict(os.environ, UCX_TLS="tcp,self")  # TCP only: UCX would use shared memory between namespaces of one machine
     t0 = time.monotonic()
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=limit)
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=limit)
+    except subprocess.TimeoutExpired:
+        raise SystemExit(f"kernel_tier {op} {' '.join(options)}: not done within {limit} s (stopped)")
     if r.returncode != 0:
         raise SystemExit(f"kernel_tier {op} failed ({r.returncode}):\n{r.stderr[-2000:]}")
     lines = [l for l in r.stdout.splitlines() if l.startswith("{")]
@@ -126,6 +130,7 @@ signal.signal(signal.SIGINT, interrupted)
 started = time.monotonic()
 try:
     setup()
+    open(out_path, "w").close()  # this run's lines only: kernel_fit reads the whole file
     print(f"kernel tier: {args.nodes} nodes, {args.rate} NICs and switch ports, port queue {args.queue}; raw lines to {out_path}")
     counts = ",".join(str(n) for n in range(3, args.nodes + 1))
     sizes = "1024,2048,4096,8192,16384,24576,32768,49152,65536,98304,131072,262144"
