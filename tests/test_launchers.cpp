@@ -325,7 +325,18 @@ TEST_F(SlurmCluster, CancellingTheGridJobCancelsTheSlurmJob) {
   std::string queue;
   for (int t = 0; t < 150 && (queue = squeue()).find("RUNNING") == std::string::npos; ++t) std::this_thread::sleep_for(100ms);
   ASSERT_NE(queue.find("RUNNING"), std::string::npos) << "the Slurm job never ran: " << queue << slurp(dir_ + "/slurmctld.log");
-  std::this_thread::sleep_for(1s);  // its processes have started on the nodes
+  // The job's ranks are its "/bin/sleep 300" processes (argv as given): only those, not any
+  // sleep of the machine's (an unrelated `sleep 300` once failed the test, and was killed).
+  auto ranks = [] {
+    std::vector<pid_t> found;
+    for (const auto& p : processes_now())
+      if (!p.zombie && p.cmdline.rfind("/bin/sleep 300", 0) == 0) found.push_back(p.pid);
+    return found;
+  };
+  // All five running before the cancel (c0's one and the nodes' four), not a fixed second:
+  // a rank that hydra's proxy forks while Slurm kills the step could escape Slurm's tracking.
+  for (int t = 0; t < 150 && ranks().size() < 5; ++t) std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(ranks().size(), 5u) << "the job's five ranks never all ran";
   ::kill(run.pid, SIGINT);
   const Outcome r = run.finish();
   EXPECT_EQ(r.status, 130) << r.err;
@@ -334,7 +345,7 @@ TEST_F(SlurmCluster, CancellingTheGridJobCancelsTheSlurmJob) {
   // Slurm signals the step's processes, SIGKILL after KillWait (2 s): under a sanitizer
   // build on a loaded machine that took longer than 5 s once, so 15 s.
   std::vector<pid_t> left;
-  for (int t = 0; t < 150 && !(left = processes_running("sleep 300")).empty(); ++t) std::this_thread::sleep_for(100ms);
+  for (int t = 0; t < 150 && !(left = ranks()).empty(); ++t) std::this_thread::sleep_for(100ms);
   std::string who;
   for (pid_t p : left) who += "\n  " + std::to_string(p) + ": " + slurp("/proc/" + std::to_string(p) + "/cmdline");
   EXPECT_TRUE(left.empty()) << left.size() << " process(es) of the job left on the nodes:" << who;
