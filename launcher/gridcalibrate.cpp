@@ -45,6 +45,7 @@
 #include "launcher/self_job.h"
 #include "launcher/timed_call.h"
 #include "models/grid_model.h"
+#include "models/least_squares.h"
 
 namespace {
 
@@ -98,11 +99,6 @@ std::vector<double> sizes_from(const std::string& text) {
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
 
 struct Measurement {
   std::string kind;      // "inside", "within_site" or "between_sites"
@@ -163,7 +159,7 @@ std::vector<Row> measure_pair(int me, int a, int b, int tag, const std::vector<d
       const auto [whole, sent] = round_trip(me, a, b, buf, m, tag);
       if (r > 0) rtt.push_back(whole), os.push_back(sent);
     }
-    const double rtt_m = hand_over(me, a, b, median(rtt), tag);
+    const double rtt_m = hand_over(me, a, b, gridrt::models::median_of(rtt), tag);
     const double forth = stream(me, a, b, buf, m, n, tag);
     // The receive of a message already there: b waits well past its arrival.
     std::vector<double> orecv;
@@ -179,10 +175,10 @@ std::vector<Row> measure_pair(int me, int a, int b, int tag, const std::vector<d
         round_trip(me, a, b, buf, m, tag);
       }
     }
-    const double o_r = hand_over(me, b, a, median(orecv), tag);
+    const double o_r = hand_over(me, b, a, gridrt::models::median_of(orecv), tag);
     // The other direction's stream (a WAN path's directions may differ), timed at b.
     const double back = hand_over(me, b, a, stream(me, b, a, buf, m, n, tag), tag);
-    if (me == a) out[k] = {rtt_m, std::max(0.0, (forth - rtt_m) / (n - 1)), median(os), o_r, std::max(0.0, (back - rtt_m) / (n - 1))};
+    if (me == a) out[k] = {rtt_m, std::max(0.0, (forth - rtt_m) / (n - 1)), gridrt::models::median_of(os), o_r, std::max(0.0, (back - rtt_m) / (n - 1))};
   }
   // Round trips of 0 bytes to a receiver that has waited 3 ms (asleep), against out[0]'s.
   std::vector<double> cold;
@@ -190,7 +186,7 @@ std::vector<Row> measure_pair(int me, int a, int b, int tag, const std::vector<d
     if (me == a) std::this_thread::sleep_for(std::chrono::milliseconds(3));
     cold.push_back(round_trip(me, a, b, buf, 0, tag).first);
   }
-  if (me == a) out.back() = {std::max(0.0, median(cold) - out[0][0]), 0, 0, 0, 0};
+  if (me == a) out.back() = {std::max(0.0, gridrt::models::median_of(cold) - out[0][0]), 0, 0, 0, 0};
   return out;
 }
 

@@ -39,6 +39,10 @@ TEST(LeastSquares, LinesThroughHandComputedPoints) {
   const Line f = fit_through_least_x({{1, 14, 1}, {0, 10, 1}, {3, 10, 1}});
   EXPECT_NEAR(f.slope, 0.4, 1e-12);
   EXPECT_NEAR(f.intercept, 10, 1e-12);
+  // Medians: the middle sample, the mean of the middle two, 0 of none.
+  EXPECT_EQ(median_of({5, 1, 3}), 3);
+  EXPECT_EQ(median_of({4, 1, 3, 2}), 2.5);
+  EXPECT_EQ(median_of({}), 0);
 }
 
 // One run's samples of Eq. 5 with known parameters.

@@ -146,22 +146,25 @@ std::shared_ptr<const detail::CostShape> shape_of(const models::GridModel& model
   }
   return std::make_shared<const detail::CostShape>(model.with_typical(), part_of, site_of_part, grid.clusters, site_name, 64 * 1024);
 }
-}  // namespace
 
-GridPredictor GridPredictor::from_file(const std::string& path, const GridShape& grid) {
+
+// A model read by `read`, its errors as the API's.
+template <class Read>
+std::shared_ptr<const detail::CostShape> shape_from(Read read, const GridShape& grid) {
   try {
-    return GridPredictor(shape_of(models::load_model(path), grid));
+    return shape_of(read(), grid);
   } catch (const models::ModelError& e) {
     throw Error(std::string("gridrt: ") + e.what());
   }
 }
+}  // namespace
+
+GridPredictor GridPredictor::from_file(const std::string& path, const GridShape& grid) {
+  return GridPredictor(shape_from([&] { return models::load_model(path); }, grid));
+}
 
 GridPredictor GridPredictor::from_json(const std::string& json, const GridShape& grid) {
-  try {
-    return GridPredictor(shape_of(models::read_model_json(json, "the model"), grid));
-  } catch (const models::ModelError& e) {
-    throw Error(std::string("gridrt: ") + e.what());
-  }
+  return GridPredictor(shape_from([&] { return models::read_model_json(json, "the model"); }, grid));
 }
 
 double GridPredictor::predicted_us(const std::string& op, std::size_t bytes, Algo algo, int root) const {

@@ -1,6 +1,6 @@
-// Weighted least squares for the models' fits (docs/models.md): a straight line
-// y = a*x + b, or one through the origin, y = a*x, minimising sum w_k (y_k - model)^2.
-// Pure arithmetic, tested against hand-computed fits.
+// Weighted least squares for the models' fits (docs/models.md): a straight line y = a*x + b,
+// or one through the origin, y = a*x, minimising sum w_k (y_k - model)^2; and the median of
+// repeated measurements. Pure arithmetic, tested against hand-computed fits.
 #pragma once
 
 #include <algorithm>
@@ -8,6 +8,14 @@
 #include <vector>
 
 namespace gridrt::models {
+
+// The median of samples (0 for none): what a measurement of repeated trials reports.
+inline double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
+}
 
 struct Point {
   double x = 0, y = 0, w = 1;  // w: the weight (1 / variance, or 1 / y^2 for relative error)

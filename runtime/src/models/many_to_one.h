@@ -106,13 +106,6 @@ struct PointToPointSample {
   double send_return = 0;      // s: how long an eager send took to return
 };
 
-// Median of a non-empty vector (copied).
-inline double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
-}
-
 // C, t and 1/beta0 from point-to-point samples (the paper's "simultaneous equations from the
 // ping-pong latency readings", made least-squares fits over sizes): C and t from how long a
 // send of up to `eager_limit` bytes takes to return (C + t M), 1/beta0 from the half round
