@@ -195,3 +195,72 @@ TEST(ModelFile, CorrectionsFittedFromASampleRunAndApplied) {
   EXPECT_NEAR(p.hier, 2 * 11 * kMs + 1 * kMs, 1e-9);      // corrected
   EXPECT_NEAR(p.flat, bcast_binomial_cost(s, 0, 1000), 1e-12);  // not
 }
+
+// A cluster's gathers in the model file: written and read back (thresholds, levels, the
+// frequency table), refused when malformed, and the hierarchical gather's cost taking the
+// paced split where the model splits, one gather's expected time elsewhere.
+TEST(ModelFile, ManyToOneWrittenReadBackAndPredicting) {
+  models::GridModel m;
+  m.inside["*"] = line(50e-6, 0.08);
+  models::ManyToOneModel g;
+  g.C = 60e-6;
+  g.t = 2e-9;
+  g.inv_beta0 = 80e-9;
+  g.kappa1 = 0.7;
+  g.kappa2 = 0.3;
+  g.M1 = {{4, 16384}, {8, 8192}};
+  g.Mc = {{8, 65536}};
+  g.levels = {0.232, 0.462};
+  g.frequencies = {{{8, 4096}, {0.0, 0.0}}, {{8, 8192}, {0.25, 0.05}}, {{8, 32768}, {0.7, 0.3}}};
+  m.many_to_one["c0"] = g;
+  const models::GridModel back = models::read_model_json(models::model_json(m), "m.json");
+  ASSERT_EQ(back.many_to_one.count("c0"), 1u);
+  const models::ManyToOneModel& r = back.many_to_one.at("c0");
+  EXPECT_NEAR(r.C, g.C, 1e-12);
+  EXPECT_NEAR(r.t, g.t, 1e-15);
+  EXPECT_NEAR(r.inv_beta0, g.inv_beta0, 1e-15);
+  EXPECT_NEAR(r.kappa1, 0.7, 1e-9);
+  EXPECT_EQ(r.M1, g.M1);
+  EXPECT_EQ(r.Mc, g.Mc);
+  EXPECT_EQ(r.M2, 0u);
+  ASSERT_EQ(r.levels.size(), 2u);
+  EXPECT_NEAR(r.levels[1], 0.462, 1e-9);
+  EXPECT_EQ(r.frequencies.size(), 3u);
+  EXPECT_NEAR(r.frequencies.at({8, 32768})[1], 0.3, 1e-9);
+  EXPECT_NE(models::describe_model(back).find("escalate from M1 = 16 KiB (4 processes), 8 KiB (8 processes)"), std::string::npos)
+      << models::describe_model(back);
+
+  // Among 8 at 32 KiB every gather escalates (232 ms or 462 ms): split in 5 pieces below 8 KiB,
+  // each a small gather and a signal round.
+  EXPECT_EQ(r.paced_pieces(8, 32768), 5);
+  const CostShape s = shape(back, {8}, {"A"});
+  EXPECT_NEAR(gather_hier_cost(s, 0, 32768), r.paced_split(8, 32768, 8192), 1e-12);
+  double by_hand = 0;
+  for (int i = 0; i < 5; ++i) by_hand += r.small(8, 32768 / 5 + (i < 32768 % 5)) + 8 * r.C;
+  EXPECT_NEAR(r.paced_split(8, 32768, 8192), by_hand, 1e-12);
+  // Below M1 nothing escalates: one gather, its linear time.
+  EXPECT_NEAR(gather_hier_cost(s, 0, 4096), r.small(8, 4096), 1e-12);
+  // A cluster the model has no gathers for: MPICH's gather over pLogP.
+  models::GridModel plain = m;
+  plain.many_to_one.clear();
+  EXPECT_NEAR(gather_hier_cost(shape(plain, {8}, {"A"}), 0, 32768), local_cost(Coll::kGather, 8, plain.inside["*"], 32768), 1e-12);
+
+  const std::string base = R"({"format": "gridrt-model/1", "many_to_one": {"nodes": )";
+  const std::pair<std::string, const char*> bad[] = {
+      {base + R"({"t_us_per_byte": 0, "inv_beta0_us_per_byte": 0}}})", "many_to_one.nodes: 'C_us' is missing"},
+      {base + R"({"C_us": 1, "t_us_per_byte": 0, "inv_beta0_us_per_byte": 0, "M1": [[1, 4096]]}}})", "[processes (2 or more), bytes]"},
+      {base + R"({"C_us": 1, "t_us_per_byte": 0, "inv_beta0_us_per_byte": 0, "M2": 1.5}}})", "must be a whole number"},
+      {base + R"({"C_us": 1, "t_us_per_byte": 0, "inv_beta0_us_per_byte": 0, "levels_us": [5, 1]}}})", "ascending"},
+      {base + R"({"C_us": 1, "t_us_per_byte": 0, "inv_beta0_us_per_byte": 0, "levels_us": [1], "frequencies": [[8, 4096]]}}})",
+       "one frequency per level"},
+      {base + R"({"C_us": 1, "t_us_per_byte": 0, "inv_beta0_us_per_byte": 0, "levels_us": [1, 2], "frequencies": [[8, 4096, 0.8, 0.7]]}}})",
+       "add up to more than 1"}};
+  for (const auto& [text, says] : bad) {
+    try {
+      models::read_model_json(text, "m.json");
+      ADD_FAILURE() << text << " was accepted";
+    } catch (const models::ModelError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << text << ": " << e.what();
+    }
+  }
+}

@@ -1145,6 +1145,42 @@ TEST(EndToEnd, CollectivesMatchTheirReferencesWhenClustersSpanSeveralNodes) {
   expect_nothing_left();
 }
 
+// The paced split gather inside a cluster (coll/gather_paced_split.cpp): every gather and
+// gatherv of coll_check (roots everywhere, in place, derived types, 0 to 80,000 bytes per
+// member) right when the hierarchical gather splits its step inside each cluster, whether
+// asked for (GRIDRT_GATHER_PIECES) or as the model of a cluster whose gathers escalate says.
+TEST(EndToEnd, GathersSplitInPacedPiecesInsideAClusterMatchTheirReferences) {
+  const std::string job = helloworld_running("coll_check");
+  const std::string grid = grid_with_sites({{"A", 3}, {"B", 2}});
+  ::setenv("GRIDRT_GATHER_PIECES", "3", 1);
+  Outcome r = gridrun({"--grid", grid, job});
+  ::unsetenv("GRIDRT_GATHER_PIECES");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("checks passed on 5 processes in 2 clusters"), std::string::npos) << r.out << r.err;
+  // c0's gathers escalate from 1 KiB among 3 (every one, to 200 ms); c1 has no such model.
+  const std::string model = ::testing::TempDir() + "/escalating-model.json";
+  std::ofstream(model) << R"({"format": "gridrt-model/1",
+    "inside": {"*": {"L_us": 20, "g_us": [[0, 1], [1048576, 1000]]}},
+    "between_sites": [{"sites": ["*", "*"], "plogp": {"L_us": 100, "g_us": [[0, 1], [1048576, 1000]]}}],
+    "many_to_one": {"c0": {"C_us": 20, "t_us_per_byte": 0.001, "inv_beta0_us_per_byte": 0.001,
+                           "M1": [[3, 1024]], "levels_us": [200000], "frequencies": [[3, 1024, 1]]}}})";
+  ::setenv("GRIDRT_MODEL", model.c_str(), 1);
+  ::setenv("GRIDRT_EXPLAIN", "1", 1);
+  r = gridrun({"--grid", grid, job});
+  ::unsetenv("GRIDRT_MODEL");
+  ::unsetenv("GRIDRT_EXPLAIN");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("checks passed on 5 processes in 2 clusters"), std::string::npos) << r.out << r.err;
+  // 1000 ints: 4000 B in 4 pieces below 1 KiB; 4 B: one gather.
+  EXPECT_NE(r.err.find("gridrt: gather inside cluster c0 of 4000 B per member among 3: one gather 200000.0 us expected, 4 paced pieces"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("-> paced pieces"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("gather inside cluster c1"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("gather inside cluster c0 of 4 B"), std::string::npos) << "below M1: no choice to make\n" << r.err;
+  expect_nothing_left();
+}
+
 namespace {
 // The value of "key" in a one-line JSON object gridbench printed ("" if absent).
 std::string json_field(const std::string& line, const std::string& key) {
@@ -1373,7 +1409,7 @@ TEST(EndToEnd, ACollectiveWithMismatchedCountsFailsClearly) {
 TEST(EndToEnd, BadSettingsAreNamedAtInit) {
   const std::pair<const char*, const char*> bad[] = {
       {"GRIDRT_WINDOW", "12abc"}, {"GRIDRT_SLICE", "5"}, {"GRIDRT_COLL", "fast"}, {"GRIDRT_WAIT", "nap"}, {"GRIDRT_INIT_TIMEOUT", "-3"},
-      {"GRIDRT_NODE_LEVEL", "yes"}};
+      {"GRIDRT_NODE_LEVEL", "yes"}, {"GRIDRT_GATHER_PIECES", "0"}};
   for (const auto& [name, value] : bad) {
     ::setenv(name, value, 1);
     const Outcome r = gridrun({"-n", "2", kSrc + "/jobprofiles/helloworld.xml"});

@@ -112,6 +112,9 @@ struct CommImpl {
   // What auto chose by the model, by (operation, size, root): a prediction plays the
   // algorithm's messages, far more work than a call should pay each time (coll/predict.cpp).
   std::map<std::tuple<int, std::size_t, int>, Algo> chosen;
+  // Pieces of the hierarchical gather inside this member's cluster, by block size, as the
+  // cluster's many-to-one model says (coll/gather_paced_split.cpp).
+  std::map<std::size_t, int> gather_split;
   CommImpl() = default;
   CommImpl(const CommImpl&) = delete;
   ~CommImpl();

@@ -41,6 +41,7 @@ struct State {
   std::vector<std::string> cluster_names;
   Algo algo = Algo::kAuto;           // GRIDRT_COLL: what Algo::kDefault means
   std::size_t slice = 64 * 1024;     // GRIDRT_SLICE: bytes per slice of pipelined collectives
+  int gather_pieces = 0;             // GRIDRT_GATHER_PIECES: pieces of a gather inside a cluster; 0: as the model says
   bool node_level = false;           // GRIDRT_NODE_LEVEL: collectives compose over nodes inside a cluster
   // GRIDRT_MODEL: the grid's calibrated model (docs/models.md), from which auto chooses;
   // null without one (auto then follows its measured rules, choice.h).

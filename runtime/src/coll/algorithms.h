@@ -49,6 +49,21 @@ Async<> allreduce_doubling(CommImpl& c, const void* sendbuf, void* recvbuf, Layo
 Async<> gatherv_hier(CommImpl& c, std::vector<char> mine, bool in_place, Blocks out, int root, std::size_t block);
 Async<> gather_binomial(CommImpl& c, std::vector<char> mine, bool in_place, Blocks out, int root, std::size_t block);
 Async<> gatherv_linear(CommImpl& c, std::vector<char> mine, bool in_place, Blocks out, int root);
+// The hierarchical gather's step inside a cluster where its gathers escalate: `block` bytes
+// from every member (the root's own is `mine`, none when in place) in `pieces` gathers, each
+// paced by the root (`root` a member of this part; `tag` the collective's). Returns the
+// blocks in local rank order at the root, nothing elsewhere.
+Async<std::vector<char>> cluster_gather_paced(CommImpl& c, const std::vector<char>& mine, int root, std::size_t block, int pieces,
+                                              int tag);
+// How many pieces this member's cluster gathers a block of `block` bytes in (1: MPICH's one
+// gather): GRIDRT_GATHER_PIECES when set, else the cluster's many-to-one model (none: 1).
+int gather_pieces(CommImpl& c, std::size_t block);
+// The cluster's many-to-one model in the grid's model; null when it has none.
+const models::ManyToOneModel* many_to_one_of(const CommImpl& c);
+// The name of this member's cluster.
+const std::string& cluster_name_of(const CommImpl& c);
+// Choices kept per communicator (auto's, the gather's pieces); beyond, made at each call.
+constexpr std::size_t kChoicesKept = 1024;
 
 // Scatters: `in`, the blocks at the root (empty elsewhere); this member's block goes to
 // recvbuf as `mine` says (none for MPI_IN_PLACE at the root). `equal`: every block has
@@ -87,6 +102,9 @@ double allreduce_doubling_cost(const CostShape& s, double m);
 double gather_hier_cost(const CostShape& s, int root, double b);
 double gather_binomial_cost(const CostShape& s, int root, double b);
 double gatherv_linear_cost(const CostShape& s, int root, double b);
+// A gather of b bytes per member among n members of a cluster with this model: the paced
+// split one where it splits, else one gather's expected time.
+double paced_gather_cost(const models::ManyToOneModel& m, int n, double b);
 double scatter_hier_cost(const CostShape& s, int root, double b);
 double scatter_binomial_cost(const CostShape& s, int root, double b);
 double scatterv_linear_cost(const CostShape& s, int root, double b);

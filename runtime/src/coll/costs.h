@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,8 @@ struct CostShape {
   std::vector<std::vector<models::PLogP>> link;  // [a][b] between members of parts a and b ([a][a]: inside a)
   double slice = 64 * 1024;              // GRIDRT_SLICE, bytes
   std::map<std::string, models::Correction> corrections;  // the model's, by "op/algo"
+  // Each part's cluster's gathers (models/many_to_one.h), where the model has them.
+  std::vector<std::shared_ptr<const models::ManyToOneModel>> gathers;
 
   // From the members' parts (part_of, parts numbered by first member), the parts' sites,
   // and the clusters' and sites' names in the model. Throws models::ModelError when the

@@ -19,7 +19,10 @@ Async<> gatherv_hier(CommImpl& c, std::vector<char> mine, bool in_place, Blocks 
   // (No co_await inside ?: here or anywhere in the algorithms: GCC 12 destroys its
   // temporaries twice.)
   std::vector<char> blob = mine;
-  if (part.size() > 1) blob = co_await cluster_gatherv(c, mine, local_root, nullptr);
+  // Inside the cluster: MPICH's gather, or, where the cluster's gathers escalate, the paced
+  // split gather (the same choice in every member: same model, same block size).
+  if (const int pieces = gather_pieces(c, block); pieces > 1) blob = co_await cluster_gather_paced(c, mine, c.entry(p, root), block, pieces, tag);
+  else if (part.size() > 1) blob = co_await cluster_gatherv(c, mine, local_root, nullptr);
   auto unpack_own_cluster = [&] {  // at the root
     std::vector<int> members = part;
     if (in_place) members.erase(std::find(members.begin(), members.end(), root));
@@ -56,14 +59,14 @@ Async<> gatherv_hier(CommImpl& c, std::vector<char> mine, bool in_place, Blocks 
   co_await one(send_to(c, up, tag, blob.data(), blob.size()));
 }
 
-// Cost: MPICH's gather at every part's entry, a site's other parts' blocks to its head, one
+// Cost: MPICH's gather (or the paced split one, where the model has the cluster's gathers) at every part's entry, a site's other parts' blocks to its head, one
 // message per site (and per part of the root's site) to the root; b bytes per block.
 double gather_hier_cost(const CostShape& s, int root, double b) {
   const int C = s.parts(), rp = s.part_of[root];
   Timeline tl(s);
   std::vector<double> ready(C), blocks(C);
   for (int q = 0; q < C; ++q) {
-    ready[q] = local_cost(Coll::kGather, s.part_size[q], s.link[q][q], b);
+    ready[q] = s.gathers[q] ? paced_gather_cost(*s.gathers[q], s.part_size[q], b) : local_cost(Coll::kGather, s.part_size[q], s.link[q][q], b);
     blocks[q] = s.part_size[q] * b;
   }
   for (int q = 0; q < C; ++q)

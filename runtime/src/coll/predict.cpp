@@ -83,9 +83,19 @@ const CostShape* costs_of(CommImpl& c) {
   return c.costs.get();
 }
 
-constexpr std::size_t kChoicesKept = 1024;  // per communicator; beyond, predicted at each call
-
 }  // namespace
+
+const std::string& cluster_name_of(const CommImpl& c) {
+  const Topology& t = state().topo;
+  return t.clusters[t.cluster_of(static_cast<std::uint32_t>(c.members[c.leader(c.my_part())]))].name;
+}
+
+const models::ManyToOneModel* many_to_one_of(const CommImpl& c) {
+  if (!state().model || state().model->many_to_one.empty()) return nullptr;
+  const auto it = state().model->many_to_one.find(cluster_name_of(c));
+  return it == state().model->many_to_one.end() ? nullptr : &it->second;
+}
+
 
 Algo auto_choice(CommImpl& c, Coll op, std::size_t bytes, int root) {
   const CostShape* costs = bytes == kSizeNotShared ? nullptr : costs_of(c);

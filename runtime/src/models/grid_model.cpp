@@ -99,6 +99,63 @@ PLogP plogp(const pt::ptree& t, const std::string& where) {
   return p;
 }
 
+// A list of numbers (`where` names it in errors).
+std::vector<double> numbers(const pt::ptree& t, const std::string& where) {
+  std::vector<double> out;
+  for (const auto& [key, v] : t) {
+    if (!key.empty()) throw ModelError(where + " must be a list of numbers");
+    out.push_back(number(v, where));
+  }
+  return out;
+}
+
+// A process count or a size in bytes: a whole number.
+std::uint64_t whole(double x, const std::string& where) {
+  if (x != std::floor(x) || x > 1e15) throw ModelError(where + " must be a whole number, not " + std::to_string(x));
+  return static_cast<std::uint64_t>(x);
+}
+
+// [[n, bytes], ...]: a threshold by process count.
+std::map<int, std::uint64_t> by_count(const pt::ptree& t, const std::string& where) {
+  std::map<int, std::uint64_t> out;
+  for (const auto& [key, pair] : t) {
+    const std::vector<double> v = numbers(pair, where);
+    if (!key.empty() || v.size() != 2 || v[0] < 2) throw ModelError(where + " must be a list of [processes (2 or more), bytes] pairs");
+    out[static_cast<int>(whole(v[0], where))] = whole(v[1], where);
+  }
+  return out;
+}
+
+// A cluster's many-to-one model (models/many_to_one.h), times in microseconds.
+ManyToOneModel many_to_one(const pt::ptree& t, const std::string& where) {
+  ManyToOneModel m;
+  m.C = number(child(t, "C_us", where), where + ".C_us") * 1e-6;
+  m.t = number(child(t, "t_us_per_byte", where), where + ".t_us_per_byte") * 1e-6;
+  m.inv_beta0 = number(child(t, "inv_beta0_us_per_byte", where), where + ".inv_beta0_us_per_byte") * 1e-6;
+  if (const auto k = t.get_child_optional("kappa1")) m.kappa1 = number(*k, where + ".kappa1");
+  if (const auto k = t.get_child_optional("kappa2")) m.kappa2 = number(*k, where + ".kappa2");
+  if (const auto M2 = t.get_child_optional("M2")) m.M2 = whole(number(*M2, where + ".M2"), where + ".M2");
+  if (const auto M1 = t.get_child_optional("M1")) m.M1 = by_count(*M1, where + ".M1");
+  if (const auto Mc = t.get_child_optional("Mc")) m.Mc = by_count(*Mc, where + ".Mc");
+  if (const auto levels = t.get_child_optional("levels_us"))
+    for (const double us : numbers(*levels, where + ".levels_us")) m.levels.push_back(us * 1e-6);
+  if (!std::is_sorted(m.levels.begin(), m.levels.end())) throw ModelError(where + ".levels_us must be ascending");
+  // [[n, bytes, f_1, ..., f_k], ...]: one frequency per level, each in 0..1, summing to at most 1.
+  if (const auto freq = t.get_child_optional("frequencies"))
+    for (const auto& [key, row] : *freq) {
+      const std::vector<double> v = numbers(row, where + ".frequencies");
+      const std::string what = where + ".frequencies";
+      if (!key.empty() || v.size() != 2 + m.levels.size())
+        throw ModelError(what + " must be a list of [processes, bytes, one frequency per level] rows (" + std::to_string(m.levels.size()) +
+                         " levels)");
+      double sum = 0;
+      for (std::size_t i = 2; i < v.size(); ++i) sum += v[i];
+      if (sum > 1 + 1e-6) throw ModelError(what + ": a row's frequencies add up to more than 1");
+      m.frequencies[{static_cast<int>(whole(v[0], what)), whole(v[1], what)}] = std::vector<double>(v.begin() + 2, v.end());
+    }
+  return m;
+}
+
 std::string quoted(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
@@ -122,6 +179,35 @@ std::string points_json(const BySize& b) {
     out += buf;
   }
   return out + "]";
+}
+
+std::string g6(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", x);
+  return buf;
+}
+
+std::string by_count_json(const std::map<int, std::uint64_t>& t) {
+  std::string out = "[", sep;
+  for (const auto& [n, bytes] : t) out += sep + "[" + std::to_string(n) + ", " + std::to_string(bytes) + "]", sep = ", ";
+  return out + "]";
+}
+
+std::string many_to_one_json(const ManyToOneModel& m) {
+  std::string out = "{\"C_us\": " + g6(m.C * 1e6) + ", \"t_us_per_byte\": " + g6(m.t * 1e6) + ", \"inv_beta0_us_per_byte\": " +
+                    g6(m.inv_beta0 * 1e6) + ", \"kappa1\": " + g6(m.kappa1) + ", \"kappa2\": " + g6(m.kappa2) +
+                    ",\n      \"M1\": " + by_count_json(m.M1) + ", \"Mc\": " + by_count_json(m.Mc) + ", \"M2\": " + std::to_string(m.M2) +
+                    ",\n      \"levels_us\": [";
+  std::string sep;
+  for (const double l : m.levels) out += sep + g6(l * 1e6), sep = ", ";
+  out += "],\n      \"frequencies\": [";
+  sep = "";
+  for (const auto& [key, f] : m.frequencies) {
+    out += sep + "[" + std::to_string(key.first) + ", " + std::to_string(key.second);
+    for (const double x : f) out += ", " + g6(x);
+    out += "]", sep = ", ";
+  }
+  return out + "]}";
 }
 
 std::string plogp_json(const PLogP& p) {
@@ -180,7 +266,9 @@ GridModel read_model_json(const std::string& text, const std::string& source) {
       for (const auto& [key, c] : *corrections)
         m.corrections[key] = {number(child(c, "scale", "corrections." + key), "corrections." + key + ".scale"),
                               c.get_child_optional("offset_us") ? c.get<double>("offset_us") * 1e-6 : 0.0};
-    if (m.empty()) throw ModelError("no measurement (inside, within_site or between_sites)");
+    if (const auto gathers = root.get_child_optional("many_to_one"))
+      for (const auto& [cluster, g] : *gathers) m.many_to_one[cluster] = many_to_one(g, "many_to_one." + cluster);
+    if (m.empty()) throw ModelError("no measurement (inside, within_site, between_sites or many_to_one)");
     return m;
   } catch (const ModelError& e) {
     throw ModelError(source + ": " + e.what());
@@ -225,7 +313,14 @@ std::string model_json(const GridModel& m) {
     std::snprintf(buf, sizeof buf, "{\"scale\": %.4f, \"offset_us\": %.1f}", c.scale, c.offset * 1e6);
     out += sep + quoted(key) + ": " + buf, sep = ",\n    ";
   }
-  return out + "\n  }\n}\n";
+  out += "\n  }";
+  if (!m.many_to_one.empty()) {
+    out += ",\n  \"many_to_one\": {";
+    sep = "\n    ";
+    for (const auto& [c, g] : m.many_to_one) out += sep + quoted(c) + ": " + many_to_one_json(g), sep = ",\n    ";
+    out += "\n  }";
+  }
+  return out + "\n}\n";
 }
 
 namespace {
@@ -239,6 +334,31 @@ std::string describe_plogp(const PLogP& p) {
     out += buf;
   }
   return out;
+}
+
+std::string kib(std::uint64_t bytes) {
+  char buf[32];
+  if (bytes % 1024 == 0) std::snprintf(buf, sizeof buf, "%llu KiB", static_cast<unsigned long long>(bytes / 1024));
+  else std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  return buf;
+}
+
+std::string describe_many_to_one(const std::string& cluster, const ManyToOneModel& g) {
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "  gathers inside cluster %s: C %.1f us, t %.3g ns/B, root link %.1f MB/s, kappa1 %.2f, kappa2 %.2f\n",
+                cluster.c_str(), g.C * 1e6, g.t * 1e9, g.inv_beta0 > 0 ? 1e-6 / g.inv_beta0 : 0.0, g.kappa1, g.kappa2);
+  std::string out = buf;
+  if (g.M1.empty()) return out + "    no escalation measured: gathers are not split\n";
+  out += "    escalate from M1 =";
+  std::string sep = " ";
+  for (const auto& [n, M] : g.M1) out += sep + kib(M) + " (" + std::to_string(n) + " processes)", sep = ", ";
+  out += g.M2 > 0 ? "; none from M2 = " + kib(g.M2) : "; up to the largest size measured";
+  out += "\n    levels:";
+  for (const double l : g.levels) {
+    std::snprintf(buf, sizeof buf, " %.0f ms", l * 1e3);
+    out += buf;
+  }
+  return out + "\n    gathers from M1 on are split in paced pieces where that is expected to be faster\n";
 }
 }  // namespace
 
@@ -256,6 +376,7 @@ std::string describe_model(const GridModel& m) {
     std::snprintf(buf, sizeof buf, "  %s: measured = %.3f x predicted %+.1f us (from a sample run)\n", key.c_str(), c.scale, c.offset * 1e6);
     out += buf;
   }
+  for (const auto& [c, g] : m.many_to_one) out += describe_many_to_one(c, g);
   return out;
 }
 

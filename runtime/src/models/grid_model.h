@@ -10,6 +10,8 @@
 //                            differ in rate
 //   access                   sites whose outgoing WAN traffic shares one line (the
 //                            one-port assumption); otherwise each pair of sites has its line
+//   many_to_one[cluster]     a cluster's gathers (models/many_to_one.h): where they escalate,
+//                            the hierarchical gather splits them (coll/gather_paced_split.cpp)
 //
 // One measurement stands for every pair it represents: a cluster's processes are taken as
 // alike, a site's clusters, and all clusters of two sites (logical homogeneous clusters,
@@ -25,6 +27,7 @@
 #include <string>
 #include <utility>
 
+#include "models/many_to_one.h"
 #include "models/plogp.h"
 
 namespace gridrt::models {
@@ -49,12 +52,13 @@ struct GridModel {
   std::map<std::pair<std::string, std::string>, PLogP> between_sites;  // (from, to)
   std::set<std::string> access;
   std::map<std::string, Correction> corrections;  // by "op/algo", e.g. "bcast/hier"
+  std::map<std::string, ManyToOneModel> many_to_one;  // by cluster
   std::string grid;      // what was measured (a grid description, or "embedded C x R")
   std::string measured;  // when (UTC, ISO 8601)
   int measurements = 0;  // pairs measured to make it
   double seconds = 0;    // how long calibration took
 
-  bool empty() const { return inside.empty() && within_site.empty() && between_sites.empty(); }
+  bool empty() const { return inside.empty() && within_site.empty() && between_sites.empty() && many_to_one.empty(); }
   // The same with typical values ("*": the first it has of each kind) for clusters and
   // sites it does not name: for predictions on grids larger than the one measured.
   GridModel with_typical() const;

@@ -38,6 +38,19 @@
 
 namespace gridrt::models {
 
+// M bytes in k pieces (1 <= k <= M) as even as can be: the first M mod k one byte larger.
+inline std::vector<std::uint64_t> pieces_of(std::uint64_t M, std::uint64_t k) {
+  std::vector<std::uint64_t> pieces(k, M / k);
+  for (std::uint64_t i = 0; i < M % k; ++i) ++pieces[i];
+  return pieces;
+}
+
+// The split rule alone: k = ceil(M / (M1 - 1)) pieces, each below M1.
+inline std::vector<std::uint64_t> split_sizes(std::uint64_t M, std::uint64_t M1) {
+  if (M1 < 2 || M < M1) return {M};
+  return pieces_of(M, (M + M1 - 2) / (M1 - 1));
+}
+
 struct ManyToOneModel {
   double C = 0;          // s: a node's fixed processing delay
   double t = 0;          // s per byte: a node's processing per byte
@@ -59,15 +72,39 @@ struct ManyToOneModel {
   bool is_large(double M) const { return M2 > 0 && M >= static_cast<double>(M2); }
   double linear(int n, double M) const { return is_large(M) ? large(n, M) : small(n, M); }
 
+  // The measurements that stand for n processes: those of the largest count measured up to
+  // n (escalations grow with n, so a larger count escalates at least as much: a prediction
+  // from fewer senders errs towards not splitting); -1 when n is below every count measured.
+  int measured_count(int n) const {
+    int best = -1;
+    for (const auto& [key, f] : frequencies)
+      if (key.first <= n && key.first > best) best = key.first;
+    return best;
+  }
+  // M1 for n processes (measured_count's); 0 when none escalated there.
+  std::uint64_t m1(int n) const {
+    const auto it = M1.find(measured_count(n));
+    return it == M1.end() ? 0 : it->second;
+  }
+  // The escalation frequencies for (n, M): measured_count's row at the largest size
+  // measured up to M (between two sizes swept, the smaller one's); null where none applies.
+  const std::vector<double>* frequencies_at(int n, std::uint64_t M) const {
+    const int count = measured_count(n);
+    const std::vector<double>* f = nullptr;
+    for (auto it = frequencies.lower_bound({count, 0}); it != frequencies.end() && it->first.first == count && it->first.second <= M; ++it)
+      f = &it->second;
+    return f;
+  }
+
   // The expected time (M-4's outcomes weighted by their frequencies, where measured).
   double expected(int n, std::uint64_t M) const {
     const double base = linear(n, static_cast<double>(M));
-    const auto f = frequencies.find({n, M});
-    if (f == frequencies.end()) return base;
+    const std::vector<double>* f = is_large(static_cast<double>(M)) ? nullptr : frequencies_at(n, M);
+    if (!f) return base;
     double p = 0, e = 0;
-    for (std::size_t i = 0; i < f->second.size() && i < levels.size(); ++i) {
-      p += f->second[i];
-      e += f->second[i] * levels[i];
+    for (std::size_t i = 0; i < f->size() && i < levels.size(); ++i) {
+      p += (*f)[i];
+      e += (*f)[i] * levels[i];
     }
     return (1 - p) * base + e;
   }
@@ -75,23 +112,34 @@ struct ManyToOneModel {
   // How many gathers in sequence a gather of M bytes per sender among n processes becomes
   // (1: not split): M in [M1(n), M2) and the pieces' linear time under the expected time.
   int split_pieces(int n, std::uint64_t M) const;
+
+  // The paced split gather (coll/gather_paced_split.cpp): the same pieces, each sent when the
+  // root has posted its receives and told the senders so, with a message of no data to
+  // each: a piece costs its small gather plus the root's n-1 signals and their latency
+  // (n C). No piece escalates (below M1, and no sender's data arrives before the root is
+  // ready for it), so its time is linear.
+  double paced_split(int n, std::uint64_t M, std::uint64_t m1) const {
+    double total = 0;
+    for (const std::uint64_t piece : split_sizes(M, m1)) total += small(n, static_cast<double>(piece)) + n * C;
+    return total;
+  }
+  // The pieces of the paced split gather where it is expected to beat one gather; 1 elsewhere.
+  int paced_pieces(int n, std::uint64_t M) const;
 };
 
-// The split rule alone: k = ceil(M / (M1 - 1)) pieces, the first M mod k one byte larger.
-inline std::vector<std::uint64_t> split_sizes(std::uint64_t M, std::uint64_t M1) {
-  if (M1 < 2 || M < M1) return {M};
-  const std::uint64_t k = (M + M1 - 2) / (M1 - 1);
-  std::vector<std::uint64_t> pieces(k, M / k);
-  for (std::uint64_t i = 0; i < M % k; ++i) ++pieces[i];
-  return pieces;
-}
-
 inline int ManyToOneModel::split_pieces(int n, std::uint64_t M) const {
-  const auto m1 = M1.find(n);
-  if (m1 == M1.end() || (M2 > 0 && M >= M2)) return 1;
-  const auto pieces = split_sizes(M, m1->second);
+  const std::uint64_t first = m1(n);
+  if (first == 0 || is_large(static_cast<double>(M))) return 1;
+  const auto pieces = split_sizes(M, first);
   const auto k = static_cast<int>(pieces.size());
   return k > 1 && k * small(n, static_cast<double>(pieces.front())) < expected(n, M) ? k : 1;
+}
+
+inline int ManyToOneModel::paced_pieces(int n, std::uint64_t M) const {
+  const std::uint64_t first = m1(n);
+  if (first == 0 || is_large(static_cast<double>(M))) return 1;
+  const auto k = static_cast<int>(split_sizes(M, first).size());
+  return k > 1 && paced_split(n, M, first) < expected(n, M) ? k : 1;
 }
 
 struct GatherSample {
