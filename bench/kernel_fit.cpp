@@ -2,7 +2,8 @@
 // measurements (bench/kernel_tier.py, which runs it; docs/benchmarks.md, "Contention and
 // escalations on real TCP") and says how well they predict what was not used to fit them.
 //
-//   kernel_fit [--signature-count N] [--kappa1 N,M] [--kappa2 N,M] < kernel_tier's JSON lines
+//   kernel_fit [--signature-count N] [--kappa1 N,M] [--kappa2 N,M] [--model FILE --cluster NAME]
+//              < kernel_tier's JSON lines
 //
 // The all-to-all contention signature (models/contention_signature.h) is fitted on the
 // all-to-alls of each process count in turn, at the saturated sizes (the bandwidth term at
@@ -13,13 +14,17 @@
 // ping-pong's small sizes, kappa1 from the gathers at --kappa1 (default: the largest count,
 // the smallest size), kappa2 from those at --kappa2 (default: the largest count and size),
 // then the escalations of the whole sweep. Prints a report, then one JSON line with the
-// fitted figures and the split gather's piece count for every (n, M) swept.
+// fitted figures and the split gather's piece count for every (n, M) swept. --model writes
+// a model file (docs/models.md) for a grid whose cluster NAME is these nodes: the pair
+// inside it from the ping-pong, its gathers from the sweep, so that gridrt's own gather
+// runs there as the model says.
 #include <boost/property_tree/json_parser.hpp>
 #include <boost/property_tree/ptree.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <limits>
@@ -31,6 +36,7 @@
 
 #include "common/cli.h"
 #include "models/contention_signature.h"
+#include "models/grid_model.h"
 #include "models/many_to_one.h"
 
 namespace {
@@ -39,9 +45,10 @@ namespace pt = boost::property_tree;
 using namespace gridrt::models;
 
 const char kUsage[] =
-    "usage: kernel_fit [--signature-count N] [--kappa1 N,M] [--kappa2 N,M] < measurements\n"
+    "usage: kernel_fit [--signature-count N] [--kappa1 N,M] [--kappa2 N,M] [--model FILE --cluster NAME] < measurements\n"
     "Fits the all-to-all contention signature and the many-to-one model to kernel_tier's JSON\n"
-    "lines (bench/kernel_tier.py) and reports their prediction errors on the cases not fitted.\n";
+    "lines (bench/kernel_tier.py) and reports their prediction errors on the cases not fitted.\n"
+    "--model FILE writes them as a gridrt model file for a grid whose cluster NAME is these nodes.\n";
 
 struct Measurements {
   std::vector<PointToPointSample> pingpong;  // medians per size
@@ -65,6 +72,7 @@ Measurements read(std::istream& in) {
       std::istringstream s(text);
       pt::read_json(s, line);
       const std::string op = line.get<std::string>("op");
+      if (line.get_child_optional("algo")) continue;  // gridbench's line (gridrt's own gather on the nodes), not kernel_tier's
       if (op == "pingpong") {
         m.pingpong.push_back({line.get<std::uint64_t>("m"), median_of(series(line, "rtt_us")) / 2, median_of(series(line, "send_us"))});
       } else if (op == "alltoall") {
@@ -98,9 +106,15 @@ std::string percent_summary(std::vector<double> errors) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string count_text, k1_text, k2_text;
+  std::string count_text, k1_text, k2_text, model_path, cluster;
   gridrt::parse_daemon_options(argc, argv, "kernel_fit", kUsage,
-                               {{"--signature-count", &count_text}, {"--kappa1", &k1_text}, {"--kappa2", &k2_text}}, {});
+                               {{"--signature-count", &count_text}, {"--kappa1", &k1_text}, {"--kappa2", &k2_text},
+                                {"--model", &model_path}, {"--cluster", &cluster}},
+                               {});
+  if (model_path.empty() != cluster.empty()) {
+    std::fprintf(stderr, "kernel_fit: --model and --cluster go together\n%s", kUsage);
+    return 2;
+  }
   int signature_count = 0;
   std::pair<int, std::uint64_t> k1{0, 0}, k2{0, 0};
   try {
@@ -172,26 +186,12 @@ int main(int argc, char** argv) {
       out.put("signature.M", sig.M == std::numeric_limits<std::uint64_t>::max() ? 0 : sig.M);
     }
 
+    GridModel grid_model;
     if (!m.gathers.empty()) {
-      ManyToOneModel model;
-      // The largest size a send returned from at once (within 4 times the quickest + 50 us).
-      double quickest = m.pingpong.front().send_return;
-      for (const auto& p : m.pingpong) quickest = std::min(quickest, p.send_return);
-      std::uint64_t eager_limit = 0;
-      for (const auto& p : m.pingpong)
-        if (p.send_return < 4 * quickest + 50e-6) eager_limit = std::max(eager_limit, p.M);
-      fit_node_parameters(model, m.pingpong, eager_limit);
-      int most = 0;
-      std::uint64_t least = ~0ull, largest = 0;
-      for (const auto& g : m.gathers) {
-        most = std::max(most, g.n);
-        least = std::min(least, g.M);
-        largest = std::max(largest, g.M);
-      }
-      if (k1.first == 0) k1 = {most, least};
-      if (k2.first == 0) k2 = {most, largest};
-      fit_kappas(model, k1.first, k1.second, k2.first, k2.second, m.gathers);
-      fit_escalations(model, m.gathers);
+      KappaAt at1{k1.first, k1.second}, at2{k2.first, k2.second};
+      const ManyToOneModel model = fit_many_to_one(m.pingpong, m.gathers, &at1, &at2);
+      k1 = {at1.n, at1.M};
+      k2 = {at2.n, at2.M};
       std::printf("many-to-one: C %.1f us, t %.3f ns/B, 1/beta0 %.2f ns/B, kappa1 %.2f (at %d, %llu B), kappa2 %.2f (at %d, %llu B)\n",
                   model.C * 1e6, model.t * 1e9, model.inv_beta0 * 1e9, model.kappa1, k1.first,
                   static_cast<unsigned long long>(k1.second), model.kappa2, k2.first, static_cast<unsigned long long>(k2.second));
@@ -201,22 +201,24 @@ int main(int argc, char** argv) {
                   model.M2 ? std::to_string(model.M2).c_str() : "not found (none, or still escalating at the largest size)");
       std::map<std::pair<int, std::uint64_t>, std::vector<double>> cells;
       for (const auto& g : m.gathers) cells[{g.n, g.M}].push_back(g.seconds);
-      std::printf("  %4s %9s %6s %6s %12s %12s %12s %12s %6s\n", "n", "M", "M1(n)", "Mc(n)", "median_us", "linear_us",
-                  "mean_us", "expected_us", "split");
+      std::printf("  %4s %9s %6s %6s %12s %12s %12s %12s %6s %6s\n", "n", "M", "M1(n)", "Mc(n)", "median_us", "linear_us",
+                  "mean_us", "expected_us", "split", "paced");
       for (const auto& [key, v] : cells) {
         const auto [n, M] = key;
         double mean = 0;
         for (const double x : v) mean += x / static_cast<double>(v.size());
         const auto m1 = model.M1.find(n), mc = model.Mc.find(n);
         const int pieces = model.split_pieces(n, M);
-        std::printf("  %4d %9llu %6s %6s %12.0f %12.0f %12.0f %12.0f %6d\n", n, static_cast<unsigned long long>(M),
+        std::printf("  %4d %9llu %6s %6s %12.0f %12.0f %12.0f %12.0f %6d %6d\n", n, static_cast<unsigned long long>(M),
                     m1 == model.M1.end() ? "-" : std::to_string(m1->second).c_str(),
                     mc == model.Mc.end() ? "-" : std::to_string(mc->second).c_str(), median_of(v) * 1e6,
-                    model.linear(n, static_cast<double>(M)) * 1e6, mean * 1e6, model.expected(n, M) * 1e6, pieces);
+                    model.linear(n, static_cast<double>(M)) * 1e6, mean * 1e6, model.expected(n, M) * 1e6, pieces,
+                    model.paced_pieces(n, M));
         pt::ptree cell;
         cell.put("n", n);
         cell.put("M", M);
         cell.put("pieces", pieces);
+        cell.put("paced", model.paced_pieces(n, M));
         out.add_child("split.cells.", cell);
       }
       out.put("many_to_one.C_us", model.C * 1e6);
@@ -227,6 +229,20 @@ int main(int argc, char** argv) {
       out.put("many_to_one.M2", model.M2);
       for (const auto& [n, M1] : model.M1) out.put("many_to_one.M1." + std::to_string(n), M1);
       for (const double l : model.levels) out.add("many_to_one.levels_ms.", l * 1e3);
+      grid_model.many_to_one[cluster] = model;
+    }
+    if (!model_path.empty()) {
+      // The pair inside the cluster in pLogP terms: L the smallest size's half round trip,
+      // g(M) the rest of each size's.
+      PLogP inside;
+      inside.L = m.pingpong.front().half_round_trip;
+      for (const auto& p : m.pingpong) inside.g.points.emplace_back(static_cast<double>(p.M), std::max(1e-7, p.half_round_trip - inside.L));
+      grid_model.inside[cluster] = inside;
+      grid_model.grid = "the kernel tier's nodes as cluster " + cluster;
+      grid_model.measurements = 1;
+      std::ofstream file(model_path);
+      file << model_json(grid_model);
+      if (!file) throw std::runtime_error(model_path + ": cannot write the model file");
     }
     std::ostringstream json;
     pt::write_json(json, out, false);

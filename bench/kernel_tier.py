@@ -18,7 +18,12 @@ tcp transport). bench/kernel_tier.c measures; bench/kernel_fit.cpp fits the runt
      the escalation levels, M1(n), Mc(n), M2;
   4. the split gather against one gather, at every (n, M) the model splits, for the largest
      count and the middle one: the pieces sent back to back (the paper's sequence of
-     gathers), and paced (a sender sends a piece when the root has posted its receives).
+     gathers), and paced (a sender sends a piece when the root has posted its receives);
+  5. gridrt's own gather (gridbench, hier) on a grid whose one cluster is the nodes, its relay
+     on the switch: with the fitted model (kernel_fit --model), which has the hierarchical
+     gather split in paced pieces where it expects escalations, against the same without the
+     split (GRIDRT_GATHER_PIECES=1: MPICH's gather), at every size the model splits for
+     all NODES processes.
 
     bench/kernel_tier.py [--bindir build/bin] [--nodes 8] [--rate 100mbit] [--queue 32kb]
                          [--reps 20] [--out FILE]
@@ -101,17 +106,59 @@ def measure(op, *options, limit=900):
            "-iface", "eth0", "-hosts", ",".join(hosts), "-n", str(args.nodes), f"{bindir}/kernel_tier", op, *options]
     env = dict(os.environ, UCX_TLS="tcp,self")  # TCP only: UCX would use shared memory between namespaces of one machine
     t0 = time.monotonic()
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=limit)
-    except subprocess.TimeoutExpired:
-        raise SystemExit(f"kernel_tier {op} {' '.join(options)}: not done within {limit} s (stopped)")
-    if r.returncode != 0:
-        raise SystemExit(f"kernel_tier {op} failed ({r.returncode}):\n{r.stderr[-2000:]}")
+    for attempt in (1, 2):  # hydra's proxies now and then lose their link to mpiexec as a job ends: once more
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=limit)
+        except subprocess.TimeoutExpired:
+            raise SystemExit(f"kernel_tier {op} {' '.join(options)}: not done within {limit} s (stopped)")
+        if r.returncode == 0:
+            break
+        if attempt == 2:
+            raise SystemExit(f"kernel_tier {op} failed ({r.returncode}):\n{r.stderr[-2000:]}")
+        print(f"  {op} {' '.join(options)}: failed ({r.returncode}: {r.stderr.strip().splitlines()[0] if r.stderr.strip() else 'no message'}); again", flush=True)
     lines = [l for l in r.stdout.splitlines() if l.startswith("{")]
     with open(out_path, "a") as f:
         f.write("".join(l + "\n" for l in lines))
     print(f"  {op} {' '.join(options)}: {len(lines)} lines in {time.monotonic() - t0:.0f} s", flush=True)
     return [json.loads(l) for l in lines]
+
+
+def gridrt_gather(sizes):
+    """gridrt's gather across the nodes (gridbench on a grid of one cluster, the nodes; the
+    embedded broker and the cluster's relay in the switch's namespace, on the bridge), with
+    the fitted model, split as it says and not split. Returns {size: (auto's, unsplit's) mean us}."""
+    sh("ip", "addr", "add", "10.213.0.254/24", "dev", "br0", ns=switch)
+    sh("ip", "link", "set", "lo", "up", ns=switch)
+    grid, model = f"{work}/grid.xml", f"{work}/model.json"
+    with open(grid, "w") as f:
+        f.write(f'<grid name="kernel-tier">\n  <cluster name="nodes" site="lan" slots="{args.nodes}">'
+                '<relay link="127.0.0.1:0" local="10.213.0.254:0"/><network nodes="private" inbound="no"/>'
+                f'<launch>mpiexec -launcher ssh -launcher-exec {launcher} -iface br0 -hosts {",".join(hosts)} -n {{np}}</launch>'
+                '</cluster>\n</grid>\n')
+    fit = subprocess.run([f"{bindir}/kernel_fit", "--model", model, "--cluster", "nodes"], stdin=open(out_path), capture_output=True, text=True)
+    if fit.returncode != 0:
+        raise SystemExit(f"kernel_fit --model failed:\n{fit.stderr}")
+    results = {}
+    for pieces in ("auto", "1"):
+        env = dict(os.environ, UCX_TLS="tcp,self", GRIDRT_GATHER_PIECES=pieces, GRIDRT_EXPLAIN="1")
+        cmd = ["ip", "netns", "exec", switch, f"{bindir}/gridbench", "--grid", grid, "--model", model, "--op", "gather",
+               "--algo", "hier", "--sizes", ",".join(str(m) for m in sizes), "--iters", str(args.reps), "--json"]
+        t0 = time.monotonic()
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+        except subprocess.TimeoutExpired:
+            raise SystemExit(f"gridbench on the nodes (GRIDRT_GATHER_PIECES={pieces}): not done within 900 s (stopped)")
+        if r.returncode != 0:
+            raise SystemExit(f"gridbench on the nodes failed ({r.returncode}):\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
+        lines = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+        with open(out_path, "a") as f:
+            f.write("".join(json.dumps(dict(l, gather_pieces=pieces)) + "\n" for l in lines))
+        for l in lines:
+            results.setdefault(l["bytes"], {})[pieces] = (l["avg_us"], l.get("predicted_us"))
+        said = [l for l in r.stderr.splitlines() if "gather inside cluster" in l]
+        print(f"  gridbench gather hier, GRIDRT_GATHER_PIECES={pieces}: {len(lines)} sizes in {time.monotonic() - t0:.0f} s" +
+              "".join(f"\n    {l}" for l in said), flush=True)
+    return results
 
 
 def cell_stats(lines):
@@ -160,6 +207,18 @@ try:
               f"{k} pieces median {many[0] / 1e3:.1f} ms mean {many[1] / 1e3:.1f} ms; "
               f"paced median {paced[0] / 1e3:.1f} ms mean {paced[1] / 1e3:.1f} ms; "
               f"mean ratios {one[1] / many[1]:.2f} {one[1] / paced[1]:.2f}", flush=True)
+    paced_sizes = sorted(int(c["M"]) for c in cells if int(c.get("paced", 1)) > 1 and int(c["n"]) == args.nodes)
+    if paced_sizes:
+        print(f"gridrt's gather (hier) on the nodes, {args.nodes} processes, means of {args.reps} calls at the sizes the model "
+              f"splits ({len(paced_sizes)}):")
+        for M, r in sorted(gridrt_gather(paced_sizes).items()):
+            auto, one = r.get("auto"), r.get("1")
+            if auto and one:
+                predicted = f"{auto[1] / 1e3:.1f} ms" if auto[1] else "none"
+                print(f"    M {M}: one gather {one[0] / 1e3:.1f} ms; paced pieces {auto[0] / 1e3:.1f} ms (predicted {predicted}); "
+                      f"ratio {one[0] / auto[0]:.2f}", flush=True)
+    else:
+        print(f"gridrt's gather: the model splits no size for {args.nodes} processes; not run")
     print(f"kernel tier: done in {time.monotonic() - started:.0f} s")
 finally:
     teardown()

@@ -12,7 +12,9 @@
 // streams to both at once, which takes as long as the slower stream alone on lines of
 // their own, and as long as both one after the other when the site's traffic shares one
 // line (an access line, the one-port assumption): the model then says so. One pair is measured at a time (the others wait in a barrier), so no
-// measurement disturbs another.
+// measurement disturbs another. With --escalations, each cluster's gathers are swept too
+// (the many-to-one model, models/many_to_one.h: where they escalate, the hierarchical gather
+// splits its step inside the cluster).
 //
 // For each pair and size m, through gridrt's point-to-point (the path the collectives take):
 //   RTT(m)  median round trip of m bytes answered by 0 bytes = L + g(m) + L + g(0)
@@ -63,6 +65,11 @@ algorithm from its predictions, and gridbench prints them (predicted_us).
   --output FILE   where to write the model (default gridrt-model.json here)
   --show FILE     print a model file readably, measure nothing
   --sizes S,...   the sizes measured, in bytes (default 0,1024,16384,65536,262144,1048576)
+  --escalations   also sweep each cluster's gathers (3 processes up to 8 and the whole
+                  cluster, 1 KiB to 256 KiB, 10 times each): the many-to-one model, with the
+                  sizes from which its gathers escalate (TCP's retransmission timers after
+                  losses at the root's switch port), where the hierarchical gather then
+                  splits them in paced pieces. Up to a few minutes on a cluster that escalates
   --no-sample     skip the sample run: every algorithm, hier and flat, run 3 times at the
                   sizes from 1 KiB to 256 KiB, from which the model learns how far its
                   predictions fall from what the grid does (a correction per algorithm)
@@ -203,6 +210,68 @@ gridrt::models::PLogP plogp_of(const std::vector<Row>& r, const std::vector<doub
   return p;
 }
 
+// The many-to-one sweep (--escalations): in each cluster of 3 processes or more, one cluster
+// at a time (the others wait), gathers to its first process from its first n processes, for
+// n = 3 .. 8 and the whole cluster, at every size of kGatherSizes, kGatherReps times each
+// after one not counted, each timed at the root from a barrier; MPICH's one gather (the job
+// runs with GRIDRT_GATHER_PIECES=1). Rank 0 fits each cluster's model (models/many_to_one.h)
+// from them and the ping-pong of the pair measured inside it.
+const std::vector<std::uint64_t> kGatherSizes = {1024, 2048, 4096, 8192, 16384, 24576, 32768, 49152, 65536, 98304, 131072, 262144};
+constexpr int kGatherReps = 10;
+
+void escalation_sweep(const gridrt::Comm& world, const std::vector<std::vector<int>>& cluster_ranks,
+                      const std::map<std::string, std::vector<gridrt::models::PointToPointSample>>& pingpong, gridrt::models::GridModel& model) {
+  const int me = world.rank();
+  std::vector<char> mine(kGatherSizes.back(), 1), all;
+  for (const auto& ranks : cluster_ranks) {
+    const int size = static_cast<int>(ranks.size());
+    if (size < 3) continue;
+    const std::string cluster = gridrt::level_name(gridrt::Level::kCluster, ranks[0]);
+    std::vector<int> counts;
+    for (int n = 3; n <= std::min(size, 8); ++n) counts.push_back(n);
+    if (size > 8) counts.push_back(size);
+    std::vector<gridrt::models::GatherSample> samples;  // at the cluster's first rank
+    for (const int n : counts) {
+      const bool in = std::find(ranks.begin(), ranks.begin() + n, me) != ranks.begin() + n;
+      const gridrt::Comm sub = world.split(in ? 0 : MPI_UNDEFINED, me);
+      if (me == 0) {
+        std::printf("# gathers inside cluster %s among %d processes (%zu sizes, %d each)\n", cluster.c_str(), n, kGatherSizes.size(), kGatherReps);
+        std::fflush(stdout);
+      }
+      if (!in) continue;
+      all.resize(kGatherSizes.back() * n);
+      for (const std::uint64_t M : kGatherSizes)
+        for (int r = 0; r <= kGatherReps; ++r) {
+          sub.barrier();
+          const auto t0 = Clock::now();
+          sub.gather(mine.data(), all.data(), static_cast<int>(M), MPI_BYTE, 0, gridrt::Algo::kHier);
+          if (r > 0 && sub.rank() == 0) samples.push_back({n, M, seconds_since(t0)});
+        }
+    }
+    // The samples to rank 0, which fits.
+    const int root = ranks[0], tag = 2000;
+    std::uint64_t count = samples.size();
+    if (root != 0 && me == root) {
+      gridrt::send(&count, sizeof count, 0, tag);
+      gridrt::send(samples.data(), samples.size() * sizeof samples[0], 0, tag);
+    }
+    if (me == 0) {
+      if (root != 0) {
+        gridrt::recv(&count, sizeof count, root, tag);
+        samples.resize(count);
+        gridrt::recv(samples.data(), samples.size() * sizeof samples[0], root, tag);
+      }
+      const auto pp = pingpong.find(cluster);
+      if (pp != pingpong.end()) {
+        model.many_to_one[cluster] = gridrt::models::fit_many_to_one(pp->second, samples);
+        std::fputs(gridrt::models::describe_many_to_one(cluster, model.many_to_one[cluster]).c_str(), stdout);
+        std::fflush(stdout);
+      }
+    }
+    world.barrier();
+  }
+}
+
 // The sample run: every algorithm of every operation, hier and flat, at the sizes measured
 // from 1 KiB to 256 KiB (at least four), 3 timed calls each (launcher/timed_call.h), the
 // time until the call was complete everywhere; rank 0 fits each one's correction
@@ -260,11 +329,12 @@ void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gri
 
 int work(int argc, char** argv) {
   std::string grid_name = "a grid", sizes_text = "0,1024,16384,65536,262144,1048576";
-  bool sample = true;
+  bool sample = true, escalations = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--grid-name") && i + 1 < argc) grid_name = argv[++i];
     else if (!std::strcmp(argv[i], "--sizes") && i + 1 < argc) sizes_text = argv[++i];
     else if (!std::strcmp(argv[i], "--no-sample")) sample = false;
+    else if (!std::strcmp(argv[i], "--escalations")) escalations = true;
   }
   const std::vector<double> sizes = sizes_from(sizes_text);
   const auto start = Clock::now();
@@ -293,6 +363,7 @@ int work(int argc, char** argv) {
       plan.push_back({"between_sites", gridrt::level_name(Level::kSite, a), gridrt::level_name(Level::kSite, b), a, b});
     }
   gridrt::models::GridModel model;
+  std::map<std::string, std::vector<gridrt::models::PointToPointSample>> pingpong;  // inside each cluster, at rank 0
   for (std::size_t i = 0; i < plan.size(); ++i) {
     const Measurement& mm = plan[i];
     const int tag = 100 + static_cast<int>(i);
@@ -307,7 +378,10 @@ int work(int argc, char** argv) {
     if (me == 0 && mm.a != 0) gridrt::recv(r.data(), r.size() * sizeof r[0], mm.a, tag);
     if (me == 0) {
       const gridrt::models::PLogP p = plogp_of(r, sizes, false);
-      if (mm.kind == "inside") model.inside[mm.name] = p;
+      if (mm.kind == "inside") {
+        model.inside[mm.name] = p;
+        for (std::size_t k = 0; k < sizes.size(); ++k) pingpong[mm.name].push_back({static_cast<std::uint64_t>(sizes[k]), r[k][0] / 2, r[k][2]});
+      }
       else if (mm.kind == "within_site") model.within_site[mm.name] = p;
       else {
         model.between_sites[{mm.name, mm.to}] = p;
@@ -357,6 +431,7 @@ int work(int argc, char** argv) {
     }
     world.barrier();
   }
+  if (escalations) escalation_sweep(world, cluster_ranks, pingpong, model);
   if (sample) sample_run(world, sizes, model);
   if (me == 0) {
     model.grid = grid_name;
@@ -397,6 +472,9 @@ int launch(int argc, char** argv) {
       worker_args.insert(worker_args.end(), {a, sizes});
     } else if (a == "--no-sample") {
       worker_args.push_back(a);
+    } else if (a == "--escalations") {
+      worker_args.push_back(a);
+      ::setenv("GRIDRT_GATHER_PIECES", "1", 1);  // the sweep measures MPICH's one gather
     } else if (a == "--clusters" || a == "--ranks-per-cluster" || a == "--grid" || a == "--broker" || a == "--cert" || a == "--key" ||
                a == "--ca" || a == "-n" || a.rfind("--emulate-wan", 0) == 0) {
       const std::string v = value();

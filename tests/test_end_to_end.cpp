@@ -27,6 +27,7 @@
 #include "common/grid_map.h"
 #include "common/process.h"
 #include "common/tls.h"
+#include "models/grid_model.h"
 #include "run_support.h"
 
 namespace {
@@ -1355,6 +1356,34 @@ TEST(Calibration, MeasuresRepresentativePairsAndJobsChooseByTheModel) {
     EXPECT_GT(std::stod(json_field(line, "flat_us")), 0) << line;
   }
   EXPECT_EQ(lines, 6) << big.out;
+}
+
+// --escalations sweeps each cluster's gathers (3 processes: 12 sizes) into the model's
+// many-to-one part, which --show prints. (Whether they escalate here is what this machine
+// does; on shared memory they do not, or hardly.)
+TEST(Calibration, EscalationsSweepAClustersGathersIntoTheModel) {
+  dirs_before = gridrun_dirs();
+  const std::string model = ::testing::TempDir() + "/gathers-model.json";
+  std::filesystem::remove(model);
+  const Outcome cal = start_program("gridrun", {"calibrate", "--clusters", "1", "--ranks-per-cluster", "3", "--escalations", "--no-sample",
+                                                "--sizes", "0,1024,65536", "--output", model},
+                                    "calibrate-escalations")
+                          .finish();
+  ASSERT_EQ(cal.status, 0) << cal.out << cal.err;
+  EXPECT_NE(cal.err.find("gathers inside cluster c0 among 3 processes (12 sizes, 10 each)"), std::string::npos) << cal.err;
+  const gridrt::models::GridModel m = gridrt::models::load_model(model);
+  ASSERT_EQ(m.many_to_one.count("c0"), 1u) << read_text(model);
+  const gridrt::models::ManyToOneModel& g = m.many_to_one.at("c0");
+  EXPECT_EQ(g.frequencies.size(), 12u);
+  for (const auto& [cell, f] : g.frequencies) {
+    EXPECT_EQ(cell.first, 3);
+    EXPECT_EQ(f.size(), g.levels.size());
+  }
+  EXPECT_GT(g.C, 0);
+  const Outcome show = start_program("gridrun", {"calibrate", "--show", model}, "calibrate-show").finish();
+  EXPECT_EQ(show.status, 0) << show.err;
+  EXPECT_NE(show.out.find("gathers inside cluster c0: C "), std::string::npos) << show.out;
+  expect_nothing_left();
 }
 
 // A standing broker keeps the grid's model and hands it to every job with the topology: a

@@ -343,11 +343,17 @@ std::string kib(std::uint64_t bytes) {
   return buf;
 }
 
+}  // namespace
+
 std::string describe_many_to_one(const std::string& cluster, const ManyToOneModel& g) {
   char buf[200];
-  std::snprintf(buf, sizeof buf, "  gathers inside cluster %s: C %.1f us, t %.3g ns/B, root link %.1f MB/s, kappa1 %.2f, kappa2 %.2f\n",
-                cluster.c_str(), g.C * 1e6, g.t * 1e9, g.inv_beta0 > 0 ? 1e-6 / g.inv_beta0 : 0.0, g.kappa1, g.kappa2);
+  std::snprintf(buf, sizeof buf, "  gathers inside cluster %s: C %.1f us, t %.3g ns/B, ", cluster.c_str(), g.C * 1e6, g.t * 1e9);
   std::string out = buf;
+  if (g.inv_beta0 > 0) std::snprintf(buf, sizeof buf, "root link %.1f MB/s, ", 1e-6 / g.inv_beta0);
+  else std::snprintf(buf, sizeof buf, "root link not the bottleneck, ");
+  out += buf;
+  std::snprintf(buf, sizeof buf, "kappa1 %.2f, kappa2 %.2f\n", g.kappa1, g.kappa2);
+  out += buf;
   if (g.M1.empty()) return out + "    no escalation measured: gathers are not split\n";
   out += "    escalate from M1 =";
   std::string sep = " ";
@@ -360,7 +366,6 @@ std::string describe_many_to_one(const std::string& cluster, const ManyToOneMode
   }
   return out + "\n    gathers from M1 on are split in paced pieces where that is expected to be faster\n";
 }
-}  // namespace
 
 std::string describe_model(const GridModel& m) {
   std::string out = "model of " + (m.grid.empty() ? std::string("a grid") : m.grid) + (m.measured.empty() ? "" : ", measured " + m.measured);

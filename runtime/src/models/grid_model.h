@@ -79,5 +79,7 @@ std::string read_model_text(const std::string& path);
 std::string model_json(const GridModel& m);
 // A readable account of it, for `gridrun calibrate --show`.
 std::string describe_model(const GridModel& m);
+// Of a cluster's gathers alone (lines beginning with two spaces).
+std::string describe_many_to_one(const std::string& cluster, const ManyToOneModel& g);
 
 }  // namespace gridrt::models

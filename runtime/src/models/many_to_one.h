@@ -255,4 +255,40 @@ inline void fit_escalations(ManyToOneModel& m, const std::vector<GatherSample>& 
   }
 }
 
+// The whole model from a ping-pong and a gather sweep, as calibration and the kernel tier fit
+// it: the eager limit is the largest size whose send returned at once (within 4 times the
+// quickest + 50 us); C, t, 1/beta0 from the ping-pong; kappa1 at *k1 (M 0: the largest count
+// at the smallest size swept, filled in), kappa2 at *k2 (M 0: the largest count and size);
+// then the escalations of the whole sweep.
+struct KappaAt {
+  int n = 0;
+  std::uint64_t M = 0;
+};
+inline ManyToOneModel fit_many_to_one(const std::vector<PointToPointSample>& pp, const std::vector<GatherSample>& gathers,
+                                      KappaAt* k1 = nullptr, KappaAt* k2 = nullptr) {
+  ManyToOneModel model;
+  if (pp.empty() || gathers.empty()) return model;
+  double quickest = pp.front().send_return;
+  for (const auto& p : pp) quickest = std::min(quickest, p.send_return);
+  std::uint64_t eager_limit = 0;
+  for (const auto& p : pp)
+    if (p.send_return < 4 * quickest + 50e-6) eager_limit = std::max(eager_limit, p.M);
+  fit_node_parameters(model, pp, eager_limit);
+  int most = 0;
+  std::uint64_t least = ~0ull, largest = 0;
+  for (const auto& g : gathers) {
+    most = std::max(most, g.n);
+    least = std::min(least, g.M);
+    largest = std::max(largest, g.M);
+  }
+  KappaAt small_at{most, least}, large_at{most, largest};
+  if (k1 && k1->M) small_at = *k1;
+  if (k2 && k2->M) large_at = *k2;
+  fit_kappas(model, small_at.n, small_at.M, large_at.n, large_at.M, gathers);
+  fit_escalations(model, gathers);
+  if (k1) *k1 = small_at;
+  if (k2) *k2 = large_at;
+  return model;
+}
+
 }  // namespace gridrt::models
