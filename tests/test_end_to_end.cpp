@@ -1158,13 +1158,14 @@ TEST(EndToEnd, GathersSplitInPacedPiecesInsideAClusterMatchTheirReferences) {
   ::unsetenv("GRIDRT_GATHER_PIECES");
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("checks passed on 5 processes in 2 clusters"), std::string::npos) << r.out << r.err;
-  // c0's gathers escalate from 1 KiB among 3 (every one, to 200 ms); c1 has no such model.
+  // c0's gathers escalate from 1 KiB among 3 (every one, to 200 ms; none at 512 B); c1 has
+  // no such model.
   const std::string model = ::testing::TempDir() + "/escalating-model.json";
   std::ofstream(model) << R"({"format": "gridrt-model/1",
     "inside": {"*": {"L_us": 20, "g_us": [[0, 1], [1048576, 1000]]}},
     "between_sites": [{"sites": ["*", "*"], "plogp": {"L_us": 100, "g_us": [[0, 1], [1048576, 1000]]}}],
     "many_to_one": {"c0": {"C_us": 20, "t_us_per_byte": 0.001, "inv_beta0_us_per_byte": 0.001,
-                           "M1": [[3, 1024]], "levels_us": [200000], "frequencies": [[3, 1024, 1]]}}})";
+                           "M1": [[3, 1024]], "levels_us": [200000], "frequencies": [[3, 512, 0], [3, 1024, 1]]}}})";
   ::setenv("GRIDRT_MODEL", model.c_str(), 1);
   ::setenv("GRIDRT_EXPLAIN", "1", 1);
   r = gridrun({"--grid", grid, job});
@@ -1172,8 +1173,9 @@ TEST(EndToEnd, GathersSplitInPacedPiecesInsideAClusterMatchTheirReferences) {
   ::unsetenv("GRIDRT_EXPLAIN");
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("checks passed on 5 processes in 2 clusters"), std::string::npos) << r.out << r.err;
-  // 1000 ints: 4000 B in 4 pieces below 1 KiB; 4 B: one gather.
-  EXPECT_NE(r.err.find("gridrt: gather inside cluster c0 of 4000 B per member among 3: one gather 200000.0 us expected, 4 paced pieces"),
+  // 1000 ints: 4000 B in 8 pieces of at most 512 B (the largest size that never escalated);
+  // 4 B: one gather.
+  EXPECT_NE(r.err.find("gridrt: gather inside cluster c0 of 4000 B per member among 3: one gather 200000.0 us expected, 8 paced pieces"),
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("-> paced pieces"), std::string::npos) << r.err;

@@ -340,12 +340,15 @@ TEST(ManyToOne, EscalationLevelsAndThresholdsAreFoundInASweep) {
   EXPECT_EQ(fit.split_pieces(8, 32768), 9);
   EXPECT_EQ(fit.split_pieces(8, 2048), 1);
   EXPECT_EQ(fit.split_pieces(8, 65536), 1);
-  // The paced split: the same pieces (certain escalation at 32 KiB among 8); its cost is the
-  // pieces' small gathers and a signal round each, hand-computed here.
-  EXPECT_EQ(fit.paced_pieces(8, 32768), 9);
+  // The paced split: pieces no larger than the largest size that never escalated among 8
+  // (2 KiB, below M1(8) = 4 KiB): 32 KiB in 16; its cost is the pieces' small gathers and a
+  // signal round each, hand-computed here.
+  EXPECT_EQ(fit.calm(8), 2048u);
+  EXPECT_EQ(fit.calm(3), 4096u);  // M1(3) = 8 KiB
+  EXPECT_EQ(fit.paced_pieces(8, 32768), 16);
   double paced = 0;
-  for (const auto piece : split_sizes(32768, 4096)) paced += fit.small(8, static_cast<double>(piece)) + 8 * fit.C;
-  EXPECT_DOUBLE_EQ(fit.paced_split(8, 32768, 4096), paced);
+  for (const auto piece : pieces_of(32768, 16)) paced += fit.small(8, static_cast<double>(piece)) + 8 * fit.C;
+  EXPECT_DOUBLE_EQ(fit.paced_split(8, 32768), paced);
   EXPECT_EQ(fit.paced_pieces(8, 2048), 1);
   EXPECT_EQ(fit.paced_pieces(8, 65536), 1);
   // Sizes and counts between those measured take the nearest measured below: 40000 B among
@@ -356,9 +359,15 @@ TEST(ManyToOne, EscalationLevelsAndThresholdsAreFoundInASweep) {
   EXPECT_EQ(fit.frequencies_at(8, 1000), nullptr);
   EXPECT_EQ(fit.m1(30), 4096u);
   EXPECT_EQ(fit.m1(2), 0u);
-  EXPECT_EQ(fit.paced_pieces(30, 40000), static_cast<int>(split_sizes(40000, 4096).size()));
+  EXPECT_EQ(fit.paced_pieces(30, 40000), 20);  // ceil(40000 / 2048)
   EXPECT_EQ(fit.paced_pieces(2, 40000), 1);
   EXPECT_NEAR(fit.expected(8, 40000), fit.expected(8, 32768), 1e-9) << "every gather escalates there: the levels' mean either way";
+  // No size below M1 measured: no size known to be safe, no split.
+  ManyToOneModel first_escalates = fit;
+  first_escalates.M1[8] = 1024;
+  first_escalates.frequencies[{8, 1024}] = {0.5, 0, 0, 0};
+  EXPECT_EQ(first_escalates.calm(8), 0u);
+  EXPECT_EQ(first_escalates.paced_pieces(8, 32768), 1);
   // Without escalations there is no medium region and nothing is split.
   std::vector<GatherSample> calm;
   for (const auto& s : samples) calm.push_back({s.n, s.M, truth.small(s.n, static_cast<double>(s.M))});

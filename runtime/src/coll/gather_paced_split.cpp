@@ -10,8 +10,9 @@
 // next piece follows its last at once, so the pieces of all senders pile up as one burst.
 // Here the root paces them: for each piece it posts its receives, then sends each sender a
 // message of no data, and a sender sends its piece only when it has that message; at most
-// n-1 pieces of less than M1 are in flight towards the root at any time, which is what M1
-// says its port carries without loss.
+// n-1 pieces are in flight towards the root at any time, each no larger than the largest
+// size whose gathers were never seen to escalate (ManyToOneModel::calm), which the root's
+// port carried without loss.
 //
 // Cost (ManyToOneModel::paced_split): each piece a small gather (M-3) plus the root's n-1
 // signals and their latency, n C; no escalation.
@@ -74,15 +75,15 @@ int gather_pieces(CommImpl& c, std::size_t block) {
     // member, where GRIDRT_EXPLAIN asks.
     if (state().explain && c.is_leader() && m->m1(n) > 0 && block >= m->m1(n))
       std::fprintf(stderr, "gridrt: gather inside cluster %s of %zu B per member among %d: one gather %.1f us expected, %d paced pieces %.1f us -> %s\n",
-                   cluster_name_of(c).c_str(), block, n, m->expected(n, block) * 1e6, static_cast<int>(models::split_sizes(block, m->m1(n)).size()),
-                   m->paced_split(n, block, m->m1(n)) * 1e6, pieces > 1 ? "paced pieces" : "one gather");
+                   cluster_name_of(c).c_str(), block, n, m->expected(n, block) * 1e6, static_cast<int>(m->paced_sizes(n, block).size()),
+                   m->paced_split(n, block) * 1e6, pieces > 1 ? "paced pieces" : "one gather");
   }
   return pieces;
 }
 
 double paced_gather_cost(const models::ManyToOneModel& m, int n, double b) {
   const auto M = static_cast<std::uint64_t>(b);
-  return m.paced_pieces(n, M) > 1 ? m.paced_split(n, M, m.m1(n)) : m.expected(n, M);
+  return m.paced_pieces(n, M) > 1 ? m.paced_split(n, M) : m.expected(n, M);
 }
 
 }  // namespace gridrt::detail

@@ -113,14 +113,35 @@ struct ManyToOneModel {
   // (1: not split): M in [M1(n), M2) and the pieces' linear time under the expected time.
   int split_pieces(int n, std::uint64_t M) const;
 
-  // The paced split gather (coll/gather_paced_split.cpp): the same pieces, each sent when the
-  // root has posted its receives and told the senders so, with a message of no data to
-  // each: a piece costs its small gather plus the root's n-1 signals and their latency
-  // (n C). No piece escalates (below M1, and no sender's data arrives before the root is
-  // ready for it), so its time is linear.
-  double paced_split(int n, std::uint64_t M, std::uint64_t m1) const {
+  // The largest size measured below M1 for n processes (measured_count's) at which no
+  // gather escalated; 0 when there is none (M1 is the least size swept).
+  std::uint64_t calm(int n) const {
+    const std::uint64_t first = m1(n);
+    const int count = measured_count(n);
+    std::uint64_t best = 0;
+    for (auto it = frequencies.lower_bound({count, 0}); it != frequencies.end() && it->first.first == count && it->first.second < first; ++it) {
+      double p = 0;
+      for (const double f : it->second) p += f;
+      if (p == 0) best = it->first.second;
+    }
+    return best;
+  }
+
+  // The paced split gather (coll/gather_paced_split.cpp): pieces no larger than calm(n), each
+  // sent when the root has posted its receives and told the senders so, with a message of
+  // no data to each. The pieces are cut to the largest size seen never to escalate, not just
+  // below M1 as the paper's rule: M1 is a size swept, and the threshold lies somewhere
+  // between it and the size below (on the kernel tier, paced pieces just under M1(8) = 8 KiB
+  // still overflowed the root's port, docs/benchmarks.md). A piece costs its small gather
+  // plus the root's n-1 signals and their latency (n C); none escalates, so the time is linear.
+  std::vector<std::uint64_t> paced_sizes(int n, std::uint64_t M) const {
+    const std::uint64_t piece = calm(n);
+    if (piece == 0 || M <= piece) return {M};
+    return pieces_of(M, (M + piece - 1) / piece);
+  }
+  double paced_split(int n, std::uint64_t M) const {
     double total = 0;
-    for (const std::uint64_t piece : split_sizes(M, m1)) total += small(n, static_cast<double>(piece)) + n * C;
+    for (const std::uint64_t piece : paced_sizes(n, M)) total += small(n, static_cast<double>(piece)) + n * C;
     return total;
   }
   // The pieces of the paced split gather where it is expected to beat one gather; 1 elsewhere.
@@ -137,9 +158,9 @@ inline int ManyToOneModel::split_pieces(int n, std::uint64_t M) const {
 
 inline int ManyToOneModel::paced_pieces(int n, std::uint64_t M) const {
   const std::uint64_t first = m1(n);
-  if (first == 0 || is_large(static_cast<double>(M))) return 1;
-  const auto k = static_cast<int>(split_sizes(M, first).size());
-  return k > 1 && paced_split(n, M, first) < expected(n, M) ? k : 1;
+  if (first == 0 || M < first || is_large(static_cast<double>(M))) return 1;
+  const auto k = static_cast<int>(paced_sizes(n, M).size());
+  return k > 1 && paced_split(n, M) < expected(n, M) ? k : 1;
 }
 
 struct GatherSample {
