@@ -474,7 +474,9 @@ int launch(int argc, char** argv) {
       worker_args.push_back(a);
     } else if (a == "--escalations") {
       worker_args.push_back(a);
-      ::setenv("GRIDRT_GATHER_PIECES", "1", 1);  // the sweep measures MPICH's one gather
+      // The sweep measures MPICH's one gather, whatever model the job gets (a standing
+      // broker's may split it): set in every process, also on a standing grid's clusters.
+      grid_args.insert(grid_args.end(), {"--env", "GRIDRT_GATHER_PIECES=1"});
     } else if (a == "--clusters" || a == "--ranks-per-cluster" || a == "--grid" || a == "--broker" || a == "--cert" || a == "--key" ||
                a == "--ca" || a == "-n" || a.rfind("--emulate-wan", 0) == 0) {
       const std::string v = value();

@@ -241,6 +241,12 @@ TEST(ModelFile, ManyToOneWrittenReadBackAndPredicting) {
   const CostShape s = shape(back, {8}, {"A"});
   EXPECT_NEAR(gather_hier_cost(s, 0, 32768), r.paced_split(8, 32768), 1e-12);
   EXPECT_NEAR(r.paced_split(8, 32768), 8 * (r.small(8, 4096) + 8 * r.C), 1e-12);
+  // A model of another cluster's gathers: not this one's, unless taken as the typical one
+  // (predictions for grids larger than the one measured).
+  models::GridModel elsewhere = m;
+  elsewhere.many_to_one = {{"nodes", g}};
+  EXPECT_EQ(shape(elsewhere, {8}, {"A"}).gathers[0], nullptr);
+  EXPECT_NE(shape(elsewhere.with_typical(), {8}, {"A"}).gathers[0], nullptr);
   // Below M1 nothing escalates: one gather, its linear time.
   EXPECT_NEAR(gather_hier_cost(s, 0, 4096), r.small(8, 4096), 1e-12);
   // A cluster the model has no gathers for: MPICH's gather over pLogP.

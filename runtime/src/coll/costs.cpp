@@ -31,8 +31,7 @@ CostShape::CostShape(const models::GridModel& model, std::vector<int> members_pa
   for (std::size_t t = 0; t < sites.size(); ++t) site_access[t] = model.access.count(site_name[t]) > 0;
   gathers.resize(C);
   for (int p = 0; p < C; ++p)
-    if (const auto g = model.many_to_one.find(part_cluster[p]); g != model.many_to_one.end())
-      gathers[p] = std::make_shared<const models::ManyToOneModel>(g->second);
+    if (const models::ManyToOneModel* g = model.gathers_of(part_cluster[p])) gathers[p] = std::make_shared<const models::ManyToOneModel>(*g);
   link.assign(C, std::vector<models::PLogP>(C));
   for (int a = 0; a < C; ++a)
     for (int b = 0; b < C; ++b) {

@@ -92,8 +92,7 @@ const std::string& cluster_name_of(const CommImpl& c) {
 
 const models::ManyToOneModel* many_to_one_of(const CommImpl& c) {
   if (!state().model || state().model->many_to_one.empty()) return nullptr;
-  const auto it = state().model->many_to_one.find(cluster_name_of(c));
-  return it == state().model->many_to_one.end() ? nullptr : &it->second;
+  return state().model->gathers_of(cluster_name_of(c));
 }
 
 

@@ -32,6 +32,7 @@ GridModel GridModel::with_typical() const {
   if (!inside.empty()) m.inside.emplace("*", inside.begin()->second);
   if (!within_site.empty()) m.within_site.emplace("*", within_site.begin()->second);
   if (!between_sites.empty()) m.between_sites.emplace(std::make_pair("*", "*"), between_sites.begin()->second);
+  if (!many_to_one.empty()) m.many_to_one.emplace("*", many_to_one.begin()->second);
   return m;
 }
 

@@ -52,7 +52,13 @@ struct GridModel {
   std::map<std::pair<std::string, std::string>, PLogP> between_sites;  // (from, to)
   std::set<std::string> access;
   std::map<std::string, Correction> corrections;  // by "op/algo", e.g. "bcast/hier"
-  std::map<std::string, ManyToOneModel> many_to_one;  // by cluster
+  std::map<std::string, ManyToOneModel> many_to_one;  // by cluster ("*": any other)
+  // A cluster's gathers, or the typical ones ("*"); null when the model has neither.
+  const ManyToOneModel* gathers_of(const std::string& cluster) const {
+    auto it = many_to_one.find(cluster);
+    if (it == many_to_one.end()) it = many_to_one.find("*");
+    return it == many_to_one.end() ? nullptr : &it->second;
+  }
   std::string grid;      // what was measured (a grid description, or "embedded C x R")
   std::string measured;  // when (UTC, ISO 8601)
   int measurements = 0;  // pairs measured to make it
