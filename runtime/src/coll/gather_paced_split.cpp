@@ -65,9 +65,9 @@ int gather_pieces(CommImpl& c, std::size_t block) {
   if (block == kSizeNotShared || n < 2 || block < 2) return 1;
   const int asked = state().gather_pieces;
   if (asked > 0) return static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(asked), block));
+  if (const auto it = c.gather_split.find(block); it != c.gather_split.end()) return it->second;
   const models::ManyToOneModel* m = many_to_one_of(c);
   if (!m) return 1;
-  if (const auto it = c.gather_split.find(block); it != c.gather_split.end()) return it->second;
   const int pieces = m->paced_pieces(n, block);
   if (c.gather_split.size() < kChoicesKept) {
     c.gather_split.emplace(block, pieces);

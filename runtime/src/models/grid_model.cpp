@@ -37,15 +37,25 @@ GridModel GridModel::with_typical() const {
 }
 
 namespace {
-// `key`'s entry of `table`, else its typical one (`typical`), else an error saying `lacking`.
-template <typename Key>
-const PLogP& entry(const std::map<Key, PLogP>& table, const Key& key, const Key& typical, const std::string& lacking) {
+// `key`'s entry of `table`, else its typical one (`typical`); null when neither is there.
+template <typename Key, typename Value>
+const Value* with_typical_of(const std::map<Key, Value>& table, const Key& key, const Key& typical) {
   auto it = table.find(key);
   if (it == table.end()) it = table.find(typical);
-  if (it == table.end()) throw ModelError("the model has no measurement " + lacking);
-  return it->second;
+  return it == table.end() ? nullptr : &it->second;
+}
+// The same, else an error saying `lacking`.
+template <typename Key>
+const PLogP& entry(const std::map<Key, PLogP>& table, const Key& key, const Key& typical, const std::string& lacking) {
+  const PLogP* p = with_typical_of(table, key, typical);
+  if (!p) throw ModelError("the model has no measurement " + lacking);
+  return *p;
 }
 }  // namespace
+
+const ManyToOneModel* GridModel::gathers_of(const std::string& cluster) const {
+  return with_typical_of<std::string, ManyToOneModel>(many_to_one, cluster, "*");
+}
 
 const PLogP& GridModel::link(const std::string& a, const std::string& sa, const std::string& b, const std::string& sb) const {
   if (a == b) return entry<std::string>(inside, a, "*", "inside cluster '" + a + "'");
@@ -351,7 +361,7 @@ std::string describe_many_to_one(const std::string& cluster, const ManyToOneMode
   std::snprintf(buf, sizeof buf, "  gathers inside cluster %s: C %.1f us, t %.3g ns/B, ", cluster.c_str(), g.C * 1e6, g.t * 1e9);
   std::string out = buf;
   if (g.inv_beta0 > 0) std::snprintf(buf, sizeof buf, "root link %.1f MB/s, ", 1e-6 / g.inv_beta0);
-  else std::snprintf(buf, sizeof buf, "root link not the bottleneck, ");
+  else std::snprintf(buf, sizeof buf, "root link not resolved by the ping-pong, ");
   out += buf;
   std::snprintf(buf, sizeof buf, "kappa1 %.2f, kappa2 %.2f\n", g.kappa1, g.kappa2);
   out += buf;

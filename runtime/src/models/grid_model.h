@@ -54,11 +54,7 @@ struct GridModel {
   std::map<std::string, Correction> corrections;  // by "op/algo", e.g. "bcast/hier"
   std::map<std::string, ManyToOneModel> many_to_one;  // by cluster ("*": any other)
   // A cluster's gathers, or the typical ones ("*"); null when the model has neither.
-  const ManyToOneModel* gathers_of(const std::string& cluster) const {
-    auto it = many_to_one.find(cluster);
-    if (it == many_to_one.end()) it = many_to_one.find("*");
-    return it == many_to_one.end() ? nullptr : &it->second;
-  }
+  const ManyToOneModel* gathers_of(const std::string& cluster) const;
   std::string grid;      // what was measured (a grid description, or "embedded C x R")
   std::string measured;  // when (UTC, ISO 8601)
   int measurements = 0;  // pairs measured to make it

@@ -86,13 +86,19 @@ struct ManyToOneModel {
     const auto it = M1.find(measured_count(n));
     return it == M1.end() ? 0 : it->second;
   }
+  // For each size measured for n processes (measured_count's) below `below`, ascending:
+  // visit(size, frequencies).
+  template <typename Visit>
+  void each_size(int n, std::uint64_t below, Visit&& visit) const {
+    const int count = measured_count(n);
+    for (auto it = frequencies.lower_bound({count, 0}); it != frequencies.end() && it->first.first == count && it->first.second < below; ++it)
+      visit(it->first.second, it->second);
+  }
   // The escalation frequencies for (n, M): measured_count's row at the largest size
   // measured up to M (between two sizes swept, the smaller one's); null where none applies.
   const std::vector<double>* frequencies_at(int n, std::uint64_t M) const {
-    const int count = measured_count(n);
     const std::vector<double>* f = nullptr;
-    for (auto it = frequencies.lower_bound({count, 0}); it != frequencies.end() && it->first.first == count && it->first.second <= M; ++it)
-      f = &it->second;
+    each_size(n, M + 1, [&](std::uint64_t, const std::vector<double>& row) { f = &row; });
     return f;
   }
 
@@ -116,14 +122,10 @@ struct ManyToOneModel {
   // The largest size measured below M1 for n processes (measured_count's) at which no
   // gather escalated; 0 when there is none (M1 is the least size swept).
   std::uint64_t calm(int n) const {
-    const std::uint64_t first = m1(n);
-    const int count = measured_count(n);
     std::uint64_t best = 0;
-    for (auto it = frequencies.lower_bound({count, 0}); it != frequencies.end() && it->first.first == count && it->first.second < first; ++it) {
-      double p = 0;
-      for (const double f : it->second) p += f;
-      if (p == 0) best = it->first.second;
-    }
+    each_size(n, m1(n), [&](std::uint64_t size, const std::vector<double>& row) {
+      if (std::all_of(row.begin(), row.end(), [](double f) { return f == 0; })) best = size;
+    });
     return best;
   }
 
