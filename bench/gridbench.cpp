@@ -52,6 +52,11 @@ gridbench starts itself as a gridrun job and prints rank 0's results on stdout.
   --sizes A:B          message sizes in bytes, powers of two from A to B (0 allowed as A),
   --sizes S1,S2,...      or these sizes; per process for bcast/reduce/allreduce, per block
                        for the others (default 1:1048576)
+  --route R            packed, ordered, binomial, chain or direct: the route every
+                       hierarchical scatter and gather takes between clusters
+                       (GRIDRT_ROUTE; docs/algorithms.md, "Routes of scatter and gather");
+                       default: the model's least predicted, packed without a model.
+                       Their JSON lines then say it ("route")
   --iters N            calls timed per size (default 100)
   --warmup W           untimed calls before them (default 2)
   --root R             the root of bcast, reduce, gather and scatter (default 0)
@@ -107,6 +112,7 @@ struct Options {
   std::vector<std::pair<std::string, std::string>> wan_given;  // the --emulate-wan* options, in order
   std::string grid_file;                                       // --grid
   std::string model;                                           // --model
+  std::string route;                                           // --route
   bool predict_only = false;
   int clusters = 2, ranks_per_cluster = 3;                     // --clusters, --ranks-per-cluster
   std::vector<std::string> grid_args;                          // for gridrun
@@ -141,6 +147,11 @@ Options parse(int argc, char** argv) {
       ops = value();
     } else if (a == "--algo") {
       algos = value();
+    } else if (a == "--route") {
+      o.route = value();
+      if (o.route != "packed" && o.route != "ordered" && o.route != "binomial" && o.route != "chain" && o.route != "direct")
+        usage_error("--route takes packed, ordered, binomial, chain or direct, got '" + o.route + "'");
+      o.grid_args.insert(o.grid_args.end(), {"--env", "GRIDRT_ROUTE=" + o.route});
     } else if (a == "--sizes") {
       sizes = value();
     } else if (a == "--iters") {
@@ -373,10 +384,12 @@ int work(int argc, char** argv) {
         const double predicted = modelled ? world.predicted_us(op, n, algo, o.root) : -1;
         char predicted_text[32] = "null";
         if (predicted >= 0) std::snprintf(predicted_text, sizeof predicted_text, "%.1f", predicted);
+        // The route asked for, on the lines whose calls take one.
+        const std::string route = !o.route.empty() && (op == "gather" || op == "scatter") ? ",\"route\":\"" + o.route + "\"" : "";
         if (o.json)
           std::printf("{\"op\":\"%s\",\"algo\":\"%s\",\"bytes\":%zu,\"clusters\":%d,\"ranks\":%d,\"iters\":%d,\"avg_us\":%.1f,"
-                      "\"min_us\":%.1f,\"max_us\":%.1f,\"wan_msgs\":%.2f,\"wan_bytes\":%.1f,\"bound_us\":%.1f,\"predicted_us\":%s}\n",
-                      op.c_str(), algo_name.c_str(), n, clusters, P, o.iters, sum / P, lo, hi, msgs, bytes, bound, predicted_text);
+                      "\"min_us\":%.1f,\"max_us\":%.1f,\"wan_msgs\":%.2f,\"wan_bytes\":%.1f,\"bound_us\":%.1f,\"predicted_us\":%s%s}\n",
+                      op.c_str(), algo_name.c_str(), n, clusters, P, o.iters, sum / P, lo, hi, msgs, bytes, bound, predicted_text, route.c_str());
         else
           std::printf("  %-9s %-4s %10zu %12.1f %12.1f %12.1f %9.2f %12.1f %12.1f %12s\n", op.c_str(), algo_name.c_str(), n, sum / P, lo, hi, msgs,
                       bytes, bound, predicted_text);

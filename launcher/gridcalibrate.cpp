@@ -185,7 +185,8 @@ std::vector<Row> measure_pair(int me, int a, int b, int tag, const std::vector<d
     const double o_r = hand_over(me, b, a, gridrt::models::median_of(orecv), tag);
     // The other direction's stream (a WAN path's directions may differ), timed at b.
     const double back = hand_over(me, b, a, stream(me, b, a, buf, m, n, tag), tag);
-    if (me == a) out[k] = {rtt_m, std::max(0.0, (forth - rtt_m) / (n - 1)), gridrt::models::median_of(os), o_r, std::max(0.0, (back - rtt_m) / (n - 1))};
+    const gridrt::models::Gaps g = gridrt::models::gaps_from_streams(rtt_m, forth, back, n);
+    if (me == a) out[k] = {rtt_m, g.forth, gridrt::models::median_of(os), o_r, g.back};
   }
   // Round trips of 0 bytes to a receiver that has waited 3 ms (asleep), against out[0]'s.
   std::vector<double> cold;
@@ -272,8 +273,9 @@ void escalation_sweep(const gridrt::Comm& world, const std::vector<std::vector<i
   }
 }
 
-// The sample run: every algorithm of every operation, hier and flat, at the sizes measured
-// from 1 KiB to 256 KiB (at least four), 3 timed calls each (launcher/timed_call.h), the
+// The sample run: every algorithm of every operation, hier (gather and scatter on the packed
+// route) and flat, at the sizes measured from 1 KiB to 256 KiB (at least four), 3 timed
+// calls each (launcher/timed_call.h), the
 // time until the call was complete everywhere; rank 0 fits each one's correction
 // (models::fit_correction) from the model's predictions for the same calls.
 void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gridrt::models::GridModel& model) {
@@ -314,7 +316,7 @@ void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gri
         double mine = 0, slowest = 0;
         for (int i = 0; i < 3; ++i) mine += timer.time(call) / 3;
         world.allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX);
-        if (me == 0) points.emplace_back(predictor->predicted_us(op, n, algo, 0) * 1e-6, slowest);
+        if (me == 0) points.emplace_back(predictor->predicted_us(op, n, algo, 0, "packed") * 1e-6, slowest);
       }
       if (me != 0) continue;
       const gridrt::models::Correction c = gridrt::models::fit_correction(points);
@@ -500,6 +502,10 @@ int launch(int argc, char** argv) {
   }
   if (grid_name.empty()) grid_name = "embedded grid of " + std::to_string(clusters) + " x " + std::to_string(ranks);
   worker_args.insert(worker_args.end(), {"--grid-name", grid_name});
+  // The sample run's hierarchical gathers and scatters take the packed route, whatever the
+  // user's environment or a standing broker's model would choose, so that each is compared
+  // with the packed route's prediction.
+  grid_args.insert(grid_args.end(), {"--env", "GRIDRT_ROUTE=packed"});
   const char* gridrun = std::getenv("GRIDRT_GRIDRUN");
   const std::string launcher =
       gridrun ? gridrun : (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "gridrun").string();

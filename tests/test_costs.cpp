@@ -6,6 +6,7 @@
 #include "algorithms.h"
 #include "costs.h"
 #include "models/grid_model.h"
+#include "models/scatter_models.h"
 
 using namespace gridrt;
 using namespace gridrt::detail;
@@ -265,4 +266,96 @@ TEST(ModelFile, ManyToOneWrittenReadBackAndPredicting) {
       {base + R"({"C_us": 1, "t_us_per_byte": 0, "inv_beta0_us_per_byte": 0, "levels_us": [1, 2], "frequencies": [[8, 4096, 0.8, 0.7]]}}})",
        "add up to more than 1"}};
   expect_refused(bad);
+}
+
+// The scatter models of Steffenel's group's slides (after Kielmann et al.'s MagPIe models),
+// models/scatter_models.h: with one process per site and every site's traffic on one
+// access line (a sender sends one message at a time), the hierarchical scatter's routes are
+// the slides' trees, and their played cost must be their formulas: packed = flat tree
+// (S-1), chain = S-2 exactly, binomial = S-3 for P a power of two and at most S-3 else.
+TEST(Costs, ScatterRoutesOverSitesAreTheFlatChainAndBinomialFormulas) {
+  models::PLogP wan;
+  wan.L = 10e-3;
+  wan.g.points = {{0, 0.5e-3}, {1e6, 0.5e-3 + 1.0}};  // 0.5 ms a message, 1 us a byte
+  models::GridModel m;
+  m.inside["*"] = line(0, 0);
+  m.within_site["*"] = line(1e-3, 1.0);
+  m.between_sites[{"*", "*"}] = wan;
+  for (int P = 2; P <= 16; ++P) {
+    std::vector<std::string> sites;
+    for (int t = 0; t < P; ++t) {
+      sites.push_back("s" + std::to_string(t));
+      m.access.insert(sites.back());
+    }
+    const CostShape s = shape(m, std::vector<int>(P, 1), sites);
+    for (double b : {1.0, 1000.0, 65536.0}) {
+      const std::string at = "P=" + std::to_string(P) + " m=" + std::to_string(b);
+      EXPECT_NEAR(scatter_hier_cost(s, 0, b, Route::kPacked), models::scatter_flat(wan, P, b), 1e-12) << at;
+      EXPECT_NEAR(scatter_hier_cost(s, 0, b, Route::kOrdered), models::scatter_flat(wan, P, b), 1e-12) << at;
+      EXPECT_NEAR(scatter_hier_cost(s, 0, b, Route::kChain), models::scatter_chain(wan, P, b), 1e-12) << at;
+      const double binomial = scatter_hier_cost(s, 0, b, Route::kBinomial);
+      if ((P & (P - 1)) == 0) EXPECT_NEAR(binomial, models::scatter_binomial(wan, P, b), 1e-12) << at;
+      else EXPECT_LE(binomial, models::scatter_binomial(wan, P, b) + 1e-12) << at;
+      // Direct is the flat tree too here: one block per remote process, each its own message.
+      EXPECT_NEAR(scatter_hier_cost(s, 0, b, Route::kDirect), models::scatter_flat(wan, P, b), 1e-12) << at;
+    }
+  }
+}
+
+TEST(Costs, RoutesOfGatherAndScatterByHand) {
+  const models::GridModel m = simple_model();
+  // Four sites of one cluster of 2 each; 1000 B blocks (1 ms on a line), 10 ms across.
+  const CostShape s = shape(m, {2, 2, 2, 2}, {"A", "B", "C", "D"});
+  // Chain: the root sends 6 blocks to B (6 + 10 ms), B 4 to C (4 + 10), C 2 to D (2 + 10).
+  EXPECT_NEAR(scatter_hier_cost(s, 0, 1000, Route::kChain), 42 * kMs, 1e-9);
+  // Gather's chain the other way: D's 2 at C (12 ms), C's 4 at B (14 ms later), B's 6 at
+  // the root (16 ms later).
+  EXPECT_NEAR(gather_hier_cost(s, 0, 1000, Route::kChain), 42 * kMs, 1e-9);
+  // Binomial over 4 sites: the root sends C's and D's 4 blocks (14 ms; on its own line to
+  // C), then B's 2 (12 ms, B's line); C sends D its 2: 14 + 12 = 26 ms.
+  EXPECT_NEAR(scatter_hier_cost(s, 0, 1000, Route::kBinomial), 26 * kMs, 1e-9);
+  EXPECT_NEAR(gather_hier_cost(s, 0, 1000, Route::kBinomial), 26 * kMs, 1e-9);
+  // Packed: each site's 2 blocks on its own line: 12 ms; direct: each block its own
+  // message, two on each line: 12 ms too, but twice the WAN messages.
+  EXPECT_NEAR(scatter_hier_cost(s, 0, 1000, Route::kPacked), 12 * kMs, 1e-9);
+  EXPECT_NEAR(scatter_hier_cost(s, 0, 1000, Route::kDirect), 12 * kMs, 1e-9);
+  // The model picks packed (the first of equals), and a forced route is taken as it is.
+  EXPECT_EQ(predict(s, Coll::kScatter, 1000, 0).route, Route::kPacked);
+  EXPECT_NEAR(predict(s, Coll::kScatter, 1000, 0, Route::kChain).hier, 42 * kMs, 1e-9);
+  EXPECT_EQ(predict(s, Coll::kGather, 1000, 0, Route::kOrdered).route, Route::kPacked);
+  EXPECT_EQ(predict(s, Coll::kGather, 1000, 0).routes.size(), 4u);
+  EXPECT_EQ(predict(s, Coll::kScatter, 1000, 0).routes.size(), 5u);
+}
+
+TEST(Costs, OrderedScatterServesTheSlowestSiteFirstOnASharedLineAndAChainBypassesIt) {
+  models::GridModel m = simple_model();
+  m.between_sites[{"A", "C"}] = line(40e-3, 1.0);  // C is far
+  m.access.insert("A");                             // and the root's site sends on one line
+  const CostShape s = shape(m, {1, 1, 1}, {"A", "B", "C"});
+  // In part order B's message (1 ms) goes first, C's waits behind it: 1 + 1 + 40 ms. Served
+  // by tail, C's goes first: 1 + 40 ms, B's at 2 + 10 ms.
+  EXPECT_NEAR(scatter_hier_cost(s, 0, 1000, Route::kPacked), 42 * kMs, 1e-9);
+  EXPECT_NEAR(scatter_hier_cost(s, 0, 1000, Route::kOrdered), 41 * kMs, 1e-9);
+  EXPECT_EQ(scatter_tree(s, 0, 1000, Route::kOrdered).children[0], (std::vector<int>{2, 1}));
+  // The chain beats both: C's block through B, 2 + 10 ms there, then 1 + 10 ms on B's line
+  // to C: 23 ms. A slow line is best bypassed through a faster site, and the model sees it.
+  EXPECT_NEAR(scatter_hier_cost(s, 0, 1000, Route::kChain), 23 * kMs, 1e-9);
+  EXPECT_EQ(predict(s, Coll::kScatter, 1000, 0).route, Route::kChain);
+}
+
+// The public predictor takes a route by name for gather and scatter, the least without one.
+TEST(Costs, GridPredictorPredictsEachRouteByName) {
+  const GridShape grid{{"c0", "c1", "c2", "c3"}, {"A", "B", "C", "D"}, {2, 2, 2, 2}};
+  const GridPredictor predictor = GridPredictor::from_json(models::model_json(simple_model()), grid);
+  EXPECT_NEAR(predictor.predicted_us("scatter", 1000, Algo::kHier, 0, "chain"), 42000, 1e-3);  // as RoutesOfGatherAndScatterByHand
+  EXPECT_NEAR(predictor.predicted_us("gather", 1000, Algo::kHier, 0, "binomial"), 26000, 1e-3);
+  EXPECT_NEAR(predictor.predicted_us("scatter", 1000, Algo::kHier, 0), 12000, 1e-3);
+  EXPECT_NEAR(predictor.predicted_us("gather", 1000, Algo::kHier, 0, "ordered"), 12000, 1e-3);  // a gather's ordered is packed
+  EXPECT_NEAR(predictor.predicted_us("bcast", 1000, Algo::kHier, 0, "chain"), 11000, 1e-3);     // one route only
+  try {
+    predictor.predicted_us("scatter", 1000, Algo::kHier, 0, "zigzag");
+    ADD_FAILURE() << "route zigzag accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("route 'zigzag' is not one of packed, ordered, binomial, chain, direct"), std::string::npos) << e.what();
+  }
 }

@@ -1133,6 +1133,50 @@ TEST(EndToEnd, CollectivesMatchTheirReferencesOnGridsWhoseSitesHoldSeveralCluste
                             {{"--grid", grid_with_sites({{"A", 1}, {"B", 1}, {"B", 1}, {"C", 2}})}, "on 5 processes in 4 clusters"}});
 }
 
+// The routes of the hierarchical scatter and gather between clusters (coll/part_trees.h),
+// each forced with GRIDRT_ROUTE: every scatter(v), gather(v) and reduce_scatter of
+// coll_check (roots everywhere, in place, derived types, shuffled communicators) on four
+// sites, one holding two clusters apart from each other, so that the binomial tree is two
+// WAN hops deep and the chain three. (Two tests, to keep each well inside its time limit in
+// a sanitizer build.)
+namespace {
+std::vector<std::string> four_site_grid() { return {"--grid", grid_with_sites({{"A", 1}, {"B", 2}, {"C", 1}, {"B", 1}, {"D", 1}})}; }
+void expect_coll_check_passes_on_route(const char* route) {
+  ::setenv("GRIDRT_ROUTE", route, 1);
+  expect_coll_check_passes({{four_site_grid(), "on 6 processes in 5 clusters"}});
+  ::unsetenv("GRIDRT_ROUTE");
+}
+}  // namespace
+
+TEST(EndToEnd, ScattersAndGathersMatchTheirReferencesOnTheBinomialAndChainRoutes) {
+  expect_coll_check_passes_on_route("binomial");
+  expect_coll_check_passes_on_route("chain");
+}
+
+TEST(EndToEnd, ScattersAndGathersMatchTheirReferencesOnTheDirectAndOrderedRoutes) {
+  expect_coll_check_passes_on_route("direct");
+  // Ordered as a model says (D far from A, so served first from A), the hierarchical family
+  // asked for, and each choice explained with every route's prediction.
+  const std::string model = ::testing::TempDir() + "/route-model.json";
+  std::ofstream(model) << R"({"format": "gridrt-model/1",
+    "inside": {"*": {"L_us": 20, "g_us": [[0, 1], [1048576, 1000]]}},
+    "within_site": {"*": {"L_us": 50, "g_us": [[0, 1], [1048576, 1000]]}},
+    "between_sites": [{"sites": ["*", "*"], "plogp": {"L_us": 1000, "g_us": [[0, 1], [1048576, 10000]]}},
+                      {"sites": ["A", "D"], "plogp": {"L_us": 9000, "g_us": [[0, 1], [1048576, 10000]]}}]})";
+  ::setenv("GRIDRT_MODEL", model.c_str(), 1);
+  ::setenv("GRIDRT_EXPLAIN", "1", 1);
+  ::setenv("GRIDRT_COLL", "hier", 1);
+  ::setenv("GRIDRT_ROUTE", "ordered", 1);
+  const Outcome r = gridrun({"--grid", four_site_grid()[1], helloworld_running("coll_check")});
+  for (const char* name : {"GRIDRT_MODEL", "GRIDRT_EXPLAIN", "GRIDRT_COLL", "GRIDRT_ROUTE"}) ::unsetenv(name);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("checks passed on 6 processes in 5 clusters"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.err.find("gridrt: auto: scatter of 4 B on 6 members in 5 clusters at 4 sites: hier "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" us (packed "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ordered"), std::string::npos) << r.err;
+  expect_nothing_left();
+}
+
 // The node level inside clusters (GRIDRT_NODE_LEVEL=on): MPICH's cliques (MPIR_CVAR_NUM_CLIQUES, its test facility)
 // make MPI_Comm_split_type see two nodes on this machine, every other rank on each, so the
 // clusters of 3 and 4 processes span two nodes whose members are not runs of ranks (and are,
@@ -1449,7 +1493,7 @@ TEST(EndToEnd, ACollectiveWithMismatchedCountsFailsClearly) {
 TEST(EndToEnd, BadSettingsAreNamedAtInit) {
   const std::pair<const char*, const char*> bad[] = {
       {"GRIDRT_WINDOW", "12abc"}, {"GRIDRT_SLICE", "5"}, {"GRIDRT_COLL", "fast"}, {"GRIDRT_WAIT", "nap"}, {"GRIDRT_INIT_TIMEOUT", "-3"},
-      {"GRIDRT_NODE_LEVEL", "yes"}, {"GRIDRT_GATHER_PIECES", "0"}};
+      {"GRIDRT_NODE_LEVEL", "yes"}, {"GRIDRT_GATHER_PIECES", "0"}, {"GRIDRT_ROUTE", "tree"}};
   for (const auto& [name, value] : bad) {
     ::setenv(name, value, 1);
     const Outcome r = gridrun({"-n", "2", kSrc + "/jobprofiles/helloworld.xml"});

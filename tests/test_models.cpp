@@ -181,6 +181,19 @@ TEST(PLogP, MeasuredSizesAreInterpolatedAndExtrapolatedLinearly) {
   EXPECT_DOUBLE_EQ(one.at(100), 7);
 }
 
+// A pair whose directions differ (1 MiB: 84 ms from a to b behind an access line, 42 ms back;
+// 5 ms each way): the gaps of both directions from the times calibration takes, for the
+// stream lengths it uses; and one of equal directions.
+TEST(PLogP, EachDirectionsGapFromARoundTripAndTwoStreams) {
+  for (int n : {4, 16})
+    for (const auto& [gf, gb] : {std::pair{84e-3, 42e-3}, std::pair{42e-3, 84e-3}, std::pair{10e-3, 10e-3}}) {
+      const double Lf = 5e-3, Lb = 5e-3;
+      const Gaps g = gaps_from_streams(gf + Lf + Lb, n * gf + Lf + Lb, n * gb + Lb + Lf, n);
+      EXPECT_NEAR(g.forth, gf, 1e-12) << n;
+      EXPECT_NEAR(g.back, gb, 1e-12) << n;
+    }
+}
+
 // A LAN: L = 50 us, g(x) = 10 us + x / (100 MB/s).
 PLogP lan() {
   PLogP p;

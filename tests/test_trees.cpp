@@ -1,4 +1,5 @@
-// The peer arithmetic of the flat collectives (runtime/src/trees.h), for every size 1..64.
+// The peer arithmetic of the flat collectives (runtime/src/coll/trees.h), for every size 1..64,
+// and the routes of the hierarchical scatter and gather (coll/part_trees.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "coll/local_group_two.h"
+#include "coll/part_trees.h"
 #include "coll/trees.h"
 
 using namespace gridrt::detail::trees;
@@ -190,4 +192,115 @@ TEST(LocalGroupTwo, EveryBlockCrossesOnceForEveryPairOfSizesUpTo64) {
     }
   EXPECT_EQ(pairs, 2080);
   EXPECT_EQ(printed_incomplete, 1800);
+}
+
+// The routes of the hierarchical scatter and gather (coll/part_trees.h), over every layout
+// of 1..7 sites of 1..3 parts (in runs, and with parts of sites interleaved), every root.
+namespace {
+using gridrt::detail::part_tree;
+using gridrt::detail::PartTree;
+using gridrt::detail::Route;
+using gridrt::detail::route_name;
+
+struct Layout {
+  std::vector<std::vector<int>> sites;
+  std::vector<int> site_of_part;
+};
+// Site t holds per_site[t] parts; interleaved: parts dealt round the sites, else in runs.
+Layout layout(const std::vector<int>& per_site, bool interleaved) {
+  Layout l;
+  l.sites.resize(per_site.size());
+  int part = 0;
+  if (!interleaved) {
+    for (std::size_t t = 0; t < per_site.size(); ++t)
+      for (int k = 0; k < per_site[t]; ++k) l.sites[t].push_back(part++);
+  } else {
+    for (int k = 0; k < 3; ++k)
+      for (std::size_t t = 0; t < per_site.size(); ++t)
+        if (k < per_site[t]) l.sites[t].push_back(part++);
+  }
+  l.site_of_part.resize(part);
+  for (std::size_t t = 0; t < l.sites.size(); ++t)
+    for (int p : l.sites[t]) l.site_of_part[p] = static_cast<int>(t);
+  return l;
+}
+// How many site-crossing edges lie between part p and the root.
+int wan_depth(const PartTree& t, const Layout& l, int p) {
+  int d = 0;
+  for (; t.parent[p] >= 0; p = t.parent[p]) d += l.site_of_part[p] != l.site_of_part[t.parent[p]];
+  return d;
+}
+}  // namespace
+
+TEST(PartTrees, EveryRouteSpansEveryPartOnceAndEntersEachSiteOnce) {
+  int layouts = 0;
+  for (int S = 1; S <= 7; ++S)
+    for (int shape = 0; shape < 3; ++shape)
+      for (bool interleaved : {false, true}) {
+        std::vector<int> per_site(S);
+        for (int t = 0; t < S; ++t) per_site[t] = 1 + (t * (shape + 1) + shape) % 3;
+        const Layout l = layout(per_site, interleaved);
+        const int C = static_cast<int>(l.site_of_part.size());
+        ++layouts;
+        for (int root = 0; root < C; ++root)
+          for (Route r : {Route::kPacked, Route::kBinomial, Route::kChain}) {
+            const PartTree t = part_tree(l.sites, l.site_of_part, root, r);
+            const std::string at = "S=" + std::to_string(S) + " shape=" + std::to_string(shape) + " interleaved=" +
+                                   std::to_string(interleaved) + " root=" + std::to_string(root) + " route=" + route_name(r);
+            ASSERT_EQ(t.root, root) << at;
+            ASSERT_EQ(t.parent[root], -1) << at;
+            // The root's subtree is every part, once each.
+            std::vector<int> all = t.subtree(root);
+            std::sort(all.begin(), all.end());
+            std::vector<int> expected(C);
+            for (int p = 0; p < C; ++p) expected[p] = p;
+            ASSERT_EQ(all, expected) << at;
+            ASSERT_EQ(static_cast<int>(t.top_down().size()), C) << at;
+            int deepest = 0;
+            for (int p = 0; p < C; ++p) {
+              if (p == root) continue;
+              const int up = t.parent[p];
+              ASSERT_GE(up, 0) << at;
+              ASSERT_EQ(std::count(t.children[up].begin(), t.children[up].end(), p), 1) << at << ": part " << p;
+              // A site is entered once, at its speaker (the root's part in the root's site, else
+              // its first part); its other parts hang under that speaker over the LAN.
+              const int site = l.site_of_part[p];
+              const int speaker = site == l.site_of_part[root] ? root : l.sites[site].front();
+              if (p != speaker) ASSERT_EQ(up, speaker) << at << ": part " << p;
+              else ASSERT_NE(l.site_of_part[up], site) << at << ": part " << p;
+              deepest = std::max(deepest, wan_depth(t, l, p));
+            }
+            // WAN hops on the deepest path: one (packed), S - 1 (chain), and for the binomial
+            // tree the most set bits of a site number 1 .. S - 1 (at most ceil(log2 S)).
+            int bits = 0;
+            for (int rel = 1; rel < S; ++rel) bits = std::max(bits, __builtin_popcount(rel));
+            const int hops = r == Route::kPacked ? std::min(1, S - 1) : r == Route::kBinomial ? bits : S - 1;
+            ASSERT_EQ(deepest, hops) << at;
+          }
+        // The packed tree is the hierarchy's: every part of the root's site and every other
+        // site's head under the root's part, the others under their site's head.
+        for (int root = 0; root < C; ++root) {
+          const PartTree t = part_tree(l.sites, l.site_of_part, root, Route::kPacked);
+          for (int p = 0; p < C; ++p) {
+            if (p == root) continue;
+            const int site = l.site_of_part[p];
+            const bool under_root = site == l.site_of_part[root] || l.sites[site].front() == p;
+            ASSERT_EQ(t.parent[p], under_root ? root : l.sites[site].front());
+          }
+          ASSERT_TRUE(std::is_sorted(t.children[root].begin(), t.children[root].end())) << "served in part order";
+        }
+      }
+  EXPECT_EQ(layouts, 42);
+}
+
+TEST(PartTrees, OrderedServesTheLongestTailFirstTiesInPartOrder) {
+  const Layout l = layout({1, 1, 1, 1, 1}, false);
+  PartTree t = part_tree(l.sites, l.site_of_part, 0, Route::kOrdered);
+  gridrt::detail::serve_in_order(t, {0, 2.0, 5.0, 2.0, 9.0});
+  EXPECT_EQ(t.children[0], (std::vector<int>{4, 2, 1, 3}));
+  // The binomial tree serves its farthest subtree first: from the root of 8 sites, 4, 2, 1.
+  const Layout eight = layout({1, 1, 1, 1, 1, 1, 1, 1}, false);
+  EXPECT_EQ(part_tree(eight.sites, eight.site_of_part, 0, Route::kBinomial).children[0], (std::vector<int>{4, 2, 1}));
+  // From root 5: site numbers count from the root's, so site 1 (relative 4) comes first.
+  EXPECT_EQ(part_tree(eight.sites, eight.site_of_part, 5, Route::kBinomial).children[5], (std::vector<int>{1, 7, 6}));
 }

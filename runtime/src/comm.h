@@ -19,6 +19,14 @@ namespace gridrt::detail {
 struct Chain;
 struct CostShape;
 
+// What a collective call runs: the family and, for a scatter's or a gather's hierarchical
+// one, its route (coll/part_trees.h).
+struct Pick {
+  Algo algo = Algo::kHier;
+  Route route = Route::kPacked;
+  std::shared_ptr<const PartTree> tree;  // the ordered route's, served as the model predicts (kept with the pick)
+};
+
 // The node level inside this process's cluster part of a communicator (Coti, Herault, Cappello 2009 §3.1): the
 // members of `local` on each node, as MPI sees them (MPI_Comm_split_type shared, so
 // MPICH's cliques, MPIR_CVAR_NUM_CLIQUES, make several nodes of one machine for tests),
@@ -111,7 +119,7 @@ struct CommImpl {
   bool costs_tried = false;
   // What auto chose by the model, by (operation, size, root): a prediction plays the
   // algorithm's messages, far more work than a call should pay each time (coll/predict.cpp).
-  std::map<std::tuple<int, std::size_t, int>, Algo> chosen;
+  std::map<std::tuple<int, std::size_t, int>, Pick> chosen;
   // Pieces of the hierarchical gather inside this member's cluster, by block size, as the
   // cluster's many-to-one model says (coll/gather_paced_split.cpp).
   std::map<std::size_t, int> gather_split;

@@ -135,6 +135,13 @@ void init(int* argc, char*** argv, int required) {
   detail::wait_policy =
       detail::choice_from_env<WaitPolicy>("GRIDRT_WAIT", {{"yield", WaitPolicy::kYield}, {"spin", WaitPolicy::kSpin}, {"sleep", WaitPolicy::kSleep}});
   s->algo = detail::choice_from_env<Algo>("GRIDRT_COLL", {{"auto", Algo::kAuto}, {"hier", Algo::kHier}, {"flat", Algo::kFlat}});
+  using detail::Route;
+  s->route = detail::choice_from_env<std::optional<Route>>("GRIDRT_ROUTE", {{"auto", std::nullopt},
+                                                                          {"packed", Route::kPacked},
+                                                                          {"ordered", Route::kOrdered},
+                                                                          {"binomial", Route::kBinomial},
+                                                                          {"chain", Route::kChain},
+                                                                          {"direct", Route::kDirect}});
   s->slice = detail::number_from_env("GRIDRT_SLICE", 64 * 1024, 1024, 1ull << 30, "bytes");
   if (const char* pieces = std::getenv("GRIDRT_GATHER_PIECES"); pieces && std::strcmp(pieces, "auto") != 0)
     s->gather_pieces = static_cast<int>(detail::number_from_env("GRIDRT_GATHER_PIECES", 0, 1, 65536, "pieces (or auto)"));

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "coll/part_trees.h"
 #include "common/messages.h"
 #include "gridrt/gridrt.hpp"
 #include "models/grid_model.h"
@@ -41,6 +42,9 @@ struct State {
   std::vector<std::string> cluster_names;
   Algo algo = Algo::kAuto;           // GRIDRT_COLL: what Algo::kDefault means
   std::size_t slice = 64 * 1024;     // GRIDRT_SLICE: bytes per slice of pipelined collectives
+  // GRIDRT_ROUTE: the route of every hierarchical scatter and gather (coll/part_trees.h);
+  // none: the model's least predicted, or packed without a model.
+  std::optional<Route> route;
   int gather_pieces = 0;             // GRIDRT_GATHER_PIECES: pieces of a gather inside a cluster; 0: as the model says
   bool node_level = false;           // GRIDRT_NODE_LEVEL: collectives compose over nodes inside a cluster
   // GRIDRT_MODEL: the grid's calibrated model (docs/models.md), from which auto chooses;

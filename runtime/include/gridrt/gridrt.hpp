@@ -157,8 +157,11 @@ class GridPredictor {
  public:
   static GridPredictor from_file(const std::string& model_file, const GridShape& grid);
   static GridPredictor from_json(const std::string& model_json, const GridShape& grid);
-  // As Comm::predicted_us; kAuto (or kDefault): the lesser of the two.
-  double predicted_us(const std::string& op, std::size_t bytes, Algo algo, int root = 0) const;
+  // As Comm::predicted_us; kAuto (or kDefault): the lesser of the two. `route`, for the
+  // hierarchical gather and scatter: packed, ordered, binomial, chain or direct
+  // (docs/algorithms.md, "Routes of scatter and gather"); empty: the least predicted, as
+  // auto takes it. Other operations have one route and ignore it.
+  double predicted_us(const std::string& op, std::size_t bytes, Algo algo, int root = 0, const std::string& route = "") const;
 
  private:
   explicit GridPredictor(std::shared_ptr<const detail::CostShape> shape) : shape_(std::move(shape)) {}

@@ -18,6 +18,7 @@
 // arguments and choose are in collectives.cpp.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "coll_support.h"
@@ -46,7 +47,8 @@ Async<> allreduce_doubling(CommImpl& c, const void* sendbuf, void* recvbuf, Layo
 // block is then in place); `out`, the blocks at the root (empty elsewhere). `block`: every
 // block's packed size when all are alike (gather), else kSizeNotShared (gatherv: only the
 // root knows them).
-Async<> gatherv_hier(CommImpl& c, std::vector<char> mine, bool in_place, Blocks out, int root, std::size_t block);
+// The hierarchical ones go up `tree` (part_trees.h), rooted at the root's part.
+Async<> gatherv_hier(CommImpl& c, std::vector<char> mine, bool in_place, Blocks out, int root, std::size_t block, PartTree tree);
 Async<> gather_binomial(CommImpl& c, std::vector<char> mine, bool in_place, Blocks out, int root, std::size_t block);
 Async<> gatherv_linear(CommImpl& c, std::vector<char> mine, bool in_place, Blocks out, int root);
 // The hierarchical gather's step inside a cluster where its gathers escalate: `block` bytes
@@ -68,7 +70,8 @@ constexpr std::size_t kChoicesKept = 1024;
 // Scatters: `in`, the blocks at the root (empty elsewhere); this member's block goes to
 // recvbuf as `mine` says (none for MPI_IN_PLACE at the root). `equal`: every block has
 // mine's size (scatter), so nobody needs to be told the sizes.
-Async<> scatterv_hier(CommImpl& c, Blocks in, void* recvbuf, Layout mine, bool in_place, int root, bool equal);
+// The hierarchical one goes down `tree` (part_trees.h), rooted at the root's part.
+Async<> scatterv_hier(CommImpl& c, Blocks in, void* recvbuf, Layout mine, bool in_place, int root, bool equal, PartTree tree);
 Async<> scatter_binomial(CommImpl& c, Blocks in, void* recvbuf, Layout mine, bool in_place, int root);
 Async<> scatterv_linear(CommImpl& c, Blocks in, void* recvbuf, Layout mine, bool in_place, int root);
 
@@ -99,13 +102,18 @@ double reduce_hier_cost(const CostShape& s, int root, double m);
 double reduce_binomial_cost(const CostShape& s, int root, double m);
 double allreduce_hier_cost(const CostShape& s, double m);
 double allreduce_doubling_cost(const CostShape& s, double m);
-double gather_hier_cost(const CostShape& s, int root, double b);
+// The rooted hierarchical ones by route (kDirect: the linear algorithm's cost), and over a
+// given tree; scatter_tree() is the tree of a route, kOrdered's served as the model says.
+double gather_hier_cost(const CostShape& s, int root, double b, Route r = Route::kPacked);
+double gather_tree_cost(const CostShape& s, double b, const PartTree& t);
 double gather_binomial_cost(const CostShape& s, int root, double b);
 double gatherv_linear_cost(const CostShape& s, int root, double b);
 // A gather of b bytes per member among n members of a cluster with this model: the paced
 // split one where it splits, else one gather's expected time.
 double paced_gather_cost(const models::ManyToOneModel& m, int n, double b);
-double scatter_hier_cost(const CostShape& s, int root, double b);
+double scatter_hier_cost(const CostShape& s, int root, double b, Route r = Route::kPacked);
+double scatter_tree_cost(const CostShape& s, int root, double b, const PartTree& t);
+PartTree scatter_tree(const CostShape& s, int root, double b, Route r);
 double scatter_binomial_cost(const CostShape& s, int root, double b);
 double scatterv_linear_cost(const CostShape& s, int root, double b);
 double allgather_hier_cost(const CostShape& s, double b);
@@ -116,10 +124,17 @@ double scan_hier_cost(const CostShape& s, double m);
 double scan_doubling_cost(const CostShape& s, double m);
 
 // The hierarchical and the flat algorithm's predictions for one call of `op` (what auto
-// compares; gridbench prints them).
+// compares; gridbench prints them). For scatter and gather the hierarchical family has
+// several routes (part_trees.h): `hier` is that of `route`, the one GRIDRT_ROUTE names or
+// else the least predicted, and `routes` holds each one's.
 struct Prediction {
   double hier = 0, flat = 0;
+  Route route = Route::kPacked;
+  std::vector<std::pair<Route, double>> routes;
 };
-Prediction predict(const CostShape& s, Coll op, std::size_t bytes, int root);
+// `forced`: the route GRIDRT_ROUTE names, or none.
+Prediction predict(const CostShape& s, Coll op, std::size_t bytes, int root, std::optional<Route> forced = std::nullopt);
+// The routes a rooted operation's hierarchical family can take.
+std::vector<Route> routes_of(Coll op);
 
 }  // namespace gridrt::detail

@@ -35,6 +35,13 @@ std::vector<inter::Piece> pieces(const CommImpl& c, const void* buf, int count, 
   return pieces(c, buf, counts.data(), displs.data(), &type, false);
 }
 
+// A scatterv as `pick` says: the linear algorithm (flat, or the direct route), else the
+// hierarchical one along its route's tree.
+Async<> scatterv_by(const Pick& pick, CommImpl& c, Blocks in, void* recvbuf, Layout recv, bool in_place, int root) {
+  if (pick.algo == Algo::kFlat || pick.route == Route::kDirect) return scatterv_linear(c, std::move(in), recvbuf, recv, in_place, root);
+  return scatterv_hier(c, std::move(in), recvbuf, recv, in_place, root, false, rooted_tree(c, Coll::kScatter, root, pick));
+}
+
 void no_scan_between_groups(const CommImpl& c) {
   if (c.remote) throw ArgumentError("gridrt: scans are not defined on intercommunicators (MPI 4.0 §6.11)", MPI_ERR_COMM);
 }
@@ -84,8 +91,10 @@ Async<> gather(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sen
   Blocks out = c.me == root ? Blocks::equal(recvbuf, recvcount, c.size(), recvtype) : Blocks();
   std::vector<char> mine = in_place ? std::vector<char>() : own_block(sendbuf, sendcount, sendtype, out, c.me);
   const std::size_t block = in_place ? out.packed(root) : mine.size();
-  if (choose(algo, c, Coll::kGather, block, false, root) == Algo::kFlat) return gather_binomial(c, std::move(mine), in_place, std::move(out), root, block);
-  return gatherv_hier(c, std::move(mine), in_place, std::move(out), root, block);
+  const Pick pick = choose_rooted(algo, c, Coll::kGather, block, root);
+  if (pick.algo == Algo::kFlat) return gather_binomial(c, std::move(mine), in_place, std::move(out), root, block);
+  if (pick.route == Route::kDirect) return gatherv_linear(c, std::move(mine), in_place, std::move(out), root);
+  return gatherv_hier(c, std::move(mine), in_place, std::move(out), root, block, rooted_tree(c, Coll::kGather, root, pick));
 }
 
 Async<> gatherv(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int* recvcounts,
@@ -99,8 +108,10 @@ Async<> gatherv(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype se
     out = Blocks(recvbuf, recvcounts, displs, c.size(), recvtype);
   }
   std::vector<char> mine = in_place ? std::vector<char>() : packed_copy(Layout(sendtype, sendcount), sendbuf);
-  if (choose(algo, c, Coll::kGather, kSizeNotShared, false, root) == Algo::kFlat) return gatherv_linear(c, std::move(mine), in_place, std::move(out), root);
-  return gatherv_hier(c, std::move(mine), in_place, std::move(out), root, kSizeNotShared);
+  const Pick pick = choose_rooted(algo, c, Coll::kGather, kSizeNotShared, root);
+  if (pick.algo == Algo::kFlat || pick.route == Route::kDirect) return gatherv_linear(c, std::move(mine), in_place, std::move(out), root);
+  return gatherv_hier(c, std::move(mine), in_place, std::move(out), root, kSizeNotShared,
+                      rooted_tree(c, Coll::kGather, root, pick));
 }
 
 Async<> scatter(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
@@ -112,8 +123,10 @@ Async<> scatter(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype se
   Blocks in = c.me == root ? Blocks::equal(sendbuf, sendcount, c.size(), sendtype) : Blocks();
   const Layout recv = in_place ? Layout(sendtype, 0) : Layout(recvtype, recvcount);
   const std::size_t block = c.me == root ? in.packed(root) : recv.packed;
-  if (choose(algo, c, Coll::kScatter, block, false, root) == Algo::kFlat) return scatter_binomial(c, std::move(in), recvbuf, recv, in_place, root);
-  return scatterv_hier(c, std::move(in), recvbuf, recv, in_place, root, true);
+  const Pick pick = choose_rooted(algo, c, Coll::kScatter, block, root);
+  if (pick.algo == Algo::kFlat) return scatter_binomial(c, std::move(in), recvbuf, recv, in_place, root);
+  if (pick.route == Route::kDirect) return scatterv_linear(c, std::move(in), recvbuf, recv, in_place, root);
+  return scatterv_hier(c, std::move(in), recvbuf, recv, in_place, root, true, rooted_tree(c, Coll::kScatter, root, pick));
 }
 
 Async<> scatterv(CommImpl& c, const void* sendbuf, const int* sendcounts, const int* displs, MPI_Datatype sendtype, void* recvbuf,
@@ -127,8 +140,7 @@ Async<> scatterv(CommImpl& c, const void* sendbuf, const int* sendcounts, const 
     in = Blocks(sendbuf, sendcounts, displs, c.size(), sendtype);
   }
   const Layout recv = in_place ? Layout(sendtype, 0) : Layout(recvtype, recvcount);
-  if (choose(algo, c, Coll::kScatter, kSizeNotShared, false, root) == Algo::kFlat) return scatterv_linear(c, std::move(in), recvbuf, recv, in_place, root);
-  return scatterv_hier(c, std::move(in), recvbuf, recv, in_place, root, false);
+  return scatterv_by(choose_rooted(algo, c, Coll::kScatter, kSizeNotShared, root), c, std::move(in), recvbuf, recv, in_place, root);
 }
 
 Async<> allgatherv(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int* recvcounts,
@@ -220,8 +232,7 @@ Async<> reduce_then_scatter(CommImpl& c, const void* sendbuf, void* recvbuf, std
   else co_await reduce_binomial(c, input, reduced, whole, op, 0);
   Blocks in = c.me == 0 ? Blocks(reduced, counts.data(), displs.data(), c.size(), element.type) : Blocks();
   const Layout mine(element, counts[c.me]);
-  if (choose(algo, c, Coll::kScatter, kSizeNotShared) == Algo::kFlat) co_await scatterv_linear(c, std::move(in), recvbuf, mine, false, 0);
-  else co_await scatterv_hier(c, std::move(in), recvbuf, mine, false, 0, false);
+  co_await scatterv_by(choose_rooted(algo, c, Coll::kScatter, kSizeNotShared, 0), c, std::move(in), recvbuf, mine, false, 0);
 }
 }  // namespace
 

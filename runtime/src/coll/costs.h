@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "choice.h"
+#include "part_trees.h"
 #include "models/grid_model.h"
 
 namespace gridrt::detail {
@@ -50,6 +51,11 @@ struct CostShape {
   int size() const { return static_cast<int>(part_of.size()); }
   bool same_site(int a, int b) const { return site_of_part[a] == site_of_part[b]; }
   int head(int site) const { return sites[site].front(); }
+  double members_in(const std::vector<int>& which) const {
+    double n = 0;
+    for (int p : which) n += part_size[p];
+    return n;
+  }
   bool is_head(int part) const { return head(site_of_part[part]) == part; }
   // The hierarchical algorithms' tree over the parts from part `from` (CommImpl::upstream):
   // parts of from's site and other sites' heads under it, a site's other parts under its head.

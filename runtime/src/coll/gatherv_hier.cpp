@@ -1,8 +1,8 @@
 // Hierarchical gather(v): 1. each cluster's blocks gather at its entry point (the root, or
-// the cluster's leader) with MPICH, in the cluster's order; 2. up the tree that enters
-// every site once: an entry collects the blocks of the clusters below it (a site's head:
-// its site's), each cluster's or site's in one message, and sends them on with its own:
-// one WAN message per site, every block crossing the WAN once. Only the root knows
+// the cluster's leader) with MPICH, in the cluster's order; 2. up a tree over the parts
+// (part_trees.h: packed, binomial or chain across the sites): an entry collects the blocks
+// of each subtree below it in one message and sends them on after its own. On the packed
+// route one WAN message per site, every block crossing the WAN once. Only the root knows
 // gatherv's sizes, so an entry is told each message's size first.
 #include "algorithms.h"
 #include "costs.h"
@@ -10,9 +10,9 @@
 
 namespace gridrt::detail {
 
-Async<> gatherv_hier(CommImpl& c, std::vector<char> mine, bool in_place, Blocks out, int root, std::size_t block) {
+Async<> gatherv_hier(CommImpl& c, std::vector<char> mine, bool in_place, Blocks out, int root, std::size_t block, PartTree tree) {
   const int tag = c.next_tag();
-  const int root_part = c.part_of[root], p = c.my_part();
+  const int p = c.my_part();
   const bool is_entry = c.me == c.entry(p, root);
   const int local_root = c.index_in_part[c.entry(p, root)];
   const auto& part = c.parts[p];
@@ -32,9 +32,9 @@ Async<> gatherv_hier(CommImpl& c, std::vector<char> mine, bool in_place, Blocks 
     if (c.me == root) unpack_own_cluster();
     co_return;
   }
-  auto cover = [&](int q) { return c.members_of(with_part(c.downstream(q, root_part), q)); };
+  auto cover = [&](int q) { return c.members_of(tree.subtree(q)); };
   const bool told_sizes = block == kSizeNotShared && c.me != root;
-  const std::vector<int> below = c.downstream(p, root_part);
+  const std::vector<int>& below = tree.children[p];
   std::vector<std::vector<char>> from(c.parts.size());
   for (int q : below) {
     std::uint64_t size = 0;
@@ -51,7 +51,7 @@ Async<> gatherv_hier(CommImpl& c, std::vector<char> mine, bool in_place, Blocks 
     co_return;
   }
   for (int q : below) blob.insert(blob.end(), from[q].begin(), from[q].end());  // p comes first: it heads them
-  const int up = c.entry(c.upstream(p, root_part), root);
+  const int up = c.entry(tree.parent[p], root);
   if (block == kSizeNotShared && up != root) {
     const std::uint64_t size = blob.size();
     co_await one(send_to(c, up, tag, &size, sizeof size));
@@ -59,26 +59,26 @@ Async<> gatherv_hier(CommImpl& c, std::vector<char> mine, bool in_place, Blocks 
   co_await one(send_to(c, up, tag, blob.data(), blob.size()));
 }
 
-// Cost: MPICH's gather (or the paced split one, where the model has the cluster's gathers) at every part's entry, a site's other parts' blocks to its head, one
-// message per site (and per part of the root's site) to the root; b bytes per block.
-double gather_hier_cost(const CostShape& s, int root, double b) {
-  const int C = s.parts(), rp = s.part_of[root];
+// Cost: MPICH's gather (or the paced split one, where the model has the cluster's gathers)
+// at every part's entry; then up the tree, each entry sending its subtree's blocks in one
+// message once its own and its children's are there; b bytes per block.
+double gather_tree_cost(const CostShape& s, double b, const PartTree& t) {
+  const int C = s.parts();
   Timeline tl(s);
-  std::vector<double> ready(C), blocks(C);
-  for (int q = 0; q < C; ++q) {
+  std::vector<double> ready(C);
+  for (int q = 0; q < C; ++q)
     ready[q] = s.gathers[q] ? paced_gather_cost(*s.gathers[q], s.part_size[q], b) : local_cost(Coll::kGather, s.part_size[q], s.link[q][q], b);
-    blocks[q] = s.part_size[q] * b;
-  }
-  for (int q = 0; q < C; ++q)
-    if (!s.same_site(q, rp) && !s.is_head(q)) {
-      const int h = s.head(s.site_of_part[q]);
-      ready[h] = std::max(ready[h], tl.send(s.first_member[q], q, h, blocks[q], ready[q]));
-      blocks[h] += blocks[q];
-    }
-  double done = ready[rp];
-  for (int q = 0; q < C; ++q)
-    if (q != rp && s.upstream(q, rp) == rp) done = std::max(done, tl.send(s.first_member[q], q, rp, blocks[q], ready[q]));
-  return done;
+  const std::vector<int> order = t.top_down();
+  for (auto it = order.rbegin(); it != order.rend(); ++it)
+    if (const int q = *it; q != t.root)
+      ready[t.parent[q]] = std::max(ready[t.parent[q]], tl.send(s.first_member[q], q, t.parent[q], s.members_in(t.subtree(q)) * b, ready[q]));
+  return ready[t.root];
+}
+
+double gather_hier_cost(const CostShape& s, int root, double b, Route r) {
+  if (r == Route::kDirect) return gatherv_linear_cost(s, root, b);
+  // A gather has no order to schedule: its root receives what arrives.
+  return gather_tree_cost(s, b, part_tree(s.sites, s.site_of_part, s.part_of[root], r == Route::kOrdered ? Route::kPacked : r));
 }
 
 }  // namespace gridrt::detail

@@ -11,29 +11,61 @@
 
 namespace gridrt::detail {
 
+std::vector<Route> routes_of(Coll op) {
+  if (op == Coll::kScatter) return {Route::kPacked, Route::kOrdered, Route::kBinomial, Route::kChain, Route::kDirect};
+  if (op == Coll::kGather) return {Route::kPacked, Route::kBinomial, Route::kChain, Route::kDirect};
+  return {};
+}
+
 namespace {
-Prediction uncorrected(const CostShape& s, Coll op, std::size_t bytes, int root) {
+// The route a rooted operation takes when `r` is asked for: a gather has no order to
+// schedule (its root receives what arrives), so ordered is packed there.
+Route effective(Coll op, Route r) { return op == Coll::kGather && r == Route::kOrdered ? Route::kPacked : r; }
+
+Prediction two(double hier, double flat) {
+  Prediction p;
+  p.hier = hier;
+  p.flat = flat;
+  return p;
+}
+
+Prediction uncorrected(const CostShape& s, Coll op, std::size_t bytes, int root, std::optional<Route> forced) {
   const double m = static_cast<double>(bytes);
   switch (op) {
-    case Coll::kBarrier: return {barrier_hier_cost(s), barrier_dissemination_cost(s)};
-    case Coll::kBcast: return {bcast_hier_cost(s, root, m), bcast_binomial_cost(s, root, m)};
-    case Coll::kReduce: return {reduce_hier_cost(s, root, m), reduce_binomial_cost(s, root, m)};
-    case Coll::kAllreduce: return {allreduce_hier_cost(s, m), allreduce_doubling_cost(s, m)};
-    case Coll::kGather: return {gather_hier_cost(s, root, m), gather_binomial_cost(s, root, m)};
-    case Coll::kScatter: return {scatter_hier_cost(s, root, m), scatter_binomial_cost(s, root, m)};
-    case Coll::kAllgather: return {allgather_hier_cost(s, m), allgather_ring_cost(s, m)};
-    case Coll::kAlltoall: return {alltoall_local_group_cost(s, m), alltoall_pairwise_cost(s, m)};
-    case Coll::kScan: return {scan_hier_cost(s, m), scan_doubling_cost(s, m)};
+    case Coll::kBarrier: return two(barrier_hier_cost(s), barrier_dissemination_cost(s));
+    case Coll::kBcast: return two(bcast_hier_cost(s, root, m), bcast_binomial_cost(s, root, m));
+    case Coll::kReduce: return two(reduce_hier_cost(s, root, m), reduce_binomial_cost(s, root, m));
+    case Coll::kAllreduce: return two(allreduce_hier_cost(s, m), allreduce_doubling_cost(s, m));
+    case Coll::kGather:
+    case Coll::kScatter: {
+      Prediction p;
+      p.flat = op == Coll::kGather ? gather_binomial_cost(s, root, m) : scatter_binomial_cost(s, root, m);
+      for (Route r : routes_of(op))
+        p.routes.emplace_back(r, op == Coll::kGather ? gather_hier_cost(s, root, m, r) : scatter_hier_cost(s, root, m, r));
+      // GRIDRT_ROUTE's, else the least predicted (the first of equals: packed before the others).
+      auto least = std::min_element(p.routes.begin(), p.routes.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+      p.route = forced ? effective(op, *forced) : least->first;
+      for (const auto& [r, t] : p.routes)
+        if (r == p.route) p.hier = t;
+      return p;
+    }
+    case Coll::kAllgather: return two(allgather_hier_cost(s, m), allgather_ring_cost(s, m));
+    case Coll::kAlltoall: return two(alltoall_local_group_cost(s, m), alltoall_pairwise_cost(s, m));
+    case Coll::kScan: return two(scan_hier_cost(s, m), scan_doubling_cost(s, m));
   }
   return {};
 }
 }  // namespace
 
-// The cost functions' predictions, corrected as the model's sample run says (models/grid_model.h).
-Prediction predict(const CostShape& s, Coll op, std::size_t bytes, int root) {
-  Prediction p = uncorrected(s, op, bytes, root);
+// The cost functions' predictions, corrected as the model's sample run says (models/grid_model.h);
+// the hierarchical family's correction applies to each of its routes.
+Prediction predict(const CostShape& s, Coll op, std::size_t bytes, int root, std::optional<Route> forced) {
+  Prediction p = uncorrected(s, op, bytes, root, forced);
   const std::string name = coll_name(op);
-  if (const auto it = s.corrections.find(name + "/hier"); it != s.corrections.end()) p.hier = it->second.apply(p.hier);
+  if (const auto it = s.corrections.find(name + "/hier"); it != s.corrections.end()) {
+    p.hier = it->second.apply(p.hier);
+    for (auto& r : p.routes) r.second = it->second.apply(r.second);
+  }
   if (const auto it = s.corrections.find(name + "/flat"); it != s.corrections.end()) p.flat = it->second.apply(p.flat);
   return p;
 }
@@ -96,22 +128,65 @@ const models::ManyToOneModel* many_to_one_of(const CommImpl& c) {
 }
 
 
-Algo auto_choice(CommImpl& c, Coll op, std::size_t bytes, int root) {
+namespace {
+// The model's pick for one call, made once per (operation, size, root) and kept; none
+// without a model (or for sizes not every member knows). GRIDRT_EXPLAIN says each one.
+std::optional<Pick> modelled(CommImpl& c, Coll op, std::size_t bytes, int root) {
   const CostShape* costs = bytes == kSizeNotShared ? nullptr : costs_of(c);
-  if (!costs) return auto_picks_flat(c.sites.size(), c.parts.size(), op, bytes) ? Algo::kFlat : Algo::kHier;
+  if (!costs) return std::nullopt;
   const auto key = std::make_tuple(static_cast<int>(op), bytes, root);
   if (const auto it = c.chosen.find(key); it != c.chosen.end()) return it->second;
-  const Prediction p = predict(*costs, op, bytes, root);
-  const Algo a = p.flat < p.hier ? Algo::kFlat : Algo::kHier;
-  if (c.chosen.size() < kChoicesKept) {
-    c.chosen.emplace(key, a);
-    // Each choice said once, where GRIDRT_EXPLAIN asks.
-    if (state().explain && c.me == 0)
-      std::fprintf(stderr, "gridrt: auto: %s of %zu B on %d members in %d clusters at %zu sites: hier %.1f us, flat %.1f us -> %s\n",
-                   coll_name(op), bytes, c.size(), static_cast<int>(c.parts.size()), c.sites.size(), p.hier * 1e6, p.flat * 1e6,
-                   a == Algo::kFlat ? "flat" : "hier");
+  const Prediction p = predict(*costs, op, bytes, root, state().route);
+  Pick pick{p.flat < p.hier ? Algo::kFlat : Algo::kHier, p.route, nullptr};
+  if (p.route == Route::kOrdered) pick.tree = std::make_shared<const PartTree>(scatter_tree(*costs, root, static_cast<double>(bytes), p.route));
+  if (c.chosen.size() >= kChoicesKept) return pick;
+  c.chosen.emplace(key, pick);
+  if (state().explain && c.me == 0) {
+    std::string routes;  // the hierarchical family's routes, where it has several
+    for (const auto& [r, t] : p.routes) {
+      char one[64];
+      std::snprintf(one, sizeof one, "%s%s %.1f us", routes.empty() ? " (" : ", ", route_name(r), t * 1e6);
+      routes += one;
+    }
+    if (!routes.empty()) routes += ")";
+    // Auto's family; for a scatter or gather, also the route its hierarchical one takes.
+    std::string chosen = pick.algo == Algo::kFlat ? "flat" : "hier";
+    if (!p.routes.empty()) chosen += std::string(pick.algo == Algo::kFlat ? " (hier's route: " : " by the ") + route_name(p.route) + (pick.algo == Algo::kFlat ? ")" : " route");
+    std::fprintf(stderr, "gridrt: auto: %s of %zu B on %d members in %d clusters at %zu sites: hier %.1f us%s, flat %.1f us -> %s\n",
+                 coll_name(op), bytes, c.size(), static_cast<int>(c.parts.size()), c.sites.size(), p.hier * 1e6, routes.c_str(), p.flat * 1e6,
+                 chosen.c_str());
   }
-  return a;
+  return pick;
+}
+}  // namespace
+
+Algo auto_choice(CommImpl& c, Coll op, std::size_t bytes, int root) {
+  if (const auto m = modelled(c, op, bytes, root)) return m->algo;
+  return auto_picks_flat(c.sites.size(), c.parts.size(), op, bytes) ? Algo::kFlat : Algo::kHier;
+}
+
+Pick choose_rooted(Algo asked, CommImpl& c, Coll op, std::size_t bytes, int root) {
+  const Algo a = asked_for(asked);
+  if (a == Algo::kFlat) return {Algo::kFlat, Route::kPacked, nullptr};
+  if (auto m = modelled(c, op, bytes, root)) {
+    if (a == Algo::kHier) m->algo = Algo::kHier;
+    return *m;
+  }
+  const Route r = effective(op, state().route.value_or(Route::kPacked));
+  if (a == Algo::kAuto && auto_picks_flat(c.sites.size(), c.parts.size(), op, bytes)) return {Algo::kFlat, r, nullptr};
+  return {Algo::kHier, r, nullptr};
+}
+
+PartTree rooted_tree(CommImpl& c, Coll op, int root, const Pick& pick) {
+  if (pick.tree) return *pick.tree;
+  const Route r = effective(op, pick.route);
+  PartTree t = part_tree(c.sites, c.site_of_part, c.part_of[root], r);
+  if (r != Route::kOrdered) return t;
+  // Without the model's times: children with more members below them first.
+  std::vector<double> tail(c.parts.size(), 0);
+  for (int x : t.children[t.root]) tail[x] = static_cast<double>(c.members_of(t.subtree(x)).size());
+  serve_in_order(t, tail);
+  return t;
 }
 
 Coll coll_named(const std::string& op) {
@@ -135,7 +210,7 @@ double Comm::predicted_us(const std::string& op, std::size_t bytes, Algo algo, i
   const detail::CostShape* costs = detail::costs_of(impl());
   if (!costs) return -1;
   if (algo == Algo::kDefault) algo = detail::asked_for(algo);
-  return detail::pick(detail::predict(*costs, which, bytes, root), algo);
+  return detail::pick(detail::predict(*costs, which, bytes, root, detail::state().route), algo);
 }
 
 namespace {
@@ -176,10 +251,13 @@ GridPredictor GridPredictor::from_json(const std::string& json, const GridShape&
   return GridPredictor(shape_from([&] { return models::read_model_json(json, "the model"); }, grid));
 }
 
-double GridPredictor::predicted_us(const std::string& op, std::size_t bytes, Algo algo, int root) const {
+double GridPredictor::predicted_us(const std::string& op, std::size_t bytes, Algo algo, int root, const std::string& route) const {
   const detail::Coll which = detail::coll_named(op);
   if (root < 0 || root >= shape_->size()) throw Error("gridrt: predicted_us: root " + std::to_string(root) + " is not a rank");
-  return detail::pick(detail::predict(*shape_, which, bytes, root), algo);
+  const std::optional<detail::Route> r = detail::route_named(route);
+  if (!route.empty() && !r)
+    throw Error("gridrt: predicted_us: route '" + route + "' is not one of packed, ordered, binomial, chain, direct");
+  return detail::pick(detail::predict(*shape_, which, bytes, root, r), algo);
 }
 
 }  // namespace gridrt

@@ -1,9 +1,10 @@
-// Hierarchical scatter(v): down the tree that enters every site once, each entry (the
-// root, or a cluster's leader) receives the blocks of its cluster and of the clusters below
-// it (a site's head: its whole site's) in one message (after their sizes, for scatterv:
-// only the root knows them), keeps its cluster's and passes on the rest; then scatters its
-// cluster's blocks inside with MPICH. One WAN message per site, every block crossing the
-// WAN once.
+// Hierarchical scatter(v): down a tree over the parts (part_trees.h: packed, ordered,
+// binomial or chain across the sites), each entry (the root, or a cluster's leader)
+// receives the blocks of its cluster and of the clusters below it in one message (after
+// their sizes, for scatterv: only the root knows them), keeps its cluster's and passes on
+// each child's subtree's, in the tree's order; then scatters its cluster's blocks inside
+// with MPICH. One WAN message per edge that crosses sites, every block crossing the WAN
+// once on the packed and ordered routes.
 #include <numeric>
 
 #include "algorithms.h"
@@ -12,29 +13,24 @@
 
 namespace gridrt::detail {
 
-Async<> scatterv_hier(CommImpl& c, Blocks in, void* recvbuf, Layout recv, bool in_place, int root, bool equal) {
+Async<> scatterv_hier(CommImpl& c, Blocks in, void* recvbuf, Layout recv, bool in_place, int root, bool equal, PartTree tree) {
   const int tag = c.next_tag();
-  const int root_part = c.part_of[root], p = c.my_part();
+  const int p = c.my_part();
   const bool is_entry = c.me == c.entry(p, root);
   const int local_root = c.index_in_part[c.entry(p, root)];
   const bool keep = c.me == root && in_place;
   const auto& part = c.parts[p];
   const int block_bytes = static_cast<int>(recv.packed);
-  auto cover = [&](int q) { return c.members_of(with_part(c.downstream(q, root_part), q)); };
+  auto cover = [&](int q) { return c.members_of(tree.subtree(q)); };
   std::vector<int> sizes;  // of `cover(p)`'s members, in order
   std::vector<char> blob;
   std::vector<std::vector<int>> sizes_to(c.parts.size());
   std::vector<std::vector<char>> blobs_to(c.parts.size());
   std::vector<Step> sends;
   if (is_entry) {
-    // This cluster's members first, then those of each cluster below, in order (for an entry
-    // other than the root that is cover(p): it heads the clusters below it).
-    const std::vector<int> below = c.downstream(p, root_part);
-    std::vector<int> mine = part;
-    for (int q : below) {
-      const std::vector<int> more = cover(q);
-      mine.insert(mine.end(), more.begin(), more.end());
-    }
+    // This cluster's members first, then those of each subtree below, in order: cover(p).
+    const std::vector<int>& below = tree.children[p];
+    const std::vector<int> mine = cover(p);
     if (c.me == root) {
       for (int m : mine) sizes.push_back(m == root && keep ? 0 : static_cast<int>(in.packed(m)));
       std::vector<int> members = mine;
@@ -42,9 +38,9 @@ Async<> scatterv_hier(CommImpl& c, Blocks in, void* recvbuf, Layout recv, bool i
       blob = in.pack_all(members);
     } else {
       sizes.assign(mine.size(), block_bytes);
-      if (!equal) co_await one(receive_from(c, c.entry(c.upstream(p, root_part), root), tag, sizes.data(), sizes.size() * sizeof(int)));
+      if (!equal) co_await one(receive_from(c, c.entry(tree.parent[p], root), tag, sizes.data(), sizes.size() * sizeof(int)));
       blob.resize(std::accumulate(sizes.begin(), sizes.end(), std::size_t{0}));
-      co_await one(receive_from(c, c.entry(c.upstream(p, root_part), root), tag, blob.data(), blob.size()));
+      co_await one(receive_from(c, c.entry(tree.parent[p], root), tag, blob.data(), blob.size()));
     }
     // Cut out the clusters below's sizes and blocks.
     std::size_t member = part.size(), at = 0;
@@ -72,28 +68,47 @@ Async<> scatterv_hier(CommImpl& c, Blocks in, void* recvbuf, Layout recv, bool i
   co_await all(sends);
 }
 
-// Cost: the root sends each part of its site its blocks and each other site's head that
-// site's, one message each in part order; heads hand on their site's other parts'; MPICH's
-// scatter inside every part once its blocks are there.
-double scatter_hier_cost(const CostShape& s, int root, double b) {
-  const int C = s.parts(), rp = s.part_of[root];
+// Cost: the tree played over the lines (costs.h): each entry, once its message has
+// arrived, sends each child its subtree's blocks in the tree's order (the root from the
+// start); MPICH's scatter inside every part once its blocks are there. For the packed tree
+// that is the grid scatter's packed formula, max over c of (sum of g_w(R_c' m) for c' up
+// to c) + L_w + T_local,c (models/scatter_models.h), with the lines and wake-ups of costs.h.
+namespace {
+// When the subtree of part `from` is done, its entry starting at 0 with its blocks there.
+double scatter_from(const CostShape& s, int root, double b, const PartTree& t, int from) {
   Timeline tl(s);
-  std::vector<double> got(C, 0), blocks(C);
-  for (int q = 0; q < C; ++q) blocks[q] = s.part_size[q] * b;
-  for (int q = 0; q < C; ++q)
-    if (q != rp && s.is_head(q) && !s.same_site(q, rp))
-      for (int r : s.sites[s.site_of_part[q]])
-        if (r != q) blocks[q] += blocks[r];
-  for (int q = 0; q < C; ++q)
-    if (q != rp && s.upstream(q, rp) == rp) got[q] = tl.send(root, rp, q, blocks[q], 0);
-  for (int q = 0; q < C; ++q)
-    if (q != rp && s.upstream(q, rp) != rp) {
-      const int h = s.upstream(q, rp);
-      got[q] = tl.send(s.first_member[h], h, q, s.part_size[q] * b, got[h]);
-    }
+  std::vector<double> got(s.parts(), 0);
   double done = 0;
-  for (int q = 0; q < C; ++q) done = std::max(done, got[q] + local_cost(Coll::kScatter, s.part_size[q], s.link[q][q], b, got[q]));
+  std::vector<int> order{from};
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const int q = order[i];
+    const int sender = q == t.root ? root : s.first_member[q];
+    for (int x : t.children[q]) {
+      got[x] = tl.send(sender, q, x, s.members_in(t.subtree(x)) * b, got[q]);
+      order.push_back(x);
+    }
+    done = std::max(done, got[q] + local_cost(Coll::kScatter, s.part_size[q], s.link[q][q], b, got[q]));
+  }
   return done;
+}
+}  // namespace
+
+PartTree scatter_tree(const CostShape& s, int root, double b, Route r) {
+  const int rp = s.part_of[root];
+  PartTree t = part_tree(s.sites, s.site_of_part, rp, r);
+  if (r == Route::kOrdered) {
+    // A child's tail: its message's latency, then its subtree's time from its arrival.
+    std::vector<double> tail(s.parts(), 0);
+    for (int x : t.children[rp]) tail[x] = s.link[rp][x].L + scatter_from(s, root, b, t, x);
+    serve_in_order(t, tail);
+  }
+  return t;
+}
+
+double scatter_tree_cost(const CostShape& s, int root, double b, const PartTree& t) { return scatter_from(s, root, b, t, t.root); }
+
+double scatter_hier_cost(const CostShape& s, int root, double b, Route r) {
+  return r == Route::kDirect ? scatterv_linear_cost(s, root, b) : scatter_tree_cost(s, root, b, scatter_tree(s, root, b, r));
 }
 
 }  // namespace gridrt::detail

@@ -46,4 +46,21 @@ struct PLogP {
   double alpha() const { return L + g.at(0); }
 };
 
+// The gap of each direction of a pair at one size m, from what a pair's calibration times
+// at the first process a: `rtt`, a round trip of m bytes to b and none back; `forth` (and
+// `back`, timed at b), n messages of m bytes sent back to back from a to b (b to a), then
+// one of none answering them. With gaps g_f, g_b and latencies L_f, L_b (overheads in
+// them): rtt = g_f + L_f + L_b, forth = n g_f + L_f + L_b, back = n g_b + L_b + L_f. The
+// round trip carries m one way only, so where the directions differ (an access line on one
+// side) the back direction must add g_f back, not take (back - rtt) / (n - 1).
+struct Gaps {
+  double forth = 0, back = 0;
+};
+inline Gaps gaps_from_streams(double rtt, double forth, double back, int n) {
+  Gaps g;
+  g.forth = std::max(0.0, (forth - rtt) / (n - 1));
+  g.back = std::max(0.0, (back - rtt + g.forth) / n);
+  return g;
+}
+
 }  // namespace gridrt::models
