@@ -11,8 +11,10 @@
 // of processes. Then, for every site with two other sites, an access probe: its leader
 // streams to both at once, which takes as long as the slower stream alone on lines of
 // their own, and as long as both one after the other when the site's traffic shares one
-// line (an access line, the one-port assumption): the model then says so. One pair is measured at a time (the others wait in a barrier), so no
-// measurement disturbs another. With --escalations, each cluster's gathers are swept too
+// line (an access line, the one-port assumption): the model then says so. Inside every
+// cluster of several nodes, the latency between each two nodes, from which the model's
+// logical clusters follow (nodes alike: logical_clusters() below). One pair is measured at
+// a time (the others wait in a barrier), so no measurement disturbs another. With --escalations, each cluster's gathers are swept too
 // (the many-to-one model, models/many_to_one.h: where they escalate, the hierarchical gather
 // splits its step inside the cluster).
 //
@@ -61,6 +63,11 @@ several, and between each pair of sites: C(C+1)/2 measurements for C sites of on
 each, taking a few seconds. It runs as a job on every slot of the grid. Give the model to
 jobs with `gridrun --model FILE` (GRIDRT_MODEL): auto then chooses every collective's
 algorithm from its predictions, and gridbench prints them (predicted_us).
+
+Inside every cluster of several nodes (hosts) it measures the latency between each two of
+them, and the model splits the cluster into logical clusters of nodes alike (a latency
+within 20% of each node's least, as Lowekamp's ECO rule); the collectives' steps inside
+the cluster then compose over them. `--show` prints them and the latencies behind them.
 
   --output FILE   where to write the model (default gridrt-model.json here)
   --show FILE     print a model file readably, measure nothing
@@ -209,6 +216,67 @@ gridrt::models::PLogP plogp_of(const std::vector<Row>& r, const std::vector<doub
   p.L = std::max(0.0, r[0][0] / 2 - (r[0][1] + r[0][4]) / 2);
   p.wake = r[sizes.size()][0];
   return p;
+}
+
+// Logical clusters (Barchet-Estefanel and Mounié, "Identifying Logical Homogeneous
+// Clusters for Efficient Wide-area Communications", 2004): inside every cluster of several
+// nodes (hosts, or MPI's shared-memory domains on one host: models::node_names), the
+// latency between each two nodes' first processes, from round trips of no data (the
+// median of kLatencyReps after one not counted), one pair at a time, one cluster at a time;
+// rank 0 draws each cluster's logical clusters from them (models::partition, tolerance
+// 1.20) into the model. Returns the pairs probed.
+constexpr int kLatencyReps = 7;
+
+int logical_clusters(const gridrt::Comm& world, const std::vector<std::vector<int>>& cluster_ranks, gridrt::models::GridModel& model) {
+  const int me = world.rank(), P = world.size();
+  // Every process's host and the first process (world rank) of its shared-memory domain.
+  MPI_Comm domain;
+  MPI_Comm_split_type(gridrt::cluster_comm(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &domain);
+  int first = me;
+  MPI_Bcast(&first, 1, MPI_INT, 0, domain);
+  MPI_Comm_free(&domain);
+  std::vector<int> first_of(P);
+  world.allgather(&first, first_of.data(), 1, MPI_INT);
+  int probed = 0;
+  std::vector<char> none(1);
+  for (std::size_t c = 0; c < cluster_ranks.size(); ++c) {
+    const std::vector<int>& ranks = cluster_ranks[c];
+    std::vector<std::string> host;
+    std::vector<int> domain_of;
+    for (int r : ranks) host.push_back(gridrt::level_name(gridrt::Level::kNode, r)), domain_of.push_back(first_of[r]);
+    const std::vector<std::string> name = gridrt::models::node_names(host, domain_of);
+    std::vector<std::string> nodes;
+    std::vector<int> leader;  // each node's first process
+    for (std::size_t i = 0; i < ranks.size(); ++i)
+      if (std::find(nodes.begin(), nodes.end(), name[i]) == nodes.end()) nodes.push_back(name[i]), leader.push_back(ranks[i]);
+    const int k = static_cast<int>(nodes.size());
+    if (k < 2) continue;
+    gridrt::models::LogicalClusters l;
+    l.nodes = nodes;
+    l.latency.assign(k, std::vector<double>(k, 0));
+    for (int a = 0; a < k; ++a)
+      for (int b = a + 1; b < k; ++b, ++probed) {
+        const int tag = 3000 + a * k + b;
+        std::vector<double> rtt;
+        if (me == leader[a] || me == leader[b])
+          for (int r = 0; r <= kLatencyReps; ++r) {
+            const double t = round_trip(me, leader[a], leader[b], none, 0, tag).first;
+            if (r > 0) rtt.push_back(t);
+          }
+        double one_way = me == leader[a] ? gridrt::models::median_of(rtt) / 2 : 0;
+        if (leader[a] != 0 && me == leader[a]) gridrt::send(&one_way, sizeof one_way, 0, tag);
+        if (me == 0 && leader[a] != 0) gridrt::recv(&one_way, sizeof one_way, leader[a], tag);
+        l.latency[a][b] = l.latency[b][a] = one_way;
+        world.barrier();
+      }
+    if (me != 0) continue;
+    l.group = gridrt::models::partition(l.latency, l.tolerance);
+    model.logical[gridrt::level_name(gridrt::Level::kCluster, ranks[0])] = l;
+    std::printf("# logical clusters of %s:\n%s", gridrt::level_name(gridrt::Level::kCluster, ranks[0]).c_str(),
+                gridrt::models::describe_logical_clusters(gridrt::level_name(gridrt::Level::kCluster, ranks[0]), l).c_str());
+    std::fflush(stdout);
+  }
+  return probed;
 }
 
 // The many-to-one sweep (--escalations): in each cluster of 3 processes or more, one cluster
@@ -433,6 +501,8 @@ int work(int argc, char** argv) {
     }
     world.barrier();
   }
+  const int latency_probes = logical_clusters(world, cluster_ranks, model);
+  if (me == 0 && latency_probes > 0) std::printf("# %d latency probes between nodes\n", latency_probes);
   if (escalations) escalation_sweep(world, cluster_ranks, pingpong, model);
   if (sample) sample_run(world, sizes, model);
   if (me == 0) {

@@ -53,8 +53,11 @@ Job options:
   --label, -l          prefix every output line with [cluster:rank] (the default)
   --no-label           print the processes' lines as they are
   --dry-run            print how the groups map onto clusters and ranks, run nothing
-  --explain            print how each pair of clusters connects, and why (with
-                       --dry-run: and run nothing)
+  --explain            print how each pair of clusters connects, and why, and the
+                       logical clusters the model (--model, or the broker's) splits
+                       clusters into, with the latencies behind them; the processes
+                       then say each choice auto makes (GRIDRT_EXPLAIN=1). With
+                       --dry-run: and run nothing
   -v, --verbose        say what gridrun is doing (job id, daemons' log level info)
   --version            print gridrt's version and exit
 
@@ -267,7 +270,8 @@ int main(int argc, char** argv) {
       // handed to every process in its environment, wherever the processes run (over the
       // model the broker may keep).
       try {
-        env.emplace_back("GRIDRT_MODEL_JSON", models::read_model_text(value()));
+        sub.model = models::read_model_text(value());
+        env.emplace_back("GRIDRT_MODEL_JSON", sub.model);
       } catch (const models::ModelError& e) {
         usage_error(std::string("--model: ") + e.what());
       }
@@ -299,6 +303,7 @@ int main(int argc, char** argv) {
       dry_run = true;
     } else if (a == "--explain") {
       sub.explain = true;
+      env.emplace_back("GRIDRT_EXPLAIN", "1");
     } else if (a == "-v" || a == "--verbose") {
       sub.verbose = true;
     } else if (a == "--grid") {
@@ -396,7 +401,7 @@ int main(int argc, char** argv) {
     if (dry_run && embedded) {
       const Topology t = map_job(spec, offers_of(grid));
       std::fputs(describe_mapping(t).c_str(), stdout);
-      if (sub.explain) std::fputs(explain_links(t).c_str(), stdout);
+      if (sub.explain) std::fputs((explain_links(t) + explain_model(t, sub.model)).c_str(), stdout);
       return 0;  // (with --broker, the broker maps the job: submit_job prints the same)
     }
     if (dry_run) sub.flags |= kSubmitDryRun;

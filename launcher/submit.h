@@ -16,7 +16,8 @@ struct SubmitOptions {
   tls::Credentials creds;
   std::uint32_t flags = 0;  // kSubmit* flags of broker.h
   bool verbose = false;
-  bool explain = false;  // print how each pair of the job's clusters connects
+  bool explain = false;  // print how each pair of the job's clusters connects, and the model's logical clusters
+  std::string model;     // the model gridrun --model gives the job (its text), if any
   bool label = true;     // prefix output lines with [cluster:rank]
   int timeout_s = 0;     // > 0: the job is stopped once it has run this long (exit 124)
   // Polled while the job runs: a non-empty answer (e.g. "the embedded relay of cluster c0
@@ -32,6 +33,10 @@ inline constexpr int kTimedOutStatus = 124;
 // kTimedOutStatus when the time limit stopped it.
 // With kSubmitDryRun, prints the mapping the broker chose instead of running.
 int submit_job(const JobSpec& spec, const SubmitOptions& opt);
+
+// For --explain: the logical clusters the job's model (`model`'s text, else the one the
+// broker keeps, in the topology) splits its clusters into, and why; empty without a model.
+std::string explain_model(const Topology& t, const std::string& model);
 
 // Asks the broker to cancel `job`, one of the user's own (creds), which may run from
 // another gridrun: prints the broker's answer; 0 when the job is being stopped, 1 when the

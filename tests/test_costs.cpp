@@ -205,6 +205,36 @@ TEST(ModelFile, CorrectionsFittedFromASampleRunAndApplied) {
 // A cluster's gathers in the model file: written and read back (thresholds, levels, the
 // frequency table), refused when malformed, and the hierarchical gather's cost taking the
 // paced split where the model splits, one gather's expected time elsewhere.
+// A cluster's nodes, the latencies between them, and the logical clusters that follow.
+TEST(ModelFile, LogicalClustersWrittenReadBackDescribedAndRefused) {
+  models::GridModel m;
+  m.inside["*"] = line(50e-6, 0.08);
+  models::LogicalClusters l;
+  l.nodes = {"n1", "n2", "n3", "n4"};
+  // Two pairs of nodes 20 us apart, 90 us between the pairs.
+  l.latency = {{0, 20e-6, 90e-6, 90e-6}, {20e-6, 0, 90e-6, 90e-6}, {90e-6, 90e-6, 0, 21e-6}, {90e-6, 90e-6, 21e-6, 0}};
+  m.logical["c0"] = l;
+  const models::GridModel back = models::read_model_json(models::model_json(m), "m.json");
+  ASSERT_EQ(back.logical.count("c0"), 1u);
+  const models::LogicalClusters& r = back.logical.at("c0");
+  EXPECT_EQ(r.nodes, l.nodes);
+  EXPECT_NEAR(r.latency[2][3], 21e-6, 1e-12);
+  EXPECT_EQ(r.group, (std::vector<int>{0, 0, 1, 1})) << "drawn from the latencies when read";
+  const std::string said = models::describe_model(back);
+  EXPECT_NE(said.find("cluster c0: 4 nodes in 2 logical clusters (latency within 20% of each node's and group's least): {n1 n2} {n3 n4}"),
+            std::string::npos)
+      << said;
+  EXPECT_NE(said.find("n3:     90.0     90.0        -     21.0"), std::string::npos) << said;
+  const std::string head = R"({"format": "gridrt-model/1", "inside": {"*": {"L_us": 1, "g_us": [[0, 1]]}}, "logical_clusters": {"c0": )";
+  expect_refused({{head + R"({"nodes": ["a"], "latency_us": [[0]]}}})", "logical_clusters.c0.nodes: at least two nodes"},
+                  {head + R"({"nodes": ["a", "a"], "latency_us": [[0, 1], [1, 0]]}}})", "node names must be given, each once ('a')"},
+                  {head + R"({"nodes": ["a", "b"], "latency_us": [[0, 1]]}}})", "latency_us must have a row per node (2)"},
+                  {head + R"({"nodes": ["a", "b"], "latency_us": [[0, 1], [1]]}}})", "latency_us must be a 2 x 2 matrix"},
+                  {head + R"({"nodes": ["a", "b"], "latency_us": [[0, -1], [1, 0]]}}})", "must be a non-negative number, not '-1'"},
+                  {head + R"({"nodes": ["a", "b"], "latency_us": [[0, 1], [1, 0]], "tolerance": 0.5}}})", "tolerance must be at least 1"},
+                  {head + R"({"latency_us": [[0, 1], [1, 0]]}}})", "logical_clusters.c0: 'nodes' is missing"}});
+}
+
 TEST(ModelFile, ManyToOneWrittenReadBackAndPredicting) {
   models::GridModel m;
   m.inside["*"] = line(50e-6, 0.08);

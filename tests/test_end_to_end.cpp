@@ -1441,6 +1441,61 @@ TEST(Calibration, EscalationsSweepAClustersGathersIntoTheModel) {
   expect_nothing_left();
 }
 
+// Logical clusters: the nodes of a cluster (here MPICH's cliques: several nodes of one
+// host) are measured one pair at a time into the model; and a model that splits a cluster's
+// four nodes into two logical clusters, each of two nodes whose processes are not
+// consecutive ranks, makes its steps inside compose over them, every collective still
+// matching its reference; gridrun --explain says the partition and why.
+TEST(Calibration, NodesOfAClusterAreMeasuredAndTheModelsLogicalClustersUsed) {
+  dirs_before = gridrun_dirs();
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  const std::string model = ::testing::TempDir() + "/nodes-model.json";
+  std::filesystem::remove(model);
+  ::setenv("MPIR_CVAR_NUM_CLIQUES", "2", 1);
+  const Outcome cal = start_program("gridrun", {"calibrate", "--clusters", "1", "--ranks-per-cluster", "4", "--no-sample", "--sizes", "0,1024",
+                                                "--output", model},
+                                    "calibrate-nodes")
+                          .finish();
+  ASSERT_EQ(cal.status, 0) << cal.out << cal.err;
+  EXPECT_NE(cal.err.find("1 latency probes between nodes"), std::string::npos) << cal.err;
+  const gridrt::models::GridModel m = gridrt::models::load_model(model);
+  ASSERT_EQ(m.logical.count("c0"), 1u) << read_text(model);
+  const gridrt::models::LogicalClusters& l = m.logical.at("c0");
+  EXPECT_EQ(l.nodes, (std::vector<std::string>{std::string(host) + "/0", std::string(host) + "/1"}));
+  EXPECT_GT(l.latency[0][1], 0);
+  const Outcome show = start_program("gridrun", {"calibrate", "--show", model}, "calibrate-show").finish();
+  EXPECT_NE(show.out.find("cluster c0: 2 nodes in "), std::string::npos) << show.out;
+
+  // Four cliques of one process each in c0; nodes 0 and 2 close, 1 and 3 close.
+  const std::string h = host;
+  std::ofstream(model) << R"({"format": "gridrt-model/1",
+    "inside": {"*": {"L_us": 20, "g_us": [[0, 1], [1048576, 1000]]}},
+    "between_sites": [{"sites": ["*", "*"], "plogp": {"L_us": 1000, "g_us": [[0, 1], [1048576, 10000]]}}],
+    "logical_clusters": {"c0": {"nodes": [")" + h + R"(/0", ")" + h + R"(/1", ")" + h + R"(/2", ")" + h + R"(/3"],
+      "latency_us": [[0, 50, 10, 50], [50, 0, 50, 10], [10, 50, 0, 50], [50, 10, 50, 0]]}}})";
+  ::setenv("MPIR_CVAR_NUM_CLIQUES", "4", 1);
+  const Outcome r = gridrun({"--grid", grid_with_sites({{"A", 4}, {"B", 2}}), "--model", model, "--explain", helloworld_running("coll_check")});
+  ::unsetenv("MPIR_CVAR_NUM_CLIQUES");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("checks passed on 6 processes in 2 clusters"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.err.find("gridrt: cluster c0: its 4 nodes make 2 logical clusters (the model's): its steps compose over them"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("cluster c0: 4 nodes in 2 logical clusters (latency within 20% of each node's and group's least): {" + h + "/0 " + h +
+                       "/2} {" + h + "/1 " + h + "/3}"),
+            std::string::npos)
+      << r.err;
+  // On nodes the model did not measure (no cliques: one node, the host), it says so and
+  // leaves the cluster to MPICH.
+  const Outcome other = gridrun({"--grid", grid_with_sites({{"A", 4}, {"B", 2}}), "--model", model, helloworld_running("coll_check")});
+  EXPECT_EQ(other.status, 0) << other.out << other.err;
+  EXPECT_NE(other.err.find("gridrt: cluster c0: the model's logical clusters do not name every node of this job's (this process's: '" + h +
+                           "'): its steps do not compose over them"),
+            std::string::npos)
+      << other.err;
+  expect_nothing_left();
+}
+
 // A standing broker keeps the grid's model and hands it to every job with the topology: a
 // job submitted without --model predicts by it, alike in every member. A model the broker
 // cannot read stops it at start, naming the file.

@@ -168,6 +168,24 @@ TEST(LogicalClusters, MeasurementsTakenAreCTimesCPlusOneHalves) {
   EXPECT_EQ(measurement_pairs({0, 0, 1}, {"h", "h", "g"}), (std::vector<std::pair<int, int>>{{0, 2}}));
 }
 
+// Same-host detection: a node is a host, or each of a host's shared-memory domains where
+// MPI sees several there (MPICH's cliques, for tests), counted in their first process's order.
+TEST(LogicalClusters, NodesAreHostsOrTheirSharedMemoryDomains) {
+  EXPECT_EQ(node_names({"h", "h", "h"}, {0, 0, 0}), (std::vector<std::string>{"h", "h", "h"}));
+  EXPECT_EQ(node_names({"h", "h", "h", "h"}, {0, 1, 0, 1}), (std::vector<std::string>{"h/0", "h/1", "h/0", "h/1"}));
+  EXPECT_EQ(node_names({"a", "b", "a", "b"}, {7, 9, 7, 3}), (std::vector<std::string>{"a", "b/0", "a", "b/1"}));
+  EXPECT_TRUE(node_names({}, {}).empty());
+  // A model's logical clusters answer by node name; a node it did not measure is -1.
+  LogicalClusters l;
+  l.nodes = {"h/0", "h/1", "h/2"};
+  l.latency = {{0, 10e-6, 50e-6}, {10e-6, 0, 50e-6}, {50e-6, 50e-6, 0}};
+  l.group = partition(l.latency, l.tolerance);
+  EXPECT_EQ(l.groups(), 2);
+  EXPECT_EQ(l.group_of("h/1"), 0);
+  EXPECT_EQ(l.group_of("h/2"), 1);
+  EXPECT_EQ(l.group_of("h/3"), -1);
+}
+
 // ---------------------------------------------------------------- pLogP and scatter
 
 TEST(PLogP, MeasuredSizesAreInterpolatedAndExtrapolatedLinearly) {

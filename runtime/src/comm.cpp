@@ -56,29 +56,91 @@ NodeLevel::~NodeLevel() {
   free_comm(leaders);
 }
 
+namespace {
+// The model's logical clusters of this process's cluster, where it has several.
+const models::LogicalClusters* logical_clusters_here() {
+  const State& s = state();
+  if (!s.model) return nullptr;
+  const auto it = s.model->logical.find(s.cluster_names[s.cluster]);
+  return it != s.model->logical.end() && it->second.groups() > 1 ? &it->second : nullptr;
+}
+}  // namespace
+
+void name_this_node() {
+  if (!logical_clusters_here()) return;
+  State& s = state();
+  const Topology& t = s.topo;
+  const ClusterPart& cluster = t.clusters[s.cluster];
+  int n = 0;
+  MPI_Comm_size(s.world, &n);
+  MPI_Comm domain;
+  check_mpi(MPI_Comm_split_type(s.world, MPI_COMM_TYPE_SHARED, s.local_rank, MPI_INFO_NULL, &domain), kMpiInCluster);
+  int first = s.local_rank;
+  check_mpi(MPI_Bcast(&first, 1, MPI_INT, 0, domain), kMpiInCluster);
+  free_comm(domain);
+  std::vector<int> first_of(n);
+  check_mpi(MPI_Allgather(&first, 1, MPI_INT, first_of.data(), 1, MPI_INT, s.world), kMpiInCluster);
+  std::vector<std::string> host;
+  for (int r = 0; r < n; ++r) host.push_back(t.nodes[t.rank_node[cluster.first_rank + r]]);
+  s.node_name = models::node_names(host, first_of)[s.local_rank];
+}
+
 void NodeLevel::work_out(MPI_Comm local) {
+  // The grid's model may split this cluster into logical clusters (nodes whose latencies
+  // differ: models/logical_clusters.h); its steps then compose over those, whatever
+  // GRIDRT_NODE_LEVEL says. Every member has the same model: all decide alike.
+  const models::LogicalClusters* logical = logical_clusters_here();
   // Only when it is to be used: it costs two communicator splits and an exchange per
   // communicator, the world's among them at start-up.
-  if (!state().node_level) return;
+  if (!state().node_level && !logical) return;
   int n = 0, me = 0;
   MPI_Comm_size(local, &n);
   MPI_Comm_rank(local, &me);
   // Communicators are made rarely, so the blocking MPI calls here (MPI has no non-blocking
-  // split) cost little; the exchange is waited on under the wait policy.
-  check_mpi(MPI_Comm_split_type(local, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node), kMpiInCluster);
+  // split) cost little; the exchanges are waited on under the wait policy.
+  MPI_Request r;
+  // Every member learns every member's node (or logical cluster): the local rank of its first member.
+  std::vector<int> leader_of(n);
+  if (logical) {
+    const int mine = logical->group_of(state().node_name);
+    std::vector<int> group(n);
+    check_mpi(MPI_Iallgather(&mine, 1, MPI_INT, group.data(), 1, MPI_INT, local, &r), kMpiInCluster);
+    wait_mpi(&r, MPI_STATUS_IGNORE);
+    if (std::find(group.begin(), group.end(), -1) != group.end()) {
+      static bool warned = false;  // once, by the cluster's first process
+      if (state().local_rank == 0 && !warned) {
+        warned = true;
+        std::fprintf(stderr,
+                     "gridrt: cluster %s: the model's logical clusters do not name every node of this job's (this process's: '%s'): "
+                     "its steps do not compose over them\n",
+                     state().cluster_names[state().cluster].c_str(), state().node_name.c_str());
+      }
+      logical = nullptr;
+      if (!state().node_level) return;
+    } else {
+      check_mpi(MPI_Comm_split(local, group[me], me, &node), kMpiInCluster);
+      for (int i = 0; i < n; ++i) leader_of[i] = static_cast<int>(std::find(group.begin(), group.end(), group[i]) - group.begin());
+      static bool said = false;  // once per process, by the cluster's first
+      if (state().explain && state().local_rank == 0 && !said) {
+        said = true;
+        std::fprintf(stderr, "gridrt: cluster %s: its %zu nodes make %d logical clusters (the model's): its steps compose over them\n",
+                     state().cluster_names[state().cluster].c_str(), logical->nodes.size(), logical->groups());
+      }
+    }
+  }
+  if (!logical) {
+    check_mpi(MPI_Comm_split_type(local, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node), kMpiInCluster);
+    int my_leader = me;
+    check_mpi(MPI_Ibcast(&my_leader, 1, MPI_INT, 0, node, &r), kMpiInCluster);
+    wait_mpi(&r, MPI_STATUS_IGNORE);
+    check_mpi(MPI_Iallgather(&my_leader, 1, MPI_INT, leader_of.data(), 1, MPI_INT, local, &r), kMpiInCluster);
+    wait_mpi(&r, MPI_STATUS_IGNORE);
+  }
   MPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN);
   int in_node = 0;
   MPI_Comm_rank(node, &in_node);
   check_mpi(MPI_Comm_split(local, in_node == 0 ? 0 : MPI_UNDEFINED, me, &leaders), kMpiInCluster);
   if (leaders != MPI_COMM_NULL) MPI_Comm_set_errhandler(leaders, MPI_ERRORS_RETURN);
-  // Every member learns every member's node: the local rank of its node's leader.
-  int my_leader = me;
-  MPI_Request r;
-  check_mpi(MPI_Ibcast(&my_leader, 1, MPI_INT, 0, node, &r), kMpiInCluster);
-  wait_mpi(&r, MPI_STATUS_IGNORE);
-  std::vector<int> leader_of(n);
-  check_mpi(MPI_Iallgather(&my_leader, 1, MPI_INT, leader_of.data(), 1, MPI_INT, local, &r), kMpiInCluster);
-  wait_mpi(&r, MPI_STATUS_IGNORE);
   Grouping by_node = group_by(leader_of);  // a leader is its node's first member: nodes in leaders' order
   nodes = std::move(by_node.groups);
   node_of = std::move(by_node.group_of);

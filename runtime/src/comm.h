@@ -30,7 +30,10 @@ struct Pick {
 // The node level inside this process's cluster part of a communicator (Coti, Herault, Cappello 2009 §3.1): the
 // members of `local` on each node, as MPI sees them (MPI_Comm_split_type shared, so
 // MPICH's cliques, MPIR_CVAR_NUM_CLIQUES, make several nodes of one machine for tests),
-// worked out once. cluster_steps.h composes the steps inside a cluster over it.
+// worked out once. cluster_steps.h composes the steps inside a cluster over it. Where the
+// grid's model splits the cluster into logical clusters (Barchet-Estefanel and Mounié 2004:
+// groups of nodes alike, models/logical_clusters.h), those take the nodes' place: "node"
+// below is then a logical cluster.
 struct NodeLevel {
   enum { kNode = 0, kLeaders = 1 };
   MPI_Comm node = MPI_COMM_NULL;     // this node's members of `local`, in local order
@@ -40,7 +43,7 @@ struct NodeLevel {
   bool contiguous = true;  // every node is a run of consecutive local ranks
   // Several nodes, not all of one process: the steps inside the cluster go through the node
   // level. Worked out only with GRIDRT_NODE_LEVEL=on (off by default: docs/algorithms.md,
-  // "Node level"); otherwise nothing here is made and `used` stays false.
+  // "Node level") or logical clusters; otherwise nothing here is made and `used` stays false.
   bool used = false;
   // Chains of stages in flight, in the order they were made, and the tickets of their
   // stages on `node` and on `leaders` (cluster_steps.h).

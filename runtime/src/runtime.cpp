@@ -198,6 +198,7 @@ void init(int* argc, char*** argv, int required) {
   s->messages = s->transport.get();
   for (const auto& c : clusters) s->cluster_names.push_back(c.name);
   g = std::move(s);
+  detail::name_this_node();
   // A process that exits without finalize (an error thrown out of main, exit(1)) must not
   // have the transport's I/O thread running while exit() destroys what it uses: this
   // handler, registered after everything that thread touched was made, runs before their

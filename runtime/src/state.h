@@ -51,6 +51,9 @@ struct State {
   // null without one (auto then follows its measured rules, choice.h).
   std::shared_ptr<const models::GridModel> model;
   bool explain = false;              // GRIDRT_EXPLAIN: log auto's choices with their predictions
+  // This process's node as the model's logical clusters name it (models::node_names), where
+  // the model has some for this cluster; else empty (name_this_node).
+  std::string node_name;
   std::shared_ptr<CommImpl> world_comm;             // Comm::world()
   std::shared_ptr<Channel> p2p_channel;             // gridrt::send and friends, between global ranks
   std::uint32_t next_context = kFirstCommContext;   // above every context this process is in
@@ -61,6 +64,9 @@ struct State {
 extern std::unique_ptr<State> g;
 
 State& state();
+// Where the model has logical clusters for this process's cluster: its processes work out
+// together which node each is on (host, and MPI's shared-memory domain) into node_name.
+void name_this_node();
 void check_rank(int r, const char* what);
 // Why global rank `rank`'s cluster was lost (gridrt::lost_clusters), or nothing.
 std::optional<std::string> cluster_lost(int rank);

@@ -167,6 +167,34 @@ ManyToOneModel many_to_one(const pt::ptree& t, const std::string& where) {
   return m;
 }
 
+// A declared cluster's nodes and the latencies between them (models/logical_clusters.h),
+// in microseconds; its logical clusters follow from them by the partition rule.
+LogicalClusters logical_clusters(const pt::ptree& t, const std::string& where) {
+  LogicalClusters l;
+  for (const auto& [key, v] : child(t, "nodes", where)) {
+    if (!key.empty()) throw ModelError(where + ".nodes must be a list of node names");
+    const std::string name = v.get_value<std::string>();
+    if (name.empty() || std::find(l.nodes.begin(), l.nodes.end(), name) != l.nodes.end())
+      throw ModelError(where + ".nodes: node names must be given, each once ('" + name + "')");
+    l.nodes.push_back(name);
+  }
+  if (l.nodes.size() < 2) throw ModelError(where + ".nodes: at least two nodes");
+  for (const auto& [key, row] : child(t, "latency_us", where)) {
+    std::vector<double> us = numbers(row, where + ".latency_us");
+    if (!key.empty() || us.size() != l.nodes.size())
+      throw ModelError(where + ".latency_us must be a " + std::to_string(l.nodes.size()) + " x " + std::to_string(l.nodes.size()) +
+                       " matrix (a row per node)");
+    for (double& x : us) x *= 1e-6;
+    l.latency.push_back(std::move(us));
+  }
+  if (l.latency.size() != l.nodes.size())
+    throw ModelError(where + ".latency_us must have a row per node (" + std::to_string(l.nodes.size()) + ")");
+  if (const auto tol = t.get_child_optional("tolerance")) l.tolerance = number(*tol, where + ".tolerance");
+  if (l.tolerance < 1) throw ModelError(where + ".tolerance must be at least 1");
+  l.group = partition(l.latency, l.tolerance);
+  return l;
+}
+
 std::string quoted(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
@@ -216,6 +244,20 @@ std::string many_to_one_json(const ManyToOneModel& m) {
   for (const auto& [key, f] : m.frequencies) {
     out += sep + "[" + std::to_string(key.first) + ", " + std::to_string(key.second);
     for (const double x : f) out += ", " + g6(x);
+    out += "]", sep = ", ";
+  }
+  return out + "]}";
+}
+
+std::string logical_clusters_json(const LogicalClusters& l) {
+  std::string out = "{\"nodes\": [", sep;
+  for (const auto& n : l.nodes) out += sep + quoted(n), sep = ", ";
+  out += "], \"tolerance\": " + g6(l.tolerance) + ",\n      \"latency_us\": [";
+  sep = "";
+  for (const auto& row : l.latency) {
+    out += sep + "[";
+    std::string in;
+    for (const double x : row) out += in + g6(x * 1e6), in = ", ";
     out += "]", sep = ", ";
   }
   return out + "]}";
@@ -279,7 +321,9 @@ GridModel read_model_json(const std::string& text, const std::string& source) {
                               c.get_child_optional("offset_us") ? c.get<double>("offset_us") * 1e-6 : 0.0};
     if (const auto gathers = root.get_child_optional("many_to_one"))
       for (const auto& [cluster, g] : *gathers) m.many_to_one[cluster] = many_to_one(g, "many_to_one." + cluster);
-    if (m.empty()) throw ModelError("no measurement (inside, within_site, between_sites or many_to_one)");
+    if (const auto logical = root.get_child_optional("logical_clusters"))
+      for (const auto& [cluster, l] : *logical) m.logical[cluster] = logical_clusters(l, "logical_clusters." + cluster);
+    if (m.empty()) throw ModelError("no measurement (inside, within_site, between_sites, many_to_one or logical_clusters)");
     return m;
   } catch (const ModelError& e) {
     throw ModelError(source + ": " + e.what());
@@ -329,6 +373,12 @@ std::string model_json(const GridModel& m) {
     out += ",\n  \"many_to_one\": {";
     sep = "\n    ";
     for (const auto& [c, g] : m.many_to_one) out += sep + quoted(c) + ": " + many_to_one_json(g), sep = ",\n    ";
+    out += "\n  }";
+  }
+  if (!m.logical.empty()) {
+    out += ",\n  \"logical_clusters\": {";
+    sep = "\n    ";
+    for (const auto& [c, l] : m.logical) out += sep + quoted(c) + ": " + logical_clusters_json(l), sep = ",\n    ";
     out += "\n  }";
   }
   return out + "\n}\n";
@@ -393,7 +443,32 @@ std::string describe_model(const GridModel& m) {
     out += buf;
   }
   for (const auto& [c, g] : m.many_to_one) out += describe_many_to_one(c, g);
+  for (const auto& [c, l] : m.logical) out += describe_logical_clusters(c, l);
   return out;
+}
+
+std::string describe_logical_clusters(const std::string& cluster, const LogicalClusters& l) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "  cluster %s: %zu nodes in %d logical cluster%s (latency within %.0f%% of each node's and group's least):",
+                cluster.c_str(), l.nodes.size(), l.groups(), l.groups() == 1 ? "" : "s", (l.tolerance - 1) * 100);
+  std::string out = buf;
+  for (int g = 0; g < l.groups(); ++g) {
+    out += " {";
+    std::string sep;
+    for (std::size_t v = 0; v < l.nodes.size(); ++v)
+      if (l.group[v] == g) out += sep + l.nodes[v], sep = " ";
+    out += "}";
+  }
+  out += "\n    latency (us):";
+  for (std::size_t a = 0; a < l.nodes.size(); ++a) {
+    out += "\n      " + l.nodes[a] + ":";
+    for (std::size_t b = 0; b < l.nodes.size(); ++b) {
+      if (a == b) std::snprintf(buf, sizeof buf, " %8s", "-");
+      else std::snprintf(buf, sizeof buf, " %8.1f", l.latency[a][b] * 1e6);
+      out += buf;
+    }
+  }
+  return out + "\n";
 }
 
 }  // namespace gridrt::models

@@ -12,6 +12,9 @@
 //                            one-port assumption); otherwise each pair of sites has its line
 //   many_to_one[cluster]     a cluster's gathers (models/many_to_one.h): where they escalate,
 //                            the hierarchical gather splits them (coll/gather_paced_split.cpp)
+//   logical[cluster]         a cluster's nodes, the latencies between them and the logical
+//                            clusters they make (models/logical_clusters.h), where it has
+//                            several nodes; the steps inside the cluster then compose over them
 //
 // One measurement stands for every pair it represents: a cluster's processes are taken as
 // alike, a site's clusters, and all clusters of two sites (logical homogeneous clusters,
@@ -27,6 +30,7 @@
 #include <string>
 #include <utility>
 
+#include "models/logical_clusters.h"
 #include "models/many_to_one.h"
 #include "models/plogp.h"
 
@@ -53,6 +57,7 @@ struct GridModel {
   std::set<std::string> access;
   std::map<std::string, Correction> corrections;  // by "op/algo", e.g. "bcast/hier"
   std::map<std::string, ManyToOneModel> many_to_one;  // by cluster ("*": any other)
+  std::map<std::string, LogicalClusters> logical;     // by cluster
   // A cluster's gathers, or the typical ones ("*"); null when the model has neither.
   const ManyToOneModel* gathers_of(const std::string& cluster) const;
   std::string grid;      // what was measured (a grid description, or "embedded C x R")
@@ -60,7 +65,7 @@ struct GridModel {
   int measurements = 0;  // pairs measured to make it
   double seconds = 0;    // how long calibration took
 
-  bool empty() const { return inside.empty() && within_site.empty() && between_sites.empty() && many_to_one.empty(); }
+  bool empty() const { return inside.empty() && within_site.empty() && between_sites.empty() && many_to_one.empty() && logical.empty(); }
   // The same with typical values ("*": the first it has of each kind) for clusters and
   // sites it does not name: for predictions on grids larger than the one measured.
   GridModel with_typical() const;
@@ -83,5 +88,7 @@ std::string model_json(const GridModel& m);
 std::string describe_model(const GridModel& m);
 // Of a cluster's gathers alone (lines beginning with two spaces).
 std::string describe_many_to_one(const std::string& cluster, const ManyToOneModel& g);
+// Of a cluster's nodes and logical clusters (the partition, and why: the latencies).
+std::string describe_logical_clusters(const std::string& cluster, const LogicalClusters& l);
 
 }  // namespace gridrt::models

@@ -11,6 +11,14 @@
 // times the cheapest edge at either end, or at either end's subnet; a joined subnet's
 // cheapest edge is the least of the two and the edge. Nodes joined to none stay alone.
 //
+// node_names: same-host detection. A node is a host (the topology's name for it), or, where
+// MPI sees several shared-memory domains on one host (MPICH's cliques, for tests), each of
+// them: "host/k", k counting the host's domains in their leaders' order.
+//
+// LogicalClusters: what calibration measured inside a declared cluster (its nodes, the
+// latency between each two) and the partition the rule draws from it, kept in the model
+// file (docs/models.md) so that every process of a job draws the same one.
+//
 // measurement_pairs: what to measure once the partition is known (§5.2): one pair inside
 // every subnet that holds two hosts, and one pair for every pair of subnets; processes of
 // one host share memory and are not measured as a network. With links alike both ways that
@@ -81,6 +89,35 @@ inline std::vector<int> partition(const std::vector<std::vector<double>>& latenc
   }
   return subnet;
 }
+
+// Every process's node name, from every process's host and the rank of the first process
+// of its shared-memory domain (any number identifying the domain, alike within it).
+inline std::vector<std::string> node_names(const std::vector<std::string>& host, const std::vector<int>& domain) {
+  std::vector<std::string> out(host.size());
+  for (std::size_t r = 0; r < host.size(); ++r) {
+    std::vector<int> seen;  // the host's domains, in their first processes' order
+    for (std::size_t q = 0; q < host.size(); ++q)
+      if (host[q] == host[r] && std::find(seen.begin(), seen.end(), domain[q]) == seen.end()) seen.push_back(domain[q]);
+    const auto k = std::find(seen.begin(), seen.end(), domain[r]) - seen.begin();
+    out[r] = seen.size() == 1 ? host[r] : host[r] + "/" + std::to_string(k);
+  }
+  return out;
+}
+
+// A declared cluster's nodes as measured, and their logical clusters.
+struct LogicalClusters {
+  std::vector<std::string> nodes;
+  std::vector<std::vector<double>> latency;  // [a][b], s (one way: half a round trip of no data)
+  double tolerance = 1.20;
+  std::vector<int> group;  // of each node: partition(latency, tolerance)
+
+  int groups() const { return group.empty() ? 0 : *std::max_element(group.begin(), group.end()) + 1; }
+  // The logical cluster of node `name`, or -1 if it was not measured.
+  int group_of(const std::string& name) const {
+    const auto at = std::find(nodes.begin(), nodes.end(), name);
+    return at == nodes.end() ? -1 : group[at - nodes.begin()];
+  }
+};
 
 // The pairs of nodes to measure (each pair once: links alike both ways), given each node's
 // subnet and host: inside each subnet, its first two nodes on different hosts (none if all
