@@ -41,16 +41,22 @@ def run(cmd):
     return p
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def options(doc, sizes, shapes, name):
+    """The options the model benchmarks share: their values, gridrun's and gridbench's paths,
+    and a directory of their own for the models they calibrate."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--iters", type=int, default=5)
-    ap.add_argument("--sizes", default="8,4096,131072,2097152")
-    ap.add_argument("--shapes", default="wan-3x2,one-site-3x2,unequal")
+    ap.add_argument("--sizes", default=sizes)
+    ap.add_argument("--shapes", default=shapes)
     ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
     a = ap.parse_args()
-    gridrun, gridbench = os.path.join(a.build, "bin", "gridrun"), os.path.join(a.build, "bin", "gridbench")
-    work = tempfile.mkdtemp(prefix="gridrt-models-")
+    return (a, os.path.join(a.build, "bin", "gridrun"), os.path.join(a.build, "bin", "gridbench"),
+            tempfile.mkdtemp(prefix=f"gridrt-{name}-"))
+
+
+def main():
+    a, gridrun, gridbench, work = options(__doc__, "8,4096,131072,2097152", "wan-3x2,one-site-3x2,unequal", "models")
     for shape in a.shapes.split(","):
         grid = SHAPES[shape]
         model = os.path.join(work, shape + ".json")

@@ -14,9 +14,9 @@ Shapes: unequal (bench/grids/three-sites-unequal.xml: pairs of different delays 
 an access line at the site of two clusters), one-port (bench/grids/four-sites-one-port.xml:
 four sites, each sending on one access line, the one-port setting of the scatter models).
 """
-import argparse, json, os, statistics, sys, tempfile
+import json, os, statistics, sys
 
-from models import run
+from models import options, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHAPES = {
@@ -27,15 +27,7 @@ ROUTES = {"scatter": ["packed", "ordered", "binomial", "chain", "direct"], "gath
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--iters", type=int, default=5)
-    ap.add_argument("--sizes", default="8,4096,131072,1048576")
-    ap.add_argument("--shapes", default="unequal,one-port")
-    ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
-    a = ap.parse_args()
-    gridrun, gridbench = os.path.join(a.build, "bin", "gridrun"), os.path.join(a.build, "bin", "gridbench")
-    work = tempfile.mkdtemp(prefix="gridrt-routes-")
+    a, gridrun, gridbench, work = options(__doc__, "8,4096,131072,1048576", "unequal,one-port", "routes")
     # Each run: a gridbench job per route (hierarchical), and one for flat and auto.
     jobs = [("hier", r) for r in ROUTES["scatter"]] + [("flat,auto", None)]
     for shape in a.shapes.split(","):

@@ -272,6 +272,11 @@ TEST(ModelFile, ManyToOneWrittenReadBackAndPredicting) {
   const CostShape s = shape(back, {8}, {"A"});
   EXPECT_NEAR(gather_hier_cost(s, 0, 32768), r.paced_split(8, 32768), 1e-12);
   EXPECT_NEAR(r.paced_split(8, 32768), 8 * (r.small(8, 4096) + 8 * r.C), 1e-12);
+  // The gathers that are not split escalate as the model says: the direct route's and the
+  // flat binomial's at least one gather's expected time; the paced split is chosen.
+  EXPECT_GE(gather_hier_cost(s, 0, 32768, Route::kDirect), r.expected(8, 32768));
+  EXPECT_GE(gather_binomial_cost(s, 0, 32768), r.expected(8, 32768));
+  EXPECT_EQ(predict(s, Coll::kGather, 32768, 0).route, Route::kPacked);
   // A model of another cluster's gathers: not this one's, unless taken as the typical one
   // (predictions for grids larger than the one measured).
   models::GridModel elsewhere = m;

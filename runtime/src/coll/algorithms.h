@@ -111,6 +111,11 @@ double gatherv_linear_cost(const CostShape& s, int root, double b);
 // A gather of b bytes per member among n members of a cluster with this model: the paced
 // split one where it splits, else one gather's expected time.
 double paced_gather_cost(const models::ManyToOneModel& m, int n, double b);
+// What the members of the root's cluster sending it b bytes each at once cost by that
+// cluster's many-to-one model (its escalations included), 0 where the model has none: a
+// floor under the gathers that are not split (linear; binomial, which a switch turns into
+// a flat tree, as the many-to-one paper observes).
+double root_cluster_gather_cost(const CostShape& s, int root, double b);
 double scatter_hier_cost(const CostShape& s, int root, double b, Route r = Route::kPacked);
 double scatter_tree_cost(const CostShape& s, int root, double b, const PartTree& t);
 PartTree scatter_tree(const CostShape& s, int root, double b, Route r);

@@ -232,7 +232,10 @@ Async<> reduce_then_scatter(CommImpl& c, const void* sendbuf, void* recvbuf, std
   else co_await reduce_binomial(c, input, reduced, whole, op, 0);
   Blocks in = c.me == 0 ? Blocks(reduced, counts.data(), displs.data(), c.size(), element.type) : Blocks();
   const Layout mine(element, counts[c.me]);
-  co_await scatterv_by(choose_rooted(algo, c, Coll::kScatter, kSizeNotShared, 0), c, std::move(in), recvbuf, mine, false, 0);
+  // (The pick held in a variable: no temporary with a destructor inside a co_await, which
+  // GCC 12 may destroy twice.)
+  const Pick pick = choose_rooted(algo, c, Coll::kScatter, kSizeNotShared, 0);
+  co_await scatterv_by(pick, c, std::move(in), recvbuf, mine, false, 0);
 }
 }  // namespace
 

@@ -81,6 +81,11 @@ int gather_pieces(CommImpl& c, std::size_t block) {
   return pieces;
 }
 
+double root_cluster_gather_cost(const CostShape& s, int root, double b) {
+  const int rp = s.part_of[root];
+  return s.gathers[rp] ? s.gathers[rp]->expected(s.part_size[rp], static_cast<std::uint64_t>(b)) : 0;
+}
+
 double paced_gather_cost(const models::ManyToOneModel& m, int n, double b) {
   const auto M = static_cast<std::uint64_t>(b);
   return m.paced_pieces(n, M) > 1 ? m.paced_split(n, M) : m.expected(n, M);

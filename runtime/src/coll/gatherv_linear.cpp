@@ -24,10 +24,11 @@ Async<> gatherv_linear(CommImpl& c, std::vector<char> mine, bool in_place, Block
   if (!in_place) out.unpack_all({root}, mine.data());
 }
 
-// Cost: every member sends its block straight to the root, all at once.
+// Cost: every member sends its block straight to the root, all at once; those of the
+// root's cluster at least as its many-to-one model says.
 double gatherv_linear_cost(const CostShape& s, int root, double b) {
   Timeline tl(s);
-  double done = 0;
+  double done = root_cluster_gather_cost(s, root, b);
   for (int i = 0; i < s.size(); ++i)
     if (i != root) done = std::max(done, tl.send(i, s.part_of[i], s.part_of[root], b, 0));
   return done;
