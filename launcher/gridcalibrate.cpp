@@ -151,8 +151,9 @@ double stream(int me, int from, int to, std::vector<char>& buf, std::size_t m, i
   return seconds_since(t0);
 }
 
-// A double known at `from`, handed to `to`.
+// A double known at `from`, handed to `to` (the same process: kept).
 double hand_over(int me, int from, int to, double v, int tag) {
+  if (from == to) return v;
   if (me == from) gridrt::send(&v, sizeof v, to, tag);
   else if (me == to) gridrt::recv(&v, sizeof v, from, tag);
   return v;
@@ -221,14 +222,20 @@ gridrt::models::PLogP plogp_of(const std::vector<Row>& r, const std::vector<doub
 // Logical clusters (Barchet-Estefanel and Mounié, "Identifying Logical Homogeneous
 // Clusters for Efficient Wide-area Communications", 2004): inside every cluster of several
 // nodes (hosts, or MPI's shared-memory domains on one host: models::node_names), the
-// latency between each two nodes' first processes, from round trips of no data (the
-// median of kLatencyReps after one not counted), one pair at a time, one cluster at a time;
-// rank 0 draws each cluster's logical clusters from them (models::partition, tolerance
-// 1.20) into the model. Returns the pairs probed.
+// latency between each two nodes' first processes, from round trips of no data (the least
+// of kLatencyReps after one not counted: the path's own time, without the scheduling
+// noise that a median of a few keeps and that the 20% tolerance would take for a
+// difference between nodes), one pair at a time (the cluster's other
+// processes wait in its own barrier, which crosses no WAN), one cluster at a time; the
+// cluster's first process hands rank 0 the latencies, from which it draws the cluster's
+// logical clusters (models::partition, tolerance 1.20) into the model. Returns the pairs
+// probed.
 constexpr int kLatencyReps = 7;
 
 int logical_clusters(const gridrt::Comm& world, const std::vector<std::vector<int>>& cluster_ranks, gridrt::models::GridModel& model) {
   const int me = world.rank(), P = world.size();
+  using gridrt::Level;
+  const gridrt::Comm cluster = world.split(gridrt::level_color(Level::kCluster, me), me);
   // Every process's host and the first process (world rank) of its shared-memory domain.
   MPI_Comm domain;
   MPI_Comm_split_type(gridrt::cluster_comm(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &domain);
@@ -239,41 +246,50 @@ int logical_clusters(const gridrt::Comm& world, const std::vector<std::vector<in
   world.allgather(&first, first_of.data(), 1, MPI_INT);
   int probed = 0;
   std::vector<char> none(1);
-  for (std::size_t c = 0; c < cluster_ranks.size(); ++c) {
-    const std::vector<int>& ranks = cluster_ranks[c];
+  for (const std::vector<int>& ranks : cluster_ranks) {
     std::vector<std::string> host;
     std::vector<int> domain_of;
-    for (int r : ranks) host.push_back(gridrt::level_name(gridrt::Level::kNode, r)), domain_of.push_back(first_of[r]);
+    for (int r : ranks) {
+      host.push_back(gridrt::level_name(Level::kNode, r));
+      domain_of.push_back(first_of[r]);
+    }
     const std::vector<std::string> name = gridrt::models::node_names(host, domain_of);
     std::vector<std::string> nodes;
     std::vector<int> leader;  // each node's first process
     for (std::size_t i = 0; i < ranks.size(); ++i)
-      if (std::find(nodes.begin(), nodes.end(), name[i]) == nodes.end()) nodes.push_back(name[i]), leader.push_back(ranks[i]);
+      if (std::find(nodes.begin(), nodes.end(), name[i]) == nodes.end()) {
+        nodes.push_back(name[i]);
+        leader.push_back(ranks[i]);
+      }
     const int k = static_cast<int>(nodes.size());
     if (k < 2) continue;
-    gridrt::models::LogicalClusters l;
-    l.nodes = nodes;
-    l.latency.assign(k, std::vector<double>(k, 0));
-    for (int a = 0; a < k; ++a)
-      for (int b = a + 1; b < k; ++b, ++probed) {
-        const int tag = 3000 + a * k + b;
-        std::vector<double> rtt;
-        if (me == leader[a] || me == leader[b])
-          for (int r = 0; r <= kLatencyReps; ++r) {
-            const double t = round_trip(me, leader[a], leader[b], none, 0, tag).first;
-            if (r > 0) rtt.push_back(t);
-          }
-        double one_way = me == leader[a] ? gridrt::models::median_of(rtt) / 2 : 0;
-        if (leader[a] != 0 && me == leader[a]) gridrt::send(&one_way, sizeof one_way, 0, tag);
-        if (me == 0 && leader[a] != 0) gridrt::recv(&one_way, sizeof one_way, leader[a], tag);
-        l.latency[a][b] = l.latency[b][a] = one_way;
-        world.barrier();
-      }
+    probed += k * (k - 1) / 2;
+    const int tag = 3000;
+    std::vector<double> latency(k * k, 0);  // at the cluster's first process (a node leader: leader[0])
+    if (std::find(ranks.begin(), ranks.end(), me) != ranks.end()) {
+      for (int a = 0; a < k; ++a)
+        for (int b = a + 1; b < k; ++b) {
+          std::vector<double> rtt;
+          if (me == leader[a] || me == leader[b])
+            for (int r = 0; r <= kLatencyReps; ++r) {
+              const double t = round_trip(me, leader[a], leader[b], none, 0, tag).first;
+              if (r > 0) rtt.push_back(t);
+            }
+          const double least = rtt.empty() ? 0 : *std::min_element(rtt.begin(), rtt.end());
+          const double one_way = hand_over(me, leader[a], leader[0], least / 2, tag);
+          latency[a * k + b] = latency[b * k + a] = one_way;
+          cluster.barrier();
+        }
+      if (me == leader[0] && me != 0) gridrt::send(latency.data(), latency.size() * sizeof(double), 0, tag);
+    }
+    if (me == 0 && leader[0] != 0) gridrt::recv(latency.data(), latency.size() * sizeof(double), leader[0], tag);
+    world.barrier();
     if (me != 0) continue;
-    l.group = gridrt::models::partition(l.latency, l.tolerance);
-    model.logical[gridrt::level_name(gridrt::Level::kCluster, ranks[0])] = l;
-    std::printf("# logical clusters of %s:\n%s", gridrt::level_name(gridrt::Level::kCluster, ranks[0]).c_str(),
-                gridrt::models::describe_logical_clusters(gridrt::level_name(gridrt::Level::kCluster, ranks[0]), l).c_str());
+    std::vector<std::vector<double>> matrix(k);
+    for (int a = 0; a < k; ++a) matrix[a].assign(latency.begin() + a * k, latency.begin() + (a + 1) * k);
+    const std::string& cluster_name = gridrt::level_name(Level::kCluster, ranks[0]);
+    const gridrt::models::LogicalClusters& l = model.logical[cluster_name] = gridrt::models::LogicalClusters::of(nodes, matrix);
+    std::printf("# logical clusters of %s:\n%s", cluster_name.c_str(), gridrt::models::describe_logical_clusters(cluster_name, l).c_str());
     std::fflush(stdout);
   }
   return probed;

@@ -401,7 +401,7 @@ int main(int argc, char** argv) {
     if (dry_run && embedded) {
       const Topology t = map_job(spec, offers_of(grid));
       std::fputs(describe_mapping(t).c_str(), stdout);
-      if (sub.explain) std::fputs((explain_links(t) + explain_model(t, sub.model)).c_str(), stdout);
+      if (sub.explain) std::fputs(explain_job(t, sub.model).c_str(), stdout);
       return 0;  // (with --broker, the broker maps the job: submit_job prints the same)
     }
     if (dry_run) sub.flags |= kSubmitDryRun;

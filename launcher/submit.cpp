@@ -54,18 +54,19 @@ std::shared_ptr<TlsLink> connect_broker(asio::io_context& io, asio::ssl::context
 }
 }  // namespace
 
-std::string explain_model(const Topology& t, const std::string& model) {
+std::string explain_job(const Topology& t, const std::string& model) {
+  const std::string links = explain_links(t);
   const std::string& text = model.empty() ? t.model : model;
-  if (text.empty()) return "";
+  if (text.empty()) return links;
   try {
     const models::GridModel m = models::read_model_json(text, model.empty() ? "the broker's model" : "--model");
     std::string out;
     for (const auto& c : t.clusters)
       if (const auto it = m.logical.find(c.name); it != m.logical.end()) out += models::describe_logical_clusters(c.name, it->second);
-    return out.empty() ? "the model splits none of the job's clusters into logical clusters (each is one)\n"
-                       : "logical clusters, from the model (the steps inside each cluster compose over them):\n" + out;
+    return links + (out.empty() ? "the model splits none of the job's clusters into logical clusters (each is one)\n"
+                                : "logical clusters, from the model (the steps inside each cluster compose over them):\n" + out);
   } catch (const models::ModelError& e) {
-    return std::string("the model: ") + e.what() + "\n";
+    return links + "the model: " + e.what() + "\n";
   }
 }
 
@@ -106,7 +107,7 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
             takes_jobs_back = (f.header.flags & wire::kTakesJobsBack) != 0;
             if (opt.flags & kSubmitDryRun) {
               std::fputs(describe_mapping(topo).c_str(), stdout);
-              if (opt.explain) std::fputs((explain_links(topo) + explain_model(topo, opt.model)).c_str(), stdout);
+              if (opt.explain) std::fputs(explain_job(topo, opt.model).c_str(), stdout);
               status = 0;
               ended = true;
               link->close("dry run done");
@@ -129,7 +130,7 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
           case Type::kTopology: {  // complete, with where every process listens
             wire::Reader r(f.body);
             topo = Topology::decode(r);
-            if (opt.explain) std::fputs((explain_links(topo) + explain_model(topo, opt.model)).c_str(), stderr);
+            if (opt.explain) std::fputs(explain_job(topo, opt.model).c_str(), stderr);
             break;
           }
           case Type::kOutput: {

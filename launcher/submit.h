@@ -34,9 +34,10 @@ inline constexpr int kTimedOutStatus = 124;
 // With kSubmitDryRun, prints the mapping the broker chose instead of running.
 int submit_job(const JobSpec& spec, const SubmitOptions& opt);
 
-// For --explain: the logical clusters the job's model (`model`'s text, else the one the
-// broker keeps, in the topology) splits its clusters into, and why; empty without a model.
-std::string explain_model(const Topology& t, const std::string& model);
+// For --explain: how each pair of the job's clusters connects (explain_links), and the
+// logical clusters the job's model (`model`'s text, else the one the broker keeps, in the
+// topology) splits its clusters into, and why.
+std::string explain_job(const Topology& t, const std::string& model);
 
 // Asks the broker to cancel `job`, one of the user's own (creds), which may run from
 // another gridrun: prints the broker's answer; 0 when the job is being stopped, 1 when the

@@ -209,10 +209,9 @@ TEST(ModelFile, CorrectionsFittedFromASampleRunAndApplied) {
 TEST(ModelFile, LogicalClustersWrittenReadBackDescribedAndRefused) {
   models::GridModel m;
   m.inside["*"] = line(50e-6, 0.08);
-  models::LogicalClusters l;
-  l.nodes = {"n1", "n2", "n3", "n4"};
   // Two pairs of nodes 20 us apart, 90 us between the pairs.
-  l.latency = {{0, 20e-6, 90e-6, 90e-6}, {20e-6, 0, 90e-6, 90e-6}, {90e-6, 90e-6, 0, 21e-6}, {90e-6, 90e-6, 21e-6, 0}};
+  const models::LogicalClusters l = models::LogicalClusters::of(
+      {"n1", "n2", "n3", "n4"}, {{0, 20e-6, 90e-6, 90e-6}, {20e-6, 0, 90e-6, 90e-6}, {90e-6, 90e-6, 0, 21e-6}, {90e-6, 90e-6, 21e-6, 0}});
   m.logical["c0"] = l;
   const models::GridModel back = models::read_model_json(models::model_json(m), "m.json");
   ASSERT_EQ(back.logical.count("c0"), 1u);

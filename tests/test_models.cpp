@@ -176,10 +176,7 @@ TEST(LogicalClusters, NodesAreHostsOrTheirSharedMemoryDomains) {
   EXPECT_EQ(node_names({"a", "b", "a", "b"}, {7, 9, 7, 3}), (std::vector<std::string>{"a", "b/0", "a", "b/1"}));
   EXPECT_TRUE(node_names({}, {}).empty());
   // A model's logical clusters answer by node name; a node it did not measure is -1.
-  LogicalClusters l;
-  l.nodes = {"h/0", "h/1", "h/2"};
-  l.latency = {{0, 10e-6, 50e-6}, {10e-6, 0, 50e-6}, {50e-6, 50e-6, 0}};
-  l.group = partition(l.latency, l.tolerance);
+  const LogicalClusters l = LogicalClusters::of({"h/0", "h/1", "h/2"}, {{0, 10e-6, 50e-6}, {10e-6, 0, 50e-6}, {50e-6, 50e-6, 0}});
   EXPECT_EQ(l.groups(), 2);
   EXPECT_EQ(l.group_of("h/1"), 0);
   EXPECT_EQ(l.group_of("h/2"), 1);

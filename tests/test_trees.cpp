@@ -255,7 +255,7 @@ TEST(PartTrees, EveryRouteSpansEveryPartOnceAndEntersEachSiteOnce) {
             std::vector<int> expected(C);
             for (int p = 0; p < C; ++p) expected[p] = p;
             ASSERT_EQ(all, expected) << at;
-            ASSERT_EQ(static_cast<int>(t.top_down().size()), C) << at;
+            ASSERT_EQ(static_cast<int>(t.top_down(root).size()), C) << at;
             int deepest = 0;
             for (int p = 0; p < C; ++p) {
               if (p == root) continue;

@@ -156,10 +156,7 @@ struct CommImpl {
   // On the way from part `from` to every part (a tree over the parts that enters each site
   // once): the part whose entry hands data to part p's entry. Parts of `from`'s site and
   // the heads of other sites hang under `from`; the other parts of a site under its head.
-  int upstream(int p, int from) const {
-    if (site_of_part[p] == site_of_part[from] || is_site_head(p)) return from;
-    return site_head(site_of_part[p]);
-  }
+  int upstream(int p, int from) const { return packed_parent(sites, site_of_part, p, from); }
   // The parts that hang under part q in that tree, in part order.
   std::vector<int> downstream(int q, int from) const {
     std::vector<int> out;

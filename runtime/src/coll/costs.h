@@ -59,7 +59,7 @@ struct CostShape {
   bool is_head(int part) const { return head(site_of_part[part]) == part; }
   // The hierarchical algorithms' tree over the parts from part `from` (CommImpl::upstream):
   // parts of from's site and other sites' heads under it, a site's other parts under its head.
-  int upstream(int p, int from) const { return same_site(p, from) || is_head(p) ? from : head(site_of_part[p]); }
+  int upstream(int p, int from) const { return packed_parent(sites, site_of_part, p, from); }
 };
 
 // A schedule played over the lines: each message waits for its sender and its line to be

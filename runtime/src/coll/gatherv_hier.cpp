@@ -68,7 +68,7 @@ double gather_tree_cost(const CostShape& s, double b, const PartTree& t) {
   std::vector<double> ready(C);
   for (int q = 0; q < C; ++q)
     ready[q] = s.gathers[q] ? paced_gather_cost(*s.gathers[q], s.part_size[q], b) : local_cost(Coll::kGather, s.part_size[q], s.link[q][q], b);
-  const std::vector<int> order = t.top_down();
+  const std::vector<int> order = t.top_down(t.root);
   for (auto it = order.rbegin(); it != order.rend(); ++it)
     if (const int q = *it; q != t.root)
       ready[t.parent[q]] = std::max(ready[t.parent[q]], tl.send(s.first_member[q], q, t.parent[q], s.members_in(t.subtree(q)) * b, ready[q]));
@@ -77,8 +77,9 @@ double gather_tree_cost(const CostShape& s, double b, const PartTree& t) {
 
 double gather_hier_cost(const CostShape& s, int root, double b, Route r) {
   if (r == Route::kDirect) return gatherv_linear_cost(s, root, b);
-  // A gather has no order to schedule: its root receives what arrives.
-  return gather_tree_cost(s, b, part_tree(s.sites, s.site_of_part, s.part_of[root], r == Route::kOrdered ? Route::kPacked : r));
+  // (A gather has no order to schedule: its root receives what arrives; part_tree gives
+  // kOrdered the packed tree.)
+  return gather_tree_cost(s, b, part_tree(s.sites, s.site_of_part, s.part_of[root], r));
 }
 
 }  // namespace gridrt::detail

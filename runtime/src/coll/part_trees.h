@@ -1,7 +1,7 @@
 // The routes a hierarchical scatter or gather can take between the parts (clusters) of a
 // communicator: trees over the parts along which packed blocks travel, one message per
 // edge, each part's blocks entering it once. Pure functions of the sites' layout, the
-// same in every member; tested exhaustively (tests/test_part_trees.cpp).
+// same in every member; tested exhaustively (tests/test_trees.cpp).
 //
 // The site level is where the trees differ; a site's other parts always hang under its
 // head (or, in the root's site, under the root's part): the LAN inside a site is cheap.
@@ -15,8 +15,8 @@
 //             scheduling"; the order is Jackson's rule for one machine with delivery times,
 //             optimal for a root that sends one message at a time);
 //   binomial  a binomial tree over the sites, numbered from the root's: the site r hangs
-//             under r minus its lowest set bit, ceil(log2 S) WAN hops deep; every head
-//             serves its farthest subtree first;
+//             under r minus its lowest set bit, at most ceil(log2 S) WAN hops deep;
+//             every head serves its farthest subtree first;
 //   chain     the sites one after the other, each head keeping its site's blocks and
 //             handing the rest to the next: S - 1 WAN hops deep.
 // (A sixth way, "direct", is no tree: every block crosses on its own, the linear
@@ -60,7 +60,6 @@ struct PartTree {
   std::vector<int> parent;                 // of every part; -1 for the root's
   std::vector<std::vector<int>> children;  // of every part, in the order it serves them
 
-  int parts() const { return static_cast<int>(parent.size()); }
   // The parts of q's subtree: q, then each child's subtree in the child order. Packed
   // messages hold their members' blocks in this order.
   std::vector<int> subtree(int q) const {
@@ -71,14 +70,24 @@ struct PartTree {
     }
     return out;
   }
-  // Every part, parents before their children (the order a scatter's data reaches them).
-  std::vector<int> top_down() const {
-    std::vector<int> out{root};
+  // The parts of `from`'s subtree (all, from the root), parents before their children (the
+  // order a scatter's data reaches them).
+  std::vector<int> top_down(int from) const {
+    std::vector<int> out{from};
     for (std::size_t i = 0; i < out.size(); ++i)
       for (int x : children[out[i]]) out.push_back(x);
     return out;
   }
 };
+
+// The packed tree's (the hierarchy's) parent of part p, from part `from`: the parts of
+// from's site and the heads of other sites hang under `from`, a site's other parts under
+// its head. (CommImpl::upstream and CostShape::upstream, for the broadcast and the
+// reduction, are this tree too.)
+inline int packed_parent(const std::vector<std::vector<int>>& sites, const std::vector<int>& site_of_part, int p, int from) {
+  const int head = sites[site_of_part[p]].front();
+  return site_of_part[p] == site_of_part[from] || head == p ? from : head;
+}
 
 // The tree of route `r` (not kDirect) over parts laid out in `sites` (each site's parts, in
 // part order; site_of_part the inverse), rooted at part `root_part`. kOrdered gives the
@@ -101,7 +110,7 @@ inline PartTree part_tree(const std::vector<std::vector<int>>& sites, const std:
   };
   if (r == Route::kPacked || r == Route::kOrdered) {
     for (int p = 0; p < C; ++p)
-      if (p != root_part) hang(p, site_of_part[p] == home || sites[site_of_part[p]].front() == p ? root_part : sites[site_of_part[p]].front());
+      if (p != root_part) hang(p, packed_parent(sites, site_of_part, p, root_part));
     return t;
   }
   // Across sites first (a WAN hop has the longest tail), then the site's own other parts.

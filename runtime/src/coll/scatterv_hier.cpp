@@ -79,14 +79,9 @@ double scatter_from(const CostShape& s, int root, double b, const PartTree& t, i
   Timeline tl(s);
   std::vector<double> got(s.parts(), 0);
   double done = 0;
-  std::vector<int> order{from};
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    const int q = order[i];
+  for (int q : t.top_down(from)) {
     const int sender = q == t.root ? root : s.first_member[q];
-    for (int x : t.children[q]) {
-      got[x] = tl.send(sender, q, x, s.members_in(t.subtree(x)) * b, got[q]);
-      order.push_back(x);
-    }
+    for (int x : t.children[q]) got[x] = tl.send(sender, q, x, s.members_in(t.subtree(x)) * b, got[q]);
     done = std::max(done, got[q] + local_cost(Coll::kScatter, s.part_size[q], s.link[q][q], b, got[q]));
   }
   return done;

@@ -170,29 +170,28 @@ ManyToOneModel many_to_one(const pt::ptree& t, const std::string& where) {
 // A declared cluster's nodes and the latencies between them (models/logical_clusters.h),
 // in microseconds; its logical clusters follow from them by the partition rule.
 LogicalClusters logical_clusters(const pt::ptree& t, const std::string& where) {
-  LogicalClusters l;
+  std::vector<std::string> nodes;
   for (const auto& [key, v] : child(t, "nodes", where)) {
     if (!key.empty()) throw ModelError(where + ".nodes must be a list of node names");
     const std::string name = v.get_value<std::string>();
-    if (name.empty() || std::find(l.nodes.begin(), l.nodes.end(), name) != l.nodes.end())
+    if (name.empty() || std::find(nodes.begin(), nodes.end(), name) != nodes.end())
       throw ModelError(where + ".nodes: node names must be given, each once ('" + name + "')");
-    l.nodes.push_back(name);
+    nodes.push_back(name);
   }
-  if (l.nodes.size() < 2) throw ModelError(where + ".nodes: at least two nodes");
+  if (nodes.size() < 2) throw ModelError(where + ".nodes: at least two nodes");
+  std::vector<std::vector<double>> latency;
   for (const auto& [key, row] : child(t, "latency_us", where)) {
     std::vector<double> us = numbers(row, where + ".latency_us");
-    if (!key.empty() || us.size() != l.nodes.size())
-      throw ModelError(where + ".latency_us must be a " + std::to_string(l.nodes.size()) + " x " + std::to_string(l.nodes.size()) +
+    if (!key.empty() || us.size() != nodes.size())
+      throw ModelError(where + ".latency_us must be a " + std::to_string(nodes.size()) + " x " + std::to_string(nodes.size()) +
                        " matrix (a row per node)");
     for (double& x : us) x *= 1e-6;
-    l.latency.push_back(std::move(us));
+    latency.push_back(std::move(us));
   }
-  if (l.latency.size() != l.nodes.size())
-    throw ModelError(where + ".latency_us must have a row per node (" + std::to_string(l.nodes.size()) + ")");
-  if (const auto tol = t.get_child_optional("tolerance")) l.tolerance = number(*tol, where + ".tolerance");
-  if (l.tolerance < 1) throw ModelError(where + ".tolerance must be at least 1");
-  l.group = partition(l.latency, l.tolerance);
-  return l;
+  if (latency.size() != nodes.size()) throw ModelError(where + ".latency_us must have a row per node (" + std::to_string(nodes.size()) + ")");
+  const double tolerance = t.get_child_optional("tolerance") ? number(t.get_child("tolerance"), where + ".tolerance") : 1.20;
+  if (tolerance < 1) throw ModelError(where + ".tolerance must be at least 1");
+  return LogicalClusters::of(std::move(nodes), std::move(latency), tolerance);
 }
 
 std::string quoted(const std::string& s) {

@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <string>
 #include <tuple>
@@ -93,23 +94,35 @@ inline std::vector<int> partition(const std::vector<std::vector<double>>& latenc
 // Every process's node name, from every process's host and the rank of the first process
 // of its shared-memory domain (any number identifying the domain, alike within it).
 inline std::vector<std::string> node_names(const std::vector<std::string>& host, const std::vector<int>& domain) {
+  std::map<std::string, std::vector<int>> domains;  // each host's, in their first processes' order
+  for (std::size_t r = 0; r < host.size(); ++r) {
+    std::vector<int>& seen = domains[host[r]];
+    if (std::find(seen.begin(), seen.end(), domain[r]) == seen.end()) seen.push_back(domain[r]);
+  }
   std::vector<std::string> out(host.size());
   for (std::size_t r = 0; r < host.size(); ++r) {
-    std::vector<int> seen;  // the host's domains, in their first processes' order
-    for (std::size_t q = 0; q < host.size(); ++q)
-      if (host[q] == host[r] && std::find(seen.begin(), seen.end(), domain[q]) == seen.end()) seen.push_back(domain[q]);
-    const auto k = std::find(seen.begin(), seen.end(), domain[r]) - seen.begin();
-    out[r] = seen.size() == 1 ? host[r] : host[r] + "/" + std::to_string(k);
+    const std::vector<int>& seen = domains[host[r]];
+    out[r] = seen.size() == 1 ? host[r] : host[r] + "/" + std::to_string(std::find(seen.begin(), seen.end(), domain[r]) - seen.begin());
   }
   return out;
 }
 
-// A declared cluster's nodes as measured, and their logical clusters.
+// A declared cluster's nodes as measured, and their logical clusters (drawn once, when
+// made: `of`).
 struct LogicalClusters {
   std::vector<std::string> nodes;
   std::vector<std::vector<double>> latency;  // [a][b], s (one way: half a round trip of no data)
   double tolerance = 1.20;
   std::vector<int> group;  // of each node: partition(latency, tolerance)
+
+  static LogicalClusters of(std::vector<std::string> nodes, std::vector<std::vector<double>> latency, double tolerance = 1.20) {
+    LogicalClusters l;
+    l.nodes = std::move(nodes);
+    l.latency = std::move(latency);
+    l.tolerance = tolerance;
+    l.group = partition(l.latency, l.tolerance);
+    return l;
+  }
 
   int groups() const { return group.empty() ? 0 : *std::max_element(group.begin(), group.end()) + 1; }
   // The logical cluster of node `name`, or -1 if it was not measured.
