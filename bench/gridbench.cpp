@@ -53,10 +53,11 @@ gridbench starts itself as a gridrun job and prints rank 0's results on stdout.
   --sizes S1,S2,...      or these sizes; per process for bcast/reduce/allreduce, per block
                        for the others (default 1:1048576)
   --route R            packed, ordered, binomial, chain or direct: the route every
-                       hierarchical scatter and gather takes between clusters
-                       (GRIDRT_ROUTE; docs/algorithms.md, "Routes of scatter and gather");
-                       default: the model's least predicted, packed without a model.
-                       Their JSON lines then say it ("route")
+                       hierarchical scatter and gather takes between clusters; agents or
+                       groups: the hierarchical all-to-all's (groups: the Local Group
+                       paper's rule, on two clusters only) (GRIDRT_ROUTE;
+                       docs/algorithms.md, "Routes"); default: the model's least
+                       predicted, else packed and agents. Their JSON lines say it ("route")
   --iters N            calls timed per size (default 100)
   --warmup W           untimed calls before them (default 2)
   --root R             the root of bcast, reduce, gather and scatter (default 0)
@@ -149,8 +150,9 @@ Options parse(int argc, char** argv) {
       algos = value();
     } else if (a == "--route") {
       o.route = value();
-      if (o.route != "packed" && o.route != "ordered" && o.route != "binomial" && o.route != "chain" && o.route != "direct")
-        usage_error("--route takes packed, ordered, binomial, chain or direct, got '" + o.route + "'");
+      const std::vector<std::string> routes{"packed", "ordered", "binomial", "chain", "direct", "agents", "groups"};
+      if (std::find(routes.begin(), routes.end(), o.route) == routes.end())
+        usage_error("--route takes packed, ordered, binomial, chain, direct, agents or groups, got '" + o.route + "'");
       o.grid_args.insert(o.grid_args.end(), {"--env", "GRIDRT_ROUTE=" + o.route});
     } else if (a == "--sizes") {
       sizes = value();
@@ -385,7 +387,9 @@ int work(int argc, char** argv) {
         char predicted_text[32] = "null";
         if (predicted >= 0) std::snprintf(predicted_text, sizeof predicted_text, "%.1f", predicted);
         // The route asked for, on the lines whose calls take one.
-        const std::string route = !o.route.empty() && (op == "gather" || op == "scatter") ? ",\"route\":\"" + o.route + "\"" : "";
+        const bool rooted = op == "gather" || op == "scatter";
+        const bool takes_route = rooted ? o.route != "agents" && o.route != "groups" : op == "alltoall" && (o.route == "agents" || o.route == "groups");
+        const std::string route = !o.route.empty() && takes_route ? ",\"route\":\"" + o.route + "\"" : "";
         if (o.json)
           std::printf("{\"op\":\"%s\",\"algo\":\"%s\",\"bytes\":%zu,\"clusters\":%d,\"ranks\":%d,\"iters\":%d,\"avg_us\":%.1f,"
                       "\"min_us\":%.1f,\"max_us\":%.1f,\"wan_msgs\":%.2f,\"wan_bytes\":%.1f,\"bound_us\":%.1f,\"predicted_us\":%s%s}\n",

@@ -114,6 +114,34 @@ TEST(Costs, LocalGroupAgainstPairwiseExchangeByHand) {
   EXPECT_LT(p.hier, p.flat);
 }
 
+// The paper's two-cluster rule (the groups route) against the C-cluster one (agents), by
+// hand. Clusters of 2 (A) and 3 (B), 1000 B blocks. Groups: A's member k sends B's members
+// k + 2s their 2 blocks (three messages of 2 ms on A's line: the last arrives at 6 + 10 ms);
+// B's members 2, 3 and 4 send 2 blocks to 0, 3 blocks to 1 (the partial group's block for
+// 1 parked on 3, the fix) and 1 block to 0: 2 + 3 + 1 ms on B's line, 16 ms. Agents: three
+// messages of 2 blocks one way, two of 3 the other: 16 ms too. Equal predictions go to
+// agents, the first route.
+TEST(Costs, LocalGroupsTwoClusterRuleByHand) {
+  const models::GridModel m = simple_model();
+  const CostShape s = shape(m, {2, 3}, {"A", "B"});
+  EXPECT_NEAR(alltoall_local_group_two_cost(s, 1000), 16 * kMs, 1e-9);
+  EXPECT_NEAR(alltoall_local_group_cost(s, 1000), 16 * kMs, 1e-9);
+  const Prediction p = predict(s, Coll::kAlltoall, 1000, 0);
+  ASSERT_EQ(p.routes.size(), 2u);
+  EXPECT_EQ(p.routes[1].first, Route::kGroups);
+  EXPECT_EQ(p.route, Route::kAgents);
+  EXPECT_EQ(predict(s, Coll::kAlltoall, 1000, 0, Route::kGroups).route, Route::kGroups);
+  // The smaller cluster second (1 against 3): every message one block, node 0 of C1 sending
+  // three on A's line and B's three members one each on B's: 13 ms.
+  const CostShape swapped = shape(m, {3, 1}, {"B", "A"});
+  EXPECT_NEAR(alltoall_local_group_two_cost(swapped, 1000), 13 * kMs, 1e-9);
+  // Three clusters: the two-cluster rule is no route, and asking for it gets agents.
+  const CostShape three = shape(m, {1, 1, 1}, {"A", "B", "C"});
+  EXPECT_EQ(predict(three, Coll::kAlltoall, 1000, 0).routes.size(), 1u);
+  EXPECT_EQ(predict(three, Coll::kAlltoall, 1000, 0, Route::kGroups).route, Route::kAgents);
+  EXPECT_EQ(predict(three, Coll::kScatter, 1000, 0, Route::kGroups).route, Route::kPacked);
+}
+
 TEST(Costs, OneClusterIsMpichsOwnCollective) {
   models::GridModel m;
   m.inside["*"] = line(5e-6, 0.001);

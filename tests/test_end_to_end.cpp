@@ -1153,6 +1153,17 @@ TEST(EndToEnd, ScattersAndGathersMatchTheirReferencesOnTheBinomialAndChainRoutes
   expect_coll_check_passes_on_route("chain");
 }
 
+// The hierarchical all-to-all by the Local Group paper's own rule for two clusters
+// (GRIDRT_ROUTE=groups): every alltoall(v) of coll_check (in place, derived types, uneven
+// blocks, shuffled communicators) where the smaller cluster is the second and the larger's
+// last group is partial (3 against 2), and where the smaller holds one process (1 against 3).
+TEST(EndToEnd, AllToAllsMatchTheirReferencesByThePapersTwoClusterRule) {
+  ::setenv("GRIDRT_ROUTE", "groups", 1);
+  expect_coll_check_passes({{{"--grid", coll_grid_of({3, 2})}, "on 5 processes in 2 clusters"},
+                            {{"--grid", coll_grid_of({1, 3})}, "on 4 processes in 2 clusters"}});
+  ::unsetenv("GRIDRT_ROUTE");
+}
+
 TEST(EndToEnd, ScattersAndGathersMatchTheirReferencesOnTheDirectAndOrderedRoutes) {
   expect_coll_check_passes_on_route("direct");
   // Ordered as a model says (D far from A, so served first from A), the hierarchical family

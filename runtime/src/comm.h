@@ -19,8 +19,8 @@ namespace gridrt::detail {
 struct Chain;
 struct CostShape;
 
-// What a collective call runs: the family and, for a scatter's or a gather's hierarchical
-// one, its route (coll/part_trees.h).
+// What a collective call runs: the family and, for a hierarchical one that has several, its
+// route (coll/part_trees.h).
 struct Pick {
   Algo algo = Algo::kHier;
   Route route = Route::kPacked;

@@ -81,13 +81,13 @@ void wait_mpi(MPI_Request* req, MPI_Status* st) {
 
 // One of `choices` by name; the first when the variable is unset.
 template <typename T>
-T choice_from_env(const char* name, std::initializer_list<std::pair<const char*, T>> choices) {
+T choice_from_env(const char* name, const std::vector<std::pair<std::string, T>>& choices) {
   const char* v = std::getenv(name);
   if (!v) return choices.begin()->second;
   std::string names;
   for (const auto& [text, value] : choices) {
-    if (!std::strcmp(v, text)) return value;
-    names += (names.empty() ? "" : ", ") + std::string(text);
+    if (text == v) return value;
+    names += (names.empty() ? "" : ", ") + text;
   }
   throw Error(std::string("gridrt: ") + name + "='" + v + "' is not one of " + names);
 }
@@ -136,12 +136,9 @@ void init(int* argc, char*** argv, int required) {
       detail::choice_from_env<WaitPolicy>("GRIDRT_WAIT", {{"yield", WaitPolicy::kYield}, {"spin", WaitPolicy::kSpin}, {"sleep", WaitPolicy::kSleep}});
   s->algo = detail::choice_from_env<Algo>("GRIDRT_COLL", {{"auto", Algo::kAuto}, {"hier", Algo::kHier}, {"flat", Algo::kFlat}});
   using detail::Route;
-  s->route = detail::choice_from_env<std::optional<Route>>("GRIDRT_ROUTE", {{"auto", std::nullopt},
-                                                                          {"packed", Route::kPacked},
-                                                                          {"ordered", Route::kOrdered},
-                                                                          {"binomial", Route::kBinomial},
-                                                                          {"chain", Route::kChain},
-                                                                          {"direct", Route::kDirect}});
+  std::vector<std::pair<std::string, std::optional<Route>>> routes{{"auto", std::nullopt}};
+  for (Route r : detail::kEveryRoute) routes.emplace_back(detail::route_name(r), r);
+  s->route = detail::choice_from_env<std::optional<Route>>("GRIDRT_ROUTE", routes);
   s->slice = detail::number_from_env("GRIDRT_SLICE", 64 * 1024, 1024, 1ull << 30, "bytes");
   if (const char* pieces = std::getenv("GRIDRT_GATHER_PIECES"); pieces && std::strcmp(pieces, "auto") != 0)
     s->gather_pieces = static_cast<int>(detail::number_from_env("GRIDRT_GATHER_PIECES", 0, 1, 65536, "pieces (or auto)"));

@@ -83,6 +83,8 @@ Async<> allgatherv_ring(CommImpl& c, std::vector<char> mine, Blocks out);
 // All-to-alls: `in` this member's blocks for every member, `out` its blocks from them.
 // `equal`: all blocks alike (alltoall), so nobody needs to be told the sizes.
 Async<> alltoallv_local_group(CommImpl& c, Blocks in, Blocks out, bool equal);
+// The paper's rule for a communicator of exactly two parts (the "groups" route).
+Async<> alltoallv_local_group_two(CommImpl& c, Blocks in, Blocks out, bool equal);
 Async<> alltoallv_pairwise(CommImpl& c, Blocks in, Blocks out);
 
 // Prefix reductions (MPI_Scan, MPI_Exscan): member r gets the fold of members 0..r (or
@@ -124,13 +126,16 @@ double scatterv_linear_cost(const CostShape& s, int root, double b);
 double allgather_hier_cost(const CostShape& s, double b);
 double allgather_ring_cost(const CostShape& s, double b);
 double alltoall_local_group_cost(const CostShape& s, double b);
+double alltoall_local_group_two_cost(const CostShape& s, double b);  // two parts only
+// When each part has done phase one of both Local Group all-to-alls (parking its blocks).
+std::vector<double> local_group_parked_at(const CostShape& s, double b);
 double alltoall_pairwise_cost(const CostShape& s, double b);
 double scan_hier_cost(const CostShape& s, double m);
 double scan_doubling_cost(const CostShape& s, double m);
 
 // The hierarchical and the flat algorithm's predictions for one call of `op` (what auto
 // compares; gridbench prints them). For scatter and gather the hierarchical family has
-// several routes (part_trees.h): `hier` is that of `route`, the one GRIDRT_ROUTE names or
+// several routes (part_trees.h), and so has the all-to-all on two parts: `hier` is that of `route`, the one GRIDRT_ROUTE names or
 // else the least predicted, and `routes` holds each one's.
 struct Prediction {
   double hier = 0, flat = 0;
@@ -139,7 +144,8 @@ struct Prediction {
 };
 // `forced`: the route GRIDRT_ROUTE names, or none.
 Prediction predict(const CostShape& s, Coll op, std::size_t bytes, int root, std::optional<Route> forced = std::nullopt);
-// The routes a rooted operation's hierarchical family can take.
-std::vector<Route> routes_of(Coll op);
+// The routes an operation's hierarchical family can take on a communicator of `parts`
+// parts (none: it has one way).
+std::vector<Route> routes_of(Coll op, int parts);
 
 }  // namespace gridrt::detail

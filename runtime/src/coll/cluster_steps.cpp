@@ -400,4 +400,66 @@ Async<> cluster_scatterv(CommImpl& c, const std::vector<char>& blob, const std::
   co_await scatter_bytes(node_blob, node_sizes, 0, lv.node, got);
 }
 
+Async<Parked> park_in_part(CommImpl& c, const Blocks& in, bool equal, const ParkedOn& parked) {
+  const auto& part = c.parts[c.my_part()];
+  const int m = static_cast<int>(part.size());
+  const int ix = c.index_in_part[c.me];
+  std::vector<std::vector<int>> sent(m), kept(m);  // what I park on a; what k parks on me
+  for (int a = 0; a < m; ++a) {
+    sent[a] = parked(ix, a);
+    kept[a] = parked(a, ix);
+  }
+  std::vector<std::vector<std::size_t>> size(m);  // size[k][t]: of the t-th block k parks here
+  for (int k = 0; k < m; ++k) size[k].assign(kept[k].size(), equal ? in.packed(0) : 0);
+  if (m == 1) {
+    for (std::size_t t = 0; t < kept[0].size(); ++t) size[0][t] = in.packed(kept[0][t]);
+  } else if (!equal) {  // the sizes first
+    std::vector<unsigned long long> size_out, size_in;
+    std::vector<int> scount(m), sdispl(m), rcount(m), rdispl(m);
+    for (int a = 0; a < m; ++a) {
+      sdispl[a] = static_cast<int>(size_out.size());
+      for (int j : sent[a]) size_out.push_back(in.packed(j));
+      scount[a] = static_cast<int>(sent[a].size());
+      rdispl[a] = static_cast<int>(size_in.size());
+      rcount[a] = static_cast<int>(kept[a].size());
+      size_in.resize(size_in.size() + kept[a].size());
+    }
+    MPI_Request r;
+    check_mpi(MPI_Ialltoallv(size_out.data(), scount.data(), sdispl.data(), MPI_UNSIGNED_LONG_LONG, size_in.data(), rcount.data(),
+                             rdispl.data(), MPI_UNSIGNED_LONG_LONG, c.local, &r),
+              kMpiInCluster);
+    co_await one(local_step(r));
+    for (int k = 0; k < m; ++k)
+      for (std::size_t t = 0; t < kept[k].size(); ++t) size[k][t] = size_in[rdispl[k] + t];
+  }
+  Parked p;
+  std::vector<std::size_t> recv_sizes(m);
+  for (int k = 0; k < m; ++k) recv_sizes[k] = std::accumulate(size[k].begin(), size[k].end(), std::size_t{0});
+  const ByteCounts rb(recv_sizes);
+  if (m == 1) {
+    p.data = in.pack_all(sent[0]);
+  } else {
+    std::vector<std::size_t> send_sizes(m);
+    std::vector<char> send_data;
+    for (int a = 0; a < m; ++a) {
+      const std::vector<char> blocks = in.pack_all(sent[a]);
+      send_data.insert(send_data.end(), blocks.begin(), blocks.end());
+      send_sizes[a] = blocks.size();
+    }
+    const ByteCounts sb(send_sizes);
+    p.data.resize(rb.total());
+    MPI_Request r;
+    check_mpi(MPI_Ialltoallv(send_data.data(), sb.counts.data(), sb.displs.data(), MPI_BYTE, p.data.data(), rb.counts.data(),
+                             rb.displs.data(), MPI_BYTE, c.local, &r),
+              kMpiInCluster);
+    co_await one(local_step(r));
+  }
+  p.at.assign(m, {});
+  for (int k = 0; k < m; ++k) {
+    p.at[k].assign(kept[k].size() + 1, static_cast<std::size_t>(rb.displs[k]));
+    for (std::size_t t = 0; t < kept[k].size(); ++t) p.at[k][t + 1] = p.at[k][t] + size[k][t];
+  }
+  co_return p;
+}
+
 }  // namespace gridrt::detail

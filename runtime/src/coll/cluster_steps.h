@@ -59,6 +59,20 @@ Async<std::vector<char>> cluster_allgatherv(CommImpl& c, const std::vector<char>
 // this member expects.
 Async<> cluster_scatterv(CommImpl& c, const std::vector<char>& blob, const std::vector<std::size_t>& sizes, int root, std::vector<char>& got);
 
+// Phase one of the Local Group all-to-alls (alltoallv_local_group*.cpp): every member of
+// the part parks on each member a of the part its blocks for the ranks parked(k, a), k and
+// a being indices in the part (the same lists in every member), in one MPI_Ialltoallv
+// (after one of the blocks' sizes, unless all blocks are `equal`). What was parked here,
+// by member k, as its t-th block: block(k, t), size(k, t) bytes.
+struct Parked {
+  std::vector<char> data;
+  std::vector<std::vector<std::size_t>> at;  // at[k][t] .. at[k][t + 1] in data
+  const char* block(int k, std::size_t t) const { return data.data() + at[k][t]; }
+  std::size_t size(int k, std::size_t t) const { return at[k][t + 1] - at[k][t]; }
+};
+using ParkedOn = std::function<std::vector<int>(int k, int a)>;
+Async<Parked> park_in_part(CommImpl& c, const Blocks& in, bool equal, const ParkedOn& parked);
+
 // Chain steps are advanced here (comm.cpp's wait loops call it, `pass` counting their passes
 // over the steps waited on): once per pass, starts the stages whose turn has come across
 // every chain in flight on the level. True when `chain` is done.

@@ -149,9 +149,11 @@ inline Algo asked_for(Algo asked) { return asked == Algo::kDefault ? state().alg
 // loaded, else the measured rules (choice.h).
 Algo auto_choice(CommImpl& c, Coll op, std::size_t bytes, int root);
 const char* coll_name(Coll op);
-// A scatter's or a gather's family and, for the hierarchical one, its route: GRIDRT_ROUTE's,
-// else the model's least predicted, else packed; with auto, the family as auto_choice's.
-Pick choose_rooted(Algo asked, CommImpl& c, Coll op, std::size_t bytes, int root);
+// The family of a call whose hierarchical algorithm has routes (scatter, gather, all-to-all)
+// and, for the hierarchical one, its route: GRIDRT_ROUTE's where the operation has it, else
+// the model's least predicted, else the operation's first; with auto, the family as
+// auto_choice's.
+Pick choose_with_route(Algo asked, CommImpl& c, Coll op, std::size_t bytes, int root);
 // The tree the pick's route takes from `root` (kOrdered: served as the model predicted,
 // else by the members below each child).
 PartTree rooted_tree(CommImpl& c, Coll op, int root, const Pick& pick);

@@ -91,7 +91,7 @@ Async<> gather(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sen
   Blocks out = c.me == root ? Blocks::equal(recvbuf, recvcount, c.size(), recvtype) : Blocks();
   std::vector<char> mine = in_place ? std::vector<char>() : own_block(sendbuf, sendcount, sendtype, out, c.me);
   const std::size_t block = in_place ? out.packed(root) : mine.size();
-  const Pick pick = choose_rooted(algo, c, Coll::kGather, block, root);
+  const Pick pick = choose_with_route(algo, c, Coll::kGather, block, root);
   if (pick.algo == Algo::kFlat) return gather_binomial(c, std::move(mine), in_place, std::move(out), root, block);
   if (pick.route == Route::kDirect) return gatherv_linear(c, std::move(mine), in_place, std::move(out), root);
   return gatherv_hier(c, std::move(mine), in_place, std::move(out), root, block, rooted_tree(c, Coll::kGather, root, pick));
@@ -108,7 +108,7 @@ Async<> gatherv(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype se
     out = Blocks(recvbuf, recvcounts, displs, c.size(), recvtype);
   }
   std::vector<char> mine = in_place ? std::vector<char>() : packed_copy(Layout(sendtype, sendcount), sendbuf);
-  const Pick pick = choose_rooted(algo, c, Coll::kGather, kSizeNotShared, root);
+  const Pick pick = choose_with_route(algo, c, Coll::kGather, kSizeNotShared, root);
   if (pick.algo == Algo::kFlat || pick.route == Route::kDirect) return gatherv_linear(c, std::move(mine), in_place, std::move(out), root);
   return gatherv_hier(c, std::move(mine), in_place, std::move(out), root, kSizeNotShared,
                       rooted_tree(c, Coll::kGather, root, pick));
@@ -123,7 +123,7 @@ Async<> scatter(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype se
   Blocks in = c.me == root ? Blocks::equal(sendbuf, sendcount, c.size(), sendtype) : Blocks();
   const Layout recv = in_place ? Layout(sendtype, 0) : Layout(recvtype, recvcount);
   const std::size_t block = c.me == root ? in.packed(root) : recv.packed;
-  const Pick pick = choose_rooted(algo, c, Coll::kScatter, block, root);
+  const Pick pick = choose_with_route(algo, c, Coll::kScatter, block, root);
   if (pick.algo == Algo::kFlat) return scatter_binomial(c, std::move(in), recvbuf, recv, in_place, root);
   if (pick.route == Route::kDirect) return scatterv_linear(c, std::move(in), recvbuf, recv, in_place, root);
   return scatterv_hier(c, std::move(in), recvbuf, recv, in_place, root, true, rooted_tree(c, Coll::kScatter, root, pick));
@@ -140,7 +140,7 @@ Async<> scatterv(CommImpl& c, const void* sendbuf, const int* sendcounts, const 
     in = Blocks(sendbuf, sendcounts, displs, c.size(), sendtype);
   }
   const Layout recv = in_place ? Layout(sendtype, 0) : Layout(recvtype, recvcount);
-  return scatterv_by(choose_rooted(algo, c, Coll::kScatter, kSizeNotShared, root), c, std::move(in), recvbuf, recv, in_place, root);
+  return scatterv_by(choose_with_route(algo, c, Coll::kScatter, kSizeNotShared, root), c, std::move(in), recvbuf, recv, in_place, root);
 }
 
 Async<> allgatherv(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int* recvcounts,
@@ -171,8 +171,12 @@ Async<> allgather(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype 
 namespace {
 // All-to-all and its v form. In place, what recvbuf holds is what is sent, laid out as the
 // receive (MPI's rule): it is copied aside, blocks where they are, and sent from there.
+// The hierarchical one by the agents route (any number of clusters) or the groups route
+// (the paper's rule for two).
 Async<> alltoall_any(CommImpl& c, Blocks in, Blocks out, [[maybe_unused]] std::shared_ptr<Scratch> aside, bool equal, Algo algo) {
-  if (choose(algo, c, Coll::kAlltoall, equal ? in.packed(0) : kSizeNotShared) == Algo::kFlat) co_await alltoallv_pairwise(c, std::move(in), std::move(out));
+  const Pick pick = choose_with_route(algo, c, Coll::kAlltoall, equal ? in.packed(0) : kSizeNotShared, 0);
+  if (pick.algo == Algo::kFlat) co_await alltoallv_pairwise(c, std::move(in), std::move(out));
+  else if (pick.route == Route::kGroups) co_await alltoallv_local_group_two(c, std::move(in), std::move(out), equal);
   else co_await alltoallv_local_group(c, std::move(in), std::move(out), equal);
 }
 
@@ -234,7 +238,7 @@ Async<> reduce_then_scatter(CommImpl& c, const void* sendbuf, void* recvbuf, std
   const Layout mine(element, counts[c.me]);
   // (The pick held in a variable: no temporary with a destructor inside a co_await, which
   // GCC 12 may destroy twice.)
-  const Pick pick = choose_rooted(algo, c, Coll::kScatter, kSizeNotShared, 0);
+  const Pick pick = choose_with_route(algo, c, Coll::kScatter, kSizeNotShared, 0);
   co_await scatterv_by(pick, c, std::move(in), recvbuf, mine, false, 0);
 }
 }  // namespace

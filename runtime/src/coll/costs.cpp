@@ -19,9 +19,11 @@ CostShape::CostShape(const models::GridModel& model, std::vector<int> members_pa
   const int C = static_cast<int>(site_of_part.size());
   part_size.assign(C, 0);
   first_member.assign(C, -1);
+  members.assign(C, {});
   for (int i = 0; i < static_cast<int>(part_of.size()); ++i) {
     ++part_size[part_of[i]];
     if (first_member[part_of[i]] < 0) first_member[part_of[i]] = i;
+    members[part_of[i]].push_back(i);
   }
   for (int p = 0; p < C; ++p) {
     if (site_of_part[p] >= static_cast<int>(sites.size())) sites.resize(site_of_part[p] + 1);

@@ -20,7 +20,9 @@
 //   chain     the sites one after the other, each head keeping its site's blocks and
 //             handing the rest to the next: S - 1 WAN hops deep.
 // (A sixth way, "direct", is no tree: every block crosses on its own, the linear
-// algorithms scatterv_linear and gatherv_linear.)
+// algorithms scatterv_linear and gatherv_linear. The hierarchical all-to-all's two routes
+// are no trees either: "agents", the Local Group rule for any number of clusters, and
+// "groups", the paper's rule for two, alltoallv_local_group*.cpp.)
 //
 // What each costs is its algorithm's cost function (scatterv_hier.cpp, gatherv_hier.cpp),
 // played over the same tree.
@@ -35,7 +37,9 @@
 
 namespace gridrt::detail {
 
-enum class Route { kPacked, kOrdered, kBinomial, kChain, kDirect };
+enum class Route { kPacked, kOrdered, kBinomial, kChain, kDirect, kAgents, kGroups };
+inline constexpr Route kEveryRoute[] = {Route::kPacked, Route::kOrdered, Route::kBinomial, Route::kChain,
+                                        Route::kDirect,  Route::kAgents,  Route::kGroups};
 
 inline const char* route_name(Route r) {
   switch (r) {
@@ -44,15 +48,24 @@ inline const char* route_name(Route r) {
     case Route::kBinomial: return "binomial";
     case Route::kChain: return "chain";
     case Route::kDirect: return "direct";
+    case Route::kAgents: return "agents";
+    case Route::kGroups: return "groups";
   }
   return "?";
 }
 
 // The route of that name (route_name's), or none.
 inline std::optional<Route> route_named(const std::string& name) {
-  for (Route r : {Route::kPacked, Route::kOrdered, Route::kBinomial, Route::kChain, Route::kDirect})
+  for (Route r : kEveryRoute)
     if (name == route_name(r)) return r;
   return std::nullopt;
+}
+
+// "packed, ordered, ..., agents or groups", for messages.
+inline std::string route_names() {
+  std::string names;
+  for (Route r : kEveryRoute) names += std::string(names.empty() ? "" : r == Route::kGroups ? " or " : ", ") + route_name(r);
+  return names;
 }
 
 struct PartTree {

@@ -4,6 +4,7 @@
 // same communicator shape, and the sizes are ones every member knows (choice.h), so every
 // member chooses alike. Without a model, or for the v-forms whose sizes only some members
 // know, the measured rules of choice.h.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -11,16 +12,30 @@
 
 namespace gridrt::detail {
 
-std::vector<Route> routes_of(Coll op) {
+std::vector<Route> routes_of(Coll op, int parts) {
   if (op == Coll::kScatter) return {Route::kPacked, Route::kOrdered, Route::kBinomial, Route::kChain, Route::kDirect};
   if (op == Coll::kGather) return {Route::kPacked, Route::kBinomial, Route::kChain, Route::kDirect};
+  if (op == Coll::kAlltoall && parts == 2) return {Route::kAgents, Route::kGroups};
+  if (op == Coll::kAlltoall) return {Route::kAgents};
   return {};
 }
 
 namespace {
-// The route a rooted operation takes when `r` is asked for: a gather has no order to
-// schedule (its root receives what arrives), so ordered is packed there.
-Route effective(Coll op, Route r) { return op == Coll::kGather && r == Route::kOrdered ? Route::kPacked : r; }
+// The route an operation takes when `r` is asked for: `r` where it is one of the
+// operation's, else its first (a gather has no order to schedule, its root receiving what
+// arrives, so ordered is packed there; the paper's two-cluster all-to-all needs two parts).
+Route effective(Coll op, int parts, Route r) {
+  const std::vector<Route> routes = routes_of(op, parts);
+  if (routes.empty() || std::find(routes.begin(), routes.end(), r) != routes.end()) return r;
+  return routes.front();
+}
+
+// The hierarchical family's cost on route r, for the operations that have routes.
+double route_cost(const CostShape& s, Coll op, int root, double m, Route r) {
+  if (op == Coll::kGather) return gather_hier_cost(s, root, m, r);
+  if (op == Coll::kScatter) return scatter_hier_cost(s, root, m, r);
+  return r == Route::kGroups ? alltoall_local_group_two_cost(s, m) : alltoall_local_group_cost(s, m);
+}
 
 Prediction two(double hier, double flat) {
   Prediction p;
@@ -37,20 +52,21 @@ Prediction uncorrected(const CostShape& s, Coll op, std::size_t bytes, int root,
     case Coll::kReduce: return two(reduce_hier_cost(s, root, m), reduce_binomial_cost(s, root, m));
     case Coll::kAllreduce: return two(allreduce_hier_cost(s, m), allreduce_doubling_cost(s, m));
     case Coll::kGather:
-    case Coll::kScatter: {
+    case Coll::kScatter:
+    case Coll::kAlltoall: {
       Prediction p;
-      p.flat = op == Coll::kGather ? gather_binomial_cost(s, root, m) : scatter_binomial_cost(s, root, m);
-      for (Route r : routes_of(op))
-        p.routes.emplace_back(r, op == Coll::kGather ? gather_hier_cost(s, root, m, r) : scatter_hier_cost(s, root, m, r));
-      // GRIDRT_ROUTE's, else the least predicted (the first of equals: packed before the others).
+      p.flat = op == Coll::kGather    ? gather_binomial_cost(s, root, m)
+               : op == Coll::kScatter ? scatter_binomial_cost(s, root, m)
+                                      : alltoall_pairwise_cost(s, m);
+      for (Route r : routes_of(op, s.parts())) p.routes.emplace_back(r, route_cost(s, op, root, m, r));
+      // GRIDRT_ROUTE's, else the least predicted (the first of equals).
       auto least = std::min_element(p.routes.begin(), p.routes.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-      p.route = forced ? effective(op, *forced) : least->first;
+      p.route = forced ? effective(op, s.parts(), *forced) : least->first;
       for (const auto& [r, t] : p.routes)
         if (r == p.route) p.hier = t;
       return p;
     }
     case Coll::kAllgather: return two(allgather_hier_cost(s, m), allgather_ring_cost(s, m));
-    case Coll::kAlltoall: return two(alltoall_local_group_cost(s, m), alltoall_pairwise_cost(s, m));
     case Coll::kScan: return two(scan_hier_cost(s, m), scan_doubling_cost(s, m));
   }
   return {};
@@ -143,15 +159,15 @@ std::optional<Pick> modelled(CommImpl& c, Coll op, std::size_t bytes, int root) 
   c.chosen.emplace(key, pick);
   if (state().explain && c.me == 0) {
     std::string routes;  // the hierarchical family's routes, where it has several
-    for (const auto& [r, t] : p.routes) {
+    for (const auto& [r, t] : p.routes.size() > 1 ? p.routes : std::vector<std::pair<Route, double>>{}) {
       char one[64];
       std::snprintf(one, sizeof one, "%s%s %.1f us", routes.empty() ? " (" : ", ", route_name(r), t * 1e6);
       routes += one;
     }
     if (!routes.empty()) routes += ")";
-    // Auto's family; for a scatter or gather, also the route its hierarchical one takes.
+    // Auto's family; where its hierarchical one has several routes, also the one it takes.
     std::string chosen = pick.algo == Algo::kFlat ? "flat" : "hier";
-    if (!p.routes.empty()) chosen += std::string(pick.algo == Algo::kFlat ? " (hier's route: " : " by the ") + route_name(p.route) + (pick.algo == Algo::kFlat ? ")" : " route");
+    if (!routes.empty()) chosen += std::string(pick.algo == Algo::kFlat ? " (hier's route: " : " by the ") + route_name(p.route) + (pick.algo == Algo::kFlat ? ")" : " route");
     std::fprintf(stderr, "gridrt: auto: %s of %zu B on %d members in %d clusters at %zu sites: hier %.1f us%s, flat %.1f us -> %s\n",
                  coll_name(op), bytes, c.size(), static_cast<int>(c.parts.size()), c.sites.size(), p.hier * 1e6, routes.c_str(), p.flat * 1e6,
                  chosen.c_str());
@@ -165,21 +181,22 @@ Algo auto_choice(CommImpl& c, Coll op, std::size_t bytes, int root) {
   return auto_picks_flat(c.sites.size(), c.parts.size(), op, bytes) ? Algo::kFlat : Algo::kHier;
 }
 
-Pick choose_rooted(Algo asked, CommImpl& c, Coll op, std::size_t bytes, int root) {
+Pick choose_with_route(Algo asked, CommImpl& c, Coll op, std::size_t bytes, int root) {
   const Algo a = asked_for(asked);
   if (a == Algo::kFlat) return {Algo::kFlat, Route::kPacked, nullptr};
   if (auto m = modelled(c, op, bytes, root)) {
     if (a == Algo::kHier) m->algo = Algo::kHier;
     return *m;
   }
-  const Route r = effective(op, state().route.value_or(Route::kPacked));
+  const std::vector<Route> routes = routes_of(op, static_cast<int>(c.parts.size()));
+  const Route r = effective(op, static_cast<int>(c.parts.size()), state().route.value_or(routes.empty() ? Route::kPacked : routes.front()));
   if (a == Algo::kAuto && auto_picks_flat(c.sites.size(), c.parts.size(), op, bytes)) return {Algo::kFlat, r, nullptr};
   return {Algo::kHier, r, nullptr};
 }
 
 PartTree rooted_tree(CommImpl& c, Coll op, int root, const Pick& pick) {
   if (pick.tree) return *pick.tree;
-  const Route r = effective(op, pick.route);
+  const Route r = effective(op, static_cast<int>(c.parts.size()), pick.route);
   PartTree t = part_tree(c.sites, c.site_of_part, c.part_of[root], r);
   if (r != Route::kOrdered) return t;
   // Without the model's times: children with more members below them first.
@@ -256,7 +273,7 @@ double GridPredictor::predicted_us(const std::string& op, std::size_t bytes, Alg
   if (root < 0 || root >= shape_->size()) throw Error("gridrt: predicted_us: root " + std::to_string(root) + " is not a rank");
   const std::optional<detail::Route> r = detail::route_named(route);
   if (!route.empty() && !r)
-    throw Error("gridrt: predicted_us: route '" + route + "' is not one of packed, ordered, binomial, chain, direct");
+    throw Error("gridrt: predicted_us: route '" + route + "' is not one of " + detail::route_names());
   return detail::pick(detail::predict(*shape_, which, bytes, root, r), algo);
 }
 

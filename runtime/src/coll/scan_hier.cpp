@@ -74,7 +74,7 @@ double scan_hier_cost(const CostShape& s, double m) {
   for (int p = 0; p < C; ++p) ready[p] = got[p] = local_cost(Coll::kScan, s.part_size[p], s.link[p][p], m);
   Timeline tl(s);
   for (int p = 0; p < C; ++p)
-    for (int q = p + 1; q < C; ++q) got[q] = std::max(got[q], tl.send(s.first_member[p] + s.part_size[p] - 1, p, q, m, ready[p]));
+    for (int q = p + 1; q < C; ++q) got[q] = std::max(got[q], tl.send(s.member(p, s.part_size[p] - 1), p, q, m, ready[p]));
   double done = 0;
   for (int p = 0; p < C; ++p) done = std::max(done, got[p] + (p > 0 ? local_cost(Coll::kBcast, s.part_size[p], s.link[p][p], m, got[p]) : 0));
   return done;
