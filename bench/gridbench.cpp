@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -53,7 +54,8 @@ gridbench starts itself as a gridrun job and prints rank 0's results on stdout.
   --sizes S1,S2,...      or these sizes; per process for bcast/reduce/allreduce, per block
                        for the others (default 1:1048576)
   --route R            packed, ordered, binomial, chain or direct: the route every
-                       hierarchical scatter and gather takes between clusters; agents or
+                       hierarchical scatter and gather takes between clusters (bcast:
+                       packed, binomial or chain); agents or
                        groups: the hierarchical all-to-all's (groups: the Local Group
                        paper's rule, on two clusters only) (GRIDRT_ROUTE;
                        docs/algorithms.md, "Routes"); default: the model's least
@@ -89,6 +91,17 @@ an emulated WAN (--emulate-wan* or the --grid file's <wan>).
 )";
 
 const std::vector<std::string> kOps = {"barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall"};
+
+// Whether an operation's hierarchical algorithm takes --route's route (GRIDRT_ROUTE), which
+// its JSON lines then name: a gather's ordered is its packed.
+bool takes_route(const std::string& op, const std::string& route) {
+  const std::map<std::string, std::vector<std::string>> routes{{"scatter", {"packed", "ordered", "binomial", "chain", "direct"}},
+                                                               {"gather", {"packed", "ordered", "binomial", "chain", "direct"}},
+                                                               {"bcast", {"packed", "binomial", "chain"}},
+                                                               {"alltoall", {"agents", "groups"}}};
+  const auto it = routes.find(op);
+  return it != routes.end() && std::find(it->second.begin(), it->second.end(), route) != it->second.end();
+}
 const std::vector<std::string> kConstructors = {"split", "dup"};  // (not in "all")
 
 [[noreturn]] void usage_error(const std::string& why) {
@@ -387,9 +400,7 @@ int work(int argc, char** argv) {
         char predicted_text[32] = "null";
         if (predicted >= 0) std::snprintf(predicted_text, sizeof predicted_text, "%.1f", predicted);
         // The route asked for, on the lines whose calls take one.
-        const bool rooted = op == "gather" || op == "scatter";
-        const bool takes_route = rooted ? o.route != "agents" && o.route != "groups" : op == "alltoall" && (o.route == "agents" || o.route == "groups");
-        const std::string route = !o.route.empty() && takes_route ? ",\"route\":\"" + o.route + "\"" : "";
+        const std::string route = takes_route(op, o.route) ? ",\"route\":\"" + o.route + "\"" : "";
         if (o.json)
           std::printf("{\"op\":\"%s\",\"algo\":\"%s\",\"bytes\":%zu,\"clusters\":%d,\"ranks\":%d,\"iters\":%d,\"avg_us\":%.1f,"
                       "\"min_us\":%.1f,\"max_us\":%.1f,\"wan_msgs\":%.2f,\"wan_bytes\":%.1f,\"bound_us\":%.1f,\"predicted_us\":%s%s}\n",

@@ -1,43 +1,50 @@
 #!/usr/bin/env python3
-"""The routes of the hierarchical scatter and gather, measured against their predictions.
+"""The routes of the hierarchical scatter, gather, bcast, reduce and all-to-all, measured against their predictions.
 
-For each grid shape: `gridrun calibrate` measures it, then gridbench runs scatter and gather
-with the hierarchical algorithm on each route (--route packed, ordered, binomial, chain,
-direct), the flat algorithm and auto, with the model loaded, `--runs` times each. Per
+For each grid shape: `gridrun calibrate` measures it, then gridbench runs its operations
+(scatter, gather, bcast and reduce, or all-to-all) with the hierarchical algorithm on each
+route (--route packed, ordered, binomial, chain, direct; agents, groups), the flat
+algorithm and auto, with
+the model loaded, `--runs` times each. Per
 (operation, size): the median over the runs of every candidate's max_us (the time until the
 call was complete everywhere) and its predicted_us; the candidate the model predicts least
 (what auto takes) against the fastest measured; auto's own time. Printed as markdown
-(docs/benchmarks.md, "Routes of scatter and gather").
+(docs/benchmarks.md, "Routes of scatter and gather", "The all-to-all's two routes").
 
 Usage: bench/routes.py [--runs N] [--iters N] [--sizes S,...] [--shapes NAME,...] [--build DIR]
 Shapes: unequal (bench/grids/three-sites-unequal.xml: pairs of different delays and rates,
 an access line at the site of two clusters), one-port (bench/grids/four-sites-one-port.xml:
-four sites, each sending on one access line, the one-port setting of the scatter models).
+four sites, each sending on one access line, the one-port setting of the scatter models),
+two-sites (bench/grids/two-sites-3-2.xml: clusters of 3 and 2, the all-to-all's routes).
 """
 import json, os, statistics, sys
 
 from models import options, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SHAPES = {
-    "unequal": ["--grid", os.path.join(HERE, "grids", "three-sites-unequal.xml")],
-    "one-port": ["--grid", os.path.join(HERE, "grids", "four-sites-one-port.xml")],
+SHAPES = {  # the grid, and the operations measured on it
+    "unequal": (["--grid", os.path.join(HERE, "grids", "three-sites-unequal.xml")], ["scatter", "gather", "bcast", "reduce"]),
+    "one-port": (["--grid", os.path.join(HERE, "grids", "four-sites-one-port.xml")], ["scatter", "gather", "bcast", "reduce"]),
+    "two-sites": (["--grid", os.path.join(HERE, "grids", "two-sites-3-2.xml")], ["alltoall"]),
 }
-ROUTES = {"scatter": ["packed", "ordered", "binomial", "chain", "direct"], "gather": ["packed", "binomial", "chain", "direct"]}
+ROUTES = {"scatter": ["packed", "ordered", "binomial", "chain", "direct"], "gather": ["packed", "binomial", "chain", "direct"],
+          "bcast": ["packed", "binomial", "chain"], "reduce": ["packed", "binomial", "chain"], "alltoall": ["agents", "groups"]}
 
 
 def main():
-    a, gridrun, gridbench, work = options(__doc__, "8,4096,131072,1048576", "unequal,one-port", "routes")
-    # Each run: a gridbench job per route (hierarchical), and one for flat and auto.
-    jobs = [("hier", r) for r in ROUTES["scatter"]] + [("flat,auto", None)]
+    a, gridrun, gridbench, work = options(__doc__, "8,4096,131072,1048576", "unequal,one-port,two-sites", "routes")
     for shape in a.shapes.split(","):
-        grid = SHAPES[shape]
+        grid, shape_ops = SHAPES[shape]
+        # Each run: a gridbench job per route (hierarchical), and one for flat and auto.
+        columns = [r for op in shape_ops for r in ROUTES[op]]
+        columns = sorted(set(columns), key=columns.index)
+        jobs = [("hier", r) for r in columns] + [("flat,auto", None)]
         model = os.path.join(work, shape + ".json")
         run([gridrun, "calibrate", *grid, "--output", model])
         measured, predicted = {}, {}
         for r in range(a.runs):
             for algos, route in jobs:
-                ops = ",".join(op for op in ROUTES if route is None or route in ROUTES[op])
+                ops = ",".join(op for op in shape_ops if route is None or route in ROUTES[op])
                 cmd = [gridbench, *grid, "--model", model, "--op", ops, "--algo", algos, "--sizes", a.sizes, "--iters", str(a.iters), "--json"]
                 if route:
                     cmd += ["--route", route]
@@ -49,16 +56,16 @@ def main():
                     measured.setdefault(key, []).append(d["max_us"])
                     predicted[key] = d["predicted_us"]
         print(f"\n### {shape}: {' '.join(grid)}\n")
-        names_of = {op: ROUTES[op] + ["flat"] for op in ROUTES}
-        print("| op | bytes | " + " | ".join(f"{n}" for n in names_of["scatter"]) + " | model's pick | auto |")
-        print("|---|---|" + "---|" * (len(names_of["scatter"]) + 2))
+        columns += ["flat"]
+        print("| op | bytes | " + " | ".join(columns) + " | model's pick | auto |")
+        print("|---|---|" + "---|" * (len(columns) + 2))
         picks_ok, cases, auto_ok, misses = 0, 0, 0, []
         errors = []
-        for op in ROUTES:
+        for op in shape_ops:
             for n in sorted({k[1] for k in measured if k[0] == op}):
                 cells, best_name, best = [], None, None
                 times = {}
-                for name in names_of["scatter"]:
+                for name in columns:
                     if (op, n, name) not in measured:
                         cells.append("–")
                         continue

@@ -70,6 +70,51 @@ TEST(Costs, HierarchicalBroadcastCrossesEachLineOnce) {
   EXPECT_NEAR(bcast_hier_cost(s, 0, 131072), 131.072 * kMs + 10 * kMs, 1e-9);
 }
 
+// The broadcast's routes by hand: four sites of one process, 1000 B (one slice): the root
+// sends three messages on three lines (packed: 11 ms); the binomial tree is two hops deep
+// (22 ms), the chain three (33 ms). 256 KiB in four slices of 64 KiB (65.536 ms each) with
+// every site behind an access line: packed puts twelve slices on the root's line (786.4 +
+// 10 ms); binomial eight on the root's, the far child forwarding each of its four as it
+// comes (its last at 7 slices + 10 ms, then one slice + 10 ms on); the chain four on each
+// line, pipelined (the last slice leaves A at 4 slices, then two hops of a slice and three
+// latencies: 6 x 65.536 + 30 ms).
+TEST(Costs, BroadcastRoutesByHand) {
+  models::GridModel m = simple_model();
+  const CostShape s = shape(m, {1, 1, 1, 1}, {"A", "B", "C", "D"});
+  EXPECT_NEAR(bcast_hier_cost(s, 0, 1000, Route::kPacked), 11 * kMs, 1e-9);
+  EXPECT_NEAR(bcast_hier_cost(s, 0, 1000, Route::kBinomial), 22 * kMs, 1e-9);
+  EXPECT_NEAR(bcast_hier_cost(s, 0, 1000, Route::kChain), 33 * kMs, 1e-9);
+  for (const char* site : {"A", "B", "C", "D"}) m.access.insert(site);
+  const CostShape one_port = shape(m, {1, 1, 1, 1}, {"A", "B", "C", "D"});
+  const double slice = 65.536 * kMs;
+  EXPECT_NEAR(bcast_hier_cost(one_port, 0, 262144, Route::kPacked), 12 * slice + 10 * kMs, 1e-9);
+  EXPECT_NEAR(bcast_hier_cost(one_port, 0, 262144, Route::kBinomial), 8 * slice + 20 * kMs, 1e-9);
+  EXPECT_NEAR(bcast_hier_cost(one_port, 0, 262144, Route::kChain), 6 * slice + 30 * kMs, 1e-9);
+  const Prediction p = predict(one_port, Coll::kBcast, 262144, 0);
+  EXPECT_EQ(p.routes.size(), 3u);
+  EXPECT_EQ(p.route, Route::kChain);
+}
+
+// The reduction's routes, the broadcast's reversed: 1000 B over four sites take one, two and
+// three hops (11, 22, 33 ms). With access lines, which clock what a site sends, not what it
+// receives, the packed tree is the best: every site sends its four slices on its own line
+// at once (4 slices + 10 ms); the binomial tree's far child waits for its own child's slices
+// (5 slices + 20 ms), the chain for two hops (6 slices + 30 ms).
+TEST(Costs, ReductionRoutesByHand) {
+  models::GridModel m = simple_model();
+  const CostShape s = shape(m, {1, 1, 1, 1}, {"A", "B", "C", "D"});
+  EXPECT_NEAR(reduce_hier_cost(s, 0, 1000, Route::kPacked), 11 * kMs, 1e-9);
+  EXPECT_NEAR(reduce_hier_cost(s, 0, 1000, Route::kBinomial), 22 * kMs, 1e-9);
+  EXPECT_NEAR(reduce_hier_cost(s, 0, 1000, Route::kChain), 33 * kMs, 1e-9);
+  for (const char* site : {"A", "B", "C", "D"}) m.access.insert(site);
+  const CostShape one_port = shape(m, {1, 1, 1, 1}, {"A", "B", "C", "D"});
+  const double slice = 65.536 * kMs;
+  EXPECT_NEAR(reduce_hier_cost(one_port, 0, 262144, Route::kPacked), 4 * slice + 10 * kMs, 1e-9);
+  EXPECT_NEAR(reduce_hier_cost(one_port, 0, 262144, Route::kBinomial), 5 * slice + 20 * kMs, 1e-9);
+  EXPECT_NEAR(reduce_hier_cost(one_port, 0, 262144, Route::kChain), 6 * slice + 30 * kMs, 1e-9);
+  EXPECT_EQ(predict(one_port, Coll::kReduce, 262144, 0).route, Route::kPacked);
+}
+
 TEST(Costs, AnAccessLineMakesASitesMessagesWaitForEachOther) {
   models::GridModel m = simple_model();
   const CostShape without = shape(m, {1, 1, 1}, {"A", "B", "C"});
@@ -405,7 +450,8 @@ TEST(Costs, OrderedScatterServesTheSlowestSiteFirstOnASharedLineAndAChainBypasse
   EXPECT_EQ(predict(s, Coll::kScatter, 1000, 0).route, Route::kChain);
 }
 
-// The public predictor takes a route by name for gather and scatter, the least without one.
+// The public predictor takes a route by name for the operations that have routes, the least
+// without one; a route an operation lacks is its first.
 TEST(Costs, GridPredictorPredictsEachRouteByName) {
   const GridShape grid{{"c0", "c1", "c2", "c3"}, {"A", "B", "C", "D"}, {2, 2, 2, 2}};
   const GridPredictor predictor = GridPredictor::from_json(models::model_json(simple_model()), grid);
@@ -413,11 +459,14 @@ TEST(Costs, GridPredictorPredictsEachRouteByName) {
   EXPECT_NEAR(predictor.predicted_us("gather", 1000, Algo::kHier, 0, "binomial"), 26000, 1e-3);
   EXPECT_NEAR(predictor.predicted_us("scatter", 1000, Algo::kHier, 0), 12000, 1e-3);
   EXPECT_NEAR(predictor.predicted_us("gather", 1000, Algo::kHier, 0, "ordered"), 12000, 1e-3);  // a gather's ordered is packed
-  EXPECT_NEAR(predictor.predicted_us("bcast", 1000, Algo::kHier, 0, "chain"), 11000, 1e-3);     // one route only
+  EXPECT_NEAR(predictor.predicted_us("bcast", 1000, Algo::kHier, 0, "chain"), 33000, 1e-3);  // as BroadcastRoutesByHand
+  EXPECT_NEAR(predictor.predicted_us("bcast", 1000, Algo::kHier, 0, "direct"), 11000, 1e-3);  // packed
+  EXPECT_NEAR(predictor.predicted_us("alltoall", 1000, Algo::kHier, 0, "groups"),
+              predictor.predicted_us("alltoall", 1000, Algo::kHier, 0, "agents"), 1e-3);  // four clusters: agents
   try {
     predictor.predicted_us("scatter", 1000, Algo::kHier, 0, "zigzag");
     ADD_FAILURE() << "route zigzag accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("route 'zigzag' is not one of packed, ordered, binomial, chain, direct"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("route 'zigzag' is not one of packed, ordered, binomial, chain, direct, agents or groups"), std::string::npos) << e.what();
   }
 }

@@ -1133,9 +1133,10 @@ TEST(EndToEnd, CollectivesMatchTheirReferencesOnGridsWhoseSitesHoldSeveralCluste
                             {{"--grid", grid_with_sites({{"A", 1}, {"B", 1}, {"B", 1}, {"C", 2}})}, "on 5 processes in 4 clusters"}});
 }
 
-// The routes of the hierarchical scatter and gather between clusters (coll/part_trees.h),
-// each forced with GRIDRT_ROUTE: every scatter(v), gather(v) and reduce_scatter of
-// coll_check (roots everywhere, in place, derived types, shuffled communicators) on four
+// The routes of the hierarchical scatter, gather and broadcast between clusters
+// (coll/part_trees.h), each forced with GRIDRT_ROUTE: every scatter(v), gather(v),
+// reduce_scatter and bcast (to 1 MiB: 16 slices down the tree) of coll_check (roots
+// everywhere, in place, derived types, shuffled communicators) on four
 // sites, one holding two clusters apart from each other, so that the binomial tree is two
 // WAN hops deep and the chain three. (Two tests, to keep each well inside its time limit in
 // a sanitizer build.)

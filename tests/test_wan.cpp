@@ -185,12 +185,23 @@ TEST(WanBounds, ByHandForPairLinesAndAnAccessLine) {
   EXPECT_DOUBLE_EQ(bench::wan_bound_us("bcast", 32768, plan, s), 1000 + n * us_per_byte);
   EXPECT_DOUBLE_EQ(bench::wan_bound_us("barrier", 0, plan, s), 1000);
   EXPECT_DOUBLE_EQ(bench::wan_bound_us("bcast", 0, plan, s), 1000);  // a message crosses, empty or not
-  // Three sites, one of them slower; with A's access line A's traffic to both shares it.
+  // Three sites, A to C slower (5 ms): a broadcast from A reaches C sooner through B (1 + 1
+  // ms), the line B to C clocking all n; a gather at A takes C's block on the direct line.
   apply_wan_option(plan, "--emulate-wan-pair", "A:C=5ms,20mbit");
   const bench::SiteShape three{{"A", "B", "C"}, {1, 1, 1}, 0};
-  EXPECT_DOUBLE_EQ(bench::wan_bound_us("bcast", 32768, plan, three), 5000 + n * us_per_byte);
+  EXPECT_DOUBLE_EQ(bench::wan_bound_us("bcast", 32768, plan, three), 2000 + n * us_per_byte);
+  EXPECT_DOUBLE_EQ(bench::wan_bound_us("gather", 32768, plan, three), 5000 + n * us_per_byte);
   EXPECT_DOUBLE_EQ(bench::wan_bound_us("barrier", 0, plan, three), 5000);
+  // With A's access line A's sends share it: a broadcast sends n on it once at least (1 ms
+  // to B after it), a scatter both blocks.
   apply_wan_option(plan, "--emulate-wan-access", "A");
-  EXPECT_DOUBLE_EQ(bench::wan_bound_us("bcast", 32768, plan, three), std::max(5000 + n * us_per_byte, 1000 + 2 * n * us_per_byte));
+  EXPECT_DOUBLE_EQ(bench::wan_bound_us("bcast", 32768, plan, three), 2000 + n * us_per_byte);
+  EXPECT_DOUBLE_EQ(bench::wan_bound_us("scatter", 32768, plan, three), std::max(5000 + n * us_per_byte, 1000 + 2 * n * us_per_byte));
+  // Three sites of 1 ms behind access lines of 20 Mbit/s: nothing is gained by relaying but
+  // nothing lost, the root's line clocking n once.
+  WanPlan one_port;
+  apply_wan_option(one_port, "--emulate-wan", "1ms,20mbit");
+  apply_wan_option(one_port, "--emulate-wan-access", "all");
+  EXPECT_DOUBLE_EQ(bench::wan_bound_us("bcast", 32768, one_port, three), 1000 + n * us_per_byte);
   EXPECT_EQ(bench::wan_bound_us("bcast", 32768, WanPlan{}, three), 0);
 }

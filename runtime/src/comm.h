@@ -153,17 +153,6 @@ struct CommImpl {
       if (t != site_of_part[p]) out.push_back(t);
     return out;
   }
-  // On the way from part `from` to every part (a tree over the parts that enters each site
-  // once): the part whose entry hands data to part p's entry. Parts of `from`'s site and
-  // the heads of other sites hang under `from`; the other parts of a site under its head.
-  int upstream(int p, int from) const { return packed_parent(sites, site_of_part, p, from); }
-  // The parts that hang under part q in that tree, in part order.
-  std::vector<int> downstream(int q, int from) const {
-    std::vector<int> out;
-    for (int p = 0; p < static_cast<int>(parts.size()); ++p)
-      if (p != from && p != q && upstream(p, from) == q) out.push_back(p);
-    return out;
-  }
   // Every part's own members in rank order, for the parts in `which`, one after the other.
   std::vector<int> members_of(const std::vector<int>& which) const {
     std::vector<int> out;

@@ -34,11 +34,12 @@ namespace gridrt::detail {
 Async<> barrier_hier(CommImpl& c);
 Async<> barrier_dissemination(CommImpl& c);
 
-Async<> bcast_hier(CommImpl& c, void* buf, Layout l, int root);
+// Down the tree of a route (part_trees.h: packed, binomial or chain).
+Async<> bcast_hier(CommImpl& c, void* buf, Layout l, int root, PartTree t);
 Async<> bcast_binomial(CommImpl& c, void* buf, Layout l, int root);
 
 // sendbuf may be MPI_IN_PLACE at the root (reduce) or anywhere (allreduce).
-Async<> reduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op, int root);
+Async<> reduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op, int root, PartTree t);
 Async<> reduce_binomial(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op, int root);
 Async<> allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op);
 Async<> allreduce_doubling(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op);
@@ -98,9 +99,9 @@ Async<> scan_doubling(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l,
 // message; a member's block; a pair's block), for the root given.
 double barrier_hier_cost(const CostShape& s);
 double barrier_dissemination_cost(const CostShape& s);
-double bcast_hier_cost(const CostShape& s, int root, double m);
+double bcast_hier_cost(const CostShape& s, int root, double m, Route r = Route::kPacked);
 double bcast_binomial_cost(const CostShape& s, int root, double m);
-double reduce_hier_cost(const CostShape& s, int root, double m);
+double reduce_hier_cost(const CostShape& s, int root, double m, Route r = Route::kPacked);
 double reduce_binomial_cost(const CostShape& s, int root, double m);
 double allreduce_hier_cost(const CostShape& s, double m);
 double allreduce_doubling_cost(const CostShape& s, double m);

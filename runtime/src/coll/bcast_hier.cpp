@@ -1,10 +1,15 @@
 // Hierarchical broadcast, pipelined (Coti et al. 2009 §3.2 and §4.2: large messages cut
-// into slices). The data goes down a tree over the clusters that enters every site once: the
-// root's entry sends each slice to its site's other clusters and to the head of every other
-// site (one WAN hop), a head to its site's other clusters; each slice goes on as soon as it
-// is here, and into the cluster (MPICH's broadcast from its entry) while the next one
-// crosses. Cost for m bytes in slices of s: about one WAN latency + m / WAN bandwidth
-// (the slices overlap the levels), and each byte enters each cluster once.
+// into slices). The data goes down a tree over the clusters that enters every site once
+// (coll/part_trees.h): on the packed route the root's entry sends each slice to its site's
+// other clusters and to the head of every other site (one WAN hop), a head to its site's
+// other clusters; on the binomial route the sites' heads form a binomial tree, on the chain
+// route a chain. Each slice goes on as soon as it is here, and into the cluster (MPICH's
+// broadcast from its entry) while the next one crosses. Cost for m bytes in slices of s on
+// the packed route: about one WAN latency + (S - 1) m / the root's sending rate; on the
+// chain, (S - 1) latencies + m / the slowest line's rate: the pipelined chain broadcast
+// (as in Kielmann et al., "MagPIe", 1999, and the scatter models' chain), which wins where
+// the root's site sends on one line (its access link) and the message is large. Each byte
+// enters each cluster once.
 #include <cmath>
 
 #include "algorithms.h"
@@ -13,7 +18,7 @@
 
 namespace gridrt::detail {
 
-Async<> bcast_hier(CommImpl& c, void* buf, Layout l, int root) {
+Async<> bcast_hier(CommImpl& c, void* buf, Layout l, int root, PartTree t) {
   const int tag = c.next_tag();
   std::vector<char> packed;
   char* data = static_cast<char*>(buf);
@@ -30,11 +35,11 @@ Async<> bcast_hier(CommImpl& c, void* buf, Layout l, int root) {
   std::vector<Step> steps;
   const bool is_entry = c.me == c.entry(p, root);
   const bool from_relays = is_entry && p != root_part;
-  const std::vector<int> onward = is_entry ? c.downstream(p, root_part) : std::vector<int>{};
+  const std::vector<int> onward = is_entry ? t.children[p] : std::vector<int>{};
   std::vector<Step> arrivals;
   if (from_relays)
     for (int k = 0; k < slices; ++k)
-      arrivals.push_back(receive_from(c, c.entry(c.upstream(p, root_part), root), tag, sl.at(data, k), sl.count(k)));
+      arrivals.push_back(receive_from(c, c.entry(t.parent[p], root), tag, sl.at(data, k), sl.count(k)));
   const int local_root = c.index_in_part[c.entry(p, root)];
   for (int k = 0; k < slices; ++k) {
     if (from_relays) co_await amid(arrivals[k], steps);
@@ -45,23 +50,21 @@ Async<> bcast_hier(CommImpl& c, void* buf, Layout l, int root) {
   if (!l.contiguous && c.me != root) unpack(l, data, buf);
 }
 
-// Cost: the slices down the tree over the parts (each entry hands every slice on as it
-// arrives, after its earlier ones), and into every cluster one after the other as they come.
-double bcast_hier_cost(const CostShape& s, int root, double m) {
+// Cost: the slices down the route's tree over the parts (each entry hands every slice on as
+// it arrives, after its earlier ones), and into every cluster one after the other as they
+// come.
+double bcast_hier_cost(const CostShape& s, int root, double m, Route r) {
   const int C = s.parts(), rp = s.part_of[root];
   const int slices = m > 0 ? static_cast<int>(std::ceil(m / s.slice)) : 0;
   auto slice_bytes = [&](int k) { return std::min(s.slice, m - k * s.slice); };
   Timeline tl(s);
   std::vector<std::vector<double>> got(C, std::vector<double>(slices, 0));
-  auto hand_on = [&](int from_part, int from_member) {
+  const PartTree t = part_tree(s.sites, s.site_of_part, rp, r);
+  for (int q : t.top_down(rp)) {
+    const int entry = q == rp ? root : s.first_member[q];
     for (int k = 0; k < slices; ++k)
-      for (int q = 0; q < C; ++q)
-        if (q != from_part && q != rp && s.upstream(q, rp) == from_part)
-          got[q][k] = tl.send(from_member, from_part, q, slice_bytes(k), got[from_part][k]);
-  };
-  hand_on(rp, root);
-  for (int q = 0; q < C; ++q)
-    if (q != rp && s.is_head(q) && !s.same_site(q, rp)) hand_on(q, s.first_member[q]);
+      for (int x : t.children[q]) got[x][k] = tl.send(entry, q, x, slice_bytes(k), got[q][k]);
+  }
   double done = 0;
   for (int q = 0; q < C; ++q) {
     double t = 0;

@@ -63,16 +63,31 @@ Async<> bcast(CommImpl& c, void* buf, int count, MPI_Datatype type, int root, Al
   if (c.remote) return inter::bcast(c, buf, count, type, root);
   check_root(c, root);
   const Layout l(type, count);
-  if (choose(algo, c, Coll::kBcast, l.packed, false, root) == Algo::kFlat) return bcast_binomial(c, buf, l, root);
-  return bcast_hier(c, buf, l, root);
+  const Pick pick = choose_with_route(algo, c, Coll::kBcast, l.packed, root);
+  if (pick.algo == Algo::kFlat) return bcast_binomial(c, buf, l, root);
+  return bcast_hier(c, buf, l, root, rooted_tree(c, Coll::kBcast, root, pick));
 }
+
+namespace {
+// A reduction's pick. A non-commutative operation is folded in rank order, which only the
+// packed tree keeps, and that only where parts and sites are runs of ranks (else flat).
+Pick reduce_pick(Algo algo, CommImpl& c, std::size_t bytes, int root, MPI_Op op) {
+  Pick pick = choose_with_route(algo, c, Coll::kReduce, bytes, root);
+  if (!commutative(op)) {
+    pick.route = Route::kPacked;
+    if (pick.algo == Algo::kHier && !(c.parts_contiguous && c.sites_contiguous)) pick.algo = Algo::kFlat;
+  }
+  return pick;
+}
+}  // namespace
 
 Async<> reduce(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, Algo algo) {
   if (c.remote) return inter::reduce(c, sendbuf, recvbuf, count, type, op, root);
   check_rooted(c, root, sendbuf, "reduce");
   const Layout l(type, count);
-  if (choose(algo, c, Coll::kReduce, l.packed, !commutative(op), root) == Algo::kFlat) return reduce_binomial(c, sendbuf, recvbuf, l, op, root);
-  return reduce_hier(c, sendbuf, recvbuf, l, op, root);
+  const Pick pick = reduce_pick(algo, c, l.packed, root, op);
+  if (pick.algo == Algo::kFlat) return reduce_binomial(c, sendbuf, recvbuf, l, op, root);
+  return reduce_hier(c, sendbuf, recvbuf, l, op, root, rooted_tree(c, Coll::kReduce, root, pick));
 }
 
 Async<> allreduce(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, Algo algo) {
@@ -230,10 +245,11 @@ Async<> reduce_then_scatter(CommImpl& c, const void* sendbuf, void* recvbuf, std
   if (c.me == 0) result.emplace(whole);
   // In place, the input is recvbuf's `total` elements; this member's block then goes there.
   const void* input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-  const bool hier_reduce = choose(algo, c, Coll::kReduce, whole.packed, !commutative(op)) != Algo::kFlat;
+  const Pick reduce_by = reduce_pick(algo, c, whole.packed, 0, op);
+  PartTree tree = rooted_tree(c, Coll::kReduce, 0, reduce_by);
   void* reduced = result ? result->get() : nullptr;
-  if (hier_reduce) co_await reduce_hier(c, input, reduced, whole, op, 0);
-  else co_await reduce_binomial(c, input, reduced, whole, op, 0);
+  if (reduce_by.algo == Algo::kFlat) co_await reduce_binomial(c, input, reduced, whole, op, 0);
+  else co_await reduce_hier(c, input, reduced, whole, op, 0, std::move(tree));
   Blocks in = c.me == 0 ? Blocks(reduced, counts.data(), displs.data(), c.size(), element.type) : Blocks();
   const Layout mine(element, counts[c.me]);
   // (The pick held in a variable: no temporary with a destructor inside a co_await, which

@@ -58,10 +58,6 @@ struct CostShape {
     for (int p : which) n += part_size[p];
     return n;
   }
-  bool is_head(int part) const { return head(site_of_part[part]) == part; }
-  // The hierarchical algorithms' tree over the parts from part `from` (CommImpl::upstream):
-  // parts of from's site and other sites' heads under it, a site's other parts under its head.
-  int upstream(int p, int from) const { return packed_parent(sites, site_of_part, p, from); }
 };
 
 // A schedule played over the lines: each message waits for its sender and its line to be

@@ -95,8 +95,7 @@ struct PartTree {
 
 // The packed tree's (the hierarchy's) parent of part p, from part `from`: the parts of
 // from's site and the heads of other sites hang under `from`, a site's other parts under
-// its head. (CommImpl::upstream and CostShape::upstream, for the broadcast and the
-// reduction, are this tree too.)
+// its head.
 inline int packed_parent(const std::vector<std::vector<int>>& sites, const std::vector<int>& site_of_part, int p, int from) {
   const int head = sites[site_of_part[p]].front();
   return site_of_part[p] == site_of_part[from] || head == p ? from : head;

@@ -15,6 +15,7 @@ namespace gridrt::detail {
 std::vector<Route> routes_of(Coll op, int parts) {
   if (op == Coll::kScatter) return {Route::kPacked, Route::kOrdered, Route::kBinomial, Route::kChain, Route::kDirect};
   if (op == Coll::kGather) return {Route::kPacked, Route::kBinomial, Route::kChain, Route::kDirect};
+  if (op == Coll::kBcast || op == Coll::kReduce) return {Route::kPacked, Route::kBinomial, Route::kChain};
   if (op == Coll::kAlltoall && parts == 2) return {Route::kAgents, Route::kGroups};
   if (op == Coll::kAlltoall) return {Route::kAgents};
   return {};
@@ -30,11 +31,21 @@ Route effective(Coll op, int parts, Route r) {
   return routes.front();
 }
 
-// The hierarchical family's cost on route r, for the operations that have routes.
+// The hierarchical family's cost on route r, and the flat algorithm's, for the operations
+// that have routes.
 double route_cost(const CostShape& s, Coll op, int root, double m, Route r) {
+  if (op == Coll::kBcast) return bcast_hier_cost(s, root, m, r);
+  if (op == Coll::kReduce) return reduce_hier_cost(s, root, m, r);
   if (op == Coll::kGather) return gather_hier_cost(s, root, m, r);
   if (op == Coll::kScatter) return scatter_hier_cost(s, root, m, r);
   return r == Route::kGroups ? alltoall_local_group_two_cost(s, m) : alltoall_local_group_cost(s, m);
+}
+double flat_cost(const CostShape& s, Coll op, int root, double m) {
+  if (op == Coll::kBcast) return bcast_binomial_cost(s, root, m);
+  if (op == Coll::kReduce) return reduce_binomial_cost(s, root, m);
+  if (op == Coll::kGather) return gather_binomial_cost(s, root, m);
+  if (op == Coll::kScatter) return scatter_binomial_cost(s, root, m);
+  return alltoall_pairwise_cost(s, m);
 }
 
 Prediction two(double hier, double flat) {
@@ -48,16 +59,14 @@ Prediction uncorrected(const CostShape& s, Coll op, std::size_t bytes, int root,
   const double m = static_cast<double>(bytes);
   switch (op) {
     case Coll::kBarrier: return two(barrier_hier_cost(s), barrier_dissemination_cost(s));
-    case Coll::kBcast: return two(bcast_hier_cost(s, root, m), bcast_binomial_cost(s, root, m));
-    case Coll::kReduce: return two(reduce_hier_cost(s, root, m), reduce_binomial_cost(s, root, m));
     case Coll::kAllreduce: return two(allreduce_hier_cost(s, m), allreduce_doubling_cost(s, m));
+    case Coll::kBcast:
+    case Coll::kReduce:
     case Coll::kGather:
     case Coll::kScatter:
     case Coll::kAlltoall: {
       Prediction p;
-      p.flat = op == Coll::kGather    ? gather_binomial_cost(s, root, m)
-               : op == Coll::kScatter ? scatter_binomial_cost(s, root, m)
-                                      : alltoall_pairwise_cost(s, m);
+      p.flat = flat_cost(s, op, root, m);
       for (Route r : routes_of(op, s.parts())) p.routes.emplace_back(r, route_cost(s, op, root, m, r));
       // GRIDRT_ROUTE's, else the least predicted (the first of equals).
       auto least = std::min_element(p.routes.begin(), p.routes.end(), [](const auto& a, const auto& b) { return a.second < b.second; });

@@ -1,10 +1,15 @@
 // Hierarchical reduction, pipelined: each cluster reduces every slice to its entry (the
 // root in the root's cluster, the leader elsewhere) with MPICH's reduction, all slices at
-// once; then up the tree that enters every site once (the broadcast's, reversed), slice by
-// slice: a site's head folds its site's partial results, the root the rest, each in part
-// order (rank order when parts and sites are runs of ranks: choice.h falls back to the
-// flat algorithm otherwise for a non-commutative operation). A slice goes up as soon as it
-// is folded. Cost: one WAN latency + m / WAN bandwidth, one partial result per site across.
+// once; then up the route's tree over the clusters (the broadcast's, reversed: packed,
+// binomial or chain, coll/part_trees.h), slice by slice: every entry folds its children's
+// partial results with its own, in part order, and sends the slice up as soon as it is
+// folded. A non-commutative operation takes the packed tree, whose folds in part order are
+// rank order when parts and sites are runs of ranks (otherwise choice.h falls back to the
+// flat algorithm): below any other tree a subtree's sites wrap around the root's.
+// Cost on the packed route: one WAN latency + (S - 1) m / the root's receiving line, one
+// partial result per site across; on the chain, (S - 1) latencies + m / the slowest line.
+#include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "algorithms.h"
@@ -13,10 +18,10 @@
 
 namespace gridrt::detail {
 
-Async<> reduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op, int root) {
+Async<> reduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op, int root, PartTree t) {
   const int tag = c.next_tag();
   const bool in_place = sendbuf == MPI_IN_PLACE;
-  const int root_part = c.part_of[root], p = c.my_part();
+  const int p = c.my_part();
   const bool is_entry = c.me == c.entry(p, root);
   const Slices sl(l);
   std::optional<Scratch> partial;  // at the other clusters' entries
@@ -37,7 +42,7 @@ Async<> reduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, M
     co_return;
   }
   // 2. Up the tree, slice by slice.
-  const std::vector<int> below = c.downstream(p, root_part);
+  const std::vector<int>& below = t.children[p];
   std::vector<std::vector<std::vector<char>>> from(sl.n, std::vector<std::vector<char>>(c.parts.size()));
   std::vector<std::vector<Step>> arrivals(sl.n);
   for (int k = 0; k < sl.n; ++k)
@@ -55,27 +60,31 @@ Async<> reduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, M
     fold_parts(lk, op, order, p, from[k], sl.at(target, k));
     if (c.me == root) continue;
     up[k] = packed_copy(lk, sl.at(target, k));
-    sends.push_back(send_to(c, c.entry(c.upstream(p, root_part), root), tag, up[k].data(), up[k].size()));
+    sends.push_back(send_to(c, c.entry(t.parent[p], root), tag, up[k].data(), up[k].size()));
   }
   co_await all(sends);
 }
 
-// Cost: MPICH's reduce to every part's entry, then up the tree over the parts: a site's
-// other parts to its head, which folds them, the heads and the root's site to the root.
-double reduce_hier_cost(const CostShape& s, int root, double m) {
+// Cost: MPICH's reduce of each slice to every part's entry, one slice after the other; then
+// each slice up the route's tree over the parts, from the leaves: an entry sends a slice up
+// once it has its own and its children's.
+double reduce_hier_cost(const CostShape& s, int root, double m, Route r) {
   const int C = s.parts(), rp = s.part_of[root];
+  const int slices = std::max(1, static_cast<int>(std::ceil(m / s.slice)));
+  auto slice_bytes = [&](int k) { return std::min(s.slice, m - k * s.slice); };
   Timeline tl(s);
-  std::vector<double> ready(C);
-  for (int q = 0; q < C; ++q) ready[q] = local_cost(Coll::kReduce, s.part_size[q], s.link[q][q], m);
-  for (int q = 0; q < C; ++q)  // a site's other parts to its head
-    if (!s.same_site(q, rp) && !s.is_head(q)) {
-      const int h = s.head(s.site_of_part[q]);
-      ready[h] = std::max(ready[h], tl.send(s.first_member[q], q, h, m, ready[q]));
-    }
-  double done = ready[rp];
+  std::vector<std::vector<double>> ready(C, std::vector<double>(slices, 0));
   for (int q = 0; q < C; ++q)
-    if (q != rp && s.upstream(q, rp) == rp) done = std::max(done, tl.send(s.first_member[q], q, rp, m, ready[q]));
-  return done;
+    for (int k = 0; k < slices; ++k) ready[q][k] = (k ? ready[q][k - 1] : 0) + local_cost(Coll::kReduce, s.part_size[q], s.link[q][q], slice_bytes(k));
+  const PartTree t = part_tree(s.sites, s.site_of_part, rp, r);
+  std::vector<int> order = t.top_down(rp);
+  std::reverse(order.begin(), order.end());  // leaves first
+  for (int q : order) {
+    if (q == rp) continue;
+    const int parent = t.parent[q];
+    for (int k = 0; k < slices; ++k) ready[parent][k] = std::max(ready[parent][k], tl.send(s.first_member[q], q, parent, slice_bytes(k), ready[q][k]));
+  }
+  return *std::max_element(ready[rp].begin(), ready[rp].end());
 }
 
 }  // namespace gridrt::detail
