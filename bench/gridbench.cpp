@@ -54,8 +54,8 @@ gridbench starts itself as a gridrun job and prints rank 0's results on stdout.
   --sizes S1,S2,...      or these sizes; per process for bcast/reduce/allreduce, per block
                        for the others (default 1:1048576)
   --route R            packed, ordered, binomial, chain or direct: the route every
-                       hierarchical scatter and gather takes between clusters (bcast:
-                       packed, binomial or chain); agents or
+                       hierarchical scatter and gather takes between clusters (bcast and
+                       reduce: packed, binomial or chain); agents or
                        groups: the hierarchical all-to-all's (groups: the Local Group
                        paper's rule, on two clusters only) (GRIDRT_ROUTE;
                        docs/algorithms.md, "Routes"); default: the model's least
@@ -85,9 +85,10 @@ Grid options (as gridrun's):
 
 wan_msgs and wan_bytes: messages and payload bytes per call that crossed the WAN (between
 sites; on the embedded grid every cluster is a site), counted by the relays, summed over
-the processes. bound_us: the least time any algorithm
-must spend on the emulated WAN for one call (docs/algorithms.md, "Bounds"); 0 without
-an emulated WAN (--emulate-wan* or the --grid file's <wan>).
+the processes. bound_us: the least time an algorithm whose blocks cross the WAN once
+must spend on the emulated WAN for one call (a broadcast's: by any path, relaying
+allowed; docs/algorithms.md, "Bounds"); 0 without an emulated WAN (--emulate-wan* or
+the --grid file's <wan>).
 )";
 
 const std::vector<std::string> kOps = {"barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall"};
@@ -98,6 +99,7 @@ bool takes_route(const std::string& op, const std::string& route) {
   const std::map<std::string, std::vector<std::string>> routes{{"scatter", {"packed", "ordered", "binomial", "chain", "direct"}},
                                                                {"gather", {"packed", "ordered", "binomial", "chain", "direct"}},
                                                                {"bcast", {"packed", "binomial", "chain"}},
+                                                               {"reduce", {"packed", "binomial", "chain"}},
                                                                {"alltoall", {"agents", "groups"}}};
   const auto it = routes.find(op);
   return it != routes.end() && std::find(it->second.begin(), it->second.end(), route) != it->second.end();

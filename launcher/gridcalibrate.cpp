@@ -6,14 +6,17 @@
 // Intra-Cluster Collective Communications", 2004, §5.2):
 //   - inside each cluster: its first two processes;
 //   - between the clusters of each site with several: the leaders of its first two;
-//   - between each pair of sites: their first clusters' leaders.
+//   - between each pair of sites: their first clusters' leaders;
+//   - in a cluster of several nodes, whose logical clusters the latencies between its
+//     nodes give (below): one pair inside each logical cluster of two nodes or more, one
+//     pair between each two of them.
 // C sites of one cluster each: C + C(C-1)/2 = C(C+1)/2 measurements, whatever the number
-// of processes. Then, for every site with two other sites, an access probe: its leader
+// of processes; a cluster of L logical clusters adds at most L(L+1)/2. Then, for every site with two other sites, an access probe: its leader
 // streams to both at once, which takes as long as the slower stream alone on lines of
 // their own, and as long as both one after the other when the site's traffic shares one
 // line (an access line, the one-port assumption): the model then says so. Inside every
-// cluster of several nodes, the latency between each two nodes, from which the model's
-// logical clusters follow (nodes alike: logical_clusters() below). One pair is measured at
+// cluster of several nodes, first, the latency between each two nodes, from which the
+// model's logical clusters follow (nodes alike: logical_clusters() below). One pair is measured at
 // a time (the others wait in a barrier), so no measurement disturbs another. With --escalations, each cluster's gathers are swept too
 // (the many-to-one model, models/many_to_one.h: where they escalate, the hierarchical gather
 // splits its step inside the cluster).
@@ -64,10 +67,12 @@ each, taking a few seconds. It runs as a job on every slot of the grid. Give the
 jobs with `gridrun --model FILE` (GRIDRT_MODEL): auto then chooses every collective's
 algorithm from its predictions, and gridbench prints them (predicted_us).
 
-Inside every cluster of several nodes (hosts) it measures the latency between each two of
-them, and the model splits the cluster into logical clusters of nodes alike (a latency
-within 20% of each node's least, as Lowekamp's ECO rule); the collectives' steps inside
-the cluster then compose over them. `--show` prints them and the latencies behind them.
+Inside every cluster of several nodes (hosts) it first measures the latency between each
+two of them, and the model splits the cluster into logical clusters of nodes alike (a
+latency within 20% of each node's least, as Lowekamp's ECO rule); then the pLogP
+parameters of one pair inside each logical cluster and one between each two of them. The
+collectives' steps inside the cluster compose over them, and so do the predictions.
+`--show` prints them and the latencies behind them.
 
   --output FILE   where to write the model (default gridrt-model.json here)
   --show FILE     print a model file readably, measure nothing
@@ -115,9 +120,10 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 struct Measurement {
-  std::string kind;      // "inside", "within_site" or "between_sites"
+  std::string kind;      // "inside", "within_site", "between_sites" or "logical"
   std::string name, to;  // the cluster, the site, or the sites from (a's) and to (b's)
   int a = 0, b = 0;      // the ranks measured (a leads)
+  int group_a = -1, group_b = -1;  // "logical": the logical clusters of a and b (alike: inside one)
 };
 
 // One round trip of m bytes from a to b answered by 0 bytes, timed at a: {the whole, the
@@ -228,11 +234,14 @@ gridrt::models::PLogP plogp_of(const std::vector<Row>& r, const std::vector<doub
 // difference between nodes), one pair at a time (the cluster's other
 // processes wait in its own barrier, which crosses no WAN), one cluster at a time; the
 // cluster's first process hands rank 0 the latencies, from which it draws the cluster's
-// logical clusters (models::partition, tolerance 1.20) into the model. Returns the pairs
-// probed.
+// logical clusters (models::partition, tolerance 1.20) into the model, and hands every
+// process the partition. Returns the pairs of processes whose pLogP parameters then stand
+// for each logical cluster and each pair of them (models::measurement_pairs: §5.2), and
+// counts the latency probes in `probed`.
 constexpr int kLatencyReps = 7;
 
-int logical_clusters(const gridrt::Comm& world, const std::vector<std::vector<int>>& cluster_ranks, gridrt::models::GridModel& model) {
+std::vector<Measurement> logical_clusters(const gridrt::Comm& world, const std::vector<std::vector<int>>& cluster_ranks,
+                                          gridrt::models::GridModel& model, int& probed) {
   const int me = world.rank(), P = world.size();
   using gridrt::Level;
   const gridrt::Comm cluster = world.split(gridrt::level_color(Level::kCluster, me), me);
@@ -244,7 +253,8 @@ int logical_clusters(const gridrt::Comm& world, const std::vector<std::vector<in
   MPI_Comm_free(&domain);
   std::vector<int> first_of(P);
   world.allgather(&first, first_of.data(), 1, MPI_INT);
-  int probed = 0;
+  probed = 0;
+  std::vector<Measurement> pairs;
   std::vector<char> none(1);
   for (const std::vector<int>& ranks : cluster_ranks) {
     std::vector<std::string> host;
@@ -283,16 +293,26 @@ int logical_clusters(const gridrt::Comm& world, const std::vector<std::vector<in
       if (me == leader[0] && me != 0) gridrt::send(latency.data(), latency.size() * sizeof(double), 0, tag);
     }
     if (me == 0 && leader[0] != 0) gridrt::recv(latency.data(), latency.size() * sizeof(double), leader[0], tag);
-    world.barrier();
-    if (me != 0) continue;
-    std::vector<std::vector<double>> matrix(k);
-    for (int a = 0; a < k; ++a) matrix[a].assign(latency.begin() + a * k, latency.begin() + (a + 1) * k);
     const std::string& cluster_name = gridrt::level_name(Level::kCluster, ranks[0]);
-    const gridrt::models::LogicalClusters& l = model.logical[cluster_name] = gridrt::models::LogicalClusters::of(nodes, matrix);
-    std::printf("# logical clusters of %s:\n%s", cluster_name.c_str(), gridrt::models::describe_logical_clusters(cluster_name, l).c_str());
-    std::fflush(stdout);
+    std::vector<int> group(k);
+    if (me == 0) {
+      std::vector<std::vector<double>> matrix(k);
+      for (int a = 0; a < k; ++a) matrix[a].assign(latency.begin() + a * k, latency.begin() + (a + 1) * k);
+      const gridrt::models::LogicalClusters& l = model.logical[cluster_name] = gridrt::models::LogicalClusters::of(nodes, matrix);
+      group = l.group;
+      std::printf("# logical clusters of %s:\n%s", cluster_name.c_str(), gridrt::models::describe_logical_clusters(cluster_name, l).c_str());
+      std::fflush(stdout);
+    }
+    world.bcast(group.data(), k, MPI_INT, 0);
+    // Nodes are told apart by name: two shared-memory domains of one host talk over MPI's
+    // network path, as two hosts do.
+    for (const auto& [u, v] : gridrt::models::measurement_pairs(group, nodes))
+      pairs.push_back({"logical", cluster_name,
+                       group[u] == group[v] ? "logical cluster " + std::to_string(group[u])
+                                            : "logical clusters " + std::to_string(group[u]) + " and " + std::to_string(group[v]),
+                       leader[u], leader[v], group[u], group[v]});
   }
-  return probed;
+  return pairs;
 }
 
 // The many-to-one sweep (--escalations): in each cluster of 3 processes or more, one cluster
@@ -449,6 +469,11 @@ int work(int argc, char** argv) {
       plan.push_back({"between_sites", gridrt::level_name(Level::kSite, a), gridrt::level_name(Level::kSite, b), a, b});
     }
   gridrt::models::GridModel model;
+  // The clusters of several nodes first: their logical clusters say which pairs stand for them.
+  int latency_probes = 0;
+  const std::vector<Measurement> logical = logical_clusters(world, cluster_ranks, model, latency_probes);
+  if (me == 0 && latency_probes > 0) std::printf("# %d latency probes between nodes\n", latency_probes);
+  plan.insert(plan.end(), logical.begin(), logical.end());
   std::map<std::string, std::vector<gridrt::models::PointToPointSample>> pingpong;  // inside each cluster, at rank 0
   for (std::size_t i = 0; i < plan.size(); ++i) {
     const Measurement& mm = plan[i];
@@ -469,6 +494,8 @@ int work(int argc, char** argv) {
         for (std::size_t k = 0; k < sizes.size(); ++k) pingpong[mm.name].push_back({static_cast<std::uint64_t>(sizes[k]), r[k][0] / 2, r[k][2]});
       }
       else if (mm.kind == "within_site") model.within_site[mm.name] = p;
+      else if (mm.kind == "logical" && mm.group_a == mm.group_b) model.logical.at(mm.name).inside[mm.group_a] = p;
+      else if (mm.kind == "logical") model.logical.at(mm.name).between[std::minmax(mm.group_a, mm.group_b)] = p;
       else {
         model.between_sites[{mm.name, mm.to}] = p;
         model.between_sites[{mm.to, mm.name}] = plogp_of(r, sizes, true);
@@ -517,8 +544,6 @@ int work(int argc, char** argv) {
     }
     world.barrier();
   }
-  const int latency_probes = logical_clusters(world, cluster_ranks, model);
-  if (me == 0 && latency_probes > 0) std::printf("# %d latency probes between nodes\n", latency_probes);
   if (escalations) escalation_sweep(world, cluster_ranks, pingpong, model);
   if (sample) sample_run(world, sizes, model);
   if (me == 0) {

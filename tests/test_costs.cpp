@@ -70,49 +70,45 @@ TEST(Costs, HierarchicalBroadcastCrossesEachLineOnce) {
   EXPECT_NEAR(bcast_hier_cost(s, 0, 131072), 131.072 * kMs + 10 * kMs, 1e-9);
 }
 
-// The broadcast's routes by hand: four sites of one process, 1000 B (one slice): the root
-// sends three messages on three lines (packed: 11 ms); the binomial tree is two hops deep
-// (22 ms), the chain three (33 ms). 256 KiB in four slices of 64 KiB (65.536 ms each) with
-// every site behind an access line: packed puts twelve slices on the root's line (786.4 +
-// 10 ms); binomial eight on the root's, the far child forwarding each of its four as it
-// comes (its last at 7 slices + 10 ms, then one slice + 10 ms on); the chain four on each
-// line, pipelined (the last slice leaves A at 4 slices, then two hops of a slice and three
-// latencies: 6 x 65.536 + 30 ms).
-TEST(Costs, BroadcastRoutesByHand) {
-  models::GridModel m = simple_model();
-  const CostShape s = shape(m, {1, 1, 1, 1}, {"A", "B", "C", "D"});
-  EXPECT_NEAR(bcast_hier_cost(s, 0, 1000, Route::kPacked), 11 * kMs, 1e-9);
-  EXPECT_NEAR(bcast_hier_cost(s, 0, 1000, Route::kBinomial), 22 * kMs, 1e-9);
-  EXPECT_NEAR(bcast_hier_cost(s, 0, 1000, Route::kChain), 33 * kMs, 1e-9);
-  for (const char* site : {"A", "B", "C", "D"}) m.access.insert(site);
-  const CostShape one_port = shape(m, {1, 1, 1, 1}, {"A", "B", "C", "D"});
+// The broadcast's and the reduction's routes by hand, four sites of one process each. 1000 B
+// (one slice): one, two and three hops on the packed, binomial and chain trees (11, 22, 33
+// ms: the root's three messages go on three lines at once). 256 KiB in four slices of 64 KiB
+// (65.536 ms each) with every site behind an access line, which clocks what a site sends,
+// not what it receives:
+//   broadcast: packed puts twelve slices on the root's line (12 slices + 10 ms); binomial
+//   eight on the root's, the far child forwarding each of its four as it comes (its last at
+//   7 slices + 10 ms, then one slice + 10 ms on); the chain four on each line, pipelined (the
+//   last leaves A at 4 slices, then two hops of a slice and three latencies) and wins;
+//   reduction: packed has every site send its four slices on its own line at once (4 slices
+//   + 10 ms) and wins; the binomial tree's far child waits for its own child's slices (5
+//   slices + 20 ms), the chain for two hops (6 slices + 30 ms).
+TEST(Costs, BroadcastAndReductionRoutesByHand) {
+  using Cost = double (*)(const CostShape&, int, double, Route);
+  struct Case {
+    Coll op;
+    Cost cost;
+    double packed, binomial, chain;  // 256 KiB behind access lines: slices, ms
+    Route least;
+  };
   const double slice = 65.536 * kMs;
-  EXPECT_NEAR(bcast_hier_cost(one_port, 0, 262144, Route::kPacked), 12 * slice + 10 * kMs, 1e-9);
-  EXPECT_NEAR(bcast_hier_cost(one_port, 0, 262144, Route::kBinomial), 8 * slice + 20 * kMs, 1e-9);
-  EXPECT_NEAR(bcast_hier_cost(one_port, 0, 262144, Route::kChain), 6 * slice + 30 * kMs, 1e-9);
-  const Prediction p = predict(one_port, Coll::kBcast, 262144, 0);
-  EXPECT_EQ(p.routes.size(), 3u);
-  EXPECT_EQ(p.route, Route::kChain);
-}
-
-// The reduction's routes, the broadcast's reversed: 1000 B over four sites take one, two and
-// three hops (11, 22, 33 ms). With access lines, which clock what a site sends, not what it
-// receives, the packed tree is the best: every site sends its four slices on its own line
-// at once (4 slices + 10 ms); the binomial tree's far child waits for its own child's slices
-// (5 slices + 20 ms), the chain for two hops (6 slices + 30 ms).
-TEST(Costs, ReductionRoutesByHand) {
-  models::GridModel m = simple_model();
-  const CostShape s = shape(m, {1, 1, 1, 1}, {"A", "B", "C", "D"});
-  EXPECT_NEAR(reduce_hier_cost(s, 0, 1000, Route::kPacked), 11 * kMs, 1e-9);
-  EXPECT_NEAR(reduce_hier_cost(s, 0, 1000, Route::kBinomial), 22 * kMs, 1e-9);
-  EXPECT_NEAR(reduce_hier_cost(s, 0, 1000, Route::kChain), 33 * kMs, 1e-9);
-  for (const char* site : {"A", "B", "C", "D"}) m.access.insert(site);
-  const CostShape one_port = shape(m, {1, 1, 1, 1}, {"A", "B", "C", "D"});
-  const double slice = 65.536 * kMs;
-  EXPECT_NEAR(reduce_hier_cost(one_port, 0, 262144, Route::kPacked), 4 * slice + 10 * kMs, 1e-9);
-  EXPECT_NEAR(reduce_hier_cost(one_port, 0, 262144, Route::kBinomial), 5 * slice + 20 * kMs, 1e-9);
-  EXPECT_NEAR(reduce_hier_cost(one_port, 0, 262144, Route::kChain), 6 * slice + 30 * kMs, 1e-9);
-  EXPECT_EQ(predict(one_port, Coll::kReduce, 262144, 0).route, Route::kPacked);
+  const Case cases[] = {{Coll::kBcast, bcast_hier_cost, 12 * slice + 10 * kMs, 8 * slice + 20 * kMs, 6 * slice + 30 * kMs, Route::kChain},
+                        {Coll::kReduce, reduce_hier_cost, 4 * slice + 10 * kMs, 5 * slice + 20 * kMs, 6 * slice + 30 * kMs, Route::kPacked}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(coll_name(c.op));
+    models::GridModel m = simple_model();
+    const CostShape s = shape(m, {1, 1, 1, 1}, {"A", "B", "C", "D"});
+    EXPECT_NEAR(c.cost(s, 0, 1000, Route::kPacked), 11 * kMs, 1e-9);
+    EXPECT_NEAR(c.cost(s, 0, 1000, Route::kBinomial), 22 * kMs, 1e-9);
+    EXPECT_NEAR(c.cost(s, 0, 1000, Route::kChain), 33 * kMs, 1e-9);
+    for (const char* site : {"A", "B", "C", "D"}) m.access.insert(site);
+    const CostShape one_port = shape(m, {1, 1, 1, 1}, {"A", "B", "C", "D"});
+    EXPECT_NEAR(c.cost(one_port, 0, 262144, Route::kPacked), c.packed, 1e-9);
+    EXPECT_NEAR(c.cost(one_port, 0, 262144, Route::kBinomial), c.binomial, 1e-9);
+    EXPECT_NEAR(c.cost(one_port, 0, 262144, Route::kChain), c.chain, 1e-9);
+    const Prediction p = predict(one_port, c.op, 262144, 0);
+    EXPECT_EQ(p.routes.size(), 3u);
+    EXPECT_EQ(p.route, c.least);
+  }
 }
 
 TEST(Costs, AnAccessLineMakesASitesMessagesWaitForEachOther) {
@@ -194,6 +190,29 @@ TEST(Costs, OneClusterIsMpichsOwnCollective) {
   // A binomial tree of 8: 3 rounds of L + g(m).
   EXPECT_NEAR(bcast_hier_cost(s, 0, 1000), 3 * (5e-6 + 1e-6), 1e-12);
   EXPECT_NEAR(allreduce_hier_cost(s, 1000), 3 * (5e-6 + 1e-6), 1e-12);
+}
+
+// A cluster of two logical clusters (nodes n1 n2 | n3 n4) whose pairs were measured: 20 us
+// inside the first, 90 us between them (shared memory, 5 us, inside the second's nodes).
+// Its 8 members count as 4 per logical cluster; a broadcast crosses between the two leaders
+// (90 + 2 us), then a binomial tree of 4 inside the slower (2 x (20 + 1) us); an allreduce
+// reduces inside, all-reduces across, broadcasts inside; an all-to-all is MPICH's over all
+// 8, at the pace of the slowest pair (7 gaps of 2 us + 90 us). Without the pairs measured
+// (the partition alone) the cluster is one level as before.
+TEST(Costs, AClusterOfLogicalClustersComposesOverThem) {
+  models::GridModel m;
+  m.inside["*"] = line(5e-6, 0.001);
+  models::LogicalClusters l = models::LogicalClusters::of(
+      {"n1", "n2", "n3", "n4"}, {{0, 20e-6, 90e-6, 90e-6}, {20e-6, 0, 90e-6, 90e-6}, {90e-6, 90e-6, 0, 21e-6}, {90e-6, 90e-6, 21e-6, 0}});
+  m.logical["c0"] = l;
+  EXPECT_NEAR(bcast_hier_cost(shape(m, {8}, {"A"}), 0, 1000), 3 * (5e-6 + 1e-6), 1e-12);
+  l.inside[0] = line(20e-6, 0.001);
+  l.between[{0, 1}] = line(90e-6, 0.002);
+  m.logical["c0"] = l;
+  const CostShape s = shape(m, {8}, {"A"});
+  EXPECT_NEAR(bcast_hier_cost(s, 0, 1000), 92e-6 + 2 * 21e-6, 1e-12);
+  EXPECT_NEAR(allreduce_hier_cost(s, 1000), 42e-6 + 92e-6 + 42e-6, 1e-12);
+  EXPECT_NEAR(alltoall_local_group_cost(s, 1000), 7 * 2e-6 + 90e-6, 1e-12);
 }
 
 TEST(Costs, AClusterOfOneProcessNeedsNoMeasurementInside) {
@@ -286,10 +305,16 @@ TEST(ModelFile, LogicalClustersWrittenReadBackDescribedAndRefused) {
   const models::LogicalClusters l = models::LogicalClusters::of(
       {"n1", "n2", "n3", "n4"}, {{0, 20e-6, 90e-6, 90e-6}, {20e-6, 0, 90e-6, 90e-6}, {90e-6, 90e-6, 0, 21e-6}, {90e-6, 90e-6, 21e-6, 0}});
   m.logical["c0"] = l;
+  m.logical["c0"].inside[1] = line(21e-6, 0.01);
+  m.logical["c0"].between[{0, 1}] = line(90e-6, 0.02);
   const models::GridModel back = models::read_model_json(models::model_json(m), "m.json");
   ASSERT_EQ(back.logical.count("c0"), 1u);
   const models::LogicalClusters& r = back.logical.at("c0");
   EXPECT_EQ(r.nodes, l.nodes);
+  ASSERT_EQ(r.inside.size(), 1u);
+  EXPECT_NEAR(r.inside.at(1).L, 21e-6, 1e-12);
+  ASSERT_EQ(r.between.size(), 1u);
+  EXPECT_NEAR(r.between.at({0, 1}).gap(1e6), 0.02, 1e-9);
   EXPECT_NEAR(r.latency[2][3], 21e-6, 1e-12);
   EXPECT_EQ(r.group, (std::vector<int>{0, 0, 1, 1})) << "drawn from the latencies when read";
   const std::string said = models::describe_model(back);
@@ -297,6 +322,7 @@ TEST(ModelFile, LogicalClustersWrittenReadBackDescribedAndRefused) {
             std::string::npos)
       << said;
   EXPECT_NE(said.find("n3:     90.0     90.0        -     21.0"), std::string::npos) << said;
+  EXPECT_NE(said.find("pLogP between logical clusters 0 and 1: L 90.0 us"), std::string::npos) << said;
   const std::string head = R"({"format": "gridrt-model/1", "inside": {"*": {"L_us": 1, "g_us": [[0, 1]]}}, "logical_clusters": {"c0": )";
   expect_refused({{head + R"({"nodes": ["a"], "latency_us": [[0]]}}})", "logical_clusters.c0.nodes: at least two nodes"},
                   {head + R"({"nodes": ["a", "a"], "latency_us": [[0, 1], [1, 0]]}}})", "node names must be given, each once ('a')"},
@@ -304,7 +330,11 @@ TEST(ModelFile, LogicalClustersWrittenReadBackDescribedAndRefused) {
                   {head + R"({"nodes": ["a", "b"], "latency_us": [[0, 1], [1]]}}})", "latency_us must be a 2 x 2 matrix"},
                   {head + R"({"nodes": ["a", "b"], "latency_us": [[0, -1], [1, 0]]}}})", "must be a non-negative number, not '-1'"},
                   {head + R"({"nodes": ["a", "b"], "latency_us": [[0, 1], [1, 0]], "tolerance": 0.5}}})", "tolerance must be at least 1"},
-                  {head + R"({"latency_us": [[0, 1], [1, 0]]}}})", "logical_clusters.c0: 'nodes' is missing"}});
+                  {head + R"({"latency_us": [[0, 1], [1, 0]]}}})", "logical_clusters.c0: 'nodes' is missing"},
+                  {head + R"({"nodes": ["a", "b"], "latency_us": [[0, 1], [1, 0]], "plogp_inside": [{"group": 1, "plogp": {"L_us": 1, "g_us": [[0, 1]]}}]}}})",
+                   "plogp_inside.group must be a logical cluster's number, 0 to 0 (the latencies make 1)"},
+                  {head + R"({"nodes": ["a", "b"], "latency_us": [[0, 1], [1, 0]], "plogp_between": [{"groups": [0, 0], "plogp": {"L_us": 1, "g_us": [[0, 1]]}}]}}})",
+                   "plogp_between must be a list of {\"groups\": [a, b] (a < b)"}});
 }
 
 TEST(ModelFile, ManyToOneWrittenReadBackAndPredicting) {

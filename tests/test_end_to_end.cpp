@@ -1454,7 +1454,8 @@ TEST(Calibration, EscalationsSweepAClustersGathersIntoTheModel) {
 }
 
 // Logical clusters: the nodes of a cluster (here MPICH's cliques: several nodes of one
-// host) are measured one pair at a time into the model; and a model that splits a cluster's
+// host) are measured one pair at a time into the model, then one pair per logical cluster
+// and per pair of them; and a model that splits a cluster's
 // four nodes into two logical clusters, each of two nodes whose processes are not
 // consecutive ranks, makes its steps inside compose over them, every collective still
 // matching its reference; gridrun --explain says the partition and why.
@@ -1476,8 +1477,15 @@ TEST(Calibration, NodesOfAClusterAreMeasuredAndTheModelsLogicalClustersUsed) {
   const gridrt::models::LogicalClusters& l = m.logical.at("c0");
   EXPECT_EQ(l.nodes, (std::vector<std::string>{std::string(host) + "/0", std::string(host) + "/1"}));
   EXPECT_GT(l.latency[0][1], 0);
+  // Then one pair stands for its logical clusters: inside the one (if the two nodes make one)
+  // or between the two; with the cluster's own pair, two pLogP measurements.
+  EXPECT_EQ(l.inside.size() + l.between.size(), 1u) << read_text(model);
+  for (const auto& [g, p] : l.inside) EXPECT_GT(p.gap(1024), 0);
+  for (const auto& [g, p] : l.between) EXPECT_GT(p.gap(1024), 0);
+  EXPECT_EQ(m.measurements, 2);
   const Outcome show = start_program("gridrun", {"calibrate", "--show", model}, "calibrate-show").finish();
   EXPECT_NE(show.out.find("cluster c0: 2 nodes in "), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("    pLogP "), std::string::npos) << show.out;
 
   // Four cliques of one process each in c0; nodes 0 and 2 close, 1 and 3 close.
   const std::string h = host;

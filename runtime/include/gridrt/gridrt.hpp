@@ -158,9 +158,11 @@ class GridPredictor {
   static GridPredictor from_file(const std::string& model_file, const GridShape& grid);
   static GridPredictor from_json(const std::string& model_json, const GridShape& grid);
   // As Comm::predicted_us; kAuto (or kDefault): the lesser of the two. `route`, for the
-  // hierarchical gather and scatter: packed, ordered, binomial, chain or direct
+  // hierarchical gather and scatter: packed, ordered, binomial, chain or direct; for bcast
+  // and reduce: packed, binomial or chain; for alltoall: agents, or groups on two clusters
   // (docs/algorithms.md, "Routes of scatter and gather"); empty: the least predicted, as
-  // auto takes it. Other operations have one route and ignore it.
+  // auto takes it. A route the operation lacks means its first; the other operations have
+  // one route and ignore it.
   double predicted_us(const std::string& op, std::size_t bytes, Algo algo, int root = 0, const std::string& route = "") const;
 
  private:

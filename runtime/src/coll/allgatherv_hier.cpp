@@ -110,17 +110,17 @@ Async<> allgatherv_hier(CommImpl& c, std::vector<char> mine, Blocks out) {
 // blocks.
 double allgather_hier_cost(const CostShape& s, double b) {
   const double all = s.size() * b;
-  if (s.parts() == 1) return local_cost(Coll::kAllgather, s.part_size[0], s.link[0][0], b);
+  if (s.parts() == 1) return s.local(Coll::kAllgather, 0, b);
   std::vector<double> ready(s.parts()), up(s.parts()), down(s.parts()), across(s.sites.size(), 0);
   for (int p = 0; p < s.parts(); ++p) {
-    ready[p] = local_cost(Coll::kAllgather, s.part_size[p], s.link[p][p], b);
+    ready[p] = s.local(Coll::kAllgather, p, b);
     up[p] = s.part_size[p] * b;
     down[p] = all;
     across[s.site_of_part[p]] += up[p];
   }
   const std::vector<double> done = through_heads(s, ready, up, across, down);
   double t = 0;
-  for (int p = 0; p < s.parts(); ++p) t = std::max(t, done[p] + local_cost(Coll::kBcast, s.part_size[p], s.link[p][p], all - up[p], done[p]));
+  for (int p = 0; p < s.parts(); ++p) t = std::max(t, done[p] + s.local(Coll::kBcast, p, all - up[p], done[p]));
   return t;
 }
 

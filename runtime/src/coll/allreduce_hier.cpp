@@ -109,13 +109,13 @@ Async<> allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l
 // Cost: MPICH's reduce to every leader, through the heads (each site's partial result to
 // every other head), back to the leaders, MPICH's bcast.
 double allreduce_hier_cost(const CostShape& s, double m) {
-  if (s.parts() == 1) return local_cost(Coll::kAllreduce, s.part_size[0], s.link[0][0], m);
+  if (s.parts() == 1) return s.local(Coll::kAllreduce, 0, m);
   std::vector<double> ready(s.parts());
-  for (int p = 0; p < s.parts(); ++p) ready[p] = local_cost(Coll::kReduce, s.part_size[p], s.link[p][p], m);
+  for (int p = 0; p < s.parts(); ++p) ready[p] = s.local(Coll::kReduce, p, m);
   const std::vector<double> done = through_heads(s, ready, std::vector<double>(s.parts(), m), std::vector<double>(s.sites.size(), m),
                                                  std::vector<double>(s.parts(), m));
   double t = 0;
-  for (int p = 0; p < s.parts(); ++p) t = std::max(t, done[p] + local_cost(Coll::kBcast, s.part_size[p], s.link[p][p], m, done[p]));
+  for (int p = 0; p < s.parts(); ++p) t = std::max(t, done[p] + s.local(Coll::kBcast, p, m, done[p]));
   return t;
 }
 

@@ -67,7 +67,7 @@ Async<> alltoallv_local_group(CommImpl& c, Blocks in, Blocks out, bool equal) {
 // site to another one after the other on their line.
 std::vector<double> local_group_parked_at(const CostShape& s, double b) {
   std::vector<double> ready(s.parts());
-  for (int x = 0; x < s.parts(); ++x) ready[x] = local_cost(Coll::kAlltoall, s.part_size[x], s.link[x][x], b * s.size() / s.part_size[x]);
+  for (int x = 0; x < s.parts(); ++x) ready[x] = s.local(Coll::kAlltoall, x, b * s.size() / s.part_size[x]);
   return ready;
 }
 

@@ -48,11 +48,11 @@ Async<> barrier_hier(CommImpl& c) {
 // between every two heads, back to the leaders, the release.
 double barrier_hier_cost(const CostShape& s) {
   std::vector<double> ready(s.parts());
-  for (int p = 0; p < s.parts(); ++p) ready[p] = local_cost(Coll::kBarrier, s.part_size[p], s.link[p][p], 0);
+  for (int p = 0; p < s.parts(); ++p) ready[p] = s.local(Coll::kBarrier, p, 0);
   const std::vector<double> one_byte(s.parts(), 1.0), site_byte(s.sites.size(), 1.0);
   const std::vector<double> done = through_heads(s, ready, one_byte, site_byte, one_byte);
   double t = 0;
-  for (int p = 0; p < s.parts(); ++p) t = std::max(t, done[p] + local_cost(Coll::kBarrier, s.part_size[p], s.link[p][p], 0, done[p]));
+  for (int p = 0; p < s.parts(); ++p) t = std::max(t, done[p] + s.local(Coll::kBarrier, p, 0, done[p]));
   return t;
 }
 

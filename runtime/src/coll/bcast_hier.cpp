@@ -70,7 +70,7 @@ double bcast_hier_cost(const CostShape& s, int root, double m, Route r) {
     double t = 0;
     for (int k = 0; k < slices; ++k) {
       t = std::max(t, got[q][k]);
-      t += local_cost(Coll::kBcast, s.part_size[q], s.link[q][q], slice_bytes(k), t);
+      t += s.local(Coll::kBcast, q, slice_bytes(k), t);
     }
     done = std::max(done, t);
   }

@@ -42,6 +42,52 @@ CostShape::CostShape(const models::GridModel& model, std::vector<int> members_pa
       if (a == b && part_size[a] == 1 && !model.inside.count(part_cluster[a]) && !model.inside.count("*")) continue;
       link[a][b] = model.link(part_cluster[a], site_name[site_of_part[a]], part_cluster[b], site_name[site_of_part[b]]);
     }
+  logical.resize(C);
+  for (int p = 0; p < C; ++p) {
+    const auto at = model.logical.find(part_cluster[p]);
+    if (at == model.logical.end() || at->second.groups() < 2 || at->second.between.empty() || part_size[p] < 2) continue;
+    const models::LogicalClusters& l = at->second;
+    LogicalLevel lv;
+    lv.groups = std::min(l.groups(), part_size[p]);
+    std::vector<int> nodes(l.groups(), 0);
+    for (int g : l.group) ++nodes[g];
+    const int largest = *std::max_element(nodes.begin(), nodes.end()), all = static_cast<int>(l.group.size());
+    lv.per_group = std::max(1, (part_size[p] * largest + all - 1) / all);
+    // The slowest pair: collectives wait for it. Inside a logical cluster of one node (or
+    // not measured), the cluster's own pair (shared memory).
+    auto slower = [](const models::PLogP& a, const models::PLogP& b) { return b.L > a.L ? b : a; };
+    lv.between = l.between.begin()->second;
+    for (const auto& [ab, q] : l.between) lv.between = slower(lv.between, q);
+    lv.inside = link[p][p];
+    for (const auto& [g, q] : l.inside) lv.inside = slower(lv.inside, q);
+    logical[p] = lv;
+  }
+}
+
+// Over logical clusters, each step as the node level composes it (cluster_steps.cpp): a
+// broadcast between the leaders, then inside each; a reduction the other way; an
+// allreduce reduces inside, all-reduces between, broadcasts inside; a gather gathers
+// inside, then the leaders' blocks of per_group members each; a scatter the other way. The
+// all-gather and all-to-all are MPICH's over the whole part, its slowest pair setting the
+// pace; a barrier or a scan goes in, across and out.
+double CostShape::local(Coll op, int q, double m, double at) const {
+  if (!logical[q]) return local_cost(op, part_size[q], link[q][q], m, at);
+  const LogicalLevel& lv = *logical[q];
+  double t = at;
+  auto in = [&](Coll o, double bytes) { t += local_cost(o, lv.per_group, lv.inside, bytes, t); };
+  auto across = [&](Coll o, double bytes) { t += local_cost(o, lv.groups, lv.between, bytes, t); };
+  switch (op) {
+    case Coll::kBcast: across(op, m), in(op, m); break;
+    case Coll::kReduce: in(op, m), across(op, m); break;
+    case Coll::kAllreduce: in(Coll::kReduce, m), across(Coll::kAllreduce, m), in(Coll::kBcast, m); break;
+    case Coll::kGather: in(op, m), across(op, m * lv.per_group); break;
+    case Coll::kScatter: across(op, m * lv.per_group), in(op, m); break;
+    case Coll::kAllgather:
+    case Coll::kAlltoall: return local_cost(op, part_size[q], lv.between, m, at);
+    case Coll::kBarrier:
+    case Coll::kScan: in(op, m), across(op, m), in(Coll::kBcast, m); break;
+  }
+  return t - at;
 }
 
 Timeline::Timeline(const CostShape& s) : s_(s), sender_free_(s.size(), 0.0) {

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,15 @@ struct CostShape {
   std::map<std::string, models::Correction> corrections;  // the model's, by "op/algo"
   // Each part's cluster's gathers (models/many_to_one.h), where the model has them.
   std::vector<std::shared_ptr<const models::ManyToOneModel>> gathers;
+  // Where a part's cluster makes several logical clusters whose pairs the model measured
+  // (models/logical_clusters.h): MPICH's steps inside it compose over them as the runtime's
+  // do (cluster_steps.h): between their leaders, and inside the largest. Its members are
+  // taken as spread over the logical clusters as the nodes are.
+  struct LogicalLevel {
+    int groups = 1, per_group = 1;  // leaders; members of the largest
+    models::PLogP between, inside;  // the slowest pair measured between two, inside one
+  };
+  std::vector<std::optional<LogicalLevel>> logical;
 
   // From the members' parts (part_of, parts numbered by first member), the parts' sites,
   // and the clusters' and sites' names in the model. Throws models::ModelError when the
@@ -48,6 +58,9 @@ struct CostShape {
   CostShape(const models::GridModel& model, std::vector<int> part_of, std::vector<int> site_of_part,
             const std::vector<std::string>& part_cluster, const std::vector<std::string>& site_name, double slice);
 
+  // What MPICH's step `op` of m bytes (as local_cost counts them) takes inside part q,
+  // starting at `at`: over its logical clusters where it has several, else local_cost's.
+  double local(Coll op, int q, double m, double at = 0) const;
   int parts() const { return static_cast<int>(part_size.size()); }
   int size() const { return static_cast<int>(part_of.size()); }
   int member(int part, int index) const { return members[part][index]; }

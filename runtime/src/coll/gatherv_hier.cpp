@@ -67,7 +67,7 @@ double gather_tree_cost(const CostShape& s, double b, const PartTree& t) {
   Timeline tl(s);
   std::vector<double> ready(C);
   for (int q = 0; q < C; ++q)
-    ready[q] = s.gathers[q] ? paced_gather_cost(*s.gathers[q], s.part_size[q], b) : local_cost(Coll::kGather, s.part_size[q], s.link[q][q], b);
+    ready[q] = s.gathers[q] ? paced_gather_cost(*s.gathers[q], s.part_size[q], b) : s.local(Coll::kGather, q, b);
   const std::vector<int> order = t.top_down(t.root);
   for (auto it = order.rbegin(); it != order.rend(); ++it)
     if (const int q = *it; q != t.root)

@@ -75,7 +75,7 @@ double reduce_hier_cost(const CostShape& s, int root, double m, Route r) {
   Timeline tl(s);
   std::vector<std::vector<double>> ready(C, std::vector<double>(slices, 0));
   for (int q = 0; q < C; ++q)
-    for (int k = 0; k < slices; ++k) ready[q][k] = (k ? ready[q][k - 1] : 0) + local_cost(Coll::kReduce, s.part_size[q], s.link[q][q], slice_bytes(k));
+    for (int k = 0; k < slices; ++k) ready[q][k] = (k ? ready[q][k - 1] : 0) + s.local(Coll::kReduce, q, slice_bytes(k));
   const PartTree t = part_tree(s.sites, s.site_of_part, rp, r);
   std::vector<int> order = t.top_down(rp);
   std::reverse(order.begin(), order.end());  // leaves first

@@ -71,12 +71,12 @@ Async<> scan_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI
 double scan_hier_cost(const CostShape& s, double m) {
   const int C = s.parts();
   std::vector<double> ready(C), got(C, 0);
-  for (int p = 0; p < C; ++p) ready[p] = got[p] = local_cost(Coll::kScan, s.part_size[p], s.link[p][p], m);
+  for (int p = 0; p < C; ++p) ready[p] = got[p] = s.local(Coll::kScan, p, m);
   Timeline tl(s);
   for (int p = 0; p < C; ++p)
     for (int q = p + 1; q < C; ++q) got[q] = std::max(got[q], tl.send(s.member(p, s.part_size[p] - 1), p, q, m, ready[p]));
   double done = 0;
-  for (int p = 0; p < C; ++p) done = std::max(done, got[p] + (p > 0 ? local_cost(Coll::kBcast, s.part_size[p], s.link[p][p], m, got[p]) : 0));
+  for (int p = 0; p < C; ++p) done = std::max(done, got[p] + (p > 0 ? s.local(Coll::kBcast, p, m, got[p]) : 0));
   return done;
 }
 

@@ -82,7 +82,7 @@ double scatter_from(const CostShape& s, int root, double b, const PartTree& t, i
   for (int q : t.top_down(from)) {
     const int sender = q == t.root ? root : s.first_member[q];
     for (int x : t.children[q]) got[x] = tl.send(sender, q, x, s.members_in(t.subtree(x)) * b, got[q]);
-    done = std::max(done, got[q] + local_cost(Coll::kScatter, s.part_size[q], s.link[q][q], b, got[q]));
+    done = std::max(done, got[q] + s.local(Coll::kScatter, q, b, got[q]));
   }
   return done;
 }

@@ -191,7 +191,32 @@ LogicalClusters logical_clusters(const pt::ptree& t, const std::string& where) {
   if (latency.size() != nodes.size()) throw ModelError(where + ".latency_us must have a row per node (" + std::to_string(nodes.size()) + ")");
   const double tolerance = t.get_child_optional("tolerance") ? number(t.get_child("tolerance"), where + ".tolerance") : 1.20;
   if (tolerance < 1) throw ModelError(where + ".tolerance must be at least 1");
-  return LogicalClusters::of(std::move(nodes), std::move(latency), tolerance);
+  LogicalClusters l = LogicalClusters::of(std::move(nodes), std::move(latency), tolerance);
+  // The pLogP measured per logical cluster and per pair of them, named by the partition's
+  // numbers (drawn from the latencies above: the same in every reader).
+  auto group = [&](const pt::ptree& v, const std::string& what) {
+    const double g = number(v, what);
+    if (g != std::floor(g) || g < 0 || g >= l.groups())
+      throw ModelError(what + " must be a logical cluster's number, 0 to " + std::to_string(l.groups() - 1) + " (the latencies make " +
+                       std::to_string(l.groups()) + ")");
+    return static_cast<int>(g);
+  };
+  if (const auto inside = t.get_child_optional("plogp_inside"))
+    for (const auto& [key, e] : *inside) {
+      const std::string what = where + ".plogp_inside";
+      if (!key.empty()) throw ModelError(what + " must be a list of {\"group\": g, \"plogp\": ...}");
+      l.inside[group(child(e, "group", what), what + ".group")] = plogp(child(e, "plogp", what), what);
+    }
+  if (const auto between = t.get_child_optional("plogp_between"))
+    for (const auto& [key, e] : *between) {
+      const std::string what = where + ".plogp_between";
+      std::vector<int> g;
+      for (const auto& [k, v] : child(e, "groups", what)) g.push_back(group(v, what + ".groups"));
+      if (!key.empty() || g.size() != 2 || g[0] >= g[1])
+        throw ModelError(what + " must be a list of {\"groups\": [a, b] (a < b), \"plogp\": ...}");
+      l.between[{g[0], g[1]}] = plogp(child(e, "plogp", what), what);
+    }
+  return l;
 }
 
 std::string quoted(const std::string& s) {
@@ -248,20 +273,6 @@ std::string many_to_one_json(const ManyToOneModel& m) {
   return out + "]}";
 }
 
-std::string logical_clusters_json(const LogicalClusters& l) {
-  std::string out = "{\"nodes\": [", sep;
-  for (const auto& n : l.nodes) out += sep + quoted(n), sep = ", ";
-  out += "], \"tolerance\": " + g6(l.tolerance) + ",\n      \"latency_us\": [";
-  sep = "";
-  for (const auto& row : l.latency) {
-    out += sep + "[";
-    std::string in;
-    for (const double x : row) out += in + g6(x * 1e6), in = ", ";
-    out += "]", sep = ", ";
-  }
-  return out + "]}";
-}
-
 std::string plogp_json(const PLogP& p) {
   char buf[48];
   std::snprintf(buf, sizeof buf, "%.3f", p.L * 1e6);
@@ -274,6 +285,36 @@ std::string plogp_json(const PLogP& p) {
   }
   return out + "}";
 }
+
+std::string logical_clusters_json(const LogicalClusters& l) {
+  std::string out = "{\"nodes\": [", sep;
+  for (const auto& n : l.nodes) out += sep + quoted(n), sep = ", ";
+  out += "], \"tolerance\": " + g6(l.tolerance) + ",\n      \"latency_us\": [";
+  sep = "";
+  for (const auto& row : l.latency) {
+    out += sep + "[";
+    std::string in;
+    for (const double x : row) out += in + g6(x * 1e6), in = ", ";
+    out += "]", sep = ", ";
+  }
+  out += "]";
+  if (!l.inside.empty()) {
+    out += ",\n      \"plogp_inside\": [";
+    sep = "";
+    for (const auto& [g, p] : l.inside) out += sep + "{\"group\": " + std::to_string(g) + ", \"plogp\": " + plogp_json(p) + "}", sep = ",\n        ";
+    out += "]";
+  }
+  if (!l.between.empty()) {
+    out += ",\n      \"plogp_between\": [";
+    sep = "";
+    for (const auto& [ab, p] : l.between)
+      out += sep + "{\"groups\": [" + std::to_string(ab.first) + ", " + std::to_string(ab.second) + "], \"plogp\": " + plogp_json(p) + "}",
+          sep = ",\n        ";
+    out += "]";
+  }
+  return out + "}";
+}
+
 
 }  // namespace
 
@@ -467,6 +508,13 @@ std::string describe_logical_clusters(const std::string& cluster, const LogicalC
       out += buf;
     }
   }
+  // The pairs measured for them: latency and the gap of 64 KiB.
+  auto line = [&](const std::string& what, const PLogP& p) {
+    std::snprintf(buf, sizeof buf, "\n    pLogP %s: L %.1f us, g(64 KiB) %.1f us", what.c_str(), p.L * 1e6, p.gap(65536) * 1e6);
+    out += buf;
+  };
+  for (const auto& [g, p] : l.inside) line("inside logical cluster " + std::to_string(g), p);
+  for (const auto& [ab, p] : l.between) line("between logical clusters " + std::to_string(ab.first) + " and " + std::to_string(ab.second), p);
   return out + "\n";
 }
 

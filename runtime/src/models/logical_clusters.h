@@ -16,8 +16,9 @@
 // them: "host/k", k counting the host's domains in their leaders' order.
 //
 // LogicalClusters: what calibration measured inside a declared cluster (its nodes, the
-// latency between each two) and the partition the rule draws from it, kept in the model
-// file (docs/models.md) so that every process of a job draws the same one.
+// latency between each two; then the pLogP parameters of one pair per logical cluster and
+// per pair of them, measurement_pairs) and the partition the rule draws from it, kept in the
+// model file (docs/models.md) so that every process of a job draws the same one.
 //
 // measurement_pairs: what to measure once the partition is known (§5.2): one pair inside
 // every subnet that holds two hosts, and one pair for every pair of subnets; processes of
@@ -35,6 +36,8 @@
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#include "models/plogp.h"
 
 namespace gridrt::models {
 
@@ -114,6 +117,10 @@ struct LogicalClusters {
   std::vector<std::vector<double>> latency;  // [a][b], s (one way: half a round trip of no data)
   double tolerance = 1.20;
   std::vector<int> group;  // of each node: partition(latency, tolerance)
+  // pLogP of the pairs measured (measurement_pairs): inside a logical cluster whose nodes
+  // are not all one; between two logical clusters (a < b). Empty where none was measured.
+  std::map<int, PLogP> inside;
+  std::map<std::pair<int, int>, PLogP> between;
 
   static LogicalClusters of(std::vector<std::string> nodes, std::vector<std::vector<double>> latency, double tolerance = 1.20) {
     LogicalClusters l;
