@@ -231,7 +231,8 @@ gridrt::models::PLogP plogp_of(const std::vector<Row>& r, const std::vector<doub
 // latency between each two nodes' first processes, from round trips of no data (the least
 // of kLatencyReps after one not counted: the path's own time, without the scheduling
 // noise that a median of a few keeps and that the 20% tolerance would take for a
-// difference between nodes), one pair at a time (the cluster's other
+// difference between nodes; that noise, the median pair's half median less half least, is
+// kept as the partition's allowance), one pair at a time (the cluster's other
 // processes wait in its own barrier, which crosses no WAN), one cluster at a time; the
 // cluster's first process hands rank 0 the latencies, from which it draws the cluster's
 // logical clusters (models::partition, tolerance 1.20) into the model, and hands every
@@ -275,7 +276,9 @@ std::vector<Measurement> logical_clusters(const gridrt::Comm& world, const std::
     if (k < 2) continue;
     probed += k * (k - 1) / 2;
     const int tag = 3000;
-    std::vector<double> latency(k * k, 0);  // at the cluster's first process (a node leader: leader[0])
+    // At the cluster's first process (a node leader: leader[0]): each pair's one-way latency,
+    // then its spread (half the median round trip less the least: the measurement's noise).
+    std::vector<double> latency(2 * k * k, 0);
     if (std::find(ranks.begin(), ranks.end(), me) != ranks.end()) {
       for (int a = 0; a < k; ++a)
         for (int b = a + 1; b < k; ++b) {
@@ -285,9 +288,10 @@ std::vector<Measurement> logical_clusters(const gridrt::Comm& world, const std::
               const double t = round_trip(me, leader[a], leader[b], none, 0, tag).first;
               if (r > 0) rtt.push_back(t);
             }
-          const double least = rtt.empty() ? 0 : *std::min_element(rtt.begin(), rtt.end());
-          const double one_way = hand_over(me, leader[a], leader[0], least / 2, tag);
-          latency[a * k + b] = latency[b * k + a] = one_way;
+          std::sort(rtt.begin(), rtt.end());
+          const double least = rtt.empty() ? 0 : rtt.front(), median = rtt.empty() ? 0 : rtt[rtt.size() / 2];
+          latency[a * k + b] = latency[b * k + a] = hand_over(me, leader[a], leader[0], least / 2, tag);
+          latency[k * k + a * k + b] = hand_over(me, leader[a], leader[0], (median - least) / 2, tag);
           cluster.barrier();
         }
       if (me == leader[0] && me != 0) gridrt::send(latency.data(), latency.size() * sizeof(double), 0, tag);
@@ -298,7 +302,14 @@ std::vector<Measurement> logical_clusters(const gridrt::Comm& world, const std::
     if (me == 0) {
       std::vector<std::vector<double>> matrix(k);
       for (int a = 0; a < k; ++a) matrix[a].assign(latency.begin() + a * k, latency.begin() + (a + 1) * k);
-      const gridrt::models::LogicalClusters& l = model.logical[cluster_name] = gridrt::models::LogicalClusters::of(nodes, matrix);
+      // The noise: the median pair's spread (one pair's scheduling hiccup does not make it).
+      std::vector<double> spread;
+      for (int a = 0; a < k; ++a)
+        for (int b = a + 1; b < k; ++b) spread.push_back(latency[k * k + a * k + b]);
+      std::nth_element(spread.begin(), spread.begin() + spread.size() / 2, spread.end());
+      const double noise = spread[spread.size() / 2];
+      const gridrt::models::LogicalClusters& l = model.logical[cluster_name] =
+          gridrt::models::LogicalClusters::of(nodes, matrix, 1.20, noise);
       group = l.group;
       std::printf("# logical clusters of %s:\n%s", cluster_name.c_str(), gridrt::models::describe_logical_clusters(cluster_name, l).c_str());
       std::fflush(stdout);

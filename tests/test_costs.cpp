@@ -323,6 +323,12 @@ TEST(ModelFile, LogicalClustersWrittenReadBackDescribedAndRefused) {
       << said;
   EXPECT_NE(said.find("n3:     90.0     90.0        -     21.0"), std::string::npos) << said;
   EXPECT_NE(said.find("pLogP between logical clusters 0 and 1: L 90.0 us"), std::string::npos) << said;
+  // The measurements' noise, written and read back, and drawn with.
+  m.logical["c0"] = models::LogicalClusters::of(l.nodes, l.latency, 1.20, 80e-6);
+  const models::GridModel noisy = models::read_model_json(models::model_json(m), "m.json");
+  EXPECT_NEAR(noisy.logical.at("c0").noise, 80e-6, 1e-12);
+  EXPECT_EQ(noisy.logical.at("c0").groups(), 1) << "90 us is within 1.2 x 20 + 80 us";
+  EXPECT_NE(models::describe_model(noisy).find("least, + 80.0 us of the measurements' noise):"), std::string::npos);
   const std::string head = R"({"format": "gridrt-model/1", "inside": {"*": {"L_us": 1, "g_us": [[0, 1]]}}, "logical_clusters": {"c0": )";
   expect_refused({{head + R"({"nodes": ["a"], "latency_us": [[0]]}}})", "logical_clusters.c0.nodes: at least two nodes"},
                   {head + R"({"nodes": ["a", "a"], "latency_us": [[0, 1], [1, 0]]}}})", "node names must be given, each once ('a')"},

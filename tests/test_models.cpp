@@ -149,6 +149,19 @@ TEST(LogicalClusters, TheToleranceIsTwentyPercentOfTheCheapestEdge) {
   EXPECT_TRUE(partition(Matrix{}).empty());
 }
 
+// The measurements' noise as an allowance: three cliques of one host measured at 0.34, 0.52
+// and 3.0 us one way (a real calibration) split by the relative rule alone; with the 0.5 us
+// the round trips spread by, they are one logical cluster. The IDPOT-like platform's groups,
+// 50 to 200 us apart, stay apart with a noise of a few microseconds.
+TEST(LogicalClusters, DifferencesWithinTheMeasurementsNoiseAreNone) {
+  const Matrix one_host = {{0, 0.3355e-6, 0.516e-6}, {0.3355e-6, 0, 3.0245e-6}, {0.516e-6, 3.0245e-6, 0}};
+  EXPECT_EQ(partition(one_host), (std::vector<int>{0, 0, 1}));
+  EXPECT_EQ(partition(one_host, 1.20, 0.5e-6), (std::vector<int>{0, 0, 0}));
+  std::vector<int> group;
+  EXPECT_TRUE(same_grouping(partition(idpot_like(&group), 1.20, 5e-6), group));
+  EXPECT_EQ(partition(idpot_like(&group), 1.20, 200e-6), std::vector<int>(group.size(), 0)) << "a noise as large as the gaps joins all";
+}
+
 // C subnets of two hosts each take C(C+1)/2 measurements: one inside each, one per pair
 // of subnets (21 for the paper's six); a subnet all on one host needs none inside.
 TEST(LogicalClusters, MeasurementsTakenAreCTimesCPlusOneHalves) {

@@ -191,7 +191,8 @@ LogicalClusters logical_clusters(const pt::ptree& t, const std::string& where) {
   if (latency.size() != nodes.size()) throw ModelError(where + ".latency_us must have a row per node (" + std::to_string(nodes.size()) + ")");
   const double tolerance = t.get_child_optional("tolerance") ? number(t.get_child("tolerance"), where + ".tolerance") : 1.20;
   if (tolerance < 1) throw ModelError(where + ".tolerance must be at least 1");
-  LogicalClusters l = LogicalClusters::of(std::move(nodes), std::move(latency), tolerance);
+  const double noise = t.get_child_optional("noise_us") ? number(t.get_child("noise_us"), where + ".noise_us") * 1e-6 : 0;
+  LogicalClusters l = LogicalClusters::of(std::move(nodes), std::move(latency), tolerance, noise);
   // The pLogP measured per logical cluster and per pair of them, named by the partition's
   // numbers (drawn from the latencies above: the same in every reader).
   auto group = [&](const pt::ptree& v, const std::string& what) {
@@ -289,7 +290,9 @@ std::string plogp_json(const PLogP& p) {
 std::string logical_clusters_json(const LogicalClusters& l) {
   std::string out = "{\"nodes\": [", sep;
   for (const auto& n : l.nodes) out += sep + quoted(n), sep = ", ";
-  out += "], \"tolerance\": " + g6(l.tolerance) + ",\n      \"latency_us\": [";
+  out += "], \"tolerance\": " + g6(l.tolerance);
+  if (l.noise > 0) out += ", \"noise_us\": " + g6(l.noise * 1e6);
+  out += ",\n      \"latency_us\": [";
   sep = "";
   for (const auto& row : l.latency) {
     out += sep + "[";
@@ -489,9 +492,14 @@ std::string describe_model(const GridModel& m) {
 
 std::string describe_logical_clusters(const std::string& cluster, const LogicalClusters& l) {
   char buf[160];
-  std::snprintf(buf, sizeof buf, "  cluster %s: %zu nodes in %d logical cluster%s (latency within %.0f%% of each node's and group's least):",
+  std::snprintf(buf, sizeof buf, "  cluster %s: %zu nodes in %d logical cluster%s (latency within %.0f%% of each node's and group's least",
                 cluster.c_str(), l.nodes.size(), l.groups(), l.groups() == 1 ? "" : "s", (l.tolerance - 1) * 100);
   std::string out = buf;
+  if (l.noise > 0) {
+    std::snprintf(buf, sizeof buf, ", + %.1f us of the measurements' noise", l.noise * 1e6);
+    out += buf;
+  }
+  out += "):";
   for (int g = 0; g < l.groups(); ++g) {
     out += " {";
     std::string sep;

@@ -10,6 +10,9 @@
 // subnets of its ends unless it is more than `tolerance` (1.20: "a latency bound of 20%")
 // times the cheapest edge at either end, or at either end's subnet; a joined subnet's
 // cheapest edge is the least of the two and the edge. Nodes joined to none stay alone.
+// `noise`, gridrt's addition: an edge may also exceed those bounds by the measurements'
+// own noise (seconds), which the relative rule would otherwise take for a difference
+// between nodes where latencies are a few microseconds (0: the paper's rule).
 //
 // node_names: same-host detection. A node is a host (the topology's name for it), or, where
 // MPI sees several shared-memory domains on one host (MPICH's cliques, for tests), each of
@@ -44,7 +47,7 @@ namespace gridrt::models {
 // latency[a][b]: the cost between nodes a and b (s); NaN or infinity where it is not
 // known. Where both directions are known their mean is taken. Returns each node's subnet,
 // the subnets numbered by their first node.
-inline std::vector<int> partition(const std::vector<std::vector<double>>& latency, double tolerance = 1.20) {
+inline std::vector<int> partition(const std::vector<std::vector<double>>& latency, double tolerance = 1.20, double noise = 0) {
   const int n = static_cast<int>(latency.size());
   auto known = [](double w) { return std::isfinite(w); };
   auto weight = [&](int a, int b) {
@@ -77,9 +80,10 @@ inline std::vector<int> partition(const std::vector<std::vector<double>>& latenc
   for (const auto& [w, a, b] : edges) {
     const int ra = find(a), rb = find(b);
     if (ra == rb) continue;
-    if (w > tolerance * node_min[a] || w > tolerance * node_min[b]) continue;
-    if (in_subnet[ra] && w > tolerance * subnet_min[ra]) continue;
-    if (in_subnet[rb] && w > tolerance * subnet_min[rb]) continue;
+    auto beyond = [&](double least) { return w > tolerance * least + noise; };
+    if (beyond(node_min[a]) || beyond(node_min[b])) continue;
+    if (in_subnet[ra] && beyond(subnet_min[ra])) continue;
+    if (in_subnet[rb] && beyond(subnet_min[rb])) continue;
     root[rb] = ra;
     subnet_min[ra] = std::min({w, subnet_min[ra], subnet_min[rb]});
     in_subnet[ra] = true;
@@ -116,18 +120,21 @@ struct LogicalClusters {
   std::vector<std::string> nodes;
   std::vector<std::vector<double>> latency;  // [a][b], s (one way: half a round trip of no data)
   double tolerance = 1.20;
-  std::vector<int> group;  // of each node: partition(latency, tolerance)
+  double noise = 0;        // s: the latency measurements' own spread (calibration's)
+  std::vector<int> group;  // of each node: partition(latency, tolerance, noise)
   // pLogP of the pairs measured (measurement_pairs): inside a logical cluster whose nodes
   // are not all one; between two logical clusters (a < b). Empty where none was measured.
   std::map<int, PLogP> inside;
   std::map<std::pair<int, int>, PLogP> between;
 
-  static LogicalClusters of(std::vector<std::string> nodes, std::vector<std::vector<double>> latency, double tolerance = 1.20) {
+  static LogicalClusters of(std::vector<std::string> nodes, std::vector<std::vector<double>> latency, double tolerance = 1.20,
+                            double noise = 0) {
     LogicalClusters l;
     l.nodes = std::move(nodes);
     l.latency = std::move(latency);
     l.tolerance = tolerance;
-    l.group = partition(l.latency, l.tolerance);
+    l.noise = noise;
+    l.group = partition(l.latency, l.tolerance, l.noise);
     return l;
   }
 
