@@ -1154,15 +1154,39 @@ TEST(EndToEnd, ScattersAndGathersMatchTheirReferencesOnTheBinomialAndChainRoutes
   expect_coll_check_passes_on_route("chain");
 }
 
+namespace {
+// The value of "key" in a one-line JSON object gridbench printed ("" if absent).
+std::string json_field(const std::string& line, const std::string& key) {
+  const auto at = line.find("\"" + key + "\":");
+  if (at == std::string::npos) return "";
+  std::size_t from = at + key.size() + 3, to = from;
+  while (to < line.size() && line[to] != ',' && line[to] != '}') ++to;
+  std::string v = line.substr(from, to - from);
+  if (v.size() >= 2 && v.front() == '"') v = v.substr(1, v.size() - 2);
+  return v;
+}
+}  // namespace
+
 // The hierarchical all-to-all by the Local Group paper's own rule for two clusters
 // (GRIDRT_ROUTE=groups): every alltoall(v) of coll_check (in place, derived types, uneven
 // blocks, shuffled communicators) where the smaller cluster is the second and the larger's
 // last group is partial (3 against 2), and where the smaller holds one process (1 against 3).
+// That the rule ran, the relays tell: it sends 2 n2 = 6 WAN messages on 3 + 2 processes,
+// where the C-cluster rule sends n1 + n2 = 5.
 TEST(EndToEnd, AllToAllsMatchTheirReferencesByThePapersTwoClusterRule) {
   ::setenv("GRIDRT_ROUTE", "groups", 1);
   expect_coll_check_passes({{{"--grid", coll_grid_of({3, 2})}, "on 5 processes in 2 clusters"},
                             {{"--grid", coll_grid_of({1, 3})}, "on 4 processes in 2 clusters"}});
   ::unsetenv("GRIDRT_ROUTE");
+  for (const auto& [route, msgs] : {std::pair{"groups", "6.00"}, std::pair{"agents", "5.00"}}) {
+    const Outcome r = start_program("gridbench", {"--grid", coll_grid_of({3, 2}), "--op", "alltoall", "--algo", "hier", "--sizes", "8:8",
+                                                  "--iters", "2", "--json", "--route", route},
+                                    "gridbench-route")
+                          .finish();
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
+    EXPECT_EQ(json_field(r.out, "wan_msgs"), msgs) << route << ": " << r.out;
+    EXPECT_EQ(json_field(r.out, "route"), route) << r.out;
+  }
 }
 
 TEST(EndToEnd, ScattersAndGathersMatchTheirReferencesOnTheDirectAndOrderedRoutes) {
@@ -1249,18 +1273,6 @@ TEST(EndToEnd, GathersSplitInPacedPiecesInsideAClusterMatchTheirReferences) {
   expect_nothing_left();
 }
 
-namespace {
-// The value of "key" in a one-line JSON object gridbench printed ("" if absent).
-std::string json_field(const std::string& line, const std::string& key) {
-  const auto at = line.find("\"" + key + "\":");
-  if (at == std::string::npos) return "";
-  std::size_t from = at + key.size() + 3, to = from;
-  while (to < line.size() && line[to] != ',' && line[to] != '}') ++to;
-  std::string v = line.substr(from, to - from);
-  if (v.size() >= 2 && v.front() == '"') v = v.substr(1, v.size() - 2);
-  return v;
-}
-}  // namespace
 
 // gridbench starts itself as a job and reports, per call, the WAN messages the relays
 // counted: exact numbers each algorithm must produce (docs/algorithms.md).

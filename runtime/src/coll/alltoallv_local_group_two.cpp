@@ -53,11 +53,10 @@ Async<> alltoallv_local_group_two(CommImpl& c, Blocks in, Blocks out, bool equal
     return ranks;
   };
   const Parked parked = co_await park_in_part(c, in, equal, parked_on);
-  std::vector<std::vector<int>> kept(m);  // what local member k parked here
-  for (int k = 0; k < m; ++k) kept[k] = parked_on(k, c.index_in_part[c.me]);
-  // The block from local member k for rank j, parked here.
+  // The block from local member k for rank j, parked here (k's blocks are in rank order).
   auto held = [&](int k, int j) {
-    const auto t = static_cast<std::size_t>(std::lower_bound(kept[k].begin(), kept[k].end(), j) - kept[k].begin());
+    const std::vector<int>& kept = parked.ranks[k];
+    const auto t = static_cast<std::size_t>(std::lower_bound(kept.begin(), kept.end(), j) - kept.begin());
     return std::make_pair(parked.block(k, t), parked.size(k, t));
   };
   for (int k = 0; k < m; ++k) out.unpack_all({part[k]}, held(k, c.me).first);

@@ -61,7 +61,7 @@ double bcast_hier_cost(const CostShape& s, int root, double m, Route r) {
   std::vector<std::vector<double>> got(C, std::vector<double>(slices, 0));
   const PartTree t = part_tree(s.sites, s.site_of_part, rp, r);
   for (int q : t.top_down(rp)) {
-    const int entry = q == rp ? root : s.first_member[q];
+    const int entry = q == rp ? root : s.leader(q);
     for (int k = 0; k < slices; ++k)
       for (int x : t.children[q]) got[x][k] = tl.send(entry, q, x, slice_bytes(k), got[q][k]);
   }

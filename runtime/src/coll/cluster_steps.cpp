@@ -404,7 +404,10 @@ Async<Parked> park_in_part(CommImpl& c, const Blocks& in, bool equal, const Park
   const auto& part = c.parts[c.my_part()];
   const int m = static_cast<int>(part.size());
   const int ix = c.index_in_part[c.me];
-  std::vector<std::vector<int>> sent(m), kept(m);  // what I park on a; what k parks on me
+  Parked p;
+  std::vector<std::vector<int>> sent(m);  // what I park on a
+  std::vector<std::vector<int>>& kept = p.ranks;  // what k parks on me
+  kept.resize(m);
   for (int a = 0; a < m; ++a) {
     sent[a] = parked(ix, a);
     kept[a] = parked(a, ix);
@@ -432,7 +435,6 @@ Async<Parked> park_in_part(CommImpl& c, const Blocks& in, bool equal, const Park
     for (int k = 0; k < m; ++k)
       for (std::size_t t = 0; t < kept[k].size(); ++t) size[k][t] = size_in[rdispl[k] + t];
   }
-  Parked p;
   std::vector<std::size_t> recv_sizes(m);
   for (int k = 0; k < m; ++k) recv_sizes[k] = std::accumulate(size[k].begin(), size[k].end(), std::size_t{0});
   const ByteCounts rb(recv_sizes);
@@ -459,7 +461,7 @@ Async<Parked> park_in_part(CommImpl& c, const Blocks& in, bool equal, const Park
     p.at[k].assign(kept[k].size() + 1, static_cast<std::size_t>(rb.displs[k]));
     for (std::size_t t = 0; t < kept[k].size(); ++t) p.at[k][t + 1] = p.at[k][t] + size[k][t];
   }
-  co_return p;
+  co_return std::move(p);
 }
 
 }  // namespace gridrt::detail

@@ -63,10 +63,11 @@ Async<> cluster_scatterv(CommImpl& c, const std::vector<char>& blob, const std::
 // the part parks on each member a of the part its blocks for the ranks parked(k, a), k and
 // a being indices in the part (the same lists in every member), in one MPI_Ialltoallv
 // (after one of the blocks' sizes, unless all blocks are `equal`). What was parked here,
-// by member k, as its t-th block: block(k, t), size(k, t) bytes.
+// by member k, as its t-th block: block(k, t), size(k, t) bytes, for rank ranks[k][t].
 struct Parked {
   std::vector<char> data;
   std::vector<std::vector<std::size_t>> at;  // at[k][t] .. at[k][t + 1] in data
+  std::vector<std::vector<int>> ranks;       // parked(k, this member)
   const char* block(int k, std::size_t t) const { return data.data() + at[k][t]; }
   std::size_t size(int k, std::size_t t) const { return at[k][t + 1] - at[k][t]; }
 };

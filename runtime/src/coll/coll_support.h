@@ -152,16 +152,21 @@ const char* coll_name(Coll op);
 // The family of a call whose hierarchical algorithm has routes (scatter, gather, all-to-all)
 // and, for the hierarchical one, its route: GRIDRT_ROUTE's where the operation has it, else
 // the model's least predicted, else the operation's first; with auto, the family as
-// auto_choice's.
-Pick choose_with_route(Algo asked, CommImpl& c, Coll op, std::size_t bytes, int root);
+// auto_choice's. `rank_order`: the operation folds in rank order (a non-commutative
+// reduction), which only the packed tree keeps, and that only where folds_keep_rank_order.
+Pick choose_with_route(Algo asked, CommImpl& c, Coll op, std::size_t bytes, int root, bool rank_order = false);
 // The tree the pick's route takes from `root` (kOrdered: served as the model predicted,
 // else by the members below each child).
 PartTree rooted_tree(CommImpl& c, Coll op, int root, const Pick& pick);
 
+// Whether the hierarchical reductions' folds in part order are rank order: the clusters'
+// members runs of consecutive ranks, and each site's clusters consecutive.
+inline bool folds_keep_rank_order(const CommImpl& c) { return c.parts_contiguous && c.sites_contiguous; }
+
 inline Algo choose(Algo asked, CommImpl& c, Coll op, std::size_t bytes, bool order_sensitive = false, int root = 0) {
   Algo a = asked_for(asked);
   if (a == Algo::kAuto) a = auto_choice(c, op, bytes, root);
-  if (a == Algo::kHier && order_sensitive && !(c.parts_contiguous && c.sites_contiguous)) a = Algo::kFlat;
+  if (a == Algo::kHier && order_sensitive && !folds_keep_rank_order(c)) a = Algo::kFlat;
   return a;
 }
 

@@ -68,24 +68,11 @@ Async<> bcast(CommImpl& c, void* buf, int count, MPI_Datatype type, int root, Al
   return bcast_hier(c, buf, l, root, rooted_tree(c, Coll::kBcast, root, pick));
 }
 
-namespace {
-// A reduction's pick. A non-commutative operation is folded in rank order, which only the
-// packed tree keeps, and that only where parts and sites are runs of ranks (else flat).
-Pick reduce_pick(Algo algo, CommImpl& c, std::size_t bytes, int root, MPI_Op op) {
-  Pick pick = choose_with_route(algo, c, Coll::kReduce, bytes, root);
-  if (!commutative(op)) {
-    pick.route = Route::kPacked;
-    if (pick.algo == Algo::kHier && !(c.parts_contiguous && c.sites_contiguous)) pick.algo = Algo::kFlat;
-  }
-  return pick;
-}
-}  // namespace
-
 Async<> reduce(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, Algo algo) {
   if (c.remote) return inter::reduce(c, sendbuf, recvbuf, count, type, op, root);
   check_rooted(c, root, sendbuf, "reduce");
   const Layout l(type, count);
-  const Pick pick = reduce_pick(algo, c, l.packed, root, op);
+  const Pick pick = choose_with_route(algo, c, Coll::kReduce, l.packed, root, !commutative(op));
   if (pick.algo == Algo::kFlat) return reduce_binomial(c, sendbuf, recvbuf, l, op, root);
   return reduce_hier(c, sendbuf, recvbuf, l, op, root, rooted_tree(c, Coll::kReduce, root, pick));
 }
@@ -245,7 +232,7 @@ Async<> reduce_then_scatter(CommImpl& c, const void* sendbuf, void* recvbuf, std
   if (c.me == 0) result.emplace(whole);
   // In place, the input is recvbuf's `total` elements; this member's block then goes there.
   const void* input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-  const Pick reduce_by = reduce_pick(algo, c, whole.packed, 0, op);
+  const Pick reduce_by = choose_with_route(algo, c, Coll::kReduce, whole.packed, 0, !commutative(op));
   PartTree tree = rooted_tree(c, Coll::kReduce, 0, reduce_by);
   void* reduced = result ? result->get() : nullptr;
   if (reduce_by.algo == Algo::kFlat) co_await reduce_binomial(c, input, reduced, whole, op, 0);

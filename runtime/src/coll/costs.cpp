@@ -18,11 +18,9 @@ CostShape::CostShape(const models::GridModel& model, std::vector<int> members_pa
     : site_of_part(std::move(part_site)), part_of(std::move(members_part)), slice(slice_bytes), corrections(model.corrections) {
   const int C = static_cast<int>(site_of_part.size());
   part_size.assign(C, 0);
-  first_member.assign(C, -1);
   members.assign(C, {});
   for (int i = 0; i < static_cast<int>(part_of.size()); ++i) {
     ++part_size[part_of[i]];
-    if (first_member[part_of[i]] < 0) first_member[part_of[i]] = i;
     members[part_of[i]].push_back(i);
   }
   for (int p = 0; p < C; ++p) {
@@ -126,14 +124,14 @@ std::vector<double> through_heads(const CostShape& s, const std::vector<double>&
   std::vector<double> at_head(S, 0), everything(S, 0), done(s.parts(), 0);
   for (int t = 0; t < S; ++t)
     for (int p : s.sites[t])
-      at_head[t] = std::max(at_head[t], p == s.head(t) ? ready[p] : tl.send(s.first_member[p], p, s.head(t), up[p], ready[p]));
+      at_head[t] = std::max(at_head[t], p == s.head(t) ? ready[p] : tl.send(s.leader(p), p, s.head(t), up[p], ready[p]));
   everything = at_head;
   for (int t = 0; t < S; ++t)
     for (int u = 0; u < S; ++u)
-      if (u != t) everything[u] = std::max(everything[u], tl.send(s.first_member[s.head(t)], s.head(t), s.head(u), across[t], at_head[t]));
+      if (u != t) everything[u] = std::max(everything[u], tl.send(s.leader(s.head(t)), s.head(t), s.head(u), across[t], at_head[t]));
   for (int t = 0; t < S; ++t)
     for (int p : s.sites[t])
-      done[p] = p == s.head(t) ? everything[t] : tl.send(s.first_member[s.head(t)], s.head(t), p, down[p], everything[t]);
+      done[p] = p == s.head(t) ? everything[t] : tl.send(s.leader(s.head(t)), s.head(t), p, down[p], everything[t]);
   return done;
 }
 

@@ -34,7 +34,6 @@ struct CostShape {
   std::vector<int> site_of_part;         // and the site of each, sites numbered by their first part
   std::vector<std::vector<int>> sites;   // each site's parts, in order
   std::vector<int> part_of;              // of every member
-  std::vector<int> first_member;         // of every part (its leader)
   std::vector<std::vector<int>> members; // of every part, in order
   std::vector<bool> site_access;         // the site's outgoing WAN traffic shares one line
   std::vector<std::vector<models::PLogP>> link;  // [a][b] between members of parts a and b ([a][a]: inside a)
@@ -64,6 +63,7 @@ struct CostShape {
   int parts() const { return static_cast<int>(part_size.size()); }
   int size() const { return static_cast<int>(part_of.size()); }
   int member(int part, int index) const { return members[part][index]; }
+  int leader(int part) const { return members[part].front(); }
   bool same_site(int a, int b) const { return site_of_part[a] == site_of_part[b]; }
   int head(int site) const { return sites[site].front(); }
   double members_in(const std::vector<int>& which) const {

@@ -71,7 +71,7 @@ double gather_tree_cost(const CostShape& s, double b, const PartTree& t) {
   const std::vector<int> order = t.top_down(t.root);
   for (auto it = order.rbegin(); it != order.rend(); ++it)
     if (const int q = *it; q != t.root)
-      ready[t.parent[q]] = std::max(ready[t.parent[q]], tl.send(s.first_member[q], q, t.parent[q], s.members_in(t.subtree(q)) * b, ready[q]));
+      ready[t.parent[q]] = std::max(ready[t.parent[q]], tl.send(s.leader(q), q, t.parent[q], s.members_in(t.subtree(q)) * b, ready[q]));
   return ready[t.root];
 }
 

@@ -154,14 +154,16 @@ const models::ManyToOneModel* many_to_one_of(const CommImpl& c) {
 
 
 namespace {
-// The model's pick for one call, made once per (operation, size, root) and kept; none
-// without a model (or for sizes not every member knows). GRIDRT_EXPLAIN says each one.
-std::optional<Pick> modelled(CommImpl& c, Coll op, std::size_t bytes, int root) {
+// The model's pick for one call, made once per (operation, size, root, rank order) and
+// kept; none without a model (or for sizes not every member knows). `rank_order`: the
+// operation folds in rank order, which only the packed tree keeps, so the hierarchical
+// family is predicted on it. GRIDRT_EXPLAIN says each one.
+std::optional<Pick> modelled(CommImpl& c, Coll op, std::size_t bytes, int root, bool rank_order = false) {
   const CostShape* costs = bytes == kSizeNotShared ? nullptr : costs_of(c);
   if (!costs) return std::nullopt;
-  const auto key = std::make_tuple(static_cast<int>(op), bytes, root);
+  const auto key = std::make_tuple(static_cast<int>(op), bytes, root, rank_order);
   if (const auto it = c.chosen.find(key); it != c.chosen.end()) return it->second;
-  const Prediction p = predict(*costs, op, bytes, root, state().route);
+  const Prediction p = predict(*costs, op, bytes, root, rank_order ? std::optional<Route>(Route::kPacked) : state().route);
   Pick pick{p.flat < p.hier ? Algo::kFlat : Algo::kHier, p.route, nullptr};
   if (p.route == Route::kOrdered) pick.tree = std::make_shared<const PartTree>(scatter_tree(*costs, root, static_cast<double>(bytes), p.route));
   if (c.chosen.size() >= kChoicesKept) return pick;
@@ -190,17 +192,21 @@ Algo auto_choice(CommImpl& c, Coll op, std::size_t bytes, int root) {
   return auto_picks_flat(c.sites.size(), c.parts.size(), op, bytes) ? Algo::kFlat : Algo::kHier;
 }
 
-Pick choose_with_route(Algo asked, CommImpl& c, Coll op, std::size_t bytes, int root) {
+Pick choose_with_route(Algo asked, CommImpl& c, Coll op, std::size_t bytes, int root, bool rank_order) {
   const Algo a = asked_for(asked);
   if (a == Algo::kFlat) return {Algo::kFlat, Route::kPacked, nullptr};
-  if (auto m = modelled(c, op, bytes, root)) {
-    if (a == Algo::kHier) m->algo = Algo::kHier;
-    return *m;
+  Pick pick;
+  if (auto m = modelled(c, op, bytes, root, rank_order)) {
+    pick = *m;
+    if (a == Algo::kHier) pick.algo = Algo::kHier;
+  } else {
+    const std::vector<Route> routes = routes_of(op, static_cast<int>(c.parts.size()));
+    const Route asked_route = rank_order ? Route::kPacked : state().route.value_or(routes.empty() ? Route::kPacked : routes.front());
+    const bool flat = a == Algo::kAuto && auto_picks_flat(c.sites.size(), c.parts.size(), op, bytes);
+    pick = {flat ? Algo::kFlat : Algo::kHier, effective(op, static_cast<int>(c.parts.size()), asked_route), nullptr};
   }
-  const std::vector<Route> routes = routes_of(op, static_cast<int>(c.parts.size()));
-  const Route r = effective(op, static_cast<int>(c.parts.size()), state().route.value_or(routes.empty() ? Route::kPacked : routes.front()));
-  if (a == Algo::kAuto && auto_picks_flat(c.sites.size(), c.parts.size(), op, bytes)) return {Algo::kFlat, r, nullptr};
-  return {Algo::kHier, r, nullptr};
+  if (rank_order && pick.algo == Algo::kHier && !folds_keep_rank_order(c)) pick.algo = Algo::kFlat;
+  return pick;
 }
 
 PartTree rooted_tree(CommImpl& c, Coll op, int root, const Pick& pick) {

@@ -4,7 +4,7 @@
 // binomial or chain, coll/part_trees.h), slice by slice: every entry folds its children's
 // partial results with its own, in part order, and sends the slice up as soon as it is
 // folded. A non-commutative operation takes the packed tree, whose folds in part order are
-// rank order when parts and sites are runs of ranks (otherwise choice.h falls back to the
+// rank order when parts and sites are runs of ranks (otherwise choose_with_route falls back to the
 // flat algorithm): below any other tree a subtree's sites wrap around the root's.
 // Cost on the packed route: one WAN latency + (S - 1) m / the root's receiving line, one
 // partial result per site across; on the chain, (S - 1) latencies + m / the slowest line.
@@ -82,7 +82,7 @@ double reduce_hier_cost(const CostShape& s, int root, double m, Route r) {
   for (int q : order) {
     if (q == rp) continue;
     const int parent = t.parent[q];
-    for (int k = 0; k < slices; ++k) ready[parent][k] = std::max(ready[parent][k], tl.send(s.first_member[q], q, parent, slice_bytes(k), ready[q][k]));
+    for (int k = 0; k < slices; ++k) ready[parent][k] = std::max(ready[parent][k], tl.send(s.leader(q), q, parent, slice_bytes(k), ready[q][k]));
   }
   return *std::max_element(ready[rp].begin(), ready[rp].end());
 }

@@ -80,7 +80,7 @@ double scatter_from(const CostShape& s, int root, double b, const PartTree& t, i
   std::vector<double> got(s.parts(), 0);
   double done = 0;
   for (int q : t.top_down(from)) {
-    const int sender = q == t.root ? root : s.first_member[q];
+    const int sender = q == t.root ? root : s.leader(q);
     for (int x : t.children[q]) got[x] = tl.send(sender, q, x, s.members_in(t.subtree(x)) * b, got[q]);
     done = std::max(done, got[q] + s.local(Coll::kScatter, q, b, got[q]));
   }
