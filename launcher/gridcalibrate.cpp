@@ -388,6 +388,10 @@ void escalation_sweep(const gridrt::Comm& world, const std::vector<std::vector<i
   }
 }
 
+// The slices of the sample run's pipelined collectives (GRIDRT_SLICE, the runtime's default),
+// and of the predictions its corrections are fitted against.
+constexpr std::size_t kSampleSlice = 64 * 1024;
+
 // The sample run: every algorithm of every operation, hier (gather and scatter on the packed
 // route) and flat, at the sizes measured from 1 KiB to 256 KiB (at least four), 3 timed
 // calls each (launcher/timed_call.h), the
@@ -431,7 +435,7 @@ void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gri
         double mine = 0, slowest = 0;
         for (int i = 0; i < 3; ++i) mine += timer.time(call) / 3;
         world.allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX);
-        if (me == 0) points.emplace_back(predictor->predicted_us(op, n, algo, 0, "packed") * 1e-6, slowest);
+        if (me == 0) points.emplace_back(predictor->predicted_us(op, n, algo, 0, "packed", kSampleSlice) * 1e-6, slowest);
       }
       if (me != 0) continue;
       const gridrt::models::Correction c = gridrt::models::fit_correction(points);
@@ -624,10 +628,10 @@ int launch(int argc, char** argv) {
   }
   if (grid_name.empty()) grid_name = "embedded grid of " + std::to_string(clusters) + " x " + std::to_string(ranks);
   worker_args.insert(worker_args.end(), {"--grid-name", grid_name});
-  // The sample run's hierarchical gathers and scatters take the packed route, whatever the
-  // user's environment or a standing broker's model would choose, so that each is compared
-  // with the packed route's prediction.
-  grid_args.insert(grid_args.end(), {"--env", "GRIDRT_ROUTE=packed"});
+  // The sample run's hierarchical collectives take the packed route and slices of
+  // kSampleSlice, whatever the user's environment or a standing broker's model would
+  // choose, so that each is compared with the prediction of what it ran.
+  grid_args.insert(grid_args.end(), {"--env", "GRIDRT_ROUTE=packed", "--env", "GRIDRT_SLICE=" + std::to_string(kSampleSlice)});
   const char* gridrun = std::getenv("GRIDRT_GRIDRUN");
   const std::string launcher =
       gridrun ? gridrun : (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "gridrun").string();

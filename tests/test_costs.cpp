@@ -42,7 +42,7 @@ CostShape shape(const models::GridModel& m, const std::vector<int>& ranks, const
     if (at == site_names.end()) at = site_names.insert(site_names.end(), sites[p]);
     site_of_part.push_back(static_cast<int>(at - site_names.begin()));
   }
-  return CostShape(m, part_of, site_of_part, clusters, site_names, 64 * 1024);
+  return CostShape(m, part_of, site_of_part, clusters, site_names);
 }
 
 constexpr double kMs = 1e-3;
@@ -83,7 +83,7 @@ TEST(Costs, HierarchicalBroadcastCrossesEachLineOnce) {
 //   + 10 ms) and wins; the binomial tree's far child waits for its own child's slices (5
 //   slices + 20 ms), the chain for two hops (6 slices + 30 ms).
 TEST(Costs, BroadcastAndReductionRoutesByHand) {
-  using Cost = double (*)(const CostShape&, int, double, Route);
+  using Cost = double (*)(const CostShape&, int, double, Route, double);
   struct Case {
     Coll op;
     Cost cost;
@@ -97,17 +97,59 @@ TEST(Costs, BroadcastAndReductionRoutesByHand) {
     SCOPED_TRACE(coll_name(c.op));
     models::GridModel m = simple_model();
     const CostShape s = shape(m, {1, 1, 1, 1}, {"A", "B", "C", "D"});
-    EXPECT_NEAR(c.cost(s, 0, 1000, Route::kPacked), 11 * kMs, 1e-9);
-    EXPECT_NEAR(c.cost(s, 0, 1000, Route::kBinomial), 22 * kMs, 1e-9);
-    EXPECT_NEAR(c.cost(s, 0, 1000, Route::kChain), 33 * kMs, 1e-9);
+    EXPECT_NEAR(c.cost(s, 0, 1000, Route::kPacked, kDefaultSlice), 11 * kMs, 1e-9);
+    EXPECT_NEAR(c.cost(s, 0, 1000, Route::kBinomial, kDefaultSlice), 22 * kMs, 1e-9);
+    EXPECT_NEAR(c.cost(s, 0, 1000, Route::kChain, kDefaultSlice), 33 * kMs, 1e-9);
     for (const char* site : {"A", "B", "C", "D"}) m.access.insert(site);
     const CostShape one_port = shape(m, {1, 1, 1, 1}, {"A", "B", "C", "D"});
-    EXPECT_NEAR(c.cost(one_port, 0, 262144, Route::kPacked), c.packed, 1e-9);
-    EXPECT_NEAR(c.cost(one_port, 0, 262144, Route::kBinomial), c.binomial, 1e-9);
-    EXPECT_NEAR(c.cost(one_port, 0, 262144, Route::kChain), c.chain, 1e-9);
-    const Prediction p = predict(one_port, c.op, 262144, 0);
+    EXPECT_NEAR(c.cost(one_port, 0, 262144, Route::kPacked, kDefaultSlice), c.packed, 1e-9);
+    EXPECT_NEAR(c.cost(one_port, 0, 262144, Route::kBinomial, kDefaultSlice), c.binomial, 1e-9);
+    EXPECT_NEAR(c.cost(one_port, 0, 262144, Route::kChain, kDefaultSlice), c.chain, 1e-9);
+    const Prediction p = predict(one_port, c.op, 262144, 0, std::nullopt, kDefaultSlice);
     EXPECT_EQ(p.routes.size(), 3u);
     EXPECT_EQ(p.route, c.least);
+  }
+}
+
+// The slice size the model picks for a pipelined collective, by hand. Four sites of one
+// process in a chain, each line taking g0 = 1 ms per message plus 1 us per byte, 10 ms
+// latency: a broadcast of m bytes in slices of s leaves the root in m/s gaps, and its last
+// slice takes two more hops of one gap and a latency each, so T(s) = (m/s + 2)(g0 + s us)
+// + 30 ms. For 1 MiB: m g0 / s + 2 s us is 96.8 ms at 16 KiB (the least of the powers of
+// two), 97.5 ms at 32 KiB, 147.1 ms at 64 KiB: of the slices within 2% of the least, the
+// model takes the one nearest 64 KiB, 32 KiB. GRIDRT_SLICE's slice, when set, is the one
+// predicted.
+TEST(Costs, TheModelPicksTheSliceOfAPipelinedBroadcast) {
+  models::GridModel m = simple_model();
+  m.between_sites[{"*", "*"}].g.points = {{0, 1e-3}, {1e6, 1e-3 + 1.0}};
+  const CostShape s = shape(m, {1, 1, 1, 1}, {"A", "B", "C", "D"});
+  const double bytes = 1048576;
+  auto by_hand = [&](double slice) { return (bytes / slice + 2) * (1e-3 + slice * 1e-6) + 30 * kMs; };
+  for (double slice : {8192.0, 16384.0, 32768.0, 65536.0, 1048576.0})
+    EXPECT_NEAR(bcast_hier_cost(s, 0, bytes, Route::kChain, slice), by_hand(slice), 1e-9) << slice;
+  const Prediction p = predict(s, Coll::kBcast, 1048576, 0, Route::kChain);
+  EXPECT_EQ(p.slice, 32768u);
+  EXPECT_NEAR(p.hier, by_hand(32768), 1e-9);
+  const Prediction forced = predict(s, Coll::kBcast, 1048576, 0, Route::kChain, 65536);
+  EXPECT_EQ(forced.slice, 65536u);
+  EXPECT_NEAR(forced.hier, by_hand(65536), 1e-9);
+  // A message of one slice or less: one slice.
+  EXPECT_EQ(predict(s, Coll::kBcast, 1000, 0, Route::kChain).slice, kSmallestSlice);
+}
+
+// The all-reduce's slices on two sites of one process: each slice crosses both ways at
+// once, the lines busy with the earlier ones, so T(s) = (m/s)(g0 + s us) + 10 ms: every
+// slice pays g0. With g0 = 1 ms, 256 KiB whole takes 273.1 ms and in 64 KiB slices 276.1
+// (1.1% more): the default stands. With g0 = 10 ms, 282.1 against 312.1: sent whole.
+TEST(Costs, AnAllReduceIsSlicedOnlyWhereItPays) {
+  const double bytes = 262144;
+  for (double g0 : {1e-3, 10e-3}) {
+    models::GridModel m = simple_model();
+    m.between_sites[{"*", "*"}].g.points = {{0, g0}, {1e6, g0 + 1.0}};
+    const CostShape s = shape(m, {1, 1}, {"A", "B"});
+    for (double slice : {8192.0, 65536.0, 262144.0})
+      EXPECT_NEAR(allreduce_hier_cost(s, bytes, slice), bytes / slice * (g0 + slice * 1e-6) + 10 * kMs, 1e-9) << slice;
+    EXPECT_EQ(predict(s, Coll::kAllreduce, 262144, 0).slice, g0 < 5e-3 ? 65536u : 262144u);
   }
 }
 

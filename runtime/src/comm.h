@@ -12,6 +12,7 @@
 
 #include "channel/channel.h"
 #include "coll/async.h"
+#include "coll/choice.h"
 #include "state.h"
 
 namespace gridrt::detail {
@@ -20,10 +21,11 @@ struct Chain;
 struct CostShape;
 
 // What a collective call runs: the family and, for a hierarchical one that has several, its
-// route (coll/part_trees.h).
+// route (coll/part_trees.h), and the slice size of a pipelined one.
 struct Pick {
   Algo algo = Algo::kHier;
   Route route = Route::kPacked;
+  std::size_t slice = kDefaultSlice;
   std::shared_ptr<const PartTree> tree;  // the ordered route's, served as the model predicts (kept with the pick)
 };
 

@@ -139,7 +139,7 @@ void init(int* argc, char*** argv, int required) {
   std::vector<std::pair<std::string, std::optional<Route>>> routes{{"auto", std::nullopt}};
   for (Route r : detail::kEveryRoute) routes.emplace_back(detail::route_name(r), r);
   s->route = detail::choice_from_env<std::optional<Route>>("GRIDRT_ROUTE", routes);
-  s->slice = detail::number_from_env("GRIDRT_SLICE", 64 * 1024, 1024, 1ull << 30, "bytes");
+  if (std::getenv("GRIDRT_SLICE")) s->slice = detail::number_from_env("GRIDRT_SLICE", 0, 1024, 1ull << 30, "bytes");
   if (const char* pieces = std::getenv("GRIDRT_GATHER_PIECES"); pieces && std::strcmp(pieces, "auto") != 0)
     s->gather_pieces = static_cast<int>(detail::number_from_env("GRIDRT_GATHER_PIECES", 0, 1, 65536, "pieces (or auto)"));
   s->node_level = detail::choice_from_env<bool>("GRIDRT_NODE_LEVEL", {{"off", false}, {"on", true}});

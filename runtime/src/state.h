@@ -41,7 +41,9 @@ struct State {
   MessageTransport* messages = nullptr;  // the same transport, as channels and waits see it
   std::vector<std::string> cluster_names;
   Algo algo = Algo::kAuto;           // GRIDRT_COLL: what Algo::kDefault means
-  std::size_t slice = 64 * 1024;     // GRIDRT_SLICE: bytes per slice of pipelined collectives
+  // GRIDRT_SLICE: bytes per slice of the pipelined collectives; unset, the model's choice
+  // for each call (coll/predict.cpp), or kDefaultSlice without a model.
+  std::optional<std::size_t> slice;
   // GRIDRT_ROUTE: the route of every hierarchical scatter and gather (coll/part_trees.h);
   // none: the model's least predicted, or packed without a model.
   std::optional<Route> route;

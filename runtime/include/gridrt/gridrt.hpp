@@ -162,8 +162,10 @@ class GridPredictor {
   // and reduce: packed, binomial or chain; for alltoall: agents, or groups on two clusters
   // (docs/algorithms.md, "Routes of scatter and gather"); empty: the least predicted, as
   // auto takes it. A route the operation lacks means its first; the other operations have
-  // one route and ignore it.
-  double predicted_us(const std::string& op, std::size_t bytes, Algo algo, int root = 0, const std::string& route = "") const;
+  // one route and ignore it. `slice`: the bytes per slice of the pipelined bcast, reduce and
+  // allreduce (as GRIDRT_SLICE); 0: the model's choice, as auto's.
+  double predicted_us(const std::string& op, std::size_t bytes, Algo algo, int root = 0, const std::string& route = "",
+                      std::size_t slice = 0) const;
 
  private:
   explicit GridPredictor(std::shared_ptr<const detail::CostShape> shape) : shape_(std::move(shape)) {}

@@ -13,14 +13,14 @@
 
 namespace gridrt::detail {
 
-Async<> allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op) {
+Async<> allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op, std::size_t slice) {
   const int tag = c.next_tag();
   const bool in_place = sendbuf == MPI_IN_PLACE;
   if (c.parts.size() == 1) {
     co_await one(cluster_allreduce(c, sendbuf, recvbuf, l, op));
     co_return;
   }
-  const Slices sl(l);
+  const Slices sl(l, slice);
   const bool many = local_size(c) > 1;
   // In place, a member's contribution is in recvbuf, which the result will overwrite while
   // later slices are still being reduced: it is put aside first.
@@ -106,17 +106,26 @@ Async<> allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l
   co_await all(steps);
 }
 
-// Cost: MPICH's reduce to every leader, through the heads (each site's partial result to
-// every other head), back to the leaders, MPICH's bcast.
-double allreduce_hier_cost(const CostShape& s, double m) {
+// Cost, slice by slice: MPICH's reduce to every leader (one slice after the other),
+// through the heads (each site's partial result to every other head, the lines busy with
+// the earlier slices), back to the leaders, MPICH's bcast once the slice is back and the
+// previous one broadcast.
+double allreduce_hier_cost(const CostShape& s, double m, double slice) {
   if (s.parts() == 1) return s.local(Coll::kAllreduce, 0, m);
-  std::vector<double> ready(s.parts());
-  for (int p = 0; p < s.parts(); ++p) ready[p] = s.local(Coll::kReduce, p, m);
-  const std::vector<double> done = through_heads(s, ready, std::vector<double>(s.parts(), m), std::vector<double>(s.sites.size(), m),
-                                                 std::vector<double>(s.parts(), m));
-  double t = 0;
-  for (int p = 0; p < s.parts(); ++p) t = std::max(t, done[p] + s.local(Coll::kBcast, p, m, done[p]));
-  return t;
+  const SliceSizes sl{m, slice};
+  Timeline tl(s);
+  std::vector<double> reduced(s.parts(), 0), done(s.parts(), 0);
+  for (int k = 0; k < sl.count(); ++k) {
+    const double b = sl.bytes(k);
+    for (int p = 0; p < s.parts(); ++p) reduced[p] += s.local(Coll::kReduce, p, b, reduced[p]);
+    const std::vector<double> back = through_heads(tl, s, reduced, std::vector<double>(s.parts(), b), std::vector<double>(s.sites.size(), b),
+                                                   std::vector<double>(s.parts(), b));
+    for (int p = 0; p < s.parts(); ++p) {
+      const double from = std::max(done[p], back[p]);
+      done[p] = from + s.local(Coll::kBcast, p, b, from);
+    }
+  }
+  return *std::max_element(done.begin(), done.end());
 }
 
 }  // namespace gridrt::detail

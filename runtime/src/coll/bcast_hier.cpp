@@ -18,7 +18,7 @@
 
 namespace gridrt::detail {
 
-Async<> bcast_hier(CommImpl& c, void* buf, Layout l, int root, PartTree t) {
+Async<> bcast_hier(CommImpl& c, void* buf, Layout l, int root, PartTree t, std::size_t slice) {
   const int tag = c.next_tag();
   std::vector<char> packed;
   char* data = static_cast<char*>(buf);
@@ -29,7 +29,7 @@ Async<> bcast_hier(CommImpl& c, void* buf, Layout l, int root, PartTree t) {
   }
   if (l.packed > static_cast<std::size_t>(INT32_MAX)) throw Error("gridrt: a broadcast is limited to 2 GiB");
   const Layout bytes(MPI_BYTE, static_cast<int>(l.packed));
-  const Slices sl(bytes);
+  const Slices sl(bytes, slice);
   const int slices = l.packed ? sl.n : 0;  // nothing to send for no data
   const int root_part = c.part_of[root], p = c.my_part();
   std::vector<Step> steps;
@@ -53,10 +53,11 @@ Async<> bcast_hier(CommImpl& c, void* buf, Layout l, int root, PartTree t) {
 // Cost: the slices down the route's tree over the parts (each entry hands every slice on as
 // it arrives, after its earlier ones), and into every cluster one after the other as they
 // come.
-double bcast_hier_cost(const CostShape& s, int root, double m, Route r) {
+double bcast_hier_cost(const CostShape& s, int root, double m, Route r, double slice) {
   const int C = s.parts(), rp = s.part_of[root];
-  const int slices = m > 0 ? static_cast<int>(std::ceil(m / s.slice)) : 0;
-  auto slice_bytes = [&](int k) { return std::min(s.slice, m - k * s.slice); };
+  const SliceSizes sl{m, slice};
+  const int slices = m > 0 ? sl.count() : 0;
+  auto slice_bytes = [&](int k) { return sl.bytes(k); };
   Timeline tl(s);
   std::vector<std::vector<double>> got(C, std::vector<double>(slices, 0));
   const PartTree t = part_tree(s.sites, s.site_of_part, rp, r);

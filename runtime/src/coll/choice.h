@@ -22,6 +22,11 @@ enum class Coll { kBarrier, kBcast, kReduce, kAllreduce, kGather, kScatter, kAll
 // kSizeNotShared: they get what the rule says for every size, or hierarchical.
 inline constexpr std::size_t kSizeNotShared = SIZE_MAX;
 
+// Bytes per slice of the pipelined collectives (bcast, reduce, allreduce) when neither
+// GRIDRT_SLICE nor the grid's model chooses (docs/benchmarks.md, "Slice size": the best of
+// those measured at 1 MiB across the emulated WAN).
+inline constexpr std::size_t kDefaultSlice = 64 * 1024;
+
 // Within one site, flat for sizes in [from, below).
 struct FlatRange {
   std::size_t from, below;

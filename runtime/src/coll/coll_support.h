@@ -14,15 +14,16 @@
 
 namespace gridrt::detail {
 
-// A message cut into slices of whole elements, about GRIDRT_SLICE bytes each, for
-// collectives pipelined across levels (Coti, Herault, Cappello 2009 §4.2). At least one slice, also of none.
+// A message cut into slices of whole elements, about `bytes` each (the pick's: GRIDRT_SLICE
+// or the model's), for collectives pipelined across levels (Coti, Herault, Cappello 2009
+// §4.2). At least one slice, also of none.
 struct Slices {
   const Layout& whole;
   int per = 1;  // elements per slice
   int n = 1;    // slices
-  explicit Slices(const Layout& l) : whole(l) {
+  Slices(const Layout& l, std::size_t bytes) : whole(l) {
     const std::size_t element = l.count > 0 ? l.packed / static_cast<std::size_t>(l.count) : 0;
-    per = element > 0 ? static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(state().slice / element, INT32_MAX))) : std::max(1, l.count);
+    per = element > 0 ? static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(bytes / element, INT32_MAX))) : std::max(1, l.count);
     n = l.count > 0 ? (l.count + per - 1) / per : 1;
   }
   int count(int k) const { return std::min(per, whole.count - k * per); }

@@ -65,7 +65,7 @@ Async<> bcast(CommImpl& c, void* buf, int count, MPI_Datatype type, int root, Al
   const Layout l(type, count);
   const Pick pick = choose_with_route(algo, c, Coll::kBcast, l.packed, root);
   if (pick.algo == Algo::kFlat) return bcast_binomial(c, buf, l, root);
-  return bcast_hier(c, buf, l, root, rooted_tree(c, Coll::kBcast, root, pick));
+  return bcast_hier(c, buf, l, root, rooted_tree(c, Coll::kBcast, root, pick), pick.slice);
 }
 
 Async<> reduce(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, Algo algo) {
@@ -74,14 +74,15 @@ Async<> reduce(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_D
   const Layout l(type, count);
   const Pick pick = choose_with_route(algo, c, Coll::kReduce, l.packed, root, !commutative(op));
   if (pick.algo == Algo::kFlat) return reduce_binomial(c, sendbuf, recvbuf, l, op, root);
-  return reduce_hier(c, sendbuf, recvbuf, l, op, root, rooted_tree(c, Coll::kReduce, root, pick));
+  return reduce_hier(c, sendbuf, recvbuf, l, op, root, rooted_tree(c, Coll::kReduce, root, pick), pick.slice);
 }
 
 Async<> allreduce(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, Algo algo) {
   if (c.remote) return inter::allreduce(c, sendbuf, recvbuf, count, type, op);
   const Layout l(type, count);
-  if (choose(algo, c, Coll::kAllreduce, l.packed, !commutative(op)) == Algo::kFlat) return allreduce_doubling(c, sendbuf, recvbuf, l, op);
-  return allreduce_hier(c, sendbuf, recvbuf, l, op);
+  const Pick pick = choose_with_route(algo, c, Coll::kAllreduce, l.packed, 0, !commutative(op));
+  if (pick.algo == Algo::kFlat) return allreduce_doubling(c, sendbuf, recvbuf, l, op);
+  return allreduce_hier(c, sendbuf, recvbuf, l, op, pick.slice);
 }
 
 Async<> gather(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
@@ -236,7 +237,7 @@ Async<> reduce_then_scatter(CommImpl& c, const void* sendbuf, void* recvbuf, std
   PartTree tree = rooted_tree(c, Coll::kReduce, 0, reduce_by);
   void* reduced = result ? result->get() : nullptr;
   if (reduce_by.algo == Algo::kFlat) co_await reduce_binomial(c, input, reduced, whole, op, 0);
-  else co_await reduce_hier(c, input, reduced, whole, op, 0, std::move(tree));
+  else co_await reduce_hier(c, input, reduced, whole, op, 0, std::move(tree), reduce_by.slice);
   Blocks in = c.me == 0 ? Blocks(reduced, counts.data(), displs.data(), c.size(), element.type) : Blocks();
   const Layout mine(element, counts[c.me]);
   // (The pick held in a variable: no temporary with a destructor inside a co_await, which

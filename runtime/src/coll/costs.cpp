@@ -14,8 +14,8 @@ int ceil_log2(int n) {
 }
 
 CostShape::CostShape(const models::GridModel& model, std::vector<int> members_part, std::vector<int> part_site,
-                     const std::vector<std::string>& part_cluster, const std::vector<std::string>& site_name, double slice_bytes)
-    : site_of_part(std::move(part_site)), part_of(std::move(members_part)), slice(slice_bytes), corrections(model.corrections) {
+                     const std::vector<std::string>& part_cluster, const std::vector<std::string>& site_name)
+    : site_of_part(std::move(part_site)), part_of(std::move(members_part)), corrections(model.corrections) {
   const int C = static_cast<int>(site_of_part.size());
   part_size.assign(C, 0);
   members.assign(C, {});
@@ -120,6 +120,11 @@ double Timeline::send(int from, int a, int b, double m, double t) {
 std::vector<double> through_heads(const CostShape& s, const std::vector<double>& ready, const std::vector<double>& up,
                                   const std::vector<double>& across, const std::vector<double>& down) {
   Timeline tl(s);
+  return through_heads(tl, s, ready, up, across, down);
+}
+
+std::vector<double> through_heads(Timeline& tl, const CostShape& s, const std::vector<double>& ready, const std::vector<double>& up,
+                                  const std::vector<double>& across, const std::vector<double>& down) {
   const int S = static_cast<int>(s.sites.size());
   std::vector<double> at_head(S, 0), everything(S, 0), done(s.parts(), 0);
   for (int t = 0; t < S; ++t)

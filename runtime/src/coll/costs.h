@@ -17,6 +17,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <optional>
@@ -37,7 +38,6 @@ struct CostShape {
   std::vector<std::vector<int>> members; // of every part, in order
   std::vector<bool> site_access;         // the site's outgoing WAN traffic shares one line
   std::vector<std::vector<models::PLogP>> link;  // [a][b] between members of parts a and b ([a][a]: inside a)
-  double slice = 64 * 1024;              // GRIDRT_SLICE, bytes
   std::map<std::string, models::Correction> corrections;  // the model's, by "op/algo"
   // Each part's cluster's gathers (models/many_to_one.h), where the model has them.
   std::vector<std::shared_ptr<const models::ManyToOneModel>> gathers;
@@ -55,7 +55,7 @@ struct CostShape {
   // and the clusters' and sites' names in the model. Throws models::ModelError when the
   // model lacks a pair that the communicator needs.
   CostShape(const models::GridModel& model, std::vector<int> part_of, std::vector<int> site_of_part,
-            const std::vector<std::string>& part_cluster, const std::vector<std::string>& site_name, double slice);
+            const std::vector<std::string>& part_cluster, const std::vector<std::string>& site_name);
 
   // What MPICH's step `op` of m bytes (as local_cost counts them) takes inside part q,
   // starting at `at`: over its logical clusters where it has several, else local_cost's.
@@ -144,8 +144,19 @@ double binomial_up_cost(const CostShape& s, int root, Bytes&& bytes) {
 // hands up[p] bytes to its site's head once ready[p]; each head, once it has its site's,
 // sends across[site] bytes to every other head; once it has every site's, it hands down[p]
 // bytes to each of its site's other parts. Returns when each part's leader has it all.
+// Over `tl` where one of several slices (its lines busy with the earlier ones).
 std::vector<double> through_heads(const CostShape& s, const std::vector<double>& ready, const std::vector<double>& up,
                                   const std::vector<double>& across, const std::vector<double>& down);
+std::vector<double> through_heads(Timeline& tl, const CostShape& s, const std::vector<double>& ready, const std::vector<double>& up,
+                                  const std::vector<double>& across, const std::vector<double>& down);
+
+// The slices of m bytes cut `slice` bytes each (the pipelined collectives' Slices): how
+// many (at least one), and the k-th's bytes.
+struct SliceSizes {
+  double m, slice;
+  int count() const { return std::max(1, static_cast<int>(std::ceil(m / slice))); }
+  double bytes(int k) const { return std::max(0.0, std::min(slice, m - k * slice)); }
+};
 
 // A receiver that has waited this long sleeps between its tests (the wait policy's yielding
 // phase, progress.h's Pause::kYieldFor): a message inside a cluster then takes the pair's

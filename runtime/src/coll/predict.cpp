@@ -5,6 +5,7 @@
 // member chooses alike. Without a model, or for the v-forms whose sizes only some members
 // know, the measured rules of choice.h.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -31,11 +32,11 @@ Route effective(Coll op, int parts, Route r) {
   return routes.front();
 }
 
-// The hierarchical family's cost on route r, and the flat algorithm's, for the operations
-// that have routes.
-double route_cost(const CostShape& s, Coll op, int root, double m, Route r) {
-  if (op == Coll::kBcast) return bcast_hier_cost(s, root, m, r);
-  if (op == Coll::kReduce) return reduce_hier_cost(s, root, m, r);
+// The hierarchical family's cost on route r (in slices of `slice` bytes where pipelined),
+// and the flat algorithm's, for the operations that have routes.
+double route_cost(const CostShape& s, Coll op, int root, double m, Route r, double slice) {
+  if (op == Coll::kBcast) return bcast_hier_cost(s, root, m, r, slice);
+  if (op == Coll::kReduce) return reduce_hier_cost(s, root, m, r, slice);
   if (op == Coll::kGather) return gather_hier_cost(s, root, m, r);
   if (op == Coll::kScatter) return scatter_hier_cost(s, root, m, r);
   return r == Route::kGroups ? alltoall_local_group_two_cost(s, m) : alltoall_local_group_cost(s, m);
@@ -55,11 +56,24 @@ Prediction two(double hier, double flat) {
   return p;
 }
 
-Prediction uncorrected(const CostShape& s, Coll op, std::size_t bytes, int root, std::optional<Route> forced) {
+// A pipelined collective's least time and its slice: GRIDRT_SLICE's where set, else the
+// model's choice.
+SlicePick sliced(const std::function<double(double)>& cost, double m, std::optional<std::size_t> forced) {
+  if (forced) return {cost(static_cast<double>(*forced)), *forced};
+  return pipelined_slice(cost, m);
+}
+
+Prediction uncorrected(const CostShape& s, Coll op, std::size_t bytes, int root, std::optional<Route> forced,
+                       std::optional<std::size_t> forced_slice) {
   const double m = static_cast<double>(bytes);
   switch (op) {
     case Coll::kBarrier: return two(barrier_hier_cost(s), barrier_dissemination_cost(s));
-    case Coll::kAllreduce: return two(allreduce_hier_cost(s, m), allreduce_doubling_cost(s, m));
+    case Coll::kAllreduce: {
+      const SlicePick hier = sliced([&](double slice) { return allreduce_hier_cost(s, m, slice); }, m, forced_slice);
+      Prediction p = two(hier.t, allreduce_doubling_cost(s, m));
+      p.slice = hier.slice;
+      return p;
+    }
     case Coll::kBcast:
     case Coll::kReduce:
     case Coll::kGather:
@@ -67,12 +81,18 @@ Prediction uncorrected(const CostShape& s, Coll op, std::size_t bytes, int root,
     case Coll::kAlltoall: {
       Prediction p;
       p.flat = flat_cost(s, op, root, m);
-      for (Route r : routes_of(op, s.parts())) p.routes.emplace_back(r, route_cost(s, op, root, m, r));
+      std::vector<std::size_t> slices;  // each route's
+      for (Route r : routes_of(op, s.parts())) {
+        auto on_route = [&](double slice) { return route_cost(s, op, root, m, r, slice); };
+        const SlicePick least = pipelined(op) ? sliced(on_route, m, forced_slice) : SlicePick{on_route(kDefaultSlice), kDefaultSlice};
+        p.routes.emplace_back(r, least.t);
+        slices.push_back(least.slice);
+      }
       // GRIDRT_ROUTE's, else the least predicted (the first of equals).
       auto least = std::min_element(p.routes.begin(), p.routes.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
       p.route = forced ? effective(op, s.parts(), *forced) : least->first;
-      for (const auto& [r, t] : p.routes)
-        if (r == p.route) p.hier = t;
+      for (std::size_t i = 0; i < p.routes.size(); ++i)
+        if (p.routes[i].first == p.route) p.hier = p.routes[i].second, p.slice = slices[i];
       return p;
     }
     case Coll::kAllgather: return two(allgather_hier_cost(s, m), allgather_ring_cost(s, m));
@@ -82,10 +102,26 @@ Prediction uncorrected(const CostShape& s, Coll op, std::size_t bytes, int root,
 }
 }  // namespace
 
+SlicePick pipelined_slice(const std::function<double(double)>& cost, double m) {
+  std::vector<SlicePick> tried;
+  for (std::size_t slice = kSmallestSlice;; slice *= 2) {
+    tried.push_back({cost(static_cast<double>(slice)), slice});
+    if (static_cast<double>(slice) >= m) break;
+  }
+  const double least = std::min_element(tried.begin(), tried.end(), [](const auto& a, const auto& b) { return a.t < b.t; })->t;
+  auto off_default = [](std::size_t slice) { return std::abs(std::log2(static_cast<double>(slice) / kDefaultSlice)); };
+  const SlicePick* best = nullptr;
+  for (const SlicePick& s : tried)  // sizes increasing: `<=` keeps the larger of two as near
+    if (s.t <= least * (1 + kSliceTolerance) && (!best || off_default(s.slice) <= off_default(best->slice))) best = &s;
+  return *best;
+}
+
 // The cost functions' predictions, corrected as the model's sample run says (models/grid_model.h);
-// the hierarchical family's correction applies to each of its routes.
-Prediction predict(const CostShape& s, Coll op, std::size_t bytes, int root, std::optional<Route> forced) {
-  Prediction p = uncorrected(s, op, bytes, root, forced);
+// the hierarchical family's correction applies to each of its routes (a correction keeps the
+// order of times, so the slices chosen before it stand).
+Prediction predict(const CostShape& s, Coll op, std::size_t bytes, int root, std::optional<Route> forced,
+                   std::optional<std::size_t> slice) {
+  Prediction p = uncorrected(s, op, bytes, root, forced, slice);
   const std::string name = coll_name(op);
   if (const auto it = s.corrections.find(name + "/hier"); it != s.corrections.end()) {
     p.hier = it->second.apply(p.hier);
@@ -122,8 +158,7 @@ std::shared_ptr<const CostShape> shape_of(const CommImpl& c) {
     part_cluster.push_back(cluster.name);
     site_name[c.site_of_part[p]] = t.sites[cluster.site];
   }
-  return std::make_shared<const CostShape>(*state().model, c.part_of, c.site_of_part, part_cluster, site_name,
-                                           static_cast<double>(state().slice));
+  return std::make_shared<const CostShape>(*state().model, c.part_of, c.site_of_part, part_cluster, site_name);
 }
 
 // The communicator's shape, made once; null without a model or when it lacks a pair.
@@ -161,10 +196,11 @@ namespace {
 std::optional<Pick> modelled(CommImpl& c, Coll op, std::size_t bytes, int root, bool rank_order = false) {
   const CostShape* costs = bytes == kSizeNotShared ? nullptr : costs_of(c);
   if (!costs) return std::nullopt;
+  rank_order = rank_order && !routes_of(op, costs->parts()).empty();  // it only fixes a route
   const auto key = std::make_tuple(static_cast<int>(op), bytes, root, rank_order);
   if (const auto it = c.chosen.find(key); it != c.chosen.end()) return it->second;
-  const Prediction p = predict(*costs, op, bytes, root, rank_order ? std::optional<Route>(Route::kPacked) : state().route);
-  Pick pick{p.flat < p.hier ? Algo::kFlat : Algo::kHier, p.route, nullptr};
+  const Prediction p = predict(*costs, op, bytes, root, rank_order ? std::optional<Route>(Route::kPacked) : state().route, state().slice);
+  Pick pick{p.flat < p.hier ? Algo::kFlat : Algo::kHier, p.route, p.slice, nullptr};
   if (p.route == Route::kOrdered) pick.tree = std::make_shared<const PartTree>(scatter_tree(*costs, root, static_cast<double>(bytes), p.route));
   if (c.chosen.size() >= kChoicesKept) return pick;
   c.chosen.emplace(key, pick);
@@ -176,9 +212,14 @@ std::optional<Pick> modelled(CommImpl& c, Coll op, std::size_t bytes, int root, 
       routes += one;
     }
     if (!routes.empty()) routes += ")";
-    // Auto's family; where its hierarchical one has several routes, also the one it takes.
+    // Auto's family; where its hierarchical one has several routes, also the one it takes,
+    // and where it is pipelined its slices ("hier by the chain route in slices of 16384 B";
+    // "flat (hier's: the chain route in slices of 16384 B)").
+    std::string how;
+    if (!routes.empty()) how = std::string("the ") + route_name(p.route) + " route";
+    if (pipelined(op)) how += (how.empty() ? "" : " ") + std::string("in slices of ") + std::to_string(p.slice) + " B";
     std::string chosen = pick.algo == Algo::kFlat ? "flat" : "hier";
-    if (!routes.empty()) chosen += std::string(pick.algo == Algo::kFlat ? " (hier's route: " : " by the ") + route_name(p.route) + (pick.algo == Algo::kFlat ? ")" : " route");
+    if (!how.empty()) chosen += pick.algo == Algo::kFlat ? " (hier's: " + how + ")" : (routes.empty() ? " " : " by ") + how;
     std::fprintf(stderr, "gridrt: auto: %s of %zu B on %d members in %d clusters at %zu sites: hier %.1f us%s, flat %.1f us -> %s\n",
                  coll_name(op), bytes, c.size(), static_cast<int>(c.parts.size()), c.sites.size(), p.hier * 1e6, routes.c_str(), p.flat * 1e6,
                  chosen.c_str());
@@ -194,7 +235,7 @@ Algo auto_choice(CommImpl& c, Coll op, std::size_t bytes, int root) {
 
 Pick choose_with_route(Algo asked, CommImpl& c, Coll op, std::size_t bytes, int root, bool rank_order) {
   const Algo a = asked_for(asked);
-  if (a == Algo::kFlat) return {Algo::kFlat, Route::kPacked, nullptr};
+  if (a == Algo::kFlat) return {Algo::kFlat, Route::kPacked, kDefaultSlice, nullptr};
   Pick pick;
   if (auto m = modelled(c, op, bytes, root, rank_order)) {
     pick = *m;
@@ -203,7 +244,8 @@ Pick choose_with_route(Algo asked, CommImpl& c, Coll op, std::size_t bytes, int 
     const std::vector<Route> routes = routes_of(op, static_cast<int>(c.parts.size()));
     const Route asked_route = rank_order ? Route::kPacked : state().route.value_or(routes.empty() ? Route::kPacked : routes.front());
     const bool flat = a == Algo::kAuto && auto_picks_flat(c.sites.size(), c.parts.size(), op, bytes);
-    pick = {flat ? Algo::kFlat : Algo::kHier, effective(op, static_cast<int>(c.parts.size()), asked_route), nullptr};
+    pick = {flat ? Algo::kFlat : Algo::kHier, effective(op, static_cast<int>(c.parts.size()), asked_route),
+            state().slice.value_or(kDefaultSlice), nullptr};
   }
   if (rank_order && pick.algo == Algo::kHier && !folds_keep_rank_order(c)) pick.algo = Algo::kFlat;
   return pick;
@@ -242,7 +284,7 @@ double Comm::predicted_us(const std::string& op, std::size_t bytes, Algo algo, i
   const detail::CostShape* costs = detail::costs_of(impl());
   if (!costs) return -1;
   if (algo == Algo::kDefault) algo = detail::asked_for(algo);
-  return detail::pick(detail::predict(*costs, which, bytes, root, detail::state().route), algo);
+  return detail::pick(detail::predict(*costs, which, bytes, root, detail::state().route, detail::state().slice), algo);
 }
 
 namespace {
@@ -260,7 +302,7 @@ std::shared_ptr<const detail::CostShape> shape_of(const models::GridModel& model
     if (at == site_name.end()) at = site_name.insert(site_name.end(), grid.sites[p]);
     site_of_part.push_back(static_cast<int>(at - site_name.begin()));
   }
-  return std::make_shared<const detail::CostShape>(model.with_typical(), part_of, site_of_part, grid.clusters, site_name, 64 * 1024);
+  return std::make_shared<const detail::CostShape>(model.with_typical(), part_of, site_of_part, grid.clusters, site_name);
 }
 
 
@@ -283,13 +325,14 @@ GridPredictor GridPredictor::from_json(const std::string& json, const GridShape&
   return GridPredictor(shape_from([&] { return models::read_model_json(json, "the model"); }, grid));
 }
 
-double GridPredictor::predicted_us(const std::string& op, std::size_t bytes, Algo algo, int root, const std::string& route) const {
+double GridPredictor::predicted_us(const std::string& op, std::size_t bytes, Algo algo, int root, const std::string& route,
+                                   std::size_t slice) const {
   const detail::Coll which = detail::coll_named(op);
   if (root < 0 || root >= shape_->size()) throw Error("gridrt: predicted_us: root " + std::to_string(root) + " is not a rank");
   const std::optional<detail::Route> r = detail::route_named(route);
   if (!route.empty() && !r)
     throw Error("gridrt: predicted_us: route '" + route + "' is not one of " + detail::route_names());
-  return detail::pick(detail::predict(*shape_, which, bytes, root, r), algo);
+  return detail::pick(detail::predict(*shape_, which, bytes, root, r, slice ? std::optional<std::size_t>(slice) : std::nullopt), algo);
 }
 
 }  // namespace gridrt

@@ -18,12 +18,12 @@
 
 namespace gridrt::detail {
 
-Async<> reduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op, int root, PartTree t) {
+Async<> reduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op, int root, PartTree t, std::size_t slice) {
   const int tag = c.next_tag();
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const int p = c.my_part();
   const bool is_entry = c.me == c.entry(p, root);
-  const Slices sl(l);
+  const Slices sl(l, slice);
   std::optional<Scratch> partial;  // at the other clusters' entries
   if (is_entry && c.me != root) partial.emplace(l);
   void* target = c.me == root ? recvbuf : partial ? partial->get() : nullptr;
@@ -68,10 +68,11 @@ Async<> reduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, M
 // Cost: MPICH's reduce of each slice to every part's entry, one slice after the other; then
 // each slice up the route's tree over the parts, from the leaves: an entry sends a slice up
 // once it has its own and its children's.
-double reduce_hier_cost(const CostShape& s, int root, double m, Route r) {
+double reduce_hier_cost(const CostShape& s, int root, double m, Route r, double slice) {
   const int C = s.parts(), rp = s.part_of[root];
-  const int slices = std::max(1, static_cast<int>(std::ceil(m / s.slice)));
-  auto slice_bytes = [&](int k) { return std::min(s.slice, m - k * s.slice); };
+  const SliceSizes sl{m, slice};
+  const int slices = sl.count();
+  auto slice_bytes = [&](int k) { return sl.bytes(k); };
   Timeline tl(s);
   std::vector<std::vector<double>> ready(C, std::vector<double>(slices, 0));
   for (int q = 0; q < C; ++q)
