@@ -57,9 +57,11 @@ gridbench starts itself as a gridrun job and prints rank 0's results on stdout.
                        hierarchical scatter and gather takes between clusters (bcast and
                        reduce: packed, binomial or chain); agents or
                        groups: the hierarchical all-to-all's (groups: the Local Group
-                       paper's rule, on two clusters only) (GRIDRT_ROUTE;
-                       docs/algorithms.md, "Routes"); default: the model's least
-                       predicted, else packed and agents. Their JSON lines say it ("route")
+                       paper's rule, on two clusters only); heads or rooted: the
+                       hierarchical all-reduce's (through the sites' heads, or a reduce
+                       then a bcast) (GRIDRT_ROUTE; docs/algorithms.md, "Routes");
+                       default: the model's least predicted, else packed, agents and
+                       heads. Their JSON lines say it ("route")
   --iters N            calls timed per size (default 100)
   --warmup W           untimed calls before them (default 2)
   --root R             the root of bcast, reduce, gather and scatter (default 0)
@@ -93,16 +95,19 @@ the --grid file's <wan>).
 
 const std::vector<std::string> kOps = {"barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall"};
 
-// Whether an operation's hierarchical algorithm takes --route's route (GRIDRT_ROUTE), which
-// its JSON lines then name: a gather's ordered is its packed.
+// The routes of each operation's hierarchical algorithm that --route (GRIDRT_ROUTE) can
+// name (docs/algorithms.md, "Routes"; gridbench sees the public API only, so it keeps its
+// own list); a gather's ordered is its packed.
+const std::map<std::string, std::vector<std::string>> kRoutes{{"scatter", {"packed", "ordered", "binomial", "chain", "direct"}},
+                                                              {"gather", {"packed", "ordered", "binomial", "chain", "direct"}},
+                                                              {"bcast", {"packed", "binomial", "chain"}},
+                                                              {"reduce", {"packed", "binomial", "chain"}},
+                                                              {"alltoall", {"agents", "groups"}},
+                                                              {"allreduce", {"heads", "rooted"}}};
+// Whether an operation takes the route, which its JSON lines then name.
 bool takes_route(const std::string& op, const std::string& route) {
-  const std::map<std::string, std::vector<std::string>> routes{{"scatter", {"packed", "ordered", "binomial", "chain", "direct"}},
-                                                               {"gather", {"packed", "ordered", "binomial", "chain", "direct"}},
-                                                               {"bcast", {"packed", "binomial", "chain"}},
-                                                               {"reduce", {"packed", "binomial", "chain"}},
-                                                               {"alltoall", {"agents", "groups"}}};
-  const auto it = routes.find(op);
-  return it != routes.end() && std::find(it->second.begin(), it->second.end(), route) != it->second.end();
+  const auto it = kRoutes.find(op);
+  return it != kRoutes.end() && std::find(it->second.begin(), it->second.end(), route) != it->second.end();
 }
 const std::vector<std::string> kConstructors = {"split", "dup"};  // (not in "all")
 
@@ -165,9 +170,15 @@ Options parse(int argc, char** argv) {
       algos = value();
     } else if (a == "--route") {
       o.route = value();
-      const std::vector<std::string> routes{"packed", "ordered", "binomial", "chain", "direct", "agents", "groups"};
-      if (std::find(routes.begin(), routes.end(), o.route) == routes.end())
-        usage_error("--route takes packed, ordered, binomial, chain, direct, agents or groups, got '" + o.route + "'");
+      std::vector<std::string> routes;
+      for (const auto& [op, its] : kRoutes)
+        for (const std::string& r : its)
+          if (std::find(routes.begin(), routes.end(), r) == routes.end()) routes.push_back(r);
+      if (std::find(routes.begin(), routes.end(), o.route) == routes.end()) {
+        std::string names;
+        for (const std::string& r : routes) names += (names.empty() ? "" : ", ") + r;
+        usage_error("--route takes one of " + names + "; got '" + o.route + "'");
+      }
       o.grid_args.insert(o.grid_args.end(), {"--env", "GRIDRT_ROUTE=" + o.route});
     } else if (a == "--sizes") {
       sizes = value();

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""The routes of the hierarchical scatter, gather, bcast, reduce and all-to-all, measured against their predictions.
+"""The routes of the hierarchical scatter, gather, bcast, reduce, all-to-all and all-reduce, measured against their predictions.
 
 For each grid shape: `gridrun calibrate` measures it, then gridbench runs its operations
-(scatter, gather, bcast and reduce, or all-to-all) with the hierarchical algorithm on each
-route (--route packed, ordered, binomial, chain, direct; agents, groups), the flat
+(scatter, gather, bcast, reduce and all-reduce, or all-to-all) with the hierarchical
+algorithm on each route (--route packed, ordered, binomial, chain, direct; agents, groups;
+heads, rooted), the flat
 algorithm and auto, with
 the model loaded, `--runs` times each. Per
 (operation, size): the median over the runs of every candidate's max_us (the time until the
@@ -24,12 +25,13 @@ from models import options, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHAPES = {  # the grid, and the operations measured on it
-    "unequal": (["--grid", os.path.join(HERE, "grids", "three-sites-unequal.xml")], ["scatter", "gather", "bcast", "reduce"]),
-    "one-port": (["--grid", os.path.join(HERE, "grids", "four-sites-one-port.xml")], ["scatter", "gather", "bcast", "reduce"]),
+    "unequal": (["--grid", os.path.join(HERE, "grids", "three-sites-unequal.xml")], ["scatter", "gather", "bcast", "reduce", "allreduce"]),
+    "one-port": (["--grid", os.path.join(HERE, "grids", "four-sites-one-port.xml")], ["scatter", "gather", "bcast", "reduce", "allreduce"]),
     "two-sites": (["--grid", os.path.join(HERE, "grids", "two-sites-3-2.xml")], ["alltoall"]),
 }
 ROUTES = {"scatter": ["packed", "ordered", "binomial", "chain", "direct"], "gather": ["packed", "binomial", "chain", "direct"],
-          "bcast": ["packed", "binomial", "chain"], "reduce": ["packed", "binomial", "chain"], "alltoall": ["agents", "groups"]}
+          "bcast": ["packed", "binomial", "chain"], "reduce": ["packed", "binomial", "chain"], "alltoall": ["agents", "groups"],
+          "allreduce": ["heads", "rooted"]}
 
 
 def main():

@@ -152,6 +152,9 @@ void check_allreduce(const Comm& c, Algo algo, const std::string& label, const T
       ok = out[i] == sum;
     }
     expect(ok, label + " allreduce sum " + name(algo) + " count " + std::to_string(count));
+    // In place, the same sums.
+    c.allreduce(MPI_IN_PLACE, in.data(), count, MPI_INT, MPI_SUM, algo);
+    expect(ok && in == out, label + " allreduce sum in place " + name(algo) + " count " + std::to_string(count));
   }
   double x = 0.5 * ((me * 7) % n), top = 0;
   c.allreduce(&x, &top, 1, MPI_DOUBLE, MPI_MAX, algo);

@@ -137,6 +137,33 @@ TEST(Costs, TheModelPicksTheSliceOfAPipelinedBroadcast) {
   EXPECT_EQ(predict(s, Coll::kBcast, 1000, 0, Route::kChain).slice, kSmallestSlice);
 }
 
+// The all-reduce's two routes on four sites of one process, 256 KiB. Each pair of sites on
+// its own line: through the heads every line carries the message once (about 262 + 10 ms),
+// where the rooted route reduces (272 ms) and then broadcasts (272 ms): heads. Behind access
+// lines each site sends its partial result to three heads on one line (786 + 10 ms), and
+// the rooted route's reduction sends it once (packed, 272 ms) and its broadcast goes down
+// the chain in 8 KiB slices (262 + 2 x 8 + 30 ms): rooted. Its time is its reduction's plus
+// its broadcast's, as predicted for them.
+TEST(Costs, AnAllReduceGoesThroughARootWhereEachSiteSendsOnOneLine) {
+  models::GridModel m = simple_model();
+  for (bool access : {false, true}) {
+    SCOPED_TRACE(access ? "access lines" : "a line per pair");
+    if (access)
+      for (const char* site : {"A", "B", "C", "D"}) m.access.insert(site);
+    const CostShape s = shape(m, {1, 1, 1, 1}, {"A", "B", "C", "D"});
+    const Prediction p = predict(s, Coll::kAllreduce, 262144, 0);
+    ASSERT_EQ(p.routes.size(), 2u);
+    EXPECT_EQ(p.routes[0].first, Route::kHeads);
+    EXPECT_EQ(p.route, access ? Route::kRooted : Route::kHeads);
+    const double rooted = predict(s, Coll::kReduce, 262144, 0).hier + predict(s, Coll::kBcast, 262144, 0).hier;
+    EXPECT_NEAR(p.routes[1].second, rooted, 1e-12);
+    EXPECT_NEAR(p.routes[0].second, access ? 796.432 * kMs : 272.144 * kMs, 0.1 * kMs);
+    EXPECT_NEAR(rooted, access ? (272.144 + 262.144 + 16.384 + 30) * kMs : 2 * 272.144 * kMs, 0.1 * kMs);
+  }
+  // One cluster: MPICH's own all-reduce, no routes.
+  EXPECT_TRUE(predict(shape(m, {4}, {"A"}), Coll::kAllreduce, 262144, 0).routes.empty());
+}
+
 // The all-reduce's slices on two sites of one process: each slice crosses both ways at
 // once, the lines busy with the earlier ones, so T(s) = (m/s)(g0 + s us) + 10 ms: every
 // slice pays g0. With g0 = 1 ms, 256 KiB whole takes 273.1 ms and in 64 KiB slices 276.1
@@ -545,6 +572,6 @@ TEST(Costs, GridPredictorPredictsEachRouteByName) {
     predictor.predicted_us("scatter", 1000, Algo::kHier, 0, "zigzag");
     ADD_FAILURE() << "route zigzag accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("route 'zigzag' is not one of packed, ordered, binomial, chain, direct, agents or groups"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("route 'zigzag' is not one of packed, ordered, binomial, chain, direct, agents, groups, heads or rooted"), std::string::npos) << e.what();
   }
 }

@@ -1154,6 +1154,12 @@ TEST(EndToEnd, ScattersAndGathersMatchTheirReferencesOnTheBinomialAndChainRoutes
   expect_coll_check_passes_on_route("chain");
 }
 
+// The all-reduce as a reduction then a broadcast (GRIDRT_ROUTE=rooted; without a model each
+// of the two on its first route, packed): every allreduce of coll_check, sums
+// of up to 100,000 ints (in place too) and a maximum; its non-commutative ones keep the
+// heads route.
+TEST(EndToEnd, AllReducesMatchTheirReferencesOnTheRootedRoute) { expect_coll_check_passes_on_route("rooted"); }
+
 namespace {
 // The value of "key" in a one-line JSON object gridbench printed ("" if absent).
 std::string json_field(const std::string& line, const std::string& key) {

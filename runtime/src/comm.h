@@ -122,10 +122,10 @@ struct CommImpl {
   // a model is loaded; null when there is none or it lacks a pair this one needs.
   std::shared_ptr<const CostShape> costs;
   bool costs_tried = false;
-  // What auto chose by the model, by (operation, size, root, whether folds must keep rank
-  // order): a prediction plays the algorithm's messages, far more work than a call should
-  // pay each time (coll/predict.cpp).
-  std::map<std::tuple<int, std::size_t, int, bool>, Pick> chosen;
+  // What auto chose by the model, by (operation, size, root, the route forced or -1): a
+  // prediction plays the algorithm's messages, far more work than a call should pay each
+  // time (coll/predict.cpp).
+  std::map<std::tuple<int, std::size_t, int, int>, Pick> chosen;
   // Pieces of the hierarchical gather inside this member's cluster, by block size, as the
   // cluster's many-to-one model says (coll/gather_paced_split.cpp).
   std::map<std::size_t, int> gather_split;

@@ -43,7 +43,10 @@ Async<> bcast_binomial(CommImpl& c, void* buf, Layout l, int root);
 // sendbuf may be MPI_IN_PLACE at the root (reduce) or anywhere (allreduce).
 Async<> reduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op, int root, PartTree t, std::size_t slice);
 Async<> reduce_binomial(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op, int root);
+// The heads route (through the sites' heads) and the rooted one (reduce_hier to member 0,
+// then bcast_hier, each as chosen for itself; commutative operations only).
 Async<> allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op, std::size_t slice);
+Async<> allreduce_rooted(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op);
 Async<> allreduce_doubling(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op);
 
 // Gathers: `mine` is this member's block, packed (none for MPI_IN_PLACE at the root, whose
@@ -107,6 +110,8 @@ double bcast_binomial_cost(const CostShape& s, int root, double m);
 double reduce_hier_cost(const CostShape& s, int root, double m, Route r = Route::kPacked, double slice = kDefaultSlice);
 double reduce_binomial_cost(const CostShape& s, int root, double m);
 double allreduce_hier_cost(const CostShape& s, double m, double slice = kDefaultSlice);
+// With the reduction's and the broadcast's picks (route, slice) from member 0.
+double allreduce_rooted_cost(const CostShape& s, double m, const Pick& reduce_by, const Pick& bcast_by);
 double allreduce_doubling_cost(const CostShape& s, double m);
 // The rooted hierarchical ones by route (kDirect: the linear algorithm's cost), and over a
 // given tree; scatter_tree() is the tree of a route, kOrdered's served as the model says.

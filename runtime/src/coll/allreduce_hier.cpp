@@ -106,10 +106,10 @@ Async<> allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l
   co_await all(steps);
 }
 
-// Cost, slice by slice: MPICH's reduce to every leader (one slice after the other),
-// through the heads (each site's partial result to every other head, the lines busy with
-// the earlier slices), back to the leaders, MPICH's bcast once the slice is back and the
-// previous one broadcast.
+// Cost, slice by slice: MPICH's reduce to every leader (posted at once, done one slice after
+// the other), through the heads (each site's partial result to every other head, the lines
+// busy with the earlier slices), back to the leaders, MPICH's bcast once the slice is back
+// and the previous one broadcast (its receivers asleep only if they waited long).
 double allreduce_hier_cost(const CostShape& s, double m, double slice) {
   if (s.parts() == 1) return s.local(Coll::kAllreduce, 0, m);
   const SliceSizes sl{m, slice};
@@ -117,12 +117,12 @@ double allreduce_hier_cost(const CostShape& s, double m, double slice) {
   std::vector<double> reduced(s.parts(), 0), done(s.parts(), 0);
   for (int k = 0; k < sl.count(); ++k) {
     const double b = sl.bytes(k);
-    for (int p = 0; p < s.parts(); ++p) reduced[p] += s.local(Coll::kReduce, p, b, reduced[p]);
+    for (int p = 0; p < s.parts(); ++p) reduced[p] += s.local(Coll::kReduce, p, b);
     const std::vector<double> back = through_heads(tl, s, reduced, std::vector<double>(s.parts(), b), std::vector<double>(s.sites.size(), b),
                                                    std::vector<double>(s.parts(), b));
     for (int p = 0; p < s.parts(); ++p) {
       const double from = std::max(done[p], back[p]);
-      done[p] = from + s.local(Coll::kBcast, p, b, from);
+      done[p] = from + s.local(Coll::kBcast, p, b, from - done[p]);
     }
   }
   return *std::max_element(done.begin(), done.end());

@@ -52,7 +52,8 @@ Async<> bcast_hier(CommImpl& c, void* buf, Layout l, int root, PartTree t, std::
 
 // Cost: the slices down the route's tree over the parts (each entry hands every slice on as
 // it arrives, after its earlier ones), and into every cluster one after the other as they
-// come.
+// come; a slice's receivers there have slept only if it came long after the one before
+// (local_cost's `at`: how long they have waited).
 double bcast_hier_cost(const CostShape& s, int root, double m, Route r, double slice) {
   const int C = s.parts(), rp = s.part_of[root];
   const SliceSizes sl{m, slice};
@@ -68,10 +69,11 @@ double bcast_hier_cost(const CostShape& s, int root, double m, Route r, double s
   }
   double done = 0;
   for (int q = 0; q < C; ++q) {
-    double t = 0;
+    double t = 0, busy_until = 0;  // the cluster's previous slice done (the call's start for the first)
     for (int k = 0; k < slices; ++k) {
       t = std::max(t, got[q][k]);
-      t += s.local(Coll::kBcast, q, slice_bytes(k), t);
+      t += s.local(Coll::kBcast, q, slice_bytes(k), t - busy_until);
+      busy_until = t;
     }
     done = std::max(done, t);
   }

@@ -150,12 +150,16 @@ inline Algo asked_for(Algo asked) { return asked == Algo::kDefault ? state().alg
 // loaded, else the measured rules (choice.h).
 Algo auto_choice(CommImpl& c, Coll op, std::size_t bytes, int root);
 const char* coll_name(Coll op);
-// The family of a call whose hierarchical algorithm has routes (scatter, gather, all-to-all)
-// and, for the hierarchical one, its route: GRIDRT_ROUTE's where the operation has it, else
-// the model's least predicted, else the operation's first; with auto, the family as
-// auto_choice's. `rank_order`: the operation folds in rank order (a non-commutative
-// reduction), which only the packed tree keeps, and that only where folds_keep_rank_order.
+// The family of a call and, for the hierarchical one, its route (GRIDRT_ROUTE's, the
+// operation's first where it lacks that one; else the model's least predicted, else the
+// operation's first) and slices; with auto, the family as auto_choice's. `rank_order`: the
+// operation folds in rank order (a non-commutative reduction), which only the packed tree
+// (the all-reduce's heads) keeps, and that only where folds_keep_rank_order.
 Pick choose_with_route(Algo asked, CommImpl& c, Coll op, std::size_t bytes, int root, bool rank_order = false);
+// The hierarchical pick of `op` by the model alone, GRIDRT_ROUTE aside (the rooted
+// all-reduce's reduction and broadcast: GRIDRT_ROUTE names the all-reduce's route); without
+// a model the operation's first route.
+Pick own_pick(CommImpl& c, Coll op, std::size_t bytes, int root);
 // The tree the pick's route takes from `root` (kOrdered: served as the model predicted,
 // else by the members below each child).
 PartTree rooted_tree(CommImpl& c, Coll op, int root, const Pick& pick);

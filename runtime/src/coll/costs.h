@@ -58,7 +58,8 @@ struct CostShape {
             const std::vector<std::string>& part_cluster, const std::vector<std::string>& site_name);
 
   // What MPICH's step `op` of m bytes (as local_cost counts them) takes inside part q,
-  // starting at `at`: over its logical clusters where it has several, else local_cost's.
+  // `at` seconds after its receivers last worked: over its logical clusters where it has
+  // several, else local_cost's.
   double local(Coll op, int q, double m, double at = 0) const;
   int parts() const { return static_cast<int>(part_size.size()); }
   int size() const { return static_cast<int>(part_of.size()); }
@@ -161,12 +162,13 @@ struct SliceSizes {
 // A receiver that has waited this long sleeps between its tests (the wait policy's yielding
 // phase, progress.h's Pause::kYieldFor): a message inside a cluster then takes the pair's
 // `wake` longer (models/plogp.h). A collective's members start together, so a message or
-// step inside a cluster that starts later than this after the call finds its receivers asleep.
+// step inside a cluster that starts later than this after the call (or, for the slices of a
+// pipelined one, after the cluster's previous step) finds its receivers asleep.
 constexpr double kYieldPhase = 500e-6;
 
 // MPICH's collective `op` over n processes of one cluster (pLogP p), m bytes as choice.h
-// counts them (gather, scatter, allgather, alltoall: per block), starting at `at` (seconds
-// into the call). Binomial trees for the rooted operations and barrier, recursive doubling
+// counts them (gather, scatter, allgather, alltoall: per block), starting `at` seconds after
+// its receivers last worked (the call's start, or their previous step). Binomial trees for the rooted operations and barrier, recursive doubling
 // for allreduce and scan, the linear gatherv and alltoall that MPICH posts at once (Thakur,
 // Rabenseifner, Gropp 2005).
 double local_cost(Coll op, int n, const models::PLogP& p, double m, double at = 0);

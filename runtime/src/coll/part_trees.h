@@ -37,9 +37,11 @@
 
 namespace gridrt::detail {
 
-enum class Route { kPacked, kOrdered, kBinomial, kChain, kDirect, kAgents, kGroups };
-inline constexpr Route kEveryRoute[] = {Route::kPacked, Route::kOrdered, Route::kBinomial, Route::kChain,
-                                        Route::kDirect,  Route::kAgents,  Route::kGroups};
+// The trees above, and the all-to-all's (agents, groups) and the all-reduce's (heads:
+// through the sites' heads; rooted: a reduction then a broadcast) ways between clusters.
+enum class Route { kPacked, kOrdered, kBinomial, kChain, kDirect, kAgents, kGroups, kHeads, kRooted };
+inline constexpr Route kEveryRoute[] = {Route::kPacked, Route::kOrdered, Route::kBinomial, Route::kChain, Route::kDirect,
+                                        Route::kAgents, Route::kGroups,  Route::kHeads,    Route::kRooted};
 
 inline const char* route_name(Route r) {
   switch (r) {
@@ -50,6 +52,8 @@ inline const char* route_name(Route r) {
     case Route::kDirect: return "direct";
     case Route::kAgents: return "agents";
     case Route::kGroups: return "groups";
+    case Route::kHeads: return "heads";
+    case Route::kRooted: return "rooted";
   }
   return "?";
 }
@@ -61,10 +65,10 @@ inline std::optional<Route> route_named(const std::string& name) {
   return std::nullopt;
 }
 
-// "packed, ordered, ..., agents or groups", for messages.
+// "packed, ordered, ..., heads or rooted", for messages.
 inline std::string route_names() {
   std::string names;
-  for (Route r : kEveryRoute) names += std::string(names.empty() ? "" : r == Route::kGroups ? " or " : ", ") + route_name(r);
+  for (Route r : kEveryRoute) names += std::string(names.empty() ? "" : r == std::end(kEveryRoute)[-1] ? " or " : ", ") + route_name(r);
   return names;
 }
 

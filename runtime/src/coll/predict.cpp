@@ -17,6 +17,7 @@ std::vector<Route> routes_of(Coll op, int parts) {
   if (op == Coll::kScatter) return {Route::kPacked, Route::kOrdered, Route::kBinomial, Route::kChain, Route::kDirect};
   if (op == Coll::kGather) return {Route::kPacked, Route::kBinomial, Route::kChain, Route::kDirect};
   if (op == Coll::kBcast || op == Coll::kReduce) return {Route::kPacked, Route::kBinomial, Route::kChain};
+  if (op == Coll::kAllreduce && parts > 1) return {Route::kHeads, Route::kRooted};
   if (op == Coll::kAlltoall && parts == 2) return {Route::kAgents, Route::kGroups};
   if (op == Coll::kAlltoall) return {Route::kAgents};
   return {};
@@ -39,6 +40,7 @@ double route_cost(const CostShape& s, Coll op, int root, double m, Route r, doub
   if (op == Coll::kReduce) return reduce_hier_cost(s, root, m, r, slice);
   if (op == Coll::kGather) return gather_hier_cost(s, root, m, r);
   if (op == Coll::kScatter) return scatter_hier_cost(s, root, m, r);
+  if (op == Coll::kAllreduce) return allreduce_hier_cost(s, m, slice);  // the heads route
   return r == Route::kGroups ? alltoall_local_group_two_cost(s, m) : alltoall_local_group_cost(s, m);
 }
 double flat_cost(const CostShape& s, Coll op, int root, double m) {
@@ -46,6 +48,7 @@ double flat_cost(const CostShape& s, Coll op, int root, double m) {
   if (op == Coll::kReduce) return reduce_binomial_cost(s, root, m);
   if (op == Coll::kGather) return gather_binomial_cost(s, root, m);
   if (op == Coll::kScatter) return scatter_binomial_cost(s, root, m);
+  if (op == Coll::kAllreduce) return allreduce_doubling_cost(s, m);
   return alltoall_pairwise_cost(s, m);
 }
 
@@ -64,16 +67,26 @@ SlicePick sliced(const std::function<double(double)>& cost, double m, std::optio
 }
 
 Prediction uncorrected(const CostShape& s, Coll op, std::size_t bytes, int root, std::optional<Route> forced,
+                       std::optional<std::size_t> forced_slice);
+
+// The rooted all-reduce's: its reduction and broadcast from member 0 on the routes and in
+// the slices own_pick gives them (the same prediction, corrections aside, which keep each
+// one's order; GRIDRT_ROUTE aside).
+double rooted_allreduce_cost(const CostShape& s, std::size_t bytes, std::optional<std::size_t> forced_slice) {
+  const Prediction reduce = uncorrected(s, Coll::kReduce, bytes, 0, std::nullopt, forced_slice);
+  const Prediction bcast = uncorrected(s, Coll::kBcast, bytes, 0, std::nullopt, forced_slice);
+  return allreduce_rooted_cost(s, static_cast<double>(bytes), Pick{Algo::kHier, reduce.route, reduce.slice, nullptr},
+                               Pick{Algo::kHier, bcast.route, bcast.slice, nullptr});
+}
+
+Prediction uncorrected(const CostShape& s, Coll op, std::size_t bytes, int root, std::optional<Route> forced,
                        std::optional<std::size_t> forced_slice) {
   const double m = static_cast<double>(bytes);
   switch (op) {
     case Coll::kBarrier: return two(barrier_hier_cost(s), barrier_dissemination_cost(s));
-    case Coll::kAllreduce: {
-      const SlicePick hier = sliced([&](double slice) { return allreduce_hier_cost(s, m, slice); }, m, forced_slice);
-      Prediction p = two(hier.t, allreduce_doubling_cost(s, m));
-      p.slice = hier.slice;
-      return p;
-    }
+    case Coll::kAllreduce:
+      if (s.parts() == 1) return two(allreduce_hier_cost(s, m), allreduce_doubling_cost(s, m));  // MPICH's own
+      [[fallthrough]];
     case Coll::kBcast:
     case Coll::kReduce:
     case Coll::kGather:
@@ -84,7 +97,9 @@ Prediction uncorrected(const CostShape& s, Coll op, std::size_t bytes, int root,
       std::vector<std::size_t> slices;  // each route's
       for (Route r : routes_of(op, s.parts())) {
         auto on_route = [&](double slice) { return route_cost(s, op, root, m, r, slice); };
-        const SlicePick least = pipelined(op) ? sliced(on_route, m, forced_slice) : SlicePick{on_route(kDefaultSlice), kDefaultSlice};
+        const SlicePick least = r == Route::kRooted ? SlicePick{rooted_allreduce_cost(s, bytes, forced_slice), kDefaultSlice}
+                                : pipelined(op)     ? sliced(on_route, m, forced_slice)
+                                                    : SlicePick{on_route(kDefaultSlice), kDefaultSlice};
         p.routes.emplace_back(r, least.t);
         slices.push_back(least.slice);
       }
@@ -189,17 +204,17 @@ const models::ManyToOneModel* many_to_one_of(const CommImpl& c) {
 
 
 namespace {
-// The model's pick for one call, made once per (operation, size, root, rank order) and
-// kept; none without a model (or for sizes not every member knows). `rank_order`: the
-// operation folds in rank order, which only the packed tree keeps, so the hierarchical
-// family is predicted on it. GRIDRT_EXPLAIN says each one.
-std::optional<Pick> modelled(CommImpl& c, Coll op, std::size_t bytes, int root, bool rank_order = false) {
+// The model's pick for one call, made once per (operation, size, root, route forced) and
+// kept; none without a model (or for sizes not every member knows). `forced`: GRIDRT_ROUTE's,
+// or packed for an operation that folds in rank order (only the packed tree keeps it), or
+// none. GRIDRT_EXPLAIN says each one.
+std::optional<Pick> modelled(CommImpl& c, Coll op, std::size_t bytes, int root, std::optional<Route> forced) {
   const CostShape* costs = bytes == kSizeNotShared ? nullptr : costs_of(c);
   if (!costs) return std::nullopt;
-  rank_order = rank_order && !routes_of(op, costs->parts()).empty();  // it only fixes a route
-  const auto key = std::make_tuple(static_cast<int>(op), bytes, root, rank_order);
+  if (routes_of(op, costs->parts()).empty()) forced.reset();  // nothing to fix
+  const auto key = std::make_tuple(static_cast<int>(op), bytes, root, forced ? static_cast<int>(*forced) : -1);
   if (const auto it = c.chosen.find(key); it != c.chosen.end()) return it->second;
-  const Prediction p = predict(*costs, op, bytes, root, rank_order ? std::optional<Route>(Route::kPacked) : state().route, state().slice);
+  const Prediction p = predict(*costs, op, bytes, root, forced, state().slice);
   Pick pick{p.flat < p.hier ? Algo::kFlat : Algo::kHier, p.route, p.slice, nullptr};
   if (p.route == Route::kOrdered) pick.tree = std::make_shared<const PartTree>(scatter_tree(*costs, root, static_cast<double>(bytes), p.route));
   if (c.chosen.size() >= kChoicesKept) return pick;
@@ -217,7 +232,8 @@ std::optional<Pick> modelled(CommImpl& c, Coll op, std::size_t bytes, int root, 
     // "flat (hier's: the chain route in slices of 16384 B)").
     std::string how;
     if (!routes.empty()) how = std::string("the ") + route_name(p.route) + " route";
-    if (pipelined(op)) how += (how.empty() ? "" : " ") + std::string("in slices of ") + std::to_string(p.slice) + " B";
+    if (pipelined(op) && p.route != Route::kRooted)  // (the rooted route's reduction and broadcast say their own)
+      how += (how.empty() ? "" : " ") + std::string("in slices of ") + std::to_string(p.slice) + " B";
     std::string chosen = pick.algo == Algo::kFlat ? "flat" : "hier";
     if (!how.empty()) chosen += pick.algo == Algo::kFlat ? " (hier's: " + how + ")" : (routes.empty() ? " " : " by ") + how;
     std::fprintf(stderr, "gridrt: auto: %s of %zu B on %d members in %d clusters at %zu sites: hier %.1f us%s, flat %.1f us -> %s\n",
@@ -229,7 +245,7 @@ std::optional<Pick> modelled(CommImpl& c, Coll op, std::size_t bytes, int root, 
 }  // namespace
 
 Algo auto_choice(CommImpl& c, Coll op, std::size_t bytes, int root) {
-  if (const auto m = modelled(c, op, bytes, root)) return m->algo;
+  if (const auto m = modelled(c, op, bytes, root, state().route)) return m->algo;
   return auto_picks_flat(c.sites.size(), c.parts.size(), op, bytes) ? Algo::kFlat : Algo::kHier;
 }
 
@@ -237,7 +253,7 @@ Pick choose_with_route(Algo asked, CommImpl& c, Coll op, std::size_t bytes, int 
   const Algo a = asked_for(asked);
   if (a == Algo::kFlat) return {Algo::kFlat, Route::kPacked, kDefaultSlice, nullptr};
   Pick pick;
-  if (auto m = modelled(c, op, bytes, root, rank_order)) {
+  if (auto m = modelled(c, op, bytes, root, rank_order ? std::optional<Route>(Route::kPacked) : state().route)) {
     pick = *m;
     if (a == Algo::kHier) pick.algo = Algo::kHier;
   } else {
@@ -249,6 +265,15 @@ Pick choose_with_route(Algo asked, CommImpl& c, Coll op, std::size_t bytes, int 
   }
   if (rank_order && pick.algo == Algo::kHier && !folds_keep_rank_order(c)) pick.algo = Algo::kFlat;
   return pick;
+}
+
+Pick own_pick(CommImpl& c, Coll op, std::size_t bytes, int root) {
+  if (auto m = modelled(c, op, bytes, root, std::nullopt)) {
+    m->algo = Algo::kHier;
+    return *m;
+  }
+  const std::vector<Route> routes = routes_of(op, static_cast<int>(c.parts.size()));
+  return {Algo::kHier, routes.empty() ? Route::kPacked : routes.front(), state().slice.value_or(kDefaultSlice), nullptr};
 }
 
 PartTree rooted_tree(CommImpl& c, Coll op, int root, const Pick& pick) {
