@@ -10,7 +10,7 @@ the model loaded, `--runs` times each. Per
 (operation, size): the median over the runs of every candidate's max_us (the time until the
 call was complete everywhere) and its predicted_us; the candidate the model predicts least
 (what auto takes) against the fastest measured; auto's own time. Printed as markdown
-(docs/benchmarks.md, "Routes of scatter, gather, broadcast and reduction", "The all-to-all's
+(docs/benchmarks.md, "Routes of scatter, gather, broadcast, reduction and all-reduce", "The all-to-all's
 two routes").
 
 Usage: bench/routes.py [--runs N] [--iters N] [--sizes S,...] [--shapes NAME,...] [--build DIR]

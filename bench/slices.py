@@ -6,7 +6,8 @@ bcast, reduce and allreduce with the model loaded, once with the slices the mode
 for each call and once with each fixed size (GRIDRT_SLICE), `--runs` times each. The route
 is the model's either way (with a fixed size, the one it predicts least for that size). Per
 (operation, size): the median over the runs of max_us (the time until the call was complete
-everywhere) at each slice size, the model's slice (from GRIDRT_EXPLAIN's lines) and its
+everywhere) at each slice size, the model's slice (from GRIDRT_EXPLAIN's lines; an
+all-reduce by the rooted route has its reduction's and broadcast's own) and its
 time against the fastest fixed size and against 64 KiB (the default without a model).
 Printed as markdown (docs/benchmarks.md, "Slices chosen by the model").
 
@@ -28,6 +29,7 @@ SHAPES = {
 OPS = "bcast,reduce,allreduce"
 FIXED = [8192, 16384, 32768, 65536, 262144, 1048576, 4194304]
 CHOSEN = re.compile(r"auto: (\w+) of (\d+) B .* in slices of (\d+) B")
+ROOTED = re.compile(r"auto: (allreduce) of (\d+) B .*-> hier by the rooted route")  # its reduction's and broadcast's own slices
 
 
 def main():
@@ -47,7 +49,9 @@ def main():
                     d = json.loads(line)
                     measured.setdefault((d["op"], d["bytes"], slice_bytes), []).append(d["max_us"])
                 for m in CHOSEN.finditer(p.stderr):
-                    chosen[(m.group(1), int(m.group(2)))] = int(m.group(3))
+                    chosen[(m.group(1), int(m.group(2)))] = f"{int(m.group(3)) // 1024} KiB"
+                for m in ROOTED.finditer(p.stderr):
+                    chosen[(m.group(1), int(m.group(2)))] = "rooted route"
         print(f"\n### {shape}: {' '.join(grid)}\n")
         print("| op | bytes | " + " | ".join(f"{s // 1024} KiB" for s in FIXED) + " | model's slice | its time | best fixed | vs 64 KiB |")
         print("|---|---|" + "---|" * (len(FIXED) + 4))
@@ -61,8 +65,7 @@ def main():
                 within += mine <= 1.05 * best
                 gains.append(times[65536] / mine)
                 cells = [f"{times[s] / 1000:.1f}" if s in times else "–" for s in FIXED]
-                slice_bytes = chosen.get((op, n))
-                print(f"| {op} | {n} | " + " | ".join(cells) + f" | {slice_bytes // 1024 if slice_bytes else '?'} KiB | {mine / 1000:.1f} | "
+                print(f"| {op} | {n} | " + " | ".join(cells) + f" | {chosen.get((op, n), '?')} | {mine / 1000:.1f} | "
                       f"{mine / best:.2f}x | {times[65536] / mine:.2f}x faster |")
         print("\nmeasured ms, median of the runs; the model's slice measured in its own job.\n")
         print(f"the model's slices within 5% of the best fixed size: {within} of {cases}; "

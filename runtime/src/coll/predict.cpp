@@ -232,7 +232,8 @@ std::optional<Pick> modelled(CommImpl& c, Coll op, std::size_t bytes, int root, 
     // "flat (hier's: the chain route in slices of 16384 B)").
     std::string how;
     if (!routes.empty()) how = std::string("the ") + route_name(p.route) + " route";
-    if (pipelined(op) && p.route != Route::kRooted)  // (the rooted route's reduction and broadcast say their own)
+    // (The rooted route's reduction and broadcast say their own; one cluster's is MPICH's.)
+    if (pipelined(op) && p.route != Route::kRooted && c.parts.size() > 1)
       how += (how.empty() ? "" : " ") + std::string("in slices of ") + std::to_string(p.slice) + " B";
     std::string chosen = pick.algo == Algo::kFlat ? "flat" : "hier";
     if (!how.empty()) chosen += pick.algo == Algo::kFlat ? " (hier's: " + how + ")" : (routes.empty() ? " " : " by ") + how;
