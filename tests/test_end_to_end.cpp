@@ -1083,7 +1083,6 @@ TEST(EndToEnd, GridSizingAndWanOptionsRefuseBadValues) {
   expect_nothing_left();
 }
 
-
 // Every collective, hierarchical and flat, against references computed in the program
 // (tests/coll_check.cpp), on 1, 2 and 3 clusters of unequal sizes, one process per
 // cluster, clusters sharing sites (the site level above the cluster level; sites whose
@@ -1154,12 +1153,6 @@ TEST(EndToEnd, ScattersAndGathersMatchTheirReferencesOnTheBinomialAndChainRoutes
   expect_coll_check_passes_on_route("chain");
 }
 
-// The all-reduce as a reduction then a broadcast (GRIDRT_ROUTE=rooted; without a model each
-// of the two on its first route, packed): every allreduce of coll_check, sums
-// of up to 100,000 ints (in place too) and a maximum; its non-commutative ones keep the
-// heads route.
-TEST(EndToEnd, AllReducesMatchTheirReferencesOnTheRootedRoute) { expect_coll_check_passes_on_route("rooted"); }
-
 namespace {
 // The value of "key" in a one-line JSON object gridbench printed ("" if absent).
 std::string json_field(const std::string& line, const std::string& key) {
@@ -1171,7 +1164,31 @@ std::string json_field(const std::string& line, const std::string& key) {
   if (v.size() >= 2 && v.front() == '"') v = v.substr(1, v.size() - 2);
   return v;
 }
+// gridbench's hierarchical `op` of 8 B on a grid (gridbench's grid options) by each route
+// given, and the WAN messages per call the relays counted for it.
+void expect_wan_messages_by_route(const std::vector<std::string>& grid, const std::string& op,
+                                  const std::vector<std::pair<std::string, std::string>>& route_messages) {
+  for (const auto& [route, msgs] : route_messages) {
+    std::vector<std::string> args = grid;
+    args.insert(args.end(), {"--op", op, "--algo", "hier", "--sizes", "8:8", "--iters", "2", "--json", "--route", route});
+    const Outcome r = start_program("gridbench", args, "gridbench-" + route).finish();
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
+    EXPECT_EQ(json_field(r.out, "wan_msgs"), msgs) << route << ": " << r.out;
+    EXPECT_EQ(json_field(r.out, "route"), route) << r.out;
+  }
+}
 }  // namespace
+
+// The all-reduce as a reduction then a broadcast (GRIDRT_ROUTE=rooted; without a model each
+// of the two on its first route, packed): every allreduce of coll_check, sums
+// of up to 100,000 ints (in place too) and a maximum; its non-commutative ones keep the
+// heads route. That the route ran, the relays tell: on three clusters of one process,
+// through the heads every head sends to the two others (6 WAN messages), the rooted route
+// reduces to rank 0 and broadcasts from it (2 + 2).
+TEST(EndToEnd, AllReducesMatchTheirReferencesOnTheRootedRoute) {
+  expect_coll_check_passes_on_route("rooted");
+  expect_wan_messages_by_route({"--clusters", "3", "--ranks-per-cluster", "1"}, "allreduce", {{"heads", "6.00"}, {"rooted", "4.00"}});
+}
 
 // The hierarchical all-to-all by the Local Group paper's own rule for two clusters
 // (GRIDRT_ROUTE=groups): every alltoall(v) of coll_check (in place, derived types, uneven
@@ -1184,15 +1201,7 @@ TEST(EndToEnd, AllToAllsMatchTheirReferencesByThePapersTwoClusterRule) {
   expect_coll_check_passes({{{"--grid", coll_grid_of({3, 2})}, "on 5 processes in 2 clusters"},
                             {{"--grid", coll_grid_of({1, 3})}, "on 4 processes in 2 clusters"}});
   ::unsetenv("GRIDRT_ROUTE");
-  for (const auto& [route, msgs] : {std::pair{"groups", "6.00"}, std::pair{"agents", "5.00"}}) {
-    const Outcome r = start_program("gridbench", {"--grid", coll_grid_of({3, 2}), "--op", "alltoall", "--algo", "hier", "--sizes", "8:8",
-                                                  "--iters", "2", "--json", "--route", route},
-                                    "gridbench-route")
-                          .finish();
-    ASSERT_EQ(r.status, 0) << r.out << r.err;
-    EXPECT_EQ(json_field(r.out, "wan_msgs"), msgs) << route << ": " << r.out;
-    EXPECT_EQ(json_field(r.out, "route"), route) << r.out;
-  }
+  expect_wan_messages_by_route({"--grid", coll_grid_of({3, 2})}, "alltoall", {{"groups", "6.00"}, {"agents", "5.00"}});
 }
 
 // The slices of a pipelined collective as the model chooses them, seen by the relays: three
@@ -1303,7 +1312,6 @@ TEST(EndToEnd, GathersSplitInPacedPiecesInsideAClusterMatchTheirReferences) {
   EXPECT_EQ(r.err.find("gather inside cluster c0 of 4 B"), std::string::npos) << "below M1: no choice to make\n" << r.err;
   expect_nothing_left();
 }
-
 
 // gridbench starts itself as a job and reports, per call, the WAN messages the relays
 // counted: exact numbers each algorithm must produce (docs/algorithms.md).

@@ -58,21 +58,20 @@ double bcast_hier_cost(const CostShape& s, int root, double m, Route r, double s
   const int C = s.parts(), rp = s.part_of[root];
   const SliceSizes sl{m, slice};
   const int slices = m > 0 ? sl.count() : 0;
-  auto slice_bytes = [&](int k) { return sl.bytes(k); };
   Timeline tl(s);
   std::vector<std::vector<double>> got(C, std::vector<double>(slices, 0));
   const PartTree t = part_tree(s.sites, s.site_of_part, rp, r);
   for (int q : t.top_down(rp)) {
     const int entry = q == rp ? root : s.leader(q);
     for (int k = 0; k < slices; ++k)
-      for (int x : t.children[q]) got[x][k] = tl.send(entry, q, x, slice_bytes(k), got[q][k]);
+      for (int x : t.children[q]) got[x][k] = tl.send(entry, q, x, sl.bytes(k), got[q][k]);
   }
   double done = 0;
   for (int q = 0; q < C; ++q) {
     double t = 0, busy_until = 0;  // the cluster's previous slice done (the call's start for the first)
     for (int k = 0; k < slices; ++k) {
       t = std::max(t, got[q][k]);
-      t += s.local(Coll::kBcast, q, slice_bytes(k), t - busy_until);
+      t += s.local(Coll::kBcast, q, sl.bytes(k), t - busy_until);
       busy_until = t;
     }
     done = std::max(done, t);

@@ -168,11 +168,10 @@ PartTree rooted_tree(CommImpl& c, Coll op, int root, const Pick& pick);
 // members runs of consecutive ranks, and each site's clusters consecutive.
 inline bool folds_keep_rank_order(const CommImpl& c) { return c.parts_contiguous && c.sites_contiguous; }
 
-inline Algo choose(Algo asked, CommImpl& c, Coll op, std::size_t bytes, bool order_sensitive = false, int root = 0) {
-  Algo a = asked_for(asked);
-  if (a == Algo::kAuto) a = auto_choice(c, op, bytes, root);
-  if (a == Algo::kHier && order_sensitive && !folds_keep_rank_order(c)) a = Algo::kFlat;
-  return a;
+// The family of a call whose hierarchical algorithm has one way (barrier, allgather, scan).
+inline Algo choose(Algo asked, CommImpl& c, Coll op, std::size_t bytes) {
+  const Algo a = asked_for(asked);
+  return a == Algo::kAuto ? auto_choice(c, op, bytes, 0) : a;
 }
 
 inline void check_root(const CommImpl& c, int root) {

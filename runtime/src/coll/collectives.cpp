@@ -82,7 +82,7 @@ Async<> allreduce(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MP
   const Layout l(type, count);
   const Pick pick = choose_with_route(algo, c, Coll::kAllreduce, l.packed, 0, !commutative(op));
   if (pick.algo == Algo::kFlat) return allreduce_doubling(c, sendbuf, recvbuf, l, op);
-  if (pick.route == Route::kRooted && c.parts.size() > 1) return allreduce_rooted(c, sendbuf, recvbuf, l, op);
+  if (pick.route == Route::kRooted) return allreduce_rooted(c, sendbuf, recvbuf, l, op);
   return allreduce_hier(c, sendbuf, recvbuf, l, op, pick.slice);
 }
 

@@ -168,9 +168,9 @@ constexpr double kYieldPhase = 500e-6;
 
 // MPICH's collective `op` over n processes of one cluster (pLogP p), m bytes as choice.h
 // counts them (gather, scatter, allgather, alltoall: per block), starting `at` seconds after
-// its receivers last worked (the call's start, or their previous step). Binomial trees for the rooted operations and barrier, recursive doubling
-// for allreduce and scan, the linear gatherv and alltoall that MPICH posts at once (Thakur,
-// Rabenseifner, Gropp 2005).
+// its receivers last worked (the call's start, or their previous step). Binomial trees for
+// the rooted operations and barrier, recursive doubling for allreduce and scan, the linear
+// gatherv and alltoall that MPICH posts at once (Thakur, Rabenseifner, Gropp 2005).
 double local_cost(Coll op, int n, const models::PLogP& p, double m, double at = 0);
 
 int ceil_log2(int n);

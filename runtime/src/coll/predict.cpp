@@ -29,8 +29,8 @@ namespace {
 // arrives, so ordered is packed there; the paper's two-cluster all-to-all needs two parts).
 Route effective(Coll op, int parts, Route r) {
   const std::vector<Route> routes = routes_of(op, parts);
-  if (routes.empty() || std::find(routes.begin(), routes.end(), r) != routes.end()) return r;
-  return routes.front();
+  if (routes.empty()) return Route::kPacked;  // one way (a Pick's default)
+  return std::find(routes.begin(), routes.end(), r) != routes.end() ? r : routes.front();
 }
 
 // The hierarchical family's cost on route r (in slices of `slice` bytes where pipelined),
@@ -211,7 +211,7 @@ namespace {
 std::optional<Pick> modelled(CommImpl& c, Coll op, std::size_t bytes, int root, std::optional<Route> forced) {
   const CostShape* costs = bytes == kSizeNotShared ? nullptr : costs_of(c);
   if (!costs) return std::nullopt;
-  if (routes_of(op, costs->parts()).empty()) forced.reset();  // nothing to fix
+  if (forced && routes_of(op, costs->parts()).empty()) forced.reset();  // nothing to fix
   const auto key = std::make_tuple(static_cast<int>(op), bytes, root, forced ? static_cast<int>(*forced) : -1);
   if (const auto it = c.chosen.find(key); it != c.chosen.end()) return it->second;
   const Prediction p = predict(*costs, op, bytes, root, forced, state().slice);

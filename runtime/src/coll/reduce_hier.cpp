@@ -72,18 +72,17 @@ double reduce_hier_cost(const CostShape& s, int root, double m, Route r, double 
   const int C = s.parts(), rp = s.part_of[root];
   const SliceSizes sl{m, slice};
   const int slices = sl.count();
-  auto slice_bytes = [&](int k) { return sl.bytes(k); };
   Timeline tl(s);
   std::vector<std::vector<double>> ready(C, std::vector<double>(slices, 0));
   for (int q = 0; q < C; ++q)
-    for (int k = 0; k < slices; ++k) ready[q][k] = (k ? ready[q][k - 1] : 0) + s.local(Coll::kReduce, q, slice_bytes(k));
+    for (int k = 0; k < slices; ++k) ready[q][k] = (k ? ready[q][k - 1] : 0) + s.local(Coll::kReduce, q, sl.bytes(k));
   const PartTree t = part_tree(s.sites, s.site_of_part, rp, r);
   std::vector<int> order = t.top_down(rp);
   std::reverse(order.begin(), order.end());  // leaves first
   for (int q : order) {
     if (q == rp) continue;
     const int parent = t.parent[q];
-    for (int k = 0; k < slices; ++k) ready[parent][k] = std::max(ready[parent][k], tl.send(s.leader(q), q, parent, slice_bytes(k), ready[q][k]));
+    for (int k = 0; k < slices; ++k) ready[parent][k] = std::max(ready[parent][k], tl.send(s.leader(q), q, parent, sl.bytes(k), ready[q][k]));
   }
   return *std::max_element(ready[rp].begin(), ready[rp].end());
 }
