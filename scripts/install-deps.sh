@@ -13,6 +13,7 @@ packages=(
   libgtest-dev               # GoogleTest
   netpipe-mpich2             # NetPIPE (NPmpich2), an unmodified MPI program the tests run across clusters
   iproute2 iptables          # the three-site test network (network namespaces, firewalls, NAT)
+  libnetfilter-queue-dev     # nfq_delay: delays between test nodes (iptables NFQUEUE; no netem here)
   passwd                     # useradd: the test of users' isolation makes two local accounts
   clang libclang-rt-dev      # libFuzzer and clang's sanitizers (scripts/check-hardened.sh)
   pkgconf help2man dpkg-dev  # installing: gridrt.pc checked by the app template, manual pages, the Debian package

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "comm.h"
+#include "finalize_deadline.h"
 #include "state.h"
 #include "coll/cluster_steps.h"
 #include "transport/relay_transport.h"
@@ -156,6 +157,8 @@ void init(int* argc, char*** argv, int required) {
   }
   const std::size_t window = detail::number_from_env("GRIDRT_WINDOW", 512 * 1024, detail::RelayTransport::kMinWindow, 1ull << 32, "bytes");
   const long timeout_s = static_cast<long>(detail::number_from_env("GRIDRT_INIT_TIMEOUT", 300, 1, 1000000, "seconds"));
+  s->finalize_timeout = std::chrono::seconds(detail::number_from_env("GRIDRT_FINALIZE_TIMEOUT", 20, 1, 1000000, "seconds"));
+  s->pmi_fd = detail::pmi_fd_from_env();
   MPI_Comm_rank(MPI_COMM_WORLD, &s->local_rank);
   int local_size = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &local_size);
@@ -232,7 +235,10 @@ void finalize() {
   MPI_Comm_free(&g->p2p);
   MPI_Comm_free(&g->world);
   g->transport.reset();
+  const auto limit = g->finalize_timeout;
+  const int rank = g->rank, pmi_fd = g->pmi_fd;
   g.reset();
+  const detail::FinalizeDeadline deadline(limit, rank, pmi_fd);
   MPI_Finalize();
 }
 

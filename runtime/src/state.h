@@ -2,6 +2,7 @@
 // transport to other clusters (as the channels see it, without Asio), and the world.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -53,6 +54,10 @@ struct State {
   // null without one (auto then follows its measured rules, choice.h).
   std::shared_ptr<const models::GridModel> model;
   bool explain = false;              // GRIDRT_EXPLAIN: log auto's choices with their predictions
+  // GRIDRT_FINALIZE_TIMEOUT: how long MPI_Finalize may take once the whole job has reached
+  // finalize, before the process leaves without it (finalize, runtime.cpp).
+  std::chrono::seconds finalize_timeout{20};
+  int pmi_fd = -1;  // the process manager's PMI-1 socket (PMI_FD), for the deadline's last steps
   // This process's node as the model's logical clusters name it (models::node_names), where
   // the model has some for this cluster; else empty (name_this_node).
   std::string node_name;
