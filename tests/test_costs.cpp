@@ -266,8 +266,11 @@ TEST(Costs, OneClusterIsMpichsOwnCollective) {
 // Its 8 members count as 4 per logical cluster; a broadcast crosses between the two leaders
 // (90 + 2 us), then a binomial tree of 4 inside the slower (2 x (20 + 1) us); an allreduce
 // reduces inside, all-reduces across, broadcasts inside; an all-to-all is MPICH's over all
-// 8, at the pace of the slowest pair (7 gaps of 2 us + 90 us). Without the pairs measured
-// (the partition alone) the cluster is one level as before.
+// 8, at the pace of the slowest pair (7 gaps of 2 us + 90 us). Point-to-point algorithms
+// inside it (a flat tree, a linear gather) are taken as crossing on every message, as no
+// member outside the cluster knows which logical cluster another is in: the flat binomial
+// broadcast 3 x 92 us, the direct gather 92 us (every member sends at once). Without the
+// pairs measured (the partition alone) the cluster is one level as before.
 TEST(Costs, AClusterOfLogicalClustersComposesOverThem) {
   models::GridModel m;
   m.inside["*"] = line(5e-6, 0.001);
@@ -282,6 +285,8 @@ TEST(Costs, AClusterOfLogicalClustersComposesOverThem) {
   EXPECT_NEAR(bcast_hier_cost(s, 0, 1000), 92e-6 + 2 * 21e-6, 1e-12);
   EXPECT_NEAR(allreduce_hier_cost(s, 1000), 42e-6 + 92e-6 + 42e-6, 1e-12);
   EXPECT_NEAR(alltoall_local_group_cost(s, 1000), 7 * 2e-6 + 90e-6, 1e-12);
+  EXPECT_NEAR(bcast_binomial_cost(s, 0, 1000), 3 * 92e-6, 1e-12);
+  EXPECT_NEAR(gather_hier_cost(s, 0, 1000, Route::kDirect), 92e-6, 1e-12);
 }
 
 TEST(Costs, AClusterOfOneProcessNeedsNoMeasurementInside) {

@@ -1,6 +1,8 @@
 #include "finalize_deadline.h"
 
 #include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -21,7 +23,9 @@ constexpr auto kPmiStepLimit = std::chrono::seconds(10);
 bool pmi_exchange(int fd, const char* command, const char* reply) {
   const std::size_t length = std::strlen(command);
   for (std::size_t sent = 0; sent < length;) {
-    const ssize_t n = ::write(fd, command + sent, length - sent);
+    // Not SIGPIPE if the process manager has gone: this process is leaving anyway.
+    ssize_t n = ::send(fd, command + sent, length - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == ENOTSOCK) n = ::write(fd, command + sent, length - sent);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     sent += static_cast<std::size_t>(n);
@@ -93,12 +97,27 @@ void FinalizeDeadline::watch() {
                "transport can wait there for ever on a peer that has stopped progressing); leaving without it, status 0 "
                "(GRIDRT_FINALIZE_TIMEOUT sets the limit)\n",
                rank_, static_cast<long long>(limit_.count()));
+  // The output first, while the calling thread runs: held inside stdio (UCX's progress
+  // reads /proc files with it) it would keep a stream's lock for ever.
+  std::fflush(stdout);
+  std::fflush(stderr);
   // The stuck call has not entered the process manager's last barrier, which the others
   // wait in; entering it and finalizing lets them end, and the launcher count this process
-  // as ended cleanly rather than as one that vanished.
+  // as ended cleanly rather than as one that vanished. The calling thread is held first (a
+  // signal whose handler never returns): were its call to come unstuck as the others
+  // leave, it would speak on the same socket at the same time.
+  if (pmi_fd_ >= 0) {
+    struct sigaction hold {};
+    hold.sa_handler = [](int) {
+      for (;;) ::pause();
+    };
+    sigemptyset(&hold.sa_mask);
+    const int signal = SIGRTMAX - 1;
+    if (::sigaction(signal, &hold, nullptr) == 0 && ::syscall(SYS_tgkill, ::getpid(), caller_, signal) == 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   if (pmi_fd_ >= 0 && pmi_exchange(pmi_fd_, "cmd=barrier_in\n", "cmd=barrier_out"))
     pmi_exchange(pmi_fd_, "cmd=finalize\n", "cmd=finalize_ack");
-  std::fflush(nullptr);
   ::_exit(0);
 }
 

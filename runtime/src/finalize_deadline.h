@@ -21,9 +21,10 @@ namespace gridrt::detail {
 // manager (reading its PMI socket) waits on: it is one of the others, and goes on once the
 // stuck one has done its part, or leaves at three times the limit. A process whose call is
 // anywhere else is the stuck one: it says so and, where the process manager speaks PMI-1
-// over PMI_FD (MPICH's hydra), does for itself what the call had left to do with it (enter
-// the barrier the others wait in, then finalize), so that they go on and the launcher sees
-// a clean end; then it leaves with status 0, its output flushed.
+// over PMI_FD (MPICH's hydra), holds the calling thread (a real-time signal, SIGRTMAX - 1,
+// whose handler never returns) and does for itself what the call had left to do with the
+// process manager (enter the barrier the others wait in, then finalize), so that they go
+// on and the launcher sees a clean end; then it leaves with status 0, its output flushed.
 class FinalizeDeadline {
  public:
   // pmi_fd: the process manager's PMI-1 socket (from PMI_FD at init), or -1.

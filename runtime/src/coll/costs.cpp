@@ -103,12 +103,18 @@ int Timeline::line_of(int a, int b) const {
 }
 
 double Timeline::send(int from, int a, int b, double m, double t) {
-  const models::PLogP& p = s_.link[a][b];
+  // Between two members of a cluster of several logical clusters the message is taken as
+  // crossing between them, on the slowest pair: which logical cluster a member is in only
+  // its own cluster's processes know, and every member must predict alike (a point-to-point
+  // algorithm's critical path crosses anyway: a linear gather waits for the farthest member,
+  // a tree over both crosses at least once).
+  const bool crossing = a == b && s_.logical[a].has_value();
+  const models::PLogP& p = crossing ? s_.logical[a]->between : s_.link[a][b];
   double start = t;
   if (from >= 0) {
     // The sender is busy for its own gap (inside its cluster: handing the message over).
     start = std::max(start, sender_free_[from]);
-    sender_free_[from] = start + s_.link[a][a].gap(m);
+    sender_free_[from] = start + (crossing ? p : s_.link[a][a]).gap(m);
   }
   const int line = line_of(a, b);
   if (line < 0) return start + p.gap(m) + p.L + (start > kYieldPhase ? p.wake : 0);

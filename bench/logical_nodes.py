@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Logical clusters for real: a cluster of nodes in two groups, a delay between the groups.
+
+NODES network namespaces on a bridge are the nodes of one cluster (one process each, each
+with a host name of its own), in two halves; tests/nfq_delay holds every packet from a node
+to the other half's for DELAY microseconds (iptables NFQUEUE: this kernel has no netem).
+MPICH runs across them over UCX's TCP, started by mpiexec through `ip netns exec`; the
+cluster's relay and the embedded broker sit on the bridge. Then:
+
+  1. `gridrun calibrate --no-sample` measures the cluster: the latencies between its nodes,
+     the logical clusters the 20% rule draws from them, and one pLogP pair per logical
+     cluster and per pair of them (no sample run: the predictions are the model's alone);
+  2. gridbench runs every collective with that model (the cluster's steps compose over the
+     logical clusters), with the same model less its logical clusters (MPICH's own steps
+     over the whole cluster: what gridrt does without the partition), and MPICH's blocking
+     collective without gridrt (--algo mpi), `--runs` times each, alternated;
+  3. prints, per (operation, size), the median max_us of each, the ratio MPICH's steps /
+     composed, and the composed prediction against its measurement.
+
+    bench/logical_nodes.py [--build DIR] [--nodes 4] [--delay-us 400] [--runs 3] [--iters 20]
+                           [--sizes 8,65536,1048576] [--interleave] [--keep-model FILE]
+
+--interleave numbers the processes alternately from each half (hosts n1 n3 n2 n4 ...), as
+a host file that lists nodes in no particular order does. Root only. The namespaces and
+delays are removed at the end, also on failure or Ctrl-C.
+"""
+import argparse, json, os, shutil, signal, statistics, subprocess, sys, tempfile, time
+
+parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+parser.add_argument("--build", default="build", help="the build directory (bin/ and tests/bin/)")
+parser.add_argument("--nodes", type=int, default=4, help="nodes (namespaces), an even number from 4 to 8")
+parser.add_argument("--delay-us", type=int, default=400, help="one-way delay between the halves, microseconds")
+parser.add_argument("--runs", type=int, default=3)
+parser.add_argument("--iters", type=int, default=20)
+parser.add_argument("--sizes", default="8,65536,1048576")
+parser.add_argument("--interleave", action="store_true", help="processes numbered alternately from each half")
+parser.add_argument("--keep-model", metavar="FILE", help="also write the calibrated model there")
+args = parser.parse_args()
+if os.geteuid() != 0:
+    sys.exit("logical_nodes: needs root (network namespaces, iptables)")
+if args.nodes % 2 or not 4 <= args.nodes <= 8:
+    sys.exit("logical_nodes: --nodes is an even number from 4 to 8")
+build = os.path.abspath(args.build)
+tools = {name: f"{build}/bin/{name}" for name in ("gridrun", "gridbench")}
+tools["nfq_delay"] = f"{build}/tests/bin/nfq_delay"
+for name, path in tools.items():
+    if not os.access(path, os.X_OK):
+        sys.exit(f"logical_nodes: {path} not built (scripts/build.sh; nfq_delay needs libnetfilter-queue-dev)")
+
+prefix = f"gln{os.getpid()}"
+switch = f"{prefix}-sw"
+hosts = [f"10.214.0.{i + 1}" for i in range(args.nodes)]
+half = {h: i * 2 // args.nodes for i, h in enumerate(hosts)}
+order = [h for pair in zip(hosts[:args.nodes // 2], hosts[args.nodes // 2:]) for h in pair] if args.interleave else hosts
+work = tempfile.mkdtemp(prefix="gridrt-logical-nodes-")
+# mpiexec's launcher: hydra calls it as "LAUNCHER [options] HOST COMMAND...", as it would ssh;
+# the command runs in the host's namespace under the host's own name (a UTS namespace).
+launcher = f"{work}/netns-launch"
+with open(launcher, "w") as f:
+    f.write('#!/bin/sh\nwhile [ "${1#-}" != "$1" ]; do shift; done\nhost=$1; shift\n'
+            f'exec ip netns exec "{prefix}-$host" unshare --uts sh -c "hostname {prefix}-node${{host##*.}} && exec $*"\n')
+os.chmod(launcher, 0o755)
+delayers = []
+
+
+def sh(*cmd, ns=None):
+    subprocess.run((["ip", "netns", "exec", ns] if ns else []) + list(cmd), check=True, capture_output=True, text=True)
+
+
+def teardown():
+    for p in delayers:
+        p.terminate()
+    for ns in [f"{prefix}-{h}" for h in hosts] + [switch]:
+        for pid in subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split():
+            try: os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, ValueError): pass
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def setup():
+    sh("ip", "netns", "add", switch)
+    sh("ip", "link", "add", "br0", "type", "bridge", ns=switch)
+    sh("ip", "addr", "add", "10.214.0.254/24", "dev", "br0", ns=switch)
+    sh("ip", "link", "set", "br0", "up", ns=switch)
+    sh("ip", "link", "set", "lo", "up", ns=switch)
+    for i, h in enumerate(hosts):
+        ns = f"{prefix}-{h}"
+        sh("ip", "netns", "add", ns)
+        sh("ip", "link", "add", f"p{i}", "netns", switch, "type", "veth", "peer", "name", "eth0", "netns", ns)
+        sh("ip", "link", "set", f"p{i}", "master", "br0", "up", ns=switch)
+        sh("ip", "addr", "add", f"{h}/24", "dev", "eth0", ns=ns)
+        sh("ip", "link", "set", "eth0", "up", ns=ns)
+        sh("ip", "link", "set", "lo", "up", ns=ns)
+        for other in hosts:
+            if half[other] != half[h]:
+                sh("iptables", "-A", "OUTPUT", "-d", other, "-j", "NFQUEUE", "--queue-num", "0", "--queue-bypass", ns=ns)
+        p = subprocess.Popen(["ip", "netns", "exec", ns, tools["nfq_delay"], "--queue", "0", "--delay-us", str(args.delay_us)],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        delayers.append(p)
+        if not p.stdout.readline().startswith("holding"):
+            raise SystemExit(f"nfq_delay did not start in {ns}")
+
+
+def run(cmd, what):
+    """A gridrun job in the switch's namespace, stopped after 15 minutes."""
+    env = dict(os.environ, UCX_TLS="tcp,self", GRIDRT_FINALIZE_TIMEOUT="5")
+    r = subprocess.run(["ip", "netns", "exec", switch, *cmd], capture_output=True, text=True, env=env, timeout=900)
+    if r.returncode != 0:
+        raise SystemExit(f"{what} failed ({r.returncode}):\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
+    return r
+
+
+def main():
+    setup()
+    grid = f"{work}/grid.xml"
+    with open(grid, "w") as f:
+        f.write(f'<grid name="logical-nodes">\n  <cluster name="nodes" site="lan" slots="{args.nodes}">'
+                '<relay link="127.0.0.1:0" local="10.214.0.254:0"/><network nodes="private" inbound="no"/>'
+                f'<launch>mpiexec -launcher ssh -launcher-exec {launcher} -iface br0 -hosts {",".join(order)} -n {{np}}</launch>'
+                '</cluster>\n</grid>\n')
+    model, flat_model = f"{work}/model.json", f"{work}/no-partition.json"
+    t0 = time.monotonic()
+    run([tools["gridrun"], "calibrate", "--grid", grid, "--no-sample", "--output", model], "gridrun calibrate")
+    shown = run([tools["gridrun"], "calibrate", "--show", model], "gridrun calibrate --show").stdout
+    print(f"logical_nodes: {args.nodes} nodes, halves {args.delay_us} us apart, processes {'interleaved' if args.interleave else 'in order'};"
+          f" calibrated in {time.monotonic() - t0:.0f} s:\n" + "".join(f"    {l}\n" for l in shown.splitlines()), flush=True)
+    if args.keep_model:
+        shutil.copyfile(model, args.keep_model)
+    with open(model) as f:
+        m = json.load(f)
+    if "logical_clusters" not in m:
+        raise SystemExit("logical_nodes: the model has no logical clusters (the latencies did not split the cluster)")
+    m.pop("logical_clusters")
+    with open(flat_model, "w") as f:
+        json.dump(m, f)
+    ops = "barrier,bcast,reduce,allreduce,gather,scatter,allgather,alltoall"
+    jobs = {"composed": (model, "hier"), "mpich steps": (flat_model, "hier"), "mpi": (model, "mpi")}
+    measured, predicted = {}, {}
+    for r in range(args.runs):
+        for name, (model_file, algo) in jobs.items():
+            print(f"logical_nodes: run {r + 1}/{args.runs}: {name}", file=sys.stderr, flush=True)
+            out = run([tools["gridbench"], "--grid", grid, "--model", model_file, "--op", ops, "--algo", algo, "--sizes", args.sizes,
+                       "--iters", str(args.iters), "--json"], f"gridbench {name}").stdout
+            for line in out.splitlines():
+                if line.startswith("{"):
+                    d = json.loads(line)
+                    measured.setdefault((d["op"], d["bytes"], name), []).append(d["max_us"])
+                    predicted[(d["op"], d["bytes"], name)] = d.get("predicted_us")
+    print(f"\nmedian max_us of {args.runs} runs of {args.iters} calls, ms (prediction of the composed steps in brackets):\n")
+    print("| op | bytes | composed over the logical clusters | MPICH's steps over the cluster | MPICH blocking | MPICH's steps / composed |")
+    print("|---|---|---|---|---|---|")
+    errors = []
+    for op, n in sorted({(op, n) for op, n, _ in measured}, key=lambda k: (ops.split(",").index(k[0]), k[1])):
+        t = {name: statistics.median(measured[(op, n, name)]) for name in jobs if (op, n, name) in measured}
+        p = predicted.get((op, n, "composed"))
+        if p:
+            errors.append(abs(p - t["composed"]) / t["composed"])
+        cell = lambda name: f"{t[name] / 1e3:.2f}" if name in t else "-"
+        print(f"| {op} | {n} | {cell('composed')} ({p / 1e3:.2f}) | {cell('mpich steps')} | {cell('mpi')} | "
+              f"{t['mpich steps'] / t['composed']:.2f} |" if p else
+              f"| {op} | {n} | {cell('composed')} | {cell('mpich steps')} | {cell('mpi')} | {t['mpich steps'] / t['composed']:.2f} |")
+    if errors:
+        print(f"\ncomposed predictions against measurements: median error {statistics.median(errors) * 100:.1f}%, "
+              f"max {max(errors) * 100:.1f}% over {len(errors)} cases")
+
+
+def interrupted(*_):
+    for s in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(s, signal.SIG_IGN)
+    sys.exit(1)
+
+
+signal.signal(signal.SIGTERM, interrupted)
+signal.signal(signal.SIGINT, interrupted)
+try:
+    main()
+finally:
+    teardown()
