@@ -32,7 +32,9 @@ tcp transport). bench/kernel_tier.c measures; bench/kernel_fit.cpp fits the runt
 Every raw measurement goes to FILE (JSON lines, overwritten; default kernel-tier-<time>.jsonl in the
 working directory). The namespaces are removed at the end, also on failure or Ctrl-C.
 """
-import argparse, json, os, shutil, signal, statistics, subprocess, sys, tempfile, time
+import argparse, json, os, signal, statistics, subprocess, sys, tempfile, time
+
+from netns_nodes import Nodes, sh
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--bindir", default="build/bin")
@@ -57,47 +59,20 @@ for tool in ("kernel_tier", "kernel_fit"):
         sys.exit(f"kernel_tier: {bindir}/{tool} not built (scripts/build.sh)")
 out_path = args.out or f"kernel-tier-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
 
-prefix = f"gkt{os.getpid()}"
-switch = f"{prefix}-sw"
 hosts = [f"10.213.0.{i + 1}" for i in range(args.nodes)]
-node_ns = {h: f"{prefix}-{h}" for h in hosts}
-work = tempfile.mkdtemp(prefix="gridrt-kernel-tier-")
-# mpiexec's launcher: hydra calls it as "LAUNCHER [options] HOST COMMAND...", as it would ssh.
-launcher = f"{work}/netns-launch"
-with open(launcher, "w") as f:
-    f.write('#!/bin/sh\nwhile [ "${1#-}" != "$1" ]; do shift; done\nhost=$1; shift\n'
-            f'exec ip netns exec "{prefix}-$host" sh -c "$*"\n')
-os.chmod(launcher, 0o755)
-
-
-def sh(*cmd, ns=None):
-    subprocess.run((["ip", "netns", "exec", ns] if ns else []) + list(cmd), check=True, capture_output=True, text=True)
+nodes = Nodes(f"gkt{os.getpid()}", hosts, "gridrt-kernel-tier-")
+switch, node_ns, work, launcher = nodes.switch, nodes.ns, nodes.work, nodes.launcher
 
 
 def teardown():
-    for ns in list(node_ns.values()) + [switch]:
-        pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
-        for pid in pids:
-            try: os.kill(int(pid), signal.SIGKILL)
-            except (ProcessLookupError, ValueError): pass
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-    shutil.rmtree(work, ignore_errors=True)
+    nodes.teardown()
 
 
 def setup():
-    sh("ip", "netns", "add", switch)
-    sh("ip", "link", "add", "br0", "type", "bridge", ns=switch)
-    sh("ip", "link", "set", "br0", "up", ns=switch)
+    nodes.build()
     for i, h in enumerate(hosts):
-        ns = node_ns[h]
-        sh("ip", "netns", "add", ns)
-        sh("ip", "link", "add", f"p{i}", "netns", switch, "type", "veth", "peer", "name", "eth0", "netns", ns)
-        sh("ip", "link", "set", f"p{i}", "master", "br0", "up", ns=switch)
-        sh("ip", "addr", "add", f"{h}/24", "dev", "eth0", ns=ns)
-        sh("ip", "link", "set", "eth0", "up", ns=ns)
-        sh("ip", "link", "set", "lo", "up", ns=ns)
         # The NIC: the node sends at RATE. The switch port towards the node: RATE, short queue.
-        sh("tc", "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", args.rate, "burst", "16kb", "limit", "256kb", ns=ns)
+        sh("tc", "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", args.rate, "burst", "16kb", "limit", "256kb", ns=node_ns[h])
         sh("tc", "qdisc", "add", "dev", f"p{i}", "root", "tbf", "rate", args.rate, "burst", "16kb", "limit", args.queue, ns=switch)
 
 
@@ -168,8 +143,7 @@ def gridrt_gather(sizes):
     embedded broker and the cluster's relay in the switch's namespace, on the bridge), with
     the model (calibrated on the nodes, or kernel_fit's), split as it says and not split.
     Returns {size: {"auto" or "1": (mean us, predicted us)}}."""
-    sh("ip", "addr", "add", "10.213.0.254/24", "dev", "br0", ns=switch)
-    sh("ip", "link", "set", "lo", "up", ns=switch)
+    nodes.address_switch("10.213.0.254")
     grid, model = f"{work}/grid.xml", f"{work}/model.json"
     with open(grid, "w") as f:
         f.write(f'<grid name="kernel-tier">\n  <cluster name="nodes" site="lan" slots="{args.nodes}">'

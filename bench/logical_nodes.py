@@ -24,7 +24,9 @@ cluster's relay and the embedded broker sit on the bridge. Then:
 a host file that lists nodes in no particular order does. Root only. The namespaces and
 delays are removed at the end, also on failure or Ctrl-C.
 """
-import argparse, json, os, shutil, signal, statistics, subprocess, sys, tempfile, time
+import argparse, json, os, shutil, signal, statistics, subprocess, sys, time
+
+from netns_nodes import Nodes, sh
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--build", default="build", help="the build directory (bin/ and tests/bin/)")
@@ -47,51 +49,25 @@ for name, path in tools.items():
     if not os.access(path, os.X_OK):
         sys.exit(f"logical_nodes: {path} not built (scripts/build.sh; nfq_delay needs libnetfilter-queue-dev)")
 
-prefix = f"gln{os.getpid()}"
-switch = f"{prefix}-sw"
 hosts = [f"10.214.0.{i + 1}" for i in range(args.nodes)]
 half = {h: i * 2 // args.nodes for i, h in enumerate(hosts)}
 order = [h for pair in zip(hosts[:args.nodes // 2], hosts[args.nodes // 2:]) for h in pair] if args.interleave else hosts
-work = tempfile.mkdtemp(prefix="gridrt-logical-nodes-")
-# mpiexec's launcher: hydra calls it as "LAUNCHER [options] HOST COMMAND...", as it would ssh;
-# the command runs in the host's namespace under the host's own name (a UTS namespace).
-launcher = f"{work}/netns-launch"
-with open(launcher, "w") as f:
-    f.write('#!/bin/sh\nwhile [ "${1#-}" != "$1" ]; do shift; done\nhost=$1; shift\n'
-            f'exec ip netns exec "{prefix}-$host" unshare --uts sh -c "hostname {prefix}-node${{host##*.}} && exec $*"\n')
-os.chmod(launcher, 0o755)
+nodes = Nodes(f"gln{os.getpid()}", hosts, "gridrt-logical-nodes-", own_host_names=True)
+switch, work = nodes.switch, nodes.work
 delayers = []
-
-
-def sh(*cmd, ns=None):
-    subprocess.run((["ip", "netns", "exec", ns] if ns else []) + list(cmd), check=True, capture_output=True, text=True)
 
 
 def teardown():
     for p in delayers:
         p.terminate()
-    for ns in [f"{prefix}-{h}" for h in hosts] + [switch]:
-        for pid in subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split():
-            try: os.kill(int(pid), signal.SIGKILL)
-            except (ProcessLookupError, ValueError): pass
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-    shutil.rmtree(work, ignore_errors=True)
+    nodes.teardown()
 
 
 def setup():
-    sh("ip", "netns", "add", switch)
-    sh("ip", "link", "add", "br0", "type", "bridge", ns=switch)
-    sh("ip", "addr", "add", "10.214.0.254/24", "dev", "br0", ns=switch)
-    sh("ip", "link", "set", "br0", "up", ns=switch)
-    sh("ip", "link", "set", "lo", "up", ns=switch)
-    for i, h in enumerate(hosts):
-        ns = f"{prefix}-{h}"
-        sh("ip", "netns", "add", ns)
-        sh("ip", "link", "add", f"p{i}", "netns", switch, "type", "veth", "peer", "name", "eth0", "netns", ns)
-        sh("ip", "link", "set", f"p{i}", "master", "br0", "up", ns=switch)
-        sh("ip", "addr", "add", f"{h}/24", "dev", "eth0", ns=ns)
-        sh("ip", "link", "set", "eth0", "up", ns=ns)
-        sh("ip", "link", "set", "lo", "up", ns=ns)
+    """The nodes, and on each the delay of its packets to the other half's nodes."""
+    nodes.build(switch_addr="10.214.0.254")
+    for h in hosts:
+        ns = nodes.ns[h]
         for other in hosts:
             if half[other] != half[h]:
                 sh("iptables", "-A", "OUTPUT", "-d", other, "-j", "NFQUEUE", "--queue-num", "0", "--queue-bypass", ns=ns)
@@ -117,7 +93,7 @@ def main():
     with open(grid, "w") as f:
         f.write(f'<grid name="logical-nodes">\n  <cluster name="nodes" site="lan" slots="{args.nodes}">'
                 '<relay link="127.0.0.1:0" local="10.214.0.254:0"/><network nodes="private" inbound="no"/>'
-                f'<launch>mpiexec -launcher ssh -launcher-exec {launcher} -iface br0 -hosts {",".join(order)} -n {{np}}</launch>'
+                f'<launch>mpiexec -launcher ssh -launcher-exec {nodes.launcher} -iface br0 -hosts {",".join(order)} -n {{np}}</launch>'
                 '</cluster>\n</grid>\n')
     model, flat_model = f"{work}/model.json", f"{work}/no-partition.json"
     t0 = time.monotonic()

@@ -259,6 +259,7 @@ TEST(Costs, OneClusterIsMpichsOwnCollective) {
   // A binomial tree of 8: 3 rounds of L + g(m).
   EXPECT_NEAR(bcast_hier_cost(s, 0, 1000), 3 * (5e-6 + 1e-6), 1e-12);
   EXPECT_NEAR(allreduce_hier_cost(s, 1000), 3 * (5e-6 + 1e-6), 1e-12);
+  EXPECT_NEAR(barrier_hier_cost(s), 3 * 5e-6, 1e-12);  // one barrier, not arrive and release
 }
 
 // A cluster of two logical clusters (nodes n1 n2 | n3 n4) whose pairs were measured: 20 us
@@ -286,6 +287,13 @@ TEST(Costs, AClusterOfLogicalClustersComposesOverThem) {
   EXPECT_NEAR(allreduce_hier_cost(s, 1000), 42e-6 + 92e-6 + 42e-6, 1e-12);
   EXPECT_NEAR(alltoall_local_group_cost(s, 1000), 7 * 2e-6 + 90e-6, 1e-12);
   EXPECT_NEAR(bcast_binomial_cost(s, 0, 1000), 3 * 92e-6, 1e-12);
+  // A barrier: inside the larger (2 rounds of 20 us), once between the leaders, released
+  // inside (a broadcast of nothing, 2 x 20 us).
+  EXPECT_NEAR(barrier_hier_cost(s), 40e-6 + 90e-6 + 40e-6, 1e-12);
+  // The cluster's own pair (its first two processes) lying across the two logical clusters
+  // is not taken for the pair inside one, which was measured.
+  m.inside["c0"] = line(90e-6, 0.002);
+  EXPECT_NEAR(bcast_hier_cost(shape(m, {8}, {"A"}), 0, 1000), 92e-6 + 2 * 21e-6, 1e-12);
   EXPECT_NEAR(gather_hier_cost(s, 0, 1000, Route::kDirect), 92e-6, 1e-12);
 }
 

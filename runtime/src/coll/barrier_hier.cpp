@@ -45,8 +45,9 @@ Async<> barrier_hier(CommImpl& c) {
 }
 
 // Cost: MPICH's barrier arrive in every cluster, the leaders to their site's head, one byte
-// between every two heads, back to the leaders, the release.
+// between every two heads, back to the leaders, the release. One cluster: its one barrier.
 double barrier_hier_cost(const CostShape& s) {
+  if (s.parts() == 1) return s.local(Coll::kBarrier, 0, 0);
   std::vector<double> ready(s.parts());
   for (int p = 0; p < s.parts(); ++p) ready[p] = s.local(Coll::kBarrier, p, 0);
   const std::vector<double> one_byte(s.parts(), 1.0), site_byte(s.sites.size(), 1.0);

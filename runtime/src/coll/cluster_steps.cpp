@@ -196,9 +196,20 @@ Step cluster_release(CommImpl& c) {
   return b.step();
 }
 
+// A whole barrier inside the part: over the node level, each node's members meet, the
+// leaders meet once (then every member has arrived), and each leader releases its node:
+// one crossing between nodes, where arriving and releasing apart take two (between them
+// the grid barrier crosses the WAN).
 Async<> cluster_barrier(CommImpl& c) {
-  co_await one(cluster_arrive(c));
-  if (c.nodes.used) co_await one(cluster_release(c));  // else arriving was a whole barrier
+  if (!c.nodes.used) {
+    co_await one(cluster_arrive(c));  // one barrier on `local`
+    co_return;
+  }
+  ChainBuilder b(c.nodes);
+  b.then(NodeLevel::kNode, [node = c.nodes.node](MPI_Request* r) { return MPI_Ibarrier(node, r); });
+  if (Where(c).leads()) b.then(NodeLevel::kLeaders, [leaders = c.nodes.leaders](MPI_Request* r) { return MPI_Ibarrier(leaders, r); });
+  b.then(NodeLevel::kNode, [node = c.nodes.node](MPI_Request* r) { return MPI_Ibarrier(node, r); });
+  co_await one(b.step());
 }
 
 namespace {

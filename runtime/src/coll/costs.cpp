@@ -51,12 +51,13 @@ CostShape::CostShape(const models::GridModel& model, std::vector<int> members_pa
     for (int g : l.group) ++nodes[g];
     const int largest = *std::max_element(nodes.begin(), nodes.end()), all = static_cast<int>(l.group.size());
     lv.per_group = std::max(1, (part_size[p] * largest + all - 1) / all);
-    // The slowest pair: collectives wait for it. Inside a logical cluster of one node (or
-    // not measured), the cluster's own pair (shared memory).
+    // The slowest pair: collectives wait for it. Where no logical cluster of two nodes was
+    // measured (each is one node), the cluster's own pair (shared memory); not otherwise,
+    // since that pair, the cluster's first two processes, may lie in two logical clusters.
     auto slower = [](const models::PLogP& a, const models::PLogP& b) { return b.L > a.L ? b : a; };
     lv.between = l.between.begin()->second;
     for (const auto& [ab, q] : l.between) lv.between = slower(lv.between, q);
-    lv.inside = link[p][p];
+    lv.inside = l.inside.empty() ? link[p][p] : l.inside.begin()->second;
     for (const auto& [g, q] : l.inside) lv.inside = slower(lv.inside, q);
     logical[p] = lv;
   }
