@@ -92,6 +92,31 @@ TEST(FinalizeDeadline, ACallWaitingOnTheProcessManagerIsLeftToFinish) {
   ::close(fds[0]);
 }
 
+// A wait on the process manager that never ends (the others never come) is left at three
+// times the limit, the deadline writing nothing on the socket, which is the call's.
+TEST(FinalizeDeadline, AWaitOnTheProcessManagerThatNeverEndsIsLeftAtThreeTimesTheLimit) {
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  const auto started = std::chrono::steady_clock::now();
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(fds[0]);
+    const FinalizeDeadline deadline(std::chrono::seconds(1), 1, fds[1]);
+    if (::write(fds[1], "cmd=barrier_in\n", 15) != 15) ::_exit(3);
+    char reply[64];
+    (void)::read(fds[1], reply, sizeof reply);  // no answer ever comes
+    ::_exit(4);
+  }
+  ::close(fds[1]);
+  EXPECT_EQ(read_line(fds[0], 10), "cmd=barrier_in");
+  EXPECT_EQ(exit_status(child), 0);
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_GE(took, std::chrono::milliseconds(2900));
+  EXPECT_LT(took, std::chrono::seconds(10));
+  EXPECT_EQ(read_line(fds[0], 1), "");
+  ::close(fds[0]);
+}
+
 // Without a process manager's socket (another launcher) the stuck process just leaves.
 TEST(FinalizeDeadline, WithoutAProcessManagerTheStuckProcessLeaves) {
   const pid_t child = ::fork();

@@ -89,14 +89,16 @@ bool FinalizeDeadline::waiting_on_process_manager() const {
 void FinalizeDeadline::watch() {
   std::unique_lock<std::mutex> lock(mutex_);
   if (returned_cv_.wait_for(lock, limit_, [this] { return returned_; })) return;
-  for (int waited = 1; waited < 3 && waiting_on_process_manager(); ++waited)
+  bool waiting = waiting_on_process_manager();
+  int waited = 1;  // limits
+  for (; waited < 3 && waiting; ++waited, waiting = waiting_on_process_manager())
     if (returned_cv_.wait_for(lock, limit_, [this] { return returned_; })) return;
   lock.unlock();
   std::fprintf(stderr,
                "gridrt: rank %d: MPI_Finalize has not returned %lld s after the whole job reached finalize (MPICH's UCX tcp "
                "transport can wait there for ever on a peer that has stopped progressing); leaving without it, status 0 "
                "(GRIDRT_FINALIZE_TIMEOUT sets the limit)\n",
-               rank_, static_cast<long long>(limit_.count()));
+               rank_, static_cast<long long>(limit_.count() * waited));
   // The output first, while the calling thread runs: held inside stdio (UCX's progress
   // reads /proc files with it) it would keep a stream's lock for ever.
   std::fflush(stdout);
@@ -106,7 +108,10 @@ void FinalizeDeadline::watch() {
   // as ended cleanly rather than as one that vanished. The calling thread is held first (a
   // signal whose handler never returns): were its call to come unstuck as the others
   // leave, it would speak on the same socket at the same time.
-  if (pmi_fd_ >= 0) {
+  // Still waiting on the process manager at three times the limit: the others never came;
+  // nothing is left to do for them, and the socket is the call's.
+  const bool finish_for_the_call = pmi_fd_ >= 0 && !waiting;
+  if (finish_for_the_call) {
     struct sigaction hold {};
     hold.sa_handler = [](int) {
       for (;;) ::pause();
@@ -116,7 +121,7 @@ void FinalizeDeadline::watch() {
     if (::sigaction(signal, &hold, nullptr) == 0 && ::syscall(SYS_tgkill, ::getpid(), caller_, signal) == 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (pmi_fd_ >= 0 && pmi_exchange(pmi_fd_, "cmd=barrier_in\n", "cmd=barrier_out"))
+  if (finish_for_the_call && pmi_exchange(pmi_fd_, "cmd=barrier_in\n", "cmd=barrier_out"))
     pmi_exchange(pmi_fd_, "cmd=finalize\n", "cmd=finalize_ack");
   ::_exit(0);
 }

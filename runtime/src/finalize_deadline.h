@@ -12,14 +12,17 @@ namespace gridrt::detail {
 // ever. Each process closes its endpoints, and closing one that has sent since its last
 // acknowledgement asks the peer for one: a small message that the peer answers only while
 // it progresses UCX. A peer that has closed its own endpoints already waits in the process
-// manager's barrier, reading nothing but that, so the request stays in its socket and each
+// manager's barrier, reading nothing but that, or spins in the same close for answers of
+// its own that UCX no longer progresses, so the requests stay in the sockets and each
 // waits for the other (seen in 1 of 3 or 4 runs of a job over four nodes behind delayed
-// lines; UCX's own tracker knows it as the tcp transport hanging during cleanup).
+// lines, most often with every process spinning; UCX's own tracker knows it as the tcp
+// transport hanging during cleanup).
 //
 // By then every rank of the job has passed finalize's barrier: the job's work is done. So a
 // deadline watches the call. Past it, a process whose call is waiting on the process
 // manager (reading its PMI socket) waits on: it is one of the others, and goes on once the
-// stuck one has done its part, or leaves at three times the limit. A process whose call is
+// stuck one has done its part, or leaves at three times the limit (touching nothing of the
+// process manager's: the socket is the call's). A process whose call is
 // anywhere else is the stuck one: it says so and, where the process manager speaks PMI-1
 // over PMI_FD (MPICH's hydra), holds the calling thread (a real-time signal, SIGRTMAX - 1,
 // whose handler never returns) and does for itself what the call had left to do with the
