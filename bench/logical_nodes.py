@@ -19,7 +19,10 @@ cluster's relay and the embedded broker sit on the bridge. Then:
 
     bench/logical_nodes.py [--build DIR] [--nodes 4] [--delay-us 400] [--runs 3] [--iters 20]
                            [--sizes 8,65536,1048576] [--interleave] [--keep-model FILE]
+    bench/logical_nodes.py --finalize-jobs N
 
+--finalize-jobs N: instead, coll_check N times on the nodes, counting the jobs the finalize
+deadline had to end (MPICH's UCX tcp transport stuck in MPI_Finalize) and how each ended.
 --interleave numbers the processes alternately from each half (hosts n1 n3 n2 n4 ...), as
 a host file that lists nodes in no particular order does. Root only. The namespaces and
 delays are removed at the end, also on failure or Ctrl-C.
@@ -37,6 +40,8 @@ parser.add_argument("--iters", type=int, default=20)
 parser.add_argument("--sizes", default="8,65536,1048576")
 parser.add_argument("--interleave", action="store_true", help="processes numbered alternately from each half")
 parser.add_argument("--keep-model", metavar="FILE", help="also write the calibrated model there")
+parser.add_argument("--finalize-jobs", type=int, default=0, metavar="N",
+                    help="instead: run coll_check N times on the nodes and count the jobs the finalize deadline ended")
 args = parser.parse_args()
 if os.geteuid() != 0:
     sys.exit("logical_nodes: needs root (network namespaces, iptables)")
@@ -44,7 +49,7 @@ if args.nodes % 2 or not 4 <= args.nodes <= 8:
     sys.exit("logical_nodes: --nodes is an even number from 4 to 8")
 build = os.path.abspath(args.build)
 tools = {name: f"{build}/bin/{name}" for name in ("gridrun", "gridbench")}
-tools["nfq_delay"] = f"{build}/tests/bin/nfq_delay"
+tools.update(nfq_delay=f"{build}/tests/bin/nfq_delay", coll_check=f"{build}/tests/bin/coll_check")
 for name, path in tools.items():
     if not os.access(path, os.X_OK):
         sys.exit(f"logical_nodes: {path} not built (scripts/build.sh; nfq_delay needs libnetfilter-queue-dev)")
@@ -87,6 +92,26 @@ def run(cmd, what):
     return r
 
 
+def finalize_jobs(grid):
+    """coll_check on the nodes, --finalize-jobs times: how each job ended, and how many of
+    them the finalize deadline (5 s) had to end (MPICH's UCX tcp transport stuck in
+    MPI_Finalize)."""
+    env = dict(os.environ, UCX_TLS="tcp,self", GRIDRT_FINALIZE_TIMEOUT="5")
+    statuses, stuck, seconds = {}, 0, []
+    for k in range(args.finalize_jobs):
+        t0 = time.monotonic()
+        r = subprocess.run(["ip", "netns", "exec", switch, tools["gridrun"], "--grid", grid, "-n", str(args.nodes), tools["coll_check"]],
+                           capture_output=True, text=True, env=env, timeout=300)
+        seconds.append(time.monotonic() - t0)
+        statuses[r.returncode] = statuses.get(r.returncode, 0) + 1
+        ended_by_deadline = "MPI_Finalize has not returned" in r.stderr
+        stuck += ended_by_deadline
+        print(f"  job {k + 1}: status {r.returncode} in {seconds[-1]:.1f} s{' (the deadline ended it)' if ended_by_deadline else ''}",
+              flush=True)
+    print(f"logical_nodes: {args.finalize_jobs} jobs of coll_check: statuses {statuses}; {stuck} ended by the finalize deadline; "
+          f"median {statistics.median(seconds):.1f} s, longest {max(seconds):.1f} s")
+
+
 def main():
     setup()
     grid = f"{work}/grid.xml"
@@ -95,6 +120,8 @@ def main():
                 '<relay link="127.0.0.1:0" local="10.214.0.254:0"/><network nodes="private" inbound="no"/>'
                 f'<launch>mpiexec -launcher ssh -launcher-exec {nodes.launcher} -iface br0 -hosts {",".join(order)} -n {{np}}</launch>'
                 '</cluster>\n</grid>\n')
+    if args.finalize_jobs:
+        return finalize_jobs(grid)
     model, flat_model = f"{work}/model.json", f"{work}/no-partition.json"
     t0 = time.monotonic()
     run([tools["gridrun"], "calibrate", "--grid", grid, "--no-sample", "--output", model], "gridrun calibrate")
@@ -126,16 +153,18 @@ def main():
     print(f"\nmedian max_us of {args.runs} runs of {args.iters} calls, ms (prediction of the composed steps in brackets):\n")
     print("| op | bytes | composed over the logical clusters | MPICH's steps over the cluster | MPICH blocking | MPICH's steps / composed |")
     print("|---|---|---|---|---|---|")
-    errors = []
+    errors, ratios = [], []
     for op, n in sorted({(op, n) for op, n, _ in measured}, key=lambda k: (ops.split(",").index(k[0]), k[1])):
         t = {name: statistics.median(measured[(op, n, name)]) for name in jobs if (op, n, name) in measured}
         p = predicted.get((op, n, "composed"))
         if p:
             errors.append(abs(p - t["composed"]) / t["composed"])
+        ratios.append(t["mpich steps"] / t["composed"])
         cell = lambda name: f"{t[name] / 1e3:.2f}" if name in t else "-"
-        print(f"| {op} | {n} | {cell('composed')} ({p / 1e3:.2f}) | {cell('mpich steps')} | {cell('mpi')} | "
-              f"{t['mpich steps'] / t['composed']:.2f} |" if p else
-              f"| {op} | {n} | {cell('composed')} | {cell('mpich steps')} | {cell('mpi')} | {t['mpich steps'] / t['composed']:.2f} |")
+        said = f" ({p / 1e3:.2f})" if p else ""
+        print(f"| {op} | {n} | {cell('composed')}{said} | {cell('mpich steps')} | {cell('mpi')} | {ratios[-1]:.2f} |")
+    print(f"\nMPICH's steps / composed: {min(ratios):.2f} to {max(ratios):.2f}, median {statistics.median(ratios):.2f} "
+          f"over {len(ratios)} cases")
     if errors:
         print(f"\ncomposed predictions against measurements: median error {statistics.median(errors) * 100:.1f}%, "
               f"max {max(errors) * 100:.1f}% over {len(errors)} cases")

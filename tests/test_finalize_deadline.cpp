@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <thread>
 
@@ -43,88 +44,94 @@ int exit_status(pid_t child) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+constexpr int kReturned = 7;  // a child's status when its call returned and the deadline ended
+
+// A child process whose "MPI_Finalize" is `call`, watched by a deadline of 1 s; `pm` is
+// this test's end of the child's PMI socket (-1 without one). The child leaves with
+// kReturned if the call returns.
+struct Rank {
+  pid_t pid = -1;
+  int pm = -1;
+};
+Rank start_rank(bool with_process_manager, const std::function<void(int pmi_fd)>& call) {
+  int fds[2] = {-1, -1};
+  if (with_process_manager && ::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) return {};
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (fds[0] >= 0) ::close(fds[0]);
+    {
+      const FinalizeDeadline deadline(std::chrono::seconds(1), 3, fds[1]);
+      call(fds[1]);
+    }
+    ::_exit(kReturned);
+  }
+  if (fds[1] >= 0) ::close(fds[1]);
+  return {pid, fds[0]};
+}
+
+// Stuck anywhere but on the process manager.
+void stuck(int) {
+  for (;;) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+// What MPICH's barrier does: barrier_in, then a blocking read of the answer (which, if it
+// comes, must be barrier_out).
+void in_the_barrier(int pmi_fd) {
+  if (::write(pmi_fd, "cmd=barrier_in\n", 15) != 15) ::_exit(3);
+  char reply[64];
+  const ssize_t n = ::read(pmi_fd, reply, sizeof reply);
+  if (n <= 0 || std::string(reply, n) != "cmd=barrier_out\n") ::_exit(4);
+}
+
 // A call stuck anywhere but on the process manager: past the limit the process enters the
 // barrier the others wait in, finalizes with the process manager, and leaves with status 0.
 TEST(FinalizeDeadline, AStuckCallEntersTheBarrierFinalizesAndLeaves) {
-  int fds[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
   const auto started = std::chrono::steady_clock::now();
-  const pid_t child = ::fork();
-  if (child == 0) {
-    ::close(fds[0]);
-    const FinalizeDeadline deadline(std::chrono::seconds(1), 3, fds[1]);
-    for (;;) std::this_thread::sleep_for(std::chrono::milliseconds(1));  // stuck, not reading PMI
-  }
-  ::close(fds[1]);
-  EXPECT_EQ(read_line(fds[0], 10), "cmd=barrier_in");
+  const Rank r = start_rank(true, stuck);
+  ASSERT_GT(r.pid, 0);
+  EXPECT_EQ(read_line(r.pm, 10), "cmd=barrier_in");
   EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(900));
-  write_line(fds[0], "cmd=barrier_out");
-  EXPECT_EQ(read_line(fds[0], 10), "cmd=finalize");
-  write_line(fds[0], "cmd=finalize_ack");
-  EXPECT_EQ(exit_status(child), 0);
-  ::close(fds[0]);
+  write_line(r.pm, "cmd=barrier_out");
+  EXPECT_EQ(read_line(r.pm, 10), "cmd=finalize");
+  write_line(r.pm, "cmd=finalize_ack");
+  EXPECT_EQ(exit_status(r.pid), 0);
+  ::close(r.pm);
 }
 
 // A call waiting on the process manager (blocked reading its socket: one of the others,
 // waiting for the stuck one) is left alone past the limit and returns when the barrier
 // ends; the deadline then ends with it and the process goes on.
 TEST(FinalizeDeadline, ACallWaitingOnTheProcessManagerIsLeftToFinish) {
-  int fds[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
-  const pid_t child = ::fork();
-  if (child == 0) {
-    ::close(fds[0]);
-    {
-      const FinalizeDeadline deadline(std::chrono::seconds(1), 2, fds[1]);
-      if (::write(fds[1], "cmd=barrier_in\n", 15) != 15) ::_exit(3);
-      char reply[64];
-      const ssize_t n = ::read(fds[1], reply, sizeof reply);  // what MPICH's barrier does
-      if (n <= 0 || std::string(reply, n) != "cmd=barrier_out\n") ::_exit(4);
-    }
-    ::_exit(7);  // returned from the call, past the deadline's end
-  }
-  ::close(fds[1]);
-  EXPECT_EQ(read_line(fds[0], 10), "cmd=barrier_in");
+  const Rank r = start_rank(true, in_the_barrier);
+  ASSERT_GT(r.pid, 0);
+  EXPECT_EQ(read_line(r.pm, 10), "cmd=barrier_in");
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // past the limit: nothing more comes
-  write_line(fds[0], "cmd=barrier_out");
-  EXPECT_EQ(exit_status(child), 7);
-  EXPECT_EQ(read_line(fds[0], 1), "");  // the deadline wrote nothing of its own
-  ::close(fds[0]);
+  write_line(r.pm, "cmd=barrier_out");
+  EXPECT_EQ(exit_status(r.pid), kReturned);
+  EXPECT_EQ(read_line(r.pm, 1), "");  // the deadline wrote nothing of its own
+  ::close(r.pm);
 }
 
 // A wait on the process manager that never ends (the others never come) is left at three
 // times the limit, the deadline writing nothing on the socket, which is the call's.
 TEST(FinalizeDeadline, AWaitOnTheProcessManagerThatNeverEndsIsLeftAtThreeTimesTheLimit) {
-  int fds[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
   const auto started = std::chrono::steady_clock::now();
-  const pid_t child = ::fork();
-  if (child == 0) {
-    ::close(fds[0]);
-    const FinalizeDeadline deadline(std::chrono::seconds(1), 1, fds[1]);
-    if (::write(fds[1], "cmd=barrier_in\n", 15) != 15) ::_exit(3);
-    char reply[64];
-    (void)::read(fds[1], reply, sizeof reply);  // no answer ever comes
-    ::_exit(4);
-  }
-  ::close(fds[1]);
-  EXPECT_EQ(read_line(fds[0], 10), "cmd=barrier_in");
-  EXPECT_EQ(exit_status(child), 0);
+  const Rank r = start_rank(true, in_the_barrier);
+  ASSERT_GT(r.pid, 0);
+  EXPECT_EQ(read_line(r.pm, 10), "cmd=barrier_in");
+  EXPECT_EQ(exit_status(r.pid), 0);
   const auto took = std::chrono::steady_clock::now() - started;
   EXPECT_GE(took, std::chrono::milliseconds(2900));
   EXPECT_LT(took, std::chrono::seconds(10));
-  EXPECT_EQ(read_line(fds[0], 1), "");
-  ::close(fds[0]);
+  EXPECT_EQ(read_line(r.pm, 1), "");
+  ::close(r.pm);
 }
 
 // Without a process manager's socket (another launcher) the stuck process just leaves.
 TEST(FinalizeDeadline, WithoutAProcessManagerTheStuckProcessLeaves) {
-  const pid_t child = ::fork();
-  if (child == 0) {
-    const FinalizeDeadline deadline(std::chrono::seconds(1), 0, -1);
-    for (;;) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  EXPECT_EQ(exit_status(child), 0);
+  const Rank r = start_rank(false, stuck);
+  ASSERT_GT(r.pid, 0);
+  EXPECT_EQ(exit_status(r.pid), 0);
 }
 
 }  // namespace

@@ -396,8 +396,8 @@ class DelayedPairs : public SshCluster {
 };
 
 // Calibration measures the latencies between the four nodes and splits the declared
-// cluster into its two pairs (within-pair latency a few tens of microseconds, between the
-// pairs the delay more), then takes one pLogP pair inside each pair of nodes and one between
+// cluster into its two pairs (a few microseconds within a pair, the delay more between
+// them), then takes one pLogP pair inside each pair of nodes and one between
 // them; a job with that model composes its steps inside the cluster over the two pairs
 // and every collective still matches its reference.
 TEST_F(DelayedPairs, CalibrationSplitsTheClusterIntoTheNodesThatAreAlike) {
@@ -413,10 +413,10 @@ TEST_F(DelayedPairs, CalibrationSplitsTheClusterIntoTheNodesThatAreAlike) {
   EXPECT_EQ(show.out.substr(show.out.find('\n', said) - partition.size() + 1, partition.size()), partition) << show.out;
   // The latencies behind it: every pair across the delay at least kDelayUs, every pair
   // inside one well under it (the rows of --show's matrix, in the nodes' order).
-  const std::regex row("      (\\S+): +-?([-0-9. ]+)\n");
+  const std::regex row("      (\\S+):([-0-9. ]+)\n");
   std::map<std::string, std::vector<double>> latency;
   for (std::sregex_iterator it(show.out.begin(), show.out.end(), row), end; it != end; ++it) {
-    std::istringstream cells((*it)[0].str().substr((*it)[0].str().find(':') + 1));
+    std::istringstream cells((*it)[2].str());
     for (std::string cell; cells >> cell;) latency[(*it)[1]].push_back(cell == "-" ? 0 : std::stod(cell));
   }
   ASSERT_EQ(latency.size(), 4u) << show.out;

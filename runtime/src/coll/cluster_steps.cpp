@@ -177,22 +177,33 @@ Step cluster_allreduce(CommImpl& c, const void* sendbuf, void* recvbuf, const La
   return b.step();
 }
 
+namespace {
+// The barrier's stages over the node level: a node's members meet; the leaders meet (only
+// the leaders take part in that stage).
+void node_barrier(ChainBuilder& b, const CommImpl& c) {
+  b.then(NodeLevel::kNode, [node = c.nodes.node](MPI_Request* r) { return MPI_Ibarrier(node, r); });
+}
+void leaders_barrier(ChainBuilder& b, const CommImpl& c) {
+  if (Where(c).leads()) b.then(NodeLevel::kLeaders, [leaders = c.nodes.leaders](MPI_Request* r) { return MPI_Ibarrier(leaders, r); });
+}
+}  // namespace
+
 Step cluster_arrive(CommImpl& c) {
   if (!c.nodes.used) {
     MPI_Request r;
     return on_local(MPI_Ibarrier(c.local, &r), r);
   }
   ChainBuilder b(c.nodes);
-  b.then(NodeLevel::kNode, [node = c.nodes.node](MPI_Request* r) { return MPI_Ibarrier(node, r); });
-  if (Where(c).leads()) b.then(NodeLevel::kLeaders, [leaders = c.nodes.leaders](MPI_Request* r) { return MPI_Ibarrier(leaders, r); });
+  node_barrier(b, c);
+  leaders_barrier(b, c);
   return b.step();
 }
 
 Step cluster_release(CommImpl& c) {
   if (!c.nodes.used) return cluster_arrive(c);  // one barrier on `local` either way
   ChainBuilder b(c.nodes);
-  if (Where(c).leads()) b.then(NodeLevel::kLeaders, [leaders = c.nodes.leaders](MPI_Request* r) { return MPI_Ibarrier(leaders, r); });
-  b.then(NodeLevel::kNode, [node = c.nodes.node](MPI_Request* r) { return MPI_Ibarrier(node, r); });
+  leaders_barrier(b, c);
+  node_barrier(b, c);
   return b.step();
 }
 
@@ -206,9 +217,9 @@ Async<> cluster_barrier(CommImpl& c) {
     co_return;
   }
   ChainBuilder b(c.nodes);
-  b.then(NodeLevel::kNode, [node = c.nodes.node](MPI_Request* r) { return MPI_Ibarrier(node, r); });
-  if (Where(c).leads()) b.then(NodeLevel::kLeaders, [leaders = c.nodes.leaders](MPI_Request* r) { return MPI_Ibarrier(leaders, r); });
-  b.then(NodeLevel::kNode, [node = c.nodes.node](MPI_Request* r) { return MPI_Ibarrier(node, r); });
+  node_barrier(b, c);
+  leaders_barrier(b, c);
+  node_barrier(b, c);
   co_await one(b.step());
 }
 
