@@ -10,15 +10,17 @@ cluster's relay and the embedded broker sit on the bridge. Then:
   1. `gridrun calibrate --no-sample` measures the cluster: the latencies between its nodes,
      the logical clusters the 20% rule draws from them, and one pLogP pair per logical
      cluster and per pair of them (no sample run: the predictions are the model's alone);
-  2. gridbench runs every collective with that model (the cluster's steps compose over the
-     logical clusters), with the same model less its logical clusters (MPICH's own steps
-     over the whole cluster: what gridrt does without the partition), and MPICH's blocking
-     collective without gridrt (--algo mpi), `--runs` times each, alternated;
-  3. prints, per (operation, size), the median max_us of each, the ratio MPICH's steps /
-     composed, and the composed prediction against its measurement.
+  2. gridbench runs every collective with that model, hierarchical, its steps inside the
+     cluster composed over the logical clusters (GRIDRT_CLUSTER_STEPS=composed), MPICH's
+     own over the whole cluster (=mpich), and each as the model predicts faster (the
+     default); and MPICH's blocking collective without gridrt (--algo mpi); `--runs` times
+     each, alternated;
+  3. prints, per (operation, size), the median max_us of each with its prediction, the
+     ratio MPICH's steps / composed, and the model's choice against the faster of the two.
 
     bench/logical_nodes.py [--build DIR] [--nodes 4] [--delay-us 400] [--runs 3] [--iters 20]
                            [--sizes 8,65536,1048576] [--interleave] [--keep-model FILE]
+                           [--calibrate-sizes S,...]
     bench/logical_nodes.py --finalize-jobs N
 
 --finalize-jobs N: instead, coll_check N times on the nodes, counting the jobs the finalize
@@ -40,6 +42,7 @@ parser.add_argument("--iters", type=int, default=20)
 parser.add_argument("--sizes", default="8,65536,1048576")
 parser.add_argument("--interleave", action="store_true", help="processes numbered alternately from each half")
 parser.add_argument("--keep-model", metavar="FILE", help="also write the calibrated model there")
+parser.add_argument("--calibrate-sizes", metavar="S,...", help="the sizes calibration measures (gridrun calibrate --sizes; default its own)")
 parser.add_argument("--finalize-jobs", type=int, default=0, metavar="N",
                     help="instead: run coll_check N times on the nodes and count the jobs the finalize deadline ended")
 args = parser.parse_args()
@@ -83,9 +86,11 @@ def setup():
             raise SystemExit(f"nfq_delay did not start in {ns}")
 
 
-def run(cmd, what):
-    """A gridrun job in the switch's namespace, stopped after 15 minutes."""
+def run(cmd, what, steps=None):
+    """A gridrun job in the switch's namespace (GRIDRT_CLUSTER_STEPS=steps), stopped after 15 minutes."""
     env = dict(os.environ, UCX_TLS="tcp,self", GRIDRT_FINALIZE_TIMEOUT="5")
+    if steps:
+        env["GRIDRT_CLUSTER_STEPS"] = steps
     r = subprocess.run(["ip", "netns", "exec", switch, *cmd], capture_output=True, text=True, env=env, timeout=900)
     if r.returncode != 0:
         raise SystemExit(f"{what} failed ({r.returncode}):\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
@@ -122,9 +127,10 @@ def main():
                 '</cluster>\n</grid>\n')
     if args.finalize_jobs:
         return finalize_jobs(grid)
-    model, flat_model = f"{work}/model.json", f"{work}/no-partition.json"
+    model = f"{work}/model.json"
     t0 = time.monotonic()
-    run([tools["gridrun"], "calibrate", "--grid", grid, "--no-sample", "--output", model], "gridrun calibrate")
+    sizes = ["--sizes", args.calibrate_sizes] if args.calibrate_sizes else []
+    run([tools["gridrun"], "calibrate", "--grid", grid, "--no-sample", *sizes, "--output", model], "gridrun calibrate")
     shown = run([tools["gridrun"], "calibrate", "--show", model], "gridrun calibrate --show").stdout
     print(f"logical_nodes: {args.nodes} nodes, halves {args.delay_us} us apart, processes {'interleaved' if args.interleave else 'in order'};"
           f" calibrated in {time.monotonic() - t0:.0f} s:\n" + "".join(f"    {l}\n" for l in shown.splitlines()), flush=True)
@@ -134,40 +140,53 @@ def main():
         m = json.load(f)
     if "logical_clusters" not in m:
         raise SystemExit("logical_nodes: the model has no logical clusters (the latencies did not split the cluster)")
-    m.pop("logical_clusters")
-    with open(flat_model, "w") as f:
-        json.dump(m, f)
     ops = "barrier,bcast,reduce,allreduce,gather,scatter,allgather,alltoall"
-    jobs = {"composed": (model, "hier"), "mpich steps": (flat_model, "hier"), "mpi": (model, "mpi")}
+    jobs = {"composed": ("hier", "composed"), "mpich steps": ("hier", "mpich"), "model": ("hier", "model"), "mpi": ("mpi", None)}
     measured, predicted = {}, {}
     for r in range(args.runs):
-        for name, (model_file, algo) in jobs.items():
+        for name, (algo, steps) in jobs.items():
             print(f"logical_nodes: run {r + 1}/{args.runs}: {name}", file=sys.stderr, flush=True)
-            out = run([tools["gridbench"], "--grid", grid, "--model", model_file, "--op", ops, "--algo", algo, "--sizes", args.sizes,
-                       "--iters", str(args.iters), "--json"], f"gridbench {name}").stdout
+            out = run([tools["gridbench"], "--grid", grid, "--model", model, "--op", ops, "--algo", algo, "--sizes", args.sizes,
+                       "--iters", str(args.iters), "--json"], f"gridbench {name}", steps).stdout
             for line in out.splitlines():
                 if line.startswith("{"):
                     d = json.loads(line)
                     measured.setdefault((d["op"], d["bytes"], name), []).append(d["max_us"])
                     predicted[(d["op"], d["bytes"], name)] = d.get("predicted_us")
-    print(f"\nmedian max_us of {args.runs} runs of {args.iters} calls, ms (prediction of the composed steps in brackets):\n")
-    print("| op | bytes | composed over the logical clusters | MPICH's steps over the cluster | MPICH blocking | MPICH's steps / composed |")
-    print("|---|---|---|---|---|---|")
-    errors, ratios = [], []
+    print(f"\nmedian max_us of {args.runs} runs of {args.iters} calls, ms (predictions in brackets); the model's choice against"
+          " the faster of composed and MPICH's steps:\n")
+    print("| op | bytes | composed over the logical clusters | MPICH's steps over the cluster | the model's choice | MPICH blocking"
+          " | MPICH's steps / composed | choice / faster |")
+    print("|---|---|---|---|---|---|---|---|")
+    errors, ratios, choices, picked_right = {"composed": [], "mpich steps": []}, [], [], 0
+    totals = dict.fromkeys(["composed", "mpich steps", "model", "faster"], 0.0)
     for op, n in sorted({(op, n) for op, n, _ in measured}, key=lambda k: (ops.split(",").index(k[0]), k[1])):
         t = {name: statistics.median(measured[(op, n, name)]) for name in jobs if (op, n, name) in measured}
-        p = predicted.get((op, n, "composed"))
-        if p:
-            errors.append(abs(p - t["composed"]) / t["composed"])
+        for name in errors:
+            if p := predicted.get((op, n, name)):
+                errors[name].append(abs(p - t[name]) / t[name])
         ratios.append(t["mpich steps"] / t["composed"])
-        cell = lambda name: f"{t[name] / 1e3:.2f}" if name in t else "-"
-        said = f" ({p / 1e3:.2f})" if p else ""
-        print(f"| {op} | {n} | {cell('composed')}{said} | {cell('mpich steps')} | {cell('mpi')} | {ratios[-1]:.2f} |")
+        choices.append(t["model"] / min(t["composed"], t["mpich steps"]))
+        for name in ("composed", "mpich steps", "model"):
+            totals[name] += t[name]
+        totals["faster"] += min(t["composed"], t["mpich steps"])
+        # What the model picked (the lesser prediction), judged by that way's own measured time.
+        pc, pm = predicted.get((op, n, "composed")), predicted.get((op, n, "mpich steps"))
+        if pc and pm:
+            picked_right += t["composed" if pc <= pm else "mpich steps"] <= 1.05 * min(t["composed"], t["mpich steps"])
+        cell = lambda name: f"{t[name] / 1e3:.2f}" + (f" ({predicted[(op, n, name)] / 1e3:.2f})" if predicted.get((op, n, name)) else "") \
+            if name in t else "-"
+        print(f"| {op} | {n} | {cell('composed')} | {cell('mpich steps')} | {cell('model')} | {cell('mpi')} | {ratios[-1]:.2f} | {choices[-1]:.2f} |")
     print(f"\nMPICH's steps / composed: {min(ratios):.2f} to {max(ratios):.2f}, median {statistics.median(ratios):.2f} "
           f"over {len(ratios)} cases")
-    if errors:
-        print(f"\ncomposed predictions against measurements: median error {statistics.median(errors) * 100:.1f}%, "
-              f"max {max(errors) * 100:.1f}% over {len(errors)} cases")
+    within = sum(c <= 1.05 for c in choices)
+    print(f"the model's choice, run: within 5% of the faster in {within} of {len(choices)} cases, median {statistics.median(choices):.2f},"
+          f" worst {max(choices):.2f}; its pick judged by that way's own time: {picked_right} of {len(choices)}")
+    print("the cases' times added up, ms: " + ", ".join(f"{name} {v / 1e3:.1f}" for name, v in totals.items()))
+    for name, e in errors.items():
+        if e:
+            print(f"{name}: predictions against measurements: median error {statistics.median(e) * 100:.1f}%, "
+                  f"max {max(e) * 100:.1f}% over {len(e)} cases")
 
 
 def interrupted(*_):

@@ -264,10 +264,13 @@ TEST(Costs, OneClusterIsMpichsOwnCollective) {
 
 // A cluster of two logical clusters (nodes n1 n2 | n3 n4) whose pairs were measured: 20 us
 // inside the first, 90 us between them (shared memory, 5 us, inside the second's nodes).
-// Its 8 members count as 4 per logical cluster; a broadcast crosses between the two leaders
-// (90 + 2 us), then a binomial tree of 4 inside the slower (2 x (20 + 1) us); an allreduce
-// reduces inside, all-reduces across, broadcasts inside; an all-to-all is MPICH's over all
-// 8, at the pace of the slowest pair (7 gaps of 2 us + 90 us). Point-to-point algorithms
+// Its 8 members count as 4 per logical cluster, in runs; a broadcast crosses between the
+// two leaders (90 + 2 us), then a binomial tree of 4 inside the slower (2 x (20 + 1) us),
+// as MPICH's own binomial tree over the 8 does (its first round crosses, the two others
+// not): composed on the tie. An allreduce composed would reduce inside, all-reduce
+// across, broadcast inside (42 + 92 + 42 us); MPICH's recursive doubling over the 8 in runs
+// crosses only in its last round (21 + 21 + 92 us): that one. An all-to-all is MPICH's over
+// all 8, at the pace of the slowest pair (7 gaps of 2 us + 90 us). Point-to-point algorithms
 // inside it (a flat tree, a linear gather) are taken as crossing on every message, as no
 // member outside the cluster knows which logical cluster another is in: the flat binomial
 // broadcast 3 x 92 us, the direct gather 92 us (every member sends at once). Without the
@@ -284,7 +287,7 @@ TEST(Costs, AClusterOfLogicalClustersComposesOverThem) {
   m.logical["c0"] = l;
   const CostShape s = shape(m, {8}, {"A"});
   EXPECT_NEAR(bcast_hier_cost(s, 0, 1000), 92e-6 + 2 * 21e-6, 1e-12);
-  EXPECT_NEAR(allreduce_hier_cost(s, 1000), 42e-6 + 92e-6 + 42e-6, 1e-12);
+  EXPECT_NEAR(allreduce_hier_cost(s, 1000), 21e-6 + 21e-6 + 92e-6, 1e-12);
   EXPECT_NEAR(alltoall_local_group_cost(s, 1000), 7 * 2e-6 + 90e-6, 1e-12);
   EXPECT_NEAR(bcast_binomial_cost(s, 0, 1000), 3 * 92e-6, 1e-12);
   // A barrier: inside the larger (2 rounds of 20 us), once between the leaders, released
@@ -295,6 +298,86 @@ TEST(Costs, AClusterOfLogicalClustersComposesOverThem) {
   m.inside["c0"] = line(90e-6, 0.002);
   EXPECT_NEAR(bcast_hier_cost(shape(m, {8}, {"A"}), 0, 1000), 92e-6 + 2 * 21e-6, 1e-12);
   EXPECT_NEAR(gather_hier_cost(s, 0, 1000, Route::kDirect), 92e-6, 1e-12);
+}
+
+// Which way the steps inside such a cluster go, by the members' placement (two logical
+// clusters, 20 us inside, 90 us between, gaps of 1 and 2 us at 1000 B). The barrier:
+// MPICH's dissemination over 8 members in runs crosses in all three rounds (3 x 90 us),
+// composed it meets inside (2 x 20), once across (90), releases inside (2 x 20): composed.
+// Interleaved (0 1 0 1 ...), dissemination crosses only in its first round (90 + 2 x 20
+// us): MPICH's. A broadcast interleaved: MPICH's tree crosses only in its last round, as
+// composed once, a tie: composed. GRIDRT_CLUSTER_STEPS overrides the model either way.
+TEST(Costs, TheStepsOfALogicalClusterComposeOnlyWhereTheModelPredictsItFaster) {
+  LogicalLevel lv;
+  lv.inside = line(20e-6, 0.001);
+  lv.between = line(90e-6, 0.002);
+  lv.place({0, 0, 0, 0, 1, 1, 1, 1});
+  EXPECT_EQ(lv.groups, 2);
+  EXPECT_EQ(lv.per_group, 4);
+  EXPECT_NEAR(spread_cost(Coll::kBarrier, lv, 0, 0), 3 * 90e-6, 1e-12);
+  EXPECT_NEAR(composed_cost(Coll::kBarrier, lv, 0, 0), 40e-6 + 90e-6 + 40e-6, 1e-12);
+  EXPECT_TRUE(composes(Coll::kBarrier, lv, 0, 0, ClusterSteps::kModel));
+  EXPECT_FALSE(composes(Coll::kAllreduce, lv, 1000, 0, ClusterSteps::kModel));
+  EXPECT_TRUE(composes(Coll::kAllreduce, lv, 1000, 0, ClusterSteps::kComposed));
+  // A binomial gather to member 0 in runs: rounds of 1, 2 (inside) and 4 blocks (across).
+  EXPECT_NEAR(spread_cost(Coll::kGather, lv, 1000, 0), 21e-6 + (20e-6 + 2e-6) + (90e-6 + 8e-6), 1e-12);
+  // From member 5, MPICH's tree is relative to it: its first round crosses (5 to 1), and so
+  // does its last (7 to 0).
+  EXPECT_NEAR(spread_cost(Coll::kBcast, lv, 1000, 0, 5), 92e-6 + 21e-6 + 92e-6, 1e-12);
+  lv.place({0, 1, 0, 1, 0, 1, 0, 1});
+  EXPECT_EQ(lv.per_group, 4);
+  EXPECT_NEAR(spread_cost(Coll::kBarrier, lv, 0, 0), 90e-6 + 2 * 20e-6, 1e-12);
+  EXPECT_FALSE(composes(Coll::kBarrier, lv, 0, 0, ClusterSteps::kModel));
+  EXPECT_TRUE(composes(Coll::kBarrier, lv, 0, 0, ClusterSteps::kComposed));
+  EXPECT_NEAR(spread_cost(Coll::kBcast, lv, 1000, 0), 2 * 21e-6 + 92e-6, 1e-12);
+  EXPECT_TRUE(composes(Coll::kBcast, lv, 1000, 0, ClusterSteps::kModel));
+  EXPECT_FALSE(composes(Coll::kBcast, lv, 1000, 0, ClusterSteps::kMpich));
+  // No composed form: the all-gather, all-to-all and scan are MPICH's either way.
+  for (Coll op : {Coll::kAllgather, Coll::kAlltoall, Coll::kScan})
+    EXPECT_EQ(composed_cost(op, lv, 1000, 0), spread_cost(op, lv, 1000, 0)) << coll_name(op);
+  // Large blocks down a tree: six members in runs of three, 3 us and 0.7 ms per MB inside,
+  // 650 us and 3 ms per MB across, a scatter of 1 MB blocks from member 0. Composed, the
+  // leaders carry three blocks across on one connection (0.65 + 9 ms), then a binomial
+  // scatter of three inside (2 x 3 us + 0.7 + 1.4 ms). MPICH's tree sends two blocks across
+  // to member 4 (6.65 ms) while member 2, served inside (at 2.803 ms, after the root handed
+  // member 4 its 2 MB: 1.4 ms), sends one across to member 3 on a connection of its own;
+  // member 4 hands one on inside (6.65 + 0.703 ms): MPICH's.
+  LogicalLevel halves;
+  halves.inside = line(3e-6, 0.0007);
+  halves.between = line(650e-6, 0.003);
+  halves.place({0, 0, 0, 1, 1, 1});
+  EXPECT_NEAR(composed_cost(Coll::kScatter, halves, 1e6, 0), 0.65e-3 + 9e-3 + 6e-6 + 2.1e-3, 1e-9);
+  EXPECT_NEAR(spread_cost(Coll::kScatter, halves, 1e6, 0), 6.65e-3 + 0.703e-3, 1e-9);
+  EXPECT_FALSE(composes(Coll::kScatter, halves, 1e6, 0, ClusterSteps::kModel));
+  // All in one group, the rounds are local_cost's.
+  lv.place(std::vector<int>(8, 0));
+  for (Coll op : {Coll::kBarrier, Coll::kBcast, Coll::kGather, Coll::kAllreduce, Coll::kAlltoall})
+    EXPECT_NEAR(spread_cost(op, lv, 1000, 0), local_cost(op, 8, lv.inside, 1000), 1e-12) << coll_name(op);
+}
+
+// Where the model's logical clusters name hosts that every member knows (the topology's),
+// the grid-level prediction places a cluster's members where they are: 8 members on hosts
+// n1 n3 n1 n3 ..., two logical clusters {n1 n2} {n3 n4}, so members alternate between them
+// and the barrier is MPICH's (90 + 2 x 20 us); in runs it would be composed (2 x 20 + 90 +
+// 2 x 20 us). A host the model does not name leaves the runs.
+TEST(Costs, MembersArePlacedOnTheirHostsWhereTheModelNamesThem) {
+  models::GridModel m;
+  m.inside["*"] = line(5e-6, 0.001);
+  models::LogicalClusters l = models::LogicalClusters::of(
+      {"n1", "n2", "n3", "n4"}, {{0, 20e-6, 90e-6, 90e-6}, {20e-6, 0, 90e-6, 90e-6}, {90e-6, 90e-6, 0, 21e-6}, {90e-6, 90e-6, 21e-6, 0}});
+  l.inside[0] = line(20e-6, 0.001);
+  l.between[{0, 1}] = line(90e-6, 0.002);
+  m.logical["c0"] = l;
+  const std::vector<int> part_of(8, 0), site_of_part{0};
+  std::vector<std::string> hosts;
+  for (int i = 0; i < 8; ++i) hosts.push_back(i % 2 ? "n3" : "n1");
+  const CostShape placed(m, part_of, site_of_part, {"c0"}, {"A"}, hosts);
+  EXPECT_EQ(placed.logical[0]->group_of, (std::vector<int>{0, 1, 0, 1, 0, 1, 0, 1}));
+  EXPECT_NEAR(barrier_hier_cost(placed), 90e-6 + 40e-6, 1e-12);
+  EXPECT_NEAR(barrier_hier_cost(shape(m, {8}, {"A"})), 40e-6 + 90e-6 + 40e-6, 1e-12);
+  hosts[5] = "elsewhere";
+  const CostShape unnamed(m, part_of, site_of_part, {"c0"}, {"A"}, hosts);
+  EXPECT_EQ(unnamed.logical[0]->group_of, (std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1}));
 }
 
 TEST(Costs, AClusterOfOneProcessNeedsNoMeasurementInside) {

@@ -1559,6 +1559,28 @@ TEST(Calibration, NodesOfAClusterAreMeasuredAndTheModelsLogicalClustersUsed) {
                        "/2} {" + h + "/1 " + h + "/3}"),
             std::string::npos)
       << r.err;
+  // With a pair measured inside each logical cluster and one between them, each step goes
+  // the way the model predicts faster, given where the members sit (ranks 0 and 2 in one
+  // logical cluster, 1 and 3 in the other): MPICH's dissemination barrier crosses once (its
+  // first round; 51 + 11 us), the composed one once too, between two meetings inside (11 + 51
+  // + 11 us): MPICH's steps.
+  std::ofstream(model) << R"({"format": "gridrt-model/1",
+    "inside": {"*": {"L_us": 20, "g_us": [[0, 1], [1048576, 1000]]}},
+    "between_sites": [{"sites": ["*", "*"], "plogp": {"L_us": 1000, "g_us": [[0, 1], [1048576, 10000]]}}],
+    "logical_clusters": {"c0": {"nodes": [")" + h + R"(/0", ")" + h + R"(/1", ")" + h + R"(/2", ")" + h + R"(/3"],
+      "latency_us": [[0, 50, 10, 50], [50, 0, 50, 10], [10, 50, 0, 50], [50, 10, 50, 0]],
+      "plogp_inside": [{"group": 0, "plogp": {"L_us": 10, "g_us": [[0, 1], [1048576, 1000]]}},
+                       {"group": 1, "plogp": {"L_us": 10, "g_us": [[0, 1], [1048576, 1000]]}}],
+      "plogp_between": [{"groups": [0, 1], "plogp": {"L_us": 50, "g_us": [[0, 1], [1048576, 5000]]}}]}}})";
+  ::setenv("MPIR_CVAR_NUM_CLIQUES", "4", 1);
+  const Outcome chosen = gridrun({"--grid", grid_with_sites({{"A", 4}, {"B", 2}}), "--model", model, "--explain", helloworld_running("coll_check")});
+  ::unsetenv("MPIR_CVAR_NUM_CLIQUES");
+  EXPECT_EQ(chosen.status, 0) << chosen.out << chosen.err;
+  EXPECT_NE(chosen.out.find("checks passed on 6 processes in 2 clusters"), std::string::npos) << chosen.out << chosen.err;
+  EXPECT_NE(chosen.err.find("gridrt: cluster c0: barrier of 0 B: MPICH's steps (predicted 73.0 us composed over its 2 logical clusters, "
+                            "62.0 us MPICH's over the cluster)"),
+            std::string::npos)
+      << chosen.err;
   // On nodes the model did not measure (no cliques: one node, the host), it says so and
   // leaves the cluster to MPICH.
   const Outcome other = gridrun({"--grid", grid_with_sites({{"A", 4}, {"B", 2}}), "--model", model, helloworld_running("coll_check")});

@@ -119,11 +119,12 @@ void NodeLevel::work_out(MPI_Comm local) {
       if (!state().node_level) return;
     } else {
       check_mpi(MPI_Comm_split(local, group[me], me, &node), kMpiInCluster);
+      this->logical = true;
       for (int i = 0; i < n; ++i) leader_of[i] = static_cast<int>(std::find(group.begin(), group.end(), group[i]) - group.begin());
       static bool said = false;  // once per process, by the cluster's first
       if (state().explain && state().local_rank == 0 && !said) {
         said = true;
-        std::fprintf(stderr, "gridrt: cluster %s: its %zu nodes make %d logical clusters (the model's): its steps compose over them\n",
+        std::fprintf(stderr, "gridrt: cluster %s: its %zu nodes make %d logical clusters (the model's): its steps compose over them where the model predicts it faster\n",
                      state().cluster_names[state().cluster].c_str(), logical->nodes.size(), logical->groups());
       }
     }

@@ -19,6 +19,7 @@ namespace gridrt::detail {
 
 struct Chain;
 struct CostShape;
+struct LogicalLevel;
 
 // What a collective call runs: the family and, for a hierarchical one that has several, its
 // route (coll/part_trees.h), and the slice size of a pipelined one.
@@ -47,6 +48,12 @@ struct NodeLevel {
   // level. Worked out only with GRIDRT_NODE_LEVEL=on (off by default: docs/algorithms.md,
   // "Node level") or logical clusters; otherwise nothing here is made and `used` stays false.
   bool used = false;
+  // The nodes are the model's logical clusters (then each step composes over them or not as
+  // the model predicts: coll/cluster_steps.cpp), and the cluster's level placed as they
+  // are here, made at the first step that asks.
+  bool logical = false;
+  std::shared_ptr<const LogicalLevel> placed;
+  bool placed_tried = false;
   // Chains of stages in flight, in the order they were made, and the tickets of their
   // stages on `node` and on `leaders` (cluster_steps.h).
   std::uint64_t issued[2] = {0, 0}, started[2] = {0, 0};

@@ -144,6 +144,8 @@ void init(int* argc, char*** argv, int required) {
   if (const char* pieces = std::getenv("GRIDRT_GATHER_PIECES"); pieces && std::strcmp(pieces, "auto") != 0)
     s->gather_pieces = static_cast<int>(detail::number_from_env("GRIDRT_GATHER_PIECES", 0, 1, 65536, "pieces (or auto)"));
   s->node_level = detail::choice_from_env<bool>("GRIDRT_NODE_LEVEL", {{"off", false}, {"on", true}});
+  s->cluster_steps = detail::choice_from_env<detail::ClusterSteps>(
+      "GRIDRT_CLUSTER_STEPS", {{"model", detail::ClusterSteps::kModel}, {"composed", detail::ClusterSteps::kComposed}, {"mpich", detail::ClusterSteps::kMpich}});
   s->explain = detail::choice_from_env<bool>("GRIDRT_EXPLAIN", {{"0", false}, {"1", true}});
   // The grid's model (docs/models.md): a file named by GRIDRT_MODEL, the text gridrun
   // --model hands over (GRIDRT_MODEL_JSON), or the one the broker keeps (with the topology).

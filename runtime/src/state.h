@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "coll/choice.h"
 #include "coll/part_trees.h"
 #include "common/messages.h"
 #include "gridrt/gridrt.hpp"
@@ -50,6 +51,9 @@ struct State {
   std::optional<Route> route;
   int gather_pieces = 0;             // GRIDRT_GATHER_PIECES: pieces of a gather inside a cluster; 0: as the model says
   bool node_level = false;           // GRIDRT_NODE_LEVEL: collectives compose over nodes inside a cluster
+  // GRIDRT_CLUSTER_STEPS: inside a cluster of several logical clusters, each step composed
+  // over them or MPICH's over the whole cluster, as the model predicts faster (model), or always one.
+  ClusterSteps cluster_steps = ClusterSteps::kModel;
   // GRIDRT_MODEL: the grid's calibrated model (docs/models.md), from which auto chooses;
   // null without one (auto then follows its measured rules, choice.h).
   std::shared_ptr<const models::GridModel> model;

@@ -68,16 +68,19 @@ Async<std::vector<char>> cluster_gather_paced(CommImpl& c, const std::vector<cha
 int gather_pieces(CommImpl& c, std::size_t block);
 // The cluster's many-to-one model in the grid's model; null when it has none.
 const models::ManyToOneModel* many_to_one_of(const CommImpl& c);
+// The communicator's shape with the grid's model (costs.h), made once; null without a model
+// or when the model lacks a pair the communicator needs (said once, by its first member).
+const CostShape* costs_of(CommImpl& c);
 // The name of this member's cluster.
 const std::string& cluster_name_of(const CommImpl& c);
 // Choices kept per communicator (auto's, the gather's pieces); beyond, made at each call.
 constexpr std::size_t kChoicesKept = 1024;
 
 // Scatters: `in`, the blocks at the root (empty elsewhere); this member's block goes to
-// recvbuf as `mine` says (none for MPI_IN_PLACE at the root). `equal`: every block has
-// mine's size (scatter), so nobody needs to be told the sizes.
+// recvbuf as `mine` says (none for MPI_IN_PLACE at the root). `block`: every block's packed
+// size when all are alike (scatter: nobody needs to be told the sizes), else kSizeNotShared.
 // The hierarchical one goes down `tree` (part_trees.h), rooted at the root's part.
-Async<> scatterv_hier(CommImpl& c, Blocks in, void* recvbuf, Layout mine, bool in_place, int root, bool equal, PartTree tree);
+Async<> scatterv_hier(CommImpl& c, Blocks in, void* recvbuf, Layout mine, bool in_place, int root, std::size_t block, PartTree tree);
 Async<> scatter_binomial(CommImpl& c, Blocks in, void* recvbuf, Layout mine, bool in_place, int root);
 Async<> scatterv_linear(CommImpl& c, Blocks in, void* recvbuf, Layout mine, bool in_place, int root);
 

@@ -1,6 +1,6 @@
-// What Algo::kAuto picks for a collective, from measurements (docs/algorithms.md,
-// "Choosing"; docs/benchmarks.md, "auto within one site"). A later issue replaces these
-// rules with calibrated models of the links.
+// What Algo::kAuto picks for a collective when no grid model is loaded, from measurements
+// (docs/algorithms.md, "Choosing"; docs/benchmarks.md, "auto within one site"); with a
+// model, the least predicted time chooses (predict.cpp).
 //
 // Across sites (a WAN between them), hierarchical: across the emulated WAN it was never
 // slower than flat, at any operation and size measured (8 B to 1 MiB). Within one site
@@ -15,6 +15,11 @@
 namespace gridrt::detail {
 
 enum class Coll { kBarrier, kBcast, kReduce, kAllreduce, kGather, kScatter, kAllgather, kAlltoall, kScan };
+
+// How the steps inside a cluster of several logical clusters run (GRIDRT_CLUSTER_STEPS):
+// each one as the model predicts faster (costs.h, composes), always composed over the
+// logical clusters, or always MPICH's over the whole cluster.
+enum class ClusterSteps { kModel, kComposed, kMpich };
 
 // Every member must choose alike, so the size a choice depends on is one every member knows:
 // the message (bcast, reduce, allreduce), a member's block (gather, scatter, allgather) or a

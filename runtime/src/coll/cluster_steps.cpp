@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <set>
+
+#include "algorithms.h"
 
 namespace gridrt::detail {
 
@@ -63,6 +66,46 @@ struct Where {  // this member in its part's node level (only where the node lev
   explicit Where(const CommImpl& c) : level(c.nodes), me(c.index_in_part[c.me]), node(c.nodes.node_of[me]) {}
 };
 
+// The cluster's level over its logical clusters, placed as its members are (every member
+// knows where each is: the node level's groups); null where the model has none for it.
+const LogicalLevel* placed_level(CommImpl& c) {
+  NodeLevel& lv = c.nodes;
+  if (!lv.placed_tried) {
+    lv.placed_tried = true;
+    const CostShape* s = costs_of(c);
+    if (s && s->logical[c.my_part()]) {
+      auto here = std::make_shared<LogicalLevel>(*s->logical[c.my_part()]);
+      here->place(lv.node_of);
+      lv.placed = std::move(here);
+    }
+  }
+  return lv.placed.get();
+}
+
+// Whether step `op` of `bytes` (as local_cost counts them; kSizeNotShared where members do
+// not all know it) from local rank `root` goes through the node level. Over nodes
+// (GRIDRT_NODE_LEVEL=on), always. Over the model's logical clusters, as GRIDRT_CLUSTER_STEPS
+// says, by default where the model predicts composing no slower than MPICH's own steps over
+// the whole cluster (costs.h, composes); where members do not all know the size, composed.
+// Every member of the part decides alike: same model, same placement, same arguments.
+bool through_nodes(CommImpl& c, Coll op, std::size_t bytes, int root) {
+  if (!c.nodes.used) return false;
+  if (!c.nodes.logical || bytes == kSizeNotShared) return true;
+  const LogicalLevel* lv = placed_level(c);
+  if (!lv) return true;
+  const ClusterSteps steps = state().cluster_steps;
+  const bool compose = composes(op, *lv, static_cast<double>(bytes), root, steps);
+  static std::set<std::pair<int, std::size_t>> said;  // once per operation and size, by the part's first member
+  if (state().explain && c.index_in_part[c.me] == 0 && said.size() < kChoicesKept && said.emplace(static_cast<int>(op), bytes).second)
+    std::fprintf(stderr,
+                 "gridrt: cluster %s: %s of %zu B: %s (predicted %.1f us composed over its %d logical clusters, %.1f us MPICH's over "
+                 "the cluster)%s\n",
+                 cluster_name_of(c).c_str(), coll_name(op), bytes, compose ? "composed" : "MPICH's steps",
+                 composed_cost(op, *lv, static_cast<double>(bytes), 0) * 1e6, lv->groups,
+                 spread_cost(op, *lv, static_cast<double>(bytes), 0, root) * 1e6, steps == ClusterSteps::kModel ? "" : " (GRIDRT_CLUSTER_STEPS)");
+  return compose;
+}
+
 // A reduction may go through the node level when it keeps rank order: the operation
 // commutes, or nodes are runs of consecutive ranks (then node order is rank order).
 bool nodes_keep_order(const NodeLevel& level, MPI_Op op) { return level.used && (level.contiguous || commutative(op)); }
@@ -103,7 +146,9 @@ bool advance(Chain& chain, std::uint64_t pass) {
 // Broadcast: the root's node first (from the root), then between leaders (from the root's
 // node's leader), then inside every other node (from its leader).
 Step cluster_bcast(CommImpl& c, void* buf, int count, MPI_Datatype type, int root) {
-  if (!c.nodes.used) {
+  int size = 0;
+  MPI_Type_size(type, &size);
+  if (!through_nodes(c, Coll::kBcast, static_cast<std::size_t>(count) * size, root)) {
     MPI_Request r;
     return on_local(MPI_Ibcast(buf, count, type, root, c.local, &r), r);
   }
@@ -128,7 +173,7 @@ Step cluster_bcast(CommImpl& c, void* buf, int count, MPI_Datatype type, int roo
 // Reduction: every node to its leader, leaders to the root's node's leader (in node order),
 // which hands the result to the root when it is another member of its node.
 Step cluster_reduce(CommImpl& c, const void* sendbuf, void* recvbuf, const Layout& l, MPI_Op op, int root) {
-  if (!nodes_keep_order(c.nodes, op)) {
+  if (!nodes_keep_order(c.nodes, op) || !through_nodes(c, Coll::kReduce, l.packed, root)) {
     MPI_Request r;
     return on_local(MPI_Ireduce(sendbuf, recvbuf, l.count, l.type, op, root, c.local, &r), r);
   }
@@ -160,7 +205,7 @@ Step cluster_reduce(CommImpl& c, const void* sendbuf, void* recvbuf, const Layou
 
 // Every node reduces to its leader, leaders allreduce, every leader hands the result to its node.
 Step cluster_allreduce(CommImpl& c, const void* sendbuf, void* recvbuf, const Layout& l, MPI_Op op) {
-  if (!nodes_keep_order(c.nodes, op)) {
+  if (!nodes_keep_order(c.nodes, op) || !through_nodes(c, Coll::kAllreduce, l.packed, 0)) {
     MPI_Request r;
     return on_local(MPI_Iallreduce(sendbuf, recvbuf, l.count, l.type, op, c.local, &r), r);
   }
@@ -189,7 +234,7 @@ void leaders_barrier(ChainBuilder& b, const CommImpl& c) {
 }  // namespace
 
 Step cluster_arrive(CommImpl& c) {
-  if (!c.nodes.used) {
+  if (!through_nodes(c, Coll::kBarrier, 0, 0)) {
     MPI_Request r;
     return on_local(MPI_Ibarrier(c.local, &r), r);
   }
@@ -200,7 +245,7 @@ Step cluster_arrive(CommImpl& c) {
 }
 
 Step cluster_release(CommImpl& c) {
-  if (!c.nodes.used) return cluster_arrive(c);  // one barrier on `local` either way
+  if (!through_nodes(c, Coll::kBarrier, 0, 0)) return cluster_arrive(c);  // one barrier on `local` either way
   ChainBuilder b(c.nodes);
   leaders_barrier(b, c);
   node_barrier(b, c);
@@ -212,7 +257,7 @@ Step cluster_release(CommImpl& c) {
 // one crossing between nodes, where arriving and releasing apart take two (between them
 // the grid barrier crosses the WAN).
 Async<> cluster_barrier(CommImpl& c) {
-  if (!c.nodes.used) {
+  if (!through_nodes(c, Coll::kBarrier, 0, 0)) {
     co_await one(cluster_arrive(c));  // one barrier on `local`
     co_return;
   }
@@ -309,10 +354,11 @@ std::size_t sum(const std::vector<std::size_t>& v) { return std::accumulate(v.be
 // Gather: inside every node to its leader, then the nodes' blocks between leaders to the
 // root's node's leader, which puts them in rank order and hands them to the root when it is
 // another member of its node.
-Async<std::vector<char>> cluster_gatherv(CommImpl& c, const std::vector<char>& mine, int root, const std::vector<std::size_t>* known) {
+Async<std::vector<char>> cluster_gatherv(CommImpl& c, const std::vector<char>& mine, int root, const std::vector<std::size_t>* known,
+                                         std::size_t block) {
   const int n = local_size(c);
   const bool at_root = c.index_in_part[c.me] == root;
-  if (!c.nodes.used) {
+  if (!through_nodes(c, Coll::kGather, block, root)) {
     std::vector<std::size_t> sizes;
     if (known) sizes = *known;
     else sizes = co_await gather_sizes(mine.size(), n, at_root, root, c.local);
@@ -376,8 +422,9 @@ Async<std::vector<char>> cluster_allgatherv(CommImpl& c, const std::vector<char>
 // Scatter: the reverse of cluster_gatherv: the root hands everything to its node's leader
 // when it is another member, that leader scatters each node's blocks (and their sizes) to
 // the node's leader, and every leader scatters inside its node.
-Async<> cluster_scatterv(CommImpl& c, const std::vector<char>& blob, const std::vector<std::size_t>& sizes, int root, std::vector<char>& got) {
-  if (!c.nodes.used) {
+Async<> cluster_scatterv(CommImpl& c, const std::vector<char>& blob, const std::vector<std::size_t>& sizes, int root, std::vector<char>& got,
+                         std::size_t block) {
+  if (!through_nodes(c, Coll::kScatter, block, root)) {
     co_await scatter_bytes(blob, sizes, root, c.local, got);
     co_return;
   }

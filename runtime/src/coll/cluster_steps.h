@@ -48,16 +48,19 @@ Step cluster_release(CommImpl& c);
 Async<> cluster_barrier(CommImpl& c);
 // MPI_Igatherv of bytes at `root`: every member's `mine`, returned at the root in local rank
 // order (empty elsewhere). `known`: every member's size, when everyone knows them (else
-// they are gathered first).
-Async<std::vector<char>> cluster_gatherv(CommImpl& c, const std::vector<char>& mine, int root, const std::vector<std::size_t>* known);
+// they are gathered first); `block`: every member's size when all are alike and every member
+// knows it (else kSizeNotShared), on which composing or not depends.
+Async<std::vector<char>> cluster_gatherv(CommImpl& c, const std::vector<char>& mine, int root, const std::vector<std::size_t>* known,
+                                         std::size_t block);
 // MPI_Iallgatherv of bytes: every member's `mine` (sizes[m] bytes for member m, known to
 // all), returned to every member in local rank order. MPICH's own algorithm over the whole
 // part, also when it spans several nodes.
 Async<std::vector<char>> cluster_allgatherv(CommImpl& c, const std::vector<char>& mine, const std::vector<std::size_t>& sizes);
 // MPI_Iscatterv of bytes from `root`: member m gets sizes[m] bytes of `blob` (both in local
 // rank order, at the root only; blob may go on beyond them), into `got`, which holds what
-// this member expects.
-Async<> cluster_scatterv(CommImpl& c, const std::vector<char>& blob, const std::vector<std::size_t>& sizes, int root, std::vector<char>& got);
+// this member expects; `block` as cluster_gatherv's.
+Async<> cluster_scatterv(CommImpl& c, const std::vector<char>& blob, const std::vector<std::size_t>& sizes, int root, std::vector<char>& got,
+                         std::size_t block);
 
 // Phase one of the Local Group all-to-alls (alltoallv_local_group*.cpp): every member of
 // the part parks on each member a of the part its blocks for the ranks parked(k, a), k and

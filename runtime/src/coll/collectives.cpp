@@ -39,7 +39,7 @@ std::vector<inter::Piece> pieces(const CommImpl& c, const void* buf, int count, 
 // hierarchical one along its route's tree.
 Async<> scatterv_by(const Pick& pick, CommImpl& c, Blocks in, void* recvbuf, Layout recv, bool in_place, int root) {
   if (pick.algo == Algo::kFlat || pick.route == Route::kDirect) return scatterv_linear(c, std::move(in), recvbuf, recv, in_place, root);
-  return scatterv_hier(c, std::move(in), recvbuf, recv, in_place, root, false, rooted_tree(c, Coll::kScatter, root, pick));
+  return scatterv_hier(c, std::move(in), recvbuf, recv, in_place, root, kSizeNotShared, rooted_tree(c, Coll::kScatter, root, pick));
 }
 
 void no_scan_between_groups(const CommImpl& c) {
@@ -130,7 +130,7 @@ Async<> scatter(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype se
   const Pick pick = choose_with_route(algo, c, Coll::kScatter, block, root);
   if (pick.algo == Algo::kFlat) return scatter_binomial(c, std::move(in), recvbuf, recv, in_place, root);
   if (pick.route == Route::kDirect) return scatterv_linear(c, std::move(in), recvbuf, recv, in_place, root);
-  return scatterv_hier(c, std::move(in), recvbuf, recv, in_place, root, true, rooted_tree(c, Coll::kScatter, root, pick));
+  return scatterv_hier(c, std::move(in), recvbuf, recv, in_place, root, block, rooted_tree(c, Coll::kScatter, root, pick));
 }
 
 Async<> scatterv(CommImpl& c, const void* sendbuf, const int* sendcounts, const int* displs, MPI_Datatype sendtype, void* recvbuf,

@@ -14,7 +14,8 @@ int ceil_log2(int n) {
 }
 
 CostShape::CostShape(const models::GridModel& model, std::vector<int> members_part, std::vector<int> part_site,
-                     const std::vector<std::string>& part_cluster, const std::vector<std::string>& site_name)
+                     const std::vector<std::string>& part_cluster, const std::vector<std::string>& site_name,
+                     const std::vector<std::string>& member_node)
     : site_of_part(std::move(part_site)), part_of(std::move(members_part)), corrections(model.corrections) {
   const int C = static_cast<int>(site_of_part.size());
   part_size.assign(C, 0);
@@ -46,11 +47,6 @@ CostShape::CostShape(const models::GridModel& model, std::vector<int> members_pa
     if (at == model.logical.end() || at->second.groups() < 2 || at->second.between.empty() || part_size[p] < 2) continue;
     const models::LogicalClusters& l = at->second;
     LogicalLevel lv;
-    lv.groups = std::min(l.groups(), part_size[p]);
-    std::vector<int> nodes(l.groups(), 0);
-    for (int g : l.group) ++nodes[g];
-    const int largest = *std::max_element(nodes.begin(), nodes.end()), all = static_cast<int>(l.group.size());
-    lv.per_group = std::max(1, (part_size[p] * largest + all - 1) / all);
     // The slowest pair: collectives wait for it. Where no logical cluster of two nodes was
     // measured (each is one node), the cluster's own pair (shared memory); not otherwise,
     // since that pair, the cluster's first two processes, may lie in two logical clusters.
@@ -59,19 +55,122 @@ CostShape::CostShape(const models::GridModel& model, std::vector<int> members_pa
     for (const auto& [ab, q] : l.between) lv.between = slower(lv.between, q);
     lv.inside = l.inside.empty() ? link[p][p] : l.inside.begin()->second;
     for (const auto& [g, q] : l.inside) lv.inside = slower(lv.inside, q);
-    logical[p] = lv;
+    // Members where their hosts are, when the model names every one; else in runs over the
+    // nodes, in the model's order (more nodes than members: spread).
+    const int n = part_size[p], nodes = static_cast<int>(l.group.size());
+    std::vector<int> group_of(n);
+    bool known = !member_node.empty();
+    for (int i = 0; i < n && known; ++i) {
+      const auto at_node = std::find(l.nodes.begin(), l.nodes.end(), member_node[members[p][i]]);
+      known = at_node != l.nodes.end();
+      if (known) group_of[i] = l.group[at_node - l.nodes.begin()];
+    }
+    if (!known)
+      for (int i = 0; i < n; ++i) group_of[i] = l.group[static_cast<std::size_t>(i) * nodes / n];
+    lv.place(std::move(group_of));
+    logical[p] = std::move(lv);
   }
 }
 
-// Over logical clusters, each step as the node level composes it (cluster_steps.cpp): a
-// broadcast between the leaders, then inside each; a reduction the other way; an
-// allreduce reduces inside, all-reduces between, broadcasts inside; a gather gathers
-// inside, then the leaders' blocks of per_group members each; a scatter the other way. The
-// all-gather and all-to-all are MPICH's over the whole part, its slowest pair setting the
-// pace; a barrier or a scan goes in, across and out.
 double CostShape::local(Coll op, int q, double m, double at) const {
   if (!logical[q]) return local_cost(op, part_size[q], link[q][q], m, at);
   const LogicalLevel& lv = *logical[q];
+  return composes(op, lv, m, 0, steps) ? composed_cost(op, lv, m, at) : spread_cost(op, lv, m, at);
+}
+
+void LogicalLevel::place(std::vector<int> members_group) {
+  group_of = std::move(members_group);
+  std::map<int, int> count;
+  for (int g : group_of) ++count[g];
+  groups = std::max<int>(1, static_cast<int>(count.size()));
+  per_group = 1;
+  for (const auto& [g, k] : count) per_group = std::max(per_group, k);
+}
+
+namespace {
+
+// The rounds of MPICH's step `op` over n processes from `root` (Thakur, Rabenseifner, Gropp,
+// "Optimization of Collective Communication Operations in MPICH", 2005): binomial trees for
+// the rooted operations (round `mask`: relative rank r, a multiple of 2 mask, with r + mask),
+// dissemination for the barrier (i with i + mask mod n), recursive doubling for the
+// all-reduce and all-gather (i with i xor mask) and the scan (i with i + mask). `visit(blocks,
+// crosses)` for each round: the blocks of m bytes a pair carries in it, and whether any of
+// its pairs lies across two groups (`group_of` empty: all in one). The all-to-all is one
+// round, every pair at once.
+template <typename Visit>
+void mpich_rounds(Coll op, int n, int root, const std::vector<int>& group_of, Visit&& visit) {
+  auto across = [&](int i, int j) { return !group_of.empty() && group_of[i % n] != group_of[j % n]; };
+  if (op == Coll::kAlltoall) {
+    bool any = false;
+    for (int i = 1; i < n && !any; ++i) any = across(0, i);
+    visit(1.0, any);
+    return;
+  }
+  for (int mask = 1; mask < n; mask <<= 1) {
+    bool crosses = false;
+    double blocks = 1;
+    for (int i = 0; i < n && !crosses && !group_of.empty(); ++i) switch (op) {
+        case Coll::kBarrier: crosses = across(i, i + mask); break;
+        case Coll::kAllreduce:
+        case Coll::kAllgather: crosses = (i ^ mask) < n && across(i, i ^ mask); break;
+        case Coll::kScan: crosses = i + mask < n && across(i, i + mask); break;
+        default: crosses = i % (2 * mask) == 0 && i + mask < n && across(i + root, i + mask + root); break;
+      }
+    if (op == Coll::kBarrier) blocks = 0;
+    if (op == Coll::kGather || op == Coll::kScatter || op == Coll::kAllgather) blocks = mask;
+    visit(blocks, crosses);
+  }
+}
+
+// Rounds played with the pair's parameters, `inside` or `between` as each round crosses.
+double rounds_cost(Coll op, int n, int root, const std::vector<int>& group_of, const models::PLogP& inside, const models::PLogP& between,
+                   double m, double at) {
+  double t = 0;
+  mpich_rounds(op, n, root, group_of, [&](double blocks, bool crosses) {
+    const models::PLogP& p = crosses ? between : inside;
+    const double L = p.L + (at > kYieldPhase ? p.wake : 0);  // the step's receivers have been asleep
+    t += op == Coll::kAlltoall ? (n - 1) * p.gap(m) + L : L + p.gap(blocks * m);
+  });
+  return t;
+}
+
+// MPICH's binomial tree (the rooted operations) over members in several logical clusters,
+// played edge by edge rather than in rounds: going down (broadcast, scatter), a member sends
+// to its children, largest subtree first, once it has the data, busy for the gap inside for
+// each (it hands the message to the pair's connection); an edge takes its pair's gap and
+// latency, inside or across, so that edges across, each on a connection of its own, run at
+// once. Going up (reduction, gather), a member sends once its children's have arrived.
+// Measured on six nodes in two halves, MPICH's tree over the cluster broadcast 64 KiB and
+// scattered 1 MiB two to three times faster than the same composed over the halves, whose
+// leaders carry everything across on one connection (docs/benchmarks.md).
+double binomial_tree_cost(Coll op, int n, int root, const std::vector<int>& group_of, const models::PLogP& inside,
+                          const models::PLogP& between, double m, double at) {
+  const bool down = op == Coll::kBcast || op == Coll::kScatter, blocks = op == Coll::kScatter || op == Coll::kGather;
+  auto edge = [&](int a, int b, double bytes) {  // relative ranks
+    const models::PLogP& p = group_of[(a + root) % n] != group_of[(b + root) % n] ? between : inside;
+    return p.gap(bytes) + p.L + (at > kYieldPhase ? p.wake : 0);
+  };
+  auto bytes = [&](int subtree) { return blocks ? subtree * m : m; };
+  if (!down) return binomial_up(n, [&](int rel, int parent, int subtree, double ready) { return ready + edge(rel, parent, bytes(subtree)); });
+  std::vector<double> free(n, 0);  // when each sender is done handing over its last
+  return binomial_down(n, [&](int rel, int child, int subtree, double ready) {
+    const double start = std::max(ready, free[rel]);
+    free[rel] = start + inside.gap(bytes(subtree));
+    return start + edge(rel, child, bytes(subtree));
+  });
+}
+
+}  // namespace
+
+double spread_cost(Coll op, const LogicalLevel& lv, double m, double at, int root) {
+  const int n = static_cast<int>(lv.group_of.size());
+  if (n <= 1) return 0;
+  if (op == Coll::kBcast || op == Coll::kScatter || op == Coll::kReduce || op == Coll::kGather)
+    return binomial_tree_cost(op, n, root, lv.group_of, lv.inside, lv.between, m, at);
+  return rounds_cost(op, n, root, lv.group_of, lv.inside, lv.between, m, at);
+}
+
+double composed_cost(Coll op, const LogicalLevel& lv, double m, double at) {
   double t = at;
   auto in = [&](Coll o, double bytes) { t += local_cost(o, lv.per_group, lv.inside, bytes, t); };
   auto across = [&](Coll o, double bytes) { t += local_cost(o, lv.groups, lv.between, bytes, t); };
@@ -81,12 +180,21 @@ double CostShape::local(Coll op, int q, double m, double at) const {
     case Coll::kAllreduce: in(Coll::kReduce, m), across(Coll::kAllreduce, m), in(Coll::kBcast, m); break;
     case Coll::kGather: in(op, m), across(op, m * lv.per_group); break;
     case Coll::kScatter: across(op, m * lv.per_group), in(op, m); break;
+    case Coll::kBarrier: in(op, m), across(op, m), in(Coll::kBcast, m); break;
     case Coll::kAllgather:
-    case Coll::kAlltoall: return local_cost(op, part_size[q], lv.between, m, at);
-    case Coll::kBarrier:
-    case Coll::kScan: in(op, m), across(op, m), in(Coll::kBcast, m); break;
+    case Coll::kAlltoall:
+    case Coll::kScan: return spread_cost(op, lv, m, at);
   }
   return t - at;
+}
+
+bool composes(Coll op, const LogicalLevel& lv, double m, int root, ClusterSteps steps) {
+  switch (steps) {
+    case ClusterSteps::kComposed: return true;
+    case ClusterSteps::kMpich: return false;
+    case ClusterSteps::kModel: break;
+  }
+  return composed_cost(op, lv, m, 0) <= spread_cost(op, lv, m, 0, root);
 }
 
 Timeline::Timeline(const CostShape& s) : s_(s), sender_free_(s.size(), 0.0) {
@@ -148,22 +256,7 @@ std::vector<double> through_heads(Timeline& tl, const CostShape& s, const std::v
 }
 
 double local_cost(Coll op, int n, const models::PLogP& p, double m, double at) {
-  if (n <= 1) return 0;
-  const int k = ceil_log2(n);
-  models::PLogP q = p;
-  if (at > kYieldPhase) q.L += p.wake;  // the step's receivers have been asleep
-  switch (op) {
-    case Coll::kBarrier: return k * (q.L + q.gap(0));
-    case Coll::kBcast:
-    case Coll::kReduce:
-    case Coll::kAllreduce:
-    case Coll::kScan: return k * (q.L + q.gap(m));
-    case Coll::kGather:
-    case Coll::kScatter:
-    case Coll::kAllgather: return models::scatter_binomial(q, n, m);
-    case Coll::kAlltoall: return (n - 1) * q.gap(m) + q.L;
-  }
-  return 0;
+  return n <= 1 ? 0 : rounds_cost(op, n, 0, {}, p, p, m, at);
 }
 
 }  // namespace gridrt::detail

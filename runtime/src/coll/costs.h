@@ -30,6 +30,39 @@
 
 namespace gridrt::detail {
 
+// A cluster part over the logical clusters of its cluster (models/logical_clusters.h): which
+// one each member is in, and the slowest pair measured inside one and between two (the
+// collectives wait for it). Every member of a communicator knows each one's host (the
+// topology's node), so where the model's logical clusters name hosts, all place the
+// members alike and as they are; where they name nodes the topology does not know (several
+// shared-memory domains of one host), only the cluster's own members know (the node level's
+// groups), and the others take them as placed in runs, the nodes in the model's order, as
+// mpiexec places ranks by host.
+struct LogicalLevel {
+  std::vector<int> group_of;      // of each member, by index in the part
+  int groups = 1, per_group = 1;  // logical clusters with members; members of the largest
+  models::PLogP between, inside;
+  // Sets group_of and counts the groups and the largest.
+  void place(std::vector<int> group_of);
+};
+
+// MPICH's step `op` over the whole part from `root` (an index in the part), each pair
+// inside a logical cluster or across two as the members are placed: the rooted operations
+// edge by edge down or up MPICH's binomial tree (edges across, each on its own connection,
+// at once), the others round by round as their exchange goes, each round as long as its
+// slowest pair. m and `at` as local_cost's.
+double spread_cost(Coll op, const LogicalLevel& lv, double m, double at, int root = 0);
+// The same step composed over the logical clusters (cluster_steps.cpp): a broadcast
+// between the leaders, then inside each; a reduction the other way; an all-reduce reduces
+// inside, all-reduces between, broadcasts inside; a gather gathers inside, then the
+// leaders' blocks; a scatter the other way; a barrier meets inside, across, inside. The
+// all-gather, the all-to-all and the scan have no composed form: MPICH's over the part.
+double composed_cost(Coll op, const LogicalLevel& lv, double m, double at);
+// Whether `op` of m bytes composes over the logical clusters: as asked, or where the model
+// predicts it no slower than MPICH's steps. Every member of the part decides alike (same
+// model, same placement, same arguments).
+bool composes(Coll op, const LogicalLevel& lv, double m, int root, ClusterSteps steps);
+
 struct CostShape {
   std::vector<int> part_size;            // members of each part (cluster), parts numbered as in CommImpl
   std::vector<int> site_of_part;         // and the site of each, sites numbered by their first part
@@ -41,25 +74,22 @@ struct CostShape {
   std::map<std::string, models::Correction> corrections;  // the model's, by "op/algo"
   // Each part's cluster's gathers (models/many_to_one.h), where the model has them.
   std::vector<std::shared_ptr<const models::ManyToOneModel>> gathers;
-  // Where a part's cluster makes several logical clusters whose pairs the model measured
-  // (models/logical_clusters.h): MPICH's steps inside it compose over them as the runtime's
-  // do (cluster_steps.h): between their leaders, and inside the largest. Its members are
-  // taken as spread over the logical clusters as the nodes are.
-  struct LogicalLevel {
-    int groups = 1, per_group = 1;  // leaders; members of the largest
-    models::PLogP between, inside;  // the slowest pair measured between two, inside one
-  };
+  // Where a part's cluster makes several logical clusters whose pairs the model measured:
+  // its members placed in runs (LogicalLevel), its steps run as `steps` says.
   std::vector<std::optional<LogicalLevel>> logical;
+  ClusterSteps steps = ClusterSteps::kModel;
 
   // From the members' parts (part_of, parts numbered by first member), the parts' sites,
-  // and the clusters' and sites' names in the model. Throws models::ModelError when the
-  // model lacks a pair that the communicator needs.
+  // and the clusters' and sites' names in the model; `member_node`, each member's host where
+  // every member knows them (else empty). Throws models::ModelError when the model lacks a
+  // pair that the communicator needs.
   CostShape(const models::GridModel& model, std::vector<int> part_of, std::vector<int> site_of_part,
-            const std::vector<std::string>& part_cluster, const std::vector<std::string>& site_name);
+            const std::vector<std::string>& part_cluster, const std::vector<std::string>& site_name,
+            const std::vector<std::string>& member_node = {});
 
   // What MPICH's step `op` of m bytes (as local_cost counts them) takes inside part q,
   // `at` seconds after its receivers last worked: over its logical clusters where it has
-  // several, else local_cost's.
+  // several (composed or not, as `steps` and composes() say), else local_cost's.
   double local(Coll op, int q, double m, double at = 0) const;
   int parts() const { return static_cast<int>(part_size.size()); }
   int size() const { return static_cast<int>(part_of.size()); }
@@ -107,38 +137,53 @@ double rounds_cost(const CostShape& s, int rounds, To&& to, double m) {
   return ready.empty() ? 0 : *std::max_element(ready.begin(), ready.end());
 }
 
-// MPICH's binomial tree over all members from `root` (relative ranks rel = member - root
-// mod P; rel's parent is rel without its lowest set bit, its subtree the next `low` ranks).
-// Down (bcast, scatter): a member sends to its children once it has received, largest
-// subtree first; bytes(subtree) is what an edge carries. Returns when the last has it.
+// MPICH's binomial tree over P members, in ranks relative to its root (rel's parent is rel
+// without its lowest set bit, its subtree the next `low` ranks). Down (bcast, scatter): a
+// member sends to its children once it has received, largest subtree first;
+// edge(parent, child, subtree, ready) returns when the child has it, `ready` when the parent
+// had it. Returns when the last has it.
+template <typename Edge>
+double binomial_down(int P, Edge&& edge) {
+  std::vector<double> got(P, 0);
+  for (int rel = 0; rel < P; ++rel) {  // a member's parent comes first
+    int mask = 1;
+    while (mask < P && !(rel & mask)) mask <<= 1;  // rel's lowest set bit (above P for the root)
+    for (mask >>= 1; mask > 0; mask >>= 1)
+      if (rel + mask < P) got[rel + mask] = edge(rel, rel + mask, std::min(mask, P - rel - mask), got[rel]);
+  }
+  return got.empty() ? 0 : *std::max_element(got.begin(), got.end());
+}
+// Up (reduce, gather): a member sends to its parent once its children's have arrived
+// (edge(child, parent, subtree, ready): when it arrives). Returns when the root has everything.
+template <typename Edge>
+double binomial_up(int P, Edge&& edge) {
+  std::vector<double> ready(P, 0);
+  for (int rel = P - 1; rel > 0; --rel) {
+    const int low = rel & -rel;
+    ready[rel - low] = std::max(ready[rel - low], edge(rel, rel - low, std::min(low, P - rel), ready[rel]));
+  }
+  return P > 0 ? ready[0] : 0;
+}
+
+// The same trees over all members of the shape from `root`, their messages played over its
+// lines; bytes(subtree) is what an edge carries.
 template <typename Bytes>
 double binomial_down_cost(const CostShape& s, int root, Bytes&& bytes) {
   const int P = s.size();
   Timeline tl(s);
-  std::vector<double> got(P, 0);
-  for (int rel = 0; rel < P; ++rel) {
-    int mask = 1;
-    while (mask < P && !(rel & mask)) mask <<= 1;  // rel's lowest set bit (above P for the root)
-    for (mask >>= 1; mask > 0; mask >>= 1)
-      if (rel + mask < P) {
-        const int from = (rel + root) % P, to = (rel + mask + root) % P;
-        got[rel + mask] = tl.send(from, s.part_of[from], s.part_of[to], bytes(std::min(mask, P - rel - mask)), got[rel]);
-      }
-  }
-  return got.empty() ? 0 : *std::max_element(got.begin(), got.end());
+  return binomial_down(P, [&](int rel, int child, int subtree, double ready) {
+    const int from = (rel + root) % P, to = (child + root) % P;
+    return tl.send(from, s.part_of[from], s.part_of[to], bytes(subtree), ready);
+  });
 }
-// Up (reduce, gather): a member sends to its parent once its children's have arrived.
-// Returns when the root has everything.
 template <typename Bytes>
 double binomial_up_cost(const CostShape& s, int root, Bytes&& bytes) {
   const int P = s.size();
   Timeline tl(s);
-  std::vector<double> ready(P, 0);
-  for (int rel = P - 1; rel > 0; --rel) {
-    const int low = rel & -rel, from = (rel + root) % P, to = (rel - low + root) % P;
-    ready[rel - low] = std::max(ready[rel - low], tl.send(from, s.part_of[from], s.part_of[to], bytes(std::min(low, P - rel)), ready[rel]));
-  }
-  return P > 0 ? ready[0] : 0;
+  return binomial_up(P, [&](int rel, int parent, int subtree, double ready) {
+    const int from = (rel + root) % P, to = (parent + root) % P;
+    return tl.send(from, s.part_of[from], s.part_of[to], bytes(subtree), ready);
+  });
 }
 
 // The symmetric hierarchical pattern (barrier, allreduce, allgather): every part's leader

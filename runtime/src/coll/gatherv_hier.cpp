@@ -22,7 +22,7 @@ Async<> gatherv_hier(CommImpl& c, std::vector<char> mine, bool in_place, Blocks 
   // Inside the cluster: MPICH's gather, or, where the cluster's gathers escalate, the paced
   // split gather (the same choice in every member: same model, same block size).
   if (const int pieces = gather_pieces(c, block); pieces > 1) blob = co_await cluster_gather_paced(c, mine, c.entry(p, root), block, pieces, tag);
-  else if (part.size() > 1) blob = co_await cluster_gatherv(c, mine, local_root, nullptr);
+  else if (part.size() > 1) blob = co_await cluster_gatherv(c, mine, local_root, nullptr, block);
   auto unpack_own_cluster = [&] {  // at the root
     std::vector<int> members = part;
     if (in_place) members.erase(std::find(members.begin(), members.end(), root));

@@ -167,16 +167,21 @@ namespace {
 // name, as the topology has them.
 std::shared_ptr<const CostShape> shape_of(const CommImpl& c) {
   const Topology& t = state().topo;
-  std::vector<std::string> part_cluster, site_name(c.sites.size());
+  std::vector<std::string> part_cluster, site_name(c.sites.size()), member_node;
+  if (t.rank_node.size() == t.size())
+    for (int r : c.members) member_node.push_back(t.nodes[t.rank_node[r]]);
   for (std::size_t p = 0; p < c.parts.size(); ++p) {
     const ClusterPart& cluster = t.clusters[t.cluster_of(static_cast<std::uint32_t>(c.members[c.leader(static_cast<int>(p))]))];
     part_cluster.push_back(cluster.name);
     site_name[c.site_of_part[p]] = t.sites[cluster.site];
   }
-  return std::make_shared<const CostShape>(*state().model, c.part_of, c.site_of_part, part_cluster, site_name);
+  auto shape = std::make_shared<CostShape>(*state().model, c.part_of, c.site_of_part, part_cluster, site_name, member_node);
+  shape->steps = state().cluster_steps;
+  return shape;
 }
 
-// The communicator's shape, made once; null without a model or when it lacks a pair.
+}  // namespace
+
 const CostShape* costs_of(CommImpl& c) {
   if (!state().model) return nullptr;
   if (!c.costs_tried) {
@@ -189,8 +194,6 @@ const CostShape* costs_of(CommImpl& c) {
   }
   return c.costs.get();
 }
-
-}  // namespace
 
 const std::string& cluster_name_of(const CommImpl& c) {
   const Topology& t = state().topo;

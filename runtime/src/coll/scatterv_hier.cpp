@@ -13,7 +13,8 @@
 
 namespace gridrt::detail {
 
-Async<> scatterv_hier(CommImpl& c, Blocks in, void* recvbuf, Layout recv, bool in_place, int root, bool equal, PartTree tree) {
+Async<> scatterv_hier(CommImpl& c, Blocks in, void* recvbuf, Layout recv, bool in_place, int root, std::size_t block, PartTree tree) {
+  const bool equal = block != kSizeNotShared;
   const int tag = c.next_tag();
   const int p = c.my_part();
   const bool is_entry = c.me == c.entry(p, root);
@@ -60,7 +61,7 @@ Async<> scatterv_hier(CommImpl& c, Blocks in, void* recvbuf, Layout recv, bool i
   // Each entry point scatters its cluster's blocks inside.
   std::vector<char> got(keep ? 0 : recv.packed);
   if (part.size() > 1) {
-    co_await cluster_scatterv(c, blob, std::vector<std::size_t>(sizes.begin(), sizes.end()), local_root, got);
+    co_await cluster_scatterv(c, blob, std::vector<std::size_t>(sizes.begin(), sizes.end()), local_root, got, block);
   } else if (!keep) {
     got.assign(blob.begin(), blob.begin() + static_cast<std::ptrdiff_t>(recv.packed));
   }
