@@ -98,6 +98,23 @@ TEST(FinalizeDeadline, AStuckCallEntersTheBarrierFinalizesAndLeaves) {
   ::close(r.pm);
 }
 
+// A call stuck after MPICH's last barrier (in UCX's worker teardown), the others finalized
+// and gone: the barrier entered for it never ends, and the process finalizes and leaves
+// two seconds later rather than waiting on.
+TEST(FinalizeDeadline, AStuckCallWhoseBarrierNobodyElseEntersFinalizesSoonAfter) {
+  const auto started = std::chrono::steady_clock::now();
+  const Rank r = start_rank(true, stuck);
+  ASSERT_GT(r.pid, 0);
+  EXPECT_EQ(read_line(r.pm, 10), "cmd=barrier_in");
+  EXPECT_EQ(read_line(r.pm, 10), "cmd=finalize");
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_GE(took, std::chrono::milliseconds(2900));
+  EXPECT_LT(took, std::chrono::milliseconds(4500));
+  write_line(r.pm, "cmd=finalize_ack");
+  EXPECT_EQ(exit_status(r.pid), 0);
+  ::close(r.pm);
+}
+
 // A call waiting on the process manager (blocked reading its socket: one of the others,
 // waiting for the stuck one) is left alone past the limit and returns when the barrier
 // ends; the deadline then ends with it and the process goes on.

@@ -16,11 +16,19 @@
 namespace gridrt::detail {
 namespace {
 
+// How long the process manager is given to answer finalize (it answers at once).
 constexpr auto kPmiStepLimit = std::chrono::seconds(10);
+// How long the barrier entered for a stuck call may take. Those who wait in it are there
+// already (their calls wait on the process manager), and other stuck processes enter it
+// within milliseconds of this one (their deadlines started with this one's, when the whole
+// job passed gridrt's finalize barrier). When it does not end by then, MPICH's last
+// barrier was behind the call (stuck in UCX's worker teardown, which follows it) and the
+// others have finalized and left: nobody else comes.
+constexpr auto kBarrierLimit = std::chrono::seconds(2);
 
 // Sends `command` (one PMI-1 line) and reads lines until one starts with `reply`, for at
-// most kPmiStepLimit. False on a write error, a closed socket or the time running out.
-bool pmi_exchange(int fd, const char* command, const char* reply) {
+// most `limit`. False on a write error, a closed socket or the time running out.
+bool pmi_exchange(int fd, const char* command, const char* reply, std::chrono::seconds limit) {
   const std::size_t length = std::strlen(command);
   for (std::size_t sent = 0; sent < length;) {
     // Not SIGPIPE if the process manager has gone: this process is leaving anyway.
@@ -30,7 +38,7 @@ bool pmi_exchange(int fd, const char* command, const char* reply) {
     if (n <= 0) return false;
     sent += static_cast<std::size_t>(n);
   }
-  const auto until = std::chrono::steady_clock::now() + kPmiStepLimit;
+  const auto until = std::chrono::steady_clock::now() + limit;
   std::string line;
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()).count();
@@ -121,8 +129,11 @@ void FinalizeDeadline::watch() {
     if (::sigaction(signal, &hold, nullptr) == 0 && ::syscall(SYS_tgkill, ::getpid(), caller_, signal) == 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (finish_for_the_call && pmi_exchange(pmi_fd_, "cmd=barrier_in\n", "cmd=barrier_out"))
-    pmi_exchange(pmi_fd_, "cmd=finalize\n", "cmd=finalize_ack");
+  if (finish_for_the_call) {
+    const bool released = pmi_exchange(pmi_fd_, "cmd=barrier_in\n", "cmd=barrier_out", kBarrierLimit);
+    if (!released) std::fprintf(stderr, "gridrt: rank %d: the others had already finalized\n", rank_);
+    pmi_exchange(pmi_fd_, "cmd=finalize\n", "cmd=finalize_ack", kPmiStepLimit);
+  }
   ::_exit(0);
 }
 

@@ -28,6 +28,10 @@ namespace gridrt::detail {
 // whose handler never returns) and does for itself what the call had left to do with the
 // process manager (enter the barrier the others wait in, then finalize), so that they go
 // on and the launcher sees a clean end; then it leaves with status 0, its output flushed.
+// A call can also be stuck after MPICH's last barrier: in UCX's worker teardown
+// (ucp_worker_destroy going round the tcp interfaces' capabilities, seen in 5 of 24 jobs
+// on four delayed nodes), the others finalized and gone. Then the barrier entered for it
+// never ends: it is given two seconds, and the process finalizes alone.
 class FinalizeDeadline {
  public:
   // pmi_fd: the process manager's PMI-1 socket (from PMI_FD at init), or -1.
