@@ -37,7 +37,9 @@ When all processes run on one machine (the embedded grid) they start each call t
 a moment rank 0 names, and a process's time is from then to its return, so max_us is when
 the operation was complete everywhere; otherwise each call starts after an untimed barrier
 (as the OSU benchmarks do). The line gives the per-call time averaged per process, and its
-average, minimum and maximum over the processes.
+average, minimum and maximum over the processes; and median_us, the median over the calls
+of each call's slowest process (steadier than the averages where a few calls are held up:
+processes sharing cores).
 gridbench starts itself as a gridrun job and prints rank 0's results on stdout.
 
   --op OP[,OP...]      barrier, bcast, reduce, allreduce, gather, scatter, allgather,
@@ -66,7 +68,8 @@ gridbench starts itself as a gridrun job and prints rank 0's results on stdout.
   --warmup W           untimed calls before them (default 2)
   --root R             the root of bcast, reduce, gather and scatter (default 0)
   --json               one JSON object per line: op, algo, bytes, clusters, ranks, iters,
-                       avg_us, min_us, max_us, wan_msgs, wan_bytes, bound_us, predicted_us
+                       avg_us, min_us, max_us, median_us, wan_msgs, wan_bytes, bound_us,
+                       predicted_us
   --model FILE         the grid's model (gridrun calibrate): every line gains predicted_us,
                        what the model predicts for that call (null without one), and auto
                        chooses from its predictions
@@ -337,9 +340,9 @@ int work(int argc, char** argv) {
   // How far ahead the common start is: the broadcast announcing it crosses the WAN once.
   gridrt::timing::CallTimer timer(world, std::chrono::duration_cast<std::chrono::steady_clock::duration>(3 * longest_delay + std::chrono::milliseconds(10)));
   if (me == 0 && !o.json)
-    std::printf("# gridbench: %d processes in %d clusters at %zu sites, %s, %d calls per size\n# %-9s %-4s %10s %12s %12s %12s %9s %12s %12s %12s\n", P,
+    std::printf("# gridbench: %d processes in %d clusters at %zu sites, %s, %d calls per size\n# %-9s %-4s %10s %12s %12s %12s %12s %9s %12s %12s %12s\n", P,
                 clusters, sites.names.size(), wan.active() ? ("emulated WAN " + wan.describe()).c_str() : "no emulated WAN",
-                o.iters, "op", "algo", "bytes", "avg_us", "min_us", "max_us", "wan_msgs", "wan_bytes", "bound_us", "predicted_us");
+                o.iters, "op", "algo", "bytes", "avg_us", "min_us", "max_us", "median_us", "wan_msgs", "wan_bytes", "bound_us", "predicted_us");
   for (const auto& op : o.ops) {
     std::vector<std::size_t> sizes = op == "barrier" ? std::vector<std::size_t>{0} : o.sizes;
     for (std::size_t n : sizes) {
@@ -390,10 +393,12 @@ int work(int argc, char** argv) {
         // Each call timed on its own (launcher/timed_call.h): from a common start on one
         // machine, else after a barrier.
         double busy = 0;
+        std::vector<double> each(o.iters), slowest(o.iters);
         unsigned long long sent[2] = {0, 0};
         for (int i = 0; i < o.iters; ++i) {
           gridrt::WanTraffic before;
-          busy += 1e6 * timer.time(call, [&] { before = gridrt::wan_traffic(); });
+          each[i] = 1e6 * timer.time(call, [&] { before = gridrt::wan_traffic(); });
+          busy += each[i];
           const gridrt::WanTraffic after = gridrt::wan_traffic();
           sent[0] += after.messages - before.messages;
           sent[1] += after.bytes - before.bytes;
@@ -403,6 +408,9 @@ int work(int argc, char** argv) {
         world.allreduce(&us, &sum, 1, MPI_DOUBLE, MPI_SUM);
         world.allreduce(&us, &lo, 1, MPI_DOUBLE, MPI_MIN);
         world.allreduce(&us, &hi, 1, MPI_DOUBLE, MPI_MAX);
+        world.allreduce(each.data(), slowest.data(), o.iters, MPI_DOUBLE, MPI_MAX);
+        std::sort(slowest.begin(), slowest.end());
+        const double median = (slowest[(o.iters - 1) / 2] + slowest[o.iters / 2]) / 2;
         unsigned long long total[2] = {0, 0};
         world.allreduce(sent, total, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM);
         if (me != 0) continue;
@@ -416,11 +424,12 @@ int work(int argc, char** argv) {
         const std::string route = takes_route(op, o.route) ? ",\"route\":\"" + o.route + "\"" : "";
         if (o.json)
           std::printf("{\"op\":\"%s\",\"algo\":\"%s\",\"bytes\":%zu,\"clusters\":%d,\"ranks\":%d,\"iters\":%d,\"avg_us\":%.1f,"
-                      "\"min_us\":%.1f,\"max_us\":%.1f,\"wan_msgs\":%.2f,\"wan_bytes\":%.1f,\"bound_us\":%.1f,\"predicted_us\":%s%s}\n",
-                      op.c_str(), algo_name.c_str(), n, clusters, P, o.iters, sum / P, lo, hi, msgs, bytes, bound, predicted_text, route.c_str());
+                      "\"min_us\":%.1f,\"max_us\":%.1f,\"median_us\":%.1f,\"wan_msgs\":%.2f,\"wan_bytes\":%.1f,\"bound_us\":%.1f,\"predicted_us\":%s%s}\n",
+                      op.c_str(), algo_name.c_str(), n, clusters, P, o.iters, sum / P, lo, hi, median, msgs, bytes, bound, predicted_text,
+                      route.c_str());
         else
-          std::printf("  %-9s %-4s %10zu %12.1f %12.1f %12.1f %9.2f %12.1f %12.1f %12s\n", op.c_str(), algo_name.c_str(), n, sum / P, lo, hi, msgs,
-                      bytes, bound, predicted_text);
+          std::printf("  %-9s %-4s %10zu %12.1f %12.1f %12.1f %12.1f %9.2f %12.1f %12.1f %12s\n", op.c_str(), algo_name.c_str(), n, sum / P, lo,
+                      hi, median, msgs, bytes, bound, predicted_text);
         std::fflush(stdout);
       }
     }
