@@ -54,6 +54,7 @@ struct NodeLevel {
   bool logical = false;
   std::shared_ptr<const LogicalLevel> placed;
   bool placed_tried = false;
+  std::map<std::tuple<int, std::size_t, int>, bool> composes;  // by (operation, bytes, root): the choices made, kept
   // Chains of stages in flight, in the order they were made, and the tickets of their
   // stages on `node` and on `leaders` (cluster_steps.h).
   std::uint64_t issued[2] = {0, 0}, started[2] = {0, 0};
