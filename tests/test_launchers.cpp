@@ -398,8 +398,9 @@ class DelayedPairs : public SshCluster {
 // Calibration measures the latencies between the four nodes and splits the declared
 // cluster into its two pairs (a few microseconds within a pair, the delay more between
 // them), then takes one pLogP pair inside each pair of nodes and one between
-// them; a job with that model composes its steps inside the cluster over the two pairs
-// and every collective still matches its reference.
+// them; a job with that model runs each step inside the cluster composed over the two
+// pairs or as MPICH's own, as the model predicts faster, and every collective still
+// matches its reference.
 TEST_F(DelayedPairs, CalibrationSplitsTheClusterIntoTheNodesThatAreAlike) {
   const std::string grid = write_grid(ssh_launch(), nodes_), model = dir_ + "/model.json";
   const Outcome cal = gridrun_in_front({"calibrate", "--grid", grid, "--no-sample", "--sizes", "0,16384", "--output", model});

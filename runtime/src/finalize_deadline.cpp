@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -128,10 +129,13 @@ void FinalizeDeadline::watch() {
     const int signal = SIGRTMAX - 1;
     if (::sigaction(signal, &hold, nullptr) == 0 && ::syscall(SYS_tgkill, ::getpid(), caller_, signal) == 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  if (finish_for_the_call) {
-    const bool released = pmi_exchange(pmi_fd_, "cmd=barrier_in\n", "cmd=barrier_out", kBarrierLimit);
-    if (!released) std::fprintf(stderr, "gridrt: rank %d: the others had already finalized\n", rank_);
+    if (!pmi_exchange(pmi_fd_, "cmd=barrier_in\n", "cmd=barrier_out", kBarrierLimit)) {
+      // Not through stdio: the held thread may hold stderr's lock.
+      char said[160];
+      const int n = std::snprintf(said, sizeof said, "gridrt: rank %d: nobody else came to the barrier in %lld s: the others had finalized\n",
+                                  rank_, static_cast<long long>(kBarrierLimit.count()));
+      if (n > 0) static_cast<void>(!::write(STDERR_FILENO, said, std::min<std::size_t>(static_cast<std::size_t>(n), sizeof said - 1)));
+    }
     pmi_exchange(pmi_fd_, "cmd=finalize\n", "cmd=finalize_ack", kPmiStepLimit);
   }
   ::_exit(0);

@@ -4,9 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <mutex>
 #include <numeric>
-#include <set>
 
 #include "algorithms.h"
 
@@ -100,18 +98,13 @@ bool through_nodes(CommImpl& c, Coll op, std::size_t bytes, int root) {
   if (const auto kept = c.nodes.composes.find(key); kept != c.nodes.composes.end()) return kept->second;
   const bool compose = composes(op, *lv, static_cast<double>(bytes), root, steps);
   if (c.nodes.composes.size() < kChoicesKept) c.nodes.composes.emplace(key, compose);
-  if (state().explain && c.index_in_part[c.me] == 0) {  // once per operation and size, by the part's first member
-    static std::mutex said_mutex;  // (threads may call collectives on several communicators at once)
-    static std::set<std::pair<int, std::size_t>> said;
-    const std::lock_guard<std::mutex> lock(said_mutex);
-    if (said.size() < kChoicesKept && said.emplace(static_cast<int>(op), bytes).second)
-      std::fprintf(stderr,
-                   "gridrt: cluster %s: %s of %zu B: %s (predicted %.1f us composed over its %d logical clusters, %.1f us MPICH's over "
-                   "the cluster)%s\n",
-                   cluster_name_of(c).c_str(), coll_name(op), bytes, compose ? "composed" : "MPICH's steps",
-                   composed_cost(op, *lv, static_cast<double>(bytes), 0) * 1e6, lv->groups,
-                   spread_cost(op, *lv, static_cast<double>(bytes), 0, root) * 1e6, steps == ClusterSteps::kModel ? "" : " (GRIDRT_CLUSTER_STEPS)");
-  }
+  if (state().explain && c.index_in_part[c.me] == 0)  // each choice made, by the part's first member (as auto's)
+    std::fprintf(stderr,
+                 "gridrt: cluster %s: %s of %zu B: %s (predicted %.1f us composed over its %d logical clusters, %.1f us MPICH's over "
+                 "the cluster)%s\n",
+                 cluster_name_of(c).c_str(), coll_name(op), bytes, compose ? "composed" : "MPICH's steps",
+                 composed_cost(op, *lv, static_cast<double>(bytes), 0) * 1e6, lv->groups,
+                 spread_cost(op, *lv, static_cast<double>(bytes), 0, root) * 1e6, steps == ClusterSteps::kModel ? "" : " (GRIDRT_CLUSTER_STEPS)");
   return compose;
 }
 

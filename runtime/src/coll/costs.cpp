@@ -89,48 +89,40 @@ void LogicalLevel::place(std::vector<int> members_group) {
 
 namespace {
 
-// The rounds of MPICH's step `op` over n processes from `root` (Thakur, Rabenseifner, Gropp,
-// "Optimization of Collective Communication Operations in MPICH", 2005): binomial trees for
-// the rooted operations (round `mask`: relative rank r, a multiple of 2 mask, with r + mask),
-// dissemination for the barrier (i with i + mask mod n), recursive doubling for the
-// all-reduce and all-gather (i with i xor mask) and the scan (i with i + mask). `visit(blocks,
-// crosses)` for each round: the blocks of m bytes a pair carries in it, and whether any of
-// its pairs lies across two groups (`group_of` empty: all in one). The all-to-all is one
-// round, every pair at once.
-template <typename Visit>
-void mpich_rounds(Coll op, int n, int root, const std::vector<int>& group_of, Visit&& visit) {
-  auto across = [&](int i, int j) { return !group_of.empty() && group_of[i % n] != group_of[j % n]; };
+// MPICH's step `op` over n processes in rounds (Thakur, Rabenseifner, Gropp, "Optimization
+// of Collective Communication Operations in MPICH", 2005): log2 n rounds, round `mask`
+// carrying `mask` blocks of m bytes per pair for a gather, scatter or all-gather (binomial
+// trees, recursive doubling), one for the others, none for a barrier; the all-to-all one
+// round, every pair at once. Each round as long as its slowest pair: across two groups
+// (`group_of`, empty: all in one) where any of its pairs is, for the exchanges, whose
+// pairs are the dissemination barrier's (i with i + mask mod n), recursive doubling's (i
+// with i xor mask) and the scan's (i with i + mask). The rooted operations' pairs are not
+// looked at: with members in several groups spread_cost plays their trees instead.
+double rounds_cost(Coll op, int n, const std::vector<int>& group_of, const models::PLogP& inside, const models::PLogP& between, double m,
+                   double at) {
+  auto across = [&](int i, int j) { return group_of[i % n] != group_of[j % n]; };
+  auto round = [&](double blocks, bool crosses) {
+    const models::PLogP& p = crosses ? between : inside;
+    return op == Coll::kAlltoall ? (n - 1) * p.gap(m) + latency_after(p, at) : latency_after(p, at) + p.gap(blocks * m);
+  };
   if (op == Coll::kAlltoall) {
     bool any = false;
-    for (int i = 1; i < n && !any; ++i) any = across(0, i);
-    visit(1.0, any);
-    return;
+    for (int i = 1; i < n && !any && !group_of.empty(); ++i) any = across(0, i);
+    return round(1, any);
   }
+  double t = 0;
   for (int mask = 1; mask < n; mask <<= 1) {
     bool crosses = false;
-    double blocks = 1;
     for (int i = 0; i < n && !crosses && !group_of.empty(); ++i) switch (op) {
         case Coll::kBarrier: crosses = across(i, i + mask); break;
         case Coll::kAllreduce:
         case Coll::kAllgather: crosses = (i ^ mask) < n && across(i, i ^ mask); break;
         case Coll::kScan: crosses = i + mask < n && across(i, i + mask); break;
-        default: crosses = i % (2 * mask) == 0 && i + mask < n && across(i + root, i + mask + root); break;
+        default: break;  // rooted: see above
       }
-    if (op == Coll::kBarrier) blocks = 0;
-    if (op == Coll::kGather || op == Coll::kScatter || op == Coll::kAllgather) blocks = mask;
-    visit(blocks, crosses);
+    const bool per_block = op == Coll::kGather || op == Coll::kScatter || op == Coll::kAllgather;
+    t += round(op == Coll::kBarrier ? 0 : per_block ? mask : 1, crosses);
   }
-}
-
-// Rounds played with the pair's parameters, `inside` or `between` as each round crosses.
-double rounds_cost(Coll op, int n, int root, const std::vector<int>& group_of, const models::PLogP& inside, const models::PLogP& between,
-                   double m, double at) {
-  double t = 0;
-  mpich_rounds(op, n, root, group_of, [&](double blocks, bool crosses) {
-    const models::PLogP& p = crosses ? between : inside;
-    const double L = p.L + (at > kYieldPhase ? p.wake : 0);  // the step's receivers have been asleep
-    t += op == Coll::kAlltoall ? (n - 1) * p.gap(m) + L : L + p.gap(blocks * m);
-  });
   return t;
 }
 
@@ -148,7 +140,7 @@ double binomial_tree_cost(Coll op, int n, int root, const std::vector<int>& grou
   const bool down = op == Coll::kBcast || op == Coll::kScatter, blocks = op == Coll::kScatter || op == Coll::kGather;
   auto edge = [&](int a, int b, double bytes) {  // relative ranks
     const models::PLogP& p = group_of[(a + root) % n] != group_of[(b + root) % n] ? between : inside;
-    return p.gap(bytes) + p.L + (at > kYieldPhase ? p.wake : 0);
+    return p.gap(bytes) + latency_after(p, at);
   };
   auto bytes = [&](int subtree) { return blocks ? subtree * m : m; };
   if (!down) return binomial_up(n, [&](int rel, int parent, int subtree, double ready) { return ready + edge(rel, parent, bytes(subtree)); });
@@ -167,7 +159,7 @@ double spread_cost(Coll op, const LogicalLevel& lv, double m, double at, int roo
   if (n <= 1) return 0;
   if (op == Coll::kBcast || op == Coll::kScatter || op == Coll::kReduce || op == Coll::kGather)
     return binomial_tree_cost(op, n, root, lv.group_of, lv.inside, lv.between, m, at);
-  return rounds_cost(op, n, root, lv.group_of, lv.inside, lv.between, m, at);
+  return rounds_cost(op, n, lv.group_of, lv.inside, lv.between, m, at);
 }
 
 double composed_cost(Coll op, const LogicalLevel& lv, double m, double at) {
@@ -226,7 +218,7 @@ double Timeline::send(int from, int a, int b, double m, double t) {
     sender_free_[from] = start + (crossing ? p : s_.link[a][a]).gap(m);
   }
   const int line = line_of(a, b);
-  if (line < 0) return start + p.gap(m) + p.L + (start > kYieldPhase ? p.wake : 0);
+  if (line < 0) return start + p.gap(m) + latency_after(p, start);
   const double clocked = std::max(start, line_free_[line]) + p.gap(m);
   line_free_[line] = clocked;
   return clocked + p.L;
@@ -256,7 +248,7 @@ std::vector<double> through_heads(Timeline& tl, const CostShape& s, const std::v
 }
 
 double local_cost(Coll op, int n, const models::PLogP& p, double m, double at) {
-  return n <= 1 ? 0 : rounds_cost(op, n, 0, {}, p, p, m, at);
+  return n <= 1 ? 0 : rounds_cost(op, n, {}, p, p, m, at);
 }
 
 }  // namespace gridrt::detail

@@ -166,24 +166,23 @@ double binomial_up(int P, Edge&& edge) {
 }
 
 // The same trees over all members of the shape from `root`, their messages played over its
-// lines; bytes(subtree) is what an edge carries.
+// lines (`tl`); bytes(subtree) is what an edge carries.
+template <typename Bytes>
+auto tree_edge(const CostShape& s, int root, Timeline& tl, Bytes& bytes) {
+  return [&s, root, &tl, &bytes](int rel_from, int rel_to, int subtree, double ready) {
+    const int from = (rel_from + root) % s.size(), to = (rel_to + root) % s.size();
+    return tl.send(from, s.part_of[from], s.part_of[to], bytes(subtree), ready);
+  };
+}
 template <typename Bytes>
 double binomial_down_cost(const CostShape& s, int root, Bytes&& bytes) {
-  const int P = s.size();
   Timeline tl(s);
-  return binomial_down(P, [&](int rel, int child, int subtree, double ready) {
-    const int from = (rel + root) % P, to = (child + root) % P;
-    return tl.send(from, s.part_of[from], s.part_of[to], bytes(subtree), ready);
-  });
+  return binomial_down(s.size(), tree_edge(s, root, tl, bytes));
 }
 template <typename Bytes>
 double binomial_up_cost(const CostShape& s, int root, Bytes&& bytes) {
-  const int P = s.size();
   Timeline tl(s);
-  return binomial_up(P, [&](int rel, int parent, int subtree, double ready) {
-    const int from = (rel + root) % P, to = (parent + root) % P;
-    return tl.send(from, s.part_of[from], s.part_of[to], bytes(subtree), ready);
-  });
+  return binomial_up(s.size(), tree_edge(s, root, tl, bytes));
 }
 
 // The symmetric hierarchical pattern (barrier, allreduce, allgather): every part's leader
@@ -210,6 +209,8 @@ struct SliceSizes {
 // step inside a cluster that starts later than this after the call (or, for the slices of a
 // pipelined one, after the cluster's previous step) finds its receivers asleep.
 constexpr double kYieldPhase = 500e-6;
+// A pair's latency for a message whose receiver last worked `at` seconds before it.
+inline double latency_after(const models::PLogP& p, double at) { return p.L + (at > kYieldPhase ? p.wake : 0); }
 
 // MPICH's collective `op` over n processes of one cluster (pLogP p), m bytes as choice.h
 // counts them (gather, scatter, allgather, alltoall: per block), starting `at` seconds after

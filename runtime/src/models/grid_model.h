@@ -14,7 +14,7 @@
 //                            the hierarchical gather splits them (coll/gather_paced_split.cpp)
 //   logical[cluster]         a cluster's nodes, the latencies between them and the logical
 //                            clusters they make (models/logical_clusters.h), where it has
-//                            several nodes; the steps inside the cluster then compose over them
+//                            several nodes; the steps inside the cluster then may compose over them
 //
 // One measurement stands for every pair it represents: a cluster's processes are taken as
 // alike, a site's clusters, and all clusters of two sites (logical homogeneous clusters,
