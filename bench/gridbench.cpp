@@ -43,7 +43,8 @@ processes sharing cores).
 gridbench starts itself as a gridrun job and prints rank 0's results on stdout.
 
   --op OP[,OP...]      barrier, bcast, reduce, allreduce, gather, scatter, allgather,
-                       alltoall, or all (these eight, the default); also split (MPI_Comm_split of
+                       alltoall, reduce_scatter (MPI_Reduce_scatter_block), or all (these
+                       nine, the default); also split (MPI_Comm_split of
                        the world in two by rank parity, then freed) and dup (a
                        duplicate of the world, then freed)
   --algo ALGO[,...]    hier, flat or auto (docs/algorithms.md; default hier,flat), or mpi: MPICH's blocking
@@ -59,9 +60,12 @@ gridbench starts itself as a gridrun job and prints rank 0's results on stdout.
                        hierarchical scatter and gather takes between clusters (bcast and
                        reduce: packed, binomial or chain); agents or
                        groups: the hierarchical all-to-all's (groups: the Local Group
-                       paper's rule, on two clusters only); heads or rooted: the
-                       hierarchical all-reduce's (through the sites' heads, or a reduce
-                       then a bcast) (GRIDRT_ROUTE; docs/algorithms.md, "Routes");
+                       paper's rule, on two clusters only); heads, rooted or
+                       reduce-scatter: the hierarchical all-reduce's (through the sites'
+                       heads, a reduce then a bcast, or through the heads in pieces that
+                       each head folds one of); heads or rooted: the reduce_scatter's
+                       (each site's blocks through the heads, or a reduce then a scatter)
+                       (GRIDRT_ROUTE; docs/algorithms.md, "Routes");
                        default: the model's least predicted, else packed, agents and
                        heads. Their JSON lines say it ("route")
   --iters N            calls timed per size (default 100)
@@ -96,7 +100,7 @@ allowed; docs/algorithms.md, "Bounds"); 0 without an emulated WAN (--emulate-wan
 the --grid file's <wan>).
 )";
 
-const std::vector<std::string> kOps = {"barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall"};
+const std::vector<std::string> kOps = {"barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall", "reduce_scatter"};
 
 // The routes of each operation's hierarchical algorithm that --route (GRIDRT_ROUTE) can
 // name (docs/algorithms.md, "Routes"; gridbench sees the public API only, so it keeps its
@@ -106,7 +110,8 @@ const std::map<std::string, std::vector<std::string>> kRoutes{{"scatter", {"pack
                                                               {"bcast", {"packed", "binomial", "chain"}},
                                                               {"reduce", {"packed", "binomial", "chain"}},
                                                               {"alltoall", {"agents", "groups"}},
-                                                              {"allreduce", {"heads", "rooted"}}};
+                                                              {"allreduce", {"heads", "rooted", "reduce-scatter"}},
+                                                              {"reduce_scatter", {"heads", "rooted"}}};
 // Whether an operation takes the route, which its JSON lines then name.
 bool takes_route(const std::string& op, const std::string& route) {
   const auto it = kRoutes.find(op);
@@ -384,6 +389,7 @@ int work(int argc, char** argv) {
             else if (op == "scatter") MPI_Scatter(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, o.root, mpi);
             else if (op == "allgather") MPI_Allgather(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, mpi);
             else if (op == "alltoall") MPI_Alltoall(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, mpi);
+            else if (op == "reduce_scatter") MPI_Reduce_scatter_block(send.data(), recv.data(), count, MPI_BYTE, MPI_BOR, mpi);
             return;
           }
           gridrt::timing::call_collective(world, op, algo, n, o.root, buffers);

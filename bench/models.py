@@ -43,10 +43,13 @@ def run(cmd):
     return p
 
 
-def options(doc, sizes, shapes, name):
+def options(doc, sizes, shapes, name, ops=False):
     """The options the model benchmarks share: their values, gridrun's and gridbench's paths,
-    and a directory of their own for the models they calibrate."""
+    and a directory of their own for the models they calibrate. `ops`: also --ops, the
+    operations measured (default: each shape's own)."""
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    if ops:
+        ap.add_argument("--ops", help="only these of each shape's operations (comma-separated)")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--sizes", default=sizes)

@@ -4,7 +4,7 @@
 For each grid shape: `gridrun calibrate` measures it, then gridbench runs its operations
 (scatter, gather, bcast, reduce and all-reduce, or all-to-all) with the hierarchical
 algorithm on each route (--route packed, ordered, binomial, chain, direct; agents, groups;
-heads, rooted), the flat
+heads, rooted, reduce-scatter), the flat
 algorithm and auto, with
 the model loaded, `--runs` times each. Per
 (operation, size): the median over the runs of every candidate's max_us (the time until the
@@ -13,11 +13,13 @@ call was complete everywhere) and its predicted_us; the candidate the model pred
 (docs/benchmarks.md, "Routes of scatter, gather, broadcast, reduction and all-reduce", "The all-to-all's
 two routes").
 
-Usage: bench/routes.py [--runs N] [--iters N] [--sizes S,...] [--shapes NAME,...] [--build DIR]
+Usage: bench/routes.py [--runs N] [--iters N] [--sizes S,...] [--shapes NAME,...] [--ops OP,...] [--build DIR]
 Shapes: unequal (bench/grids/three-sites-unequal.xml: pairs of different delays and rates,
 an access line at the site of two clusters), one-port (bench/grids/four-sites-one-port.xml:
 four sites, each sending on one access line, the one-port setting of the scatter models),
-two-sites (bench/grids/two-sites-3-2.xml: clusters of 3 and 2, the all-to-all's routes).
+two-sites (bench/grids/two-sites-3-2.xml: clusters of 3 and 2, the all-to-all's routes),
+three-sites (three sites of two processes, each pair on its own line of 10 ms and 100 Mbit/s:
+the all-reduce's routes).
 """
 import json, os, statistics, sys
 
@@ -28,16 +30,20 @@ SHAPES = {  # the grid, and the operations measured on it
     "unequal": (["--grid", os.path.join(HERE, "grids", "three-sites-unequal.xml")], ["scatter", "gather", "bcast", "reduce", "allreduce"]),
     "one-port": (["--grid", os.path.join(HERE, "grids", "four-sites-one-port.xml")], ["scatter", "gather", "bcast", "reduce", "allreduce"]),
     "two-sites": (["--grid", os.path.join(HERE, "grids", "two-sites-3-2.xml")], ["alltoall"]),
+    "three-sites": (["--clusters", "3", "--ranks-per-cluster", "2", "--emulate-wan", "10ms,100mbit"], ["allreduce"]),
 }
 ROUTES = {"scatter": ["packed", "ordered", "binomial", "chain", "direct"], "gather": ["packed", "binomial", "chain", "direct"],
           "bcast": ["packed", "binomial", "chain"], "reduce": ["packed", "binomial", "chain"], "alltoall": ["agents", "groups"],
-          "allreduce": ["heads", "rooted"]}
+          "allreduce": ["heads", "rooted", "reduce-scatter"]}
 
 
 def main():
-    a, gridrun, gridbench, work = options(__doc__, "8,4096,131072,1048576", "unequal,one-port,two-sites", "routes")
+    a, gridrun, gridbench, work = options(__doc__, "8,4096,131072,1048576", "unequal,one-port,two-sites", "routes", ops=True)
     for shape in a.shapes.split(","):
         grid, shape_ops = SHAPES[shape]
+        shape_ops = [op for op in shape_ops if not a.ops or op in a.ops.split(",")]
+        if not shape_ops:
+            continue
         # Each run: a gridbench job per route (hierarchical), and one for flat and auto.
         columns = [r for op in shape_ops for r in ROUTES[op]]
         columns = sorted(set(columns), key=columns.index)

@@ -7,7 +7,8 @@
 //
 // For an operation, B[i][j] is what must go from site i to site j (n bytes per message, or
 // per block; a message crosses even when n is 0): a reduce's root site takes n from every other site, a gather's root site takes
-// p_j n from each site j, an all-to-all moves p_i p_j n from i to j, and so on. A byte
+// p_j n from each site j, an all-to-all moves p_i p_j n from i to j, a reduce-scatter's site j
+// takes p_j n from each other site (its members' blocks), and so on. A byte
 // handed to a line arrives after the line has clocked out everything handed to it before,
 // and then the pair's delay d_ij. So, with a line per pair of sites (rate r_ij):
 //     T >= max over i, j with B_ij > 0 of  d_ij + B_ij / r_ij;
@@ -51,6 +52,7 @@ inline std::vector<std::vector<double>> bytes_between_sites(const std::string& o
       else if (op == "scatter") B[i][j] = from_root ? s.procs[j] * n : 0;
       else if (op == "allgather") B[i][j] = s.procs[i] * n;
       else if (op == "alltoall") B[i][j] = static_cast<double>(s.procs[i]) * s.procs[j] * n;
+      else if (op == "reduce_scatter") B[i][j] = s.procs[j] * n;  // j's members' blocks, folded once
     }
   return B;
 }

@@ -20,18 +20,18 @@
 namespace gridrt::timing {
 
 // The buffers one call of collective `op` with `n` bytes (per member's block for gather,
-// scatter, allgather; per pair for alltoall) needs on P processes: what is sent, what comes.
+// scatter, allgather, reduce_scatter; per pair for alltoall) needs on P processes: what is sent, what comes.
 struct Buffers {
   std::vector<char> send, recv;
   Buffers(const std::string& op, std::size_t n, int P) {
-    const bool per_member = op == "gather" || op == "scatter" || op == "allgather" || op == "alltoall";
+    const bool per_member = op == "gather" || op == "scatter" || op == "allgather" || op == "alltoall" || op == "reduce_scatter";
     send.assign(per_member && op != "gather" && op != "allgather" ? n * P : n, 1);
-    recv.assign(per_member ? n * P : n, 0);
+    recv.assign(per_member && op != "reduce_scatter" ? n * P : n, 0);
   }
 };
 
 // One call of gridrt's collective `op` (barrier, bcast, reduce, allreduce, gather, scatter,
-// allgather, alltoall) on `world` with `n` bytes, by `algo`, rooted at `root`.
+// allgather, alltoall, reduce_scatter) on `world` with `n` bytes, by `algo`, rooted at `root`.
 inline void call_collective(const Comm& world, const std::string& op, Algo algo, std::size_t n, int root, Buffers& b) {
   const int count = static_cast<int>(n);
   if (op == "barrier") world.barrier(algo);
@@ -42,6 +42,7 @@ inline void call_collective(const Comm& world, const std::string& op, Algo algo,
   else if (op == "scatter") world.scatter(b.send.data(), b.recv.data(), count, MPI_BYTE, root, algo);
   else if (op == "allgather") world.allgather(b.send.data(), b.recv.data(), count, MPI_BYTE, algo);
   else if (op == "alltoall") world.alltoall(b.send.data(), b.recv.data(), count, MPI_BYTE, algo);
+  else if (op == "reduce_scatter") world.reduce_scatter_block(b.send.data(), b.recv.data(), count, MPI_BYTE, MPI_BOR, algo);
 }
 
 // Whether every process runs under the same kernel (the same boot id).

@@ -5,9 +5,9 @@
 // On the world communicator, a duplicate, a split (parity of the rank, keys reversed) and
 // one whose members interleave clusters (odd ranks first): bcast from every root at sizes 0 B to 1 MiB across
 // slice boundaries and with a derived datatype whose holes must stay untouched; reduce to
-// every root and allreduce with sums, a maximum, and a user-defined non-commutative
-// operation (composition of affine maps, whose only right answer is the rank-order one),
-// also in place; gather, scatter, allgather and alltoall of ints and of the derived type,
+// every root, allreduce and reduce_scatter(_block) with sums, a maximum, and a
+// user-defined non-commutative operation (composition of affine maps, whose only right
+// answer is the rank-order one), also in place; gather, scatter, allgather and alltoall of ints and of the derived type,
 // from every root, also in place; their v forms with uneven counts (zeros included), gaps
 // and blocks in reverse rank order; barrier.
 //
@@ -137,6 +137,50 @@ void check_reduce(const Comm& c, Algo algo, const std::string& label, const Type
       expect(ok, label + " reduce in place " + name(algo) + " root " + std::to_string(root));
     }
   }
+}
+
+// reduce_scatter_block: member r gets the sums of everyone's r-th block (0, 1 and 1000 ints
+// each, also in place), and of the non-commutative composition (a derived datatype) the
+// rank-order fold; reduce_scatter: uneven counts, zeros included.
+void check_reduce_scatter(const Comm& c, Algo algo, const std::string& label, const Types& t) {
+  const int n = c.size(), me = c.rank();
+  auto sum_at = [&](int i) {
+    long long sum = 0;
+    for (int r = 0; r < n; ++r) sum += int_of(r, i);
+    return sum;
+  };
+  for (int count : {0, 1, 1000}) {
+    std::vector<int> in(static_cast<std::size_t>(count) * n), out(count, -1);
+    for (std::size_t i = 0; i < in.size(); ++i) in[i] = int_of(me, static_cast<int>(i));
+    c.reduce_scatter_block(in.data(), out.data(), count, MPI_INT, MPI_SUM, algo);
+    bool ok = true;
+    for (int i = 0; i < count && ok; ++i) ok = out[i] == sum_at(me * count + i);
+    expect(ok, label + " reduce_scatter_block sum " + name(algo) + " count " + std::to_string(count));
+    c.reduce_scatter_block(MPI_IN_PLACE, in.data(), count, MPI_INT, MPI_SUM, algo);
+    ok = true;
+    for (int i = 0; i < count && ok; ++i) ok = in[i] == out[i];
+    expect(ok, label + " reduce_scatter_block sum in place " + name(algo) + " count " + std::to_string(count));
+  }
+  std::vector<int> counts(n), displs(n, 0);
+  for (int r = 0; r < n; ++r) counts[r] = (r * 7) % 5 * 300;
+  for (int r = 1; r < n; ++r) displs[r] = displs[r - 1] + counts[r - 1];
+  std::vector<int> in(displs[n - 1] + counts[n - 1]), out(counts[me], -1);
+  for (std::size_t i = 0; i < in.size(); ++i) in[i] = int_of(me, static_cast<int>(i));
+  c.reduce_scatter(in.data(), out.data(), counts.data(), MPI_INT, MPI_SUM, algo);
+  bool ok = true;
+  for (int i = 0; i < counts[me] && ok; ++i) ok = out[i] == sum_at(displs[me] + i);
+  expect(ok, label + " reduce_scatter uneven counts " + name(algo));
+
+  std::vector<Affine> mine(2 * n), got(2), want(2);
+  for (int i = 0; i < 2 * n; ++i) mine[i] = affine_of(me, i);
+  for (int j = 0; j < 2; ++j) {
+    want[j] = affine_of(0, 2 * me + j);
+    for (int r = 1; r < n; ++r) want[j] = then(want[j], affine_of(r, 2 * me + j));
+  }
+  c.reduce_scatter_block(mine.data(), got.data(), 2, t.affine, t.compose, algo);
+  ok = true;
+  for (int j = 0; j < 2; ++j) ok &= got[j].a == want[j].a && got[j].b == want[j].b;
+  expect(ok, label + " reduce_scatter_block non-commutative " + name(algo));
 }
 
 void check_allreduce(const Comm& c, Algo algo, const std::string& label, const Types& t) {
@@ -461,6 +505,7 @@ int main(int argc, char** argv) {
         k.comm->barrier(algo);
         check_reduce(*k.comm, algo, k.label, t);
         check_allreduce(*k.comm, algo, k.label, t);
+        check_reduce_scatter(*k.comm, algo, k.label, t);
         check_allgather(*k.comm, algo, k.label, t);
         check_gather_scatter(*k.comm, algo, k.label, t);
         check_allgatherv_alltoall(*k.comm, algo, k.label, t);

@@ -137,14 +137,17 @@ TEST(Costs, TheModelPicksTheSliceOfAPipelinedBroadcast) {
   EXPECT_EQ(predict(s, Coll::kBcast, 1000, 0, Route::kChain).slice, kSmallestSlice);
 }
 
-// The all-reduce's two routes on four sites of one process, 256 KiB. Each pair of sites on
-// its own line: through the heads every line carries the message once (about 262 + 10 ms),
-// where the rooted route reduces (272 ms) and then broadcasts (272 ms): heads. Behind access
-// lines each site sends its partial result to three heads on one line (786 + 10 ms), and
-// the rooted route's reduction sends it once (packed, 272 ms) and its broadcast goes down
-// the chain in 8 KiB slices (262 + 2 x 8 + 30 ms): rooted. Its time is its reduction's plus
-// its broadcast's, as predicted for them.
-TEST(Costs, AnAllReduceGoesThroughARootWhereEachSiteSendsOnOneLine) {
+// The all-reduce's three routes on four sites of one process, 256 KiB. Each pair of sites
+// on its own line: through the heads every line carries the message once (about 262 + 10
+// ms), where the rooted route reduces (272 ms) and then broadcasts (272 ms), and the
+// reduce-scatter route, sent whole, carries a quarter each way twice (2 x (65.5 + 10) ms).
+// Behind access lines each site sends its partial result to three heads on one line
+// (786 + 10 ms), the rooted route's reduction sends it once (packed, 272 ms) and its
+// broadcast goes down the chain in 8 KiB slices (262 + 2 x 8 + 30 ms), and the
+// reduce-scatter route puts three quarters on each line twice (2 x (196.6 + 10) ms). In
+// its own slices it is predicted no slower than whole, and is the least both ways. On two
+// sites it moves as much as the heads route but pays the latency twice: heads.
+TEST(Costs, AnAllReduceGoesThroughTheHeadsInPiecesFromThreeSitesOn) {
   models::GridModel m = simple_model();
   for (bool access : {false, true}) {
     SCOPED_TRACE(access ? "access lines" : "a line per pair");
@@ -152,14 +155,22 @@ TEST(Costs, AnAllReduceGoesThroughARootWhereEachSiteSendsOnOneLine) {
       for (const char* site : {"A", "B", "C", "D"}) m.access.insert(site);
     const CostShape s = shape(m, {1, 1, 1, 1}, {"A", "B", "C", "D"});
     const Prediction p = predict(s, Coll::kAllreduce, 262144, 0);
-    ASSERT_EQ(p.routes.size(), 2u);
+    ASSERT_EQ(p.routes.size(), 3u);
     EXPECT_EQ(p.routes[0].first, Route::kHeads);
-    EXPECT_EQ(p.route, access ? Route::kRooted : Route::kHeads);
+    EXPECT_EQ(p.routes[1].first, Route::kRooted);
+    EXPECT_EQ(p.routes[2].first, Route::kReduceScatter);
+    EXPECT_EQ(p.route, Route::kReduceScatter);
     const double rooted = predict(s, Coll::kReduce, 262144, 0).hier + predict(s, Coll::kBcast, 262144, 0).hier;
     EXPECT_NEAR(p.routes[1].second, rooted, 1e-12);
     EXPECT_NEAR(p.routes[0].second, access ? 796.432 * kMs : 272.144 * kMs, 0.1 * kMs);
     EXPECT_NEAR(rooted, access ? (272.144 + 262.144 + 16.384 + 30) * kMs : 2 * 272.144 * kMs, 0.1 * kMs);
+    const double whole = predict(s, Coll::kAllreduce, 262144, 0, Route::kReduceScatter, 262144).hier;
+    EXPECT_NEAR(whole, access ? 2 * (196.608 + 10) * kMs : 2 * (65.536 + 10) * kMs, 1e-9);
+    EXPECT_LE(p.routes[2].second, whole);
   }
+  const Prediction two_sites = predict(shape(simple_model(), {1, 1}, {"A", "B"}), Coll::kAllreduce, 262144, 0, std::nullopt, 262144);
+  EXPECT_EQ(two_sites.route, Route::kHeads);
+  EXPECT_NEAR(two_sites.routes[2].second - two_sites.routes[0].second, 10 * kMs, 1e-9);
   // One cluster: MPICH's own all-reduce, no routes.
   EXPECT_TRUE(predict(shape(m, {4}, {"A"}), Coll::kAllreduce, 262144, 0).routes.empty());
 }
@@ -668,6 +679,6 @@ TEST(Costs, GridPredictorPredictsEachRouteByName) {
     predictor.predicted_us("scatter", 1000, Algo::kHier, 0, "zigzag");
     ADD_FAILURE() << "route zigzag accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("route 'zigzag' is not one of packed, ordered, binomial, chain, direct, agents, groups, heads or rooted"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("route 'zigzag' is not one of packed, ordered, binomial, chain, direct, agents, groups, heads, rooted or reduce-scatter"), std::string::npos) << e.what();
   }
 }

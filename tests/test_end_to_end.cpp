@@ -1190,6 +1190,21 @@ TEST(EndToEnd, AllReducesMatchTheirReferencesOnTheRootedRoute) {
   expect_wan_messages_by_route({"--clusters", "3", "--ranks-per-cluster", "1"}, "allreduce", {{"heads", "6.00"}, {"rooted", "4.00"}});
 }
 
+// The all-reduce through the heads in pieces (GRIDRT_ROUTE=reduce-scatter): every allreduce
+// of coll_check (sums of up to 100,000 ints, in place too, counts below the number of
+// sites, a maximum) on four sites, one holding two clusters apart from each other; and on
+// three sites whose clusters are runs of ranks, where the non-commutative ones (a derived
+// datatype) take it too, each piece folded in rank order. That the route ran, the relays
+// tell: on three clusters of one process each head sends a piece to the two others and
+// then its folded piece to them (6 + 6 WAN messages).
+TEST(EndToEnd, AllReducesMatchTheirReferencesOnTheReduceScatterRoute) {
+  expect_coll_check_passes_on_route("reduce-scatter");
+  ::setenv("GRIDRT_ROUTE", "reduce-scatter", 1);
+  expect_coll_check_passes({{{"--grid", grid_with_sites({{"A", 2}, {"A", 1}, {"B", 1}, {"C", 2}})}, "on 6 processes in 4 clusters"}});
+  ::unsetenv("GRIDRT_ROUTE");
+  expect_wan_messages_by_route({"--clusters", "3", "--ranks-per-cluster", "1"}, "allreduce", {{"reduce-scatter", "12.00"}});
+}
+
 // The hierarchical all-to-all by the Local Group paper's own rule for two clusters
 // (GRIDRT_ROUTE=groups): every alltoall(v) of coll_check (in place, derived types, uneven
 // blocks, shuffled communicators) where the smaller cluster is the second and the larger's

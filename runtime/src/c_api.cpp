@@ -242,6 +242,14 @@ int gridrt_alltoallv(const void* sendbuf, const int* sendcounts, const int* sdis
   });
 }
 
+int gridrt_reduce_scatter_block(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, gridrt_comm comm, int algo) {
+  return collective(comm, algo, [&](const gridrt::Comm& c, gridrt::Algo a) { c.reduce_scatter_block(sendbuf, recvbuf, count, type, op, a); });
+}
+
+int gridrt_reduce_scatter(const void* sendbuf, void* recvbuf, const int* counts, MPI_Datatype type, MPI_Op op, gridrt_comm comm, int algo) {
+  return collective(comm, algo, [&](const gridrt::Comm& c, gridrt::Algo a) { c.reduce_scatter(sendbuf, recvbuf, counts, type, op, a); });
+}
+
 void gridrt_queue_options_init(gridrt_queue_options* o) {
   const gridrt::QueueOptions d;
   *o = gridrt_queue_options{};

@@ -450,6 +450,14 @@ void Comm::allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype
   run(impl_, detail::allreduce(impl(), sendbuf, recvbuf, count, type, op, algo));
 }
 
+void Comm::reduce_scatter_block(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, Algo algo) const {
+  run(impl_, detail::reduce_scatter_block(impl(), sendbuf, recvbuf, count, type, op, algo));
+}
+
+void Comm::reduce_scatter(const void* sendbuf, void* recvbuf, const int* counts, MPI_Datatype type, MPI_Op op, Algo algo) const {
+  run(impl_, detail::reduce_scatter(impl(), sendbuf, recvbuf, counts, type, op, algo));
+}
+
 void Comm::gather(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, int root, Algo algo) const {
   run(impl_, detail::gather(impl(), sendbuf, count, type, recvbuf, count, type, root, algo));
 }

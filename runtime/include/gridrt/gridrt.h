@@ -87,6 +87,10 @@ int gridrt_allgatherv(const void* sendbuf, int sendcount, void* recvbuf, const i
 int gridrt_alltoall(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, gridrt_comm comm, int algo);
 int gridrt_alltoallv(const void* sendbuf, const int* sendcounts, const int* sdispls, void* recvbuf, const int* recvcounts,
                      const int* rdispls, MPI_Datatype type, gridrt_comm comm, int algo);
+int gridrt_reduce_scatter_block(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, gridrt_comm comm,
+                                int algo);
+int gridrt_reduce_scatter(const void* sendbuf, void* recvbuf, const int* counts, MPI_Datatype type, MPI_Op op, gridrt_comm comm,
+                          int algo);
 
 /* The multi-level task queue (gridrt::TaskQueue, gridrt/queue.hpp; docs/queues.md).
  * gridrt_queue_create is collective over `comm`; options NULL takes the defaults (a boss

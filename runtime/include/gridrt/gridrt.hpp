@@ -229,11 +229,19 @@ class Comm {
   void alltoall(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, Algo algo = Algo::kDefault) const;
   void alltoallv(const void* sendbuf, const int* sendcounts, const int* sdispls, void* recvbuf, const int* recvcounts,
                  const int* rdispls, MPI_Datatype type, Algo algo = Algo::kDefault) const;
+  // Member r's recvbuf gets the r-th `count` elements of the fold of everyone's sendbuf
+  // (size() * count elements); sendbuf may be MPI_IN_PLACE (recvbuf holds the contribution).
+  void reduce_scatter_block(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                            Algo algo = Algo::kDefault) const;
+  // The v form: member r's block is counts[r] elements, the blocks laid end to end.
+  void reduce_scatter(const void* sendbuf, void* recvbuf, const int* counts, MPI_Datatype type, MPI_Op op,
+                      Algo algo = Algo::kDefault) const;
 
   // What the grid's calibrated model (GRIDRT_MODEL; docs/models.md) predicts one call of
   // collective `op` (barrier, bcast, reduce, allreduce, gather, scatter, allgather, alltoall,
-  // scan) takes here, in microseconds: `bytes` the message (bcast, reduce, allreduce,
-  // scan), a member's block (gather, scatter, allgather) or a pair's block (alltoall);
+  // scan, reduce_scatter) takes here, in microseconds: `bytes` the message (bcast, reduce,
+  // allreduce, scan), a member's block (gather, scatter, allgather, reduce_scatter) or a
+  // pair's block (alltoall);
   // kAuto (or kDefault) what auto would choose, the lesser of the two. -1 without a model,
   // or when it lacks a pair of this communicator's clusters. Throws Error for an unknown op.
   double predicted_us(const std::string& op, std::size_t bytes, Algo algo = Algo::kAuto, int root = 0) const;

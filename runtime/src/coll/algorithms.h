@@ -43,9 +43,12 @@ Async<> bcast_binomial(CommImpl& c, void* buf, Layout l, int root);
 // sendbuf may be MPI_IN_PLACE at the root (reduce) or anywhere (allreduce).
 Async<> reduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op, int root, PartTree t, std::size_t slice);
 Async<> reduce_binomial(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op, int root);
-// The heads route (through the sites' heads) and the rooted one (reduce_hier to member 0,
-// then bcast_hier, each as chosen for itself; commutative operations only).
-Async<> allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op, std::size_t slice);
+// Through the sites' heads, `between` them by the heads route (each site's partial result to
+// every other head) or the reduce-scatter one (pieces folded by one head each, then
+// all-gathered); and the rooted route (reduce_hier to member 0, then bcast_hier, each as
+// chosen for itself; commutative operations only).
+Async<> allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op, std::size_t slice,
+                       Route between = Route::kHeads);
 Async<> allreduce_rooted(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op);
 Async<> allreduce_doubling(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op);
 
@@ -96,6 +99,12 @@ Async<> alltoallv_local_group(CommImpl& c, Blocks in, Blocks out, bool equal);
 Async<> alltoallv_local_group_two(CommImpl& c, Blocks in, Blocks out, bool equal);
 Async<> alltoallv_pairwise(CommImpl& c, Blocks in, Blocks out);
 
+// Reduce-scatter (MPI_Reduce_scatter): member i gets counts[i] elements of `element`'s
+// datatype, the fold of everyone's i-th block of sendbuf (or, MPI_IN_PLACE, recvbuf)'s
+// blocks laid end to end. Through the sites' heads (each site's share crossing once); the
+// rooted route (a reduction, then a scatter) is collectives.cpp's.
+Async<> reduce_scatter_hier(CommImpl& c, const void* sendbuf, void* recvbuf, std::vector<int> counts, Layout element, MPI_Op op);
+
 // Prefix reductions (MPI_Scan, MPI_Exscan): member r gets the fold of members 0..r (or
 // 0..r-1) in rank order. Hierarchical: MPICH's scan inside each cluster, the clusters'
 // totals across.
@@ -112,7 +121,7 @@ double bcast_hier_cost(const CostShape& s, int root, double m, Route r = Route::
 double bcast_binomial_cost(const CostShape& s, int root, double m);
 double reduce_hier_cost(const CostShape& s, int root, double m, Route r = Route::kPacked, double slice = kDefaultSlice);
 double reduce_binomial_cost(const CostShape& s, int root, double m);
-double allreduce_hier_cost(const CostShape& s, double m, double slice = kDefaultSlice);
+double allreduce_hier_cost(const CostShape& s, double m, double slice = kDefaultSlice, Route between = Route::kHeads);
 // With the reduction's and the broadcast's picks (route, slice) from member 0.
 double allreduce_rooted_cost(const CostShape& s, double m, const Pick& reduce_by, const Pick& bcast_by);
 double allreduce_doubling_cost(const CostShape& s, double m);
@@ -143,6 +152,7 @@ double alltoall_local_group_two_cost(const CostShape& s, double b);  // two part
 std::vector<double> local_group_parked_at(const CostShape& s, double b);
 double alltoall_pairwise_cost(const CostShape& s, double b);
 double scan_hier_cost(const CostShape& s, double m);
+double reduce_scatter_hier_cost(const CostShape& s, double b);  // b: a member's block
 double scan_doubling_cost(const CostShape& s, double m);
 
 // The hierarchical and the flat algorithm's predictions for one call of `op` (what auto

@@ -1,10 +1,20 @@
 // Hierarchical all-reduce, pipelined: 1. each cluster reduces every slice to its leader
-// (MPICH); 2. a site's clusters hand their partial result to the site's head; 3. heads send
-// their site's to every other head (one WAN hop) and each folds all of them in site order:
-// the same operands in the same order everywhere, so the same bits everywhere, floating
-// point included; then hands the result back to its site's clusters; 4. each leader hands
-// it to its cluster (MPICH). Slices flow through the stages one after the other, each
-// leaving as soon as it is ready. Cost: one WAN latency + m / WAN bandwidth per head pair.
+// (MPICH); 2. a site's clusters hand their partial result to the site's head; 3. between
+// the S heads, by one of two routes:
+//   heads: each sends its site's to every other head (one WAN hop) and each folds all of
+//     them in site order: the same operands in the same order everywhere, so the same bits
+//     everywhere, floating point included. Every pair of sites carries m each way.
+//   reduce-scatter: the slice is cut into S pieces of whole elements; each head sends piece
+//     t to site t's head, which folds it in site order and sends the folded piece to every
+//     other head (a reduce-scatter, then an all-gather: Rabenseifner, "Optimization of
+//     Collective Reduction Operations", 2004; Thakur, Rabenseifner, Gropp, "Optimization of
+//     Collective Communication Operations in MPICH", 2005, over the heads). Two WAN hops,
+//     but every pair of sites carries 2m/S each way instead of m, and a site's access line
+//     2m(S-1)/S instead of (S-1)m: the large messages' route from three sites on. Each
+//     piece is folded once, in site order, so all members get the same bits here too.
+// then each head hands the result back to its site's clusters; 4. each leader hands it to
+// its cluster (MPICH). Slices flow through the stages one after the other, each leaving as
+// soon as it is ready. Cost: allreduce_hier_cost below.
 #include <optional>
 
 #include "algorithms.h"
@@ -13,7 +23,18 @@
 
 namespace gridrt::detail {
 
-Async<> allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op, std::size_t slice) {
+namespace {
+// Piece t of n elements cut among S heads: elements [first(t), first(t + 1)).
+struct Pieces {
+  int n, S;
+  int first(int t) const { return static_cast<int>(static_cast<long long>(n) * t / S); }
+  int count(int t) const { return first(t + 1) - first(t); }
+  Layout layout(const Layout& slice, int t) const { return Layout(slice, count(t)); }
+  char* at(const Layout& slice, void* base, int t) const { return static_cast<char*>(base) + static_cast<MPI_Aint>(first(t)) * slice.extent; }
+};
+}  // namespace
+
+Async<> allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op, std::size_t slice, Route between) {
   const int tag = c.next_tag();
   const bool in_place = sendbuf == MPI_IN_PLACE;
   if (c.parts.size() == 1) {
@@ -44,13 +65,18 @@ Async<> allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l
   if (!many && !in_place) copy_elements(l, sendbuf, recvbuf);
   std::vector<Step> steps;  // sends and the broadcasts inside the cluster, waited at the end
   if (c.is_leader()) {
-    const int p = c.my_part(), head = c.site_head(c.site_of_part[p]);
+    const int p = c.my_part(), site = c.site_of_part[p], head = c.site_head(site);
     const std::vector<int> in_site = c.site_mates(p);
+    const std::vector<int> sites_away = c.other_sites(p);
     std::vector<int> heads;  // of the other sites (used at this site's head)
-    for (int t : c.other_sites(p)) heads.push_back(c.site_head(t));
+    for (int t : sites_away) heads.push_back(c.site_head(t));
+    const bool split = between == Route::kReduceScatter;
+    const int S = static_cast<int>(c.sites.size());
     std::vector<std::vector<std::vector<char>>> from(sl.n, std::vector<std::vector<char>>(c.parts.size()));
+    // The reduce-scatter route's: the pieces going out and the folded ones coming back, by part.
+    std::vector<std::vector<std::vector<char>>> pieces_out(sl.n, std::vector<std::vector<char>>(c.parts.size())), folded_in = pieces_out;
     std::vector<std::vector<char>> out(sl.n), result(sl.n);
-    std::vector<std::vector<Step>> site_in(sl.n), heads_in(sl.n), back(sl.n);
+    std::vector<std::vector<Step>> site_in(sl.n), heads_in(sl.n), folded_back(sl.n), back(sl.n);
     // Every receive is posted at once; slices then flow through the stages one after the other.
     for (int k = 0; k < sl.n; ++k) {
       const std::size_t bytes = sl.layout(k).packed;
@@ -63,11 +89,22 @@ Async<> allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l
         from[k][q].resize(bytes);
         site_in[k].push_back(receive_from(c, c.leader(q), tag, from[k][q].data(), bytes));
       }
+      // From each other head: its site's partial result (heads), or the piece this site
+      // folds (reduce-scatter).
+      const std::size_t in_bytes = split ? Pieces{sl.count(k), S}.layout(sl.layout(k), site).packed : bytes;
       for (int q : heads) {
-        from[k][q].resize(bytes);
-        heads_in[k].push_back(receive_from(c, c.leader(q), tag, from[k][q].data(), bytes));
+        from[k][q].resize(in_bytes);
+        heads_in[k].push_back(receive_from(c, c.leader(q), tag, from[k][q].data(), in_bytes));
       }
     }
+    // The folded pieces come after every slice's pieces (each head sends them in that
+    // order, and one pair's messages of one tag match in the order they were posted).
+    for (int k = 0; k < sl.n && split && p == head; ++k)
+      for (std::size_t i = 0; i < heads.size(); ++i) {
+        const int q = heads[i];
+        folded_in[k][q].resize(Pieces{sl.count(k), S}.layout(sl.layout(k), sites_away[i]).packed);
+        folded_back[k].push_back(receive_from(c, c.leader(q), tag, folded_in[k][q].data(), folded_in[k][q].size()));
+      }
     // Going out: each slice's partial result leaves as soon as it is ready, without
     // waiting for the previous slice's answers (so the slices cross the WAN together).
     for (int k = 0; k < sl.n; ++k) {
@@ -78,10 +115,33 @@ Async<> allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l
         for (auto& s : site_in[k]) co_await amid(s, steps);
         fold_parts(lk, op, with_part(in_site, p), p, from[k], slice);
       }
-      out[k] = packed_copy(lk, slice);
-      if (p != head) steps.push_back(send_to(c, c.leader(head), tag, out[k].data(), out[k].size()));
-      else
+      if (p != head) {
+        out[k] = packed_copy(lk, slice);
+        steps.push_back(send_to(c, c.leader(head), tag, out[k].data(), out[k].size()));
+      } else if (!split) {
+        out[k] = packed_copy(lk, slice);
         for (int q : heads) steps.push_back(send_to(c, c.leader(q), tag, out[k].data(), out[k].size()));
+      } else {
+        const Pieces pc{lk.count, S};
+        for (std::size_t i = 0; i < heads.size(); ++i) {
+          const int q = heads[i], t = sites_away[i];
+          pieces_out[k][q] = packed_copy(pc.layout(lk, t), pc.at(lk, slice, t));
+          steps.push_back(send_to(c, c.leader(q), tag, pieces_out[k][q].data(), pieces_out[k][q].size()));
+        }
+      }
+    }
+    // In pieces: each slice's piece of this site, folded in site order as soon as every
+    // other head's is here, goes to every other head, without waiting for their folded
+    // pieces of the earlier slices (waiting would cost a WAN latency per slice).
+    for (int k = 0; k < sl.n && split && p == head; ++k) {
+      const Layout lk = sl.layout(k);
+      const Pieces pc{lk.count, S};
+      const Layout own = pc.layout(lk, site);
+      char* piece = pc.at(lk, sl.at(recvbuf, k), site);
+      for (auto& s : heads_in[k]) co_await amid(s, steps);
+      fold_parts(own, op, with_part(heads, p), p, from[k], piece);
+      out[k] = packed_copy(own, piece);
+      for (int q : heads) steps.push_back(send_to(c, c.leader(q), tag, out[k].data(), out[k].size()));
     }
     // Coming back: each slice as soon as its answers are here.
     for (int k = 0; k < sl.n; ++k) {
@@ -90,9 +150,19 @@ Async<> allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l
       if (p != head) {
         for (auto& s : back[k]) co_await amid(s, steps);
         unpack(lk, result[k].data(), slice);
-      } else {
+      } else if (!split) {
         for (auto& s : heads_in[k]) co_await amid(s, steps);
         fold_parts(lk, op, with_part(heads, p), p, from[k], slice);
+      } else {
+        // The other heads' folded pieces into place.
+        const Pieces pc{lk.count, S};
+        for (auto& s : folded_back[k]) co_await amid(s, steps);
+        for (std::size_t i = 0; i < heads.size(); ++i) {
+          const int t = sites_away[i];
+          unpack(pc.layout(lk, t), folded_in[k][heads[i]].data(), pc.at(lk, slice, t));
+        }
+      }
+      if (p == head) {
         result[k] = packed_copy(lk, slice);
         for (int q : in_site) steps.push_back(send_to(c, c.leader(q), tag, result[k].data(), result[k].size()));
       }
@@ -107,19 +177,31 @@ Async<> allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l
 }
 
 // Cost, slice by slice: MPICH's reduce to every leader (posted at once, done one slice after
-// the other), through the heads (each site's partial result to every other head, the lines
-// busy with the earlier slices), back to the leaders, MPICH's bcast once the slice is back
-// and the previous one broadcast (its receivers asleep only if they waited long).
-double allreduce_hier_cost(const CostShape& s, double m, double slice) {
+// the other), through the heads (each site's partial result to every other head, or its
+// pieces and then the folded ones, the lines busy with the earlier slices), back to the
+// leaders, MPICH's bcast once the slice is back and the previous one broadcast (its
+// receivers asleep only if they waited long). In pieces, every slice's pieces go out
+// before any folded piece (a head sends them in that order, so one line carries them in
+// it). On S sites of one line per pair, whole messages of m bytes: heads about L + g(m),
+// reduce-scatter about 2 (L + g(m / S)).
+double allreduce_hier_cost(const CostShape& s, double m, double slice, Route between) {
   if (s.parts() == 1) return s.local(Coll::kAllreduce, 0, m);
   const SliceSizes sl{m, slice};
+  const bool split = between == Route::kReduceScatter;
+  const double pieces = split ? static_cast<double>(s.sites.size()) : 1;
   Timeline tl(s);
   std::vector<double> reduced(s.parts(), 0), done(s.parts(), 0);
+  std::vector<std::vector<double>> folded(sl.count());  // by slice: when each head has folded its piece
+  auto to_sites = [&](double b) { return std::vector<double>(s.sites.size(), b / pieces); };
   for (int k = 0; k < sl.count(); ++k) {
     const double b = sl.bytes(k);
     for (int p = 0; p < s.parts(); ++p) reduced[p] += s.local(Coll::kReduce, p, b);
-    const std::vector<double> back = through_heads(tl, s, reduced, std::vector<double>(s.parts(), b), std::vector<double>(s.sites.size(), b),
-                                                   std::vector<double>(s.parts(), b));
+    folded[k] = between_heads(tl, s, to_heads(tl, s, reduced, std::vector<double>(s.parts(), b)), to_sites(b));
+  }
+  for (int k = 0; k < sl.count(); ++k) {
+    const double b = sl.bytes(k);
+    const std::vector<double> everything = split ? between_heads(tl, s, folded[k], to_sites(b)) : folded[k];
+    const std::vector<double> back = from_heads(tl, s, everything, std::vector<double>(s.parts(), b));
     for (int p = 0; p < s.parts(); ++p) {
       const double from = std::max(done[p], back[p]);
       done[p] = from + s.local(Coll::kBcast, p, b, from - done[p]);

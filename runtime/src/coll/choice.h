@@ -14,7 +14,7 @@
 
 namespace gridrt::detail {
 
-enum class Coll { kBarrier, kBcast, kReduce, kAllreduce, kGather, kScatter, kAllgather, kAlltoall, kScan };
+enum class Coll { kBarrier, kBcast, kReduce, kAllreduce, kGather, kScatter, kAllgather, kAlltoall, kScan, kReduceScatter };
 
 // How the steps inside a cluster of several logical clusters run (GRIDRT_CLUSTER_STEPS):
 // each one as the model predicts faster (costs.h, composes), always composed over the
@@ -22,8 +22,9 @@ enum class Coll { kBarrier, kBcast, kReduce, kAllreduce, kGather, kScatter, kAll
 enum class ClusterSteps { kModel, kComposed, kMpich };
 
 // Every member must choose alike, so the size a choice depends on is one every member knows:
-// the message (bcast, reduce, allreduce), a member's block (gather, scatter, allgather) or a
-// pair's block (alltoall), in bytes. The v-forms whose sizes some members do not know pass
+// the message (bcast, reduce, allreduce), a member's block (gather, scatter, allgather;
+// reduce-scatter: the mean of the blocks, which every member knows) or a pair's block
+// (alltoall), in bytes. The v-forms whose sizes some members do not know pass
 // kSizeNotShared: they get what the rule says for every size, or hierarchical.
 inline constexpr std::size_t kSizeNotShared = SIZE_MAX;
 
@@ -48,6 +49,7 @@ inline FlatRange flat_within_one_site(Coll op) {
     case Coll::kAllgather: return {256 * 1024, kAll};     // hier up to 64 KiB, flat from 256 KiB
     case Coll::kAlltoall: return {256 * 1024, kAll};      // hier up to 64 KiB, flat from 256 KiB
     case Coll::kScan: return {kNever, kNever};            // not measured: one latency against log2 n rounds
+    case Coll::kReduceScatter: return {0, kAll};          // as the reduction and the scatter it is made of there
   }
   return {kNever, kNever};
 }

@@ -153,8 +153,9 @@ const char* coll_name(Coll op);
 // The family of a call and, for the hierarchical one, its route (GRIDRT_ROUTE's, the
 // operation's first where it lacks that one; else the model's least predicted, else the
 // operation's first) and slices; with auto, the family as auto_choice's. `rank_order`: the
-// operation folds in rank order (a non-commutative reduction), which only the packed tree
-// (the all-reduce's heads) keeps, and that only where folds_keep_rank_order.
+// operation folds in rank order (a non-commutative reduction), which only the routes that
+// keep_rank_order keep (the packed tree; the all-reduce's heads, whole or in pieces), and
+// those only where folds_keep_rank_order.
 Pick choose_with_route(Algo asked, CommImpl& c, Coll op, std::size_t bytes, int root, bool rank_order = false);
 // The hierarchical pick of `op` by the model alone, GRIDRT_ROUTE aside (the rooted
 // all-reduce's reduction and broadcast: GRIDRT_ROUTE names the all-reduce's route); without

@@ -83,7 +83,7 @@ Async<> allreduce(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MP
   const Pick pick = choose_with_route(algo, c, Coll::kAllreduce, l.packed, 0, !commutative(op));
   if (pick.algo == Algo::kFlat) return allreduce_doubling(c, sendbuf, recvbuf, l, op);
   if (pick.route == Route::kRooted) return allreduce_rooted(c, sendbuf, recvbuf, l, op);
-  return allreduce_hier(c, sendbuf, recvbuf, l, op, pick.slice);
+  return allreduce_hier(c, sendbuf, recvbuf, l, op, pick.slice, pick.route);
 }
 
 Async<> gather(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
@@ -223,8 +223,10 @@ Async<> alltoallv(CommImpl& c, const void* sendbuf, const int* sendcounts, const
 // ---------------------------------------------------------------- composed collectives
 
 namespace {
-// MPI_Reduce_scatter as a reduction of everything to member 0, then a scatter of the
-// result's blocks: both hierarchical (one WAN crossing each way) when so chosen.
+// MPI_Reduce_scatter by its rooted route: a reduction of everything to member 0, then a
+// scatter of the result's blocks, each as `algo` chooses it (its flat form, and its route
+// where the hierarchical one, reduce_scatter_hier, does not keep a non-commutative
+// operation's rank order).
 Async<> reduce_then_scatter(CommImpl& c, const void* sendbuf, void* recvbuf, std::vector<int> counts, Layout element, MPI_Op op, Algo algo) {
   std::vector<int> displs(counts.size(), 0);
   std::partial_sum(counts.begin(), counts.end() - 1, displs.begin() + 1);
@@ -248,18 +250,31 @@ Async<> reduce_then_scatter(CommImpl& c, const void* sendbuf, void* recvbuf, std
 }
 }  // namespace
 
+// Either route: through the sites' heads (each block crossing the WAN once), or rooted.
+// The size a choice goes by is the mean block, which every member knows (MPI gives every
+// member all the counts).
+Async<> reduce_scatter_counts(CommImpl& c, const void* sendbuf, void* recvbuf, std::vector<int> counts, MPI_Datatype type, MPI_Op op,
+                              Algo algo) {
+  const Layout element(type, 1);
+  const std::size_t total = element.packed * static_cast<std::size_t>(std::accumulate(counts.begin(), counts.end(), 0LL));
+  const Pick pick = choose_with_route(algo, c, Coll::kReduceScatter, total / static_cast<std::size_t>(c.size()), 0, !commutative(op));
+  if (pick.algo == Algo::kFlat) return reduce_then_scatter(c, sendbuf, recvbuf, std::move(counts), element, op, Algo::kFlat);
+  if (pick.route == Route::kRooted || c.parts.size() == 1) return reduce_then_scatter(c, sendbuf, recvbuf, std::move(counts), element, op, algo);
+  return reduce_scatter_hier(c, sendbuf, recvbuf, std::move(counts), element, op);
+}
+
 Async<> reduce_scatter(CommImpl& c, const void* sendbuf, void* recvbuf, const int* recvcounts, MPI_Datatype type, MPI_Op op, Algo algo) {
   if (c.remote && recvcounts) return inter::reduce_scatter(c, sendbuf, recvbuf, std::vector<int>(recvcounts, recvcounts + c.size()), type, op);
   if (!recvcounts) throw ArgumentError("gridrt: reduce_scatter: counts are needed", MPI_ERR_ARG);
   for (int i = 0; i < c.size(); ++i)
     if (recvcounts[i] < 0) throw ArgumentError("gridrt: reduce_scatter: a negative count", MPI_ERR_COUNT);
-  return reduce_then_scatter(c, sendbuf, recvbuf, std::vector<int>(recvcounts, recvcounts + c.size()), Layout(type, 1), op, algo);
+  return reduce_scatter_counts(c, sendbuf, recvbuf, std::vector<int>(recvcounts, recvcounts + c.size()), type, op, algo);
 }
 
 Async<> reduce_scatter_block(CommImpl& c, const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type, MPI_Op op, Algo algo) {
   if (c.remote) return inter::reduce_scatter(c, sendbuf, recvbuf, std::vector<int>(c.size(), recvcount), type, op);
   if (recvcount < 0) throw ArgumentError("gridrt: reduce_scatter_block: a negative count", MPI_ERR_COUNT);
-  return reduce_then_scatter(c, sendbuf, recvbuf, std::vector<int>(c.size(), recvcount), Layout(type, 1), op, algo);
+  return reduce_scatter_counts(c, sendbuf, recvbuf, std::vector<int>(c.size(), recvcount), type, op, algo);
 }
 
 Async<> scan(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, Algo algo) {

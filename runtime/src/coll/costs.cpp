@@ -175,7 +175,9 @@ double composed_cost(Coll op, const LogicalLevel& lv, double m, double at) {
     case Coll::kBarrier: in(op, m), across(op, m), in(Coll::kBcast, m); break;
     case Coll::kAllgather:
     case Coll::kAlltoall:
-    case Coll::kScan: return spread_cost(op, lv, m, at);
+    case Coll::kScan:
+    case Coll::kReduceScatter:  // (no step inside a cluster: a reduction, then a scatter)
+      return spread_cost(op, lv, m, at);
   }
   return t - at;
 }
@@ -232,15 +234,30 @@ std::vector<double> through_heads(const CostShape& s, const std::vector<double>&
 
 std::vector<double> through_heads(Timeline& tl, const CostShape& s, const std::vector<double>& ready, const std::vector<double>& up,
                                   const std::vector<double>& across, const std::vector<double>& down) {
+  return from_heads(tl, s, between_heads(tl, s, to_heads(tl, s, ready, up), across), down);
+}
+
+std::vector<double> to_heads(Timeline& tl, const CostShape& s, const std::vector<double>& ready, const std::vector<double>& up) {
   const int S = static_cast<int>(s.sites.size());
-  std::vector<double> at_head(S, 0), everything(S, 0), done(s.parts(), 0);
+  std::vector<double> at_head(S, 0);
   for (int t = 0; t < S; ++t)
     for (int p : s.sites[t])
       at_head[t] = std::max(at_head[t], p == s.head(t) ? ready[p] : tl.send(s.leader(p), p, s.head(t), up[p], ready[p]));
-  everything = at_head;
+  return at_head;
+}
+
+std::vector<double> between_heads(Timeline& tl, const CostShape& s, const std::vector<double>& at_head, const std::vector<double>& across) {
+  const int S = static_cast<int>(s.sites.size());
+  std::vector<double> everything = at_head;
   for (int t = 0; t < S; ++t)
     for (int u = 0; u < S; ++u)
       if (u != t) everything[u] = std::max(everything[u], tl.send(s.leader(s.head(t)), s.head(t), s.head(u), across[t], at_head[t]));
+  return everything;
+}
+
+std::vector<double> from_heads(Timeline& tl, const CostShape& s, const std::vector<double>& everything, const std::vector<double>& down) {
+  const int S = static_cast<int>(s.sites.size());
+  std::vector<double> done(s.parts(), 0);
   for (int t = 0; t < S; ++t)
     for (int p : s.sites[t])
       done[p] = p == s.head(t) ? everything[t] : tl.send(s.leader(s.head(t)), s.head(t), p, down[p], everything[t]);

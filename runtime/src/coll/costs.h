@@ -194,6 +194,12 @@ std::vector<double> through_heads(const CostShape& s, const std::vector<double>&
                                   const std::vector<double>& across, const std::vector<double>& down);
 std::vector<double> through_heads(Timeline& tl, const CostShape& s, const std::vector<double>& ready, const std::vector<double>& up,
                                   const std::vector<double>& across, const std::vector<double>& down);
+// Its three stages, for patterns that exchange between the heads more than once: when each
+// site's head has its site's (by site), when each head has every other head's, and when
+// each part's leader has it back (by part).
+std::vector<double> to_heads(Timeline& tl, const CostShape& s, const std::vector<double>& ready, const std::vector<double>& up);
+std::vector<double> between_heads(Timeline& tl, const CostShape& s, const std::vector<double>& at_head, const std::vector<double>& across);
+std::vector<double> from_heads(Timeline& tl, const CostShape& s, const std::vector<double>& everything, const std::vector<double>& down);
 
 // The slices of m bytes cut `slice` bytes each (the pipelined collectives' Slices): how
 // many (at least one), and the k-th's bytes.

@@ -38,10 +38,11 @@
 namespace gridrt::detail {
 
 // The trees above, and the all-to-all's (agents, groups) and the all-reduce's (heads:
-// through the sites' heads; rooted: a reduction then a broadcast) ways between clusters.
-enum class Route { kPacked, kOrdered, kBinomial, kChain, kDirect, kAgents, kGroups, kHeads, kRooted };
-inline constexpr Route kEveryRoute[] = {Route::kPacked, Route::kOrdered, Route::kBinomial, Route::kChain, Route::kDirect,
-                                        Route::kAgents, Route::kGroups,  Route::kHeads,    Route::kRooted};
+// through the sites' heads; rooted: a reduction then a broadcast; reduce-scatter: through
+// the heads in pieces, each folded by one head) ways between clusters.
+enum class Route { kPacked, kOrdered, kBinomial, kChain, kDirect, kAgents, kGroups, kHeads, kRooted, kReduceScatter };
+inline constexpr Route kEveryRoute[] = {Route::kPacked, Route::kOrdered, Route::kBinomial, Route::kChain,  Route::kDirect,
+                                        Route::kAgents, Route::kGroups,  Route::kHeads,    Route::kRooted, Route::kReduceScatter};
 
 inline const char* route_name(Route r) {
   switch (r) {
@@ -54,9 +55,15 @@ inline const char* route_name(Route r) {
     case Route::kGroups: return "groups";
     case Route::kHeads: return "heads";
     case Route::kRooted: return "rooted";
+    case Route::kReduceScatter: return "reduce-scatter";
   }
   return "?";
 }
+
+// Whether a reduction on route r folds partial results in part order (and so, where parts
+// and sites are runs of consecutive ranks, in rank order): the packed tree's, and through
+// the heads, whole or in pieces (each piece folded by one head in site order).
+inline bool keeps_rank_order(Route r) { return r == Route::kPacked || r == Route::kHeads || r == Route::kReduceScatter; }
 
 // The route of that name (route_name's), or none.
 inline std::optional<Route> route_named(const std::string& name) {
@@ -65,7 +72,7 @@ inline std::optional<Route> route_named(const std::string& name) {
   return std::nullopt;
 }
 
-// "packed, ordered, ..., heads or rooted", for messages.
+// "packed, ordered, ..., rooted or reduce-scatter", for messages.
 inline std::string route_names() {
   std::string names;
   for (Route r : kEveryRoute) names += std::string(names.empty() ? "" : r == std::end(kEveryRoute)[-1] ? " or " : ", ") + route_name(r);

@@ -17,7 +17,8 @@ std::vector<Route> routes_of(Coll op, int parts) {
   if (op == Coll::kScatter) return {Route::kPacked, Route::kOrdered, Route::kBinomial, Route::kChain, Route::kDirect};
   if (op == Coll::kGather) return {Route::kPacked, Route::kBinomial, Route::kChain, Route::kDirect};
   if (op == Coll::kBcast || op == Coll::kReduce) return {Route::kPacked, Route::kBinomial, Route::kChain};
-  if (op == Coll::kAllreduce && parts > 1) return {Route::kHeads, Route::kRooted};
+  if (op == Coll::kAllreduce && parts > 1) return {Route::kHeads, Route::kRooted, Route::kReduceScatter};
+  if (op == Coll::kReduceScatter && parts > 1) return {Route::kHeads, Route::kRooted};
   if (op == Coll::kAlltoall && parts == 2) return {Route::kAgents, Route::kGroups};
   if (op == Coll::kAlltoall) return {Route::kAgents};
   return {};
@@ -40,7 +41,8 @@ double route_cost(const CostShape& s, Coll op, int root, double m, Route r, doub
   if (op == Coll::kReduce) return reduce_hier_cost(s, root, m, r, slice);
   if (op == Coll::kGather) return gather_hier_cost(s, root, m, r);
   if (op == Coll::kScatter) return scatter_hier_cost(s, root, m, r);
-  if (op == Coll::kAllreduce) return allreduce_hier_cost(s, m, slice);  // the heads route
+  if (op == Coll::kAllreduce) return allreduce_hier_cost(s, m, slice, r);  // heads or reduce-scatter
+  if (op == Coll::kReduceScatter) return reduce_scatter_hier_cost(s, m);    // heads
   return r == Route::kGroups ? alltoall_local_group_two_cost(s, m) : alltoall_local_group_cost(s, m);
 }
 double flat_cost(const CostShape& s, Coll op, int root, double m) {
@@ -49,6 +51,7 @@ double flat_cost(const CostShape& s, Coll op, int root, double m) {
   if (op == Coll::kGather) return gather_binomial_cost(s, root, m);
   if (op == Coll::kScatter) return scatter_binomial_cost(s, root, m);
   if (op == Coll::kAllreduce) return allreduce_doubling_cost(s, m);
+  if (op == Coll::kReduceScatter) return reduce_binomial_cost(s, 0, s.size() * m) + scatterv_linear_cost(s, 0, m);
   return alltoall_pairwise_cost(s, m);
 }
 
@@ -69,10 +72,16 @@ SlicePick sliced(const std::function<double(double)>& cost, double m, std::optio
 Prediction uncorrected(const CostShape& s, Coll op, std::size_t bytes, int root, std::optional<Route> forced,
                        std::optional<std::size_t> forced_slice);
 
-// The rooted all-reduce's: its reduction and broadcast from member 0 on the routes and in
-// the slices own_pick gives them (the same prediction, corrections aside, which keep each
-// one's order; GRIDRT_ROUTE aside).
-double rooted_allreduce_cost(const CostShape& s, std::size_t bytes, std::optional<std::size_t> forced_slice) {
+// The rooted route's: the all-reduce's reduction and broadcast from member 0 on the routes
+// and in the slices own_pick gives them (the same prediction, corrections aside, which keep
+// each one's order; GRIDRT_ROUTE aside); the reduce-scatter's reduction of all P blocks to
+// member 0, then its scatter of them, each hierarchical or flat as auto chooses it.
+double rooted_cost(const CostShape& s, Coll op, std::size_t bytes, std::optional<std::size_t> forced_slice) {
+  if (op == Coll::kReduceScatter) {
+    const Prediction reduce = uncorrected(s, Coll::kReduce, bytes * static_cast<std::size_t>(s.size()), 0, std::nullopt, forced_slice);
+    const Prediction scatter = uncorrected(s, Coll::kScatter, bytes, 0, std::nullopt, forced_slice);
+    return std::min(reduce.hier, reduce.flat) + std::min(scatter.hier, scatter.flat);
+  }
   const Prediction reduce = uncorrected(s, Coll::kReduce, bytes, 0, std::nullopt, forced_slice);
   const Prediction bcast = uncorrected(s, Coll::kBcast, bytes, 0, std::nullopt, forced_slice);
   return allreduce_rooted_cost(s, static_cast<double>(bytes), Pick{Algo::kHier, reduce.route, reduce.slice, nullptr},
@@ -87,6 +96,9 @@ Prediction uncorrected(const CostShape& s, Coll op, std::size_t bytes, int root,
     case Coll::kAllreduce:
       if (s.parts() == 1) return two(allreduce_hier_cost(s, m), allreduce_doubling_cost(s, m));  // MPICH's own
       [[fallthrough]];
+    case Coll::kReduceScatter:
+      if (op == Coll::kReduceScatter && s.parts() == 1) return two(reduce_scatter_hier_cost(s, m), flat_cost(s, op, root, m));
+      [[fallthrough]];
     case Coll::kBcast:
     case Coll::kReduce:
     case Coll::kGather:
@@ -97,7 +109,7 @@ Prediction uncorrected(const CostShape& s, Coll op, std::size_t bytes, int root,
       std::vector<std::size_t> slices;  // each route's
       for (Route r : routes_of(op, s.parts())) {
         auto on_route = [&](double slice) { return route_cost(s, op, root, m, r, slice); };
-        const SlicePick least = r == Route::kRooted ? SlicePick{rooted_allreduce_cost(s, bytes, forced_slice), kDefaultSlice}
+        const SlicePick least = r == Route::kRooted ? SlicePick{rooted_cost(s, op, bytes, forced_slice), kDefaultSlice}
                                 : pipelined(op)     ? sliced(on_route, m, forced_slice)
                                                     : SlicePick{on_route(kDefaultSlice), kDefaultSlice};
         p.routes.emplace_back(r, least.t);
@@ -157,6 +169,7 @@ const char* coll_name(Coll op) {
     case Coll::kAllgather: return "allgather";
     case Coll::kAlltoall: return "alltoall";
     case Coll::kScan: return "scan";
+    case Coll::kReduceScatter: return "reduce_scatter";
   }
   return "?";
 }
@@ -257,14 +270,20 @@ Pick choose_with_route(Algo asked, CommImpl& c, Coll op, std::size_t bytes, int 
   const Algo a = asked_for(asked);
   if (a == Algo::kFlat) return {Algo::kFlat, Route::kPacked, kDefaultSlice, nullptr};
   Pick pick;
-  if (auto m = modelled(c, op, bytes, root, rank_order ? std::optional<Route>(Route::kPacked) : state().route)) {
+  // Folding in rank order, a route that does not keep it is not asked for, nor taken where
+  // the model would choose it: the packed tree (the all-reduce's heads) instead.
+  std::optional<Route> asked_route = state().route;
+  if (rank_order && asked_route && !keeps_rank_order(*asked_route)) asked_route = Route::kPacked;
+  std::optional<Pick> m = modelled(c, op, bytes, root, asked_route);
+  if (rank_order && m && !keeps_rank_order(m->route)) m = modelled(c, op, bytes, root, Route::kPacked);
+  if (m) {
     pick = *m;
     if (a == Algo::kHier) pick.algo = Algo::kHier;
   } else {
     const std::vector<Route> routes = routes_of(op, static_cast<int>(c.parts.size()));
-    const Route asked_route = rank_order ? Route::kPacked : state().route.value_or(routes.empty() ? Route::kPacked : routes.front());
+    const Route route = asked_route.value_or(rank_order || routes.empty() ? Route::kPacked : routes.front());
     const bool flat = a == Algo::kAuto && auto_picks_flat(c.sites.size(), c.parts.size(), op, bytes);
-    pick = {flat ? Algo::kFlat : Algo::kHier, effective(op, static_cast<int>(c.parts.size()), asked_route),
+    pick = {flat ? Algo::kFlat : Algo::kHier, effective(op, static_cast<int>(c.parts.size()), route),
             state().slice.value_or(kDefaultSlice), nullptr};
   }
   if (rank_order && pick.algo == Algo::kHier && !folds_keep_rank_order(c)) pick.algo = Algo::kFlat;
@@ -294,7 +313,7 @@ PartTree rooted_tree(CommImpl& c, Coll op, int root, const Pick& pick) {
 
 Coll coll_named(const std::string& op) {
   for (Coll c : {Coll::kBarrier, Coll::kBcast, Coll::kReduce, Coll::kAllreduce, Coll::kGather, Coll::kScatter, Coll::kAllgather,
-                 Coll::kAlltoall, Coll::kScan})
+                 Coll::kAlltoall, Coll::kScan, Coll::kReduceScatter})
     if (op == coll_name(c)) return c;
   throw Error("gridrt: predicted_us: unknown collective '" + op + "'");
 }
