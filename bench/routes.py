@@ -4,7 +4,7 @@
 For each grid shape: `gridrun calibrate` measures it, then gridbench runs its operations
 (scatter, gather, bcast, reduce and all-reduce, or all-to-all) with the hierarchical
 algorithm on each route (--route packed, ordered, binomial, chain, direct; agents, groups;
-heads, rooted, reduce-scatter), the flat
+heads, rooted, reduce-scatter; the reduce_scatter's heads, rooted), the flat
 algorithm and auto, with
 the model loaded, `--runs` times each. Per
 (operation, size): the median over the runs of every candidate's max_us (the time until the
@@ -19,7 +19,7 @@ an access line at the site of two clusters), one-port (bench/grids/four-sites-on
 four sites, each sending on one access line, the one-port setting of the scatter models),
 two-sites (bench/grids/two-sites-3-2.xml: clusters of 3 and 2, the all-to-all's routes),
 three-sites (three sites of two processes, each pair on its own line of 10 ms and 100 Mbit/s:
-the all-reduce's routes).
+the all-reduce's and the reduce-scatter's routes).
 """
 import json, os, statistics, sys
 
@@ -27,14 +27,16 @@ from models import options, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHAPES = {  # the grid, and the operations measured on it
-    "unequal": (["--grid", os.path.join(HERE, "grids", "three-sites-unequal.xml")], ["scatter", "gather", "bcast", "reduce", "allreduce"]),
-    "one-port": (["--grid", os.path.join(HERE, "grids", "four-sites-one-port.xml")], ["scatter", "gather", "bcast", "reduce", "allreduce"]),
+    "unequal": (["--grid", os.path.join(HERE, "grids", "three-sites-unequal.xml")],
+                ["scatter", "gather", "bcast", "reduce", "allreduce", "reduce_scatter"]),
+    "one-port": (["--grid", os.path.join(HERE, "grids", "four-sites-one-port.xml")],
+                 ["scatter", "gather", "bcast", "reduce", "allreduce", "reduce_scatter"]),
     "two-sites": (["--grid", os.path.join(HERE, "grids", "two-sites-3-2.xml")], ["alltoall"]),
-    "three-sites": (["--clusters", "3", "--ranks-per-cluster", "2", "--emulate-wan", "10ms,100mbit"], ["allreduce"]),
+    "three-sites": (["--clusters", "3", "--ranks-per-cluster", "2", "--emulate-wan", "10ms,100mbit"], ["allreduce", "reduce_scatter"]),
 }
 ROUTES = {"scatter": ["packed", "ordered", "binomial", "chain", "direct"], "gather": ["packed", "binomial", "chain", "direct"],
           "bcast": ["packed", "binomial", "chain"], "reduce": ["packed", "binomial", "chain"], "alltoall": ["agents", "groups"],
-          "allreduce": ["heads", "rooted", "reduce-scatter"]}
+          "allreduce": ["heads", "rooted", "reduce-scatter"], "reduce_scatter": ["heads", "rooted"]}
 
 
 def main():

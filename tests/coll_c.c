@@ -81,6 +81,19 @@ int main(int argc, char** argv) {
       expect(gridrt_gather(&got, back, 1, MPI_INT, 0, c, algo) == GRIDRT_SUCCESS, "gather");
       if (cr == 0)
         for (int r = 0; r < cn; ++r) expect(back[r] == all[r], "gather: the scattered blocks back at the root");
+      /* reduce_scatter_block: block r of every member's vector is r + its global rank; member
+         r gets the sum, and the v form with one int each the same. */
+      for (int r = 0; r < cn; ++r) all[r] = r + g;
+      int block = -1;
+      const long everyone = want - 1000L * cn; /* the sum of the global ranks */
+      expect(gridrt_reduce_scatter_block(all, &block, 1, MPI_INT, MPI_SUM, c, algo) == GRIDRT_SUCCESS && block == cn * cr + everyone,
+             "reduce_scatter_block sum");
+      int* ones = malloc(sizeof(int) * (size_t)cn);
+      for (int r = 0; r < cn; ++r) ones[r] = 1;
+      block = -1;
+      expect(gridrt_reduce_scatter(all, &block, ones, MPI_INT, MPI_SUM, c, algo) == GRIDRT_SUCCESS && block == cn * cr + everyone,
+             "reduce_scatter sum");
+      free(ones);
       expect(gridrt_comm_barrier(c, algo) == GRIDRT_SUCCESS, "barrier");
       free(all);
       free(back);

@@ -175,6 +175,34 @@ TEST(Costs, AnAllReduceGoesThroughTheHeadsInPiecesFromThreeSitesOn) {
   EXPECT_TRUE(predict(shape(m, {4}, {"A"}), Coll::kAllreduce, 262144, 0).routes.empty());
 }
 
+// The reduce-scatter's two routes on three sites of two processes, 1000 B blocks. Through
+// the heads each site sends every other its two members' blocks (2000 B) once: 2 + 10 ms on
+// lines of their own, 4 + 10 ms where each site's share leaves on one access line. The rooted
+// route reduces the whole 6000 B to member 0 (6 + 10 ms) and then scatters (2 + 10 ms).
+TEST(Costs, AReduceScatterCrossesOnceThroughTheHeads) {
+  models::GridModel m = simple_model();
+  for (bool access : {false, true}) {
+    SCOPED_TRACE(access ? "access lines" : "a line per pair");
+    if (access)
+      for (const char* site : {"A", "B", "C"}) m.access.insert(site);
+    const CostShape s = shape(m, {2, 2, 2}, {"A", "B", "C"});
+    const Prediction p = predict(s, Coll::kReduceScatter, 1000, 0);
+    ASSERT_EQ(p.routes.size(), 2u);
+    EXPECT_EQ(p.routes[0].first, Route::kHeads);
+    EXPECT_EQ(p.routes[1].first, Route::kRooted);
+    EXPECT_EQ(p.route, Route::kHeads);
+    EXPECT_NEAR(p.routes[0].second, (access ? 14 : 12) * kMs, 1e-9);
+    const Prediction reduce = predict(s, Coll::kReduce, 6000, 0), scatter = predict(s, Coll::kScatter, 1000, 0);
+    EXPECT_NEAR(p.routes[1].second, reduce.hier + scatter.hier, 1e-12);
+    if (!access) {
+      EXPECT_NEAR(p.routes[1].second, 28 * kMs, 1e-9);
+    }
+    EXPECT_NEAR(p.flat, reduce_binomial_cost(s, 0, 6000) + scatterv_linear_cost(s, 0, 1000), 1e-12);
+  }
+  // One cluster: MPICH's reduction and scatter, no routes.
+  EXPECT_TRUE(predict(shape(m, {4}, {"A"}), Coll::kReduceScatter, 1000, 0).routes.empty());
+}
+
 // The all-reduce's slices on two sites of one process: each slice crosses both ways at
 // once, the lines busy with the earlier ones, so T(s) = (m/s)(g0 + s us) + 10 ms: every
 // slice pays g0. With g0 = 1 ms, 256 KiB whole takes 273.1 ms and in 64 KiB slices 276.1

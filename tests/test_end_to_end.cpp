@@ -1205,6 +1205,14 @@ TEST(EndToEnd, AllReducesMatchTheirReferencesOnTheReduceScatterRoute) {
   expect_wan_messages_by_route({"--clusters", "3", "--ranks-per-cluster", "1"}, "allreduce", {{"reduce-scatter", "12.00"}});
 }
 
+// The reduce-scatter's routes, seen by the relays on three clusters of one process: through
+// the heads each sends the two others their blocks (6 WAN messages); rooted, a reduction to
+// rank 0 and a scatter from it (2 + 2). (coll_check's reduce_scatter checks run on both in
+// the tests above: heads by default, rooted where GRIDRT_ROUTE=rooted.)
+TEST(EndToEnd, AReduceScatterCrossesTheWanOnceThroughTheHeads) {
+  expect_wan_messages_by_route({"--clusters", "3", "--ranks-per-cluster", "1"}, "reduce_scatter", {{"heads", "6.00"}, {"rooted", "4.00"}});
+}
+
 // The hierarchical all-to-all by the Local Group paper's own rule for two clusters
 // (GRIDRT_ROUTE=groups): every alltoall(v) of coll_check (in place, derived types, uneven
 // blocks, shuffled communicators) where the smaller cluster is the second and the larger's

@@ -3,6 +3,7 @@
 // by value. The algorithms are one per file (algorithms.h).
 #include "collectives.h"
 
+#include <algorithm>
 #include <numeric>
 #include <optional>
 
@@ -37,9 +38,12 @@ std::vector<inter::Piece> pieces(const CommImpl& c, const void* buf, int count, 
 
 // A scatterv as `pick` says: the linear algorithm (flat, or the direct route), else the
 // hierarchical one along its route's tree.
-Async<> scatterv_by(const Pick& pick, CommImpl& c, Blocks in, void* recvbuf, Layout recv, bool in_place, int root) {
+// `block`: every block's packed size where all are alike and every member knows it (then
+// nobody is told the sizes), else kSizeNotShared.
+Async<> scatterv_by(const Pick& pick, CommImpl& c, Blocks in, void* recvbuf, Layout recv, bool in_place, int root,
+                    std::size_t block = kSizeNotShared) {
   if (pick.algo == Algo::kFlat || pick.route == Route::kDirect) return scatterv_linear(c, std::move(in), recvbuf, recv, in_place, root);
-  return scatterv_hier(c, std::move(in), recvbuf, recv, in_place, root, kSizeNotShared, rooted_tree(c, Coll::kScatter, root, pick));
+  return scatterv_hier(c, std::move(in), recvbuf, recv, in_place, root, block, rooted_tree(c, Coll::kScatter, root, pick));
 }
 
 void no_scan_between_groups(const CommImpl& c) {
@@ -224,8 +228,8 @@ Async<> alltoallv(CommImpl& c, const void* sendbuf, const int* sendcounts, const
 
 namespace {
 // MPI_Reduce_scatter by its rooted route: a reduction of everything to member 0, then a
-// scatter of the result's blocks, each as `algo` chooses it (its flat form, and its route
-// where the hierarchical one, reduce_scatter_hier, does not keep a non-commutative
+// scatter of the result's blocks, each as `algo` says (kHier: each on its own route; kFlat:
+// the flat form, which is also where the hierarchical one does not keep a non-commutative
 // operation's rank order).
 Async<> reduce_then_scatter(CommImpl& c, const void* sendbuf, void* recvbuf, std::vector<int> counts, Layout element, MPI_Op op, Algo algo) {
   std::vector<int> displs(counts.size(), 0);
@@ -245,8 +249,11 @@ Async<> reduce_then_scatter(CommImpl& c, const void* sendbuf, void* recvbuf, std
   const Layout mine(element, counts[c.me]);
   // (The pick held in a variable: no temporary with a destructor inside a co_await, which
   // GCC 12 may destroy twice.)
-  const Pick pick = choose_with_route(algo, c, Coll::kScatter, kSizeNotShared, 0);
-  co_await scatterv_by(pick, c, std::move(in), recvbuf, mine, false, 0);
+  // Every member knows the counts: where all are alike, the scatter's is a known size.
+  const bool equal = std::all_of(counts.begin(), counts.end(), [&](int n) { return n == counts.front(); });
+  const std::size_t block = equal ? mine.packed : kSizeNotShared;
+  const Pick pick = choose_with_route(algo, c, Coll::kScatter, block, 0);
+  co_await scatterv_by(pick, c, std::move(in), recvbuf, mine, false, 0, block);
 }
 }  // namespace
 
@@ -259,7 +266,8 @@ Async<> reduce_scatter_counts(CommImpl& c, const void* sendbuf, void* recvbuf, s
   const std::size_t total = element.packed * static_cast<std::size_t>(std::accumulate(counts.begin(), counts.end(), 0LL));
   const Pick pick = choose_with_route(algo, c, Coll::kReduceScatter, total / static_cast<std::size_t>(c.size()), 0, !commutative(op));
   if (pick.algo == Algo::kFlat) return reduce_then_scatter(c, sendbuf, recvbuf, std::move(counts), element, op, Algo::kFlat);
-  if (pick.route == Route::kRooted || c.parts.size() == 1) return reduce_then_scatter(c, sendbuf, recvbuf, std::move(counts), element, op, algo);
+  if (pick.route == Route::kRooted || c.parts.size() == 1)
+    return reduce_then_scatter(c, sendbuf, recvbuf, std::move(counts), element, op, Algo::kHier);
   return reduce_scatter_hier(c, sendbuf, recvbuf, std::move(counts), element, op);
 }
 

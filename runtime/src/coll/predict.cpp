@@ -74,14 +74,12 @@ Prediction uncorrected(const CostShape& s, Coll op, std::size_t bytes, int root,
 
 // The rooted route's: the all-reduce's reduction and broadcast from member 0 on the routes
 // and in the slices own_pick gives them (the same prediction, corrections aside, which keep
-// each one's order; GRIDRT_ROUTE aside); the reduce-scatter's reduction of all P blocks to
-// member 0, then its scatter of them, each hierarchical or flat as auto chooses it.
+// each one's order; GRIDRT_ROUTE aside); the reduce-scatter's hierarchical reduction of
+// all P blocks to member 0, then its hierarchical scatter of them, on their own routes.
 double rooted_cost(const CostShape& s, Coll op, std::size_t bytes, std::optional<std::size_t> forced_slice) {
-  if (op == Coll::kReduceScatter) {
-    const Prediction reduce = uncorrected(s, Coll::kReduce, bytes * static_cast<std::size_t>(s.size()), 0, std::nullopt, forced_slice);
-    const Prediction scatter = uncorrected(s, Coll::kScatter, bytes, 0, std::nullopt, forced_slice);
-    return std::min(reduce.hier, reduce.flat) + std::min(scatter.hier, scatter.flat);
-  }
+  if (op == Coll::kReduceScatter)
+    return uncorrected(s, Coll::kReduce, bytes * static_cast<std::size_t>(s.size()), 0, std::nullopt, forced_slice).hier +
+           uncorrected(s, Coll::kScatter, bytes, 0, std::nullopt, forced_slice).hier;
   const Prediction reduce = uncorrected(s, Coll::kReduce, bytes, 0, std::nullopt, forced_slice);
   const Prediction bcast = uncorrected(s, Coll::kBcast, bytes, 0, std::nullopt, forced_slice);
   return allreduce_rooted_cost(s, static_cast<double>(bytes), Pick{Algo::kHier, reduce.route, reduce.slice, nullptr},

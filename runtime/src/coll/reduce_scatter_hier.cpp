@@ -17,6 +17,7 @@
 // "Optimization of Collective Reduction Operations", 2004; MagPIe's rule that data enters
 // each site once (Kielmann et al., 1999). Folding parts, then sites, in order keeps rank
 // order where parts and sites are runs of ranks (folds_keep_rank_order).
+#include <algorithm>
 #include <numeric>
 #include <optional>
 
