@@ -424,7 +424,7 @@ void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gri
     }
     predictor = gridrt::GridPredictor::from_json(gridrt::models::model_json(model), shape);
   }
-  for (const char* op : {"barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall"})
+  for (const char* op : {"barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall", "reduce_scatter"})
     for (gridrt::Algo algo : {gridrt::Algo::kHier, gridrt::Algo::kFlat}) {
       const char* name = algo == gridrt::Algo::kHier ? "hier" : "flat";
       std::vector<std::pair<double, double>> points;
