@@ -139,8 +139,8 @@ void check_reduce(const Comm& c, Algo algo, const std::string& label, const Type
   }
 }
 
-// reduce_scatter_block: member r gets the sums of everyone's r-th block (0, 1 and 1000 ints
-// each, also in place), and of the non-commutative composition (a derived datatype) the
+// reduce_scatter_block: member r gets the sums of everyone's r-th block (0, 1, 1000 and
+// 20,000 ints each, the last a vector of several slices, also in place), and of the non-commutative composition (a derived datatype) the
 // rank-order fold; reduce_scatter: uneven counts, zeros included.
 void check_reduce_scatter(const Comm& c, Algo algo, const std::string& label, const Types& t) {
   const int n = c.size(), me = c.rank();
@@ -149,7 +149,7 @@ void check_reduce_scatter(const Comm& c, Algo algo, const std::string& label, co
     for (int r = 0; r < n; ++r) sum += int_of(r, i);
     return sum;
   };
-  for (int count : {0, 1, 1000}) {
+  for (int count : {0, 1, 1000, 20000}) {
     std::vector<int> in(static_cast<std::size_t>(count) * n), out(count, -1);
     for (std::size_t i = 0; i < in.size(); ++i) in[i] = int_of(me, static_cast<int>(i));
     c.reduce_scatter_block(in.data(), out.data(), count, MPI_INT, MPI_SUM, algo);

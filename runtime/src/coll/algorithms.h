@@ -101,9 +101,11 @@ Async<> alltoallv_pairwise(CommImpl& c, Blocks in, Blocks out);
 
 // Reduce-scatter (MPI_Reduce_scatter): member i gets counts[i] elements of `element`'s
 // datatype, the fold of everyone's i-th block of sendbuf (or, MPI_IN_PLACE, recvbuf)'s
-// blocks laid end to end. Through the sites' heads (each site's share crossing once); the
-// rooted route (a reduction, then a scatter) is collectives.cpp's.
-Async<> reduce_scatter_hier(CommImpl& c, const void* sendbuf, void* recvbuf, std::vector<int> counts, Layout element, MPI_Op op);
+// blocks laid end to end. Through the sites' heads (each site's share crossing once), the
+// reduction inside the clusters in slices of about `slice` bytes; the rooted route (a
+// reduction, then a scatter) is collectives.cpp's.
+Async<> reduce_scatter_hier(CommImpl& c, const void* sendbuf, void* recvbuf, std::vector<int> counts, Layout element, MPI_Op op,
+                            std::size_t slice);
 
 // Prefix reductions (MPI_Scan, MPI_Exscan): member r gets the fold of members 0..r (or
 // 0..r-1) in rank order. Hierarchical: MPICH's scan inside each cluster, the clusters'
@@ -152,7 +154,7 @@ double alltoall_local_group_two_cost(const CostShape& s, double b);  // two part
 std::vector<double> local_group_parked_at(const CostShape& s, double b);
 double alltoall_pairwise_cost(const CostShape& s, double b);
 double scan_hier_cost(const CostShape& s, double m);
-double reduce_scatter_hier_cost(const CostShape& s, double b);  // b: a member's block
+double reduce_scatter_hier_cost(const CostShape& s, double b, double slice = kDefaultSlice);  // b: a member's block
 double scan_doubling_cost(const CostShape& s, double m);
 
 // The hierarchical and the flat algorithm's predictions for one call of `op` (what auto

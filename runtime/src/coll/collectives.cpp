@@ -228,9 +228,10 @@ Async<> alltoallv(CommImpl& c, const void* sendbuf, const int* sendcounts, const
 
 namespace {
 // MPI_Reduce_scatter by its rooted route: a reduction of everything to member 0, then a
-// scatter of the result's blocks, each as `algo` says (kHier: each on its own route; kFlat:
-// the flat form, which is also where the hierarchical one does not keep a non-commutative
-// operation's rank order).
+// scatter of the result's blocks. kHier: each hierarchical on the route and slices the model
+// picks for it (own_pick, GRIDRT_ROUTE aside: it names the reduce-scatter's route), as the
+// rooted all-reduce does, and so as predicted; a non-commutative reduction on the packed
+// tree, or flat where that does not keep rank order. kFlat: the flat forms.
 Async<> reduce_then_scatter(CommImpl& c, const void* sendbuf, void* recvbuf, std::vector<int> counts, Layout element, MPI_Op op, Algo algo) {
   std::vector<int> displs(counts.size(), 0);
   std::partial_sum(counts.begin(), counts.end() - 1, displs.begin() + 1);
@@ -240,7 +241,8 @@ Async<> reduce_then_scatter(CommImpl& c, const void* sendbuf, void* recvbuf, std
   if (c.me == 0) result.emplace(whole);
   // In place, the input is recvbuf's `total` elements; this member's block then goes there.
   const void* input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-  const Pick reduce_by = choose_with_route(algo, c, Coll::kReduce, whole.packed, 0, !commutative(op));
+  const bool own_routes = algo == Algo::kHier && commutative(op);
+  const Pick reduce_by = own_routes ? own_pick(c, Coll::kReduce, whole.packed, 0) : choose_with_route(algo, c, Coll::kReduce, whole.packed, 0, !commutative(op));
   PartTree tree = rooted_tree(c, Coll::kReduce, 0, reduce_by);
   void* reduced = result ? result->get() : nullptr;
   if (reduce_by.algo == Algo::kFlat) co_await reduce_binomial(c, input, reduced, whole, op, 0);
@@ -252,7 +254,7 @@ Async<> reduce_then_scatter(CommImpl& c, const void* sendbuf, void* recvbuf, std
   // Every member knows the counts: where all are alike, the scatter's is a known size.
   const bool equal = std::all_of(counts.begin(), counts.end(), [&](int n) { return n == counts.front(); });
   const std::size_t block = equal ? mine.packed : kSizeNotShared;
-  const Pick pick = choose_with_route(algo, c, Coll::kScatter, block, 0);
+  const Pick pick = own_routes ? own_pick(c, Coll::kScatter, block, 0) : choose_with_route(algo, c, Coll::kScatter, block, 0);
   co_await scatterv_by(pick, c, std::move(in), recvbuf, mine, false, 0, block);
 }
 }  // namespace
@@ -268,7 +270,7 @@ Async<> reduce_scatter_counts(CommImpl& c, const void* sendbuf, void* recvbuf, s
   if (pick.algo == Algo::kFlat) return reduce_then_scatter(c, sendbuf, recvbuf, std::move(counts), element, op, Algo::kFlat);
   if (pick.route == Route::kRooted || c.parts.size() == 1)
     return reduce_then_scatter(c, sendbuf, recvbuf, std::move(counts), element, op, Algo::kHier);
-  return reduce_scatter_hier(c, sendbuf, recvbuf, std::move(counts), element, op);
+  return reduce_scatter_hier(c, sendbuf, recvbuf, std::move(counts), element, op, state().slice.value_or(kDefaultSlice));
 }
 
 Async<> reduce_scatter(CommImpl& c, const void* sendbuf, void* recvbuf, const int* recvcounts, MPI_Datatype type, MPI_Op op, Algo algo) {

@@ -42,7 +42,7 @@ double route_cost(const CostShape& s, Coll op, int root, double m, Route r, doub
   if (op == Coll::kGather) return gather_hier_cost(s, root, m, r);
   if (op == Coll::kScatter) return scatter_hier_cost(s, root, m, r);
   if (op == Coll::kAllreduce) return allreduce_hier_cost(s, m, slice, r);  // heads or reduce-scatter
-  if (op == Coll::kReduceScatter) return reduce_scatter_hier_cost(s, m);    // heads
+  if (op == Coll::kReduceScatter) return reduce_scatter_hier_cost(s, m, slice);  // heads
   return r == Route::kGroups ? alltoall_local_group_two_cost(s, m) : alltoall_local_group_cost(s, m);
 }
 double flat_cost(const CostShape& s, Coll op, int root, double m) {
@@ -95,7 +95,8 @@ Prediction uncorrected(const CostShape& s, Coll op, std::size_t bytes, int root,
       if (s.parts() == 1) return two(allreduce_hier_cost(s, m), allreduce_doubling_cost(s, m));  // MPICH's own
       [[fallthrough]];
     case Coll::kReduceScatter:
-      if (op == Coll::kReduceScatter && s.parts() == 1) return two(reduce_scatter_hier_cost(s, m), flat_cost(s, op, root, m));
+      if (op == Coll::kReduceScatter && s.parts() == 1)
+        return two(reduce_scatter_hier_cost(s, m, static_cast<double>(forced_slice.value_or(kDefaultSlice))), flat_cost(s, op, root, m));
       [[fallthrough]];
     case Coll::kBcast:
     case Coll::kReduce:
@@ -109,7 +110,7 @@ Prediction uncorrected(const CostShape& s, Coll op, std::size_t bytes, int root,
         auto on_route = [&](double slice) { return route_cost(s, op, root, m, r, slice); };
         const SlicePick least = r == Route::kRooted ? SlicePick{rooted_cost(s, op, bytes, forced_slice), kDefaultSlice}
                                 : pipelined(op)     ? sliced(on_route, m, forced_slice)
-                                                    : SlicePick{on_route(kDefaultSlice), kDefaultSlice};
+                                                    : SlicePick{on_route(static_cast<double>(forced_slice.value_or(kDefaultSlice))), kDefaultSlice};
         p.routes.emplace_back(r, least.t);
         slices.push_back(least.slice);
       }

@@ -1,9 +1,10 @@
 // Hierarchical reduce-scatter (MPI_Reduce_scatter, MPI_Reduce_scatter_block) through the
 // sites' heads, every block crossing the WAN once:
-//   1. each cluster reduces the whole vector to its leader (MPICH);
-//   2. a site's clusters hand their partial result to the site's head, which folds them in
-//      part order;
-//   3. each head sends every other head the blocks of that site's members only, and folds
+//   1. each cluster reduces the whole vector to its leader (MPICH), in slices;
+//   2. a site's clusters hand their partial result to the site's head slice by slice, and
+//      the head folds them in part order;
+//   3. each head sends every other head the blocks of that site's members only, as soon as
+//      the slices that hold them are folded, and folds
 //      what it receives for its own site's members in site order (one WAN hop; site t's
 //      line to site u carries u's share of the vector, not all of it);
 //   4. each head hands its site's clusters their members' blocks, and each leader scatters
@@ -27,61 +28,87 @@
 
 namespace gridrt::detail {
 
-Async<> reduce_scatter_hier(CommImpl& c, const void* sendbuf, void* recvbuf, std::vector<int> counts, Layout element, MPI_Op op) {
+namespace {
+// The last slice that holds an element of the blocks of `members` (0 when they have none):
+// once it is folded, their share of the vector is complete.
+int last_slice_of(const std::vector<int>& members, const std::vector<int>& counts, const std::vector<int>& displs, int per) {
+  int last = 0;
+  for (int m : members)
+    if (counts[m] > 0) last = std::max(last, (displs[m] + counts[m] - 1) / per);
+  return last;
+}
+}  // namespace
+
+Async<> reduce_scatter_hier(CommImpl& c, const void* sendbuf, void* recvbuf, std::vector<int> counts, Layout element, MPI_Op op,
+                            std::size_t slice) {
   const int tag = c.next_tag();
   std::vector<int> displs(counts.size(), 0);
   std::partial_sum(counts.begin(), counts.end() - 1, displs.begin() + 1);
   const Layout whole(element, displs.back() + counts.back());
+  const Slices sl(whole, slice);
   // In place, the input is recvbuf's whole vector; this member's block then goes there.
   const void* input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
   const int p = c.my_part(), site = c.site_of_part[p], head = c.site_head(site);
   const bool many = local_size(c) > 1;
-  // 1. The cluster's partial result, at its leader.
+  // 1. The cluster's partial result at its leader, slice by slice (all posted at once).
   std::optional<Scratch> partial;
   if (c.is_leader()) partial.emplace(whole);
-  if (many) {
-    Step reduce = cluster_reduce(c, input, partial ? partial->get() : nullptr, whole, op, 0);
-    co_await one(reduce);
-  } else {
-    copy_elements(whole, input, partial->get());
+  std::vector<Step> local(sl.n);
+  for (int k = 0; k < sl.n; ++k) {
+    if (many) local[k] = cluster_reduce(c, sl.at(input, k), partial ? sl.at(partial->get(), k) : nullptr, sl.layout(k), op, 0);
+    else local[k].done = true;
   }
+  if (!many) copy_elements(whole, input, partial->get());
   std::vector<Step> sends;
   std::vector<char> mine_blob;  // this part's members' blocks, packed in rank order (at its leader)
   // What the sends carry, kept until they are done (at the end).
-  std::vector<char> out;
-  std::vector<std::vector<char>> shares, to_parts(c.parts.size());
+  std::vector<std::vector<char>> out(sl.n), shares, to_parts(c.parts.size());
+  std::vector<char> site_blob;
   if (c.is_leader()) {
     const Blocks vector(partial->get(), counts.data(), displs.data(), c.size(), element.type);
     if (p != head) {
-      // 2. To the site's head; 4. this cluster's blocks back from it.
-      out = packed_copy(whole, partial->get());
+      // 2. Each slice to the site's head as soon as it is reduced; 4. this cluster's blocks
+      // back from it.
       mine_blob.resize(vector.packed(c.parts[p]));
       Step back = receive_from(c, c.leader(head), tag, mine_blob.data(), mine_blob.size());
-      sends.push_back(send_to(c, c.leader(head), tag, out.data(), out.size()));
+      for (int k = 0; k < sl.n; ++k) {
+        co_await amid(local[k], sends);
+        out[k] = packed_copy(sl.layout(k), sl.at(partial->get(), k));
+        sends.push_back(send_to(c, c.leader(head), tag, out[k].data(), out[k].size()));
+      }
       co_await amid(back, sends);
     } else {
       const std::vector<int> in_site = c.site_mates(p), sites_away = c.other_sites(p);
       std::vector<int> heads;  // of the other sites
       for (int t : sites_away) heads.push_back(c.site_head(t));
       const std::vector<int> my_site = c.members_of(c.sites[site]);
+      std::vector<std::vector<std::vector<char>>> slices_from(sl.n, std::vector<std::vector<char>>(c.parts.size()));
       std::vector<std::vector<char>> from(c.parts.size());
-      std::vector<Step> site_in, heads_in;
-      for (int q : in_site) {
-        from[q].resize(whole.packed);
-        site_in.push_back(receive_from(c, c.leader(q), tag, from[q].data(), from[q].size()));
-      }
+      std::vector<std::vector<Step>> site_in(sl.n);
+      std::vector<Step> heads_in;
+      for (int k = 0; k < sl.n; ++k)
+        for (int q : in_site) {
+          slices_from[k][q].resize(sl.layout(k).packed);
+          site_in[k].push_back(receive_from(c, c.leader(q), tag, slices_from[k][q].data(), slices_from[k][q].size()));
+        }
       for (int q : heads) {
         from[q].resize(vector.packed(my_site));
         heads_in.push_back(receive_from(c, c.leader(q), tag, from[q].data(), from[q].size()));
       }
-      // 2. The site's partial result.
-      for (auto& s : site_in) co_await amid(s, sends);
-      fold_parts(whole, op, with_part(in_site, p), p, from, partial->get());
-      // 3. Each other site's share to its head.
+      // 2. The site's partial result slice by slice; 3. each other site's share to its head
+      // as soon as the slices that hold it are folded.
+      std::vector<std::vector<int>> members_away;
+      for (int t : sites_away) members_away.push_back(c.members_of(c.sites[t]));
       shares.resize(sites_away.size());
-      for (std::size_t i = 0; i < sites_away.size(); ++i) {
-        shares[i] = vector.pack_all(c.members_of(c.sites[sites_away[i]]));
-        sends.push_back(send_to(c, c.leader(heads[i]), tag, shares[i].data(), shares[i].size()));
+      for (int k = 0; k < sl.n; ++k) {
+        co_await amid(local[k], sends);
+        for (auto& s : site_in[k]) co_await amid(s, sends);
+        fold_parts(sl.layout(k), op, with_part(in_site, p), p, slices_from[k], sl.at(partial->get(), k));
+        for (std::size_t i = 0; i < sites_away.size(); ++i)
+          if (last_slice_of(members_away[i], counts, displs, sl.per) == k) {
+            shares[i] = vector.pack_all(members_away[i]);
+            sends.push_back(send_to(c, c.leader(heads[i]), tag, shares[i].data(), shares[i].size()));
+          }
       }
       // This site's share, folded with the other heads' in site order (as whole elements of
       // the datatype, one after the other: the blocks packed).
@@ -90,18 +117,20 @@ Async<> reduce_scatter_hier(CommImpl& c, const void* sendbuf, void* recvbuf, std
       unpack(share, vector.pack_all(my_site).data(), folded.get());
       for (auto& s : heads_in) co_await amid(s, sends);
       fold_parts(share, op, with_part(heads, p), p, from, folded.get());
-      out = packed_copy(share, folded.get());
+      site_blob = packed_copy(share, folded.get());
       // 4. Each of the site's clusters its members' blocks (the site's members are its
       // parts' one after the other).
       std::size_t at = 0;
       for (int q : c.sites[site]) {
         const std::size_t bytes = vector.packed(c.parts[q]);
-        to_parts[q].assign(out.begin() + static_cast<std::ptrdiff_t>(at), out.begin() + static_cast<std::ptrdiff_t>(at + bytes));
+        to_parts[q].assign(site_blob.begin() + static_cast<std::ptrdiff_t>(at), site_blob.begin() + static_cast<std::ptrdiff_t>(at + bytes));
         at += bytes;
         if (q != p) sends.push_back(send_to(c, c.leader(q), tag, to_parts[q].data(), to_parts[q].size()));
       }
       mine_blob = std::move(to_parts[p]);
     }
+  } else {
+    for (auto& step : local) co_await amid(step, sends);
   }
   // 4. The cluster's blocks scattered inside it.
   const Layout mine(element, counts[c.me]);
@@ -118,27 +147,37 @@ Async<> reduce_scatter_hier(CommImpl& c, const void* sendbuf, void* recvbuf, std
   co_await all(sends);
 }
 
-// Cost: MPICH's reduction of the whole vector to every leader; the site's partial results to
-// its head; each head's share of every other site to that site's head, on the lines (costs.h),
-// with b bytes per member's block; each site's clusters' blocks back from its head; MPICH's
-// scatter inside each cluster. On S sites of one cluster of P/S members with a line per
-// pair: T_l(reduce, Pb) + L + g(Pb/S) + T_l(scatter, b).
-double reduce_scatter_hier_cost(const CostShape& s, double b) {
-  const double n = s.size() * b;
-  Timeline tl(s);
-  std::vector<double> reduced(s.parts());
-  for (int p = 0; p < s.parts(); ++p) reduced[p] = s.local(Coll::kReduce, p, n);
-  const std::vector<double> at_head = to_heads(tl, s, reduced, std::vector<double>(s.parts(), n));
-  std::vector<double> share(s.sites.size());
-  for (std::size_t t = 0; t < s.sites.size(); ++t) share[t] = s.members_in(s.sites[t]) * b;
-  // What each head sends every other differs by the receiving site: played pair by pair.
-  std::vector<double> everything = at_head;
-  for (std::size_t t = 0; t < s.sites.size(); ++t)
-    for (std::size_t u = 0; u < s.sites.size(); ++u)
-      if (u != t) {
-        const int ht = s.head(static_cast<int>(t)), hu = s.head(static_cast<int>(u));
-        everything[u] = std::max(everything[u], tl.send(s.leader(ht), ht, hu, share[u], at_head[t]));
+// Cost, slice by slice: MPICH's reduction of each slice to every leader (posted at once,
+// done one after the other); the site's partial results to its head; each head's share of
+// every other site (b bytes per member's block) to that site's head once the slices holding
+// it are there, on the lines (costs.h); each site's clusters' blocks back from its head once
+// it has every share of its own; MPICH's scatter inside each cluster. On S sites of one
+// cluster of P/S members with a line per pair, the vector whole: T_l(reduce, Pb) + L +
+// g(Pb/S) + T_l(scatter, b); in slices the reduction overlaps the shares that leave early.
+double reduce_scatter_hier_cost(const CostShape& s, double b, double slice) {
+  const int S = static_cast<int>(s.sites.size());
+  const SliceSizes sl{s.size() * b, slice};
+  // The blocks lie in rank order: the last slice that holds each site's members' blocks.
+  std::vector<int> last(S, 0);
+  std::vector<double> share(S, 0);
+  for (int t = 0; t < S; ++t)
+    for (int p : s.sites[t])
+      for (int m : s.members[p]) {
+        share[t] += b;
+        if (b > 0) last[t] = std::max(last[t], std::min(sl.count() - 1, static_cast<int>(((m + 1) * b - 1) / slice)));
       }
+  Timeline tl(s);
+  std::vector<double> reduced(s.parts(), 0), everything(S, 0);
+  for (int k = 0; k < sl.count(); ++k) {
+    const double bytes = sl.bytes(k);
+    for (int p = 0; p < s.parts(); ++p) reduced[p] += s.local(Coll::kReduce, p, bytes);
+    const std::vector<double> at_head = to_heads(tl, s, reduced, std::vector<double>(s.parts(), bytes));
+    for (int t = 0; t < S; ++t) {
+      everything[t] = std::max(everything[t], at_head[t]);  // its own share, whole at the last slice
+      for (int u = 0; u < S; ++u)
+        if (u != t && last[u] == k) everything[u] = std::max(everything[u], tl.send(s.leader(s.head(t)), s.head(t), s.head(u), share[u], at_head[t]));
+    }
+  }
   std::vector<double> down(s.parts());
   for (int p = 0; p < s.parts(); ++p) down[p] = s.part_size[p] * b;
   const std::vector<double> back = from_heads(tl, s, everything, down);
