@@ -203,6 +203,26 @@ TEST(Costs, AReduceScatterCrossesOnceThroughTheHeads) {
   EXPECT_TRUE(predict(shape(m, {4}, {"A"}), Coll::kReduceScatter, 1000, 0).routes.empty());
 }
 
+// A prediction plays at most kMostSlices slices: a message of 256 MiB is cut into no fewer
+// than 256 KiB slices by the model, and a smaller slice asked for is played as that many
+// larger ones (on 100 clusters such predictions took most of a minute before).
+TEST(Costs, APredictionPlaysNoMoreThanItsMostSlices) {
+  const SliceSizes asked{268435456, 8192};
+  EXPECT_EQ(asked.count(), 1024);
+  EXPECT_EQ(asked.slice, 262144);
+  EXPECT_EQ((SliceSizes{1048576, 8192}.count()), 128);  // below the bound: as asked
+  const models::GridModel m = simple_model();
+  std::vector<std::string> sites;
+  for (int i = 0; i < 100; ++i) sites.push_back("S" + std::to_string(i));
+  const CostShape s = shape(m, std::vector<int>(100, 100), sites);
+  for (Coll op : {Coll::kBcast, Coll::kReduce, Coll::kAllreduce}) {
+    const Prediction p = predict(s, op, 268435456, 0);
+    EXPECT_GE(static_cast<double>(p.slice) * kMostSlices, 268435456.0) << coll_name(op);
+    EXPECT_GT(p.hier, 0) << coll_name(op);
+  }
+  EXPECT_GT(predict(s, Coll::kReduceScatter, 1048576, 0).hier, 0);
+}
+
 // The all-reduce's slices on two sites of one process: each slice crosses both ways at
 // once, the lines busy with the earlier ones, so T(s) = (m/s)(g0 + s us) + 10 ms: every
 // slice pays g0. With g0 = 1 ms, 256 KiB whole takes 273.1 ms and in 64 KiB slices 276.1

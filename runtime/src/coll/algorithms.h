@@ -175,7 +175,8 @@ Prediction predict(const CostShape& s, Coll op, std::size_t bytes, int root, std
 // Whether the hierarchical `op` is cut into slices.
 inline bool pipelined(Coll op) { return op == Coll::kBcast || op == Coll::kReduce || op == Coll::kAllreduce; }
 // The slices a pipelined collective of m bytes is cut into where the model chooses: of
-// powers of two from kSmallestSlice bytes up to the first that holds the whole message,
+// powers of two from kSmallestSlice bytes (or the first that cuts it into no more than
+// kMostSlices slices, costs.h) up to the first that holds the whole message,
 // among those whose predicted time `cost(slice)` is within kSliceTolerance of the least,
 // the one nearest kDefaultSlice (the larger of two as near). Below 8 KiB, and for
 // messages of several MiB in one piece, each message's costs beyond its pLogP gap (MPICH's

@@ -270,7 +270,9 @@ Async<> reduce_scatter_counts(CommImpl& c, const void* sendbuf, void* recvbuf, s
   if (pick.algo == Algo::kFlat) return reduce_then_scatter(c, sendbuf, recvbuf, std::move(counts), element, op, Algo::kFlat);
   if (pick.route == Route::kRooted || c.parts.size() == 1)
     return reduce_then_scatter(c, sendbuf, recvbuf, std::move(counts), element, op, Algo::kHier);
-  return reduce_scatter_hier(c, sendbuf, recvbuf, std::move(counts), element, op, state().slice.value_or(kDefaultSlice));
+  // Slices as its prediction plays them: no more than kMostSlices.
+  const std::size_t slice = std::max(state().slice.value_or(kDefaultSlice), static_cast<std::size_t>(std::ceil(static_cast<double>(total) / kMostSlices)));
+  return reduce_scatter_hier(c, sendbuf, recvbuf, std::move(counts), element, op, slice);
 }
 
 Async<> reduce_scatter(CommImpl& c, const void* sendbuf, void* recvbuf, const int* recvcounts, MPI_Datatype type, MPI_Op op, Algo algo) {

@@ -130,7 +130,9 @@ Prediction uncorrected(const CostShape& s, Coll op, std::size_t bytes, int root,
 
 SlicePick pipelined_slice(const std::function<double(double)>& cost, double m) {
   std::vector<SlicePick> tried;
-  for (std::size_t slice = kSmallestSlice;; slice *= 2) {
+  std::size_t slice = kSmallestSlice;
+  while (static_cast<double>(slice) * kMostSlices < m) slice *= 2;
+  for (;; slice *= 2) {
     tried.push_back({cost(static_cast<double>(slice)), slice});
     if (static_cast<double>(slice) >= m) break;
   }

@@ -157,15 +157,19 @@ Async<> reduce_scatter_hier(CommImpl& c, const void* sendbuf, void* recvbuf, std
 double reduce_scatter_hier_cost(const CostShape& s, double b, double slice) {
   const int S = static_cast<int>(s.sites.size());
   const SliceSizes sl{s.size() * b, slice};
-  // The blocks lie in rank order: the last slice that holds each site's members' blocks.
-  std::vector<int> last(S, 0);
+  // The blocks lie in rank order: the sites whose members' blocks are complete with each
+  // slice (the last that holds one of them).
+  std::vector<std::vector<int>> complete(sl.count());
   std::vector<double> share(S, 0);
-  for (int t = 0; t < S; ++t)
+  for (int t = 0; t < S; ++t) {
+    int last = 0;
     for (int p : s.sites[t])
       for (int m : s.members[p]) {
         share[t] += b;
-        if (b > 0) last[t] = std::max(last[t], std::min(sl.count() - 1, static_cast<int>(((m + 1) * b - 1) / slice)));
+        if (b > 0) last = std::max(last, std::min(sl.count() - 1, static_cast<int>(((m + 1) * b - 1) / sl.slice)));
       }
+    complete[last].push_back(t);
+  }
   Timeline tl(s);
   std::vector<double> reduced(s.parts(), 0), everything(S, 0);
   for (int k = 0; k < sl.count(); ++k) {
@@ -174,8 +178,8 @@ double reduce_scatter_hier_cost(const CostShape& s, double b, double slice) {
     const std::vector<double> at_head = to_heads(tl, s, reduced, std::vector<double>(s.parts(), bytes));
     for (int t = 0; t < S; ++t) {
       everything[t] = std::max(everything[t], at_head[t]);  // its own share, whole at the last slice
-      for (int u = 0; u < S; ++u)
-        if (u != t && last[u] == k) everything[u] = std::max(everything[u], tl.send(s.leader(s.head(t)), s.head(t), s.head(u), share[u], at_head[t]));
+      for (int u : complete[k])
+        if (u != t) everything[u] = std::max(everything[u], tl.send(s.leader(s.head(t)), s.head(t), s.head(u), share[u], at_head[t]));
     }
   }
   std::vector<double> down(s.parts());
