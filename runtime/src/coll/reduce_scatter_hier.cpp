@@ -4,9 +4,9 @@
 //   2. a site's clusters hand their partial result to the site's head slice by slice, and
 //      the head folds them in part order;
 //   3. each head sends every other head the blocks of that site's members only, as soon as
-//      the slices that hold them are folded, and folds
-//      what it receives for its own site's members in site order (one WAN hop; site t's
-//      line to site u carries u's share of the vector, not all of it);
+//      the slices that hold them are folded, and folds what it receives for its own site's
+//      members in site order (one WAN hop; site t's line to site u carries u's share of the
+//      vector, not all of it);
 //   4. each head hands its site's clusters their members' blocks, and each leader scatters
 //      them in its cluster (MPICH).
 // The composition it replaces (reduce_then_scatter in collectives.cpp, the "rooted" route:
