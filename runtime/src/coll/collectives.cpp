@@ -249,15 +249,14 @@ Async<> reduce_then_scatter(CommImpl& c, const void* sendbuf, void* recvbuf, std
   else co_await reduce_hier(c, input, reduced, whole, op, 0, std::move(tree), reduce_by.slice);
   Blocks in = c.me == 0 ? Blocks(reduced, counts.data(), displs.data(), c.size(), element.type) : Blocks();
   const Layout mine(element, counts[c.me]);
-  // (The pick held in a variable: no temporary with a destructor inside a co_await, which
-  // GCC 12 may destroy twice.)
   // Every member knows the counts: where all are alike, the scatter's is a known size.
   const bool equal = std::all_of(counts.begin(), counts.end(), [&](int n) { return n == counts.front(); });
   const std::size_t block = equal ? mine.packed : kSizeNotShared;
+  // (The pick held in a variable: no temporary with a destructor inside a co_await, which
+  // GCC 12 may destroy twice.)
   const Pick pick = own_routes ? own_pick(c, Coll::kScatter, block, 0) : choose_with_route(algo, c, Coll::kScatter, block, 0);
   co_await scatterv_by(pick, c, std::move(in), recvbuf, mine, false, 0, block);
 }
-}  // namespace
 
 // Either route: through the sites' heads (each block crossing the WAN once), or rooted.
 // The size a choice goes by is the mean block, which every member knows (MPI gives every
@@ -274,6 +273,7 @@ Async<> reduce_scatter_counts(CommImpl& c, const void* sendbuf, void* recvbuf, s
   const std::size_t slice = std::max(state().slice.value_or(kDefaultSlice), static_cast<std::size_t>(std::ceil(static_cast<double>(total) / kMostSlices)));
   return reduce_scatter_hier(c, sendbuf, recvbuf, std::move(counts), element, op, slice);
 }
+}  // namespace
 
 Async<> reduce_scatter(CommImpl& c, const void* sendbuf, void* recvbuf, const int* recvcounts, MPI_Datatype type, MPI_Op op, Algo algo) {
   if (c.remote && recvcounts) return inter::reduce_scatter(c, sendbuf, recvbuf, std::vector<int>(recvcounts, recvcounts + c.size()), type, op);
