@@ -24,9 +24,8 @@ namespace gridrt::timing {
 struct Buffers {
   std::vector<char> send, recv;
   Buffers(const std::string& op, std::size_t n, int P) {
-    const bool per_member = op == "gather" || op == "scatter" || op == "allgather" || op == "alltoall" || op == "reduce_scatter";
-    send.assign(per_member && op != "gather" && op != "allgather" ? n * P : n, 1);
-    recv.assign(per_member && op != "reduce_scatter" ? n * P : n, 0);
+    send.assign(op == "scatter" || op == "alltoall" || op == "reduce_scatter" ? n * P : n, 1);
+    recv.assign(op == "gather" || op == "scatter" || op == "allgather" || op == "alltoall" ? n * P : n, 0);
   }
 };
 

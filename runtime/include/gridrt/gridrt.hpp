@@ -159,11 +159,13 @@ class GridPredictor {
   static GridPredictor from_json(const std::string& model_json, const GridShape& grid);
   // As Comm::predicted_us; kAuto (or kDefault): the lesser of the two. `route`, for the
   // hierarchical gather and scatter: packed, ordered, binomial, chain or direct; for bcast
-  // and reduce: packed, binomial or chain; for alltoall: agents, or groups on two clusters
+  // and reduce: packed, binomial or chain; for alltoall: agents, or groups on two clusters;
+  // for allreduce: heads, rooted or reduce-scatter; for reduce_scatter: heads or rooted
   // (docs/algorithms.md, "Routes of scatter and gather"); empty: the least predicted, as
   // auto takes it. A route the operation lacks means its first; the other operations have
   // one route and ignore it. `slice`: the bytes per slice of the pipelined bcast, reduce and
-  // allreduce (as GRIDRT_SLICE); 0: the model's choice, as auto's.
+  // allreduce, and of the reduce_scatter's reduction inside the clusters (as GRIDRT_SLICE);
+  // 0: the model's choice, as auto's (64 KiB for reduce_scatter).
   double predicted_us(const std::string& op, std::size_t bytes, Algo algo, int root = 0, const std::string& route = "",
                       std::size_t slice = 0) const;
 

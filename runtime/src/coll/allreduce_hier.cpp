@@ -99,12 +99,13 @@ Async<> allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l
     }
     // The folded pieces come after every slice's pieces (each head sends them in that
     // order, and one pair's messages of one tag match in the order they were posted).
-    for (int k = 0; k < sl.n && split && p == head; ++k)
-      for (std::size_t i = 0; i < heads.size(); ++i) {
-        const int q = heads[i];
-        folded_in[k][q].resize(Pieces{sl.count(k), S}.layout(sl.layout(k), sites_away[i]).packed);
-        folded_back[k].push_back(receive_from(c, c.leader(q), tag, folded_in[k][q].data(), folded_in[k][q].size()));
-      }
+    if (split && p == head)
+      for (int k = 0; k < sl.n; ++k)
+        for (std::size_t i = 0; i < heads.size(); ++i) {
+          const int q = heads[i];
+          folded_in[k][q].resize(Pieces{sl.count(k), S}.layout(sl.layout(k), sites_away[i]).packed);
+          folded_back[k].push_back(receive_from(c, c.leader(q), tag, folded_in[k][q].data(), folded_in[k][q].size()));
+        }
     // Going out: each slice's partial result leaves as soon as it is ready, without
     // waiting for the previous slice's answers (so the slices cross the WAN together).
     for (int k = 0; k < sl.n; ++k) {
@@ -133,16 +134,17 @@ Async<> allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l
     // In pieces: each slice's piece of this site, folded in site order as soon as every
     // other head's is here, goes to every other head, without waiting for their folded
     // pieces of the earlier slices (waiting would cost a WAN latency per slice).
-    for (int k = 0; k < sl.n && split && p == head; ++k) {
-      const Layout lk = sl.layout(k);
-      const Pieces pc{lk.count, S};
-      const Layout own = pc.layout(lk, site);
-      char* piece = pc.at(lk, sl.at(recvbuf, k), site);
-      for (auto& s : heads_in[k]) co_await amid(s, steps);
-      fold_parts(own, op, with_part(heads, p), p, from[k], piece);
-      out[k] = packed_copy(own, piece);
-      for (int q : heads) steps.push_back(send_to(c, c.leader(q), tag, out[k].data(), out[k].size()));
-    }
+    if (split && p == head)
+      for (int k = 0; k < sl.n; ++k) {
+        const Layout lk = sl.layout(k);
+        const Pieces pc{lk.count, S};
+        const Layout own = pc.layout(lk, site);
+        char* piece = pc.at(lk, sl.at(recvbuf, k), site);
+        for (auto& s : heads_in[k]) co_await amid(s, steps);
+        fold_parts(own, op, with_part(heads, p), p, from[k], piece);
+        out[k] = packed_copy(own, piece);
+        for (int q : heads) steps.push_back(send_to(c, c.leader(q), tag, out[k].data(), out[k].size()));
+      }
     // Coming back: each slice as soon as its answers are here.
     for (int k = 0; k < sl.n; ++k) {
       const Layout lk = sl.layout(k);

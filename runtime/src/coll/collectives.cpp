@@ -267,11 +267,10 @@ Async<> reduce_scatter_counts(CommImpl& c, const void* sendbuf, void* recvbuf, s
   const std::size_t total = element.packed * static_cast<std::size_t>(std::accumulate(counts.begin(), counts.end(), 0LL));
   const Pick pick = choose_with_route(algo, c, Coll::kReduceScatter, total / static_cast<std::size_t>(c.size()), 0, !commutative(op));
   if (pick.algo == Algo::kFlat) return reduce_then_scatter(c, sendbuf, recvbuf, std::move(counts), element, op, Algo::kFlat);
-  if (pick.route == Route::kRooted || c.parts.size() == 1)
-    return reduce_then_scatter(c, sendbuf, recvbuf, std::move(counts), element, op, Algo::kHier);
-  // Slices as its prediction plays them: no more than kMostSlices.
-  const std::size_t slice = std::max(state().slice.value_or(kDefaultSlice), static_cast<std::size_t>(std::ceil(static_cast<double>(total) / kMostSlices)));
-  return reduce_scatter_hier(c, sendbuf, recvbuf, std::move(counts), element, op, slice);
+  if (pick.route == Route::kRooted) return reduce_then_scatter(c, sendbuf, recvbuf, std::move(counts), element, op, Algo::kHier);
+  // Slices as its prediction plays them (no more than kMostSlices).
+  const SliceSizes sl(static_cast<double>(total), static_cast<double>(state().slice.value_or(kDefaultSlice)));
+  return reduce_scatter_hier(c, sendbuf, recvbuf, std::move(counts), element, op, static_cast<std::size_t>(sl.slice));
 }
 }  // namespace
 
