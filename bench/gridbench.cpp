@@ -44,7 +44,10 @@ gridbench starts itself as a gridrun job and prints rank 0's results on stdout.
 
   --op OP[,OP...]      barrier, bcast, reduce, allreduce, gather, scatter, allgather,
                        alltoall, reduce_scatter (MPI_Reduce_scatter_block), or all (these
-                       nine, the default); also split (MPI_Comm_split of
+                       nine, the default); also scatterv, gatherv and alltoallv (every
+                       block of the size given, but passed as counts: not every member
+                       knows the sizes, so auto chooses without them, docs/algorithms.md,
+                       "Choosing"; predicted_us null), split (MPI_Comm_split of
                        the world in two by rank parity, then freed) and dup (a
                        duplicate of the world, then freed)
   --algo ALGO[,...]    hier, flat or auto (docs/algorithms.md; default hier,flat), or mpi: MPICH's blocking
@@ -114,10 +117,11 @@ const std::map<std::string, std::vector<std::string>> kRoutes{{"scatter", {"pack
                                                               {"reduce_scatter", {"heads", "rooted"}}};
 // Whether an operation takes the route, which its JSON lines then name.
 bool takes_route(const std::string& op, const std::string& route) {
-  const auto it = kRoutes.find(op);
+  const auto it = kRoutes.find(gridrt::timing::blocks_of(op));
   return it != kRoutes.end() && std::find(it->second.begin(), it->second.end(), route) != it->second.end();
 }
-const std::vector<std::string> kConstructors = {"split", "dup"};  // (not in "all")
+const std::vector<std::string> kVForms = {"scatterv", "gatherv", "alltoallv"};  // (not in "all")
+const std::vector<std::string> kConstructors = {"split", "dup"};                // (nor these)
 
 [[noreturn]] void usage_error(const std::string& why) {
   std::fprintf(stderr, "gridbench: %s\n(gridbench --help explains the options)\n", why.c_str());
@@ -227,7 +231,8 @@ Options parse(int argc, char** argv) {
   if (ops.empty()) usage_error("--op needs at least one operation");
   o.ops = ops == "all" ? kOps : split_list(ops);
   for (const auto& op : o.ops)
-    if (std::find(kOps.begin(), kOps.end(), op) == kOps.end() && std::find(kConstructors.begin(), kConstructors.end(), op) == kConstructors.end())
+    if (std::find(kOps.begin(), kOps.end(), op) == kOps.end() && std::find(kVForms.begin(), kVForms.end(), op) == kVForms.end() &&
+        std::find(kConstructors.begin(), kConstructors.end(), op) == kConstructors.end())
       usage_error("unknown --op '" + op + "'");
   if (algos.empty()) usage_error("--algo needs at least one algorithm");
   o.algos = split_list(algos);
@@ -277,7 +282,7 @@ int predict_only(const Options& o) {
     std::printf("# gridbench --predict-only: %ld processes in %zu clusters, model %s\n# %-9s %10s %14s %14s %10s %6s\n", P, shape.clusters.size(),
                 o.model.c_str(), "op", "bytes", "hier_us", "flat_us", "hier/flat", "auto");
   for (const auto& op : o.ops) {
-    if (std::find(kOps.begin(), kOps.end(), op) == kOps.end()) continue;  // (split, dup: not modelled)
+    if (std::find(kOps.begin(), kOps.end(), op) == kOps.end()) continue;  // (v-forms, split, dup: not predicted)
     for (std::size_t n : op == "barrier" ? std::vector<std::size_t>{0} : o.sizes) {
       const double hier = predictor.predicted_us(op, n, gridrt::Algo::kHier, o.root);
       const double flat = predictor.predicted_us(op, n, gridrt::Algo::kFlat, o.root);
@@ -390,6 +395,13 @@ int work(int argc, char** argv) {
             else if (op == "allgather") MPI_Allgather(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, mpi);
             else if (op == "alltoall") MPI_Alltoall(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, mpi);
             else if (op == "reduce_scatter") MPI_Reduce_scatter_block(send.data(), recv.data(), count, MPI_BYTE, MPI_BOR, mpi);
+            else if (op == "scatterv")
+              MPI_Scatterv(send.data(), buffers.counts.data(), buffers.displs.data(), MPI_BYTE, recv.data(), count, MPI_BYTE, o.root, mpi);
+            else if (op == "gatherv")
+              MPI_Gatherv(send.data(), count, MPI_BYTE, recv.data(), buffers.counts.data(), buffers.displs.data(), MPI_BYTE, o.root, mpi);
+            else if (op == "alltoallv")
+              MPI_Alltoallv(send.data(), buffers.counts.data(), buffers.displs.data(), MPI_BYTE, recv.data(), buffers.counts.data(),
+                            buffers.displs.data(), MPI_BYTE, mpi);
             return;
           }
           gridrt::timing::call_collective(world, op, algo, n, o.root, buffers);
@@ -421,7 +433,7 @@ int work(int argc, char** argv) {
         world.allreduce(sent, total, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM);
         if (me != 0) continue;
         const double msgs = static_cast<double>(total[0]) / o.iters, bytes = static_cast<double>(total[1]) / o.iters;
-        const double bound = gridrt::bench::wan_bound_us(op, n, wan, sites);
+        const double bound = gridrt::bench::wan_bound_us(gridrt::timing::blocks_of(op), n, wan, sites);
         const bool modelled = std::find(kOps.begin(), kOps.end(), op) != kOps.end() && !through_mpi;
         const double predicted = modelled ? world.predicted_us(op, n, algo, o.root) : -1;
         char predicted_text[32] = "null";

@@ -60,6 +60,15 @@ def options(doc, sizes, shapes, name, ops=False):
             tempfile.mkdtemp(prefix=f"gridrt-{name}-"))
 
 
+def calibrated(a, gridrun, work, grids):
+    """Each shape of --shapes, its grid options (from `grids`) and the model `gridrun
+    calibrate` writes for it, calibrated as it comes."""
+    for shape in a.shapes.split(","):
+        model = os.path.join(work, shape + ".json")
+        run([gridrun, "calibrate", *grids[shape], "--output", model])
+        yield shape, grids[shape], model
+
+
 def judge(times, predicted, what):
     """auto against the faster of hier and flat, by `times` (the median over the runs of one
     of gridbench's figures): auto's own time, and the algorithm it chose (the lesser

@@ -18,7 +18,7 @@ where the chain broadcast wins), unequal (bench/grids/three-sites-unequal.xml), 
 """
 import json, os, re, statistics, sys
 
-from models import options, run
+from models import calibrated, options, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHAPES = {
@@ -34,10 +34,7 @@ ROOTED = re.compile(r"auto: (allreduce) of (\d+) B .*-> hier by the rooted route
 
 def main():
     a, gridrun, gridbench, work = options(__doc__, "262144,1048576,4194304", "one-port,unequal,one-site", "slices")
-    for shape in a.shapes.split(","):
-        grid = SHAPES[shape]
-        model = os.path.join(work, shape + ".json")
-        run([gridrun, "calibrate", *grid, "--output", model])
+    for shape, grid, model in calibrated(a, gridrun, work, SHAPES):
         measured, chosen = {}, {}
         for r in range(a.runs):
             for slice_bytes in [None] + FIXED:

@@ -19,18 +19,29 @@
 
 namespace gridrt::timing {
 
+// The operation a v-form (scatterv, gatherv, alltoallv: every block alike, but passed as
+// counts, so that not every member knows the sizes) moves the blocks of; `op` otherwise.
+inline std::string blocks_of(const std::string& op) {
+  return op == "scatterv" || op == "gatherv" || op == "alltoallv" ? op.substr(0, op.size() - 1) : op;
+}
+
 // The buffers one call of collective `op` with `n` bytes (per member's block for gather,
-// scatter, allgather, reduce_scatter; per pair for alltoall) needs on P processes: what is sent, what comes.
+// scatter, allgather, reduce_scatter and the v-forms; per pair for alltoall) needs on P
+// processes: what is sent, what comes; and the v-forms' counts and displacements.
 struct Buffers {
   std::vector<char> send, recv;
+  std::vector<int> counts, displs;
   Buffers(const std::string& op, std::size_t n, int P) {
-    send.assign(op == "scatter" || op == "alltoall" || op == "reduce_scatter" ? n * P : n, 1);
-    recv.assign(op == "gather" || op == "scatter" || op == "allgather" || op == "alltoall" ? n * P : n, 0);
+    const std::string blocks = blocks_of(op);
+    send.assign(blocks == "scatter" || blocks == "alltoall" || blocks == "reduce_scatter" ? n * P : n, 1);
+    recv.assign(blocks == "gather" || blocks == "scatter" || blocks == "allgather" || blocks == "alltoall" ? n * P : n, 0);
+    counts.assign(P, static_cast<int>(n));
+    for (int i = 0; i < P; ++i) displs.push_back(i * static_cast<int>(n));
   }
 };
 
 // One call of gridrt's collective `op` (barrier, bcast, reduce, allreduce, gather, scatter,
-// allgather, alltoall, reduce_scatter) on `world` with `n` bytes, by `algo`, rooted at `root`.
+// allgather, alltoall, reduce_scatter, scatterv, gatherv, alltoallv) on `world` with `n` bytes, by `algo`, rooted at `root`.
 inline void call_collective(const Comm& world, const std::string& op, Algo algo, std::size_t n, int root, Buffers& b) {
   const int count = static_cast<int>(n);
   if (op == "barrier") world.barrier(algo);
@@ -42,6 +53,10 @@ inline void call_collective(const Comm& world, const std::string& op, Algo algo,
   else if (op == "allgather") world.allgather(b.send.data(), b.recv.data(), count, MPI_BYTE, algo);
   else if (op == "alltoall") world.alltoall(b.send.data(), b.recv.data(), count, MPI_BYTE, algo);
   else if (op == "reduce_scatter") world.reduce_scatter_block(b.send.data(), b.recv.data(), count, MPI_BYTE, MPI_BOR, algo);
+  else if (op == "scatterv") world.scatterv(b.send.data(), b.counts.data(), b.displs.data(), b.recv.data(), count, MPI_BYTE, root, algo);
+  else if (op == "gatherv") world.gatherv(b.send.data(), count, b.recv.data(), b.counts.data(), b.displs.data(), MPI_BYTE, root, algo);
+  else if (op == "alltoallv")
+    world.alltoallv(b.send.data(), b.counts.data(), b.displs.data(), b.recv.data(), b.counts.data(), b.displs.data(), MPI_BYTE, algo);
 }
 
 // Whether every process runs under the same kernel (the same boot id).

@@ -730,3 +730,63 @@ TEST(Costs, GridPredictorPredictsEachRouteByName) {
     EXPECT_NE(std::string(e.what()).find("route 'zigzag' is not one of packed, ordered, binomial, chain, direct, agents, groups, heads, rooted or reduce-scatter"), std::string::npos) << e.what();
   }
 }
+
+// A v-form whose sizes not every member knows (choose_without_sizes): the candidate whose
+// worst ratio to the least predicted over the sizes weighed is least. Four sites of one
+// process, lines of their own (simple_model), b bytes per block (b us on a line): packed,
+// ordered and flat (a scatterv's flat algorithm is the linear one, the direct route) all
+// send each site its block at once, 10 ms + b; the binomial tree takes two hops, 20 ms +
+// 3b; the chain three, 30 ms + 6b. Both ratios grow with b, so their worst is at 4 MiB.
+TEST(Costs, WithoutTheSizesTheCandidateLeastSlowerThanTheBestAtItsWorstIsTaken) {
+  const CostShape s = shape(simple_model(), {1, 1, 1, 1}, {"A", "B", "C", "D"});
+  const double x = 4194304e-6;  // 4 MiB on a line, in seconds
+  const SizelessChoice c = choose_without_sizes(s, Coll::kScatter, 0);
+  EXPECT_EQ(c.algo, Algo::kHier);
+  EXPECT_EQ(c.route, Route::kPacked);  // the first of the three never slower
+  ASSERT_EQ(c.worst.size(), 5u);       // four routes and flat
+  for (const auto& k : c.worst) {
+    const bool at_once = k.algo == Algo::kFlat || k.route == Route::kPacked || k.route == Route::kOrdered;
+    const double worst = at_once ? 1 : k.route == Route::kChain ? (30 * kMs + 6 * x) / (10 * kMs + x) : (20 * kMs + 3 * x) / (10 * kMs + x);
+    EXPECT_NEAR(k.worst, worst, 1e-9) << route_name(k.route) << (k.algo == Algo::kFlat ? " (flat)" : "");
+    EXPECT_EQ(k.at, at_once ? 0u : 4194304u) << route_name(k.route);
+  }
+  // With the chain asked for (GRIDRT_ROUTE), flat's one hop is never slower than its three.
+  const SizelessChoice chain = choose_without_sizes(s, Coll::kScatter, 0, Route::kChain);
+  EXPECT_EQ(chain.algo, Algo::kFlat);
+  ASSERT_EQ(chain.worst.size(), 2u);
+  EXPECT_NEAR(chain.worst[0].worst, (30 * kMs + 6 * x) / (10 * kMs + x), 1e-9);
+  EXPECT_NEAR(chain.worst[1].worst, 1, 1e-12);
+  // The all-to-all's flat algorithm is the pairwise exchange, as for alltoall.
+  const SizelessChoice pairs = choose_without_sizes(s, Coll::kAlltoall, 0);
+  ASSERT_EQ(pairs.worst.size(), 2u);
+  EXPECT_EQ(pairs.worst[1].algo, Algo::kFlat);
+
+  // On unequal lines, an access line and two clusters at one site, for each operation with
+  // sizes not shared and two roots: each candidate's worst is its largest ratio to the least
+  // of all at one of the sizes, and none has a smaller worst than the one taken.
+  models::GridModel m = simple_model();
+  m.between_sites[{"A", "C"}] = line(20e-3, 4.0);
+  m.between_sites[{"B", "C"}] = line(5e-3, 0.5);
+  m.access.insert("A");
+  const CostShape u = shape(m, {2, 1, 2, 1}, {"A", "A", "B", "C"});
+  for (Coll op : {Coll::kScatter, Coll::kGather, Coll::kAlltoall})
+    for (int root : {0, 5}) {
+      const SizelessChoice got = choose_without_sizes(u, op, root);
+      std::vector<double> worst(got.worst.size(), 1);
+      for (std::size_t b : kSizesWeighed) {
+        const Prediction p = predict(u, op, b, root);
+        std::vector<double> t;
+        const bool linear = op != Coll::kAlltoall;  // a scatterv's and gatherv's flat: the direct route
+        for (const auto& k : got.worst)
+          t.push_back(k.algo == Algo::kFlat ? (linear ? predict(u, op, b, root, Route::kDirect).hier : p.flat) : predict(u, op, b, root, k.route).hier);
+        const double least = *std::min_element(t.begin(), t.end());
+        for (std::size_t i = 0; i < t.size(); ++i) worst[i] = std::max(worst[i], t[i] / least);
+      }
+      for (std::size_t i = 0; i < worst.size(); ++i) {
+        EXPECT_NEAR(got.worst[i].worst, worst[i], 1e-9) << coll_name(op) << " root " << root << " candidate " << i;
+        const bool taken = got.worst[i].algo == got.algo && (got.algo == Algo::kFlat || got.worst[i].route == got.route);
+        if (!taken) continue;
+        for (double other : worst) EXPECT_LE(worst[i], other + 1e-12) << coll_name(op) << " root " << root;
+      }
+    }
+}

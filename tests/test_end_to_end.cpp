@@ -1273,6 +1273,25 @@ TEST(EndToEnd, ScattersAndGathersMatchTheirReferencesOnTheDirectAndOrderedRoutes
   EXPECT_NE(r.err.find("gridrt: auto: scatter of 4 B on 6 members in 5 clusters at 4 sites: hier "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(" us (packed "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("ordered"), std::string::npos) << r.err;
+  // The scatterv's and gatherv's sizes only their root knows: the model weighs the route
+  // asked for against flat over all sizes (the scatterv's root serves its sites in the
+  // order the model predicts for its blocks; the others' trees are the same in any order).
+  const std::string sizeless = "gridrt: auto: scatter of blocks whose sizes not every member knows, on 6 members in 5 clusters at 4 sites: "
+                               "each at its worst against the least predicted from 8 B to 4194304 B: hier by ordered ";
+  EXPECT_NE(r.err.find(sizeless), std::string::npos) << r.err;
+  // Without a route asked for, every route is weighed.
+  ::setenv("GRIDRT_MODEL", model.c_str(), 1);
+  ::setenv("GRIDRT_EXPLAIN", "1", 1);
+  const Outcome weighed = gridrun({"--grid", four_site_grid()[1], helloworld_running("coll_check")});
+  for (const char* name : {"GRIDRT_MODEL", "GRIDRT_EXPLAIN"}) ::unsetenv(name);
+  EXPECT_EQ(weighed.status, 0) << weighed.out << weighed.err;
+  EXPECT_NE(weighed.out.find("checks passed on 6 processes in 5 clusters"), std::string::npos) << weighed.out << weighed.err;
+  const std::size_t line = weighed.err.find("gridrt: auto: gather of blocks whose sizes not every member knows");
+  ASSERT_NE(line, std::string::npos) << weighed.err;
+  const std::string said = weighed.err.substr(line, weighed.err.find('\n', line) - line);
+  // (The gatherv's flat algorithm is the linear one, the direct route.)
+  for (const char* candidate : {": hier by packed ", ", hier by binomial ", ", hier by chain ", ", flat ", " -> "})
+    EXPECT_NE(said.find(candidate), std::string::npos) << candidate << " in " << said;
   expect_nothing_left();
 }
 

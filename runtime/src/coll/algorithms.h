@@ -191,6 +191,29 @@ struct SlicePick {
   std::size_t slice;
 };
 SlicePick pipelined_slice(const std::function<double(double)>& cost, double m);
+// What auto takes for a v-form whose block sizes not every member knows (a gatherv's and a
+// scatterv's are the root's, an uneven alltoallv's each member's own): every member must
+// choose alike without them, so each candidate (flat, or the hierarchical family on one of
+// its routes; `forced`: only GRIDRT_ROUTE's; a scatterv's and gatherv's flat algorithm is
+// the linear one, their direct route) is predicted at every block size of
+// kSizesWeighed, and the one whose worst ratio to the least predicted at a size is least is
+// taken, the first of equals (hierarchical routes in their order, then flat): Savage's
+// minimax regret ("The Theory of Statistical Decision", 1951) with regret as a ratio, as
+// the size may be any. `worst` is each candidate's worst ratio and the size it is at.
+struct SizelessChoice {
+  Algo algo = Algo::kHier;
+  Route route = Route::kPacked;
+  struct Candidate {
+    Algo algo;
+    Route route;
+    double worst = 1;
+    std::size_t at = 0;
+  };
+  std::vector<Candidate> worst;  // the one taken among them
+};
+// Powers of 8 from 8 B, and 4 MiB: the sizes the collectives are measured over.
+inline constexpr std::size_t kSizesWeighed[] = {8, 64, 512, 4096, 32768, 262144, 2097152, 4194304};
+SizelessChoice choose_without_sizes(const CostShape& s, Coll op, int root, std::optional<Route> forced = std::nullopt);
 // The routes an operation's hierarchical family can take on a communicator of `parts`
 // parts (none: it has one way).
 std::vector<Route> routes_of(Coll op, int parts);

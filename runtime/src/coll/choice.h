@@ -25,7 +25,9 @@ enum class ClusterSteps { kModel, kComposed, kMpich };
 // the message (bcast, reduce, allreduce), a member's block (gather, scatter, allgather;
 // reduce-scatter: the mean of the blocks, which every member knows) or a pair's block
 // (alltoall), in bytes. The v-forms whose sizes some members do not know pass
-// kSizeNotShared: they get what the rule says for every size, or hierarchical.
+// kSizeNotShared: with a model, the choice that does best whatever the sizes
+// (choose_without_sizes, algorithms.h); without, what the rule says for every size, or
+// hierarchical.
 inline constexpr std::size_t kSizeNotShared = SIZE_MAX;
 
 // Bytes per slice of the pipelined collectives (bcast, reduce, allreduce) when neither

@@ -164,6 +164,10 @@ Pick own_pick(CommImpl& c, Coll op, std::size_t bytes, int root);
 // The tree the pick's route takes from `root` (kOrdered: served as the model predicted,
 // else by the members below each child).
 PartTree rooted_tree(CommImpl& c, Coll op, int root, const Pick& pick);
+// The ordered route's tree of a scatter of `block` bytes per member served as the model
+// predicts, none without a model: for a scatterv's root, which alone knows its blocks (the
+// order matters to the root only; every other member's part of the tree is the same).
+std::shared_ptr<const PartTree> ordered_tree(CommImpl& c, int root, double block);
 
 // Whether the hierarchical reductions' folds in part order are rank order: the clusters'
 // members runs of consecutive ranks, and each site's clusters consecutive.

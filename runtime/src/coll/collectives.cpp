@@ -148,7 +148,14 @@ Async<> scatterv(CommImpl& c, const void* sendbuf, const int* sendcounts, const 
     in = Blocks(sendbuf, sendcounts, displs, c.size(), sendtype);
   }
   const Layout recv = in_place ? Layout(sendtype, 0) : Layout(recvtype, recvcount);
-  return scatterv_by(choose_with_route(algo, c, Coll::kScatter, kSizeNotShared, root), c, std::move(in), recvbuf, recv, in_place, root);
+  Pick pick = choose_with_route(algo, c, Coll::kScatter, kSizeNotShared, root);
+  // Served in the order the model predicts for the mean of the blocks, which the root knows.
+  if (pick.algo == Algo::kHier && pick.route == Route::kOrdered && c.me == root) {
+    std::size_t total = 0;
+    for (int i = 0; i < c.size(); ++i) total += in.packed(i);
+    pick.tree = ordered_tree(c, root, static_cast<double>(total) / c.size());
+  }
+  return scatterv_by(pick, c, std::move(in), recvbuf, recv, in_place, root);
 }
 
 Async<> allgatherv(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int* recvcounts,

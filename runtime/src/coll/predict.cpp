@@ -2,8 +2,9 @@
 // every call, the algorithm with the least predicted time (algorithms.h's cost functions)
 // for that operation, size, root and communicator. Every member has the same model and the
 // same communicator shape, and the sizes are ones every member knows (choice.h), so every
-// member chooses alike. Without a model, or for the v-forms whose sizes only some members
-// know, the measured rules of choice.h.
+// member chooses alike; for the v-forms whose sizes only some members know, the candidate
+// least slower than the best over all sizes (choose_without_sizes). Without a model, the
+// measured rules of choice.h.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -159,6 +160,43 @@ Prediction predict(const CostShape& s, Coll op, std::size_t bytes, int root, std
   return p;
 }
 
+SizelessChoice choose_without_sizes(const CostShape& s, Coll op, int root, std::optional<Route> forced) {
+  using Candidate = SizelessChoice::Candidate;
+  // A scatterv's and a gatherv's flat algorithm is the linear one, the direct route's (not
+  // the binomial tree of the scatter and gather, which needs every block's size).
+  const bool flat_is_direct = op == Coll::kScatter || op == Coll::kGather;
+  std::vector<Candidate> candidates;
+  const std::vector<Route> routes = routes_of(op, s.parts());
+  for (Route r : routes)
+    if ((!forced || r == effective(op, s.parts(), *forced)) && !(flat_is_direct && r == Route::kDirect)) candidates.push_back({Algo::kHier, r});
+  if (routes.empty()) candidates.push_back({Algo::kHier, Route::kPacked});
+  candidates.push_back({Algo::kFlat, Route::kPacked});
+  for (std::size_t b : kSizesWeighed) {
+    const Prediction p = predict(s, op, b, root);
+    auto route_time = [&](Route route) {
+      for (const auto& [r, t] : p.routes)
+        if (r == route) return t;
+      return p.hier;
+    };
+    auto time = [&](const Candidate& c) {
+      if (c.algo == Algo::kFlat) return flat_is_direct ? route_time(Route::kDirect) : p.flat;
+      return route_time(c.route);
+    };
+    double least = time(candidates.front());
+    for (const Candidate& c : candidates) least = std::min(least, time(c));
+    for (Candidate& c : candidates) {
+      const double t = time(c), ratio = least > 0 ? t / least : t > 0 ? HUGE_VAL : 1.0;
+      if (ratio > c.worst) c.worst = ratio, c.at = b;
+    }
+  }
+  const auto taken = std::min_element(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) { return a.worst < b.worst; });
+  SizelessChoice choice;
+  choice.algo = taken->algo;
+  choice.route = taken->route;
+  choice.worst = std::move(candidates);
+  return choice;
+}
+
 const char* coll_name(Coll op) {
   switch (op) {
     case Coll::kBarrier: return "barrier";
@@ -221,16 +259,45 @@ const models::ManyToOneModel* many_to_one_of(const CommImpl& c) {
 
 
 namespace {
+using ChoiceKey = std::tuple<int, std::size_t, int, int>;
+
+// A v-form's pick where not every member knows the sizes (choose_without_sizes), kept as
+// modelled() keeps its own; GRIDRT_EXPLAIN says it with every candidate's worst ratio.
+Pick without_sizes(CommImpl& c, const CostShape& costs, Coll op, int root, std::optional<Route> forced, const ChoiceKey& key) {
+  const SizelessChoice choice = choose_without_sizes(costs, op, root, forced);
+  const Pick pick{choice.algo, choice.route, kDefaultSlice, nullptr};
+  if (c.chosen.size() >= kChoicesKept) return pick;
+  c.chosen.emplace(key, pick);
+  if (state().explain && c.me == 0) {
+    const bool routes = !routes_of(op, costs.parts()).empty();
+    auto name = [&](Algo a, Route r) { return a == Algo::kFlat ? std::string("flat") : routes ? std::string("hier by ") + route_name(r) : "hier"; };
+    std::string candidates;
+    for (const auto& k : choice.worst) {
+      char worst[64] = "never slower";
+      if (k.at) std::snprintf(worst, sizeof worst, "%.2fx at %zu B", k.worst, k.at);
+      candidates += (candidates.empty() ? "" : ", ") + name(k.algo, k.route) + " " + worst;
+    }
+    const std::string chosen = name(choice.algo, choice.route);
+    std::fprintf(stderr,
+                 "gridrt: auto: %s of blocks whose sizes not every member knows, on %d members in %d clusters at %zu sites: "
+                 "each at its worst against the least predicted from %zu B to %zu B: %s -> %s\n",
+                 coll_name(op), c.size(), static_cast<int>(c.parts.size()), c.sites.size(), kSizesWeighed[0], std::end(kSizesWeighed)[-1],
+                 candidates.c_str(), chosen.c_str());
+  }
+  return pick;
+}
+
 // The model's pick for one call, made once per (operation, size, root, route forced) and
-// kept; none without a model (or for sizes not every member knows). `forced`: GRIDRT_ROUTE's,
+// kept; none without a model. For sizes not every member knows, without_sizes(). `forced`: GRIDRT_ROUTE's,
 // or packed for an operation that folds in rank order (only the packed tree keeps it), or
 // none. GRIDRT_EXPLAIN says each one.
 std::optional<Pick> modelled(CommImpl& c, Coll op, std::size_t bytes, int root, std::optional<Route> forced) {
-  const CostShape* costs = bytes == kSizeNotShared ? nullptr : costs_of(c);
+  const CostShape* costs = costs_of(c);
   if (!costs) return std::nullopt;
   if (forced && routes_of(op, costs->parts()).empty()) forced.reset();  // nothing to fix
   const auto key = std::make_tuple(static_cast<int>(op), bytes, root, forced ? static_cast<int>(*forced) : -1);
   if (const auto it = c.chosen.find(key); it != c.chosen.end()) return it->second;
+  if (bytes == kSizeNotShared) return without_sizes(c, *costs, op, root, forced, key);
   const Prediction p = predict(*costs, op, bytes, root, forced, state().slice);
   Pick pick{p.flat < p.hier ? Algo::kFlat : Algo::kHier, p.route, p.slice, nullptr};
   if (p.route == Route::kOrdered) pick.tree = std::make_shared<const PartTree>(scatter_tree(*costs, root, static_cast<double>(bytes), p.route));
@@ -310,6 +377,12 @@ PartTree rooted_tree(CommImpl& c, Coll op, int root, const Pick& pick) {
   for (int x : t.children[t.root]) tail[x] = static_cast<double>(c.members_of(t.subtree(x)).size());
   serve_in_order(t, tail);
   return t;
+}
+
+std::shared_ptr<const PartTree> ordered_tree(CommImpl& c, int root, double block) {
+  const CostShape* costs = costs_of(c);
+  if (!costs) return nullptr;
+  return std::make_shared<const PartTree>(scatter_tree(*costs, root, block, Route::kOrdered));
 }
 
 Coll coll_named(const std::string& op) {
