@@ -392,9 +392,17 @@ void escalation_sweep(const gridrt::Comm& world, const std::vector<std::vector<i
 // and of the predictions its corrections are fitted against.
 constexpr std::size_t kSampleSlice = 64 * 1024;
 
+// How many calls the sample run times at each size: 3, or where calls are fast, as many as
+// take about 50 ms, up to 15. On one machine a call of a millisecond or two varies by tens
+// of percent from call to call (processes and relays sharing the cores), and three calls'
+// mean moved the corrections fitted from them by up to a factor of five from one
+// calibration to the next; calls across a WAN take tens of milliseconds and vary little.
+constexpr double kSampleSeconds = 0.05;
+constexpr int kSampleCalls = 3, kSampleCallsFast = 15;
+
 // The sample run: every algorithm of every operation, hier (gather and scatter on the packed
-// route) and flat, at the sizes measured from 1 KiB to 256 KiB (at least four), 3 timed
-// calls each (launcher/timed_call.h), the
+// route) and flat, at the sizes measured from 1 KiB to 256 KiB (at least four), after a
+// warm-up call, kSampleCalls or more timed calls each (launcher/timed_call.h), the
 // time until the call was complete everywhere; rank 0 fits each one's correction
 // (models::fit_correction) from the model's predictions for the same calls.
 void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gridrt::models::GridModel& model) {
@@ -431,9 +439,14 @@ void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gri
       for (std::size_t n : std::string(op) == "barrier" ? std::vector<std::size_t>{0} : sampled) {
         gridrt::timing::Buffers buffers(op, n, P);
         auto call = [&] { gridrt::timing::call_collective(world, op, algo, n, 0, buffers); };
-        call();  // warm-up
+        // A warm-up call, timed: the calls timed after it, as many as take about
+        // kSampleSeconds (at least kSampleCalls, at most kSampleCallsFast), the same number
+        // everywhere (the slowest process's count).
+        double warm = timer.time(call), warmest = 0;
+        world.allreduce(&warm, &warmest, 1, MPI_DOUBLE, MPI_MAX);
+        const int calls = static_cast<int>(std::clamp(kSampleSeconds / std::max(warmest, 1e-9), double(kSampleCalls), double(kSampleCallsFast)));
         double mine = 0, slowest = 0;
-        for (int i = 0; i < 3; ++i) mine += timer.time(call) / 3;
+        for (int i = 0; i < calls; ++i) mine += timer.time(call) / calls;
         world.allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX);
         if (me == 0) points.emplace_back(predictor->predicted_us(op, n, algo, 0, "packed", kSampleSlice) * 1e-6, slowest);
       }

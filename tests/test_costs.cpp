@@ -503,15 +503,29 @@ TEST(ModelFile, CorrectionsFittedFromASampleRunAndApplied) {
   const models::Correction odd = models::fit_correction({{0.01, 0.05}, {0.02, 0.04}, {0.04, 0.01}});
   EXPECT_EQ(odd.offset, 0);
   EXPECT_GT(odd.scale, 0);
+  // A line that crosses zero at 1.5 ms predicted (slope 3, offset -4.5 ms), sampled from 2
+  // ms: the line where sampled, below it the ratio at 2 ms (1.5 / 2), not zero.
+  std::vector<std::pair<double, double>> below;
+  for (double x : {0.002, 0.004, 0.008, 0.016}) below.emplace_back(x, 3 * x - 0.0045);
+  const models::Correction crossing = models::fit_correction(below);
+  EXPECT_NEAR(crossing.scale, 3, 1e-9);
+  EXPECT_NEAR(crossing.offset, -0.0045, 1e-12);
+  EXPECT_NEAR(crossing.from, 0.002, 1e-15);
+  EXPECT_NEAR(crossing.apply(0.004), 0.0075, 1e-12);
+  EXPECT_NEAR(crossing.apply(0.0001), 0.0001 * 0.75, 1e-15);
+  EXPECT_NEAR((models::Correction{3, -0.0045}.apply(0.0001)), 0, 1e-15);  // (as it was: no samples known)
   EXPECT_NEAR(models::fit_correction({{0.01, 0.02}}).scale, 2, 1e-12);  // one point: its ratio
   EXPECT_EQ(models::fit_correction({}).scale, 1);                         // none: none
   EXPECT_EQ((models::Correction{1, -1}.apply(0.5)), 0);        // never below zero
 
   models::GridModel m = simple_model();
   m.corrections["bcast/hier"] = {2.0, 0.001};
-  const models::GridModel back = models::read_model_json(models::model_json(m), "m.json");
+  m.corrections["bcast/flat"] = {3.0, -0.0045, 0.002};
+  models::GridModel back = models::read_model_json(models::model_json(m), "m.json");
   ASSERT_EQ(back.corrections.count("bcast/hier"), 1u);
   EXPECT_NEAR(back.corrections.at("bcast/hier").offset, 0.001, 1e-9);
+  EXPECT_NEAR(back.corrections.at("bcast/flat").from, 0.002, 1e-9);  // (written as from_us)
+  back.corrections.erase("bcast/flat");
   const CostShape s = shape(back, {2, 2, 2}, {"A", "B", "C"});
   const Prediction p = predict(s, Coll::kBcast, 1000, 0);
   EXPECT_NEAR(p.hier, 2 * 11 * kMs + 1 * kMs, 1e-9);      // corrected
