@@ -212,6 +212,30 @@ std::vector<Row> measure_pair(int me, int a, int b, int tag, const std::vector<d
   return out;
 }
 
+// Says so where a line through the relays carries more than the flow-control window per
+// round trip (models::check_window, at the largest size measured within half the window):
+// its streams wait for credit while single messages do not, which the model cannot both
+// predict (docs/benchmarks.md, "Flow-control window on a long line").
+void warn_if_window_limits(const Measurement& mm, const std::vector<Row>& r, const std::vector<double>& sizes) {
+  const char* text = std::getenv("GRIDRT_WINDOW");
+  const double window = text ? std::strtod(text, nullptr) : static_cast<double>(gridrt::models::kDefaultWindowBytes);
+  std::size_t k = sizes.size();
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    if (sizes[i] > 0 && sizes[i] <= window / 2) k = i;
+  if (k == sizes.size() || sizes[0] != 0) return;
+  const gridrt::models::WindowCheck c = gridrt::models::check_window(sizes[k], r[k][0], r[0][0], r[k][1], window);
+  if (!c.limits) return;
+  double advice = window;
+  while (advice < c.needed) advice *= 2;
+  std::fprintf(stderr,
+               "gridrun calibrate: warning: %s %s%s%s: a message of %.0f KiB crosses at %.1f MB/s, a stream of them at %.1f MB/s: "
+               "the flow-control window (%.0f KiB) is less than the line's rate x round trip (%.1f MB), and predictions of "
+               "large messages there will be off; calibrate and run with GRIDRT_WINDOW=%.0f or more "
+               "(docs/benchmarks.md, \"Flow-control window on a long line\")\n",
+               mm.kind.c_str(), mm.name.c_str(), mm.to.empty() ? "" : "|", mm.to.c_str(), sizes[k] / 1024, c.line_rate / 1e6,
+               c.stream_rate / 1e6, window / 1024, c.needed / 1e6, advice);
+}
+
 // The pair's parameters from a to b, or from b to a (`back`).
 gridrt::models::PLogP plogp_of(const std::vector<Row>& r, const std::vector<double>& sizes, bool back) {
   gridrt::models::PLogP p;
@@ -528,6 +552,7 @@ int work(int argc, char** argv) {
         model.between_sites[{mm.name, mm.to}] = p;
         model.between_sites[{mm.to, mm.name}] = plogp_of(r, sizes, true);
       }
+      if (mm.kind == "within_site" || mm.kind == "between_sites") warn_if_window_limits(mm, r, sizes);
     }
     world.barrier();
   }

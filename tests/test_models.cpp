@@ -421,3 +421,20 @@ TEST(ManyToOne, EscalationLevelsAndThresholdsAreFoundInASweep) {
 }
 
 }  // namespace
+
+// The window check calibration warns by (models/plogp.h, check_window): a line of 1 Gbit/s
+// (125 MB/s) and 20 ms round trip carries 2.5 MB per round trip; 256 KiB add 2.097 ms to a
+// round trip; a stream whose window of 512 KiB holds it to 512 KiB per round trip has
+// g(256 KiB) = 10 ms. With a window of 4 MiB the stream keeps up with the line; on a line of
+// 100 Mbit/s (256 KiB in 20.97 ms, a stream as fast) nothing is limited either.
+TEST(PLogP, AWindowBelowTheLinesRateTimesItsRoundTripIsFound) {
+  const double m = 262144, rtt0 = 20e-3;
+  const WindowCheck fast = check_window(m, rtt0 + m / 125e6, rtt0, 10e-3, 524288);
+  EXPECT_TRUE(fast.limits);
+  EXPECT_NEAR(fast.line_rate, 125e6, 1);
+  EXPECT_NEAR(fast.stream_rate, m / 10e-3, 1e-6);
+  EXPECT_NEAR(fast.needed, 2.5e6, 1);
+  EXPECT_FALSE(check_window(m, rtt0 + m / 125e6, rtt0, m / 125e6, 4194304).limits);  // a window of 4 MiB: the stream keeps up
+  EXPECT_FALSE(check_window(m, rtt0 + m / 12.5e6, rtt0, m / 12.5e6, 524288).limits);  // 100 Mbit/s: 250 KB per round trip
+  EXPECT_FALSE(check_window(m, rtt0, rtt0, 10e-3, 524288).limits);                    // no rate to be had: nothing said
+}

@@ -63,4 +63,29 @@ inline Gaps gaps_from_streams(double rtt, double forth, double back, int n) {
   return g;
 }
 
+// Whether a line outpaces the streams that cross it: the flow-control window W (bytes)
+// lets a stream have W bytes on their way, so a stream carries at most W per round trip,
+// while a single message within the window goes at the line's rate. From a pair's
+// measurements at m bytes (the largest measured within half the window): its round trips
+// of m and of no data (a single message each) and its stream's gap g(m). The line's rate is
+// m over what the m bytes add to the round trip; the stream's, m / g(m). A window below the
+// line's rate times its round trip, with the stream clearly slower than the line (by
+// kStreamSlower), is what makes predictions of messages beyond a few KiB miss there
+// (pLogP's one gap per size cannot be both); `needed` is that product.
+struct WindowCheck {
+  bool limits = false;
+  double line_rate = 0, stream_rate = 0, round_trip = 0, needed = 0;  // bytes/s, bytes/s, s, bytes
+};
+inline constexpr double kStreamSlower = 1.5;
+inline WindowCheck check_window(double m, double rtt_m, double rtt_0, double g_m, double window) {
+  WindowCheck c;
+  c.round_trip = rtt_0;
+  if (m <= 0 || rtt_m <= rtt_0 || g_m <= 0) return c;
+  c.line_rate = m / (rtt_m - rtt_0);
+  c.stream_rate = m / g_m;
+  c.needed = c.line_rate * rtt_0;
+  c.limits = c.needed > window && c.line_rate > kStreamSlower * c.stream_rate;
+  return c;
+}
+
 }  // namespace gridrt::models
