@@ -120,8 +120,8 @@ bool takes_route(const std::string& op, const std::string& route) {
   const auto it = kRoutes.find(gridrt::timing::blocks_of(op));
   return it != kRoutes.end() && std::find(it->second.begin(), it->second.end(), route) != it->second.end();
 }
-const std::vector<std::string> kVForms = {"scatterv", "gatherv", "alltoallv"};  // (not in "all")
-const std::vector<std::string> kConstructors = {"split", "dup"};                // (nor these)
+using gridrt::timing::kVForms;                                   // (not in "all")
+const std::vector<std::string> kConstructors = {"split", "dup"};  // (nor these)
 
 [[noreturn]] void usage_error(const std::string& why) {
   std::fprintf(stderr, "gridbench: %s\n(gridbench --help explains the options)\n", why.c_str());

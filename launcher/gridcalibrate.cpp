@@ -216,9 +216,8 @@ std::vector<Row> measure_pair(int me, int a, int b, int tag, const std::vector<d
 // round trip (models::check_window, at the largest size measured within half the window):
 // its streams wait for credit while single messages do not, which the model cannot both
 // predict (docs/benchmarks.md, "Flow-control window on a long line").
-void warn_if_window_limits(const Measurement& mm, const std::vector<Row>& r, const std::vector<double>& sizes) {
-  const char* text = std::getenv("GRIDRT_WINDOW");
-  const double window = text ? std::strtod(text, nullptr) : static_cast<double>(gridrt::models::kDefaultWindowBytes);
+// `window`: this process's flow-control window (GRIDRT_WINDOW, which the runtime has checked).
+void warn_if_window_limits(const Measurement& mm, const std::vector<Row>& r, const std::vector<double>& sizes, double window) {
   std::size_t k = sizes.size();
   for (std::size_t i = 0; i < sizes.size(); ++i)
     if (sizes[i] > 0 && sizes[i] <= window / 2) k = i;
@@ -521,6 +520,8 @@ int work(int argc, char** argv) {
       plan.push_back({"between_sites", gridrt::level_name(Level::kSite, a), gridrt::level_name(Level::kSite, b), a, b});
     }
   gridrt::models::GridModel model;
+  const char* window_text = std::getenv("GRIDRT_WINDOW");
+  const double window = window_text ? std::strtod(window_text, nullptr) : static_cast<double>(gridrt::models::kDefaultWindowBytes);
   // The clusters of several nodes first: their logical clusters say which pairs stand for them.
   int latency_probes = 0;
   const std::vector<Measurement> logical = logical_clusters(world, cluster_ranks, model, latency_probes);
@@ -552,7 +553,7 @@ int work(int argc, char** argv) {
         model.between_sites[{mm.name, mm.to}] = p;
         model.between_sites[{mm.to, mm.name}] = plogp_of(r, sizes, true);
       }
-      if (mm.kind == "within_site" || mm.kind == "between_sites") warn_if_window_limits(mm, r, sizes);
+      if (mm.kind == "within_site" || mm.kind == "between_sites") warn_if_window_limits(mm, r, sizes, window);
     }
     world.barrier();
   }

@@ -8,6 +8,7 @@
 
 #include <sys/prctl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -19,10 +20,11 @@
 
 namespace gridrt::timing {
 
-// The operation a v-form (scatterv, gatherv, alltoallv: every block alike, but passed as
-// counts, so that not every member knows the sizes) moves the blocks of; `op` otherwise.
+// The v-forms timed (every block alike, but passed as counts, so that not every member
+// knows the sizes), and the operation whose blocks one moves (`op` for the others).
+inline const std::vector<std::string> kVForms = {"scatterv", "gatherv", "alltoallv"};
 inline std::string blocks_of(const std::string& op) {
-  return op == "scatterv" || op == "gatherv" || op == "alltoallv" ? op.substr(0, op.size() - 1) : op;
+  return std::find(kVForms.begin(), kVForms.end(), op) != kVForms.end() ? op.substr(0, op.size() - 1) : op;
 }
 
 // The buffers one call of collective `op` with `n` bytes (per member's block for gather,

@@ -757,8 +757,8 @@ TEST(Costs, WithoutTheSizesTheCandidateLeastSlowerThanTheBestAtItsWorstIsTaken) 
   const SizelessChoice c = choose_without_sizes(s, Coll::kScatter, 0);
   EXPECT_EQ(c.algo, Algo::kHier);
   EXPECT_EQ(c.route, Route::kPacked);  // the first of the three never slower
-  ASSERT_EQ(c.worst.size(), 5u);       // four routes and flat
-  for (const auto& k : c.worst) {
+  ASSERT_EQ(c.candidates.size(), 5u);       // four routes and flat
+  for (const auto& k : c.candidates) {
     const bool at_once = k.algo == Algo::kFlat || k.route == Route::kPacked || k.route == Route::kOrdered;
     const double worst = at_once ? 1 : k.route == Route::kChain ? (30 * kMs + 6 * x) / (10 * kMs + x) : (20 * kMs + 3 * x) / (10 * kMs + x);
     EXPECT_NEAR(k.worst, worst, 1e-9) << route_name(k.route) << (k.algo == Algo::kFlat ? " (flat)" : "");
@@ -767,13 +767,13 @@ TEST(Costs, WithoutTheSizesTheCandidateLeastSlowerThanTheBestAtItsWorstIsTaken) 
   // With the chain asked for (GRIDRT_ROUTE), flat's one hop is never slower than its three.
   const SizelessChoice chain = choose_without_sizes(s, Coll::kScatter, 0, Route::kChain);
   EXPECT_EQ(chain.algo, Algo::kFlat);
-  ASSERT_EQ(chain.worst.size(), 2u);
-  EXPECT_NEAR(chain.worst[0].worst, (30 * kMs + 6 * x) / (10 * kMs + x), 1e-9);
-  EXPECT_NEAR(chain.worst[1].worst, 1, 1e-12);
+  ASSERT_EQ(chain.candidates.size(), 2u);
+  EXPECT_NEAR(chain.candidates[0].worst, (30 * kMs + 6 * x) / (10 * kMs + x), 1e-9);
+  EXPECT_NEAR(chain.candidates[1].worst, 1, 1e-12);
   // The all-to-all's flat algorithm is the pairwise exchange, as for alltoall.
   const SizelessChoice pairs = choose_without_sizes(s, Coll::kAlltoall, 0);
-  ASSERT_EQ(pairs.worst.size(), 2u);
-  EXPECT_EQ(pairs.worst[1].algo, Algo::kFlat);
+  ASSERT_EQ(pairs.candidates.size(), 2u);
+  EXPECT_EQ(pairs.candidates[1].algo, Algo::kFlat);
 
   // On unequal lines, an access line and two clusters at one site, for each operation with
   // sizes not shared and two roots: each candidate's worst is its largest ratio to the least
@@ -786,19 +786,19 @@ TEST(Costs, WithoutTheSizesTheCandidateLeastSlowerThanTheBestAtItsWorstIsTaken) 
   for (Coll op : {Coll::kScatter, Coll::kGather, Coll::kAlltoall})
     for (int root : {0, 5}) {
       const SizelessChoice got = choose_without_sizes(u, op, root);
-      std::vector<double> worst(got.worst.size(), 1);
+      std::vector<double> worst(got.candidates.size(), 1);
       for (std::size_t b : kSizesWeighed) {
         const Prediction p = predict(u, op, b, root);
         std::vector<double> t;
         const bool linear = op != Coll::kAlltoall;  // a scatterv's and gatherv's flat: the direct route
-        for (const auto& k : got.worst)
+        for (const auto& k : got.candidates)
           t.push_back(k.algo == Algo::kFlat ? (linear ? predict(u, op, b, root, Route::kDirect).hier : p.flat) : predict(u, op, b, root, k.route).hier);
         const double least = *std::min_element(t.begin(), t.end());
         for (std::size_t i = 0; i < t.size(); ++i) worst[i] = std::max(worst[i], t[i] / least);
       }
       for (std::size_t i = 0; i < worst.size(); ++i) {
-        EXPECT_NEAR(got.worst[i].worst, worst[i], 1e-9) << coll_name(op) << " root " << root << " candidate " << i;
-        const bool taken = got.worst[i].algo == got.algo && (got.algo == Algo::kFlat || got.worst[i].route == got.route);
+        EXPECT_NEAR(got.candidates[i].worst, worst[i], 1e-9) << coll_name(op) << " root " << root << " candidate " << i;
+        const bool taken = got.candidates[i].algo == got.algo && (got.algo == Algo::kFlat || got.candidates[i].route == got.route);
         if (!taken) continue;
         for (double other : worst) EXPECT_LE(worst[i], other + 1e-12) << coll_name(op) << " root " << root;
       }

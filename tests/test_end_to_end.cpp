@@ -1476,6 +1476,8 @@ TEST(Calibration, MeasuresRepresentativePairsAndJobsChooseByTheModel) {
   for (const char* part : {"\"c0\": {\"L_us\"", "\"c1\": {\"L_us\"", "\"c2\": {\"L_us\"", "\"A\": {\"L_us\"", "\"from\": \"A\", \"to\": \"B\"", "\"from\": \"B\", \"to\": \"A\""})
     EXPECT_NE(json.find(part), std::string::npos) << part << " missing in " << json;
   EXPECT_NE(cal.err.find("5/5: between_sites A|B"), std::string::npos) << cal.err;  // progress, one line per pair
+  // 100 Mbit/s over a 4 ms round trip is 50 KB in flight: the default window covers it.
+  EXPECT_EQ(cal.err.find("flow-control window"), std::string::npos) << cal.err;
   expect_nothing_left();
 
   const Outcome show = start_program("gridrun", {"calibrate", "--show", model}, "calibrate-show").finish();
@@ -1522,6 +1524,31 @@ TEST(Calibration, MeasuresRepresentativePairsAndJobsChooseByTheModel) {
     EXPECT_GT(std::stod(json_field(line, "flat_us")), 0) << line;
   }
   EXPECT_EQ(lines, 6) << big.out;
+}
+
+// Where the flow-control window holds a stream below its line's rate, calibration says so
+// and names a window that covers the line: 100 Mbit/s over a 20 ms round trip is 250 KB in
+// flight, and a window of 64 KiB lets a stream of 32 KiB messages about 3.2 MB/s, where one
+// such message crosses at the line's 12.5 MB/s.
+TEST(Calibration, WarnsWhereTheFlowControlWindowHoldsAStreamBelowItsLinesRate) {
+  ::setenv("GRIDRT_WINDOW", "65536", 1);
+  const Outcome cal = start_program("gridrun", {"calibrate", "--clusters", "2", "--ranks-per-cluster", "1", "--emulate-wan", "10ms,100mbit",
+                                                "--sizes", "0,32768", "--no-sample", "--output", ::testing::TempDir() + "/windowed.json"},
+                                    "calibrate-window")
+                          .finish();
+  ::unsetenv("GRIDRT_WINDOW");
+  ASSERT_EQ(cal.status, 0) << cal.out << cal.err;
+  EXPECT_NE(cal.err.find("gridrun calibrate: warning: between_sites site0|site1: a message of 32 KiB crosses at "), std::string::npos) << cal.err;
+  EXPECT_NE(cal.err.find("the flow-control window (64 KiB) is less than the line's rate x round trip"), std::string::npos) << cal.err;
+  // 64 KiB doubled past the line's rate x round trip, 250 KB (the rate is what 32 KiB add
+  // to a round trip, 2.6 ms, which the relays' own times blur a little): 256 KiB, or 512
+  // where the rate came out above 13.1 MB/s.
+  const std::string advice = "calibrate and run with GRIDRT_WINDOW=";
+  const std::size_t at = cal.err.find(advice);
+  ASSERT_NE(at, std::string::npos) << cal.err;
+  const long long named = std::stoll(cal.err.substr(at + advice.size()));
+  EXPECT_TRUE(named == 262144 || named == 524288) << cal.err;
+  expect_nothing_left();
 }
 
 // --escalations sweeps each cluster's gathers (3 processes: 12 sizes) into the model's

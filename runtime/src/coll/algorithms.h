@@ -199,17 +199,17 @@ SlicePick pipelined_slice(const std::function<double(double)>& cost, double m);
 // kSizesWeighed, and the one whose worst ratio to the least predicted at a size is least is
 // taken, the first of equals (hierarchical routes in their order, then flat): Savage's
 // minimax regret ("The Theory of Statistical Decision", 1951) with regret as a ratio, as
-// the size may be any. `worst` is each candidate's worst ratio and the size it is at.
+// the size may be any.
 struct SizelessChoice {
-  Algo algo = Algo::kHier;
+  Algo algo = Algo::kHier;  // the one taken
   Route route = Route::kPacked;
   struct Candidate {
     Algo algo;
     Route route;
-    double worst = 1;
-    std::size_t at = 0;
+    double worst = 1;    // its worst ratio to the least predicted at a size
+    std::size_t at = 0;  // at that size (0: never slower)
   };
-  std::vector<Candidate> worst;  // the one taken among them
+  std::vector<Candidate> candidates;  // every one weighed, in order
 };
 // Powers of 8 from 8 B, and 4 MiB: the sizes the collectives are measured over.
 inline constexpr std::size_t kSizesWeighed[] = {8, 64, 512, 4096, 32768, 262144, 2097152, 4194304};

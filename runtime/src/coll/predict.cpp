@@ -193,7 +193,7 @@ SizelessChoice choose_without_sizes(const CostShape& s, Coll op, int root, std::
   SizelessChoice choice;
   choice.algo = taken->algo;
   choice.route = taken->route;
-  choice.worst = std::move(candidates);
+  choice.candidates = std::move(candidates);
   return choice;
 }
 
@@ -259,72 +259,79 @@ const models::ManyToOneModel* many_to_one_of(const CommImpl& c) {
 
 
 namespace {
-using ChoiceKey = std::tuple<int, std::size_t, int, int>;
+// What the model picks for a call of `bytes` every member knows; `said`, where not null,
+// gets what GRIDRT_EXPLAIN says of it (every route's prediction, the slices).
+Pick with_size(const CommImpl& c, const CostShape& costs, Coll op, std::size_t bytes, int root, std::optional<Route> forced, std::string* said) {
+  const Prediction p = predict(costs, op, bytes, root, forced, state().slice);
+  Pick pick{p.flat < p.hier ? Algo::kFlat : Algo::kHier, p.route, p.slice, nullptr};
+  if (p.route == Route::kOrdered) pick.tree = std::make_shared<const PartTree>(scatter_tree(costs, root, static_cast<double>(bytes), p.route));
+  if (!said) return pick;
+  std::string routes;  // the hierarchical family's routes, where it has several
+  for (const auto& [r, t] : p.routes.size() > 1 ? p.routes : std::vector<std::pair<Route, double>>{}) {
+    char one[64];
+    std::snprintf(one, sizeof one, "%s%s %.1f us", routes.empty() ? " (" : ", ", route_name(r), t * 1e6);
+    routes += one;
+  }
+  if (!routes.empty()) routes += ")";
+  // Auto's family; where its hierarchical one has several routes, also the one it takes,
+  // and where it is pipelined its slices ("hier by the chain route in slices of 16384 B";
+  // "flat (hier's: the chain route in slices of 16384 B)").
+  std::string how;
+  if (!routes.empty()) how = std::string("the ") + route_name(p.route) + " route";
+  // (The rooted route's reduction and broadcast say their own; one cluster's is MPICH's.)
+  if (pipelined(op) && p.route != Route::kRooted && c.parts.size() > 1)
+    how += (how.empty() ? "" : " ") + std::string("in slices of ") + std::to_string(p.slice) + " B";
+  std::string chosen = pick.algo == Algo::kFlat ? "flat" : "hier";
+  if (!how.empty()) chosen += pick.algo == Algo::kFlat ? " (hier's: " + how + ")" : (routes.empty() ? " " : " by ") + how;
+  char head[192], flat[64];
+  std::snprintf(head, sizeof head, "gridrt: auto: %s of %zu B on %d members in %d clusters at %zu sites: hier %.1f us", coll_name(op), bytes,
+                c.size(), static_cast<int>(c.parts.size()), c.sites.size(), p.hier * 1e6);
+  std::snprintf(flat, sizeof flat, ", flat %.1f us -> ", p.flat * 1e6);
+  *said = head + routes + flat + chosen;
+  return pick;
+}
 
-// A v-form's pick where not every member knows the sizes (choose_without_sizes), kept as
-// modelled() keeps its own; GRIDRT_EXPLAIN says it with every candidate's worst ratio.
-Pick without_sizes(CommImpl& c, const CostShape& costs, Coll op, int root, std::optional<Route> forced, const ChoiceKey& key) {
+// What the model picks for a v-form whose sizes not every member knows
+// (choose_without_sizes); `said` as with_size's (every candidate's worst ratio).
+Pick without_sizes(const CommImpl& c, const CostShape& costs, Coll op, int root, std::optional<Route> forced, std::string* said) {
   const SizelessChoice choice = choose_without_sizes(costs, op, root, forced);
   const Pick pick{choice.algo, choice.route, kDefaultSlice, nullptr};
-  if (c.chosen.size() >= kChoicesKept) return pick;
-  c.chosen.emplace(key, pick);
-  if (state().explain && c.me == 0) {
-    const bool routes = !routes_of(op, costs.parts()).empty();
-    auto name = [&](Algo a, Route r) { return a == Algo::kFlat ? std::string("flat") : routes ? std::string("hier by ") + route_name(r) : "hier"; };
-    std::string candidates;
-    for (const auto& k : choice.worst) {
-      char worst[64] = "never slower";
-      if (k.at) std::snprintf(worst, sizeof worst, "%.2fx at %zu B", k.worst, k.at);
-      candidates += (candidates.empty() ? "" : ", ") + name(k.algo, k.route) + " " + worst;
-    }
-    const std::string chosen = name(choice.algo, choice.route);
-    std::fprintf(stderr,
-                 "gridrt: auto: %s of blocks whose sizes not every member knows, on %d members in %d clusters at %zu sites: "
-                 "each at its worst against the least predicted from %zu B to %zu B: %s -> %s\n",
-                 coll_name(op), c.size(), static_cast<int>(c.parts.size()), c.sites.size(), kSizesWeighed[0], std::end(kSizesWeighed)[-1],
-                 candidates.c_str(), chosen.c_str());
+  if (!said) return pick;
+  const bool routes = !routes_of(op, costs.parts()).empty();
+  auto name = [&](Algo a, Route r) { return a == Algo::kFlat ? std::string("flat") : routes ? std::string("hier by ") + route_name(r) : "hier"; };
+  std::string candidates;
+  for (const auto& k : choice.candidates) {
+    char worst[64] = "never slower";
+    if (k.at) std::snprintf(worst, sizeof worst, "%.2fx at %zu B", k.worst, k.at);
+    candidates += (candidates.empty() ? "" : ", ") + name(k.algo, k.route) + " " + worst;
   }
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "gridrt: auto: %s of blocks whose sizes not every member knows, on %d members in %d clusters at %zu sites: "
+                "each at its worst against the least predicted from %zu B to %zu B: ",
+                coll_name(op), c.size(), static_cast<int>(c.parts.size()), c.sites.size(), kSizesWeighed[0], std::end(kSizesWeighed)[-1]);
+  *said = line + candidates + " -> " + name(choice.algo, choice.route);
   return pick;
 }
 
 // The model's pick for one call, made once per (operation, size, root, route forced) and
-// kept; none without a model. For sizes not every member knows, without_sizes(). `forced`: GRIDRT_ROUTE's,
-// or packed for an operation that folds in rank order (only the packed tree keeps it), or
-// none. GRIDRT_EXPLAIN says each one.
+// kept; none without a model. `forced`: GRIDRT_ROUTE's, or packed for an operation that
+// folds in rank order (only the packed tree keeps it), or none. GRIDRT_EXPLAIN says each
+// one, when it is first made.
 std::optional<Pick> modelled(CommImpl& c, Coll op, std::size_t bytes, int root, std::optional<Route> forced) {
   const CostShape* costs = costs_of(c);
   if (!costs) return std::nullopt;
   if (forced && routes_of(op, costs->parts()).empty()) forced.reset();  // nothing to fix
   const auto key = std::make_tuple(static_cast<int>(op), bytes, root, forced ? static_cast<int>(*forced) : -1);
   if (const auto it = c.chosen.find(key); it != c.chosen.end()) return it->second;
-  if (bytes == kSizeNotShared) return without_sizes(c, *costs, op, root, forced, key);
-  const Prediction p = predict(*costs, op, bytes, root, forced, state().slice);
-  Pick pick{p.flat < p.hier ? Algo::kFlat : Algo::kHier, p.route, p.slice, nullptr};
-  if (p.route == Route::kOrdered) pick.tree = std::make_shared<const PartTree>(scatter_tree(*costs, root, static_cast<double>(bytes), p.route));
-  if (c.chosen.size() >= kChoicesKept) return pick;
+  const bool keep = c.chosen.size() < kChoicesKept;
+  std::string said;
+  std::string* explained = keep && state().explain && c.me == 0 ? &said : nullptr;
+  const Pick pick = bytes == kSizeNotShared ? without_sizes(c, *costs, op, root, forced, explained)
+                                            : with_size(c, *costs, op, bytes, root, forced, explained);
+  if (!keep) return pick;
   c.chosen.emplace(key, pick);
-  if (state().explain && c.me == 0) {
-    std::string routes;  // the hierarchical family's routes, where it has several
-    for (const auto& [r, t] : p.routes.size() > 1 ? p.routes : std::vector<std::pair<Route, double>>{}) {
-      char one[64];
-      std::snprintf(one, sizeof one, "%s%s %.1f us", routes.empty() ? " (" : ", ", route_name(r), t * 1e6);
-      routes += one;
-    }
-    if (!routes.empty()) routes += ")";
-    // Auto's family; where its hierarchical one has several routes, also the one it takes,
-    // and where it is pipelined its slices ("hier by the chain route in slices of 16384 B";
-    // "flat (hier's: the chain route in slices of 16384 B)").
-    std::string how;
-    if (!routes.empty()) how = std::string("the ") + route_name(p.route) + " route";
-    // (The rooted route's reduction and broadcast say their own; one cluster's is MPICH's.)
-    if (pipelined(op) && p.route != Route::kRooted && c.parts.size() > 1)
-      how += (how.empty() ? "" : " ") + std::string("in slices of ") + std::to_string(p.slice) + " B";
-    std::string chosen = pick.algo == Algo::kFlat ? "flat" : "hier";
-    if (!how.empty()) chosen += pick.algo == Algo::kFlat ? " (hier's: " + how + ")" : (routes.empty() ? " " : " by ") + how;
-    std::fprintf(stderr, "gridrt: auto: %s of %zu B on %d members in %d clusters at %zu sites: hier %.1f us%s, flat %.1f us -> %s\n",
-                 coll_name(op), bytes, c.size(), static_cast<int>(c.parts.size()), c.sites.size(), p.hier * 1e6, routes.c_str(), p.flat * 1e6,
-                 chosen.c_str());
-  }
+  if (explained) std::fprintf(stderr, "%s\n", said.c_str());
   return pick;
 }
 }  // namespace

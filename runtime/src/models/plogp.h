@@ -74,12 +74,11 @@ inline Gaps gaps_from_streams(double rtt, double forth, double back, int n) {
 // (pLogP's one gap per size cannot be both); `needed` is that product.
 struct WindowCheck {
   bool limits = false;
-  double line_rate = 0, stream_rate = 0, round_trip = 0, needed = 0;  // bytes/s, bytes/s, s, bytes
+  double line_rate = 0, stream_rate = 0, needed = 0;  // bytes/s, bytes/s, bytes
 };
 inline constexpr double kStreamSlower = 1.5;
 inline WindowCheck check_window(double m, double rtt_m, double rtt_0, double g_m, double window) {
   WindowCheck c;
-  c.round_trip = rtt_0;
   if (m <= 0 || rtt_m <= rtt_0 || g_m <= 0) return c;
   c.line_rate = m / (rtt_m - rtt_0);
   c.stream_rate = m / g_m;
