@@ -84,7 +84,8 @@ gridbench starts itself as a gridrun job and prints rank 0's results on stdout.
                        ratio, for the grid --clusters C --ranks-per-cluster R (each cluster
                        its own site, named c0, site0, ... as on the embedded grid) or --grid
                        FILE (its clusters' slots), however large: clusters the model does not
-                       name take its typical values. Needs --model
+                       name take its typical values; with the flow-control window the jobs
+                       would keep (GRIDRT_WINDOW, as theirs). Needs --model
 
 Grid options (as gridrun's):
   --clusters C --ranks-per-cluster R   the embedded grid's size (default 2 x 3)
@@ -274,6 +275,11 @@ int predict_only(const Options& o) {
       shape.sites.push_back("site" + std::to_string(c));
       shape.ranks.push_back(o.ranks_per_cluster);
     }
+  }
+  if (const char* window = std::getenv("GRIDRT_WINDOW")) {
+    char* end = nullptr;
+    shape.window = std::strtoull(window, &end, 10);
+    if (!*window || *end || shape.window < 4096) usage_error(std::string("GRIDRT_WINDOW must be bytes, at least 4096, got '") + window + "'");
   }
   const gridrt::GridPredictor predictor = gridrt::GridPredictor::from_file(o.model, shape);
   long P = 0;

@@ -74,6 +74,12 @@ parameters of one pair inside each logical cluster and one between each two of t
 collectives' steps inside the cluster compose over them, and so do the predictions.
 `--show` prints them and the latencies behind them.
 
+The lines are measured with a flow-control window that does not limit them (64 MiB), so
+that the model holds each line's own rate; predictions then play the window the jobs keep
+(GRIDRT_WINDOW, default 512 KiB) over it. Where that window holds a stream below its
+line's rate (rate x round trip above 1.5 windows: a long fat line), calibration warns and
+names the GRIDRT_WINDOW that would let large messages go at the line's rate.
+
   --output FILE   where to write the model (default gridrt-model.json here)
   --show FILE     print a model file readably, measure nothing
   --sizes S,...   the sizes measured, in bytes (default 0,1024,16384,65536,262144,1048576)
@@ -212,27 +218,24 @@ std::vector<Row> measure_pair(int me, int a, int b, int tag, const std::vector<d
   return out;
 }
 
-// Says so where a line through the relays carries more than the flow-control window per
-// round trip (models::check_window, at the largest size measured within half the window):
-// its streams wait for credit while single messages do not, which the model cannot both
-// predict (docs/benchmarks.md, "Flow-control window on a long line").
-// `window`: this process's flow-control window (GRIDRT_WINDOW, which the runtime has checked).
+// Says so where a line through the relays carries more per round trip than the jobs'
+// flow-control window lets a stream (models::check_window, at the largest size measured):
+// the model predicts what the window costs there (models/flow_window.h), and a larger
+// window would make those messages faster. `window`: the jobs' (the user's GRIDRT_WINDOW,
+// not the calibration job's own).
 void warn_if_window_limits(const Measurement& mm, const std::vector<Row>& r, const std::vector<double>& sizes, double window) {
-  std::size_t k = sizes.size();
-  for (std::size_t i = 0; i < sizes.size(); ++i)
-    if (sizes[i] > 0 && sizes[i] <= window / 2) k = i;
-  if (k == sizes.size() || sizes[0] != 0) return;
-  const gridrt::models::WindowCheck c = gridrt::models::check_window(sizes[k], r[k][0], r[0][0], r[k][1], window);
+  const std::size_t k = sizes.size() - 1;
+  const gridrt::models::WindowCheck c = gridrt::models::check_window(sizes[k], r[k][1], r[0][0], window);
   if (!c.limits) return;
   double advice = window;
   while (advice < c.needed) advice *= 2;
-  std::fprintf(stderr,
-               "gridrun calibrate: warning: %s %s%s%s: a message of %.0f KiB crosses at %.1f MB/s, a stream of them at %.1f MB/s: "
-               "the flow-control window (%.0f KiB) is less than the line's rate x round trip (%.1f MB), and predictions of "
-               "large messages there will be off; calibrate and run with GRIDRT_WINDOW=%.0f or more "
-               "(docs/benchmarks.md, \"Flow-control window on a long line\")\n",
-               mm.kind.c_str(), mm.name.c_str(), mm.to.empty() ? "" : "|", mm.to.c_str(), sizes[k] / 1024, c.line_rate / 1e6,
-               c.stream_rate / 1e6, window / 1024, c.needed / 1e6, advice);
+  std::printf("# warning: %s %s%s%s: the line carries %.1f MB/s, a stream at most the flow-control window "
+              "(%.0f KiB) per round trip (%.1f ms): %.1f MB/s; its large messages will go at the window's pace (the model "
+              "predicts them so); run with GRIDRT_WINDOW=%.0f or more to let them go at the line's rate "
+              "(docs/benchmarks.md, \"Flow-control window on a long line\")\n",
+              mm.kind.c_str(), mm.name.c_str(), mm.to.empty() ? "" : "|", mm.to.c_str(), c.line_rate / 1e6, window / 1024, r[0][0] * 1e3,
+              c.stream_rate / 1e6, advice);
+  std::fflush(stdout);
 }
 
 // The pair's parameters from a to b, or from b to a (`back`).
@@ -414,6 +417,11 @@ void escalation_sweep(const gridrt::Comm& world, const std::vector<std::vector<i
 // The slices of the sample run's pipelined collectives (GRIDRT_SLICE, the runtime's default),
 // and of the predictions its corrections are fitted against.
 constexpr std::size_t kSampleSlice = 64 * 1024;
+// The flow-control window of the calibration job's own streams: more than is ever in flight
+// in its streams at the default sizes (4 x 1 MiB), and more than a line of 10 Gbit/s carries
+// in a 50 ms round trip, so that the gaps it measures are the lines' own, whatever window
+// the jobs keep (which the model then plays over them: models/flow_window.h).
+constexpr std::size_t kLineWindow = 64u << 20;
 
 // How many calls the sample run times at each size: 3, or where calls are fast, as many as
 // take about 50 ms, up to 15. On one machine a call of a millisecond or two varies by tens
@@ -453,6 +461,7 @@ void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gri
       }
       ++shape.ranks.back();
     }
+    shape.window = kLineWindow;  // the window this job's collectives keep
     predictor = gridrt::GridPredictor::from_json(gridrt::models::model_json(model), shape);
   }
   for (const char* op : {"barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall", "reduce_scatter"})
@@ -487,8 +496,10 @@ void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gri
 int work(int argc, char** argv) {
   std::string grid_name = "a grid", sizes_text = "0,1024,16384,65536,262144,1048576";
   bool sample = true, escalations = false;
+  double job_window = static_cast<double>(gridrt::models::kDefaultWindowBytes);
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--grid-name") && i + 1 < argc) grid_name = argv[++i];
+    else if (!std::strcmp(argv[i], "--job-window") && i + 1 < argc) job_window = std::strtod(argv[++i], nullptr);
     else if (!std::strcmp(argv[i], "--sizes") && i + 1 < argc) sizes_text = argv[++i];
     else if (!std::strcmp(argv[i], "--no-sample")) sample = false;
     else if (!std::strcmp(argv[i], "--escalations")) escalations = true;
@@ -520,8 +531,6 @@ int work(int argc, char** argv) {
       plan.push_back({"between_sites", gridrt::level_name(Level::kSite, a), gridrt::level_name(Level::kSite, b), a, b});
     }
   gridrt::models::GridModel model;
-  const char* window_text = std::getenv("GRIDRT_WINDOW");
-  const double window = window_text ? std::strtod(window_text, nullptr) : static_cast<double>(gridrt::models::kDefaultWindowBytes);
   // The clusters of several nodes first: their logical clusters say which pairs stand for them.
   int latency_probes = 0;
   const std::vector<Measurement> logical = logical_clusters(world, cluster_ranks, model, latency_probes);
@@ -553,7 +562,7 @@ int work(int argc, char** argv) {
         model.between_sites[{mm.name, mm.to}] = p;
         model.between_sites[{mm.to, mm.name}] = plogp_of(r, sizes, true);
       }
-      if (mm.kind == "within_site" || mm.kind == "between_sites") warn_if_window_limits(mm, r, sizes, window);
+      if (mm.kind == "within_site" || mm.kind == "between_sites") warn_if_window_limits(mm, r, sizes, job_window);
     }
     world.barrier();
   }
@@ -671,6 +680,17 @@ int launch(int argc, char** argv) {
   // kSampleSlice, whatever the user's environment or a standing broker's model would
   // choose, so that each is compared with the prediction of what it ran.
   grid_args.insert(grid_args.end(), {"--env", "GRIDRT_ROUTE=packed", "--env", "GRIDRT_SLICE=" + std::to_string(kSampleSlice)});
+  // The job measures the lines with a window that does not limit them (kLineWindow); the
+  // window the jobs will keep (GRIDRT_WINDOW here, as theirs) only decides the warning.
+  std::string job_window = std::to_string(gridrt::models::kDefaultWindowBytes);
+  if (const char* w = std::getenv("GRIDRT_WINDOW")) {
+    if (!*w || std::strlen(w) > 10 || std::string(w).find_first_not_of("0123456789") != std::string::npos || std::strtoull(w, nullptr, 10) < 4096 ||
+        std::strtoull(w, nullptr, 10) > (1ull << 32))
+      usage_error(std::string("GRIDRT_WINDOW must be bytes from 4096 to 4294967296, got '") + w + "'");
+    job_window = w;
+  }
+  grid_args.insert(grid_args.end(), {"--env", "GRIDRT_WINDOW=" + std::to_string(kLineWindow)});
+  worker_args.insert(worker_args.end(), {"--job-window", job_window});
   const char* gridrun = std::getenv("GRIDRT_GRIDRUN");
   const std::string launcher =
       gridrun ? gridrun : (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "gridrun").string();

@@ -248,6 +248,34 @@ TEST(Costs, AnAccessLineMakesASitesMessagesWaitForEachOther) {
   EXPECT_NEAR(bcast_hier_cost(with, 0, 1000), 12 * kMs, 1e-9);  // the second after the first
 }
 
+// Between sites each stream keeps the job's flow-control window (models/flow_window.h):
+// on a line of 125 MB/s whose round trip of no data is R = 20 ms, 512 KiB holds seven
+// frames of 64 KiB (tau = 0.524 ms each on the line), and a stream of 1 MiB (16 frames)
+// leaves its last frame at 2 (R + tau) + 2 tau; with a window the line never fills, after
+// its 16 tau. Two such streams at once share the line (32 tau) but are held by their
+// windows; eight fill the line (128 tau) before their windows hold them.
+TEST(Costs, AStreamAcrossALongFatLineGoesAtItsWindowsPace) {
+  models::GridModel m = simple_model();
+  m.between_sites[{"*", "*"}] = line(10e-3, 0.008);  // 1e6 bytes in 8 ms
+  CostShape s = shape(m, {8, 8}, {"A", "B"});
+  const double L = 10e-3, R = 20e-3, tau = 65536 * 8e-9, mib = 1048576;
+  {
+    Timeline tl(s);
+    EXPECT_NEAR(tl.send(0, 0, 1, mib, 0, 8), L + 2 * (R + tau) + 2 * tau, 1e-12);
+  }
+  {
+    Timeline tl(s);
+    double last = 0;
+    for (int i = 0; i < 2; ++i) last = std::max(last, tl.send(i, 0, 1, mib, 0, 8 + i));
+    EXPECT_NEAR(last, L + 2 * (R + tau) + 2 * tau, 1e-12);
+    for (int i = 2; i < 8; ++i) last = std::max(last, tl.send(i, 0, 1, mib, 0, 8 + i));
+    EXPECT_NEAR(last, L + 128 * tau, 1e-12);
+  }
+  s.window = 64 << 20;
+  Timeline tl(s);
+  EXPECT_NEAR(tl.send(0, 0, 1, mib, 0, 8), L + 16 * tau, 1e-12);
+}
+
 TEST(Costs, GatherGoesThroughTheSitesHeadThenOneWideAreaMessage) {
   const models::GridModel m = simple_model();
   // Site A holds c0 and c1, site B c2 (the root's). c1's 2 blocks of 1000 B reach A's head
@@ -513,6 +541,12 @@ TEST(ModelFile, CorrectionsFittedFromASampleRunAndApplied) {
   EXPECT_NEAR(crossing.from, 0.002, 1e-15);
   EXPECT_NEAR(crossing.apply(0.004), 0.0075, 1e-12);
   EXPECT_NEAR(crossing.apply(0.0001), 0.0001 * 0.75, 1e-15);
+  // Above the largest sampled (16 ms), the ratio at 16 ms (43.5 / 16), not the line.
+  EXPECT_NEAR(crossing.to, 0.016, 1e-15);
+  EXPECT_NEAR(crossing.apply(0.016), 0.0435, 1e-12);
+  EXPECT_NEAR(crossing.apply(0.160), 0.160 * 0.0435 / 0.016, 1e-12);
+  const models::Correction shallow = models::fit_correction({{0.01, 0.012}, {0.02, 0.020}, {0.04, 0.036}});  // 0.8 x + 4 ms
+  EXPECT_NEAR(shallow.apply(0.4), 0.4 * 0.036 / 0.04, 1e-9);  // 360 ms, not the line's 324
   EXPECT_NEAR((models::Correction{3, -0.0045}.apply(0.0001)), 0, 1e-15);  // (as it was: no samples known)
   EXPECT_NEAR(models::fit_correction({{0.01, 0.02}}).scale, 2, 1e-12);  // one point: its ratio
   EXPECT_EQ(models::fit_correction({}).scale, 1);                         // none: none
@@ -520,11 +554,13 @@ TEST(ModelFile, CorrectionsFittedFromASampleRunAndApplied) {
 
   models::GridModel m = simple_model();
   m.corrections["bcast/hier"] = {2.0, 0.001};
-  m.corrections["bcast/flat"] = {3.0, -0.0045, 0.002};
+  m.corrections["bcast/flat"] = {3.0, -0.0045, 0.002, 0.016};
   models::GridModel back = models::read_model_json(models::model_json(m), "m.json");
   ASSERT_EQ(back.corrections.count("bcast/hier"), 1u);
   EXPECT_NEAR(back.corrections.at("bcast/hier").offset, 0.001, 1e-9);
   EXPECT_NEAR(back.corrections.at("bcast/flat").from, 0.002, 1e-9);  // (written as from_us)
+  EXPECT_NEAR(back.corrections.at("bcast/flat").to, 0.016, 1e-9);    // (and to_us)
+  EXPECT_EQ(back.corrections.at("bcast/hier").to, 0);                // not known: the line throughout
   back.corrections.erase("bcast/flat");
   const CostShape s = shape(back, {2, 2, 2}, {"A", "B", "C"});
   const Prediction p = predict(s, Coll::kBcast, 1000, 0);
@@ -750,7 +786,10 @@ TEST(Costs, GridPredictorPredictsEachRouteByName) {
 // process, lines of their own (simple_model), b bytes per block (b us on a line): packed,
 // ordered and flat (a scatterv's flat algorithm is the linear one, the direct route) all
 // send each site its block at once, 10 ms + b; the binomial tree takes two hops, 20 ms +
-// 3b; the chain three, 30 ms + 6b. Both ratios grow with b, so their worst is at 4 MiB.
+// 3b; the chain three, 30 ms + 6b. Both ratios grow with b, so their worst is at 4 MiB,
+// where the messages of several blocks (above 4 MiB) go as rendezvous, their rest a round
+// trip (20 ms) after their first frame: one such message on the binomial tree's path, two
+// on the chain's.
 TEST(Costs, WithoutTheSizesTheCandidateLeastSlowerThanTheBestAtItsWorstIsTaken) {
   const CostShape s = shape(simple_model(), {1, 1, 1, 1}, {"A", "B", "C", "D"});
   const double x = 4194304e-6;  // 4 MiB on a line, in seconds
@@ -760,7 +799,7 @@ TEST(Costs, WithoutTheSizesTheCandidateLeastSlowerThanTheBestAtItsWorstIsTaken) 
   ASSERT_EQ(c.candidates.size(), 5u);       // four routes and flat
   for (const auto& k : c.candidates) {
     const bool at_once = k.algo == Algo::kFlat || k.route == Route::kPacked || k.route == Route::kOrdered;
-    const double worst = at_once ? 1 : k.route == Route::kChain ? (30 * kMs + 6 * x) / (10 * kMs + x) : (20 * kMs + 3 * x) / (10 * kMs + x);
+    const double worst = at_once ? 1 : k.route == Route::kChain ? (70 * kMs + 6 * x) / (10 * kMs + x) : (40 * kMs + 3 * x) / (10 * kMs + x);
     EXPECT_NEAR(k.worst, worst, 1e-9) << route_name(k.route) << (k.algo == Algo::kFlat ? " (flat)" : "");
     EXPECT_EQ(k.at, at_once ? 0u : 4194304u) << route_name(k.route);
   }
@@ -768,7 +807,7 @@ TEST(Costs, WithoutTheSizesTheCandidateLeastSlowerThanTheBestAtItsWorstIsTaken) 
   const SizelessChoice chain = choose_without_sizes(s, Coll::kScatter, 0, Route::kChain);
   EXPECT_EQ(chain.algo, Algo::kFlat);
   ASSERT_EQ(chain.candidates.size(), 2u);
-  EXPECT_NEAR(chain.candidates[0].worst, (30 * kMs + 6 * x) / (10 * kMs + x), 1e-9);
+  EXPECT_NEAR(chain.candidates[0].worst, (70 * kMs + 6 * x) / (10 * kMs + x), 1e-9);
   EXPECT_NEAR(chain.candidates[1].worst, 1, 1e-12);
   // The all-to-all's flat algorithm is the pairwise exchange, as for alltoall.
   const SizelessChoice pairs = choose_without_sizes(s, Coll::kAlltoall, 0);

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "models/contention_signature.h"
+#include "models/flow_window.h"
 #include "models/least_squares.h"
 #include "models/logical_clusters.h"
 #include "models/many_to_one.h"
@@ -428,13 +429,63 @@ TEST(ManyToOne, EscalationLevelsAndThresholdsAreFoundInASweep) {
 // g(256 KiB) = 10 ms. With a window of 4 MiB the stream keeps up with the line; on a line of
 // 100 Mbit/s (256 KiB in 20.97 ms, a stream as fast) nothing is limited either.
 TEST(PLogP, AWindowBelowTheLinesRateTimesItsRoundTripIsFound) {
-  const double m = 262144, rtt0 = 20e-3;
-  const WindowCheck fast = check_window(m, rtt0 + m / 125e6, rtt0, 10e-3, 524288);
+  // 1 Gbit/s over a 20 ms round trip: 2.5 MB in flight; a window of 512 KiB carries 26 MB/s.
+  const double m = 1048576, rtt0 = 20e-3;
+  const WindowCheck fast = check_window(m, m / 125e6, rtt0, 524288);
   EXPECT_TRUE(fast.limits);
   EXPECT_NEAR(fast.line_rate, 125e6, 1);
-  EXPECT_NEAR(fast.stream_rate, m / 10e-3, 1e-6);
+  EXPECT_NEAR(fast.stream_rate, 524288 / rtt0, 1e-6);
   EXPECT_NEAR(fast.needed, 2.5e6, 1);
-  EXPECT_FALSE(check_window(m, rtt0 + m / 125e6, rtt0, m / 125e6, 4194304).limits);  // a window of 4 MiB: the stream keeps up
-  EXPECT_FALSE(check_window(m, rtt0 + m / 12.5e6, rtt0, m / 12.5e6, 524288).limits);  // 100 Mbit/s: 250 KB per round trip
-  EXPECT_FALSE(check_window(m, rtt0, rtt0, 10e-3, 524288).limits);                    // no rate to be had: nothing said
+  EXPECT_FALSE(check_window(m, m / 125e6, rtt0, 4194304).limits);   // a window of 4 MiB keeps up
+  EXPECT_FALSE(check_window(m, m / 12.5e6, rtt0, 524288).limits);   // 100 Mbit/s: 250 KB per round trip
+  EXPECT_FALSE(check_window(m, m / 25e6, rtt0, 524288).limits);     // 500 KB: within 1.5 x the window
+  EXPECT_TRUE(check_window(m, m / 50e6, rtt0, 524288).limits);      // 1 MB: beyond
+  EXPECT_FALSE(check_window(m, 0, rtt0, 524288).limits);            // no rate to be had: nothing said
+}
+
+// A stream's window frame by frame: 512 KiB hold seven frames of 64 KiB (each costs 64 KiB
+// and 64 bytes); over a line of 10 ns a byte (a frame in tau = 0.655 ms) whose credit comes
+// back R = 20 ms after a frame left, frame j of a fresh stream leaves at
+// (j / 7) (R + tau) + (j % 7 + 1) tau.
+TEST(FlowWindow, FramesWaitForTheCreditOfTheFramesAWindowBefore) {
+  const double R = 20e-3, per_byte = 1e-8, tau = 65536 * per_byte;
+  auto leaves = [&](int j) { return (j / 7) * (R + tau) + (j % 7 + 1) * tau; };
+  EXPECT_EQ(fragment_bytes(524288), 65536u);
+  EXPECT_EQ(fragment_bytes(65536), 16320u);  // a quarter of a small window, less a frame's cost
+  {
+    FlowWindow w(524288, R);
+    EXPECT_NEAR(w.send(7 * 65536, 0, 7 * tau), leaves(6), 1e-12);  // within the credit: the line's time
+  }
+  {
+    FlowWindow w(524288, R);
+    EXPECT_NEAR(w.send(8 * 65536, 0, 8 * tau), leaves(7), 1e-12);  // one frame beyond: a round trip more
+    EXPECT_NEAR(leaves(7), R + 2 * tau, 1e-12);
+  }
+  {
+    FlowWindow w(524288, R);
+    EXPECT_NEAR(w.send(16 * 65536, 0, 16 * tau), leaves(15), 1e-12);
+    // The next message of the stream, ready at once, waits for the credit its frames need.
+    EXPECT_NEAR(w.send(65536, 0, tau), leaves(16), 1e-12);
+    // Ready a second later, all credit is back: the line's time.
+    EXPECT_NEAR(w.send(7 * 65536, 1, 7 * tau), 1 + 7 * tau, 1e-12);
+  }
+  {
+    FlowWindow w(64 << 20, R);  // a window the line never fills: the line's time, whatever the size
+    EXPECT_NEAR(w.send(64 * 65536, 0, 64 * tau), 64 * tau, 1e-12);
+  }
+  {
+    FlowWindow w(64 << 20, R);  // above 4 MiB, rendezvous: the rest a round trip after the first frame
+    EXPECT_NEAR(w.send(80 * 65536, 0, 80 * tau), tau + R + 79 * tau, 1e-12);
+  }
+  // A fresh stream's message without the stream kept: the same, for whole frames, on a line
+  // that outpaces the window and on one that does not (a frame in 4 ms: seven take 28 ms).
+  EXPECT_TRUE(FlowWindow::outpaced(524288, R, tau));
+  EXPECT_FALSE(FlowWindow::outpaced(524288, R, 4e-3));
+  for (double frame_time : {tau, 4e-3})
+    for (double window : {524288.0, 4194304.0, 67108864.0})
+      for (int frames : {1, 6, 7, 8, 15, 16, 17, 64, 80, 200}) {
+        const double m = frames * 65536.0, t = frames * frame_time;
+        FlowWindow w(window, R);
+        EXPECT_NEAR(FlowWindow::fresh(window, R, m, 2, t), w.send(m, 2, t), 1e-12) << frames << " frames, window " << window;
+      }
 }

@@ -157,7 +157,7 @@ void init(int* argc, char*** argv, int required) {
   } catch (const models::ModelError& e) {
     throw Error(std::string("gridrt: ") + e.what());
   }
-  const std::size_t window =
+  const std::size_t window = s->window =
       detail::number_from_env("GRIDRT_WINDOW", models::kDefaultWindowBytes, detail::RelayTransport::kMinWindow, 1ull << 32, "bytes");
   const long timeout_s = static_cast<long>(detail::number_from_env("GRIDRT_INIT_TIMEOUT", 300, 1, 1000000, "seconds"));
   s->finalize_timeout = std::chrono::seconds(detail::number_from_env("GRIDRT_FINALIZE_TIMEOUT", 20, 1, 1000000, "seconds"));

@@ -46,6 +46,7 @@ struct State {
   // GRIDRT_SLICE: bytes per slice of the pipelined collectives; unset, the model's choice
   // for each call (coll/predict.cpp), or kDefaultSlice without a model.
   std::optional<std::size_t> slice;
+  std::size_t window = 0;  // GRIDRT_WINDOW: the flow-control window per stream, bytes
   // GRIDRT_ROUTE: the route of every hierarchical scatter and gather (coll/part_trees.h);
   // none: the model's least predicted, or packed without a model.
   std::optional<Route> route;

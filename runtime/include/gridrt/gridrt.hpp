@@ -152,6 +152,8 @@ enum class Algo { kDefault, kAuto, kHier, kFlat };
 struct GridShape {
   std::vector<std::string> clusters, sites;
   std::vector<int> ranks;
+  // The jobs' flow-control window per stream (GRIDRT_WINDOW), bytes; 0: the default.
+  std::size_t window = 0;
 };
 class GridPredictor {
  public:

@@ -76,7 +76,7 @@ double allreduce_doubling_cost(const CostShape& s, double m) {
   const int rem = P - p2;
   Timeline tl(s);
   std::vector<double> ready(P, 0);
-  auto send = [&](int from, int to, double t) { return tl.send(from, s.part_of[from], s.part_of[to], m, t); };
+  auto send = [&](int from, int to, double t) { return tl.send(from, s.part_of[from], s.part_of[to], m, t, to); };
   for (int r = 0; r < 2 * rem; r += 2) ready[r + 1] = std::max(ready[r + 1], send(r, r + 1, 0));
   auto real = [&](int v) { return v < rem ? 2 * v + 1 : v + rem; };
   for (int mask = 1; mask < p2; mask <<= 1) {

@@ -82,7 +82,7 @@ double alltoall_local_group_cost(const CostShape& s, double b) {
       if (y == x) continue;
       for (int j = 0; j < s.part_size[y]; ++j) {
         const int agent = s.member(x, (j + y) % s.part_size[x]);
-        done = std::max(done, tl.send(agent, x, y, s.part_size[x] * b, ready[x]));
+        done = std::max(done, tl.send(agent, x, y, s.part_size[x] * b, ready[x], s.member(y, j)));
       }
     }
   return done;

@@ -99,7 +99,7 @@ double alltoall_local_group_two_cost(const CostShape& s, double b) {
   for (const lg2::WanMessage& msg : lg2::wan_messages(two.shape)) {
     const int from = two.part(msg.from), to = two.part(msg.to);
     const double bytes = static_cast<double>(msg.senders.size()) * b;
-    done = std::max(done, tl.send(s.member(from, two.index(msg.from)), from, to, bytes, ready[from]));
+    done = std::max(done, tl.send(s.member(from, two.index(msg.from)), from, to, bytes, ready[from], s.member(to, two.index(msg.to))));
   }
   return done;
 }

@@ -194,6 +194,7 @@ bool composes(Coll op, const LogicalLevel& lv, double m, int root, ClusterSteps 
 Timeline::Timeline(const CostShape& s) : s_(s), sender_free_(s.size(), 0.0) {
   const std::size_t C = s.parts(), S = s.sites.size();
   line_free_.assign(C * C + S * S + S, 0.0);
+  pair_window_.assign(C * C, PairWindow{});
 }
 
 int Timeline::line_of(int a, int b) const {
@@ -205,7 +206,7 @@ int Timeline::line_of(int a, int b) const {
   return C * C + sa * S + sb;
 }
 
-double Timeline::send(int from, int a, int b, double m, double t) {
+double Timeline::send(int from, int a, int b, double m, double t, int to) {
   // Between two members of a cluster of several logical clusters the message is taken as
   // crossing between them, on the slowest pair: which logical cluster a member is in only
   // its own cluster's processes know, and every member must predict alike (a point-to-point
@@ -220,10 +221,27 @@ double Timeline::send(int from, int a, int b, double m, double t) {
     sender_free_[from] = start + (crossing ? p : s_.link[a][a]).gap(m);
   }
   const int line = line_of(a, b);
-  if (line < 0) return start + p.gap(m) + latency_after(p, start);
-  const double clocked = std::max(start, line_free_[line]) + p.gap(m);
+  const double gap = p.gap(m);
+  if (line < 0) return start + gap + latency_after(p, start);
+  const double clocked = std::max(start, line_free_[line]) + gap;
   line_free_[line] = clocked;
-  return clocked + p.L;
+  // Its stream's frames wait for credit, which comes back a round trip of no data after
+  // each left (2 (L + g(0))). Only a line that outpaces the window needs its streams kept,
+  // and only so many (a flat all-to-all of 10,000 processes has 10^8): beyond, a message
+  // is taken as its stream's first.
+  PairWindow& pw = pair_window_[a * s_.parts() + b];
+  if (pw.round_trip < 0) {
+    pw.round_trip = 2 * (p.L + p.gap(0));
+    const double frame = static_cast<double>(models::fragment_bytes(static_cast<std::size_t>(s_.window)));
+    pw.outpaced = models::FlowWindow::outpaced(s_.window, pw.round_trip, p.gap(frame));
+  }
+  if (!pw.outpaced && m <= static_cast<double>(models::kRendezvousAbove)) return clocked + p.L;  // (fresh(): start + gap)
+  const std::pair<int, int> stream{from >= 0 ? from : s_.leader(a), to >= 0 ? to : s_.leader(b)};
+  auto it = pw.outpaced ? streams_.find(stream) : streams_.end();
+  if (pw.outpaced && it == streams_.end() && streams_.size() < kMaxStreams)
+    it = streams_.emplace(stream, models::FlowWindow(s_.window, pw.round_trip)).first;
+  const double left = it != streams_.end() ? it->second.send(m, start, gap) : models::FlowWindow::fresh(s_.window, pw.round_trip, m, start, gap);
+  return std::max(clocked, left) + p.L;
 }
 
 std::vector<double> through_heads(const CostShape& s, const std::vector<double>& ready, const std::vector<double>& up,

@@ -26,6 +26,7 @@
 
 #include "choice.h"
 #include "part_trees.h"
+#include "models/flow_window.h"
 #include "models/grid_model.h"
 
 namespace gridrt::detail {
@@ -78,6 +79,8 @@ struct CostShape {
   // its members placed in runs (LogicalLevel), its steps run as `steps` says.
   std::vector<std::optional<LogicalLevel>> logical;
   ClusterSteps steps = ClusterSteps::kModel;
+  // The job's flow-control window per stream between clusters (GRIDRT_WINDOW), bytes.
+  double window = static_cast<double>(models::kDefaultWindowBytes);
 
   // From the members' parts (part_of, parts numbered by first member), the parts' sites,
   // and the clusters' and sites' names in the model; `member_node`, each member's host where
@@ -107,16 +110,28 @@ struct CostShape {
 // A schedule played over the lines: each message waits for its sender and its line to be
 // free, occupies both for its gap, and arrives L after. Senders are members (or -1 where
 // the sender's own gap does not matter: a message handed on as soon as it is there).
+// Between clusters (through the relays) each stream, a pair of members, also keeps the
+// job's flow-control window (models/flow_window.h): where the window's pace is below the
+// line's, a stream's message leaves no faster than its credit comes back, while the line
+// stays free for the other streams' messages.
 class Timeline {
  public:
   explicit Timeline(const CostShape& s);
-  // A message of m bytes from member `from` of part a to part b, ready at t: when it arrives.
-  double send(int from, int a, int b, double m, double t);
+  // A message of m bytes from member `from` of part a to member `to` of part b (-1: b's
+  // leader), ready at t: when it arrives.
+  double send(int from, int a, int b, double m, double t, int to = -1);
 
  private:
   const CostShape& s_;
   std::vector<double> sender_free_;  // by member
   std::vector<double> line_free_;    // by line (line_of)
+  std::map<std::pair<int, int>, models::FlowWindow> streams_;  // by (from, to) member
+  static constexpr std::size_t kMaxStreams = 1 << 16;
+  struct PairWindow {
+    double round_trip = -1;  // of no data (-1: not yet worked out)
+    bool outpaced = false;   // whether the pair's line outpaces the window (FlowWindow::outpaced)
+  };
+  std::vector<PairWindow> pair_window_;  // by pair of parts, a * parts + b
   int line_of(int a, int b) const;
 };
 
@@ -131,7 +146,7 @@ double rounds_cost(const CostShape& s, int rounds, To&& to, double m) {
   for (int k = 1; k <= rounds; ++k) {
     next = ready;
     for (int i = 0; i < s.size(); ++i)
-      if (const int j = to(i, k); j >= 0) next[j] = std::max(next[j], tl.send(i, s.part_of[i], s.part_of[j], m, ready[i]));
+      if (const int j = to(i, k); j >= 0) next[j] = std::max(next[j], tl.send(i, s.part_of[i], s.part_of[j], m, ready[i], j));
     ready = next;
   }
   return ready.empty() ? 0 : *std::max_element(ready.begin(), ready.end());
@@ -171,7 +186,7 @@ template <typename Bytes>
 auto tree_edge(const CostShape& s, int root, Timeline& tl, Bytes& bytes) {
   return [&s, root, &tl, &bytes](int rel_from, int rel_to, int subtree, double ready) {
     const int from = (rel_from + root) % s.size(), to = (rel_to + root) % s.size();
-    return tl.send(from, s.part_of[from], s.part_of[to], bytes(subtree), ready);
+    return tl.send(from, s.part_of[from], s.part_of[to], bytes(subtree), ready, to);
   };
 }
 template <typename Bytes>

@@ -30,7 +30,7 @@ double gatherv_linear_cost(const CostShape& s, int root, double b) {
   Timeline tl(s);
   double done = root_cluster_gather_cost(s, root, b);
   for (int i = 0; i < s.size(); ++i)
-    if (i != root) done = std::max(done, tl.send(i, s.part_of[i], s.part_of[root], b, 0));
+    if (i != root) done = std::max(done, tl.send(i, s.part_of[i], s.part_of[root], b, 0, root));
   return done;
 }
 

@@ -229,6 +229,7 @@ std::shared_ptr<const CostShape> shape_of(const CommImpl& c) {
   }
   auto shape = std::make_shared<CostShape>(*state().model, c.part_of, c.site_of_part, part_cluster, site_name, member_node);
   shape->steps = state().cluster_steps;
+  shape->window = static_cast<double>(state().window);
   return shape;
 }
 
@@ -431,7 +432,9 @@ std::shared_ptr<const detail::CostShape> shape_of(const models::GridModel& model
     if (at == site_name.end()) at = site_name.insert(site_name.end(), grid.sites[p]);
     site_of_part.push_back(static_cast<int>(at - site_name.begin()));
   }
-  return std::make_shared<const detail::CostShape>(model.with_typical(), part_of, site_of_part, grid.clusters, site_name);
+  auto shape = std::make_shared<detail::CostShape>(model.with_typical(), part_of, site_of_part, grid.clusters, site_name);
+  shape->window = static_cast<double>(grid.window ? grid.window : models::kDefaultWindowBytes);
+  return shape;
 }
 
 

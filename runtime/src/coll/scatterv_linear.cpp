@@ -29,7 +29,7 @@ double scatterv_linear_cost(const CostShape& s, int root, double b) {
   Timeline tl(s);
   double done = 0;
   for (int i = 0; i < s.size(); ++i)
-    if (i != root) done = std::max(done, tl.send(root, s.part_of[root], s.part_of[i], b, 0));
+    if (i != root) done = std::max(done, tl.send(root, s.part_of[root], s.part_of[i], b, 0, i));
   return done;
 }
 

@@ -21,10 +21,10 @@ Correction fit_correction(const std::vector<std::pair<double, double>>& predicte
   if (pts.size() == 1) c.scale = pts[0].y / pts[0].x;  // (a barrier: one size) its ratio
   if (pts.size() < 2) return c;
   // A line must give every sample a time (it may cross zero below them: see apply()).
-  double least = pts.front().x;
-  for (const Point& p : pts) least = std::min(least, p.x);
+  double least = pts.front().x, largest = pts.front().x;
+  for (const Point& p : pts) least = std::min(least, p.x), largest = std::max(largest, p.x);
   const Line line = fit_line(pts);
-  if (line.ok && line.slope > 0.2 && line.slope < 5 && line.at(least) > 0) return {line.slope, line.intercept, least};
+  if (line.ok && line.slope > 0.2 && line.slope < 5 && line.at(least) > 0) return {line.slope, line.intercept, least, largest};
   const Line ratio = fit_through_origin(pts);
   if (ratio.ok && ratio.slope > 0) c.scale = ratio.slope;
   return c;
@@ -365,7 +365,8 @@ GridModel read_model_json(const std::string& text, const std::string& source) {
       for (const auto& [key, c] : *corrections)
         m.corrections[key] = {number(child(c, "scale", "corrections." + key), "corrections." + key + ".scale"),
                               c.get_child_optional("offset_us") ? c.get<double>("offset_us") * 1e-6 : 0.0,
-                              c.get_child_optional("from_us") ? c.get<double>("from_us") * 1e-6 : 0.0};
+                              c.get_child_optional("from_us") ? c.get<double>("from_us") * 1e-6 : 0.0,
+                              c.get_child_optional("to_us") ? c.get<double>("to_us") * 1e-6 : 0.0};
     if (const auto gathers = root.get_child_optional("many_to_one"))
       for (const auto& [cluster, g] : *gathers) m.many_to_one[cluster] = many_to_one(g, "many_to_one." + cluster);
     if (const auto logical = root.get_child_optional("logical_clusters"))
@@ -412,7 +413,8 @@ std::string model_json(const GridModel& m) {
   sep = "\n    ";
   for (const auto& [key, c] : m.corrections) {
     char buf[128];
-    std::snprintf(buf, sizeof buf, "{\"scale\": %.4f, \"offset_us\": %.1f, \"from_us\": %.1f}", c.scale, c.offset * 1e6, c.from * 1e6);
+    std::snprintf(buf, sizeof buf, "{\"scale\": %.4f, \"offset_us\": %.1f, \"from_us\": %.1f, \"to_us\": %.1f}", c.scale, c.offset * 1e6,
+                  c.from * 1e6, c.to * 1e6);
     out += sep + quoted(key) + ": " + buf, sep = ",\n    ";
   }
   out += "\n  }";
@@ -490,6 +492,10 @@ std::string describe_model(const GridModel& m) {
     out += buf;
     if (c.offset < 0 && c.from > 0) {
       std::snprintf(buf, sizeof buf, "; below %.1f us predicted, %.3f x predicted", c.from * 1e6, c.scale + c.offset / c.from);
+      out += buf;
+    }
+    if (c.to > 0) {
+      std::snprintf(buf, sizeof buf, "; above %.1f us predicted, %.3f x predicted", c.to * 1e6, c.scale + c.offset / c.to);
       out += buf;
     }
     out += ")\n";

@@ -165,8 +165,9 @@ RelayTransport::WanCount RelayTransport::wan_count() {
 std::shared_ptr<RemoteOp> RelayTransport::send(std::int32_t dst, std::uint32_t context, std::int32_t tag, const void* buf,
                                                std::size_t bytes, bool synchronous) {
   // Relays store and forward whole frames, so small fragments let the hops work at once
-  // (a pipeline); a window holds several, so the stream flows while credit comes back.
-  const std::size_t fragment = std::min<std::size_t>(kMaxFragment, window_ / 4 - kFrameCost);
+  // (a pipeline); a window holds several, so the stream flows while credit comes back
+  // (models/flow_window.h, where the model plays the same frames).
+  const std::size_t fragment = models::fragment_bytes(window_);
   // A very large message goes as rendezvous: one fragment now, the rest once the receiver
   // matched it, so that while it is unmatched it holds up nothing behind it (receiver.h).
   const bool rendezvous = bytes > kRendezvousAbove;

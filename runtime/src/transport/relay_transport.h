@@ -25,6 +25,7 @@
 #include "common/link.h"
 #include "common/messages.h"
 #include "message_transport.h"
+#include "models/flow_window.h"
 #include "receiver.h"
 
 namespace gridrt::detail {
@@ -104,10 +105,9 @@ class RelayTransport : public MessageTransport {
   static constexpr std::uint32_t kMore = wire::kMoreFragments;
   static constexpr std::uint32_t kSynchronous = wire::kSynchronous;
   static constexpr std::uint32_t kRendezvous = wire::kRendezvous;
-  static constexpr std::size_t kRendezvousAbove = 4u << 20;
-  static constexpr std::size_t kFrameCost = 64;     // credit charged per frame beyond its body
+  static constexpr std::size_t kRendezvousAbove = models::kRendezvousAbove;
+  static constexpr std::size_t kFrameCost = models::kFrameCost;  // credit charged per frame beyond its body
   static constexpr std::size_t kMinWindow = 4096;
-  static constexpr std::size_t kMaxFragment = 64 * 1024;
 
  private:
   struct Outgoing {
