@@ -23,7 +23,9 @@ run to run on this machine: it gets five times the iterations.
 Usage: bench/models.py [--runs N] [--iters N] [--sizes S,...] [--shapes NAME,...] [--build DIR]
 Shapes: wan-3x2 (3 sites of one cluster of 2, 10 ms, 100 Mbit/s), one-site-3x2 (three clusters
 of 2 on one LAN: no WAN), unequal (bench/grids/three-sites-unequal.xml: pairs of different
-delays and rates, an access line at the site of two clusters).
+delays and rates, an access line at the site of two clusters), long-fat-2x2 (2 sites of one
+cluster of 2, 10 ms, 1 Gbit/s: a line whose rate x round trip is 5 default windows, not in the
+default set).
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile, time
 
@@ -32,8 +34,9 @@ SHAPES = {
     "wan-3x2": ["--clusters", "3", "--ranks-per-cluster", "2", "--emulate-wan", "10ms,100mbit"],
     "one-site-3x2": ["--grid", os.path.join(HERE, "grids", "one-site-3x2.xml")],
     "unequal": ["--grid", os.path.join(HERE, "grids", "three-sites-unequal.xml")],
+    "long-fat-2x2": ["--clusters", "2", "--ranks-per-cluster", "2", "--emulate-wan", "10ms,1gbit"],
 }
-CLUSTERS = {"wan-3x2": 3, "one-site-3x2": 3, "unequal": 4}
+CLUSTERS = {"wan-3x2": 3, "one-site-3x2": 3, "unequal": 4, "long-fat-2x2": 2}
 
 
 def run(cmd):
