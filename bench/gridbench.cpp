@@ -23,6 +23,7 @@
 #include "common/wan.h"
 #include "launcher/self_job.h"
 #include "launcher/timed_call.h"
+#include "models/grid_model.h"
 #include "wan_bounds.h"
 #include "gridrt/gridrt.hpp"
 
@@ -276,6 +277,7 @@ int predict_only(const Options& o) {
       shape.ranks.push_back(o.ranks_per_cluster);
     }
   }
+  shape.window = gridrt::models::kDefaultWindowBytes;
   if (const char* window = std::getenv("GRIDRT_WINDOW")) {
     char* end = nullptr;
     shape.window = std::strtoull(window, &end, 10);
@@ -285,8 +287,8 @@ int predict_only(const Options& o) {
   long P = 0;
   for (int r : shape.ranks) P += r;
   if (!o.json)
-    std::printf("# gridbench --predict-only: %ld processes in %zu clusters, model %s\n# %-9s %10s %14s %14s %10s %6s\n", P, shape.clusters.size(),
-                o.model.c_str(), "op", "bytes", "hier_us", "flat_us", "hier/flat", "auto");
+    std::printf("# gridbench --predict-only: %ld processes in %zu clusters, model %s, flow-control window %zu KiB\n# %-9s %10s %14s %14s %10s %6s\n",
+                P, shape.clusters.size(), o.model.c_str(), shape.window / 1024, "op", "bytes", "hier_us", "flat_us", "hier/flat", "auto");
   for (const auto& op : o.ops) {
     if (std::find(kOps.begin(), kOps.end(), op) == kOps.end()) continue;  // (v-forms, split, dup: not predicted)
     for (std::size_t n : op == "barrier" ? std::vector<std::size_t>{0} : o.sizes) {

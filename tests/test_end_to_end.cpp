@@ -1524,6 +1524,18 @@ TEST(Calibration, MeasuresRepresentativePairsAndJobsChooseByTheModel) {
     EXPECT_GT(std::stod(json_field(line, "flat_us")), 0) << line;
   }
   EXPECT_EQ(lines, 6) << big.out;
+  // With the jobs' window (GRIDRT_WINDOW, as theirs), said in the header; a bad one refused.
+  ::setenv("GRIDRT_WINDOW", "4194304", 1);
+  const Outcome windowed = start_program("gridbench", {"--predict-only", "--model", model, "--clusters", "3", "--op", "bcast", "--sizes", "8"},
+                                         "predict-only-window")
+                               .finish();
+  ::setenv("GRIDRT_WINDOW", "lots", 1);
+  const Outcome unwindowed = start_program("gridbench", {"--predict-only", "--model", model, "--op", "bcast"}, "predict-only-bad-window").finish();
+  ::unsetenv("GRIDRT_WINDOW");
+  EXPECT_EQ(windowed.status, 0) << windowed.err;
+  EXPECT_NE(windowed.out.find("model " + model + ", flow-control window 4096 KiB"), std::string::npos) << windowed.out;
+  EXPECT_EQ(unwindowed.status, 2);
+  EXPECT_NE(unwindowed.err.find("GRIDRT_WINDOW must be bytes, at least 4096, got 'lots'"), std::string::npos) << unwindowed.err;
 }
 
 // Where the jobs' flow-control window holds a stream below its line's rate, calibration
