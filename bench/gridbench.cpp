@@ -23,7 +23,7 @@
 #include "common/wan.h"
 #include "launcher/self_job.h"
 #include "launcher/timed_call.h"
-#include "models/grid_model.h"
+#include "models/flow_window.h"
 #include "wan_bounds.h"
 #include "gridrt/gridrt.hpp"
 
@@ -277,11 +277,10 @@ int predict_only(const Options& o) {
       shape.ranks.push_back(o.ranks_per_cluster);
     }
   }
-  shape.window = gridrt::models::kDefaultWindowBytes;
-  if (const char* window = std::getenv("GRIDRT_WINDOW")) {
-    char* end = nullptr;
-    shape.window = std::strtoull(window, &end, 10);
-    if (!*window || *end || shape.window < 4096) usage_error(std::string("GRIDRT_WINDOW must be bytes, at least 4096, got '") + window + "'");
+  try {
+    shape.window = gridrt::models::window_from_env();
+  } catch (const std::invalid_argument& e) {
+    usage_error(e.what());
   }
   const gridrt::GridPredictor predictor = gridrt::GridPredictor::from_file(o.model, shape);
   long P = 0;

@@ -51,6 +51,7 @@
 #include "gridrt/gridrt.hpp"
 #include "launcher/self_job.h"
 #include "launcher/timed_call.h"
+#include "models/flow_window.h"
 #include "models/grid_model.h"
 #include "models/least_squares.h"
 
@@ -461,7 +462,7 @@ void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gri
       }
       ++shape.ranks.back();
     }
-    shape.window = kLineWindow;  // the window this job's collectives keep
+    shape.window = gridrt::models::window_from_env();  // the window this job's collectives keep (kLineWindow; the runtime checked it)
     predictor = gridrt::GridPredictor::from_json(gridrt::models::model_json(model), shape);
   }
   for (const char* op : {"barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall", "reduce_scatter"})
@@ -682,15 +683,14 @@ int launch(int argc, char** argv) {
   grid_args.insert(grid_args.end(), {"--env", "GRIDRT_ROUTE=packed", "--env", "GRIDRT_SLICE=" + std::to_string(kSampleSlice)});
   // The job measures the lines with a window that does not limit them (kLineWindow); the
   // window the jobs will keep (GRIDRT_WINDOW here, as theirs) only decides the warning.
-  std::string job_window = std::to_string(gridrt::models::kDefaultWindowBytes);
-  if (const char* w = std::getenv("GRIDRT_WINDOW")) {
-    if (!*w || std::strlen(w) > 10 || std::string(w).find_first_not_of("0123456789") != std::string::npos || std::strtoull(w, nullptr, 10) < 4096 ||
-        std::strtoull(w, nullptr, 10) > (1ull << 32))
-      usage_error(std::string("GRIDRT_WINDOW must be bytes from 4096 to 4294967296, got '") + w + "'");
-    job_window = w;
+  std::size_t job_window = 0;
+  try {
+    job_window = gridrt::models::window_from_env();
+  } catch (const std::invalid_argument& e) {
+    usage_error(e.what());
   }
   grid_args.insert(grid_args.end(), {"--env", "GRIDRT_WINDOW=" + std::to_string(kLineWindow)});
-  worker_args.insert(worker_args.end(), {"--job-window", job_window});
+  worker_args.insert(worker_args.end(), {"--job-window", std::to_string(job_window)});
   const char* gridrun = std::getenv("GRIDRT_GRIDRUN");
   const std::string launcher =
       gridrun ? gridrun : (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "gridrun").string();

@@ -271,7 +271,7 @@ TEST(Costs, AStreamAcrossALongFatLineGoesAtItsWindowsPace) {
     for (int i = 2; i < 8; ++i) last = std::max(last, tl.send(i, 0, 1, mib, 0, 8 + i));
     EXPECT_NEAR(last, L + 128 * tau, 1e-12);
   }
-  s.window = 64 << 20;
+  s.set_window(64 << 20);
   Timeline tl(s);
   EXPECT_NEAR(tl.send(0, 0, 1, mib, 0, 8), L + 16 * tau, 1e-12);
 }

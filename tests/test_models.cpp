@@ -423,12 +423,11 @@ TEST(ManyToOne, EscalationLevelsAndThresholdsAreFoundInASweep) {
 
 }  // namespace
 
-// The window check calibration warns by (models/plogp.h, check_window): a line of 1 Gbit/s
-// (125 MB/s) and 20 ms round trip carries 2.5 MB per round trip; 256 KiB add 2.097 ms to a
-// round trip; a stream whose window of 512 KiB holds it to 512 KiB per round trip has
-// g(256 KiB) = 10 ms. With a window of 4 MiB the stream keeps up with the line; on a line of
-// 100 Mbit/s (256 KiB in 20.97 ms, a stream as fast) nothing is limited either.
-TEST(PLogP, AWindowBelowTheLinesRateTimesItsRoundTripIsFound) {
+// The window check calibration warns by (models/flow_window.h, check_window): the line's
+// rate from its gap at the largest size (1 MiB), against the window per round trip of no
+// data. A line of 1 Gbit/s and 20 ms carries 2.5 MB per round trip, five windows of 512 KiB;
+// one of 100 Mbit/s 250 KB, less than one; said only beyond 1.5 windows.
+TEST(FlowWindow, AWindowBelowTheLinesRateTimesItsRoundTripIsFound) {
   // 1 Gbit/s over a 20 ms round trip: 2.5 MB in flight; a window of 512 KiB carries 26 MB/s.
   const double m = 1048576, rtt0 = 20e-3;
   const WindowCheck fast = check_window(m, m / 125e6, rtt0, 524288);

@@ -13,6 +13,7 @@
 #include "finalize_deadline.h"
 #include "state.h"
 #include "coll/cluster_steps.h"
+#include "models/flow_window.h"
 #include "transport/relay_transport.h"
 
 namespace gridrt {
@@ -157,8 +158,12 @@ void init(int* argc, char*** argv, int required) {
   } catch (const models::ModelError& e) {
     throw Error(std::string("gridrt: ") + e.what());
   }
-  const std::size_t window = s->window =
-      detail::number_from_env("GRIDRT_WINDOW", models::kDefaultWindowBytes, detail::RelayTransport::kMinWindow, 1ull << 32, "bytes");
+  try {
+    s->window = models::window_from_env();
+  } catch (const std::invalid_argument& e) {
+    throw Error(std::string("gridrt: ") + e.what());
+  }
+  const std::size_t window = s->window;
   const long timeout_s = static_cast<long>(detail::number_from_env("GRIDRT_INIT_TIMEOUT", 300, 1, 1000000, "seconds"));
   s->finalize_timeout = std::chrono::seconds(detail::number_from_env("GRIDRT_FINALIZE_TIMEOUT", 20, 1, 1000000, "seconds"));
   s->pmi_fd = detail::pmi_fd_from_env();

@@ -70,6 +70,7 @@ CostShape::CostShape(const models::GridModel& model, std::vector<int> members_pa
     lv.place(std::move(group_of));
     logical[p] = std::move(lv);
   }
+  set_window(static_cast<double>(models::kDefaultWindowBytes));
 }
 
 double CostShape::local(Coll op, int q, double m, double at) const {
@@ -194,7 +195,21 @@ bool composes(Coll op, const LogicalLevel& lv, double m, int root, ClusterSteps 
 Timeline::Timeline(const CostShape& s) : s_(s), sender_free_(s.size(), 0.0) {
   const std::size_t C = s.parts(), S = s.sites.size();
   line_free_.assign(C * C + S * S + S, 0.0);
-  pair_window_.assign(C * C, PairWindow{});
+}
+
+void CostShape::set_window(double bytes) {
+  window = bytes;
+  const int C = parts();
+  const double frame = static_cast<double>(models::fragment_bytes(static_cast<std::size_t>(bytes)));
+  pair_window.assign(static_cast<std::size_t>(C) * C, PairWindow{});
+  for (int a = 0; a < C; ++a)
+    for (int b = 0; b < C; ++b) {
+      if (a == b) continue;  // inside a cluster: MPICH's paths, no window
+      const models::PLogP& p = link[a][b];
+      PairWindow& w = pair_window[a * C + b];
+      w.round_trip = 2 * (p.L + p.gap(0));
+      w.outpaced = models::FlowWindow::outpaced(bytes, w.round_trip, p.gap(frame));
+    }
 }
 
 int Timeline::line_of(int a, int b) const {
@@ -229,12 +244,7 @@ double Timeline::send(int from, int a, int b, double m, double t, int to) {
   // each left (2 (L + g(0))). Only a line that outpaces the window needs its streams kept,
   // and only so many (a flat all-to-all of 10,000 processes has 10^8): beyond, a message
   // is taken as its stream's first.
-  PairWindow& pw = pair_window_[a * s_.parts() + b];
-  if (pw.round_trip < 0) {
-    pw.round_trip = 2 * (p.L + p.gap(0));
-    const double frame = static_cast<double>(models::fragment_bytes(static_cast<std::size_t>(s_.window)));
-    pw.outpaced = models::FlowWindow::outpaced(s_.window, pw.round_trip, p.gap(frame));
-  }
+  const CostShape::PairWindow& pw = s_.pair_window[a * s_.parts() + b];
   if (!pw.outpaced && m <= static_cast<double>(models::kRendezvousAbove)) return clocked + p.L;  // (fresh(): start + gap)
   const std::pair<int, int> stream{from >= 0 ? from : s_.leader(a), to >= 0 ? to : s_.leader(b)};
   auto it = pw.outpaced ? streams_.find(stream) : streams_.end();

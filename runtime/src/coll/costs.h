@@ -79,8 +79,18 @@ struct CostShape {
   // its members placed in runs (LogicalLevel), its steps run as `steps` says.
   std::vector<std::optional<LogicalLevel>> logical;
   ClusterSteps steps = ClusterSteps::kModel;
-  // The job's flow-control window per stream between clusters (GRIDRT_WINDOW), bytes.
-  double window = static_cast<double>(models::kDefaultWindowBytes);
+  // The job's flow-control window per stream between clusters (GRIDRT_WINDOW), bytes, and
+  // for each pair of parts a != b its streams' credit round trip, that of no data (2 (L +
+  // g(0))), and whether its line outpaces the window (models::FlowWindow::outpaced): only
+  // then does a timeline keep its streams. set_window() sets them (the constructor, the
+  // default window).
+  struct PairWindow {
+    double round_trip = 0;
+    bool outpaced = false;
+  };
+  double window = 0;
+  std::vector<PairWindow> pair_window;  // by a * parts() + b
+  void set_window(double bytes);
 
   // From the members' parts (part_of, parts numbered by first member), the parts' sites,
   // and the clusters' and sites' names in the model; `member_node`, each member's host where
@@ -127,11 +137,6 @@ class Timeline {
   std::vector<double> line_free_;    // by line (line_of)
   std::map<std::pair<int, int>, models::FlowWindow> streams_;  // by (from, to) member
   static constexpr std::size_t kMaxStreams = 1 << 16;
-  struct PairWindow {
-    double round_trip = -1;  // of no data (-1: not yet worked out)
-    bool outpaced = false;   // whether the pair's line outpaces the window (FlowWindow::outpaced)
-  };
-  std::vector<PairWindow> pair_window_;  // by pair of parts, a * parts + b
   int line_of(int a, int b) const;
 };
 

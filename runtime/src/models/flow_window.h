@@ -22,10 +22,31 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdlib>
 #include <deque>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 namespace gridrt::models {
+
+// The flow-control window per stream that a job's processes keep (GRIDRT_WINDOW; docs/
+// protocol.md, "Flow control"), and what it may be.
+inline constexpr std::size_t kDefaultWindowBytes = 512 * 1024;
+inline constexpr std::size_t kMinWindowBytes = 4096, kMaxWindowBytes = std::size_t{1} << 32;
+// GRIDRT_WINDOW's, or the default where it is unset; std::invalid_argument naming the
+// variable, its value and what it may be otherwise. The runtime reads it so, and so do
+// the tools that predict for jobs (gridbench --predict-only, gridrun calibrate).
+inline std::size_t window_from_env() {
+  const char* v = std::getenv("GRIDRT_WINDOW");
+  if (!v) return kDefaultWindowBytes;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  if (!*v || *end || *v == '-' || n < kMinWindowBytes || n > kMaxWindowBytes)
+    throw std::invalid_argument(std::string("GRIDRT_WINDOW='") + v + "' must be a number of bytes from " + std::to_string(kMinWindowBytes) +
+                                " to " + std::to_string(kMaxWindowBytes));
+  return static_cast<std::size_t>(n);
+}
 
 // How the transport frames a stream (relay_transport.cpp sends by these).
 inline constexpr std::size_t kFrameCost = 64;  // credit a frame costs beyond its body
@@ -105,5 +126,27 @@ class FlowWindow {
   std::deque<std::pair<double, double>> in_flight_;  // (its credit back at, cost) by frame, in order
   double last_ = 0;                                  // when the stream's last frame left
 };
+
+// Whether the jobs' flow-control window W (bytes) holds a stream below its line's rate:
+// a stream carries at most W per round trip (above), the line m / g(m) at
+// m bytes (its gap measured by a stream whose window does not limit: calibration's). From
+// the line's gap at m (the largest size measured) and its round trip of no data. Said where
+// the line's rate times its round trip (`needed`, the window that keeps up) exceeds W by
+// kStreamSlower: large messages there go at the window's pace, which the model predicts,
+// and a larger window would let them go at the line's.
+struct WindowCheck {
+  bool limits = false;
+  double line_rate = 0, stream_rate = 0, needed = 0;  // bytes/s, bytes/s, bytes
+};
+inline constexpr double kStreamSlower = 1.5;
+inline WindowCheck check_window(double m, double g_m, double rtt_0, double window) {
+  WindowCheck c;
+  if (m <= 0 || g_m <= 0 || rtt_0 <= 0) return c;
+  c.line_rate = m / g_m;
+  c.stream_rate = std::min(c.line_rate, window / rtt_0);
+  c.needed = c.line_rate * rtt_0;
+  c.limits = c.needed > kStreamSlower * window;
+  return c;
+}
 
 }  // namespace gridrt::models

@@ -64,9 +64,6 @@ struct Correction {
 // (scale 1) from none.
 Correction fit_correction(const std::vector<std::pair<double, double>>& predicted_measured);
 
-// The flow-control window per stream that gridrt's processes keep unless GRIDRT_WINDOW
-// says otherwise (docs/protocol.md, "Flow control").
-inline constexpr std::size_t kDefaultWindowBytes = 512 * 1024;
 
 struct GridModel {
   std::map<std::string, PLogP> inside;

@@ -107,7 +107,7 @@ class RelayTransport : public MessageTransport {
   static constexpr std::uint32_t kRendezvous = wire::kRendezvous;
   static constexpr std::size_t kRendezvousAbove = models::kRendezvousAbove;
   static constexpr std::size_t kFrameCost = models::kFrameCost;  // credit charged per frame beyond its body
-  static constexpr std::size_t kMinWindow = 4096;
+  static constexpr std::size_t kMinWindow = models::kMinWindowBytes;
 
  private:
   struct Outgoing {
