@@ -3,6 +3,8 @@
 // Pure computations: no MPI is started.
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include "algorithms.h"
 #include "costs.h"
 #include "models/grid_model.h"
@@ -293,9 +295,12 @@ TEST(Costs, FlatTreesByHand) {
   EXPECT_NEAR(bcast_binomial_cost(s, 0, 1000), 11 * kMs, 1e-9);
   EXPECT_NEAR(reduce_binomial_cost(s, 0, 1000), 11 * kMs, 1e-9);
   // Dissemination, 1-byte messages (1 us each on a line): round 1 crosses once each way
-  // (10.001 ms); in round 2 both of A's members send across, rank 0 at 10.001 ms (arriving
-  // at 20.002 ms) and rank 1 behind it on the line (20.003 ms).
-  EXPECT_NEAR(barrier_dissemination_cost(s), 20.003 * kMs, 1e-9);
+  // (10.001 ms); in round 2 both of A's members send across: rank 1, which has rank 0's
+  // round-1 message at once, right behind its own round-1 message (at 1 us), and rank 0
+  // once it has rank 3's (10.001 ms, arriving at 20.002 ms). The line serves them as they
+  // come in time, not in the order the rounds are written (which put rank 1 behind rank 0:
+  // 20.003 ms).
+  EXPECT_NEAR(barrier_dissemination_cost(s), 20.002 * kMs, 1e-9);
 }
 
 TEST(Costs, LocalGroupAgainstPairwiseExchangeByHand) {
@@ -842,4 +847,74 @@ TEST(Costs, WithoutTheSizesTheCandidateLeastSlowerThanTheBestAtItsWorstIsTaken) 
         for (double other : worst) EXPECT_LE(worst[i], other + 1e-12) << coll_name(op) << " root " << root;
       }
     }
+}
+
+// Alone on its line, a message costs in the event timeline what Timeline says: inside a
+// cluster, between clusters of a site, across sites within the window, beyond it, on a
+// line that outpaces the window, and as a rendezvous (above 4 MiB).
+TEST(EventTimeline, ALoneMessageCostsWhatTheTimelineSays) {
+  models::GridModel m = simple_model();
+  m.inside["*"] = line(20e-6, 0.001);
+  for (double fast : {1.0, 0.008}) {
+    m.between_sites[{"*", "*"}] = line(10e-3, fast);
+    for (std::size_t window : {std::size_t{65536}, models::kDefaultWindowBytes, std::size_t{64} << 20}) {
+      CostShape s = shape(m, {2, 2, 2}, {"A", "A", "B"});
+      s.set_window(static_cast<double>(window));
+      for (double bytes : {8.0, 100000.0, 1048576.0, 9e6})
+        for (auto [from, a, b, to] : {std::array<int, 4>{0, 0, 0, 1}, {0, 0, 1, 2}, {2, 1, 2, 5}}) {
+          Timeline tl(s);
+          EventTimeline ev(s);
+          const EventTimeline::Time t = ev.send(from, a, b, bytes, EventTimeline::kStart, to);
+          ev.play();
+          EXPECT_NEAR(ev.at(t), tl.send(from, a, b, bytes, 0, to), 1e-9) << bytes << " B from part " << a << " to " << b << ", window " << window;
+        }
+    }
+  }
+}
+
+// Two streams of 1 MiB (16 frames of 64 KiB, tau = 65.5 ms each on a line of 1 byte/us)
+// from site A to site B at once, the default window holding 7 frames, whose credit is back
+// (R = 20 ms) long before the line has served them: the first stream's 7 frames, the
+// second's 7, then the first's next 7 (queued as its credit came back, while the second's
+// were on the line), the second's, and the last two of each: the first ends after 30 tau,
+// the second after 32, where one after the other (Timeline) the first ends after 16. With a
+// window that holds a message whole, the first is queued whole: 16 and 32 tau. A message
+// ready earlier is served earlier, whatever the order the schedule added it in.
+TEST(EventTimeline, StreamsBeyondTheirWindowShareTheLineFrameByFrame) {
+  CostShape s = shape(simple_model(), {2, 2}, {"A", "B"});
+  const double L = 10e-3, tau = 65536e-6, mib = 1048576;
+  auto both = [&](auto& tl) {
+    const auto first = tl.send(0, 0, 1, mib, {}, 2);
+    return std::make_pair(first, tl.latest(first, tl.send(1, 0, 1, mib, {}, 3)));
+  };
+  // When the first and the last arrive, played in time order.
+  auto in_time = [&] {
+    EventTimeline ev(s);
+    const auto [first, last] = both(ev);
+    ev.play();
+    return std::make_pair(ev.at(first), ev.at(last));
+  };
+  EXPECT_NEAR(in_time().first, L + 30 * tau, 1e-9);
+  EXPECT_NEAR(in_time().second, L + 32 * tau, 1e-9);
+  {
+    Timeline tl(s);
+    const auto [first_fifo, last_fifo] = both(tl);
+    EXPECT_NEAR(first_fifo, L + 16 * tau, 1e-9);
+    EXPECT_NEAR(last_fifo, L + 32 * tau, 1e-9);
+  }
+  // played(): in time order up to kMostFrames frames, else first come, first served.
+  EXPECT_NEAR(played(s, 2, mib, [&](auto& tl) { return both(tl).first; }), L + 30 * tau, 1e-9);
+  EXPECT_NEAR(played(s, kMostFrames, mib, [&](auto& tl) { return both(tl).first; }), L + 16 * tau, 1e-9);
+  s.set_window(64 << 20);
+  EXPECT_NEAR(in_time().first, L + 16 * tau, 1e-9);
+  EXPECT_NEAR(in_time().second, L + 32 * tau, 1e-9);
+  // Member 1's message, added second but ready first (member 0's waits for 8 bytes from
+  // site B, 10.008 ms), crosses first; member 0's follows it (first come, first served, it
+  // would have gone first: 2 L + 8 us + 16 tau).
+  EventTimeline ev(s);
+  const auto late = ev.send(0, 0, 1, mib, ev.send(2, 1, 0, 8, EventTimeline::kStart, 0), 2);
+  const auto early = ev.send(1, 0, 1, mib, EventTimeline::kStart, 3);
+  ev.play();
+  EXPECT_NEAR(ev.at(early), L + 16 * tau, 1e-9);
+  EXPECT_NEAR(ev.at(late), L + 32 * tau, 1e-9);
 }

@@ -24,6 +24,7 @@
 
 #include "coll_support.h"
 #include "costs.h"
+#include "event_timeline.h"
 
 // The algorithms see channels and MPI only: how bytes cross clusters is the transport's.
 #if defined(BOOST_ASIO_VERSION) || defined(OPENSSL_VERSION_NUMBER)

@@ -74,21 +74,26 @@ double allreduce_doubling_cost(const CostShape& s, double m) {
   int p2 = 1;
   while (p2 * 2 <= P) p2 *= 2;
   const int rem = P - p2;
-  Timeline tl(s);
-  std::vector<double> ready(P, 0);
-  auto send = [&](int from, int to, double t) { return tl.send(from, s.part_of[from], s.part_of[to], m, t, to); };
-  for (int r = 0; r < 2 * rem; r += 2) ready[r + 1] = std::max(ready[r + 1], send(r, r + 1, 0));
-  auto real = [&](int v) { return v < rem ? 2 * v + 1 : v + rem; };
-  for (int mask = 1; mask < p2; mask <<= 1) {
-    std::vector<double> next = ready;
-    for (int v = 0; v < p2; ++v) {
-      const int a = real(v), b = real(v ^ mask);
-      next[b] = std::max(next[b], send(a, b, ready[a]));
+  const double messages = 2.0 * rem + static_cast<double>(p2) * ceil_log2(p2);
+  return played(s, messages, m, [&](auto& tl) {
+    using Time = typename std::decay_t<decltype(tl)>::Time;
+    std::vector<Time> ready(P, Time{});
+    auto send = [&](int from, int to, Time t) { return tl.send(from, s.part_of[from], s.part_of[to], m, t, to); };
+    for (int r = 0; r < 2 * rem; r += 2) ready[r + 1] = tl.latest(ready[r + 1], send(r, r + 1, Time{}));
+    auto real = [&](int v) { return v < rem ? 2 * v + 1 : v + rem; };
+    for (int mask = 1; mask < p2; mask <<= 1) {
+      std::vector<Time> next = ready;
+      for (int v = 0; v < p2; ++v) {
+        const int a = real(v), b = real(v ^ mask);
+        next[b] = tl.latest(next[b], send(a, b, ready[a]));
+      }
+      ready = next;
     }
-    ready = next;
-  }
-  for (int r = 0; r < 2 * rem; r += 2) ready[r] = send(r + 1, r, ready[r + 1]);
-  return *std::max_element(ready.begin(), ready.end());
+    for (int r = 0; r < 2 * rem; r += 2) ready[r] = send(r + 1, r, ready[r + 1]);
+    Time last{};
+    for (Time t : ready) last = tl.latest(last, t);
+    return last;
+  });
 }
 
 }  // namespace gridrt::detail

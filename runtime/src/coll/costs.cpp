@@ -144,9 +144,10 @@ double binomial_tree_cost(Coll op, int n, int root, const std::vector<int>& grou
     return p.gap(bytes) + latency_after(p, at);
   };
   auto bytes = [&](int subtree) { return blocks ? subtree * m : m; };
-  if (!down) return binomial_up(n, [&](int rel, int parent, int subtree, double ready) { return ready + edge(rel, parent, bytes(subtree)); });
+  Times clock;
+  if (!down) return binomial_up(n, clock, [&](int rel, int parent, int subtree, double ready) { return ready + edge(rel, parent, bytes(subtree)); });
   std::vector<double> free(n, 0);  // when each sender is done handing over its last
-  return binomial_down(n, [&](int rel, int child, int subtree, double ready) {
+  return binomial_down(n, clock, [&](int rel, int child, int subtree, double ready) {
     const double start = std::max(ready, free[rel]);
     free[rel] = start + inside.gap(bytes(subtree));
     return start + edge(rel, child, bytes(subtree));
@@ -192,10 +193,7 @@ bool composes(Coll op, const LogicalLevel& lv, double m, int root, ClusterSteps 
   return composed_cost(op, lv, m, 0) <= spread_cost(op, lv, m, 0, root);
 }
 
-Timeline::Timeline(const CostShape& s) : s_(s), sender_free_(s.size(), 0.0) {
-  const std::size_t C = s.parts(), S = s.sites.size();
-  line_free_.assign(C * C + S * S + S, 0.0);
-}
+Timeline::Timeline(const CostShape& s) : s_(s), sender_free_(s.size(), 0.0), line_free_(s.lines(), 0.0) {}
 
 void CostShape::set_window(double bytes) {
   window = bytes;
@@ -212,30 +210,28 @@ void CostShape::set_window(double bytes) {
     }
 }
 
-int Timeline::line_of(int a, int b) const {
-  const int C = s_.parts(), S = static_cast<int>(s_.sites.size());
+int CostShape::lines() const {
+  const int C = parts(), S = static_cast<int>(sites.size());
+  return C * C + S * S + S;
+}
+
+int CostShape::line_of(int a, int b) const {
+  const int C = parts(), S = static_cast<int>(sites.size());
   if (a == b) return -1;  // inside a cluster: MPICH's paths, not a shared line
-  if (s_.same_site(a, b)) return a * C + b;
-  const int sa = s_.site_of_part[a], sb = s_.site_of_part[b];
-  if (s_.site_access[sa]) return C * C + S * S + sa;
+  if (same_site(a, b)) return a * C + b;
+  const int sa = site_of_part[a], sb = site_of_part[b];
+  if (site_access[sa]) return C * C + S * S + sa;
   return C * C + sa * S + sb;
 }
 
 double Timeline::send(int from, int a, int b, double m, double t, int to) {
-  // Between two members of a cluster of several logical clusters the message is taken as
-  // crossing between them, on the slowest pair: which logical cluster a member is in only
-  // its own cluster's processes know, and every member must predict alike (a point-to-point
-  // algorithm's critical path crosses anyway: a linear gather waits for the farthest member,
-  // a tree over both crosses at least once).
-  const bool crossing = a == b && s_.logical[a].has_value();
-  const models::PLogP& p = crossing ? s_.logical[a]->between : s_.link[a][b];
+  const models::PLogP& p = s_.pair(a, b);
   double start = t;
   if (from >= 0) {
-    // The sender is busy for its own gap (inside its cluster: handing the message over).
     start = std::max(start, sender_free_[from]);
-    sender_free_[from] = start + (crossing ? p : s_.link[a][a]).gap(m);
+    sender_free_[from] = start + s_.handover(a, b, m);
   }
-  const int line = line_of(a, b);
+  const int line = s_.line_of(a, b);
   const double gap = p.gap(m);
   if (line < 0) return start + gap + latency_after(p, start);
   const double clocked = std::max(start, line_free_[line]) + gap;

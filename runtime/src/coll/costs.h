@@ -110,6 +110,21 @@ struct CostShape {
   int leader(int part) const { return members[part].front(); }
   bool same_site(int a, int b) const { return site_of_part[a] == site_of_part[b]; }
   int head(int site) const { return sites[site].front(); }
+  // The line a message from part a to part b occupies, numbered 0 .. lines() - 1, or -1
+  // where it occupies none: inside a cluster (MPICH's paths); between clusters of one site
+  // their own; between sites the pair of sites' (or the sending site's access line).
+  int line_of(int a, int b) const;
+  int lines() const;
+  // The pair a message between members of parts a and b is timed by. Between two members
+  // of a cluster of several logical clusters it is taken as crossing between them, on the
+  // slowest pair: which logical cluster a member is in only its own cluster's processes
+  // know, and every member must predict alike (a point-to-point algorithm's critical path
+  // crosses anyway: a linear gather waits for the farthest member, a tree over both crosses
+  // at least once).
+  const models::PLogP& pair(int a, int b) const { return a == b && logical[a] ? logical[a]->between : link[a][b]; }
+  // How long the sender of m bytes from part a to b is busy: its own gap, handing the
+  // message over inside its cluster (to the peer, or to its relay).
+  double handover(int a, int b, double m) const { return (a == b ? pair(a, a) : link[a][a]).gap(m); }
   double members_in(const std::vector<int>& which) const {
     double n = 0;
     for (int p : which) n += part_size[p];
@@ -117,14 +132,23 @@ struct CostShape {
   }
 };
 
-// A schedule played over the lines: each message waits for its sender and its line to be
-// free, occupies both for its gap, and arrives L after. Senders are members (or -1 where
+// Times as numbers: a clock for schedules worked out as they are added (Timeline's, and
+// the trees' inside a cluster).
+struct Times {
+  using Time = double;
+  static double latest(double x, double y) { return std::max(x, y); }
+};
+
+// A schedule played over the lines first come, first served, in the order its messages
+// are added (the hierarchical algorithms', and the flat ones' where they are too large for
+// the event timeline, event_timeline.h): each message waits for its sender and its line to
+// be free, occupies both for its gap, and arrives L after. Senders are members (or -1 where
 // the sender's own gap does not matter: a message handed on as soon as it is there).
 // Between clusters (through the relays) each stream, a pair of members, also keeps the
 // job's flow-control window (models/flow_window.h): where the window's pace is below the
 // line's, a stream's message leaves no faster than its credit comes back, while the line
 // stays free for the other streams' messages.
-class Timeline {
+class Timeline : public Times {
  public:
   explicit Timeline(const CostShape& s);
   // A message of m bytes from member `from` of part a to member `to` of part b (-1: b's
@@ -137,74 +161,40 @@ class Timeline {
   std::vector<double> line_free_;    // by line (line_of)
   std::map<std::pair<int, int>, models::FlowWindow> streams_;  // by (from, to) member
   static constexpr std::size_t kMaxStreams = 1 << 16;
-  int line_of(int a, int b) const;
 };
 
-// Synchronous rounds over all members (dissemination, ring, pairwise exchange, doubling
-// scans): in round k = 1 .. rounds every member i whose peer to(i, k) is not -1 sends it
-// m bytes once its own previous round is done; a member's round is done when what it
-// receives in it has arrived. Returns when the last member is done.
-template <typename To>
-double rounds_cost(const CostShape& s, int rounds, To&& to, double m) {
-  Timeline tl(s);
-  std::vector<double> ready(s.size(), 0), next;
-  for (int k = 1; k <= rounds; ++k) {
-    next = ready;
-    for (int i = 0; i < s.size(); ++i)
-      if (const int j = to(i, k); j >= 0) next[j] = std::max(next[j], tl.send(i, s.part_of[i], s.part_of[j], m, ready[i], j));
-    ready = next;
-  }
-  return ready.empty() ? 0 : *std::max_element(ready.begin(), ready.end());
-}
-
 // MPICH's binomial tree over P members, in ranks relative to its root (rel's parent is rel
-// without its lowest set bit, its subtree the next `low` ranks). Down (bcast, scatter): a
-// member sends to its children once it has received, largest subtree first;
-// edge(parent, child, subtree, ready) returns when the child has it, `ready` when the parent
-// had it. Returns when the last has it.
-template <typename Edge>
-double binomial_down(int P, Edge&& edge) {
-  std::vector<double> got(P, 0);
+// without its lowest set bit, its subtree the next `low` ranks), over a clock's times
+// (Times, Timeline, EventTimeline: its Time and latest()). Down (bcast, scatter): a member
+// sends to its children once it has received, largest subtree first; edge(parent, child,
+// subtree, ready) returns when the child has it, `ready` when the parent had it. Returns
+// when the last has it.
+template <typename Clock, typename Edge>
+typename Clock::Time binomial_down(int P, Clock& clock, Edge&& edge) {
+  using Time = typename Clock::Time;
+  std::vector<Time> got(P, Time{});
   for (int rel = 0; rel < P; ++rel) {  // a member's parent comes first
     int mask = 1;
     while (mask < P && !(rel & mask)) mask <<= 1;  // rel's lowest set bit (above P for the root)
     for (mask >>= 1; mask > 0; mask >>= 1)
       if (rel + mask < P) got[rel + mask] = edge(rel, rel + mask, std::min(mask, P - rel - mask), got[rel]);
   }
-  return got.empty() ? 0 : *std::max_element(got.begin(), got.end());
+  Time last{};
+  for (const Time& t : got) last = clock.latest(last, t);
+  return last;
 }
 // Up (reduce, gather): a member sends to its parent once its children's have arrived
 // (edge(child, parent, subtree, ready): when it arrives). Returns when the root has everything.
-template <typename Edge>
-double binomial_up(int P, Edge&& edge) {
-  std::vector<double> ready(P, 0);
+template <typename Clock, typename Edge>
+typename Clock::Time binomial_up(int P, Clock& clock, Edge&& edge) {
+  using Time = typename Clock::Time;
+  std::vector<Time> ready(P, Time{});
   for (int rel = P - 1; rel > 0; --rel) {
     const int low = rel & -rel;
-    ready[rel - low] = std::max(ready[rel - low], edge(rel, rel - low, std::min(low, P - rel), ready[rel]));
+    ready[rel - low] = clock.latest(ready[rel - low], edge(rel, rel - low, std::min(low, P - rel), ready[rel]));
   }
-  return P > 0 ? ready[0] : 0;
+  return P > 0 ? ready[0] : Time{};
 }
-
-// The same trees over all members of the shape from `root`, their messages played over its
-// lines (`tl`); bytes(subtree) is what an edge carries.
-template <typename Bytes>
-auto tree_edge(const CostShape& s, int root, Timeline& tl, Bytes& bytes) {
-  return [&s, root, &tl, &bytes](int rel_from, int rel_to, int subtree, double ready) {
-    const int from = (rel_from + root) % s.size(), to = (rel_to + root) % s.size();
-    return tl.send(from, s.part_of[from], s.part_of[to], bytes(subtree), ready, to);
-  };
-}
-template <typename Bytes>
-double binomial_down_cost(const CostShape& s, int root, Bytes&& bytes) {
-  Timeline tl(s);
-  return binomial_down(s.size(), tree_edge(s, root, tl, bytes));
-}
-template <typename Bytes>
-double binomial_up_cost(const CostShape& s, int root, Bytes&& bytes) {
-  Timeline tl(s);
-  return binomial_up(s.size(), tree_edge(s, root, tl, bytes));
-}
-
 // The symmetric hierarchical pattern (barrier, allreduce, allgather): every part's leader
 // hands up[p] bytes to its site's head once ready[p]; each head, once it has its site's,
 // sends across[site] bytes to every other head; once it has every site's, it hands down[p]

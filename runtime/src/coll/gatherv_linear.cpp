@@ -27,11 +27,13 @@ Async<> gatherv_linear(CommImpl& c, std::vector<char> mine, bool in_place, Block
 // Cost: every member sends its block straight to the root, all at once; those of the
 // root's cluster at least as its many-to-one model says.
 double gatherv_linear_cost(const CostShape& s, int root, double b) {
-  Timeline tl(s);
-  double done = root_cluster_gather_cost(s, root, b);
-  for (int i = 0; i < s.size(); ++i)
-    if (i != root) done = std::max(done, tl.send(i, s.part_of[i], s.part_of[root], b, 0, root));
-  return done;
+  const double sent = played(s, s.size() - 1, b, [&](auto& tl) {
+    typename std::decay_t<decltype(tl)>::Time last{};
+    for (int i = 0; i < s.size(); ++i)
+      if (i != root) last = tl.latest(last, tl.send(i, s.part_of[i], s.part_of[root], b, {}, root));
+    return last;
+  });
+  return std::max(sent, root_cluster_gather_cost(s, root, b));
 }
 
 }  // namespace gridrt::detail

@@ -160,6 +160,10 @@ Prediction predict(const CostShape& s, Coll op, std::size_t bytes, int root, std
   return p;
 }
 
+// Ratios of predictions this close to 1 are taken as equal times: the event timeline adds
+// a message's gap frame by frame, one rounding each, where Timeline adds it whole.
+constexpr double kSameTime = 1e-9;
+
 SizelessChoice choose_without_sizes(const CostShape& s, Coll op, int root, std::optional<Route> forced) {
   using Candidate = SizelessChoice::Candidate;
   // A scatterv's and a gatherv's flat algorithm is the linear one, the direct route's (not
@@ -186,10 +190,11 @@ SizelessChoice choose_without_sizes(const CostShape& s, Coll op, int root, std::
     for (const Candidate& c : candidates) least = std::min(least, time(c));
     for (Candidate& c : candidates) {
       const double t = time(c), ratio = least > 0 ? t / least : t > 0 ? HUGE_VAL : 1.0;
-      if (ratio > c.worst) c.worst = ratio, c.at = b;
+      if (ratio > c.worst * (1 + kSameTime)) c.worst = ratio, c.at = b;
     }
   }
-  const auto taken = std::min_element(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) { return a.worst < b.worst; });
+  const auto taken = std::min_element(candidates.begin(), candidates.end(),
+                                      [](const Candidate& a, const Candidate& b) { return a.worst * (1 + kSameTime) < b.worst; });
   SizelessChoice choice;
   choice.algo = taken->algo;
   choice.route = taken->route;

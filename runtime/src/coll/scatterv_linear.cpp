@@ -26,11 +26,12 @@ Async<> scatterv_linear(CommImpl& c, Blocks in, void* recvbuf, Layout recv, bool
 
 // Cost: the root sends every member its block, one after the other.
 double scatterv_linear_cost(const CostShape& s, int root, double b) {
-  Timeline tl(s);
-  double done = 0;
-  for (int i = 0; i < s.size(); ++i)
-    if (i != root) done = std::max(done, tl.send(root, s.part_of[root], s.part_of[i], b, 0, i));
-  return done;
+  return played(s, s.size() - 1, b, [&](auto& tl) {
+    typename std::decay_t<decltype(tl)>::Time last{};
+    for (int i = 0; i < s.size(); ++i)
+      if (i != root) last = tl.latest(last, tl.send(root, s.part_of[root], s.part_of[i], b, {}, i));
+    return last;
+  });
 }
 
 }  // namespace gridrt::detail
