@@ -918,3 +918,48 @@ TEST(EventTimeline, StreamsBeyondTheirWindowShareTheLineFrameByFrame) {
   EXPECT_NEAR(ev.at(early), L + 16 * tau, 1e-9);
   EXPECT_NEAR(ev.at(late), L + 32 * tau, 1e-9);
 }
+
+// A send completes once its sender has handed it over whole: where the window holds the
+// message, when it begins; a stream of 1 MiB beyond a 512 KiB window (7 frames of 64 KiB,
+// tau = 65.5 ms each on a line of 1 byte/us, credit back R = 2 L = 20 ms after a frame
+// left) has its frame k >= 7 given credit when frame k - 7's is back, (k - 6) tau + R: its
+// last at 9 tau + R, while it arrives at 16 tau + L.
+TEST(EventTimeline, ASendIsHandedOverWhenItsLastFrameHasCredit) {
+  CostShape s = shape(simple_model(), {2, 2}, {"A", "B"});
+  const double L = 10e-3, R = 20e-3, tau = 65536e-6, mib = 1048576;
+  EventTimeline ev(s);
+  EventTimeline::Time beyond{}, whole{}, inside{};
+  const auto arrives = ev.send(0, 0, 1, mib, EventTimeline::kStart, 2, &beyond);
+  ev.send(2, 1, 0, 65536, EventTimeline::kStart, 0, &whole);  // the other way
+  ev.send(3, 1, 1, mib, EventTimeline::kStart, 2, &inside);
+  ev.play();
+  EXPECT_NEAR(ev.at(arrives), 16 * tau + L, 1e-9);
+  EXPECT_NEAR(ev.at(beyond), 9 * tau + R, 1e-9);
+  EXPECT_NEAR(ev.at(whole), 0, 1e-12);
+  EXPECT_NEAR(ev.at(inside), 0, 1e-12);  // (free inside clusters in this model)
+}
+
+// Credit comes back on the line the other way, behind what is queued there. Four members
+// of site B send site A's one member 256 KiB each at once (16 frames on B's line to A,
+// each stream's held whole by its window), while A's member sends B 1 MiB: the grants for
+// its first 7 frames wait behind B's 16 frames and are back at 16 tau + L; its frames 7 to
+// 13 then leave at 17 tau + L .. 23 tau + L; 14 and 15 have credit from 7 and 8 (back at
+// 17 and 18 tau + 3 L), leave at 24 and 25 tau + L, and it arrives at 25 tau + 2 L (16 tau
+// + L with the line back idle). A pairwise exchange of 1 MiB both ways at once is held the
+// same way, and is not with a window holding its messages whole.
+TEST(EventTimeline, CreditComesBackBehindTheFramesOnTheLineBack) {
+  const double L = 10e-3, tau = 65536e-6, mib = 1048576;
+  const CostShape s = shape(simple_model(), {1, 4}, {"A", "B"});
+  EventTimeline ev(s);
+  EventTimeline::Time handed{};
+  const auto arrives = ev.send(0, 0, 1, mib, EventTimeline::kStart, 1, &handed);
+  for (int i = 1; i <= 4; ++i) ev.send(i, 1, 0, 262144, EventTimeline::kStart, 0);
+  ev.play();
+  EXPECT_NEAR(ev.at(arrives), 25 * tau + 2 * L, 1e-9);
+  EXPECT_NEAR(ev.at(handed), 18 * tau + 3 * L, 1e-9);
+
+  CostShape two = shape(simple_model(), {1, 1}, {"A", "B"});
+  EXPECT_GT(alltoall_pairwise_cost(two, mib), 16 * tau + L + 1e-3);
+  two.set_window(64 << 20);
+  EXPECT_NEAR(alltoall_pairwise_cost(two, mib), 16 * tau + L, 1e-9);
+}

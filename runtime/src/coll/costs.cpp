@@ -224,13 +224,14 @@ int CostShape::line_of(int a, int b) const {
   return C * C + sa * S + sb;
 }
 
-double Timeline::send(int from, int a, int b, double m, double t, int to) {
+double Timeline::send(int from, int a, int b, double m, double t, int to, double* handed) {
   const models::PLogP& p = s_.pair(a, b);
   double start = t;
   if (from >= 0) {
     start = std::max(start, sender_free_[from]);
     sender_free_[from] = start + s_.handover(a, b, m);
   }
+  if (handed) *handed = from >= 0 ? sender_free_[from] : start;
   const int line = s_.line_of(a, b);
   const double gap = p.gap(m);
   if (line < 0) return start + gap + latency_after(p, start);

@@ -152,8 +152,9 @@ class Timeline : public Times {
  public:
   explicit Timeline(const CostShape& s);
   // A message of m bytes from member `from` of part a to member `to` of part b (-1: b's
-  // leader), ready at t: when it arrives.
-  double send(int from, int a, int b, double m, double t, int to = -1);
+  // leader), ready at t: when it arrives. `handed`, where given: when its sender has handed
+  // it over (taken as at once: its gap after it began).
+  double send(int from, int a, int b, double m, double t, int to = -1, double* handed = nullptr);
 
  private:
   const CostShape& s_;

@@ -12,7 +12,7 @@ double frames_of(const CostShape& s, double m) {
 
 EventTimeline::EventTimeline(const CostShape& s) : s_(s), nodes_(1), senders_(s.size()), lines_(s.lines()) {}
 
-EventTimeline::Time EventTimeline::send(int from, int a, int b, double m, Time ready, int to) {
+EventTimeline::Time EventTimeline::send(int from, int a, int b, double m, Time ready, int to, Time* handed) {
   const int node = static_cast<int>(nodes_.size());
   nodes_.emplace_back();
   nodes_[node].message = static_cast<int>(messages_.size());
@@ -20,6 +20,12 @@ EventTimeline::Time EventTimeline::send(int from, int a, int b, double m, Time r
   nodes_[ready].next.push_back(node);
   messages_.push_back(Message{from, to >= 0 ? to : s_.leader(b), a, b, m, node});
   if (from >= 0) senders_[from].messages.push_back(nodes_[node].message);
+  if (handed) {
+    *handed = static_cast<int>(nodes_.size());
+    nodes_.emplace_back();
+    nodes_.back().waiting = 1;  // reached by an event, not by others
+    messages_.back().handed = *handed;
+  }
   return node;
 }
 
@@ -120,6 +126,7 @@ void EventTimeline::begin(int message, double t) {
   const int line = s_.line_of(mm.a, mm.b);
   if (line < 0) {  // inside a cluster: no line shared, no window
     schedule(t + p.gap(mm.m) + latency_after(p, t), Kind::kReach, mm.node);
+    if (mm.handed >= 0) schedule(mm.from >= 0 ? senders_[mm.from].free : t, Kind::kReach, mm.handed);
     return;
   }
   const std::pair<int, int> key{mm.from >= 0 ? mm.from : s_.leader(mm.a), mm.to};
@@ -152,6 +159,7 @@ void EventTimeline::push(int stream, double now) {
     if (f.index == 1 && mm.m > static_cast<double>(models::kRendezvousAbove) && !mm.gate_open) break;
     if (st.credit < f.cost) break;
     st.credit -= f.cost;
+    if (f.last && mm.handed >= 0) schedule(now, Kind::kReach, mm.handed);
     enqueue(st.line, stream, f, now);
     st.waiting.pop_front();
   }

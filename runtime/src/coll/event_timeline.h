@@ -14,7 +14,7 @@
 // every line carries data both ways. Measured over 3 sites x 2 at 10 ms, 100 Mbit/s, the
 // flat all-to-all of 2 MiB took 1191 ms with the default window of 512 KiB and 1048 ms with
 // one of 8 MiB that holds its messages whole; first come, first served predicted 1031 ms
-// for both, this timeline 1123 and 1061 (docs/models.md, "Predictions").
+// for both, this timeline 1249 and 1061 (docs/models.md, "Predictions").
 //
 // So here an algorithm adds its messages as a graph (each message ready when another
 // arrives, or when the latest of several has: latest()), and play() runs them as events in
@@ -23,7 +23,8 @@
 // frames, each queued on its line as the stream's credit lets it, each occupying the line
 // for its share of the message's gap g(m) (so a message alone takes g(m), as in Timeline);
 // the receiver grants a frame's credit back as it arrives, a frame of g(0) queued on the
-// line back; the message arrives L after its last frame left. Alone on its line, a message
+// line back; the message arrives L after its last frame left, and its send completes (it is
+// handed over whole: `handed`) when its last frame is given credit. Alone on its line, a message
 // costs what Timeline says (credit back R = 2 (L + g(0)) after a frame left).
 //
 // The graph is kept whole, so a schedule is played so only up to kMostFrames frames (the
@@ -54,7 +55,10 @@ class EventTimeline {
   explicit EventTimeline(const CostShape& s);
   // A message of m bytes from member `from` of part a (-1: its sender's time does not
   // matter) to member `to` of part b (-1: b's leader), ready once `ready` is: its arrival.
-  Time send(int from, int a, int b, double m, Time ready, int to = -1);
+  // `handed`, where given, is set to the point its sender has handed it over whole (its
+  // last frame given credit; inside a cluster, its gap after it began): where a send
+  // completes.
+  Time send(int from, int a, int b, double m, Time ready, int to = -1, Time* handed = nullptr);
   // The later of x and y.
   Time latest(Time x, Time y);
   // Plays the schedule; then at() says when each point was reached.
@@ -72,6 +76,7 @@ class EventTimeline {
     int from, to, a, b;
     double m;
     int node;  // its arrival
+    int handed = -1;  // the point it is handed over whole, where asked for
     int stream = -1;
     bool ready = false;
     bool gate_open = false;  // a rendezvous's rest: its Matched is back
@@ -156,7 +161,8 @@ double played(const CostShape& s, double messages, double largest, Schedule&& sc
 // Synchronous rounds over all members (dissemination, ring, pairwise exchange, doubling
 // scans): in round k = 1 .. rounds every member i whose peer to(i, k) is not -1 sends it
 // m bytes once its own previous round is done; a member's round is done when what it
-// receives in it has arrived. Returns when the last member is done.
+// receives in it has arrived and what it sends has been handed over. Returns when the last
+// member is done.
 template <typename To>
 double rounds_cost(const CostShape& s, int rounds, To&& to, double m) {
   return played(s, static_cast<double>(rounds) * s.size(), m, [&](auto& tl) {
@@ -164,8 +170,13 @@ double rounds_cost(const CostShape& s, int rounds, To&& to, double m) {
     std::vector<Time> ready(s.size(), Time{}), next;
     for (int k = 1; k <= rounds; ++k) {
       next = ready;
-      for (int i = 0; i < s.size(); ++i)
-        if (const int j = to(i, k); j >= 0) next[j] = tl.latest(next[j], tl.send(i, s.part_of[i], s.part_of[j], m, ready[i], j));
+      for (int i = 0; i < s.size(); ++i) {
+        const int j = to(i, k);
+        if (j < 0) continue;
+        Time handed{};
+        next[j] = tl.latest(next[j], tl.send(i, s.part_of[i], s.part_of[j], m, ready[i], j, &handed));
+        next[i] = tl.latest(next[i], handed);
+      }
       ready = next;
     }
     Time last{};
