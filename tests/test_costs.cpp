@@ -963,3 +963,26 @@ TEST(EventTimeline, CreditComesBackBehindTheFramesOnTheLineBack) {
   two.set_window(64 << 20);
   EXPECT_NEAR(alltoall_pairwise_cost(two, mib), 16 * tau + L, 1e-9);
 }
+
+// A rendezvous (above 4 MiB) sends its first frame, then its rest once the receiver has
+// matched it and its Matched is back. Site A's member receives 5 MiB (80 frames, tau =
+// 65.5 ms each on lines of 1 byte/us, a window holding it) from B's and 1 MiB (16 frames)
+// from C's: with both receives posted at once, the Matched comes back with the first
+// frame's credit (tau + 2 L) and the 5 MiB arrive at 80 tau + 3 L; with the 5 MiB's receive
+// posted once the 1 MiB has arrived (16 tau + L), at 95 tau + 3 L. A binomial reduction
+// receives its children in turn: of 5 MiB from B and C to A, C's rest waits for B's to
+// arrive (80 tau + 3 L) and its own arrives at 159 tau + 5 L.
+TEST(EventTimeline, ARendezvousWaitsForItsReceiveToBePosted) {
+  CostShape s = shape(simple_model(), {1, 1, 1}, {"A", "B", "C"});
+  s.set_window(64 << 20);
+  const double L = 10e-3, tau = 65536e-6, mib = 1048576;
+  for (bool in_turn : {false, true}) {
+    EventTimeline ev(s);
+    const auto small = ev.send(2, 2, 0, mib, EventTimeline::kStart, 0);
+    const auto large = ev.send(1, 1, 0, 5 * mib, EventTimeline::kStart, 0, nullptr, in_turn ? small : EventTimeline::kStart);
+    ev.play();
+    EXPECT_NEAR(ev.at(small), 16 * tau + L, 1e-9);
+    EXPECT_NEAR(ev.at(large), (in_turn ? 95 : 80) * tau + 3 * L, 1e-9) << in_turn;
+  }
+  EXPECT_NEAR(reduce_binomial_cost(s, 0, 5 * mib), 159 * tau + 5 * L, 1e-9);
+}

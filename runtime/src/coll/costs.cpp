@@ -145,7 +145,7 @@ double binomial_tree_cost(Coll op, int n, int root, const std::vector<int>& grou
   };
   auto bytes = [&](int subtree) { return blocks ? subtree * m : m; };
   Times clock;
-  if (!down) return binomial_up(n, clock, [&](int rel, int parent, int subtree, double ready) { return ready + edge(rel, parent, bytes(subtree)); });
+  if (!down) return binomial_up(n, clock, [&](int rel, int parent, int subtree, double ready, double) { return ready + edge(rel, parent, bytes(subtree)); });
   std::vector<double> free(n, 0);  // when each sender is done handing over its last
   return binomial_down(n, clock, [&](int rel, int child, int subtree, double ready) {
     const double start = std::max(ready, free[rel]);
@@ -224,7 +224,7 @@ int CostShape::line_of(int a, int b) const {
   return C * C + sa * S + sb;
 }
 
-double Timeline::send(int from, int a, int b, double m, double t, int to, double* handed) {
+double Timeline::send(int from, int a, int b, double m, double t, int to, double* handed, double) {
   const models::PLogP& p = s_.pair(a, b);
   double start = t;
   if (from >= 0) {

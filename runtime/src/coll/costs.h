@@ -153,8 +153,9 @@ class Timeline : public Times {
   explicit Timeline(const CostShape& s);
   // A message of m bytes from member `from` of part a to member `to` of part b (-1: b's
   // leader), ready at t: when it arrives. `handed`, where given: when its sender has handed
-  // it over (taken as at once: its gap after it began).
-  double send(int from, int a, int b, double m, double t, int to = -1, double* handed = nullptr);
+  // it over (taken as at once: its gap after it began). A receive is taken as posted
+  // (`posted`, EventTimeline's, is not looked at).
+  double send(int from, int a, int b, double m, double t, int to = -1, double* handed = nullptr, double posted = 0);
 
  private:
   const CostShape& s_;
@@ -184,18 +185,26 @@ typename Clock::Time binomial_down(int P, Clock& clock, Edge&& edge) {
   for (const Time& t : got) last = clock.latest(last, t);
   return last;
 }
-// Up (reduce, gather): a member sends to its parent once its children's have arrived
-// (edge(child, parent, subtree, ready): when it arrives). Returns when the root has everything.
+// Up (reduce, gather): a member sends to its parent once its children's have arrived;
+// the parent takes its children in order, smallest subtree first, each child's receive
+// posted when the one before it has arrived (`posted`, the clock's start for the first):
+// edge(child, parent, subtree, ready, posted) says when it arrives. Returns when the root
+// has everything.
 template <typename Clock, typename Edge>
 typename Clock::Time binomial_up(int P, Clock& clock, Edge&& edge) {
   using Time = typename Clock::Time;
   std::vector<Time> ready(P, Time{});
-  for (int rel = P - 1; rel > 0; --rel) {
-    const int low = rel & -rel;
-    ready[rel - low] = clock.latest(ready[rel - low], edge(rel, rel - low, std::min(low, P - rel), ready[rel]));
+  for (int parent = P - 1; parent >= 0; --parent) {  // a member's children come first
+    Time posted{};
+    for (int mask = 1; mask < P && !(parent & mask) && parent + mask < P; mask <<= 1) {
+      const int child = parent + mask;
+      posted = edge(child, parent, std::min(mask, P - child), ready[child], posted);
+      ready[parent] = clock.latest(ready[parent], posted);
+    }
   }
   return P > 0 ? ready[0] : Time{};
 }
+
 // The symmetric hierarchical pattern (barrier, allreduce, allgather): every part's leader
 // hands up[p] bytes to its site's head once ready[p]; each head, once it has its site's,
 // sends across[site] bytes to every other head; once it has every site's, it hands down[p]

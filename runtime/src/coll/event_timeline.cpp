@@ -12,13 +12,14 @@ double frames_of(const CostShape& s, double m) {
 
 EventTimeline::EventTimeline(const CostShape& s) : s_(s), nodes_(1), senders_(s.size()), lines_(s.lines()) {}
 
-EventTimeline::Time EventTimeline::send(int from, int a, int b, double m, Time ready, int to, Time* handed) {
+EventTimeline::Time EventTimeline::send(int from, int a, int b, double m, Time ready, int to, Time* handed, Time posted) {
   const int node = static_cast<int>(nodes_.size());
   nodes_.emplace_back();
   nodes_[node].message = static_cast<int>(messages_.size());
   nodes_[node].waiting = 1;
   nodes_[ready].next.push_back(node);
   messages_.push_back(Message{from, to >= 0 ? to : s_.leader(b), a, b, m, node});
+  messages_.back().posted = posted;
   if (from >= 0) senders_[from].messages.push_back(nodes_[node].message);
   if (handed) {
     *handed = static_cast<int>(nodes_.size());
@@ -56,8 +57,16 @@ void EventTimeline::play() {
         break;
       case Kind::kLineDone: line_done(e.id, e.t); break;
       case Kind::kGrant: {
-        const Frame& g = grants_[e.id];
+        Frame& g = grants_[e.id];
         const Message& mm = messages_[g.message];
+        // A rendezvous's first frame is in: its Matched goes back with its credit where the
+        // receive is posted, else once it is (reach()).
+        if (g.index == 0 && !g.last && mm.m > static_cast<double>(models::kRendezvousAbove)) {
+          if (nodes_[mm.posted].time >= 0)
+            g.matched = true;
+          else
+            unposted_.emplace(mm.posted, g.message);
+        }
         enqueue(s_.line_of(mm.b, mm.a), mm.stream, g, e.t);
         break;
       }
@@ -85,6 +94,15 @@ void EventTimeline::reach(int node, double t) {
     const int n = now.back();
     now.pop_back();
     nodes_[n].time = t;
+    // Rendezvous waiting for this receive: their Matched goes back now.
+    const auto [first, end] = unposted_.equal_range(n);
+    for (auto it = first; it != end; ++it) {
+      const Message& mm = messages_[it->second];
+      Frame matched{it->second, 0, 0, s_.pair(mm.a, mm.b).gap(0), false};
+      matched.grant = matched.matched = true;
+      enqueue(s_.line_of(mm.b, mm.a), mm.stream, matched, t);
+    }
+    unposted_.erase(first, end);
     for (int w : nodes_[n].next) {
       if (--nodes_[w].waiting > 0) continue;
       const int msg = nodes_[w].message;
@@ -174,8 +192,8 @@ void EventTimeline::enqueue(int line, int stream, const Frame& f, double now) {
 void EventTimeline::serve(int line, double now) { schedule(now + lines_[line].queue.front().second.line_time, Kind::kLineDone, line); }
 
 // What was on the line has left. A frame: the last of its message arrives L later; its
-// receiver grants its credit back as it arrives (and, for the first of a rendezvous, its
-// Matched), a frame that is queued on the line back (L + g(0) after: arrived and handed to
+// receiver grants its credit back as it arrives (and, for the first of a rendezvous whose
+// receive is posted, its Matched), a frame that is queued on the line back (L + g(0) after: arrived and handed to
 // the receiver's relay), behind that line's own frames, and occupies it for g(0). A grant:
 // it arrives L later. Alone, a frame's credit is back R = 2 (L + g(0)) after it left, as
 // models::FlowWindow has it; on a line busy the other way, later: in an all-to-all each
@@ -187,8 +205,8 @@ void EventTimeline::line_done(int line, double now) {
   const Message& mm = messages_[f.message];
   const models::PLogP& p = s_.pair(mm.a, mm.b);
   if (f.grant) {
-    schedule(now + p.L, Kind::kCredit, stream, f.cost);
-    if (f.index == 0 && !f.last && mm.m > static_cast<double>(models::kRendezvousAbove)) schedule(now + p.L, Kind::kGate, f.message);
+    if (f.cost > 0) schedule(now + p.L, Kind::kCredit, stream, f.cost);
+    if (f.matched) schedule(now + p.L, Kind::kGate, f.message);
   } else {
     if (f.last) schedule(now + p.L, Kind::kReach, mm.node);
     Frame g = f;

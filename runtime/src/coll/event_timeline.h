@@ -57,8 +57,10 @@ class EventTimeline {
   // matter) to member `to` of part b (-1: b's leader), ready once `ready` is: its arrival.
   // `handed`, where given, is set to the point its sender has handed it over whole (its
   // last frame given credit; inside a cluster, its gap after it began): where a send
-  // completes.
-  Time send(int from, int a, int b, double m, Time ready, int to = -1, Time* handed = nullptr);
+  // completes. `posted`: when the receiver posts its receive, which a rendezvous (a message
+  // between clusters above models::kRendezvousAbove) waits for before its rest goes, its
+  // Matched going back then (kStart: posted from the start).
+  Time send(int from, int a, int b, double m, Time ready, int to = -1, Time* handed = nullptr, Time posted = kStart);
   // The later of x and y.
   Time latest(Time x, Time y);
   // Plays the schedule; then at() says when each point was reached.
@@ -77,6 +79,7 @@ class EventTimeline {
     double m;
     int node;  // its arrival
     int handed = -1;  // the point it is handed over whole, where asked for
+    int posted = kStart;  // the point its receive is posted
     int stream = -1;
     bool ready = false;
     bool gate_open = false;  // a rendezvous's rest: its Matched is back
@@ -92,7 +95,8 @@ class EventTimeline {
     int index;
     double cost, line_time;
     bool last;
-    bool grant = false;  // the receiver's credit for it (and, a rendezvous's first, its Matched) on its way back
+    bool grant = false;    // the receiver's credit for it on its way back
+    bool matched = false;  // (a grant) carrying its rendezvous's Matched
   };
   struct Stream {
     int line;
@@ -110,7 +114,7 @@ class EventTimeline {
     long seq;
     Kind kind;
     int id;
-    double cost;
+    double cost;  // kCredit's
     bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
   };
 
@@ -122,7 +126,6 @@ class EventTimeline {
   void serve(int line, double now);
   void line_done(int line, double now);
   void enqueue(int line, int stream, const Frame& f, double now);
-  std::vector<Frame> grants_;  // by the id of their kGrant event
 
   const CostShape& s_;
   std::vector<Node> nodes_;
@@ -131,6 +134,8 @@ class EventTimeline {
   std::vector<Stream> streams_;
   std::map<std::pair<int, int>, int> stream_of_;  // (from, to) member -> index
   std::vector<Line> lines_;
+  std::vector<Frame> grants_;  // by the id of their kGrant event
+  std::multimap<int, int> unposted_;  // rendezvous whose first frame is in, by the point their receive is posted
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   long seq_ = 0;
 };
@@ -187,20 +192,27 @@ double rounds_cost(const CostShape& s, int rounds, To&& to, double m) {
 
 // MPICH's binomial trees (binomial_down, binomial_up) over all members of the shape from
 // `root`, their messages played over its lines; bytes(subtree) is what an edge carries.
-template <typename Clock, typename Bytes>
-auto tree_edge(const CostShape& s, int root, Clock& tl, Bytes& bytes) {
-  return [&s, root, &tl, &bytes](int rel_from, int rel_to, int subtree, typename Clock::Time ready) {
-    const int from = (rel_from + root) % s.size(), to = (rel_to + root) % s.size();
-    return tl.send(from, s.part_of[from], s.part_of[to], bytes(subtree), ready, to);
-  };
-}
 template <typename Bytes>
 double binomial_down_cost(const CostShape& s, int root, Bytes&& bytes) {
-  return played(s, s.size() - 1, bytes(s.size() / 2), [&](auto& tl) { return binomial_down(s.size(), tl, tree_edge(s, root, tl, bytes)); });
+  return played(s, s.size() - 1, bytes(s.size() / 2), [&](auto& tl) {
+    using Time = typename std::decay_t<decltype(tl)>::Time;
+    return binomial_down(s.size(), tl, [&](int rel_from, int rel_to, int subtree, Time ready) {
+      const int from = (rel_from + root) % s.size(), to = (rel_to + root) % s.size();
+      return tl.send(from, s.part_of[from], s.part_of[to], bytes(subtree), ready, to);
+    });
+  });
 }
+// Up, the parent's receives posted `in_turn` (each once the child before has arrived: a
+// reduction folds its children in order) or all at once (a gather).
 template <typename Bytes>
-double binomial_up_cost(const CostShape& s, int root, Bytes&& bytes) {
-  return played(s, s.size() - 1, bytes(s.size() / 2), [&](auto& tl) { return binomial_up(s.size(), tl, tree_edge(s, root, tl, bytes)); });
+double binomial_up_cost(const CostShape& s, int root, Bytes&& bytes, bool in_turn) {
+  return played(s, s.size() - 1, bytes(s.size() / 2), [&](auto& tl) {
+    using Time = typename std::decay_t<decltype(tl)>::Time;
+    return binomial_up(s.size(), tl, [&](int rel_from, int rel_to, int subtree, Time ready, Time posted) {
+      const int from = (rel_from + root) % s.size(), to = (rel_to + root) % s.size();
+      return tl.send(from, s.part_of[from], s.part_of[to], bytes(subtree), ready, to, nullptr, in_turn ? posted : Time{});
+    });
+  });
 }
 
 }  // namespace gridrt::detail

@@ -33,7 +33,7 @@ Async<> gather_binomial(CommImpl& c, std::vector<char> mine, bool in_place, Bloc
 // to its lowest set bit's worth) once its children's are in; at least what the root
 // cluster's many-to-one model says of its members' blocks.
 double gather_binomial_cost(const CostShape& s, int root, double b) {
-  return std::max(binomial_up_cost(s, root, [b](int subtree) { return subtree * b; }), root_cluster_gather_cost(s, root, b));
+  return std::max(binomial_up_cost(s, root, [b](int subtree) { return subtree * b; }, false), root_cluster_gather_cost(s, root, b));
 }
 
 }  // namespace gridrt::detail
