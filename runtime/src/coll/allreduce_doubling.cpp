@@ -90,9 +90,7 @@ double allreduce_doubling_cost(const CostShape& s, double m) {
       ready = next;
     }
     for (int r = 0; r < 2 * rem; r += 2) ready[r] = send(r + 1, r, ready[r + 1]);
-    Time last{};
-    for (Time t : ready) last = tl.latest(last, t);
-    return last;
+    return latest_of(tl, ready);
   });
 }
 

@@ -139,6 +139,14 @@ struct Times {
   static double latest(double x, double y) { return std::max(x, y); }
 };
 
+// The latest of a schedule's points `all` (the clock's start where there are none).
+template <typename Clock>
+typename Clock::Time latest_of(Clock& clock, const std::vector<typename Clock::Time>& all) {
+  typename Clock::Time last{};
+  for (const auto& t : all) last = clock.latest(last, t);
+  return last;
+}
+
 // A schedule played over the lines first come, first served, in the order its messages
 // are added (the hierarchical algorithms', and the flat ones' where they are too large for
 // the event timeline, event_timeline.h): each message waits for its sender and its line to
@@ -181,9 +189,7 @@ typename Clock::Time binomial_down(int P, Clock& clock, Edge&& edge) {
     for (mask >>= 1; mask > 0; mask >>= 1)
       if (rel + mask < P) got[rel + mask] = edge(rel, rel + mask, std::min(mask, P - rel - mask), got[rel]);
   }
-  Time last{};
-  for (const Time& t : got) last = clock.latest(last, t);
-  return last;
+  return latest_of(clock, got);
 }
 // Up (reduce, gather): a member sends to its parent once its children's have arrived;
 // the parent takes its children in order, smallest subtree first, each child's receive

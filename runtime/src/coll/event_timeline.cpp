@@ -6,10 +6,6 @@
 
 namespace gridrt::detail {
 
-double frames_of(const CostShape& s, double m) {
-  return std::max(1.0, std::ceil(m / static_cast<double>(models::fragment_bytes(static_cast<std::size_t>(s.window)))));
-}
-
 EventTimeline::EventTimeline(const CostShape& s) : s_(s), nodes_(1), senders_(s.size()), lines_(s.lines()) {}
 
 EventTimeline::Time EventTimeline::send(int from, int a, int b, double m, Time ready, int to, Time* handed, Time posted) {
@@ -155,7 +151,7 @@ void EventTimeline::begin(int message, double t) {
   }
   mm.stream = it->second;
   const double fragment = static_cast<double>(models::fragment_bytes(static_cast<std::size_t>(s_.window)));
-  const int frames = static_cast<int>(frames_of(s_, mm.m));
+  const int frames = static_cast<int>(models::frames_in(mm.m, s_.window));
   const double line_time = p.gap(mm.m) / frames;
   double sent = 0;
   for (int k = 0; k < frames; ++k) {

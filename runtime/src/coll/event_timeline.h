@@ -143,8 +143,6 @@ class EventTimeline {
 // How many frames a schedule may have to be played in time order: 64,512 (the all-to-all
 // above) play in about 40 ms here, once per (operation, size, root) a job calls.
 constexpr double kMostFrames = 1 << 16;
-// A message's frames in a stream of window W.
-double frames_of(const CostShape& s, double m);
 
 // Plays `schedule`, a function of a timeline that adds an algorithm's messages to it (its
 // `send` and `latest`, over its Time) and returns its last point: in time order
@@ -153,7 +151,7 @@ double frames_of(const CostShape& s, double m);
 // Returns when the last point is reached.
 template <typename Schedule>
 double played(const CostShape& s, double messages, double largest, Schedule&& schedule) {
-  if (messages * frames_of(s, largest) <= kMostFrames) {
+  if (messages * models::frames_in(largest, s.window) <= kMostFrames) {
     EventTimeline ev(s);
     const EventTimeline::Time last = schedule(ev);
     ev.play();
@@ -184,9 +182,7 @@ double rounds_cost(const CostShape& s, int rounds, To&& to, double m) {
       }
       ready = next;
     }
-    Time last{};
-    for (Time t : ready) last = tl.latest(last, t);
-    return last;
+    return latest_of(tl, ready);
   });
 }
 

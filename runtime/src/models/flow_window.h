@@ -59,12 +59,16 @@ inline constexpr std::size_t kRendezvousAbove = 4u << 20;
 // whole frames, work on several at once, and that a window holds several (four or more),
 // so that a stream flows while credit comes back.
 inline std::size_t fragment_bytes(std::size_t window) { return std::min(kMaxFragment, window / 4 - kFrameCost); }
+// How many frames a message of m bytes goes as in a stream of window W (at least one).
+inline double frames_in(double m, double window) {
+  return std::max(1.0, std::ceil(m / static_cast<double>(fragment_bytes(static_cast<std::size_t>(window)))));
+}
 
 class FlowWindow {
  public:
   // `window`: W, bytes; `round_trip`: R, seconds from a frame's leaving to its credit's return.
   FlowWindow(double window, double round_trip)
-      : round_trip_(round_trip), fragment_(static_cast<double>(fragment_bytes(static_cast<std::size_t>(window)))), credit_(window) {}
+      : round_trip_(round_trip), window_(window), fragment_(static_cast<double>(fragment_bytes(static_cast<std::size_t>(window)))), credit_(window) {}
 
   // Whether a line that clocks a frame out in `frame_time` outpaces the window: sends a
   // window's frames before the first one's credit is back. Where it does not, credit is
@@ -79,7 +83,7 @@ class FlowWindow {
   // (j / n_w) (R + tau) + (j % n_w + 1) tau, n_w frames to a window, tau each on the line,
   // where R exceeds n_w tau; at (j + 1) tau where it does not.
   static double fresh(double window, double round_trip, double m, double begin, double line_time) {
-    const double frames = std::max(1.0, std::ceil(m / fragment_bytes(static_cast<std::size_t>(window))));
+    const double frames = frames_in(m, window);
     const double per_frame = line_time / frames, per_window = frames_per_window(window);
     auto last_leaves = [&](double n) {  // the last of n frames, from full credit
       if (round_trip <= per_window * per_frame) return n * per_frame;
@@ -96,7 +100,7 @@ class FlowWindow {
   // leaves. A stream's messages leave in order: one begins no earlier than the one before
   // it has left.
   double send(double m, double begin, double line_time) {
-    const double frames = std::max(1.0, std::ceil(m / fragment_));
+    const double frames = frames_in(m, window_);
     const double per_frame = line_time / frames;
     double t = std::max(begin, last_), first_left = 0;
     for (double sent = 0, k = 0; k < frames; ++k) {
@@ -121,7 +125,7 @@ class FlowWindow {
   static double frames_per_window(double window) {
     return std::max(1.0, std::floor(window / static_cast<double>(fragment_bytes(static_cast<std::size_t>(window)) + kFrameCost)));
   }
-  double round_trip_, fragment_;
+  double round_trip_, window_, fragment_;
   double credit_;  // not spent, nor yet back in in_flight_
   std::deque<std::pair<double, double>> in_flight_;  // (its credit back at, cost) by frame, in order
   double last_ = 0;                                  // when the stream's last frame left
