@@ -208,6 +208,18 @@ TEST(PLogP, MeasuredSizesAreInterpolatedAndExtrapolatedLinearly) {
   EXPECT_DOUBLE_EQ(g.at(-10), 0) << "before: the first two";
   const BySize one{{{0, 7}}};
   EXPECT_DOUBLE_EQ(one.at(100), 7);
+  // Falling between its last two sizes (a smaller size held up while measured, or a model
+  // written by hand): held at the last beyond it, where the line through them would reach
+  // below zero (at 30 here); never negative before the first either.
+  const BySize falling{{{10, 1}, {20, 5}, {30, 2}}};
+  EXPECT_DOUBLE_EQ(falling.at(25), 3.5) << "between: as measured";
+  EXPECT_DOUBLE_EQ(falling.at(40), 2);
+  EXPECT_DOUBLE_EQ(falling.at(1e9), 2);
+  EXPECT_DOUBLE_EQ(falling.at(0), 0) << "the line through the first two is at -3 there";
+  // As calibration keeps a gap: a size read above a larger one takes the larger's.
+  const BySize kept = never_falling(BySize{{{0, 4}, {10, 1}, {20, 5}, {30, 2}, {40, 6}}});
+  const std::vector<std::pair<double, double>> expected{{0, 1}, {10, 1}, {20, 2}, {30, 2}, {40, 6}};
+  EXPECT_EQ(kept.points, expected);
 }
 
 // A pair whose directions differ (1 MiB: 84 ms from a to b behind an access line, 42 ms back;

@@ -40,7 +40,7 @@ EventTimeline::Time EventTimeline::latest(Time x, Time y) {
 void EventTimeline::schedule(double t, Kind kind, int id, double cost) { events_.push(Event{t, seq_++, kind, id, cost}); }
 
 void EventTimeline::play() {
-  for (Node& n : nodes_) n.time = -1;
+  for (Node& n : nodes_) n.reached = false;
   reach(kStart, 0);
   while (!events_.empty()) {
     const Event e = events_.top();
@@ -58,7 +58,7 @@ void EventTimeline::play() {
         // A rendezvous's first frame is in: its Matched goes back with its credit where the
         // receive is posted, else once it is (reach()).
         if (g.index == 0 && !g.last && mm.m > static_cast<double>(models::kRendezvousAbove)) {
-          if (nodes_[mm.posted].time >= 0)
+          if (nodes_[mm.posted].reached)
             g.matched = true;
           else
             unposted_.emplace(mm.posted, g.message);
@@ -79,7 +79,7 @@ void EventTimeline::play() {
   // Every point waits only for points added before it, so all are reached: one that is not
   // is a fault here, not a time.
   for (const Node& n : nodes_)
-    if (n.time < 0) throw std::logic_error("EventTimeline: a point of the schedule was never reached");
+    if (!n.reached) throw std::logic_error("EventTimeline: a point of the schedule was never reached");
 }
 
 // A point reached at t: those waiting only for it are reached too (a join, at once) or
@@ -90,6 +90,7 @@ void EventTimeline::reach(int node, double t) {
     const int n = now.back();
     now.pop_back();
     nodes_[n].time = t;
+    nodes_[n].reached = true;
     // Rendezvous waiting for this receive: their Matched goes back now.
     const auto [first, end] = unposted_.equal_range(n);
     for (auto it = first; it != end; ++it) {

@@ -70,6 +70,7 @@ class EventTimeline {
  private:
   struct Node {
     double time = 0;
+    bool reached = false;
     int waiting = 0;        // points not yet reached that this one waits for
     int message = -1;       // index in messages_, or -1 (a join)
     std::vector<int> next;  // points waiting for this one

@@ -13,21 +13,35 @@
 
 namespace gridrt::models {
 
-// A quantity measured at increasing sizes; linear between them, and beyond the last two.
+// A quantity measured at increasing sizes (a time: never negative); linear between them,
+// and beyond the last two where it grows there. Where it falls between the last two (a
+// model written by hand, or one whose smaller size was held up while measured), the line
+// through them would reach below zero at some larger size, and a message's time with it:
+// beyond the last size it is held at the last value instead.
 struct BySize {
   std::vector<std::pair<double, double>> points;  // (bytes, seconds), sizes increasing
 
   double at(double m) const {
     if (points.empty()) return 0;
-    if (points.size() == 1) return points.front().second;
+    if (points.size() == 1) return std::max(0.0, points.front().second);
     auto hi = std::upper_bound(points.begin(), points.end(), m, [](double x, const auto& p) { return x < p.first; });
     if (hi == points.begin()) hi = points.begin() + 1;
-    if (hi == points.end()) hi = points.end() - 1;
+    const bool beyond = hi == points.end();
+    if (beyond) hi = points.end() - 1;
     const auto& [x1, y1] = *(hi - 1);
     const auto& [x2, y2] = *hi;
-    return x2 == x1 ? y1 : y1 + (y2 - y1) * (m - x1) / (x2 - x1);
+    if (beyond && y2 < y1) return std::max(0.0, y2);
+    return std::max(0.0, x2 == x1 ? y1 : y1 + (y2 - y1) * (m - x1) / (x2 - x1));
   }
 };
+
+// A gap measured at increasing sizes, each size's taken no larger than any larger size's: a
+// larger message never leaves sooner than a smaller one, so where a smaller size reads
+// above a larger, its trains were held up (noise only adds time) and it takes the larger's.
+inline BySize never_falling(BySize g) {
+  for (std::size_t k = g.points.size(); k-- > 1;) g.points[k - 1].second = std::min(g.points[k - 1].second, g.points[k].second);
+  return g;
+}
 
 struct PLogP {
   double L = 0;  // s
