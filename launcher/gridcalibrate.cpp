@@ -54,6 +54,7 @@
 #include "models/flow_window.h"
 #include "models/grid_model.h"
 #include "models/least_squares.h"
+#include "state.h"  // the slices of the sample run's calls (slice_cost_from)
 
 namespace {
 
@@ -91,7 +92,9 @@ names the GRIDRT_WINDOW that would let large messages go at the line's rate.
                   splits them in paced pieces. Up to a few minutes on a cluster that escalates
   --no-sample     skip the sample run: every algorithm, hier and flat, run 3 times at the
                   sizes from 1 KiB to 256 KiB, from which the model learns how far its
-                  predictions fall from what the grid does (a correction per algorithm)
+                  predictions fall from what the grid does (a correction per algorithm),
+                  after the pipelined bcast, reduce and allreduce in slices of 8 and 64 KiB,
+                  from which it learns what every slice costs beyond its messages
 
 Grid options (as gridrun's): --clusters C --ranks-per-cluster R (the embedded grid, default
 2 x 3), --grid FILE, --emulate-wan DELAY[,RATE] (and -pair, -access), or --broker HOST:PORT
@@ -448,6 +451,59 @@ constexpr std::size_t kLineWindow = 64u << 20;
 constexpr double kSampleSeconds = 0.05;
 constexpr int kSampleCalls = 3, kSampleCallsFast = 15;
 
+// The cost of a slice (models::GridModel::slice_costs): the hierarchical bcast and reduce
+// (packed route) and allreduce (its heads and its reduce-scatter route) of the largest size
+// sampled, in slices of kSampleSlice and of kFewestBytes (GRIDRT_SLICE's and GRIDRT_ROUTE's
+// settings, changed between the calls), `timed` as the sample run times them; each gives the
+// time the smaller slices took beyond what the model predicts for them over the larger, per
+// slice more (none below zero). Measured on 3 sites x 2 at 10 ms, 100 Mbit/s, the all-reduce
+// of 1 MiB by its reduce-scatter route took 98 ms in slices of 8 KiB and 75 in 64 KiB, where
+// the model without it predicted 75.0 and 76.8 and chose 8 KiB: the route sends four
+// pieces of a slice between the sites per head, and on two cores every message costs the
+// relays and processes more than a lone pair's trains show. Returns whether it measured.
+template <typename Timed>
+bool slice_costs_from(const gridrt::Comm& world, const std::vector<std::size_t>& sampled, gridrt::models::GridModel& model,
+                      const std::optional<gridrt::GridPredictor>& predictor, Timed&& timed) {
+  constexpr std::size_t kFewestBytes = 8 * 1024;  // the smallest slice the model chooses
+  if (sampled.empty() || gridrt::num_colors(gridrt::Level::kCluster) < 2) return false;  // one cluster: MPICH's own, no slices
+  const std::size_t n = sampled.back();
+  auto slices = [n](std::size_t slice) { return static_cast<double>((n + slice - 1) / slice); };
+  if (slices(kFewestBytes) <= slices(kSampleSlice)) return false;
+  using gridrt::detail::Route;
+  struct Case {
+    const char *op, *key, *route;
+    Route forced;
+  };
+  std::string said;
+  const auto route_before = gridrt::detail::state().route;
+  const auto slice_before = gridrt::detail::state().slice;
+  for (const Case& c : {Case{"bcast", "bcast", "packed", Route::kPacked}, Case{"reduce", "reduce", "packed", Route::kPacked},
+                        Case{"allreduce", "allreduce/heads", "heads", Route::kHeads},
+                        Case{"allreduce", "allreduce/reduce-scatter", "reduce-scatter", Route::kReduceScatter}}) {
+    gridrt::detail::state().route = c.forced;
+    gridrt::detail::state().slice = kFewestBytes;
+    const double small = timed(c.op, gridrt::Algo::kHier, n);
+    gridrt::detail::state().slice = kSampleSlice;
+    const double large = timed(c.op, gridrt::Algo::kHier, n);
+    if (world.rank() != 0) continue;
+    const double predicted = (predictor->predicted_us(c.op, n, gridrt::Algo::kHier, 0, c.route, kFewestBytes) -
+                              predictor->predicted_us(c.op, n, gridrt::Algo::kHier, 0, c.route, kSampleSlice)) * 1e-6;
+    const double per_slice = std::max(0.0, (small - large - predicted) / (slices(kFewestBytes) - slices(kSampleSlice)));
+    model.slice_costs[c.key] = per_slice;
+    char one[96];
+    std::snprintf(one, sizeof one, "%s%s %.1f us", said.empty() ? "" : ", ", c.key, per_slice * 1e6);
+    said += one;
+  }
+  gridrt::detail::state().route = route_before;  // the sample run's (GRIDRT_ROUTE, GRIDRT_SLICE)
+  gridrt::detail::state().slice = slice_before;
+  if (world.rank() == 0) {
+    std::printf("# sample run: every slice of a pipelined collective beyond its messages (%zu B in slices of %zu and %zu B): %s\n", n,
+                kFewestBytes, kSampleSlice, said.c_str());
+    std::fflush(stdout);
+  }
+  return true;
+}
+
 // The sample run: every algorithm of every operation, hier (gather and scatter on the packed
 // route) and flat, at the sizes measured from 1 KiB to 256 KiB (at least four), after a
 // warm-up call, kSampleCalls or more timed calls each (launcher/timed_call.h), the
@@ -466,38 +522,43 @@ void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gri
   for (double m : sizes)
     if (sampled.size() < 4 && m > 262144) sampled.push_back(static_cast<std::size_t>(m));
   // The model so far, for the predictions of the same calls (at rank 0, which keeps it).
-  std::optional<gridrt::GridPredictor> predictor;
-  if (me == 0) {
-    gridrt::GridShape shape;
-    for (int r = 0; r < P; ++r) {
-      const std::string& cluster = gridrt::level_name(gridrt::Level::kCluster, r);
-      if (shape.clusters.empty() || shape.clusters.back() != cluster) {
-        shape.clusters.push_back(cluster);
-        shape.sites.push_back(gridrt::level_name(gridrt::Level::kSite, r));
-        shape.ranks.push_back(0);
-      }
-      ++shape.ranks.back();
+  gridrt::GridShape shape;
+  for (int r = 0; r < P; ++r) {
+    const std::string& cluster = gridrt::level_name(gridrt::Level::kCluster, r);
+    if (shape.clusters.empty() || shape.clusters.back() != cluster) {
+      shape.clusters.push_back(cluster);
+      shape.sites.push_back(gridrt::level_name(gridrt::Level::kSite, r));
+      shape.ranks.push_back(0);
     }
-    shape.window = gridrt::models::window_from_env();  // the window this job's collectives keep (kLineWindow; the runtime checked it)
-    predictor = gridrt::GridPredictor::from_json(gridrt::models::model_json(model), shape);
+    ++shape.ranks.back();
   }
+  shape.window = gridrt::models::window_from_env();  // the window this job's collectives keep (kLineWindow; the runtime checked it)
+  std::optional<gridrt::GridPredictor> predictor;
+  if (me == 0) predictor = gridrt::GridPredictor::from_json(gridrt::models::model_json(model), shape);
+  // One call's time, until it was complete everywhere: a warm-up call, timed; the calls
+  // timed after it, as many as take about kSampleSeconds (at least kSampleCalls, at most
+  // kSampleCallsFast), the same number everywhere (the slowest process's count); their
+  // mean, the slowest process's.
+  auto timed = [&](const char* op, gridrt::Algo algo, std::size_t n) {
+    gridrt::timing::Buffers buffers(op, n, P);
+    auto call = [&] { gridrt::timing::call_collective(world, op, algo, n, 0, buffers); };
+    double warm = timer.time(call), warmest = 0;
+    world.allreduce(&warm, &warmest, 1, MPI_DOUBLE, MPI_MAX);
+    const int calls = static_cast<int>(std::clamp(kSampleSeconds / std::max(warmest, 1e-9), double(kSampleCalls), double(kSampleCallsFast)));
+    double mine = 0, slowest = 0;
+    for (int i = 0; i < calls; ++i) mine += timer.time(call) / calls;
+    world.allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX);
+    return slowest;
+  };
+  if (slice_costs_from(world, sampled, model, predictor, timed) && me == 0)
+    predictor = gridrt::GridPredictor::from_json(gridrt::models::model_json(model), shape);
   for (const char* op : {"barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall", "reduce_scatter"})
     for (gridrt::Algo algo : {gridrt::Algo::kHier, gridrt::Algo::kFlat}) {
       const char* name = algo == gridrt::Algo::kHier ? "hier" : "flat";
       std::vector<std::pair<double, double>> points;
       std::string unpredicted;  // why the model could not predict a call (rank 0's): no correction then
       for (std::size_t n : std::string(op) == "barrier" ? std::vector<std::size_t>{0} : sampled) {
-        gridrt::timing::Buffers buffers(op, n, P);
-        auto call = [&] { gridrt::timing::call_collective(world, op, algo, n, 0, buffers); };
-        // A warm-up call, timed: the calls timed after it, as many as take about
-        // kSampleSeconds (at least kSampleCalls, at most kSampleCallsFast), the same number
-        // everywhere (the slowest process's count).
-        double warm = timer.time(call), warmest = 0;
-        world.allreduce(&warm, &warmest, 1, MPI_DOUBLE, MPI_MAX);
-        const int calls = static_cast<int>(std::clamp(kSampleSeconds / std::max(warmest, 1e-9), double(kSampleCalls), double(kSampleCallsFast)));
-        double mine = 0, slowest = 0;
-        for (int i = 0; i < calls; ++i) mine += timer.time(call) / calls;
-        world.allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX);
+        const double slowest = timed(op, algo, n);
         if (me == 0 && unpredicted.empty()) try {
             points.emplace_back(predictor->predicted_us(op, n, algo, 0, "packed", kSampleSlice) * 1e-6, slowest);
           } catch (const std::exception& e) {

@@ -16,7 +16,7 @@ int ceil_log2(int n) {
 CostShape::CostShape(const models::GridModel& model, std::vector<int> members_part, std::vector<int> part_site,
                      const std::vector<std::string>& part_cluster, const std::vector<std::string>& site_name,
                      const std::vector<std::string>& member_node)
-    : site_of_part(std::move(part_site)), part_of(std::move(members_part)), corrections(model.corrections) {
+    : site_of_part(std::move(part_site)), part_of(std::move(members_part)), corrections(model.corrections), slice_costs(model.slice_costs) {
   const int C = static_cast<int>(site_of_part.size());
   part_size.assign(C, 0);
   members.assign(C, {});

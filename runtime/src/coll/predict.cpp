@@ -56,6 +56,13 @@ double flat_cost(const CostShape& s, Coll op, int root, double m) {
   return alltoall_pairwise_cost(s, m);
 }
 
+// The model's cost of a slice of `op` on route r: its own, else the operation's, else none.
+double slice_cost_of(const CostShape& s, Coll op, Route r) {
+  auto it = s.slice_costs.find(std::string(coll_name(op)) + "/" + route_name(r));
+  if (it == s.slice_costs.end()) it = s.slice_costs.find(coll_name(op));
+  return it == s.slice_costs.end() ? 0 : it->second;
+}
+
 Prediction two(double hier, double flat) {
   Prediction p;
   p.hier = hier;
@@ -108,7 +115,11 @@ Prediction uncorrected(const CostShape& s, Coll op, std::size_t bytes, int root,
       p.flat = flat_cost(s, op, root, m);
       std::vector<std::size_t> slices;  // each route's
       for (Route r : routes_of(op, s.parts())) {
-        auto on_route = [&](double slice) { return route_cost(s, op, root, m, r, slice); };
+        // A pipelined route's every slice also costs the model's slice cost (its steps'
+        // scheduling, which the messages' parameters do not see): more slices pipeline
+        // better on the lines and cost more in the processes and relays.
+        const double per_slice = pipelined(op) ? slice_cost_of(s, op, r) : 0.0;
+        auto on_route = [&](double slice) { return route_cost(s, op, root, m, r, slice) + per_slice * SliceSizes(m, slice).count(); };
         const SlicePick least = r == Route::kRooted ? SlicePick{rooted_cost(s, op, bytes, forced_slice), kDefaultSlice}
                                 : pipelined(op)     ? sliced(on_route, m, forced_slice)
                                                     : SlicePick{on_route(static_cast<double>(forced_slice.value_or(kDefaultSlice))), kDefaultSlice};

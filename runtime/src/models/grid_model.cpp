@@ -367,6 +367,8 @@ GridModel read_model_json(const std::string& text, const std::string& source) {
                               c.get_child_optional("offset_us") ? c.get<double>("offset_us") * 1e-6 : 0.0,
                               c.get_child_optional("from_us") ? c.get<double>("from_us") * 1e-6 : 0.0,
                               c.get_child_optional("to_us") ? c.get<double>("to_us") * 1e-6 : 0.0};
+    if (const auto slices = root.get_child_optional("slice_cost_us"))
+      for (const auto& [key, v] : *slices) m.slice_costs[key] = number(v, "slice_cost_us." + key) * 1e-6;
     if (const auto gathers = root.get_child_optional("many_to_one"))
       for (const auto& [cluster, g] : *gathers) m.many_to_one[cluster] = many_to_one(g, "many_to_one." + cluster);
     if (const auto logical = root.get_child_optional("logical_clusters"))
@@ -418,6 +420,16 @@ std::string model_json(const GridModel& m) {
     out += sep + quoted(key) + ": " + buf, sep = ",\n    ";
   }
   out += "\n  }";
+  if (!m.slice_costs.empty()) {
+    out += ",\n  \"slice_cost_us\": {";
+    sep = "";
+    for (const auto& [key, t] : m.slice_costs) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, ": %.1f", t * 1e6);
+      out += sep + quoted(key) + buf, sep = ", ";
+    }
+    out += "}";
+  }
   if (!m.many_to_one.empty()) {
     out += ",\n  \"many_to_one\": {";
     sep = "\n    ";
@@ -486,6 +498,10 @@ std::string describe_model(const GridModel& m) {
   for (const auto& [s, p] : m.within_site) out += "  between clusters of site " + s + ": " + describe_plogp(p) + "\n";
   for (const auto& [st, p] : m.between_sites) out += "  from site " + st.first + " to site " + st.second + ": " + describe_plogp(p) + "\n";
   for (const auto& s : m.access) out += "  site " + s + "'s traffic to other sites shares one access line\n";
+  for (const auto& [key, t] : m.slice_costs) {
+    std::snprintf(buf, sizeof buf, ": every slice %.1f us beyond its messages\n", t * 1e6);
+    out += "  " + key + buf;
+  }
   for (const auto& [key, c] : m.corrections) {
     char buf[192];
     std::snprintf(buf, sizeof buf, "  %s: measured = %.3f x predicted %+.1f us (from a sample run", key.c_str(), c.scale, c.offset * 1e6);

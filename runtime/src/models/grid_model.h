@@ -71,6 +71,12 @@ struct GridModel {
   std::map<std::pair<std::string, std::string>, PLogP> between_sites;  // (from, to)
   std::set<std::string> access;
   std::map<std::string, Correction> corrections;  // by "op/algo", e.g. "bcast/hier"
+  // What one more slice of a pipelined collective (bcast, reduce, allreduce hier) costs
+  // beyond its messages, seconds, by "op" or "op/route" (the all-reduce's heads and
+  // reduce-scatter routes differ): its steps' scheduling in every process and relay, which
+  // the pLogP parameters of one pair do not see (the sample run measures the same calls in
+  // slices of 8 and 64 KiB). A route without its own takes its operation's; neither: none.
+  std::map<std::string, double> slice_costs;
   std::map<std::string, ManyToOneModel> many_to_one;  // by cluster ("*": any other)
   std::map<std::string, LogicalClusters> logical;     // by cluster
   // A cluster's gathers, or the typical ones ("*"); null when the model has neither.
