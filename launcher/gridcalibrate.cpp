@@ -480,11 +480,13 @@ bool slice_costs_from(const gridrt::Comm& world, const std::vector<std::size_t>&
   for (const Case& c : {Case{"bcast", "bcast", "packed", Route::kPacked}, Case{"reduce", "reduce", "packed", Route::kPacked},
                         Case{"allreduce", "allreduce/heads", "heads", Route::kHeads},
                         Case{"allreduce", "allreduce/reduce-scatter", "reduce-scatter", Route::kReduceScatter}}) {
+    // Each on a communicator of its own: where the job has a model (a standing broker's),
+    // a communicator keeps the choice of its first call of a size, slices and all.
     gridrt::detail::state().route = c.forced;
     gridrt::detail::state().slice = kFewestBytes;
-    const double small = timed(c.op, gridrt::Algo::kHier, n);
+    const double small = timed(world.dup(), c.op, gridrt::Algo::kHier, n);
     gridrt::detail::state().slice = kSampleSlice;
-    const double large = timed(c.op, gridrt::Algo::kHier, n);
+    const double large = timed(world.dup(), c.op, gridrt::Algo::kHier, n);
     if (world.rank() != 0) continue;
     const double predicted = (predictor->predicted_us(c.op, n, gridrt::Algo::kHier, 0, c.route, kFewestBytes) -
                               predictor->predicted_us(c.op, n, gridrt::Algo::kHier, 0, c.route, kSampleSlice)) * 1e-6;
@@ -539,9 +541,9 @@ void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gri
   // timed after it, as many as take about kSampleSeconds (at least kSampleCalls, at most
   // kSampleCallsFast), the same number everywhere (the slowest process's count); their
   // mean, the slowest process's.
-  auto timed = [&](const char* op, gridrt::Algo algo, std::size_t n) {
+  auto timed = [&](const gridrt::Comm& comm, const char* op, gridrt::Algo algo, std::size_t n) {
     gridrt::timing::Buffers buffers(op, n, P);
-    auto call = [&] { gridrt::timing::call_collective(world, op, algo, n, 0, buffers); };
+    auto call = [&] { gridrt::timing::call_collective(comm, op, algo, n, 0, buffers); };
     double warm = timer.time(call), warmest = 0;
     world.allreduce(&warm, &warmest, 1, MPI_DOUBLE, MPI_MAX);
     const int calls = static_cast<int>(std::clamp(kSampleSeconds / std::max(warmest, 1e-9), double(kSampleCalls), double(kSampleCallsFast)));
@@ -558,7 +560,7 @@ void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gri
       std::vector<std::pair<double, double>> points;
       std::string unpredicted;  // why the model could not predict a call (rank 0's): no correction then
       for (std::size_t n : std::string(op) == "barrier" ? std::vector<std::size_t>{0} : sampled) {
-        const double slowest = timed(op, algo, n);
+        const double slowest = timed(world, op, algo, n);
         if (me == 0 && unpredicted.empty()) try {
             points.emplace_back(predictor->predicted_us(op, n, algo, 0, "packed", kSampleSlice) * 1e-6, slowest);
           } catch (const std::exception& e) {
