@@ -54,7 +54,8 @@
 #include "models/flow_window.h"
 #include "models/grid_model.h"
 #include "models/least_squares.h"
-#include "state.h"  // the slices of the sample run's calls (slice_cost_from)
+#include "coll/algorithms.h"  // the slices the model chooses among (slice_costs_from)
+#include "state.h"               // the slices and routes of the sample run's calls
 
 namespace {
 
@@ -436,7 +437,7 @@ void escalation_sweep(const gridrt::Comm& world, const std::vector<std::vector<i
 
 // The slices of the sample run's pipelined collectives (GRIDRT_SLICE, the runtime's default),
 // and of the predictions its corrections are fitted against.
-constexpr std::size_t kSampleSlice = 64 * 1024;
+constexpr std::size_t kSampleSlice = gridrt::detail::kDefaultSlice;
 // The flow-control window of the calibration job's own streams: more than is ever in flight
 // in its streams at the default sizes (4 x 1 MiB), and more than a line of 10 Gbit/s carries
 // in a 50 ms round trip, so that the gaps it measures are the lines' own, whatever window
@@ -453,54 +454,55 @@ constexpr int kSampleCalls = 3, kSampleCallsFast = 15;
 
 // The cost of a slice (models::GridModel::slice_costs): the hierarchical bcast and reduce
 // (packed route) and allreduce (its heads and its reduce-scatter route) of the largest size
-// sampled, in slices of kSampleSlice and of kFewestBytes (GRIDRT_SLICE's and GRIDRT_ROUTE's
-// settings, changed between the calls), `timed` as the sample run times them; each gives the
-// time the smaller slices took beyond what the model predicts for them over the larger, per
-// slice more (none below zero). Measured on 3 sites x 2 at 10 ms, 100 Mbit/s, the all-reduce
-// of 1 MiB by its reduce-scatter route took 98 ms in slices of 8 KiB and 75 in 64 KiB, where
-// the model without it predicted 75.0 and 76.8 and chose 8 KiB: the route sends four
+// sampled, in slices of kSampleSlice and of the smallest the model chooses (GRIDRT_SLICE's
+// and GRIDRT_ROUTE's settings, changed between the calls), `timed` as the sample run times
+// them; each gives the time the smaller slices took beyond what the model predicts for them
+// over the larger, per slice more (none below zero). Measured on 3 sites x 2 at 10 ms, 100
+// Mbit/s, the all-reduce of 1 MiB by its reduce-scatter route took 104 ms in slices of 8 KiB
+// and 74 in 64 KiB, where the model without it predicted 73.9 and 77.9 and chose 8 KiB: the route sends four
 // pieces of a slice between the sites per head, and on two cores every message costs the
 // relays and processes more than a lone pair's trains show. Returns whether it measured.
 template <typename Timed>
 bool slice_costs_from(const gridrt::Comm& world, const std::vector<std::size_t>& sampled, gridrt::models::GridModel& model,
                       const std::optional<gridrt::GridPredictor>& predictor, Timed&& timed) {
-  constexpr std::size_t kFewestBytes = 8 * 1024;  // the smallest slice the model chooses
+  using gridrt::detail::kSmallestSlice;
   if (sampled.empty() || gridrt::num_colors(gridrt::Level::kCluster) < 2) return false;  // one cluster: MPICH's own, no slices
   const std::size_t n = sampled.back();
-  auto slices = [n](std::size_t slice) { return static_cast<double>((n + slice - 1) / slice); };
-  if (slices(kFewestBytes) <= slices(kSampleSlice)) return false;
+  auto slices = [n](std::size_t slice) { return gridrt::detail::SliceSizes(static_cast<double>(n), static_cast<double>(slice)).count(); };
+  if (slices(kSmallestSlice) <= slices(kSampleSlice)) return false;
   using gridrt::detail::Route;
   struct Case {
-    const char *op, *key, *route;
-    Route forced;
+    const char* op;
+    Route route;
+    bool own;  // the route's own cost (the all-reduce's routes differ), else the operation's
   };
   std::string said;
   const auto route_before = gridrt::detail::state().route;
   const auto slice_before = gridrt::detail::state().slice;
-  for (const Case& c : {Case{"bcast", "bcast", "packed", Route::kPacked}, Case{"reduce", "reduce", "packed", Route::kPacked},
-                        Case{"allreduce", "allreduce/heads", "heads", Route::kHeads},
-                        Case{"allreduce", "allreduce/reduce-scatter", "reduce-scatter", Route::kReduceScatter}}) {
+  for (const Case& c : {Case{"bcast", Route::kPacked, false}, Case{"reduce", Route::kPacked, false}, Case{"allreduce", Route::kHeads, true},
+                        Case{"allreduce", Route::kReduceScatter, true}}) {
+    const std::string route = gridrt::detail::route_name(c.route), key = c.own ? c.op + ("/" + route) : c.op;
     // Each on a communicator of its own: where the job has a model (a standing broker's),
     // a communicator keeps the choice of its first call of a size, slices and all.
-    gridrt::detail::state().route = c.forced;
-    gridrt::detail::state().slice = kFewestBytes;
+    gridrt::detail::state().route = c.route;
+    gridrt::detail::state().slice = kSmallestSlice;
     const double small = timed(world.dup(), c.op, gridrt::Algo::kHier, n);
     gridrt::detail::state().slice = kSampleSlice;
     const double large = timed(world.dup(), c.op, gridrt::Algo::kHier, n);
     if (world.rank() != 0) continue;
-    const double predicted = (predictor->predicted_us(c.op, n, gridrt::Algo::kHier, 0, c.route, kFewestBytes) -
-                              predictor->predicted_us(c.op, n, gridrt::Algo::kHier, 0, c.route, kSampleSlice)) * 1e-6;
-    const double per_slice = std::max(0.0, (small - large - predicted) / (slices(kFewestBytes) - slices(kSampleSlice)));
-    model.slice_costs[c.key] = per_slice;
+    const double predicted = (predictor->predicted_us(c.op, n, gridrt::Algo::kHier, 0, route, kSmallestSlice) -
+                              predictor->predicted_us(c.op, n, gridrt::Algo::kHier, 0, route, kSampleSlice)) * 1e-6;
+    const double per_slice = std::max(0.0, (small - large - predicted) / (slices(kSmallestSlice) - slices(kSampleSlice)));
+    model.slice_costs[key] = per_slice;
     char one[96];
-    std::snprintf(one, sizeof one, "%s%s %.1f us", said.empty() ? "" : ", ", c.key, per_slice * 1e6);
+    std::snprintf(one, sizeof one, "%s%s %.1f us", said.empty() ? "" : ", ", key.c_str(), per_slice * 1e6);
     said += one;
   }
   gridrt::detail::state().route = route_before;  // the sample run's (GRIDRT_ROUTE, GRIDRT_SLICE)
   gridrt::detail::state().slice = slice_before;
   if (world.rank() == 0) {
     std::printf("# sample run: every slice of a pipelined collective beyond its messages (%zu B in slices of %zu and %zu B): %s\n", n,
-                kFewestBytes, kSampleSlice, said.c_str());
+                kSmallestSlice, kSampleSlice, said.c_str());
     std::fflush(stdout);
   }
   return true;

@@ -242,7 +242,7 @@ double Timeline::send(int from, int a, int b, double m, double t, int to, double
   // and only so many (a flat all-to-all of 10,000 processes has 10^8): beyond, a message
   // is taken as its stream's first.
   const CostShape::PairWindow& pw = s_.pair_window[a * s_.parts() + b];
-  if (!pw.outpaced && m <= static_cast<double>(models::kRendezvousAbove)) return clocked + p.L;  // (fresh(): start + gap)
+  if (!pw.outpaced && !models::goes_as_rendezvous(m)) return clocked + p.L;  // (fresh(): start + gap)
   const std::pair<int, int> stream{from >= 0 ? from : s_.leader(a), to >= 0 ? to : s_.leader(b)};
   auto it = pw.outpaced ? streams_.find(stream) : streams_.end();
   if (pw.outpaced && it == streams_.end() && streams_.size() < kMaxStreams)

@@ -73,7 +73,7 @@ struct CostShape {
   std::vector<bool> site_access;         // the site's outgoing WAN traffic shares one line
   std::vector<std::vector<models::PLogP>> link;  // [a][b] between members of parts a and b ([a][a]: inside a)
   std::map<std::string, models::Correction> corrections;  // the model's, by "op/algo"
-  std::map<std::string, double> slice_costs;  // the model's (models::GridModel::slice_cost)
+  std::map<std::string, double> slice_costs;  // the model's (models::GridModel::slice_costs)
   // Each part's cluster's gathers (models/many_to_one.h), where the model has them.
   std::vector<std::shared_ptr<const models::ManyToOneModel>> gathers;
   // Where a part's cluster makes several logical clusters whose pairs the model measured:

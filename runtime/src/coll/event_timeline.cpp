@@ -57,7 +57,7 @@ void EventTimeline::play() {
         const Message& mm = messages_[g.message];
         // A rendezvous's first frame is in: its Matched goes back with its credit where the
         // receive is posted, else once it is (reach()).
-        if (g.index == 0 && !g.last && mm.m > static_cast<double>(models::kRendezvousAbove)) {
+        if (g.index == 0 && models::goes_as_rendezvous(mm.m)) {
           if (nodes_[mm.posted].reached)
             g.matched = true;
           else
@@ -171,7 +171,7 @@ void EventTimeline::push(int stream, double now) {
   while (!st.waiting.empty()) {
     const Frame& f = st.waiting.front();
     const Message& mm = messages_[f.message];
-    if (f.index == 1 && mm.m > static_cast<double>(models::kRendezvousAbove) && !mm.gate_open) break;
+    if (f.index == 1 && models::goes_as_rendezvous(mm.m) && !mm.gate_open) break;
     if (st.credit < f.cost) break;
     st.credit -= f.cost;
     if (f.last && mm.handed >= 0) schedule(now, Kind::kReach, mm.handed);

@@ -55,6 +55,7 @@ inline constexpr std::size_t kMaxFragment = 64 * 1024;
 // has matched it (its Matched back a round trip after the first frame left, the receive
 // taken as posted).
 inline constexpr std::size_t kRendezvousAbove = 4u << 20;
+inline bool goes_as_rendezvous(double m) { return m > static_cast<double>(kRendezvousAbove); }
 // The body of a message's frames: small enough that the relays, which store and forward
 // whole frames, work on several at once, and that a window holds several (four or more),
 // so that a stream flows while credit comes back.
@@ -91,7 +92,7 @@ class FlowWindow {
       return rounds * (round_trip + per_frame) + (n - rounds * per_window) * per_frame;
     };
     // A rendezvous's rest leaves a round trip after its first frame, with all credit back.
-    if (m > static_cast<double>(kRendezvousAbove) && frames > 1) return begin + per_frame + round_trip + last_leaves(frames - 1);
+    if (goes_as_rendezvous(m) && frames > 1) return begin + per_frame + round_trip + last_leaves(frames - 1);
     return begin + last_leaves(frames);
   }
 
@@ -106,7 +107,7 @@ class FlowWindow {
     for (double sent = 0, k = 0; k < frames; ++k) {
       const double body = std::min(fragment_, m - sent), cost = body + static_cast<double>(kFrameCost);
       sent += body;
-      if (k == 1 && m > static_cast<double>(kRendezvousAbove)) t = std::max(t, first_left + round_trip_);
+      if (k == 1 && goes_as_rendezvous(m)) t = std::max(t, first_left + round_trip_);
       // Credit back by now, then (where that is not enough) as it comes back, in order.
       while (!in_flight_.empty() && (in_flight_.front().first <= t || credit_ < cost)) {
         t = std::max(t, in_flight_.front().first);
