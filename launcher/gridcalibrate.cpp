@@ -513,8 +513,20 @@ bool slice_costs_from(const gridrt::Comm& world, const std::vector<std::size_t>&
 // warm-up call, kSampleCalls or more timed calls each (launcher/timed_call.h), the
 // time until the call was complete everywhere; rank 0 fits each one's correction
 // (models::fit_correction) from the model's predictions for the same calls.
-void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gridrt::models::GridModel& model) {
+//
+// The calls go with the jobs' flow-control window (`job_window`), on communicators made
+// after it is set (their streams begin with it), not with the calibration's own kLineWindow:
+// a correction must be fitted where the jobs will run. Over a long fat line (10 ms, 1
+// Gbit/s, 2 sites x 2) the hierarchical reduce-scatter of 256 KiB measured 23.5 ms with the
+// large window where the model said 14.9, and 38.0 with the default window where it said
+// 32.6: what the model misses differs between the two, and corrections fitted with the
+// large window (alltoall hier 2.09 x predicted - 12.5 ms, steered by its 256 KiB point)
+// predicted the jobs' 128 KiB all-to-all 37% long.
+void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gridrt::models::GridModel& model, std::size_t job_window) {
   const int me = world.rank(), P = world.size();
+  const std::size_t line_window = gridrt::detail::state().window;
+  gridrt::detail::use_window(job_window);
+  const gridrt::Comm sampled_on = world.dup();
   double widest = 0;  // the longest one-way latency: how far ahead to name a common start
   if (me == 0)
     for (const auto& [pair, p] : model.between_sites) widest = std::max(widest, p.L);
@@ -536,7 +548,7 @@ void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gri
     }
     ++shape.ranks.back();
   }
-  shape.window = gridrt::models::window_from_env();  // the window this job's collectives keep (kLineWindow; the runtime checked it)
+  shape.window = job_window;
   std::optional<gridrt::GridPredictor> predictor;
   if (me == 0) predictor = gridrt::GridPredictor::from_json(gridrt::models::model_json(model), shape);
   // One call's time, until it was complete everywhere: a warm-up call, timed; the calls
@@ -562,7 +574,7 @@ void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gri
       std::vector<std::pair<double, double>> points;
       std::string unpredicted;  // why the model could not predict a call (rank 0's): no correction then
       for (std::size_t n : std::string(op) == "barrier" ? std::vector<std::size_t>{0} : sampled) {
-        const double slowest = timed(world, op, algo, n);
+        const double slowest = timed(sampled_on, op, algo, n);
         if (me == 0 && unpredicted.empty()) try {
             points.emplace_back(predictor->predicted_us(op, n, algo, 0, "packed", kSampleSlice) * 1e-6, slowest);
           } catch (const std::exception& e) {
@@ -583,6 +595,7 @@ void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gri
                   c.offset * 1e6);
       std::fflush(stdout);
     }
+  gridrt::detail::use_window(line_window);
 }
 
 int work(int argc, char** argv) {
@@ -700,7 +713,7 @@ int work(int argc, char** argv) {
     world.barrier();
   }
   if (escalations) escalation_sweep(world, cluster_ranks, pingpong, model);
-  if (sample) sample_run(world, sizes, model);
+  if (sample) sample_run(world, sizes, model, static_cast<std::size_t>(job_window));
   if (me == 0) {
     model.grid = grid_name;
     model.measurements = static_cast<int>(plan.size());
@@ -773,7 +786,8 @@ int launch(int argc, char** argv) {
   // choose, so that each is compared with the prediction of what it ran.
   grid_args.insert(grid_args.end(), {"--env", "GRIDRT_ROUTE=packed", "--env", "GRIDRT_SLICE=" + std::to_string(kSampleSlice)});
   // The job measures the lines with a window that does not limit them (kLineWindow); the
-  // window the jobs will keep (GRIDRT_WINDOW here, as theirs) only decides the warning.
+  // window the jobs will keep (GRIDRT_WINDOW here, as theirs) decides the warning and is
+  // the one the sample run's calls keep.
   std::size_t job_window = 0;
   try {
     job_window = gridrt::models::window_from_env();

@@ -232,6 +232,45 @@ TEST(Transport, SlowReceiverMakesTheSenderWaitAndNothingIsLost) {
   EXPECT_EQ(relay.data_from(0), kMessages * kSize);
 }
 
+// A window set later holds the streams begun after it (calibration's sample run keeps the
+// jobs' window on new communicators); a stream begun before keeps its own.
+TEST(Transport, AWindowSetLaterHoldsOnlyTheStreamsBegunAfterIt) {
+  FakeRelay relay;
+  auto a = connect(relay, 0), b = connect(relay, 1, {}, 0);
+  char x = 'x', y = 0;
+  auto first = a->send(1, 0, 0, &x, 1);  // context 0's stream begins with kWindow
+  auto got_first = b->recv(&y, 1, 0, 0, 0);
+  b->wait(got_first);
+  a->wait(first);
+  a->set_window(kWindow / 4);
+  constexpr int kMessages = 12;
+  constexpr std::size_t kSize = 20000;
+  std::vector<std::shared_ptr<RemoteOp>> sends;
+  auto send_all = [&](std::uint32_t context) {
+    for (int i = 0; i < kMessages; ++i) {
+      const std::string m = pattern(kSize, i + static_cast<int>(context));
+      sends.push_back(a->send(1, context, i, m.data(), m.size()));
+    }
+    std::this_thread::sleep_for(200ms);  // nobody receives: each stream held to its window
+  };
+  send_all(5);  // a new stream: the new window
+  const std::size_t new_stream = relay.data_from(0) - 1;
+  EXPECT_LE(new_stream, kWindow / 4);
+  EXPECT_GT(new_stream, kWindow / 8);
+  send_all(0);  // the stream begun before: its own
+  const std::size_t old_stream = relay.data_from(0) - 1 - new_stream;
+  EXPECT_LE(old_stream, kWindow);
+  EXPECT_GT(old_stream, kWindow / 2);
+  for (std::uint32_t context : {5u, 0u})
+    for (int i = 0; i < kMessages; ++i) {
+      std::string got(kSize, '\0');
+      auto r = b->recv(got.data(), got.size(), 0, context, i);
+      b->wait(r);
+      EXPECT_EQ(got, pattern(kSize, i + static_cast<int>(context))) << "context " << context << ", message " << i;
+    }
+  for (auto& s : sends) a->wait(s);
+}
+
 TEST(Transport, MessageLargerThanTheWindowArrivesWhenTheReceiveIsPostedLate) {
   FakeRelay relay;
   auto a = connect(relay, 0), b = connect(relay, 1, {}, 0);

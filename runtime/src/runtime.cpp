@@ -43,6 +43,12 @@ State& state() {
   return *g;
 }
 
+void use_window(std::size_t window) {
+  State& s = state();
+  s.window = window;
+  if (s.transport) s.transport->set_window(window);
+}
+
 void check_rank(int r, const char* what) {
   if (r < 0 || r >= static_cast<int>(state().topo.size()))
     throw ArgumentError(std::string("gridrt: ") + what + " " + std::to_string(r) + " is not a rank of the job (size " +

@@ -79,6 +79,11 @@ State& state();
 // Where the model has logical clusters for this process's cluster: its processes work out
 // together which node each is on (host, and MPI's shared-memory domain) into node_name.
 void name_this_node();
+// The flow-control window (bytes) of the streams between clusters begun from now on, and of
+// the predictions of communicators made from now on (GRIDRT_WINDOW's until then): for
+// calibration, which measures the lines with a window that does not limit them and then
+// runs its sample calls with the jobs' window, on a communicator of their own.
+void use_window(std::size_t window);
 void check_rank(int r, const char* what);
 // Why global rank `rank`'s cluster was lost (gridrt::lost_clusters), or nothing.
 std::optional<std::string> cluster_lost(int rank);

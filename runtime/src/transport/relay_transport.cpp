@@ -164,16 +164,13 @@ RelayTransport::WanCount RelayTransport::wan_count() {
 
 std::shared_ptr<RemoteOp> RelayTransport::send(std::int32_t dst, std::uint32_t context, std::int32_t tag, const void* buf,
                                                std::size_t bytes, bool synchronous) {
-  // Relays store and forward whole frames, so small fragments let the hops work at once
-  // (a pipeline); a window holds several, so the stream flows while credit comes back
-  // (models/flow_window.h, where the model plays the same frames).
-  const std::size_t fragment = models::fragment_bytes(window_);
   // A very large message goes as rendezvous: one fragment now, the rest once the receiver
   // matched it, so that while it is unmatched it holds up nothing behind it (receiver.h).
   const bool rendezvous = bytes > kRendezvousAbove;
   auto op = std::make_shared<RemoteOp>();
   op->synchronous = synchronous;
   std::uint64_t number = 0;  // the message's on its stream: what a Matched names, and its rest
+  std::size_t fragment = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!failure_.empty()) throw std::runtime_error(failure_);
@@ -181,7 +178,12 @@ std::shared_ptr<RemoteOp> RelayTransport::send(std::int32_t dst, std::uint32_t c
       op->error = *why;
       return op;
     }
-    number = stream(dst, context).messages;
+    const Stream& s = stream(dst, context);
+    number = s.messages;
+    // Relays store and forward whole frames, so small fragments let the hops work at once
+    // (a pipeline); a window holds several, so the stream flows while credit comes back
+    // (models/flow_window.h, where the model plays the same frames).
+    fragment = models::fragment_bytes(s.window);
   }
   std::vector<Outgoing> first, rest;
   const char* p = static_cast<const char*>(buf);
@@ -220,10 +222,16 @@ std::shared_ptr<RemoteOp> RelayTransport::send(std::int32_t dst, std::uint32_t c
   return op;
 }
 
+void RelayTransport::set_window(std::size_t window) {
+  std::lock_guard<std::mutex> lock(mu_);
+  window_ = std::max(window, kMinWindow);
+}
+
 RelayTransport::Stream& RelayTransport::stream(std::int32_t dst, std::uint32_t context) {
   auto [it, fresh] = out_.try_emplace({dst, context});
   if (fresh) {
     it->second.dst = dst;
+    it->second.window = window_;
     it->second.credit = static_cast<std::int64_t>(window_);
   }
   return it->second;

@@ -67,6 +67,12 @@ class RelayTransport : public MessageTransport {
   // data that came before is granted now).
   void set_rank(std::int32_t rank);
 
+  // The flow-control window of the streams begun from now on (those begun before keep
+  // theirs): for calibration, whose own streams measure the lines with a window that does
+  // not limit them and whose sample run then calls the collectives as the jobs will, with
+  // theirs (launcher/gridcalibrate.cpp).
+  void set_window(std::size_t window);
+
   // MessageTransport (message_transport.h). A send is cut into fragments; it is written as
   // the receiver's window allows.
   std::shared_ptr<RemoteOp> send(std::int32_t dst, std::uint32_t context, std::int32_t tag, const void* buf, std::size_t bytes,
@@ -117,6 +123,7 @@ class RelayTransport : public MessageTransport {
   };
   struct Stream {                 // outgoing, per (destination, context)
     std::int32_t dst = -1;
+    std::size_t window = 0;       // its flow-control window, as the stream began
     std::int64_t credit = 0;
     std::deque<Outgoing> queue;
     std::uint64_t messages = 0;   // begun so far: the receiver numbers them alike
@@ -169,7 +176,7 @@ class RelayTransport : public MessageTransport {
   std::shared_ptr<TcpLink> link_;
   std::thread thread_;
   const std::uint64_t job_;
-  const std::size_t window_;
+  std::size_t window_;  // of the streams begun from now on (mu_)
   std::int32_t rank_ = -1;
   std::mutex mu_;
   std::condition_variable cv_;
