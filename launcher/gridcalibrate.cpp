@@ -451,6 +451,7 @@ constexpr std::size_t kLineWindow = 64u << 20;
 // calibration to the next; calls across a WAN take tens of milliseconds and vary little.
 constexpr double kSampleSeconds = 0.05;
 constexpr int kSampleCalls = 3, kSampleCallsFast = 15;
+constexpr int kSliceRounds = 3;  // slice_costs_from's (odd: a median of its own)
 
 // The cost of a slice (models::GridModel::slice_costs): the hierarchical bcast and reduce
 // (packed route) and allreduce (its heads and its reduce-scatter route) of the largest size
@@ -461,7 +462,10 @@ constexpr int kSampleCalls = 3, kSampleCallsFast = 15;
 // Mbit/s, the all-reduce of 1 MiB by its reduce-scatter route took 104 ms in slices of 8 KiB
 // and 74 in 64 KiB, where the model without it predicted 73.9 and 77.9 and chose 8 KiB: the route sends four
 // pieces of a slice between the sites per head, and on two cores every message costs the
-// relays and processes more than a lone pair's trains show. Returns whether it measured.
+// relays and processes more than a lone pair's trains show. The two timings alternate over
+// kSliceRounds rounds, and the median round's estimate is kept: from one pair of timings
+// the costs varied by up to three times from one calibration to the next. Returns whether
+// it measured.
 template <typename Timed>
 bool slice_costs_from(const gridrt::Comm& world, const std::vector<std::size_t>& sampled, gridrt::models::GridModel& model,
                       const std::optional<gridrt::GridPredictor>& predictor, Timed&& timed) {
@@ -485,17 +489,27 @@ bool slice_costs_from(const gridrt::Comm& world, const std::vector<std::size_t>&
     // Each on a communicator of its own: where the job has a model (a standing broker's),
     // a communicator keeps the choice of its first call of a size, slices and all.
     gridrt::detail::state().route = c.route;
-    gridrt::detail::state().slice = kSmallestSlice;
-    const double small = timed(world.dup(), c.op, gridrt::Algo::kHier, n);
-    gridrt::detail::state().slice = kSampleSlice;
-    const double large = timed(world.dup(), c.op, gridrt::Algo::kHier, n);
+    const gridrt::Comm in_small = world.dup(), in_large = world.dup();
+    double predicted = 0;
+    if (world.rank() == 0)
+      predicted = (predictor->predicted_us(c.op, n, gridrt::Algo::kHier, 0, route, kSmallestSlice) -
+                   predictor->predicted_us(c.op, n, gridrt::Algo::kHier, 0, route, kSampleSlice)) * 1e-6;
+    std::vector<double> estimates;  // per slice more, one from each round
+    for (int round = 0; round < kSliceRounds; ++round) {
+      gridrt::detail::state().slice = kSmallestSlice;
+      const double small = timed(in_small, c.op, gridrt::Algo::kHier, n);
+      gridrt::detail::state().slice = kSampleSlice;
+      const double large = timed(in_large, c.op, gridrt::Algo::kHier, n);
+      estimates.push_back((small - large - predicted) / (slices(kSmallestSlice) - slices(kSampleSlice)));
+    }
     if (world.rank() != 0) continue;
-    const double predicted = (predictor->predicted_us(c.op, n, gridrt::Algo::kHier, 0, route, kSmallestSlice) -
-                              predictor->predicted_us(c.op, n, gridrt::Algo::kHier, 0, route, kSampleSlice)) * 1e-6;
-    const double per_slice = std::max(0.0, (small - large - predicted) / (slices(kSmallestSlice) - slices(kSampleSlice)));
+    std::nth_element(estimates.begin(), estimates.begin() + kSliceRounds / 2, estimates.end());
+    const double per_slice = std::max(0.0, estimates[kSliceRounds / 2]);
     model.slice_costs[key] = per_slice;
-    char one[96];
-    std::snprintf(one, sizeof one, "%s%s %.1f us", said.empty() ? "" : ", ", key.c_str(), per_slice * 1e6);
+    const auto [least, most] = std::minmax_element(estimates.begin(), estimates.end());
+    char one[128];
+    std::snprintf(one, sizeof one, "%s%s %.1f us (rounds %.1f to %.1f)", said.empty() ? "" : ", ", key.c_str(), per_slice * 1e6, *least * 1e6,
+                  *most * 1e6);
     said += one;
   }
   gridrt::detail::state().route = route_before;  // the sample run's (GRIDRT_ROUTE, GRIDRT_SLICE)
