@@ -281,12 +281,11 @@ Async<std::vector<char>> gather_bytes(const std::vector<char>& mine, const std::
   co_await one(local_step(r));
   co_return all;
 }
-// The reverse: member i gets sizes[i] bytes of `all` (at the root) into `got`.
-Async<> scatter_bytes(const std::vector<char>& all, const std::vector<std::size_t>& sizes, int root, MPI_Comm comm, std::vector<char>& got) {
+// The reverse: member i gets sizes[i] bytes of `all` (at the root) into `got` (got_bytes).
+Async<> scatter_bytes(const char* all, const std::vector<std::size_t>& sizes, int root, MPI_Comm comm, char* got, std::size_t got_bytes) {
   const ByteCounts bc(sizes);
   MPI_Request r;
-  check_mpi(MPI_Iscatterv(all.data(), bc.counts.data(), bc.displs.data(), MPI_BYTE, got.data(), byte_count(got.size()), MPI_BYTE, root, comm, &r),
-            kMpiInCluster);
+  check_mpi(MPI_Iscatterv(all, bc.counts.data(), bc.displs.data(), MPI_BYTE, got, byte_count(got_bytes), MPI_BYTE, root, comm, &r), kMpiInCluster);
   co_await one(local_step(r));
 }
 
@@ -315,7 +314,7 @@ Async<std::vector<std::size_t>> gather_sizes(std::size_t mine, int members, bool
 
 // Members' blocks, sizes[m] bytes for member m, laid one after the other in the order `from`
 // lists the members, laid out again in the order `to` lists them.
-std::vector<char> reorder(const std::vector<char>& blob, const std::vector<std::size_t>& sizes, const std::vector<int>& from, const std::vector<int>& to) {
+std::vector<char> reorder(const char* blob, const std::vector<std::size_t>& sizes, const std::vector<int>& from, const std::vector<int>& to) {
   std::vector<std::size_t> offset(sizes.size());
   std::size_t at = 0;
   for (int m : from) {
@@ -324,7 +323,7 @@ std::vector<char> reorder(const std::vector<char>& blob, const std::vector<std::
   }
   std::vector<char> out;
   out.reserve(at);
-  for (int m : to) out.insert(out.end(), blob.begin() + static_cast<std::ptrdiff_t>(offset[m]), blob.begin() + static_cast<std::ptrdiff_t>(offset[m] + sizes[m]));
+  for (int m : to) out.insert(out.end(), blob + offset[m], blob + offset[m] + sizes[m]);
   return out;
 }
 std::vector<int> rank_order(int n) {
@@ -394,7 +393,7 @@ Async<std::vector<char>> cluster_gatherv(CommImpl& c, const std::vector<char>& m
     for (const auto& members : lv.nodes) node_totals.push_back(sum(pick(all_sizes, members)));
     const std::vector<char> blob = co_await gather_bytes(node_blob, node_totals, root_node, here, lv.leaders);
     if (here) {
-      all = reorder(blob, all_sizes, node_order(lv), rank_order(n));
+      all = reorder(blob.data(), all_sizes, node_order(lv), rank_order(n));
       if (!at_root) {
         const std::vector<char> raw = as_bytes(all_sizes);
         co_await node_send(raw.data(), raw.size(), lv.rank_in_node[root], lv.node);
@@ -424,10 +423,10 @@ Async<std::vector<char>> cluster_allgatherv(CommImpl& c, const std::vector<char>
 // Scatter: the reverse of cluster_gatherv: the root hands everything to its node's leader
 // when it is another member, that leader scatters each node's blocks (and their sizes) to
 // the node's leader, and every leader scatters inside its node.
-Async<> cluster_scatterv(CommImpl& c, const std::vector<char>& blob, const std::vector<std::size_t>& sizes, int root, std::vector<char>& got,
+Async<> cluster_scatterv(CommImpl& c, const char* blob, const std::vector<std::size_t>& sizes, int root, char* got, std::size_t got_bytes,
                          std::size_t block) {
   if (!through_nodes(c, Coll::kScatter, block, root)) {
-    co_await scatter_bytes(blob, sizes, root, c.local, got);
+    co_await scatter_bytes(blob, sizes, root, c.local, got, got_bytes);
     co_return;
   }
   const int n = local_size(c);
@@ -437,18 +436,18 @@ Async<> cluster_scatterv(CommImpl& c, const std::vector<char>& blob, const std::
   const bool here = w.node == root_node, root_leads = lv.rank_in_node[root] == 0;
   std::vector<std::size_t> all_sizes = sizes;
   std::vector<char> received;
-  const std::vector<char>* all = &blob;
+  const char* all = blob;
   if (w.me == root && !root_leads) {
     const std::vector<char> raw = as_bytes(sizes);
     co_await node_send(raw.data(), raw.size(), 0, lv.node);
-    co_await node_send(blob.data(), sum(sizes), 0, lv.node);  // (blob may go on with other clusters' blocks)
+    co_await node_send(blob, sum(sizes), 0, lv.node);  // (blob may go on with other clusters' blocks)
   } else if (w.leads() && here && !root_leads) {
     std::vector<char> raw(n * sizeof(std::size_t));
     co_await node_recv(raw, lv.rank_in_node[root], lv.node);
     all_sizes = as_sizes(raw);
     received.resize(sum(all_sizes));
     co_await node_recv(received, lv.rank_in_node[root], lv.node);
-    all = &received;
+    all = received.data();
   }
   const auto& node = lv.nodes[w.node];
   std::vector<std::size_t> node_sizes(node.size());
@@ -459,16 +458,16 @@ Async<> cluster_scatterv(CommImpl& c, const std::vector<char>& blob, const std::
     if (here) {
       const std::vector<int> order = node_order(lv);
       sizes_by_node = as_bytes(pick(all_sizes, order));
-      blocks_by_node = reorder(*all, all_sizes, rank_order(n), order);
+      blocks_by_node = reorder(all, all_sizes, rank_order(n), order);
       for (const auto& members : lv.nodes) block_totals.push_back(sum(pick(all_sizes, members)));
     }
     std::vector<char> raw(node.size() * sizeof(std::size_t));
-    co_await scatter_bytes(sizes_by_node, per_group(lv.nodes, sizeof(std::size_t)), root_node, lv.leaders, raw);
+    co_await scatter_bytes(sizes_by_node.data(), per_group(lv.nodes, sizeof(std::size_t)), root_node, lv.leaders, raw.data(), raw.size());
     node_sizes = as_sizes(raw);
     node_blob.resize(sum(node_sizes));
-    co_await scatter_bytes(blocks_by_node, block_totals, root_node, lv.leaders, node_blob);
+    co_await scatter_bytes(blocks_by_node.data(), block_totals, root_node, lv.leaders, node_blob.data(), node_blob.size());
   }
-  co_await scatter_bytes(node_blob, node_sizes, 0, lv.node, got);
+  co_await scatter_bytes(node_blob.data(), node_sizes, 0, lv.node, got, got_bytes);
 }
 
 Async<Parked> park_in_part(CommImpl& c, const Blocks& in, bool equal, const ParkedOn& parked) {

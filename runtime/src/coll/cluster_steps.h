@@ -58,8 +58,9 @@ Async<std::vector<char>> cluster_gatherv(CommImpl& c, const std::vector<char>& m
 Async<std::vector<char>> cluster_allgatherv(CommImpl& c, const std::vector<char>& mine, const std::vector<std::size_t>& sizes);
 // MPI_Iscatterv of bytes from `root`: member m gets sizes[m] bytes of `blob` (both in local
 // rank order, at the root only; blob may go on beyond them), into `got`, which holds what
-// this member expects; `block` as cluster_gatherv's.
-Async<> cluster_scatterv(CommImpl& c, const std::vector<char>& blob, const std::vector<std::size_t>& sizes, int root, std::vector<char>& got,
+// this member expects (got_bytes); `block` as cluster_gatherv's. Both may be the caller's
+// own buffers: MPICH scatters from and into them without a copy of ours.
+Async<> cluster_scatterv(CommImpl& c, const char* blob, const std::vector<std::size_t>& sizes, int root, char* got, std::size_t got_bytes,
                          std::size_t block);
 
 // Phase one of the Local Group all-to-alls (alltoallv_local_group*.cpp): every member of

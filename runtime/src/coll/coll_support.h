@@ -60,6 +60,18 @@ struct Blocks {
     for (int i : which) n += packed(i);
     return n;
   }
+  // Where the blocks of `which` already lie packed, one after the other in that order (a
+  // datatype without gaps, each block where the one before ends, as a scatter's blocks in
+  // rank order usually are): their bytes, to be sent as they lie; else null (pack_all).
+  const char* packed_in_place(const std::vector<int>& which) const {
+    if (!element.contiguous || which.empty()) return nullptr;
+    const char* next = at(which.front());
+    for (int i : which) {
+      if (at(i) != next) return nullptr;
+      next += packed(i);
+    }
+    return at(which.front());
+  }
   // The blocks of `which`, packed one after the other.
   std::vector<char> pack_all(const std::vector<int>& which) const {
     std::vector<char> out(packed(which));

@@ -134,16 +134,18 @@ Async<> reduce_scatter_hier(CommImpl& c, const void* sendbuf, void* recvbuf, std
   }
   // 4. The cluster's blocks scattered inside it.
   const Layout mine(element, counts[c.me]);
-  std::vector<char> got(mine.packed);
   if (many) {
     std::vector<std::size_t> sizes;
     for (int m : c.parts[p]) sizes.push_back(Layout(element, counts[m]).packed);
     const bool equal = std::all_of(counts.begin(), counts.end(), [&](int n) { return n == counts.front(); });
-    co_await cluster_scatterv(c, mine_blob, sizes, 0, got, equal ? mine.packed : kSizeNotShared);
+    // Straight into recvbuf where this member's block lies there packed.
+    std::vector<char> got(mine.contiguous ? 0 : mine.packed);
+    char* into = mine.contiguous ? static_cast<char*>(recvbuf) : got.data();
+    co_await cluster_scatterv(c, mine_blob.data(), sizes, 0, into, mine.packed, equal ? mine.packed : kSizeNotShared);
+    if (!got.empty()) unpack(mine, got.data(), recvbuf);
   } else {
-    got = std::move(mine_blob);
+    unpack(mine, mine_blob.data(), recvbuf);
   }
-  unpack(mine, got.data(), recvbuf);
   co_await all(sends);
 }
 

@@ -5,6 +5,12 @@
 // each child's subtree's, in the tree's order; then scatters its cluster's blocks inside
 // with MPICH. One WAN message per edge that crosses sites, every block crossing the WAN
 // once on the packed and ordered routes.
+//
+// Where the blocks already lie packed in the order they go (a datatype without gaps, blocks
+// in rank order), they go from the caller's buffer as they lie, and a member's own block
+// comes straight into its receive buffer: on one cluster of two processes the scatter of 1
+// MiB blocks spent 27% of its time copying and zeroing buffers of its own otherwise.
+#include <cstring>
 #include <numeric>
 
 #include "algorithms.h"
@@ -24,10 +30,10 @@ Async<> scatterv_hier(CommImpl& c, Blocks in, void* recvbuf, Layout recv, bool i
   const int block_bytes = static_cast<int>(recv.packed);
   auto cover = [&](int q) { return c.members_of(tree.subtree(q)); };
   std::vector<int> sizes;  // of `cover(p)`'s members, in order
-  std::vector<char> blob;
+  std::vector<char> blob;  // their blocks, where they had to be packed or were received
+  const char* blocks = nullptr;  // their blocks: blob's, or the caller's where they lie packed
   std::vector<std::vector<int>> sizes_to(c.parts.size());
-  std::vector<std::vector<char>> blobs_to(c.parts.size());
-  std::vector<Step> sends;
+  std::vector<Step> sends;  // (from `blocks`, which stay until the end)
   if (is_entry) {
     // This cluster's members first, then those of each subtree below, in order: cover(p).
     const std::vector<int>& below = tree.children[p];
@@ -36,12 +42,17 @@ Async<> scatterv_hier(CommImpl& c, Blocks in, void* recvbuf, Layout recv, bool i
       for (int m : mine) sizes.push_back(m == root && keep ? 0 : static_cast<int>(in.packed(m)));
       std::vector<int> members = mine;
       if (keep) members.erase(std::find(members.begin(), members.end(), root));
-      blob = in.pack_all(members);
+      blocks = in.packed_in_place(members);
+      if (!blocks) {
+        blob = in.pack_all(members);
+        blocks = blob.data();
+      }
     } else {
       sizes.assign(mine.size(), block_bytes);
       if (!equal) co_await one(receive_from(c, c.entry(tree.parent[p], root), tag, sizes.data(), sizes.size() * sizeof(int)));
       blob.resize(std::accumulate(sizes.begin(), sizes.end(), std::size_t{0}));
       co_await one(receive_from(c, c.entry(tree.parent[p], root), tag, blob.data(), blob.size()));
+      blocks = blob.data();
     }
     // Cut out the clusters below's sizes and blocks.
     std::size_t member = part.size(), at = 0;
@@ -50,22 +61,29 @@ Async<> scatterv_hier(CommImpl& c, Blocks in, void* recvbuf, Layout recv, bool i
       const std::size_t n = cover(q).size();
       sizes_to[q].assign(sizes.begin() + static_cast<std::ptrdiff_t>(member), sizes.begin() + static_cast<std::ptrdiff_t>(member + n));
       const std::size_t bytes = std::accumulate(sizes_to[q].begin(), sizes_to[q].end(), std::size_t{0});
-      blobs_to[q].assign(blob.begin() + static_cast<std::ptrdiff_t>(at), blob.begin() + static_cast<std::ptrdiff_t>(at + bytes));
       if (!equal) sends.push_back(send_to(c, c.leader(q), tag, sizes_to[q].data(), sizes_to[q].size() * sizeof(int)));
-      sends.push_back(send_to(c, c.leader(q), tag, blobs_to[q].data(), blobs_to[q].size()));
+      sends.push_back(send_to(c, c.leader(q), tag, blocks + at, bytes));
       member += n;
       at += bytes;
     }
     sizes.resize(part.size());
   }
-  // Each entry point scatters its cluster's blocks inside.
-  std::vector<char> got(keep ? 0 : recv.packed);
-  if (part.size() > 1) {
-    co_await cluster_scatterv(c, blob, std::vector<std::size_t>(sizes.begin(), sizes.end()), local_root, got, block);
+  // Each entry point scatters its cluster's blocks inside, straight into recvbuf where the
+  // block lies there packed.
+  std::vector<char> got;
+  char* into = nullptr;
+  if (!keep && recv.contiguous) {
+    into = static_cast<char*>(recvbuf);
   } else if (!keep) {
-    got.assign(blob.begin(), blob.begin() + static_cast<std::ptrdiff_t>(recv.packed));
+    got.resize(recv.packed);
+    into = got.data();
   }
-  if (!keep) unpack(recv, got.data(), recvbuf);
+  if (part.size() > 1) {
+    co_await cluster_scatterv(c, blocks, std::vector<std::size_t>(sizes.begin(), sizes.end()), local_root, into, keep ? 0 : recv.packed, block);
+  } else if (!keep && recv.packed > 0) {
+    std::memcpy(into, blocks, recv.packed);
+  }
+  if (!got.empty()) unpack(recv, got.data(), recvbuf);
   co_await all(sends);
 }
 
