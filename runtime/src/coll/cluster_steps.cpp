@@ -272,11 +272,14 @@ Async<> cluster_barrier(CommImpl& c) {
 
 namespace {
 // Bytes of every member at `root` of `comm`, one after the other, `sizes` (known at the root) each.
-Async<std::vector<char>> gather_bytes(const std::vector<char>& mine, const std::vector<std::size_t>& sizes, int root, bool at_root, MPI_Comm comm) {
+// `into`: where the root wants them (then the result is empty), or null.
+Async<std::vector<char>> gather_bytes(const std::vector<char>& mine, const std::vector<std::size_t>& sizes, int root, bool at_root, MPI_Comm comm,
+                                      char* into = nullptr) {
   const ByteCounts bc(sizes);
-  std::vector<char> all(at_root ? bc.total() : 0);
+  std::vector<char> all(at_root && !into ? bc.total() : 0);
+  char* to = into ? into : all.data();
   MPI_Request r;
-  check_mpi(MPI_Igatherv(mine.data(), byte_count(mine.size()), MPI_BYTE, all.data(), bc.counts.data(), bc.displs.data(), MPI_BYTE, root, comm, &r),
+  check_mpi(MPI_Igatherv(mine.data(), byte_count(mine.size()), MPI_BYTE, to, bc.counts.data(), bc.displs.data(), MPI_BYTE, root, comm, &r),
             kMpiInCluster);
   co_await one(local_step(r));
   co_return all;
@@ -356,14 +359,15 @@ std::size_t sum(const std::vector<std::size_t>& v) { return std::accumulate(v.be
 // root's node's leader, which puts them in rank order and hands them to the root when it is
 // another member of its node.
 Async<std::vector<char>> cluster_gatherv(CommImpl& c, const std::vector<char>& mine, int root, const std::vector<std::size_t>* known,
-                                         std::size_t block) {
+                                         std::size_t block, char* into, std::size_t room) {
   const int n = local_size(c);
   const bool at_root = c.index_in_part[c.me] == root;
   if (!through_nodes(c, Coll::kGather, block, root)) {
     std::vector<std::size_t> sizes;
     if (known) sizes = *known;
     else sizes = co_await gather_sizes(mine.size(), n, at_root, root, c.local);
-    co_return co_await gather_bytes(mine, sizes, root, at_root, c.local);
+    if (at_root && sum(sizes) != room) into = nullptr;  // (counts that do not agree: returned, as they came)
+    co_return co_await gather_bytes(mine, sizes, root, at_root, c.local, into);
   }
   const Where w(c);
   const NodeLevel& lv = c.nodes;
@@ -406,6 +410,10 @@ Async<std::vector<char>> cluster_gatherv(CommImpl& c, const std::vector<char>& m
     all_sizes = as_sizes(raw);
     all.resize(sum(all_sizes));
     co_await node_recv(all, 0, lv.node);
+  }
+  if (into && at_root && all.size() == room) {
+    if (!all.empty()) std::memcpy(into, all.data(), all.size());
+    all.clear();
   }
   co_return all;
 }

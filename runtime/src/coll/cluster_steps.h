@@ -49,9 +49,11 @@ Async<> cluster_barrier(CommImpl& c);
 // MPI_Igatherv of bytes at `root`: every member's `mine`, returned at the root in local rank
 // order (empty elsewhere). `known`: every member's size, when everyone knows them (else
 // they are gathered first); `block`: every member's size when all are alike and every member
-// knows it (else kSizeNotShared), on which composing or not depends.
+// knows it (else kSizeNotShared), on which composing or not depends. `into`: where the root
+// wants the blocks, `room` bytes, MPICH gathering straight there where the blocks fill it
+// exactly; the result is then empty (else the blocks, as above).
 Async<std::vector<char>> cluster_gatherv(CommImpl& c, const std::vector<char>& mine, int root, const std::vector<std::size_t>* known,
-                                         std::size_t block);
+                                         std::size_t block, char* into = nullptr, std::size_t room = 0);
 // MPI_Iallgatherv of bytes: every member's `mine` (sizes[m] bytes for member m, known to
 // all), returned to every member in local rank order. MPICH's own algorithm over the whole
 // part, also when it spans several nodes.

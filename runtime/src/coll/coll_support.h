@@ -62,8 +62,9 @@ struct Blocks {
   }
   // Where the blocks of `which` already lie packed, one after the other in that order (a
   // datatype without gaps, each block where the one before ends, as a scatter's blocks in
-  // rank order usually are): their bytes, to be sent as they lie; else null (pack_all).
-  const char* packed_in_place(const std::vector<int>& which) const {
+  // rank order usually are): their bytes, to be sent or received as they lie; else null
+  // (pack_all, unpack_all).
+  char* packed_in_place(const std::vector<int>& which) const {
     if (!element.contiguous || which.empty()) return nullptr;
     const char* next = at(which.front());
     for (int i : which) {

@@ -18,12 +18,23 @@ Async<> gatherv_hier(CommImpl& c, std::vector<char> mine, bool in_place, Blocks 
   const auto& part = c.parts[p];
   // (No co_await inside ?: here or anywhere in the algorithms: GCC 12 destroys its
   // temporaries twice.)
-  std::vector<char> blob = mine;
+  std::vector<char> blob;
+  // At the root, MPICH gathers its cluster's blocks straight into recvbuf where they lie
+  // there packed in order (not in place: the root's own block is there already).
+  char* in_recvbuf = c.me == root && !in_place && part.size() > 1 ? out.packed_in_place(part) : nullptr;
   // Inside the cluster: MPICH's gather, or, where the cluster's gathers escalate, the paced
   // split gather (the same choice in every member: same model, same block size).
-  if (const int pieces = gather_pieces(c, block); pieces > 1) blob = co_await cluster_gather_paced(c, mine, c.entry(p, root), block, pieces, tag);
-  else if (part.size() > 1) blob = co_await cluster_gatherv(c, mine, local_root, nullptr, block);
+  if (const int pieces = gather_pieces(c, block); pieces > 1) {
+    in_recvbuf = nullptr;
+    blob = co_await cluster_gather_paced(c, mine, c.entry(p, root), block, pieces, tag);
+  } else if (part.size() > 1) {
+    blob = co_await cluster_gatherv(c, mine, local_root, nullptr, block, in_recvbuf, in_recvbuf ? out.packed(part) : 0);
+    if (!blob.empty()) in_recvbuf = nullptr;  // not there after all: the blocks came back
+  } else {
+    blob = std::move(mine);
+  }
   auto unpack_own_cluster = [&] {  // at the root
+    if (in_recvbuf) return;  // there already
     std::vector<int> members = part;
     if (in_place) members.erase(std::find(members.begin(), members.end(), root));
     out.unpack_all(members, blob.data());
