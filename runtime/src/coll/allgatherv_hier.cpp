@@ -26,6 +26,13 @@ Async<> allgatherv_hier(CommImpl& c, std::vector<char> mine, Blocks out) {
   const auto& part = c.parts[p];
   // 1. Inside each cluster, every member gets its cluster's blocks.
   std::vector<std::vector<char>> from(c.parts.size());  // each cluster's blocks
+  // On one cluster, MPICH's allgather straight into recvbuf where the blocks lie there
+  // packed in order (1 MiB blocks on two processes: 0.94 ms through a buffer of our own).
+  if (char* in_recvbuf = c.parts.size() == 1 && part.size() > 1 ? out.packed_in_place(part) : nullptr) {
+    const std::vector<std::size_t> sizes = packed_sizes(out, part);
+    const std::vector<char> none = co_await cluster_allgatherv(c, mine, sizes, in_recvbuf);  // (named: GCC 12)
+    co_return;
+  }
   // (co_await inside ?: is miscompiled by GCC 12: a plain if.)
   if (part.size() > 1) {
     const std::vector<std::size_t> sizes = packed_sizes(out, part);

@@ -418,11 +418,12 @@ Async<std::vector<char>> cluster_gatherv(CommImpl& c, const std::vector<char>& m
   co_return all;
 }
 
-Async<std::vector<char>> cluster_allgatherv(CommImpl& c, const std::vector<char>& mine, const std::vector<std::size_t>& sizes) {
+Async<std::vector<char>> cluster_allgatherv(CommImpl& c, const std::vector<char>& mine, const std::vector<std::size_t>& sizes, char* into) {
   const ByteCounts bc(sizes);
-  std::vector<char> all(bc.total());
+  std::vector<char> all(into ? 0 : bc.total());
   MPI_Request r;
-  check_mpi(MPI_Iallgatherv(mine.data(), byte_count(mine.size()), MPI_BYTE, all.data(), bc.counts.data(), bc.displs.data(), MPI_BYTE, c.local, &r),
+  check_mpi(MPI_Iallgatherv(mine.data(), byte_count(mine.size()), MPI_BYTE, into ? into : all.data(), bc.counts.data(), bc.displs.data(), MPI_BYTE,
+                           c.local, &r),
             kMpiInCluster);
   co_await one(local_step(r));
   co_return all;

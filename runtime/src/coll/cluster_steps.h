@@ -56,8 +56,10 @@ Async<std::vector<char>> cluster_gatherv(CommImpl& c, const std::vector<char>& m
                                          std::size_t block, char* into = nullptr, std::size_t room = 0);
 // MPI_Iallgatherv of bytes: every member's `mine` (sizes[m] bytes for member m, known to
 // all), returned to every member in local rank order. MPICH's own algorithm over the whole
-// part, also when it spans several nodes.
-Async<std::vector<char>> cluster_allgatherv(CommImpl& c, const std::vector<char>& mine, const std::vector<std::size_t>& sizes);
+// part, also when it spans several nodes. `into`: where every member wants them (room for
+// all), MPICH gathering straight there; the result is then empty.
+Async<std::vector<char>> cluster_allgatherv(CommImpl& c, const std::vector<char>& mine, const std::vector<std::size_t>& sizes,
+                                            char* into = nullptr);
 // MPI_Iscatterv of bytes from `root`: member m gets sizes[m] bytes of `blob` (both in local
 // rank order, at the root only; blob may go on beyond them), into `got`, which holds what
 // this member expects (got_bytes); `block` as cluster_gatherv's. Both may be the caller's
