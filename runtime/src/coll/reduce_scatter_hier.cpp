@@ -138,11 +138,9 @@ Async<> reduce_scatter_hier(CommImpl& c, const void* sendbuf, void* recvbuf, std
     std::vector<std::size_t> sizes;
     for (int m : c.parts[p]) sizes.push_back(Layout(element, counts[m]).packed);
     const bool equal = std::all_of(counts.begin(), counts.end(), [&](int n) { return n == counts.front(); });
-    // Straight into recvbuf where this member's block lies there packed.
-    std::vector<char> got(mine.contiguous ? 0 : mine.packed);
-    char* into = mine.contiguous ? static_cast<char*>(recvbuf) : got.data();
-    co_await cluster_scatterv(c, mine_blob.data(), sizes, 0, into, mine.packed, equal ? mine.packed : kSizeNotShared);
-    if (!got.empty()) unpack(mine, got.data(), recvbuf);
+    PackedArrival got(mine, recvbuf);
+    co_await cluster_scatterv(c, mine_blob.data(), sizes, 0, got.data(), mine.packed, equal ? mine.packed : kSizeNotShared);
+    got.arrived();
   } else {
     unpack(mine, mine_blob.data(), recvbuf);
   }

@@ -68,22 +68,16 @@ Async<> scatterv_hier(CommImpl& c, Blocks in, void* recvbuf, Layout recv, bool i
     }
     sizes.resize(part.size());
   }
-  // Each entry point scatters its cluster's blocks inside, straight into recvbuf where the
-  // block lies there packed.
-  std::vector<char> got;
-  char* into = nullptr;
-  if (!keep && recv.contiguous) {
-    into = static_cast<char*>(recvbuf);
-  } else if (!keep) {
-    got.resize(recv.packed);
-    into = got.data();
-  }
+  // Each entry point scatters its cluster's blocks inside (the root keeping its own where
+  // it is in place: it receives nothing).
+  const Layout got_layout(recv, keep ? 0 : recv.count);
+  PackedArrival got(got_layout, recvbuf);
   if (part.size() > 1) {
-    co_await cluster_scatterv(c, blocks, std::vector<std::size_t>(sizes.begin(), sizes.end()), local_root, into, keep ? 0 : recv.packed, block);
-  } else if (!keep && recv.packed > 0) {
-    std::memcpy(into, blocks, recv.packed);
+    co_await cluster_scatterv(c, blocks, std::vector<std::size_t>(sizes.begin(), sizes.end()), local_root, got.data(), got_layout.packed, block);
+  } else if (got_layout.packed > 0) {
+    std::memcpy(got.data(), blocks, got_layout.packed);
   }
-  if (!got.empty()) unpack(recv, got.data(), recvbuf);
+  got.arrived();
   co_await all(sends);
 }
 
