@@ -212,6 +212,55 @@ TEST(Channel, ProbeThenReceiveGetsTheProbedMessageOfTheProbedSize) {
   EXPECT_EQ(st.source, MPI_PROC_NULL);
 }
 
+// Whichever path the probed message came by, and whatever waits on the other, the wildcard
+// receive after the probe takes it; rank 0's own messages travel through MPI, the others'
+// through the transport.
+TEST(Channel, AWildcardReceiveAfterAProbeTakesTheProbedMessageFromEitherPath) {
+  Ranks ranks(3);
+  Outbox out;
+  constexpr int kEach = 20;
+  for (int i = 0; i < kEach; ++i)
+    for (int from = 0; from < 3; ++from) out.send(ranks[from], 1000 * from + i, 0, i % 4);
+  std::map<int, int> next;
+  for (int k = 0; k < 3 * kEach; ++k) {
+    ChannelStatus probed;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!ranks[0].iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, &probed) && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+    int v = -1;
+    const ChannelStatus got = complete(ranks[0], ranks[0].irecv(&v, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG));
+    ASSERT_EQ(got.source, probed.source) << "receive " << k;
+    ASSERT_EQ(got.tag, probed.tag) << "receive " << k;
+    EXPECT_EQ(v / 1000, got.source);
+    EXPECT_EQ(v % 1000, next[got.source]++) << "from " << got.source;
+  }
+  EXPECT_FALSE(ranks[0].holds_back());
+}
+
+// A probe for one tag sets aside its source's earlier messages of other tags with the one
+// it found: a receive that matches both still gets the earlier first (MPI's order per source).
+TEST(Channel, AProbeForOneTagKeepsItsSourcesOrder) {
+  Ranks ranks(2);
+  for (int from : {1, 0}) {  // across clusters, then inside one (MPI)
+    Outbox out;
+    out.send(ranks[from], 1, 0, 3);
+    out.send(ranks[from], 2, 0, 5);
+    out.send(ranks[from], 3, 0, 5);
+    ChannelStatus st;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!ranks[0].iprobe(MPI_ANY_SOURCE, 5, &st) && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+    EXPECT_EQ(st.tag, 5);
+    EXPECT_TRUE(ranks[0].holds_back()) << "the probed message is set aside";
+    int a = -1, b = -1, c = -1;
+    complete(ranks[0], ranks[0].irecv(&a, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG));
+    complete(ranks[0], ranks[0].irecv(&b, 1, MPI_INT, from, 5));
+    complete(ranks[0], ranks[0].irecv(&c, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG));
+    EXPECT_EQ(a, 1) << "from " << from;
+    EXPECT_EQ(b, 2) << "from " << from;
+    EXPECT_EQ(c, 3) << "from " << from;
+    EXPECT_FALSE(ranks[0].holds_back());
+  }
+}
+
 TEST(Channel, AMatchedProbeTakesTheMessageFromEveryOtherReceive) {
   Ranks ranks(2);
   for (int from : {0, 1}) {

@@ -70,6 +70,45 @@ std::string shell(const std::string& cmd) {
 
 TEST(MpiLayer, PointToPointInEveryModeWithMpisMatchingAndOrdering) { passes_everywhere("p2p"); }
 
+// A probe from any source, then a receive from any source of the probed size, thousands of
+// times while messages come from the prober's own cluster and from the others at once: the
+// receive takes the probed message (an MPI with one queue does, and programs rely on it).
+TEST(MpiLayer, AWildcardReceiveAfterAProbeTakesTheProbedMessage) {
+  passes_everywhere("probe");
+  const Outcome r = gridrun({"--clusters", "2", "--ranks-per-cluster", "2", "-n", "4", kMpiTests + "/mpi_probe", "1000"});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find(" checks passed on 4 processes"), std::string::npos) << r.out << r.err;
+  expect_nothing_left();
+}
+
+// Yorick's parallel interpreter (Debian's mpy.mpich2, built against this machine's MPICH),
+// unmodified, with the test suite Debian ships: its message loop probes from any source and
+// then receives from any source. Across two clusters of two it prints what it prints under
+// MPICH alone (lines of different ranks may come in another order).
+TEST(MpiLayer, YoricksParallelTestSuiteAcrossTwoClusters) {
+  const std::string suite = "/usr/share/doc/yorick-mpy-common/examples/testmp.i.gz";
+  if (::access("/usr/bin/mpy.mpich2", X_OK) != 0 || ::access(suite.c_str(), R_OK) != 0)
+    GTEST_SKIP() << "Yorick's mpy.mpich2 is missing (scripts/install-deps.sh installs yorick-mpy-mpich2)";
+  const std::string dir = ::testing::TempDir() + "/yorick";
+  fs::create_directories(dir);
+  shell("zcat " + suite + " > " + dir + "/testmp.i");
+  std::ofstream(dir + "/run.i") << "mp_include, \"" << dir << "/testmp.i\";\ntestmp;\ntestmp1, 3;\nquit;\n";
+  auto sorted_lines = [](const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    std::sort(lines.begin(), lines.end());
+    return lines;
+  };
+  const std::string alone = shell("timeout 120 mpiexec.mpich -n 4 mpy.mpich2 -batch " + dir + "/run.i 2>&1");
+  ASSERT_NE(alone.find("testmp3 passed on all 4 ranks"), std::string::npos) << "under MPICH alone:\n" << alone;
+  const Outcome r = gridrun({"--clusters", "2", "--ranks-per-cluster", "2", "--no-label", "--timeout", "120", "-n", "4", "mpy.mpich2",
+                             "-batch", dir + "/run.i"});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(sorted_lines(r.out), sorted_lines(alone)) << "across clusters:\n" << r.out << r.err << "\nunder MPICH alone:\n" << alone;
+  expect_nothing_left();
+}
+
 TEST(MpiLayer, EveryCollectiveBlockingNonBlockingAndPersistent) {
   passes_everywhere("coll");
   Env flat("GRIDRT_COLL", "flat");

@@ -150,6 +150,8 @@ OpPtr Channel::irecv(void* buf, int count, MPI_Datatype type, int src, int tag) 
   // wildcard spanning both paths is held back until something matches it.
   if (held_back_would_match(src, tag)) {
     hold(op);
+  } else if (MessagePtr m = take_probed(src, tag)) {
+    receive_claimed(*op, m);
   } else if (src == MPI_ANY_SOURCE && spans()) {
     if (!match(*op)) hold(op);
   } else {
@@ -191,18 +193,41 @@ void Channel::receive_remote(ChannelOp& op, const std::shared_ptr<Arrival>* take
   op.path_ = ChannelOp::Path::kRemote;
 }
 
-// Takes the oldest message (src, tag) matches that is here, on the paths it may come by:
-// MPI's matched probe inside the cluster, the transport's outside. For a wildcard the two
-// are looked at in turn, each first every other time: neither can say which message came
-// first, so neither is preferred.
-MessagePtr Channel::claim(int src, int tag) {
-  const bool local = src == MPI_ANY_SOURCE ? has_local_ : local_rank_[src] >= 0;
-  const bool remote = src == MPI_ANY_SOURCE ? has_remote_ : local_rank_[src] < 0;
+Channel::Paths Channel::paths_of(int src) const {
+  if (src == MPI_ANY_SOURCE) return {has_local_, has_remote_};
+  return {local_rank_[src] >= 0, local_rank_[src] < 0};
+}
+
+// For a wildcard the two paths are looked at in turn, each first every other time: neither
+// can say which message came first, so neither is preferred.
+bool Channel::local_first(const Paths& p) {
   turn_ = !turn_;
-  const bool local_first = !remote || (local && turn_);
+  return !p.remote || (p.local && turn_);
+}
+
+// Takes the oldest message (src, tag) matches that is here: one a probe set aside, else one
+// on the paths it may come by (MPI's matched probe inside the cluster, the transport's
+// outside).
+MessagePtr Channel::claim(int src, int tag) {
+  if (MessagePtr m = take_probed(src, tag)) return m;
+  const Paths p = paths_of(src);
+  const bool local_first = this->local_first(p);
   MessagePtr m = local_first ? claim_local(src, tag) : nullptr;
-  if (!m && remote) m = claim_remote(src, tag);
-  if (!m && local && !local_first) m = claim_local(src, tag);
+  if (!m && p.remote) m = claim_remote(src, tag);
+  if (!m && p.local && !local_first) m = claim_local(src, tag);
+  return m;
+}
+
+std::deque<MessagePtr>::iterator Channel::find_probed(int src, int tag) {
+  return std::find_if(probed_.begin(), probed_.end(), [&](const MessagePtr& m) { return pattern_matches(src, tag, m->status); });
+}
+
+MessagePtr Channel::take_probed(int src, int tag) {
+  if (probed_.empty()) return nullptr;
+  const auto it = find_probed(src, tag);
+  if (it == probed_.end()) return nullptr;
+  MessagePtr m = *it;
+  probed_.erase(it);
   return m;
 }
 
@@ -412,42 +437,74 @@ bool Channel::iprobe(int src, int tag, ChannelStatus* status) {
     *status = from_proc_null();
     return true;
   }
-  const bool local = src == MPI_ANY_SOURCE ? has_local_ : local_rank_[src] >= 0;
-  const bool remote = src == MPI_ANY_SOURCE ? has_remote_ : local_rank_[src] < 0;
   // A message a held-back receive matches is that receive's (MPI would have matched it to
   // it already): it is handed over and the probe looks again.
   for (int round = 0; round < 8; ++round) {
     if (held_back_would_match(src, tag)) progress();
+    if (const auto it = find_probed(src, tag); it != probed_.end()) {
+      *status = (*it)->status;
+      return true;
+    }
     ChannelStatus found;
-    bool any = false;
-    if (local) {
-      int flag = 0;
-      MPI_Status st;
-      check_mpi(MPI_Iprobe(src == MPI_ANY_SOURCE ? MPI_ANY_SOURCE : local_rank_[src], tag, local_, &flag, &st), kMpiInCluster);
-      if (flag) {
-        any = true;
-        found.source = peer_of_local_[st.MPI_SOURCE];
-        found.tag = st.MPI_TAG;
-        found.bytes = bytes_of(st);
-      }
+    if (!peek(src, tag, &found)) return false;
+    if (spans()) {
+      // The receive that follows may be a wildcard, which looks at both paths: the message
+      // is set aside, where it looks first (the next round returns it, unless a held-back
+      // receive takes it).
+      set_aside(found, tag);
+      continue;
     }
-    Envelope env;
-    std::size_t total = 0;
-    if (!any && remote && transport_->iprobe(src == MPI_ANY_SOURCE ? kAnySource : peers_[src], context_, tag, &env, &total)) {
-      any = true;
-      found.source = peer_of_global(env.source);
-      found.tag = env.tag;
-      found.bytes = total;
-    }
-    if (!any) return false;
-    const bool theirs = std::any_of(held_.begin(), held_.end(), [&](const OpPtr& h) { return pattern_matches(h->source_, h->tag_, found); });
-    if (!theirs) {
+    // One path: receives take its messages in the order the probe sees them.
+    if (!std::any_of(held_.begin(), held_.end(), [&](const OpPtr& h) { return pattern_matches(h->source_, h->tag_, found); })) {
       *status = found;
       return true;
     }
     progress();
   }
   return false;
+}
+
+// The oldest message (src, tag) matches on the paths, left where it is.
+bool Channel::peek(int src, int tag, ChannelStatus* found) {
+  const Paths p = paths_of(src);
+  const bool local_first = this->local_first(p);
+  for (const bool local : {local_first, !local_first}) {
+    if (local && p.local) {
+      int flag = 0;
+      MPI_Status st;
+      check_mpi(MPI_Iprobe(src == MPI_ANY_SOURCE ? MPI_ANY_SOURCE : local_rank_[src], tag, local_, &flag, &st), kMpiInCluster);
+      if (flag) {
+        found->source = peer_of_local_[st.MPI_SOURCE];
+        found->tag = st.MPI_TAG;
+        found->bytes = bytes_of(st);
+        return true;
+      }
+    }
+    Envelope env;
+    std::size_t total = 0;
+    if (!local && p.remote && transport_->iprobe(src == MPI_ANY_SOURCE ? kAnySource : peers_[src], context_, tag, &env, &total)) {
+      found->source = peer_of_global(env.source);
+      found->tag = env.tag;
+      found->bytes = total;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Takes the message a probe (any source or found.source, tag) found off its path, and with
+// it every message its source sent before it: those do not match the probe's tag, but a
+// receive that matches them must still get them before the probed one (MPI's order per
+// source), and it looks at what is set aside first.
+void Channel::set_aside(const ChannelStatus& found, int tag) {
+  if (found.source < 0) return;  // (not a peer's: nothing a receive here could take)
+  const bool local = local_rank_[found.source] >= 0;
+  for (;;) {
+    MessagePtr m = local ? claim_local(found.source, MPI_ANY_TAG) : claim_remote(found.source, MPI_ANY_TAG);
+    if (!m) return;  // (cannot happen: nothing else takes messages off the paths meanwhile)
+    probed_.push_back(m);
+    if (tag == MPI_ANY_TAG || m->status.tag == tag) return;
+  }
 }
 
 MessagePtr Channel::improbe(int src, int tag) {

@@ -13,8 +13,14 @@
 //   earliest posted receive that matches it (MPICH-G2 did the same: Karonis, Toonen, Foster,
 //   "MPICH-G2: A Grid-enabled implementation of the Message Passing Interface", 2003).
 //   Held-back receives move only when progress() runs, which every wait does;
-// - probes and matched probes, cancellation, and synchronous sends that complete only once
-//   the receiver has matched them, on either path.
+// - a probe and the receives after it choose by one rule: a message a probe returned is
+//   taken off its path (with every message its source sent before it, so that the source's
+//   order holds) and set aside, and receives and probes look at what is set aside before
+//   they look at either path. The next receive that could match a probed message then
+//   takes it, wildcard or not, as in an MPI with one queue (programs rely on it: probe
+//   from any source, then receive from any source the size the probe said);
+// - matched probes, cancellation, and synchronous sends that complete only once the
+//   receiver has matched them, on either path.
 //
 // Data of any datatype; across clusters it travels packed (MPI_Pack), unless its elements
 // lie back to back. Ranks are the communicator's: for an intercommunicator, those of its
@@ -125,7 +131,9 @@ class Channel : public Pollable {
   // Matches held-back receives to what came; true if any moved. Every wait calls it (through
   // the Progress registry while anything is held back).
   bool progress();
-  bool holds_back() const { return !held_.empty(); }
+  // Receives held back, or messages a probe set aside: a receive must then come through the
+  // channel, not straight to MPI.
+  bool holds_back() const { return !held_.empty() || !probed_.empty(); }
   // Pollable: registered while it holds receives back.
   bool poll() override;
   bool needs_mpi() const override { return true; }
@@ -136,7 +144,16 @@ class Channel : public Pollable {
   void check_tag(int tag, bool receiving) const;
   void post(ChannelOp& op);
   void receive_remote(ChannelOp& op, const std::shared_ptr<Arrival>* taken);
+  struct Paths {
+    bool local, remote;
+  };
+  Paths paths_of(int src) const;
+  bool local_first(const Paths& p);
   MessagePtr claim(int src, int tag);
+  bool peek(int src, int tag, ChannelStatus* found);
+  void set_aside(const ChannelStatus& found, int tag);
+  std::deque<MessagePtr>::iterator find_probed(int src, int tag);
+  MessagePtr take_probed(int src, int tag);
   MessagePtr claim_local(int src, int tag);
   MessagePtr claim_remote(int src, int tag);
   void receive_claimed(ChannelOp& op, const MessagePtr& m);
@@ -160,6 +177,9 @@ class Channel : public Pollable {
   bool has_local_ = false, has_remote_ = false;
   std::deque<OpPtr> held_;  // receives held back, in the order they were posted
   bool turn_ = false;       // which path a wildcard looks at first, alternately
+  // Messages taken off their paths by probes, in the order each source sent them: the first
+  // place receives, probes and matched probes look (only on a channel that spans both paths).
+  std::deque<MessagePtr> probed_;
 };
 
 }  // namespace gridrt::detail
