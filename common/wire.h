@@ -81,6 +81,9 @@ inline constexpr std::uint32_t kMoreFragments = 1;
 inline constexpr std::uint32_t kTakesJobsBack = 1;
 inline constexpr std::uint32_t kSynchronous = 2;
 inline constexpr std::uint32_t kRendezvous = 4;
+// ProcExit flag: the program initialised MPI past gridrt (common/pmi_watch.h), as an MPI job
+// of its cluster alone, and was stopped; the relay stops the job, naming the rank.
+inline constexpr std::uint32_t kMpiPastGridrt = 8;
 const char* type_name(Type t);
 
 // The fixed header. Fields that a message type does not use are zero.

@@ -10,7 +10,11 @@
 //
 // It loads the MPI layer (libgridmpi, found among gridrt's libraries: ../lib from this
 // program) into PROGRAM, and into nothing else (not the process manager's helpers): an
-// unmodified MPI program then runs as one MPI job across the clusters (docs/mpi.md).
+// unmodified MPI program then runs as one MPI job across the clusters (docs/mpi.md). The
+// layer stays in the environment of what PROGRAM starts until a process initialises MPI, so
+// that a launch wrapper (env, time, a shell script) hands it on to the MPI program. And it
+// watches the process manager's PMI socket (pmi_proxy.h): a process that initialises MPI
+// past gridrt is stopped before MPICH hears of it, and its ProcExit says so.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -32,7 +36,9 @@
 #include "common/cli.h"
 #include "common/link.h"
 #include "common/messages.h"
+#include "common/pmi_watch.h"
 #include "common/process.h"
+#include "pmi_proxy.h"
 
 namespace {
 
@@ -135,9 +141,15 @@ int main(int argc, char** argv) {
   // have it.
   const char* wanted = std::getenv("GRIDRT_MPI_LAYER");
   const std::string layer = wanted && std::strcmp(wanted, "off") == 0 ? "" : mpi_layer();
+  std::unique_ptr<PmiProxy> pmi;
   if (!layer.empty()) {
     const char* before = std::getenv("LD_PRELOAD");
     so.env.emplace_back("LD_PRELOAD", before && *before ? layer + ":" + before : layer);
+    pmi = PmiProxy::from_environment();
+    if (pmi) {
+      so.env.emplace_back("PMI_FD", std::to_string(pmi->program_end()));
+      so.env.emplace_back(pmi_watch::kVariable, std::to_string(pmi->program_end()));
+    }
   }
   so.new_process_group = false;  // stay in the launch command's group: one signal stops all
   // Whatever the program starts stays below this monitor, however it tries to leave (a
@@ -165,6 +177,7 @@ int main(int argc, char** argv) {
     return 127;
   }
   g_child = child.pid;
+  if (pmi) pmi->close_program_end();
   struct sigaction sa {};
   sa.sa_handler = forward_signal;
   ::sigaction(SIGTERM, &sa, nullptr);
@@ -174,7 +187,7 @@ int main(int argc, char** argv) {
   // Forward output line by line until the program has ended and both pipes are closed, with
   // a heartbeat whenever nothing else went to the relay for a beat (Liveness: the relay
   // takes a silent monitor for hung). What the relay sends (its heartbeats) is read and dropped.
-  pollfd fds[4] = {{child.stdout_fd, POLLIN, 0}, {child.stderr_fd, POLLIN, 0}, {sock, POLLIN, 0}, {wake[0], POLLIN, 0}};
+  pollfd fds[6] = {{child.stdout_fd, POLLIN, 0}, {child.stderr_fd, POLLIN, 0}, {sock, POLLIN, 0}, {wake[0], POLLIN, 0}, {-1, 0, 0}, {-1, 0, 0}};
   std::string partial[2];
   const std::uint32_t stream[2] = {kStdout, kStderr};
   bool relay_ok = true;
@@ -191,13 +204,19 @@ int main(int argc, char** argv) {
   };
   int open = 2;
   int code = -1;  // the program's exit status, once it ended
+  bool past_gridrt = false;  // it initialised MPI without gridrt: stopped
   char buf[65536];
   while (open > 0 || code < 0) {
-    const int r = ::poll(fds, 4, static_cast<int>(beat.count()));
+    if (pmi) pmi->fill(&fds[4]);
+    const int r = ::poll(fds, 6, static_cast<int>(beat.count()));
     if (r < 0 && errno == EINTR) continue;
     if (std::chrono::steady_clock::now() - last_sent >= beat) send_frame(wire::make_frame(wire::Type::kHeartbeat, {}, job));
     if (fds[2].fd >= 0 && (fds[2].revents & (POLLIN | POLLHUP | POLLERR)) && ::read(sock, buf, sizeof buf) <= 0)
       fds[2].fd = -1;  // the relay hung up: nothing more to read from it
+    if (pmi && pmi->move(&fds[4]) == PmiProxy::Seen::kPastGridrt && !past_gridrt) {
+      past_gridrt = true;  // (the relay stops the job and says why)
+      if (g_child > 0) ::kill(g_child, SIGKILL);
+    }
     if (fds[3].revents & POLLIN) {
       while (::read(wake[0], buf, sizeof buf) > 0) {
       }
@@ -240,7 +259,8 @@ int main(int argc, char** argv) {
     }
   }
   wire::Frame ex = wire::make_frame(wire::Type::kProcExit, {}, job);
-  ex.header.tag = code;
+  ex.header.tag = past_gridrt ? 2 : code;
+  if (past_gridrt) ex.header.flags = wire::kMpiPastGridrt;
   relay_ok = relay_ok && write_all(sock, wire::encode(ex));
   ::shutdown(sock, SHUT_WR);
   ::close(sock);

@@ -20,6 +20,7 @@ packages=(
   openssh-server openssh-client   # the ssh launch of a cluster's part (tests start their own sshd)
   slurm-wlm munge            # the Slurm launch of a cluster's part (tests start their own slurmctld, slurmd, munged)
   yorick-mpy-mpich2          # Yorick's parallel interpreter (mpy.mpich2): an unmodified MPI program built on probes, run across clusters by the tests
+  time                       # /usr/bin/time: a launch wrapper the MPI layer must reach through, in the tests
 )
 
 missing=()

@@ -66,6 +66,13 @@ std::string shell(const std::string& cmd) {
   return out;
 }
 
+// How many times `what` occurs in `text`.
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
 }  // namespace
 
 TEST(MpiLayer, PointToPointInEveryModeWithMpisMatchingAndOrdering) { passes_everywhere("p2p"); }
@@ -178,6 +185,63 @@ TEST(MpiLayer, ARankThatNeverInitializesStopsTheJobAndIsNamed) {
   const Outcome r = run(grids()[1], kMpiTests + "/mpi_leave", {"no-init", "c2"});
   EXPECT_NE(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.err.find("rank 4 (cluster c2) exited with status 0 before it joined the job"), std::string::npos) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+  expect_nothing_left();
+}
+
+// Launch wrappers between gridproc and the MPI program (setting the environment, timing, a
+// shell script that execs it or runs it as a child and then reports): the layer reaches the
+// MPI program through them, and every one gives one MPI_COMM_WORLD of all the processes
+// across the clusters. A program that never calls MPI, started by such a script before the
+// MPI program with the layer in its environment, runs as it would without it.
+TEST(MpiLayer, LaunchWrappersHandTheLayerOnToTheMpiProgram) {
+  const std::string dir = ::testing::TempDir() + "/wrappers";
+  fs::create_directories(dir);
+  const std::string execs = dir + "/execs.sh", child = dir + "/child.sh";
+  std::ofstream(execs) << "#!/bin/sh\nexport WRAPPED=1\nhostname > /dev/null && echo \"before MPI: $(echo ran)\"\nexec \"$@\"\n";
+  std::ofstream(child) << "#!/bin/bash\n\"$@\"\nrc=$?\necho \"wrapper: the program ended with $rc\"\nexit $rc\n";
+  fs::permissions(execs, fs::perms::owner_all);
+  fs::permissions(child, fs::perms::owner_all);
+  const Grid g = grids()[1];
+  const std::string world = kMpiTests + "/mpi_world";
+  const std::string processes = "world: " + std::to_string(g.processes) + " processes";
+  const std::string passed = "world: 50 checks passed on " + std::to_string(g.processes) + " processes";
+  const std::vector<std::vector<std::string>> wrappers = {{"env", "OMP_NUM_THREADS=1"}, {execs}, {child}, {"/usr/bin/time", "-f", "%e s"},
+                                                          {"nice", "-n", "1"}};
+  for (const auto& wrapper : wrappers) {
+    if (::access(wrapper[0].c_str(), X_OK) != 0 && wrapper[0][0] == '/') {
+      ADD_FAILURE() << wrapper[0] << " is missing (scripts/install-deps.sh installs it)";
+      continue;
+    }
+    std::vector<std::string> args = wrapper;
+    args.push_back(world);
+    const Outcome r = run(g, args[0], std::vector<std::string>(args.begin() + 1, args.end()));
+    EXPECT_EQ(r.status, 0) << wrapper[0] << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find(processes), std::string::npos) << wrapper[0] << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find(passed), std::string::npos) << wrapper[0] << "\n" << r.out << r.err;
+    if (wrapper[0] == execs) {
+      EXPECT_EQ(count(r.out, "before MPI: ran"), g.processes) << r.out;
+    }
+    if (wrapper[0] == child) {
+      EXPECT_EQ(count(r.out, "wrapper: the program ended with 0"), g.processes) << r.out;
+    }
+  }
+  expect_nothing_left();
+}
+
+// A wrapper that takes the layer out of the environment: the MPI program would initialise
+// MPI as a job of its cluster alone. It is stopped before MPICH hears of it, and the job
+// ends at once, naming the rank and the likely cause.
+TEST(MpiLayer, AProgramThatInitialisesMpiWithoutTheLayerStopsTheJobAndSaysWhy) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Outcome r = run(grids()[0], "env", {"-u", "LD_PRELOAD", kMpiTests + "/mpi_world"});
+  EXPECT_NE(r.status, 0) << r.out << r.err;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex("gridrun: job [0-9]+ failed: cluster c[01]: rank [0-2] initialised MPI without gridrt's MPI "
+                                                  "layer and was stopped \\(it would have run as an MPI job of its cluster alone\\): "
+                                                  "did a launch wrapper take LD_PRELOAD out of the environment")))
+      << r.err;
+  EXPECT_EQ(r.out.find("world: 2 processes"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("world: 1 processes"), std::string::npos) << r.out;
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
   expect_nothing_left();
 }

@@ -25,6 +25,7 @@ int grid_thread_level(int required) {
 }
 
 int join(int* argc, char*** argv, int required, int* provided) {
+  gridmpi::leave_ld_preload();
   if (!started_by_gridrun()) return PMPI_Init_thread(argc, argv, required, provided);
   const int level = grid_thread_level(required);
   try {
@@ -40,26 +41,30 @@ int join(int* argc, char*** argv, int required, int* provided) {
 }
 
 // The layer hears of the runtime's init and finalize, also in programs written against
-// gridrt's own API (gridrt::init), and takes itself out of LD_PRELOAD so that what this
-// process starts (a shell command, say) does not load it.
-__attribute__((constructor)) void load() {
-  gridrt::detail::layer_hooks = {&gridmpi::on_initialized, &gridmpi::on_finalizing};
-  if (const char* preload = std::getenv("LD_PRELOAD")) {
-    std::string kept, entry;
-    const std::string all = preload;
-    for (std::size_t at = 0; at <= all.size();) {
-      const std::size_t end = all.find_first_of(": ", at);
-      entry = all.substr(at, end == std::string::npos ? std::string::npos : end - at);
-      if (!entry.empty() && entry.find("libgridmpi.so") == std::string::npos) kept += (kept.empty() ? "" : ":") + entry;
-      if (end == std::string::npos) break;
-      at = end + 1;
-    }
-    if (kept.empty()) ::unsetenv("LD_PRELOAD");
-    else ::setenv("LD_PRELOAD", kept.c_str(), 1);
-  }
-}
+// gridrt's own API (gridrt::init). It stays in LD_PRELOAD until this process initialises
+// MPI: a wrapper it was loaded into first (env, time, a shell script, numactl) hands it on
+// to the program the wrapper starts, which is the one that joins the job.
+__attribute__((constructor)) void load() { gridrt::detail::layer_hooks = {&gridmpi::on_initialized, &gridmpi::on_finalizing}; }
 
 }  // namespace
+
+// What a process that initialised MPI starts (a shell command, say) is not part of the job:
+// it does not load the layer.
+void gridmpi::leave_ld_preload() {
+  const char* preload = std::getenv("LD_PRELOAD");
+  if (!preload) return;
+  std::string kept, entry;
+  const std::string all = preload;
+  for (std::size_t at = 0; at <= all.size();) {
+    const std::size_t end = all.find_first_of(": ", at);
+    entry = all.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    if (!entry.empty() && entry.find("libgridmpi.so") == std::string::npos) kept += (kept.empty() ? "" : ":") + entry;
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  if (kept.empty()) ::unsetenv("LD_PRELOAD");
+  else ::setenv("LD_PRELOAD", kept.c_str(), 1);
+}
 
 int GRIDMPI(Init)(int* argc, char*** argv) {
   int provided = 0;

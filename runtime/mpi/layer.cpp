@@ -453,6 +453,7 @@ std::pair<std::shared_ptr<GridComm>, gridrt::detail::MessagePtr> take_message(MP
 // ---------------------------------------------------------------- the runtime's hooks
 
 void on_initialized() {
+  leave_ld_preload();  // (a program written against gridrt's API calls gridrt::init, not MPI_Init)
   g_active = true;
   PMPI_Comm_group(MPI_COMM_WORLD, &g_world_group);
   make_topology_keyvals();

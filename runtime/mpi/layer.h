@@ -240,6 +240,7 @@ std::pair<std::shared_ptr<GridComm>, gridrt::detail::MessagePtr> take_message(MP
 // ---------------------------------------------------------------- the runtime's hooks
 
 void on_initialized();  // gridrt::init is done: MPI_COMM_WORLD becomes the job's
+void leave_ld_preload();  // this process initialised MPI: what it starts does not load the layer
 void make_topology_keyvals();  // (topology.cpp)
 void forget_topology_keyvals();
 void on_finalizing();   // gridrt::finalize begins: the layer's state goes

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "comm.h"
+#include "common/pmi_watch.h"
 #include "finalize_deadline.h"
 #include "state.h"
 #include "coll/cluster_steps.h"
@@ -136,6 +137,7 @@ void init(int* argc, char*** argv, int required) {
     throw Error("gridrt: this program must be started by gridrun (GRIDRT_RELAY, GRIDRT_JOB, GRIDRT_SECRET and "
                 "GRIDRT_CLUSTER are not set)");
   int provided = 0;
+  gridrt::pmi_watch::announce_joining();  // (before MPI_Init speaks to the process manager)
   MPI_Init_thread(argc, argv, required, &provided);
   if (provided < required) throw Error("gridrt: MPI provides thread level " + std::to_string(provided) + " < required " + std::to_string(required));
   auto s = std::make_unique<detail::State>();
