@@ -246,6 +246,22 @@ TEST(MpiLayer, AProgramThatInitialisesMpiWithoutTheLayerStopsTheJobAndSaysWhy) {
   expect_nothing_left();
 }
 
+// What the layer does not cover across clusters, called by a program that ignores the
+// error (MPI_ERRORS_RETURN, or a handler of its own): each rank says so once per function on
+// stderr, naming itself, the function and why, however often the program calls it.
+TEST(MpiLayer, AnUnsupportedCallIsSaidOnceWhateverTheErrorHandler) {
+  const Grid g = grids()[1];
+  const Outcome r = run(g, kMpiTests + "/mpi_unsupported");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("unsupported: " + std::to_string(3 * g.processes + g.processes) + " checks passed on 5 processes"), std::string::npos)
+      << r.out << r.err;
+  const std::string said = " MPI_Psend_init is not supported on a communicator that spans clusters (partitioned communication; docs/mpi.md)";
+  EXPECT_EQ(count(r.err, said), g.processes) << r.err;
+  for (int rank = 0; rank < g.processes; ++rank)
+    EXPECT_NE(r.err.find("gridrt: rank " + std::to_string(rank) + ":" + said), std::string::npos) << r.err;
+  expect_nothing_left();
+}
+
 TEST(MpiLayer, AFortranProgram) {
   for (const Grid& g : grids()) {
     const Outcome r = run(g, kMpiTests + "/mpi_fortran");

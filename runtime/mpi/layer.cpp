@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "transport/message_transport.h"
@@ -214,13 +215,34 @@ int bad_comm(const char* function) {
   ::_exit(status & 0xff);
 }
 
-int fail(MPI_Comm comm, int error_class, const std::string& what) {
-  const MPI_Comm target = comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm;
+namespace {
+MPI_Comm errors_go_to(MPI_Comm comm) { return comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm; }
+
+bool fatal_errors(MPI_Comm target) {
   MPI_Errhandler h = MPI_ERRORS_ARE_FATAL;
   PMPI_Comm_get_errhandler(target, &h);
   const bool fatal = h == MPI_ERRORS_ARE_FATAL || h == MPI_ERRORS_ABORT;
   if (!predefined(h)) PMPI_Errhandler_free(&h);  // (get returns a reference)
-  if (fatal) abort_job(error_class, what);
+  return fatal;
+}
+
+// A call that fails because the layer does not cover it across clusters is said once per
+// function on stderr, whatever the error handler: a program that sets MPI_ERRORS_RETURN and
+// goes on regardless (ARMCI-MPI does at its first window) would otherwise show its user
+// only what went wrong after. (A fatal handler says it as the job ends.)
+int fail_uncovered(const char* function, MPI_Comm comm, int error_class, const std::string& what) {
+  static std::set<std::string> said;
+  if (!fatal_errors(errors_go_to(comm)) && said.insert(function).second) {
+    std::fprintf(stderr, "gridrt: rank %d: %s\n", gridrt::detail::g ? gridrt::detail::g->rank : -1, what.c_str());
+    std::fflush(stderr);
+  }
+  return fail(comm, error_class, what);
+}
+}  // namespace
+
+int fail(MPI_Comm comm, int error_class, const std::string& what) {
+  const MPI_Comm target = errors_go_to(comm);
+  if (fatal_errors(target)) abort_job(error_class, what);
   const int code = code_for(error_class, what);
   PMPI_Comm_call_errhandler(target, code);
   return code;
@@ -500,9 +522,9 @@ bool gridmpi_layer_message(MPI_Message message) { return gridmpi::is_layer_messa
 
 int gridmpi_unsupported(const char* function, MPI_Comm comm, const char* what) {
   const bool spans = gridmpi::grid(comm) != nullptr;
-  return gridmpi::fail(comm, MPI_ERR_UNSUPPORTED_OPERATION,
-                       std::string(function) + " is not supported " + (spans ? "on a communicator that spans clusters" : "in a grid job") +
-                           " (" + what + "; docs/mpi.md)");
+  return gridmpi::fail_uncovered(function, comm, MPI_ERR_UNSUPPORTED_OPERATION,
+                                 std::string(function) + " is not supported " +
+                                     (spans ? "on a communicator that spans clusters" : "in a grid job") + " (" + what + "; docs/mpi.md)");
 }
 
 int gridmpi_entries(MPI_Comm comm) {
@@ -526,8 +548,9 @@ int gridmpi_neighbor_entries(MPI_Comm comm, int receiving) {
 }
 
 int gridmpi_count_too_large(const char* function, MPI_Comm comm) {
-  return gridmpi::fail(comm, MPI_ERR_COUNT,
-                       std::string(function) + ": a count or displacement above INT_MAX on a communicator that spans clusters (docs/mpi.md)");
+  return gridmpi::fail_uncovered(
+      function, comm, MPI_ERR_COUNT,
+      std::string(function) + ": a count or displacement above INT_MAX on a communicator that spans clusters (docs/mpi.md)");
 }
 
 int GRIDMPI(Type_free)(MPI_Datatype* type) {
