@@ -10,11 +10,10 @@
 // program's side sends say whether MPI was initialised through gridrt.
 #pragma once
 
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdlib>
 #include <string_view>
+
+#include "common/process.h"
 
 namespace gridrt::pmi_watch {
 
@@ -30,12 +29,7 @@ inline void announce_joining() {
   if (!fd_text) return;
   const int fd = std::atoi(fd_text);
   ::unsetenv(kVariable);  // (once: what this process starts is not a process of the job)
-  for (std::size_t off = 0; off < kJoining.size();) {
-    const ssize_t n = ::write(fd, kJoining.data() + off, kJoining.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // (the watch is gone: gridproc says why)
-    off += static_cast<std::size_t>(n);
-  }
+  send_all(fd, kJoining);  // (if the watch is gone, gridproc says why)
 }
 
 }  // namespace gridrt::pmi_watch

@@ -4,6 +4,7 @@
 #include <grp.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -173,6 +174,16 @@ int kill_descendants(std::chrono::milliseconds within) {
       if (::kill(c, SIGKILL) == 0) killed.insert(c);
     ::usleep(2000);  // their orphans are handed to us as they die
   }
+}
+
+bool send_all(int fd, std::string_view bytes) {
+  for (std::size_t off = 0; off < bytes.size();) {
+    const ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    off += static_cast<std::size_t>(n);
+  }
+  return true;
 }
 
 }  // namespace gridrt

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -52,6 +53,10 @@ Child spawn(const std::vector<std::string>& argv, const SpawnOptions& opt);
 
 // A wait status as a shell reports it: the exit code, or 128 + the signal number.
 int exit_code_of(int wait_status);
+
+// Writes all of `bytes` to the socket `fd` (never raising SIGPIPE, going on after signals);
+// false if the peer is gone.
+bool send_all(int fd, std::string_view bytes);
 
 // Sends `sig` to the child's process group (or the child alone if it has none).
 void signal_tree(pid_t pid, int sig);

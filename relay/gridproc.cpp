@@ -63,17 +63,6 @@ int local_rank() {
   return -1;
 }
 
-bool write_all(int fd, const std::string& bytes) {
-  std::size_t off = 0;
-  while (off < bytes.size()) {
-    const ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    off += static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
 int connect_relay(const std::string& endpoint) {
   const auto ep = gridrt::parse_endpoint(endpoint);
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -132,7 +121,7 @@ int main(int argc, char** argv) {
   const std::uint64_t job = std::strtoull(job_text, nullptr, 10);
   const int sock = connect_relay(relay);
   ProcHello hello{secret, static_cast<std::uint32_t>(rank), "", ""};
-  write_all(sock, wire::encode(wire::make_frame(wire::Type::kMonitorHello, hello.encode(), job)));
+  gridrt::send_all(sock, wire::encode(wire::make_frame(wire::Type::kMonitorHello, hello.encode(), job)));
 
   SpawnOptions so;
   so.pipe_stdout = so.pipe_stderr = true;
@@ -173,7 +162,7 @@ int main(int argc, char** argv) {
     out.header.flags = kStderr;
     wire::Frame ex = wire::make_frame(wire::Type::kProcExit, {}, job);
     ex.header.tag = 127;
-    write_all(sock, wire::encode(out) + wire::encode(ex));
+    gridrt::send_all(sock, wire::encode(out) + wire::encode(ex));
     return 127;
   }
   g_child = child.pid;
@@ -194,7 +183,7 @@ int main(int argc, char** argv) {
   const auto beat = Liveness::from_dead_peer_setting().beat;
   auto last_sent = std::chrono::steady_clock::now();
   auto send_frame = [&](const wire::Frame& f) {
-    if (relay_ok) relay_ok = write_all(sock, wire::encode(f));
+    if (relay_ok) relay_ok = gridrt::send_all(sock, wire::encode(f));
     last_sent = std::chrono::steady_clock::now();
   };
   auto send_line = [&](int i, std::string line) {
@@ -261,7 +250,7 @@ int main(int argc, char** argv) {
   wire::Frame ex = wire::make_frame(wire::Type::kProcExit, {}, job);
   ex.header.tag = past_gridrt ? 2 : code;
   if (past_gridrt) ex.header.flags = wire::kMpiPastGridrt;
-  relay_ok = relay_ok && write_all(sock, wire::encode(ex));
+  relay_ok = relay_ok && gridrt::send_all(sock, wire::encode(ex));
   ::shutdown(sock, SHUT_WR);
   ::close(sock);
   // Exiting 0 tells the relay (through the launch command's status) that this rank's output

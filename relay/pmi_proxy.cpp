@@ -8,20 +8,9 @@
 #include <cstdlib>
 
 #include "common/pmi_watch.h"
+#include "common/process.h"
 
 namespace gridrt {
-
-namespace {
-bool send_all(int fd, const char* data, std::size_t n) {
-  for (std::size_t off = 0; off < n;) {
-    const ssize_t k = ::send(fd, data + off, n - off, MSG_NOSIGNAL);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return false;
-    off += static_cast<std::size_t>(k);
-  }
-  return true;
-}
-}  // namespace
 
 std::unique_ptr<PmiProxy> PmiProxy::from_environment() {
   const char* text = std::getenv("PMI_FD");
@@ -71,7 +60,7 @@ PmiProxy::Seen PmiProxy::move(const pollfd* two) {
   if (two[0].fd >= 0 && ours_ >= 0 && (two[0].revents & (POLLIN | POLLHUP | POLLERR))) {
     const ssize_t n = ::read(manager_, buf, sizeof buf);
     if (n > 0) {
-      send_all(ours_, buf, static_cast<std::size_t>(n));
+      send_all(ours_, {buf, static_cast<std::size_t>(n)});
     } else if (n == 0 || errno != EINTR) {
       close_ours();  // the process manager hung up: so does the program's side
     }
@@ -81,7 +70,7 @@ PmiProxy::Seen PmiProxy::move(const pollfd* two) {
 
 void PmiProxy::from_program(const char* data, std::size_t n) {
   if (seen_ == Seen::kThroughGridrt) {
-    send_all(manager_, data, n);
+    send_all(manager_, {data, n});
     return;
   }
   first_.append(data, n);
@@ -94,7 +83,7 @@ void PmiProxy::from_program(const char* data, std::size_t n) {
   }
   if (first_.size() < joining.size()) return;  // (the announcement in pieces: wait for the rest)
   seen_ = Seen::kThroughGridrt;
-  if (first_.size() > joining.size()) send_all(manager_, first_.data() + joining.size(), first_.size() - joining.size());
+  if (first_.size() > joining.size()) send_all(manager_, std::string_view(first_).substr(joining.size()));
   first_.clear();
 }
 
