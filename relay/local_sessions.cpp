@@ -76,10 +76,17 @@ void Relay::on_local_frame(const LocalPtr& conn, Frame& f) {
     case Type::kProcExit:
       if (!conn->monitor) break;
       job.end.rank_status[conn->local_rank] = f.header.tag;
-      if (f.header.flags & wire::kMpiPastGridrt) {
-        job.past_gridrt[conn->local_rank] = true;
-        stop_if_left_early(job);  // (the reason reaches the broker before the exit status)
-      }
+      // A program that initialised MPI past gridrt would have run as an MPI job of its
+      // cluster alone: whatever the job allows, it stops, naming the likely cause (before
+      // the exit status reaches the broker, so that the reason is what the user hears).
+      if (f.header.flags & wire::kMpiPastGridrt)
+        kill_job(job,
+                 "rank " + std::to_string(rank) +
+                     " initialised MPI without gridrt's MPI layer and was stopped (it would have run as an MPI job of its "
+                     "cluster alone): did a launch wrapper take LD_PRELOAD out of the environment (sudo, a setuid program, "
+                     "env -u LD_PRELOAD), or is the program statically linked, or built against another MPI than this "
+                     "machine's MPICH? (docs/mpi.md, \"Launch wrappers\")",
+                 true);
       f.header.type = Type::kProcExitRank;
       f.header.src = rank;
       to_broker(f);
@@ -144,21 +151,9 @@ void Relay::on_local_hello(const LocalPtr& conn, const Frame& f) {
 // leaves them waiting for it (in a collective, in finalize, in init) until a timeout: the
 // job stops at once, naming it and its exit status. (A part none of whose processes ever
 // joins runs programs that do not use gridrt: nothing waits.) A job that may go on without
-// a cluster is left to the broker's rules for failed parts. A rank whose program
-// initialised MPI past gridrt would have run as an MPI job of its cluster alone: whatever
-// the job allows, it stops, naming the likely cause.
+// a cluster is left to the broker's rules for failed parts.
 void Relay::stop_if_left_early(Job& job) {
-  if (job.end.stopped) return;
-  for (std::uint32_t r = 0; r < job.count; ++r)
-    if (job.past_gridrt[r])
-      return kill_job(job,
-                      "rank " + std::to_string(job.first + r) +
-                          " initialised MPI without gridrt's MPI layer and was stopped (it would have run as an MPI job of "
-                          "its cluster alone): did a launch wrapper take LD_PRELOAD out of the environment (sudo, a setuid "
-                          "program, env -u LD_PRELOAD), or is the program statically linked, or built against another MPI than "
-                          "this machine's MPICH? (docs/mpi.md, \"Launch wrappers\")",
-                      true);
-  if (job.start.spec.survive_cluster_loss) return;
+  if (job.end.stopped || job.start.spec.survive_cluster_loss) return;
   for (std::uint32_t r = 0; r < job.count; ++r) {
     const int status = job.end.rank_status[r];
     if (status == -1) continue;
