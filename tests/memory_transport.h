@@ -1,8 +1,9 @@
 // An in-memory MessageTransport for in-process tests: several "ranks" of one test process
 // (threads) exchange messages through a shared MemoryNetwork. Messages are delivered at
 // once, whole, into the destination's Receiver (the same receiving side the real transport
-// uses), so matching, probes, truncation and synchronous sends behave as they do across
-// the relays; there is no flow control (nothing here can fill up).
+// uses), so matching, probes, truncation and synchronous sends behave as they do across the
+// relays; one-sided messages go to the destination's sink, in the sender's thread. There is
+// no flow control (nothing here can fill up).
 #pragma once
 
 #include <condition_variable>
@@ -46,6 +47,7 @@ class MemoryNetwork {
   std::condition_variable cv_;
   std::uint64_t activity_ = 0;
   std::vector<std::unique_ptr<Receiver>> receivers_;
+  std::map<int, OneSidedSink> sinks_;  // one-sided messages' (message_transport.h)
   std::map<Stream, std::uint64_t> sent_;  // messages begun on each stream
   std::map<std::pair<Stream, std::uint64_t>, std::shared_ptr<RemoteOp>> unmatched_;
 };
@@ -59,6 +61,18 @@ class MemoryTransport : public MessageTransport {
     if (dst < 0 || dst >= net_.size()) throw std::runtime_error("no rank " + std::to_string(dst));
     auto op = std::make_shared<RemoteOp>();
     op->synchronous = synchronous;
+    if (context & kOneSidedContext) {  // served at once, in the sender's thread
+      OneSidedSink sink;
+      {
+        std::lock_guard<std::mutex> lock(net_.mu_);
+        sink = net_.sinks_[dst];
+      }
+      if (sink) sink(rank_, context, std::string_view(static_cast<const char*>(buf), bytes));
+      std::lock_guard<std::mutex> lock(net_.mu_);
+      op->written = op->done = true;
+      net_.notify();
+      return op;
+    }
     std::lock_guard<std::mutex> lock(net_.mu_);
     const MemoryNetwork::Stream stream{rank_, dst, context};
     const std::uint64_t number = net_.sent_[stream]++;
@@ -115,6 +129,10 @@ class MemoryTransport : public MessageTransport {
   void await_activity(std::uint64_t seen, std::chrono::microseconds at_most) override {
     std::unique_lock<std::mutex> lock(net_.mu_);
     net_.cv_.wait_for(lock, at_most, [&] { return net_.activity_ != seen; });
+  }
+  void set_one_sided_sink(OneSidedSink sink) override {
+    std::lock_guard<std::mutex> lock(net_.mu_);
+    net_.sinks_[rank_] = std::move(sink);
   }
 
  private:

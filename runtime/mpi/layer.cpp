@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "transport/message_transport.h"
+#include "windows.h"
 
 namespace gridmpi {
 
@@ -245,6 +246,17 @@ int fail(MPI_Comm comm, int error_class, const std::string& what) {
   if (fatal_errors(target)) abort_job(error_class, what);
   const int code = code_for(error_class, what);
   PMPI_Comm_call_errhandler(target, code);
+  return code;
+}
+
+int fail_window(MPI_Win win, int error_class, const std::string& what) {
+  MPI_Errhandler h = MPI_ERRORS_ARE_FATAL;
+  PMPI_Win_get_errhandler(win, &h);
+  const bool fatal = h == MPI_ERRORS_ARE_FATAL || h == MPI_ERRORS_ABORT;
+  if (!predefined(h)) PMPI_Errhandler_free(&h);
+  if (fatal) abort_job(error_class, what);
+  const int code = code_for(error_class, what);
+  PMPI_Win_call_errhandler(win, code);
   return code;
 }
 
@@ -492,6 +504,7 @@ void on_initialized() {
 }
 
 void on_finalizing() {
+  forget_windows();
   g_detached.clear();
   g_requests.clear();
   g_messages.clear();

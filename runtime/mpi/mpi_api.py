@@ -131,6 +131,7 @@ LAYER_HANDLES = {
     'MPI_Group': 'gridmpi_layer_group',
     'MPI_Request': 'gridmpi_layer_request',
     'MPI_Message': 'gridmpi_layer_message',
+    'MPI_Win': 'gridmpi_grid_win',
 }
 # Pointer parameters that are read as well as written (the others are results).
 IN_OUT_POINTERS = {('MPI_Comm_disconnect', 'comm'), ('MPI_Imrecv_c', 'message'), ('MPI_Mrecv_c', 'message')}
@@ -146,12 +147,16 @@ GRID_UNSUPPORTED = {
 
 # Functions whose communicator, even one spanning clusters, is an MPICH communicator that
 # carries what they touch (the layer's grid communicators are MPICH communicators of their
-# members in this cluster): names, attributes, info, error handlers. MPICH's own.
+# members in this cluster): names, attributes, info, error handlers. MPICH's own. The same
+# for windows.
 GRID_NATIVE = {
     'MPI_Comm_set_name', 'MPI_Comm_get_name', 'MPI_Comm_set_info', 'MPI_Comm_get_info', 'MPI_Comm_set_attr',
     'MPI_Comm_delete_attr', 'MPI_Attr_put', 'MPI_Attr_delete', 'MPI_Comm_set_errhandler', 'MPI_Comm_get_errhandler',
     'MPI_Comm_call_errhandler', 'MPI_Errhandler_set', 'MPI_Errhandler_get', 'MPI_Comm_get_parent',
     'MPI_Pack', 'MPI_Pack_size', 'MPI_Unpack', 'MPI_Pack_c', 'MPI_Pack_size_c', 'MPI_Unpack_c',  # (their communicator only says how data is laid out)
+    # A grid window's handle is an MPICH window of its members in this cluster, which carries these.
+    'MPI_Win_set_name', 'MPI_Win_get_name', 'MPI_Win_set_attr', 'MPI_Win_get_attr', 'MPI_Win_delete_attr', 'MPI_Win_set_info',
+    'MPI_Win_get_info', 'MPI_Win_set_errhandler', 'MPI_Win_get_errhandler', 'MPI_Win_call_errhandler',
 }
 
 
@@ -255,6 +260,7 @@ def layer_outputs(functions, implemented):
            '#pragma once', '#include <mpi.h>', '#define GRIDMPI(name) gridmpi_##name', '']
     api += ['bool gridmpi_grid_comm(MPI_Comm comm);', 'bool gridmpi_layer_group(MPI_Group group);',
             'bool gridmpi_layer_request(MPI_Request request);', 'bool gridmpi_layer_message(MPI_Message message);',
+            'bool gridmpi_grid_win(MPI_Win win);',
             'bool gridmpi_active(void);',
             '// Fails `function` through the communicator\'s error handler (MPI_ERR_UNSUPPORTED_OPERATION).',
             'int gridmpi_unsupported(const char* function, MPI_Comm comm, const char* what);',
@@ -297,7 +303,10 @@ def layer_outputs(functions, implemented):
             continue
         checks = layer_handles(f)
         base = by_name.get(name[:-2]) if name.endswith('_c') else None
-        if base and base.name in implemented and len(base.params) == len(f.params) and checks:
+        # (narrowed are counts and displacements passed in, not results: MPI_Win_shared_query_c's)
+        narrowable = base and all(not p.type.endswith('*') or p.array for p, b in zip(f.params, base.params)
+                                  if (p.type, p.array) != (b.type, b.array))
+        if base and base.name in implemented and len(base.params) == len(f.params) and checks and narrowable:
             wrappers += large_count_wrapper(f, base, checks)
             coverage.append((name, 'implemented across clusters by the layer (counts up to INT_MAX)'))
             continue

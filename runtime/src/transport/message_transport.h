@@ -9,8 +9,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "matching.h"
 
@@ -50,6 +52,13 @@ struct Arrival {
   bool complete = false;        // its last fragment is here
 };
 
+// One-sided communication's traffic (rma/engine.h) travels on contexts with this bit set:
+// whole messages that no receive matches, each handed as it completes to the one-sided sink
+// on the transport's own thread (so that they are served while the application computes),
+// never as rendezvous, their credit granted as they arrive.
+inline constexpr std::uint32_t kOneSidedContext = 0x80000000u;
+using OneSidedSink = std::function<void(std::int32_t source, std::uint32_t context, std::string_view body)>;
+
 class MessageTransport {
  public:
   virtual ~MessageTransport() = default;
@@ -79,6 +88,9 @@ class MessageTransport {
   // nothing but remote work sleeps here instead of polling.
   virtual std::uint64_t activity() = 0;
   virtual void await_activity(std::uint64_t seen, std::chrono::microseconds at_most) = 0;
+  // Where one-sided messages go from now on (set before any can come: before the first
+  // window is made). The sink must not call back into the transport but to send.
+  virtual void set_one_sided_sink(OneSidedSink sink) = 0;
 };
 
 }  // namespace gridrt::detail

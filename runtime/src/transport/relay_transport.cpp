@@ -166,7 +166,7 @@ std::shared_ptr<RemoteOp> RelayTransport::send(std::int32_t dst, std::uint32_t c
                                                std::size_t bytes, bool synchronous) {
   // A very large message goes as rendezvous: one fragment now, the rest once the receiver
   // matched it, so that while it is unmatched it holds up nothing behind it (receiver.h).
-  const bool rendezvous = bytes > kRendezvousAbove;
+  const bool rendezvous = bytes > kRendezvousAbove && !(context & kOneSidedContext);
   auto op = std::make_shared<RemoteOp>();
   op->synchronous = synchronous;
   std::uint64_t number = 0;  // the message's on its stream: what a Matched names, and its rest
@@ -599,7 +599,35 @@ bool RelayTransport::cancel(const std::shared_ptr<RemoteOp>& op) {
   return receiver_.cancel(op);
 }
 
+void RelayTransport::set_one_sided_sink(OneSidedSink sink) {
+  std::lock_guard<std::mutex> lock(mu_);
+  one_sided_ = std::move(sink);
+}
+
+// A one-sided message is served as soon as it is whole (rma/engine.h): its credit goes back
+// as its fragments come, since nothing here holds them for a receive.
+void RelayTransport::on_one_sided(Frame& f) {
+  std::string whole;
+  OneSidedSink sink;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    grant({f.header.context, f.header.src, f.header.tag}, f.body.size() + kFrameCost);
+    std::string& parts = one_sided_parts_[{f.header.src, f.header.context}];
+    if (f.header.flags & kMore) {
+      parts += f.body;
+      return;
+    }
+    whole = parts.empty() ? std::move(f.body) : std::move(parts) + f.body;
+    one_sided_parts_.erase({f.header.src, f.header.context});
+    sink = one_sided_;
+  }
+  if (sink) sink(f.header.src, f.header.context, whole);
+  std::lock_guard<std::mutex> lock(mu_);
+  notify();
+}
+
 void RelayTransport::on_data(Frame& f) {
+  if (f.header.context & kOneSidedContext) return on_one_sided(f);
   Receiver::Fragment fragment;
   fragment.env = {f.header.context, f.header.src, f.header.tag};
   fragment.data = f.body.data();

@@ -86,6 +86,7 @@ class RelayTransport : public MessageTransport {
   void wait(const std::shared_ptr<RemoteOp>& op) override;
   std::uint64_t activity() override;
   void await_activity(std::uint64_t seen, std::chrono::microseconds at_most) override;
+  void set_one_sided_sink(OneSidedSink sink) override;
   // Clusters the job goes on without (the broker's ClusterLost, or the task queue's word
   // for one it lost): what waits on their ranks fails, naming the cluster and why, and so
   // does anything later sent to them or received from them. By topology index.
@@ -145,6 +146,7 @@ class RelayTransport : public MessageTransport {
 
   void on_frame(wire::Frame& f);
   void on_data(wire::Frame& f);
+  void on_one_sided(wire::Frame& f);
   void on_matched(const wire::Frame& f);
   void on_closed(const std::string& why);
   void on_peer_frame(std::int32_t rank, wire::Frame& f);  // from a direct connection
@@ -187,6 +189,9 @@ class RelayTransport : public MessageTransport {
   std::uint64_t activity_ = 0;  // bumped, with cv_ notified, by every completion and arrival
   std::vector<std::pair<Envelope, std::size_t>> owed_;  // credit for data that came before our rank was known
   Receiver receiver_;
+  // One-sided messages: their sink, and the fragments of each stream's message on its way.
+  OneSidedSink one_sided_;
+  std::map<std::pair<std::int32_t, std::uint32_t>, std::string> one_sided_parts_;
   std::map<StreamKey, Stream> out_;  // (destination, context) -> outgoing stream
   // Direct connections.
   std::unique_ptr<asio::ssl::context> psk_server_, psk_client_;

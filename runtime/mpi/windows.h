@@ -1,0 +1,79 @@
+// One-sided communication on grid communicators (MPI 4.0 chapter 12; docs/mpi.md,
+// "One-sided communication"). A window made on a communicator that spans clusters is, to
+// the application, an MPICH window of its members in this cluster over the same memory:
+// names, attributes (MPI_WIN_BASE, _SIZE, _DISP_UNIT, _CREATE_FLAVOR, _MODEL), info and error
+// handlers live on it. Its operations travel as messages of the window's own context to the
+// target's one-sided engine (rma/engine.h), which applies them on that process's I/O thread;
+// this file is the origin's side: epochs, the operations, their completion.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "layer.h"
+#include "rma/engine.h"
+#include "rma/typemap.h"
+
+namespace gridmpi {
+
+// How `count` elements of datatype `t` lie at a target (type_maps.cpp); ArgumentError
+// (MPI_ERR_TYPE) for what cannot be a target type.
+gridrt::rma::TypeMap type_map(MPI_Datatype t, int count);
+// A predefined datatype's element kind.
+gridrt::rma::Kind element_kind(MPI_Datatype t);
+
+// A get-like operation's answer, to be unpacked into the origin's buffer when it comes.
+struct PendingResult {
+  std::uint64_t id = 0;
+  int target = -1;  // rank in the window
+  void* buf = nullptr;
+  int count = 0;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  std::shared_ptr<Leases> leases;
+  bool done = false;
+  int error_class = MPI_SUCCESS;
+  std::string error;
+};
+
+struct GridWin {
+  MPI_Win handle = MPI_WIN_NULL;       // the application's: MPICH's window of this cluster's members
+  MPI_Comm comm = MPI_COMM_NULL;       // the layer's duplicate of the window's communicator
+  std::shared_ptr<GridComm> grid;      // (that duplicate's grid communicator)
+  std::uint32_t id = 0;                // its context on the transport (with kOneSidedContext)
+  std::vector<int> members;            // global ranks, by rank in the window
+  int me = -1;
+  bool dynamic = false;
+  std::vector<std::uint64_t> sizes;    // every member's exposed bytes (not a dynamic window's)
+  std::vector<std::uint32_t> disp_units;
+
+  // Epochs (MPI 4.0 §12.5): a fence's, passive-target locks (by target), lock_all, and
+  // generalised active target's access (start) and exposure (post) groups.
+  bool fence_open = false;
+  struct Held {
+    bool exclusive = false, nocheck = false;
+  };
+  std::map<int, Held> locks;
+  bool lock_all = false, lock_all_nocheck = false;
+  std::set<int> lock_all_asked;        // targets lock_all's shared lock was asked of (lazily)
+  bool accessing = false, exposing = false;
+  std::vector<int> access, exposure;   // window ranks
+  std::vector<bool> completed;         // of `exposure`: its completion has come (MPI_Win_test)
+
+  // What is outstanding: targets written to since their last flush, and answers to come.
+  std::set<int> unflushed;
+  std::vector<std::shared_ptr<PendingResult>> pending;
+
+  int global(int rank) const { return members[static_cast<std::size_t>(rank)]; }
+};
+
+// The grid window behind a handle, or null (MPICH's own window, or not one).
+GridWin* grid_window(MPI_Win win);
+// Reports an error of a window as MPI does, through its error handler (as fail() for communicators).
+int fail_window(MPI_Win win, int error_class, const std::string& what);
+// MPI_Finalize: the grid windows still made are forgotten (MPICH frees its own).
+void forget_windows();
+
+}  // namespace gridmpi

@@ -1,0 +1,132 @@
+// The one-sided engine of one process: for each grid window it holds the memory this process
+// exposes and applies what origins send to it (puts, gets, accumulates, locks, flushes), and
+// it collects the answers to what this process sent as an origin. Messages come from the
+// transport's I/O thread (deliver), while the application's thread computes or waits
+// anywhere: a passive-target operation completes without the target's help (MPI's progress
+// rule for passive target, which ARMCI-MPI and coarray programs count on). An operation on
+// this process's own window is delivered the same way, from the application's thread.
+//
+// Everything a window's memory sees from origins is applied here under one lock, in the
+// order each origin sent it: accumulate-type operations on an element are atomic with
+// respect to each other, from whichever cluster they come (MPI 4.0 §12.7.1), and those of
+// one origin to one location keep their order (the default accumulate_ordering).
+//
+// No MPI here: pure, so that in-process tests drive several engines directly.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol.h"
+
+namespace gridrt::rma {
+
+// MPI's error classes the target reports (numbers as MPICH's mpi.h; the engine needs no MPI).
+struct ErrorClass {
+  static constexpr std::uint32_t kRange = 55;   // MPI_ERR_RMA_RANGE
+  static constexpr std::uint32_t kOp = 9;       // MPI_ERR_OP
+  static constexpr std::uint32_t kWin = 45;     // MPI_ERR_WIN
+  static constexpr std::uint32_t kIntern = 16;  // MPI_ERR_INTERN
+};
+
+struct Reply {
+  bool arrived = false;
+  std::uint32_t error_class = 0;  // 0: none
+  std::string error, data;
+};
+
+class Engine {
+ public:
+  // Sends a message of window `window` to process `dst` (never called for this process's
+  // own messages, which the engine delivers itself; never called with the engine's lock held).
+  using Send = std::function<void(std::int32_t dst, std::uint32_t window, std::string body)>;
+  Engine(std::int32_t me, Send send);
+
+  // ---- the target side: this process's part of a window
+  // Exposes `size` bytes at `base` for window `window`, displacements in `disp_unit` bytes;
+  // a dynamic window exposes what is attached to it (addresses as displacements).
+  void expose(std::uint32_t window, char* base, std::uint64_t size, std::uint32_t disp_unit, bool dynamic);
+  void attach(std::uint32_t window, char* base, std::uint64_t size);
+  bool detach(std::uint32_t window, const char* base);  // false if nothing is attached there
+  void withdraw(std::uint32_t window);
+
+  // A message of `window` from process `src`, through the transport or from this process.
+  void deliver(std::int32_t src, std::uint32_t window, std::string_view body);
+
+  // ---- the origin side
+  std::uint64_t next_id();
+  // Sends `body` to `dst` (delivered here at once when dst is this process).
+  void send(std::int32_t dst, std::uint32_t window, std::string body);
+  // The reply to request `id` once it came (then forgotten), or nothing yet.
+  bool take_reply(std::uint64_t id, Reply* out);
+  // Whether this process holds the lock it asked `window`'s target `target` for (for its own
+  // window: a lock on itself must be held before the application touches the memory).
+  bool holds_lock(std::uint32_t window, std::int32_t holder);
+  // PSCW: takes one post of `target` to this origin / one completion of `origin` at this
+  // target, if it came.
+  bool take_post(std::uint32_t window, std::int32_t target);
+  bool take_complete(std::uint32_t window, std::int32_t origin);
+  // Anything this process's memory or answers changed since `seen` (a counter: waiters
+  // compare it before and after looking).
+  std::uint64_t changes();
+  // Blocks until changes() passes `seen` or `at_most` has passed (for the application's
+  // thread waiting on this process's own window).
+  void await_change(std::uint64_t seen, std::chrono::microseconds at_most);
+
+  // The engine's lock, for MPI_Win_sync: memory written by the I/O thread before it
+  // is visible to the caller after, and the caller's to the engine.
+  void synchronize();
+
+ private:
+  struct Lock {
+    std::int32_t exclusive = -1;          // the origin holding it exclusively, or -1
+    std::map<std::int32_t, int> shared;   // origins holding it shared (and how many times)
+    struct Waiting {
+      std::int32_t origin;
+      bool exclusive;
+    };
+    std::deque<Waiting> waiting;
+    std::map<std::int32_t, std::deque<std::string>> held_back;  // messages of origins waiting for it
+  };
+  struct Exposed {
+    char* base = nullptr;
+    std::uint64_t size = 0;
+    std::uint32_t disp_unit = 1;
+    bool dynamic = false;
+    std::map<const char*, std::uint64_t> attached;  // a dynamic window's regions
+    Lock lock;
+    std::map<std::int32_t, std::pair<std::uint32_t, std::string>> errors;  // an origin's first since its last sync
+    std::map<std::int32_t, int> completes;  // PSCW completions per origin, not yet waited for
+    std::map<std::int32_t, int> posts;      // PSCW posts per target, not yet started on
+  };
+  struct Out {
+    std::int32_t dst;
+    std::uint32_t window;
+    std::string body;
+  };
+
+  void apply(std::int32_t src, std::uint32_t window, std::string_view body, std::vector<Out>& out);
+  void apply_to(Exposed& w, std::int32_t src, std::uint32_t window, std::string_view body, std::vector<Out>& out);
+  // The memory a request addresses, or null with the error recorded (and answered, with id).
+  char* locate(Exposed& w, const Location& at, std::string* why);
+  void grant_waiting(Exposed& w, std::uint32_t window, std::vector<Out>& out);
+  void flush_out(std::vector<Out>& out);
+
+  const std::int32_t me_;
+  Send send_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::uint32_t, Exposed> windows_;
+  std::map<std::uint64_t, Reply> replies_;
+  std::uint64_t next_id_ = 1, changes_ = 0;
+};
+
+}  // namespace gridrt::rma
