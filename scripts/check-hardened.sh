@@ -53,7 +53,7 @@ for step in "${steps[@]}"; do
       # lists the tests) and the run.
       export UCX_MEM_MALLOC_HOOKS=no UCX_MEM_EVENTS=no
       build build-tsan -DGRIDRT_SANITIZE=thread
-      (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j "$jobs" -R "${GRIDRT_TSAN_TESTS:-^(Transport|Channel|Daemons|Links|TlsStreamTest|Watchdog|Admission)\.}")
+      (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j "$jobs" -R "${GRIDRT_TSAN_TESTS:-^(Transport|Channel|RmaEngine|Daemons|Links|TlsStreamTest|Watchdog|Admission)\.}")
       ;;
     *)
       echo "check-hardened: unknown step '$step' (fuzz, asan, tsan)" >&2
