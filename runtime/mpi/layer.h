@@ -131,17 +131,23 @@ bool in_this_cluster(int global);  // whether a global rank is in this process's
 int fail(MPI_Comm comm, int error_class, const std::string& what);
 // Ends the whole job with `status`, saying why on stderr, naming this process's rank.
 [[noreturn]] void abort_job(int status, const std::string& why);
-// Runs `body`; a gridrt error it throws is reported through comm's error handler as
-// "FUNCTION: what" with the error's MPI class.
-template <typename F>
-int call(const char* function, MPI_Comm comm, F&& body) {
+// Runs `body`; a gridrt error it throws is reported by report(error class, text) as
+// "FUNCTION: what" with the error's MPI class (anything else as MPI_ERR_INTERN).
+template <typename Report, typename F>
+int reporting(const char* function, Report&& report, F&& body) {
   try {
     return body();
   } catch (const gridrt::Error& e) {
-    return fail(comm, e.error_class, std::string(function) + ": " + e.what());
+    return report(e.error_class, std::string(function) + ": " + e.what());
   } catch (const std::exception& e) {
-    return fail(comm, MPI_ERR_INTERN, std::string(function) + ": " + e.what());
+    return report(MPI_ERR_INTERN, std::string(function) + ": " + e.what());
   }
+}
+// The same through comm's error handler.
+template <typename F>
+int call(const char* function, MPI_Comm comm, F&& body) {
+  return reporting(function, [comm](int error_class, const std::string& what) { return fail(comm, error_class, what); },
+                   std::forward<F>(body));
 }
 // MPI_ERR_COMM for a handle that is no communicator.
 int bad_comm(const char* function);

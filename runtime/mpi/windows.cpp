@@ -50,13 +50,8 @@ rma::Engine& engine() {
 // handler as "FUNCTION: what".
 template <typename F>
 int on_window(const char* function, MPI_Win win, F&& body) {
-  try {
-    return body();
-  } catch (const gridrt::Error& e) {
-    return fail_window(win, e.error_class, std::string(function) + ": " + e.what());
-  } catch (const std::exception& e) {
-    return fail_window(win, MPI_ERR_INTERN, std::string(function) + ": " + e.what());
-  }
+  return reporting(function, [win](int error_class, const std::string& what) { return fail_window(win, error_class, what); },
+                   std::forward<F>(body));
 }
 
 // Waits, as the runtime waits, until done() holds; a lost cluster holding one of `targets`

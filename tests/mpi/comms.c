@@ -308,16 +308,18 @@ static void errors(void) {
   /* What is not supported across clusters fails clearly, naming the function; on a
    * communicator of one cluster it is MPICH's. */
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  MPI_Win win;
-  rc = MPI_Win_create(&x, sizeof x, sizeof x, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+  MPI_File file;
+  rc = MPI_File_open(MPI_COMM_WORLD, "/tmp/gridrt-comms-test-file", MPI_MODE_CREATE | MPI_MODE_WRONLY | MPI_MODE_DELETE_ON_CLOSE,
+                     MPI_INFO_NULL, &file);
   char text[MPI_MAX_ERROR_STRING] = {0};
   int len = 0;
   MPI_Error_string(rc, text, &len);
   if (GRIDRT_HAS_TOPOLOGY)
-    CHECK(error_class(rc) == MPI_ERR_UNSUPPORTED_OPERATION && strstr(text, "MPI_Win_create"),
-          "MPI_Win_create on MPI_COMM_WORLD: class %d, \"%s\"", error_class(rc), text);
+    CHECK(error_class(rc) == MPI_ERR_UNSUPPORTED_OPERATION && strstr(text, "MPI_File_open"),
+          "MPI_File_open on MPI_COMM_WORLD: class %d, \"%s\"", error_class(rc), text);
   else if (rc == MPI_SUCCESS)
-    MPI_Win_free(&win);
+    MPI_File_close(&file);
+  MPI_Win win;
   rc = MPI_Win_create(&x, sizeof x, sizeof x, MPI_INFO_NULL, MPI_COMM_SELF, &win);
   CHECK(rc == MPI_SUCCESS, "a window on MPI_COMM_SELF is MPICH's: %d", rc);
   if (rc == MPI_SUCCESS) MPI_Win_free(&win);
