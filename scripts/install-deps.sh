@@ -19,6 +19,7 @@ packages=(
   pkgconf help2man dpkg-dev  # installing: gridrt.pc checked by the app template, manual pages, the Debian package
   openssh-server openssh-client   # the ssh launch of a cluster's part (tests start their own sshd)
   slurm-wlm munge            # the Slurm launch of a cluster's part (tests start their own slurmctld, slurmd, munged)
+  libarmci-mpi-dev           # ARMCI-MPI (Global Arrays' one-sided layer on MPI): a program on it run across clusters by the tests
   libcoarrays-mpich-dev      # OpenCoarrays for MPICH (caf.mpich): Fortran coarray programs, built on one-sided MPI, run across clusters by the tests
   yorick-mpy-mpich2          # Yorick's parallel interpreter (mpy.mpich2): an unmodified MPI program built on probes, run across clusters by the tests
   time                       # /usr/bin/time: a launch wrapper the MPI layer must reach through, in the tests

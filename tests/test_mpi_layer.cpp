@@ -160,6 +160,27 @@ TEST(MpiLayer, AFortranCoarrayProgramOfOpenCoarrays) {
   expect_nothing_left();
 }
 
+// A program of the Global Arrays family on Debian's ARMCI-MPI for MPICH (built as its users
+// build them: mpicc.mpich ... -larmci-mpich), which holds lock_all epochs open, flushes,
+// fetch-and-ops and accumulates: every check passes across clusters.
+TEST(MpiLayer, AnArmciProgramOnArmciMpi) {
+  if (::access("/usr/lib/x86_64-linux-gnu/libarmci-mpich.a", R_OK) != 0)
+    GTEST_SKIP() << "libarmci-mpich.a is missing (scripts/install-deps.sh installs libarmci-mpi-dev)";
+  char made[] = "/tmp/gridrt-armci-XXXXXX";
+  ASSERT_NE(::mkdtemp(made), nullptr);
+  const std::string dir = made, program = dir + "/armci";
+  ASSERT_EQ(std::system(("mpicc.mpich -o " + program + " " + GRIDRT_MPI_SOURCES_DIR + "/armci.c -larmci-mpich >" + dir + "/build.log 2>&1").c_str()), 0)
+      << shell("cat " + dir + "/build.log");
+  for (const Grid& g : grids()) {
+    const Outcome r = run(g, program, {"50"});
+    EXPECT_EQ(r.status, 0) << g.what << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find("armci: "), std::string::npos) << g.what << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find(" checks passed on " + std::to_string(g.processes) + " processes"), std::string::npos) << g.what << "\n" << r.out << r.err;
+  }
+  std::filesystem::remove_all(dir);
+  expect_nothing_left();
+}
+
 TEST(MpiLayer, IntercommunicatorsBetweenGroupsThatSpanClusters) { passes_everywhere("intercomm"); }
 
 TEST(MpiLayer, NeighbourhoodCollectivesOnEveryTopologyAndPersistentOnesInAnyOrder) { passes_everywhere("neighbors"); }
