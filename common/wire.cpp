@@ -189,10 +189,11 @@ std::uint64_t Reader::u64() {
   pos_ += 8;
   return get(p, 8);
 }
-std::string Reader::str() {
+std::string Reader::str() { return std::string(view()); }
+std::string_view Reader::view() {
   const std::uint32_t n = u32();
   need(n);
-  std::string s(in_.substr(pos_, n));
+  const std::string_view s = in_.substr(pos_, n);
   pos_ += n;
   return s;
 }

@@ -160,6 +160,7 @@ class Reader {
   std::int32_t i32() { return static_cast<std::int32_t>(u32()); }
   std::uint64_t u64();
   std::string str();
+  std::string_view view();  // what str() reads, not copied (valid as long as the input)
   std::vector<std::string> strs();
   std::vector<std::uint32_t> u32s();
   void end() const;  // throws unless every byte was consumed

@@ -125,12 +125,16 @@ void check_range(const GridWin& w, int target, MPI_Aint disp, const rma::TypeMap
 }
 
 // The origin's data, packed, checked against what the target's datatype takes.
-std::vector<char> origin_data(const void* buf, int count, MPI_Datatype type, const rma::TypeMap& map) {
-  const Layout l(type, count);
-  if (data_bytes(l) != map.packed())
-    throw gridrt::Error("the origin's data (" + std::to_string(data_bytes(l)) + " bytes) and the target's datatype (" +
+void check_sizes(std::size_t origin_bytes, const rma::TypeMap& map) {
+  if (origin_bytes != map.packed())
+    throw gridrt::Error("the origin's data (" + std::to_string(origin_bytes) + " bytes) and the target's datatype (" +
                             std::to_string(map.packed()) + " bytes) differ",
                         MPI_ERR_TYPE);
+}
+
+std::vector<char> origin_data(const void* buf, int count, MPI_Datatype type, const rma::TypeMap& map) {
+  const Layout l(type, count);
+  check_sizes(data_bytes(l), map);
   std::vector<char> out = gridrt::detail::packed_copy(l, buf);
   out.resize(data_bytes(l));
   return out;
@@ -204,6 +208,9 @@ void complete_at(GridWin& w, const std::vector<int>& targets, Message kind) {
   for (const auto& p : results) raise(*p);
 }
 
+// A barrier of the window's members (its own communicator's, hierarchical).
+void barrier(GridWin& w) { gridrt::detail::run_collective(w.comm, gridrt::detail::barrier(*w.comm, gridrt::Algo::kDefault)); }
+
 // Every target with something outstanding.
 std::vector<int> outstanding(const GridWin& w) {
   std::set<int> t(w.unflushed.begin(), w.unflushed.end());
@@ -230,35 +237,34 @@ int make_window(const char* function, MPI_Comm comm, MPI_Info info, int flavor, 
     if (size < 0) throw gridrt::ArgumentError("a negative size (" + std::to_string(size) + ")", MPI_ERR_SIZE);
     if (disp_unit <= 0) throw gridrt::ArgumentError("a displacement unit of " + std::to_string(disp_unit), MPI_ERR_DISP);
     auto w = std::make_unique<GridWin>();
-    int rc = gridmpi_Comm_dup(comm, &w->comm);
-    if (rc != MPI_SUCCESS) return rc;
-    w->grid = grid_shared(w->comm);
-    w->id = w->grid->impl->context | gridrt::detail::kOneSidedContext;
-    w->members = w->grid->impl->members;
-    w->me = w->grid->impl->me;
+    std::shared_ptr<GridComm> parent = grid_shared(comm);
+    const std::uint32_t context = gridrt::detail::agree_on_context(parent->impl);
+    w->comm = CommImpl::make(parent->impl->members, parent->impl->me, context, dup_in_cluster(parent->impl->local));
+    w->errors = parent;
+    w->id = context | gridrt::detail::kOneSidedContext;
+    w->members = w->comm->members;
+    w->me = w->comm->me;
     w->dynamic = flavor == MPI_WIN_FLAVOR_DYNAMIC;
-    switch (flavor) {
+    int rc = MPI_SUCCESS;
+    switch (flavor) {  // (on the application's communicator: MPICH makes its own of it)
       case MPI_WIN_FLAVOR_CREATE:
-        rc = PMPI_Win_create(base, size, disp_unit, info, w->comm, &w->handle);
+        rc = PMPI_Win_create(base, size, disp_unit, info, comm, &w->handle);
         break;
       case MPI_WIN_FLAVOR_ALLOCATE:
-        rc = PMPI_Win_allocate(size, disp_unit, info, w->comm, &base, &w->handle);
+        rc = PMPI_Win_allocate(size, disp_unit, info, comm, &base, &w->handle);
         if (rc == MPI_SUCCESS) *static_cast<void**>(baseptr) = base;
         break;
       default:
-        rc = PMPI_Win_create_dynamic(info, w->comm, &w->handle);
+        rc = PMPI_Win_create_dynamic(info, comm, &w->handle);
     }
-    if (rc != MPI_SUCCESS) {
-      gridmpi_Comm_free(&w->comm);
-      return rc;
-    }
+    if (rc != MPI_SUCCESS) return rc;
     engine().expose(w->id, static_cast<char*>(base), static_cast<std::uint64_t>(size), static_cast<std::uint32_t>(disp_unit), w->dynamic);
     // Every member's size and unit, for the origin's range checks; once this exchange is
     // over, every member's engine knows the window.
     const std::uint64_t mine[2] = {static_cast<std::uint64_t>(size), static_cast<std::uint64_t>(disp_unit)};
     std::vector<std::uint64_t> all(2 * w->members.size());
-    rc = gridmpi_Allgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, w->comm);
-    if (rc != MPI_SUCCESS) return rc;
+    gridrt::detail::run_collective(w->comm, gridrt::detail::allgather(*w->comm, mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T,
+                                                                      gridrt::Algo::kDefault));
     for (std::size_t i = 0; i < w->members.size(); ++i) {
       w->sizes.push_back(all[2 * i]);
       w->disp_units.push_back(static_cast<std::uint32_t>(all[2 * i + 1]));
@@ -326,16 +332,12 @@ int GRIDMPI(Win_free)(MPI_Win* win) {
     gridmpi::complete_at(*w, gridmpi::outstanding(*w), rma::Message::kFlush);
     // Every member's operations are over (MPI has them synchronised before the free) and
     // answered; after this barrier nothing more comes for the window.
-    int rc = gridmpi_Barrier(w->comm);
-    if (rc != MPI_SUCCESS) return rc;
+    gridmpi::barrier(*w);
     engine().withdraw(w->id);
     MPI_Win handle = w->handle;
-    MPI_Comm comm = w->comm;
-    gridmpi::g_windows.erase(handle);
-    rc = PMPI_Win_free(&handle);
-    gridmpi_Comm_free(&comm);
+    gridmpi::g_windows.erase(handle);  // (its communicator goes with it)
     *win = MPI_WIN_NULL;
-    return rc;
+    return PMPI_Win_free(&handle);
   });
 }
 
@@ -364,7 +366,10 @@ int GRIDMPI(Win_detach)(MPI_Win win, const void* base) {
 int GRIDMPI(Win_get_group)(MPI_Win win, MPI_Group* group) {
   GridWin* w = gridmpi::grid_window(win);
   if (!w) return PMPI_Win_get_group(win, group);
-  return gridmpi_Comm_group(w->comm, group);
+  return on_window("MPI_Win_get_group", win, [&] {
+    *group = gridmpi::make_group(w->members);
+    return MPI_SUCCESS;
+  });
 }
 
 // ---------------------------------------------------------------- communication
@@ -380,10 +385,19 @@ int write_op(const char* function, MPI_Win win, GridWin& w, const void* origin, 
     start_access(w, target);
     Location at{static_cast<std::uint64_t>(disp), type_map(target_type, target_count)};
     if (op) check_op(*op, at.map);
-    const std::vector<char> data = origin_data(origin, origin_count, origin_type, at.map);
+    const Layout l(origin_type, origin_count);
+    const std::size_t n = data_bytes(l);
+    check_sizes(n, at.map);
     check_range(w, target, disp, at.map);
-    const std::string_view bytes(data.data(), data.size());
-    engine().send(w.global(target), w.id, op ? rma::accumulate_message(*op, at, bytes) : rma::put_message(at, bytes));
+    // The data packed straight into the message (a large put's bytes are copied once here).
+    std::string message = op ? rma::accumulate_head(*op, at, n) : rma::put_head(at, n);
+    if (l.contiguous) {
+      message.append(static_cast<const char*>(origin), n);
+    } else {
+      const std::vector<char> packed = gridrt::detail::packed_copy(l, origin);
+      message.append(packed.data(), n);
+    }
+    engine().send(w.global(target), w.id, std::move(message));
     w.unflushed.insert(target);
     return MPI_SUCCESS;
   });
@@ -412,7 +426,7 @@ std::shared_ptr<PendingResult> read_op(GridWin& w, const void* origin, int origi
 // A request of MPI_Rput and friends: complete when the answer (if any) is in.
 int result_request(GridWin& w, std::shared_ptr<PendingResult> p, MPI_Request* request) {
   auto r = std::make_unique<Request>();
-  r->comm = w.grid;
+  r->comm = w.errors;
   r->custom = [p] {
     if (!p) return true;
     if (!settle(*p)) return false;
@@ -566,8 +580,7 @@ int GRIDMPI(Win_fence)(int assert, MPI_Win win) {
     // This origin's operations are applied at their targets (the flushes' answers say so);
     // after the barrier, so are everyone's, here too.
     gridmpi::complete_at(*w, gridmpi::outstanding(*w), rma::Message::kFlush);
-    const int rc = gridmpi_Barrier(w->comm);
-    if (rc != MPI_SUCCESS) return rc;
+    gridmpi::barrier(*w);
     w->fence_open = !(assert & MPI_MODE_NOSUCCEED);
     return MPI_SUCCESS;
   });

@@ -40,8 +40,12 @@ struct PendingResult {
 
 struct GridWin {
   MPI_Win handle = MPI_WIN_NULL;       // the application's: MPICH's window of this cluster's members
-  MPI_Comm comm = MPI_COMM_NULL;       // the layer's duplicate of the window's communicator
-  std::shared_ptr<GridComm> grid;      // (that duplicate's grid communicator)
+  // The window's own communicator inside the layer (its fences' barriers, its context on the
+  // transport), over one MPICH communicator of its members in this cluster: with MPICH's
+  // window's own, two of MPICH's context ids per window, as programs that make a thousand
+  // windows need (MPICH has 2048).
+  std::shared_ptr<CommImpl> comm;
+  std::shared_ptr<GridComm> errors;    // whose error handler a request's error goes to (the window's communicator)
   std::uint32_t id = 0;                // its context on the transport (with kOneSidedContext)
   std::vector<int> members;            // global ranks, by rank in the window
   int me = -1;

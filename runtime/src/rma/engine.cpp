@@ -226,7 +226,7 @@ void Engine::apply_to(Exposed& w, std::int32_t src, std::uint32_t window, std::s
       case Message::kAccumulate: {
         const Op op = kind == Message::kPut ? Op::kReplace : read_op(r);
         const Location at = read_location(r);
-        const std::string data = r.str();
+        const std::string_view data = r.view();
         r.end();
         if (data.size() != at.map.packed()) return fail(ErrorClass::kIntern, "data of another size than its target datatype", false);
         if (std::string why = op_applies(op, at.map); !why.empty()) return fail(ErrorClass::kOp, why, false);
@@ -242,7 +242,7 @@ void Engine::apply_to(Exposed& w, std::int32_t src, std::uint32_t window, std::s
         id = r.u64();
         const Op op = kind == Message::kGet ? Op::kNoOp : read_op(r);
         const Location at = read_location(r);
-        const std::string data = kind == Message::kGet ? std::string() : r.str();
+        const std::string_view data = kind == Message::kGet ? std::string_view() : r.view();
         r.end();
         if (op != Op::kNoOp && data.size() != at.map.packed())
           return fail(ErrorClass::kIntern, "data of another size than its target datatype", true);
@@ -259,7 +259,7 @@ void Engine::apply_to(Exposed& w, std::int32_t src, std::uint32_t window, std::s
       case Message::kCompareSwap: {
         id = r.u64();
         const Location at = read_location(r);
-        const std::string compare = r.str(), data = r.str();
+        const std::string_view compare = r.view(), data = r.view();
         r.end();
         if (compare.size() != at.map.packed() || data.size() != at.map.packed())
           return fail(ErrorClass::kIntern, "data of another size than its target datatype", true);

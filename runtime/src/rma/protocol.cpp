@@ -14,11 +14,20 @@ void location(wire::Writer& w, const Location& at) {
 }
 }  // namespace
 
-std::string put_message(const Location& at, std::string_view data) {
+std::string put_head(const Location& at, std::size_t bytes) {
   wire::Writer w = begin(Message::kPut);
   location(w, at);
-  return w.str(data).take();
+  return w.u32(static_cast<std::uint32_t>(bytes)).take();
 }
+
+std::string accumulate_head(Op op, const Location& at, std::size_t bytes) {
+  wire::Writer w = begin(Message::kAccumulate);
+  w.u8(static_cast<std::uint8_t>(op));
+  location(w, at);
+  return w.u32(static_cast<std::uint32_t>(bytes)).take();
+}
+
+std::string put_message(const Location& at, std::string_view data) { return put_head(at, data.size()).append(data); }
 
 std::string get_message(std::uint64_t id, const Location& at) {
   wire::Writer w = begin(Message::kGet);
@@ -28,10 +37,7 @@ std::string get_message(std::uint64_t id, const Location& at) {
 }
 
 std::string accumulate_message(Op op, const Location& at, std::string_view data) {
-  wire::Writer w = begin(Message::kAccumulate);
-  w.u8(static_cast<std::uint8_t>(op));
-  location(w, at);
-  return w.str(data).take();
+  return accumulate_head(op, at, data.size()).append(data);
 }
 
 std::string get_accumulate_message(std::uint64_t id, Op op, const Location& at, std::string_view data) {

@@ -41,6 +41,10 @@ struct Location {
 };
 
 std::string put_message(const Location& at, std::string_view data);
+// Put's and accumulate's messages without their data, which the caller appends (`bytes` of
+// it, packed straight into the message).
+std::string put_head(const Location& at, std::size_t bytes);
+std::string accumulate_head(Op op, const Location& at, std::size_t bytes);
 std::string get_message(std::uint64_t id, const Location& at);
 std::string accumulate_message(Op op, const Location& at, std::string_view data);
 std::string get_accumulate_message(std::uint64_t id, Op op, const Location& at, std::string_view data);

@@ -25,6 +25,9 @@ constexpr auto kCallBackTimeout = std::chrono::seconds(6);
 // for ours and our rank, looking every kTopologyPoll.
 constexpr auto kTopologyWait = std::chrono::milliseconds(10000);
 constexpr auto kTopologyPoll = std::chrono::milliseconds(10);
+// What a one-sided message's first fragment may make this process set aside for the rest
+// at once (a larger one grows as it comes).
+constexpr std::uint64_t kOneSidedReserveAtMost = std::uint64_t{64} << 20;
 
 ListenSpec ListenSpec::parse(const char* text) {
   ListenSpec l;
@@ -612,13 +615,23 @@ void RelayTransport::on_one_sided(Frame& f) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     grant({f.header.context, f.header.src, f.header.tag}, f.body.size() + kFrameCost);
-    std::string& parts = one_sided_parts_[{f.header.src, f.header.context}];
-    if (f.header.flags & kMore) {
-      parts += f.body;
-      return;
+    const bool last = !(f.header.flags & kMore);
+    auto it = one_sided_parts_.find({f.header.src, f.header.context});
+    if (it == one_sided_parts_.end()) {
+      if (last) {
+        whole = std::move(f.body);
+      } else {  // a first fragment: it names the message's size (at most what can come)
+        std::string& parts = one_sided_parts_[{f.header.src, f.header.context}];
+        parts.reserve(std::min<std::uint64_t>(f.header.seq, kOneSidedReserveAtMost));
+        parts += f.body;
+        return;
+      }
+    } else {
+      it->second += f.body;
+      if (!last) return;
+      whole = std::move(it->second);
+      one_sided_parts_.erase(it);
     }
-    whole = parts.empty() ? std::move(f.body) : std::move(parts) + f.body;
-    one_sided_parts_.erase({f.header.src, f.header.context});
     sink = one_sided_;
   }
   if (sink) sink(f.header.src, f.header.context, whole);
