@@ -28,38 +28,21 @@
 #include <string>
 #include <utility>
 
+#include "transport/flow_control.h"
+
 namespace gridrt::models {
 
-// The flow-control window per stream that a job's processes keep (GRIDRT_WINDOW; docs/
-// protocol.md, "Flow control"), and what it may be.
-inline constexpr std::size_t kDefaultWindowBytes = 512 * 1024;
-inline constexpr std::size_t kMinWindowBytes = 4096, kMaxWindowBytes = std::size_t{1} << 32;
-// GRIDRT_WINDOW's, or the default where it is unset; std::invalid_argument naming the
-// variable, its value and what it may be otherwise. The runtime reads it so, and so do
-// the tools that predict for jobs (gridbench --predict-only, gridrun calibrate).
-inline std::size_t window_from_env() {
-  const char* v = std::getenv("GRIDRT_WINDOW");
-  if (!v) return kDefaultWindowBytes;
-  char* end = nullptr;
-  const unsigned long long n = std::strtoull(v, &end, 10);
-  if (!*v || *end || *v == '-' || n < kMinWindowBytes || n > kMaxWindowBytes)
-    throw std::invalid_argument(std::string("GRIDRT_WINDOW='") + v + "' must be a number of bytes from " + std::to_string(kMinWindowBytes) +
-                                " to " + std::to_string(kMaxWindowBytes));
-  return static_cast<std::size_t>(n);
-}
-
-// How the transport frames a stream (relay_transport.cpp sends by these).
-inline constexpr std::size_t kFrameCost = 64;  // credit a frame costs beyond its body
-inline constexpr std::size_t kMaxFragment = 64 * 1024;
-// A message above this goes as rendezvous: its first frame, then the rest once the receiver
-// has matched it (its Matched back a round trip after the first frame left, the receive
-// taken as posted).
-inline constexpr std::size_t kRendezvousAbove = 4u << 20;
+// How the transport frames a stream and what its window may be are the transport's own
+// (transport/flow_control.h); the model plays the same frames.
+using flow::fragment_bytes;
+using flow::kDefaultWindowBytes;
+using flow::kFrameCost;
+using flow::kMaxFragment;
+using flow::kMaxWindowBytes;
+using flow::kMinWindowBytes;
+using flow::kRendezvousAbove;
+using flow::window_from_env;
 inline bool goes_as_rendezvous(double m) { return m > static_cast<double>(kRendezvousAbove); }
-// The body of a message's frames: small enough that the relays, which store and forward
-// whole frames, work on several at once, and that a window holds several (four or more),
-// so that a stream flows while credit comes back.
-inline std::size_t fragment_bytes(std::size_t window) { return std::min(kMaxFragment, window / 4 - kFrameCost); }
 // How many frames a message of m bytes goes as in a stream of window W (at least one).
 inline double frames_in(double m, double window) {
   return std::max(1.0, std::ceil(m / static_cast<double>(fragment_bytes(static_cast<std::size_t>(window)))));

@@ -51,7 +51,8 @@ RelayTransport::RelayTransport(const std::string& relay, std::uint64_t job, cons
       window_(std::max(window, kMinWindow)),
       receiver_({[this](const Envelope& from, std::size_t bytes) { grant(from, bytes); },
                  [this](const Envelope& from, std::uint64_t number) { tell_matched(from, number); }},
-                unexpected_budget) {
+                unexpected_budget),
+      sender_([this](std::int32_t dst, std::string frame) { write(dst, std::move(frame)); }, window_) {
   const char* direct = std::getenv("GRIDRT_DIRECT");
   direct_allowed_ = !(direct && std::string(direct) == "off");
   const char* on_loss = std::getenv("GRIDRT_ON_CLUSTER_LOSS");
@@ -169,11 +170,11 @@ std::shared_ptr<RemoteOp> RelayTransport::send(std::int32_t dst, std::uint32_t c
                                                std::size_t bytes, bool synchronous) {
   // A very large message goes as rendezvous: one fragment now, the rest once the receiver
   // matched it, so that while it is unmatched it holds up nothing behind it (receiver.h).
+  // One-sided messages never: the target's engine takes every one as it comes.
   const bool rendezvous = bytes > kRendezvousAbove && !(context & kOneSidedContext);
   auto op = std::make_shared<RemoteOp>();
   op->synchronous = synchronous;
-  std::uint64_t number = 0;  // the message's on its stream: what a Matched names, and its rest
-  std::size_t fragment = 0;
+  Sender::Slot slot;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!failure_.empty()) throw std::runtime_error(failure_);
@@ -181,82 +182,25 @@ std::shared_ptr<RemoteOp> RelayTransport::send(std::int32_t dst, std::uint32_t c
       op->error = *why;
       return op;
     }
-    const Stream& s = stream(dst, context);
-    number = s.messages;
-    // Relays store and forward whole frames, so small fragments let the hops work at once
-    // (a pipeline); a window holds several, so the stream flows while credit comes back
-    // (models/flow_window.h, where the model plays the same frames).
-    fragment = models::fragment_bytes(s.window);
+    slot = sender_.slot(dst, context);
   }
-  std::vector<Outgoing> first, rest;
-  const char* p = static_cast<const char*>(buf);
-  const std::size_t first_part = rendezvous ? fragment : bytes;
-  std::size_t off = 0;
-  do {  // encoded here, in the caller's thread: its buffer is free once we return
-    const bool in_rest = rendezvous && off >= first_part;
-    const std::size_t end = in_rest ? bytes : first_part;
-    const std::size_t n = std::min(end - off, fragment);
-    wire::Header h;
-    h.type = in_rest ? Type::kRest : Type::kData;
-    h.job = job_;
-    h.src = rank_;
-    h.dst = dst;
-    h.context = context;
-    h.tag = tag;
-    h.length = static_cast<std::uint32_t>(n);
-    h.flags = off + n < end ? kMore : 0;
-    if (off == 0) h.flags |= (synchronous ? kSynchronous : 0) | (rendezvous ? kRendezvous : 0);
-    h.seq = in_rest ? number : bytes;  // a first part names the whole message's size: a probe tells it
-    // Header and payload straight into one buffer: the only copy of the caller's data.
-    std::string encoded(wire::kHeaderSize + n, '\0');
-    wire::encode_header(h, reinterpret_cast<unsigned char*>(encoded.data()));
-    if (n) std::memcpy(encoded.data() + wire::kHeaderSize, p + off, n);
-    off += n;
-    (in_rest ? rest : first).push_back({std::move(encoded), n + kFrameCost, off < bytes ? nullptr : op});
-  } while (off < bytes);
+  wire::Header h;
+  h.job = job_;
+  h.src = rank_;
+  h.dst = dst;
+  h.context = context;
+  h.tag = tag;
+  Sender::Frames frames = Sender::encode(h, slot, buf, bytes, synchronous, rendezvous, op);  // (no lock: the only copy)
   std::lock_guard<std::mutex> lock(mu_);
   if (!failure_.empty()) throw std::runtime_error(failure_);
-  Stream& s = stream(dst, context);
-  ++s.messages;
-  if (synchronous || rendezvous) s.unmatched[number] = op;
-  if (rendezvous) s.parked[number] = std::move(rest);
-  for (auto& o : first) s.queue.push_back(std::move(o));
-  pump(s);
+  if (sender_.queue(dst, context, std::move(frames), op, synchronous, rendezvous)) notify();
   return op;
 }
 
 void RelayTransport::set_window(std::size_t window) {
   std::lock_guard<std::mutex> lock(mu_);
   window_ = std::max(window, kMinWindow);
-}
-
-RelayTransport::Stream& RelayTransport::stream(std::int32_t dst, std::uint32_t context) {
-  auto [it, fresh] = out_.try_emplace({dst, context});
-  if (fresh) {
-    it->second.dst = dst;
-    it->second.window = window_;
-    it->second.credit = static_cast<std::int64_t>(window_);
-  }
-  return it->second;
-}
-
-void RelayTransport::pump(Stream& s) {
-  bool completed = false;
-  while (!s.queue.empty() && s.credit >= static_cast<std::int64_t>(s.queue.front().cost)) {
-    Outgoing& o = s.queue.front();
-    s.credit -= static_cast<std::int64_t>(o.cost);
-    write(s.dst, std::move(o.bytes));
-    if (o.completes) {
-      // A frame that could not go (the peer's direct connection is gone) fails its send.
-      RemoteOp& op = *o.completes;
-      op.written = true;
-      if (!failure_.empty()) op.error = failure_;
-      else if (!op.synchronous || op.matched) op.done = true;
-      completed = true;
-    }
-    s.queue.pop_front();
-  }
-  if (completed) notify();
+  sender_.set_window(window_);
 }
 
 void RelayTransport::write_relay(std::string bytes) {
@@ -515,20 +459,7 @@ void RelayTransport::tell_matched(const Envelope& from, std::uint64_t number) {
 // rest goes now).
 void RelayTransport::on_matched(const Frame& f) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = out_.find({f.header.src, f.header.context});
-  if (it == out_.end()) return;
-  Stream& s = it->second;
-  auto op = s.unmatched.find(f.header.seq);
-  if (op == s.unmatched.end()) return;  // (a peer's confusion: nothing waits on it)
-  op->second->matched = true;
-  if (op->second->written && op->second->error.empty()) op->second->done = true;
-  s.unmatched.erase(op);
-  if (auto rest = s.parked.find(f.header.seq); rest != s.parked.end()) {
-    for (auto& o : rest->second) s.queue.push_back(std::move(o));
-    s.parked.erase(rest);
-    pump(s);
-  }
-  notify();
+  if (sender_.matched(f.header.src, f.header.context, f.header.seq)) notify();
 }
 
 void RelayTransport::set_rank(std::int32_t rank) {
@@ -668,10 +599,8 @@ void RelayTransport::on_frame(Frame& f) {
       return on_matched(f);
     case Type::kCredit: {
       std::lock_guard<std::mutex> lock(mu_);
-      auto it = out_.find({f.header.src, f.header.context});
-      if (it == out_.end()) return;  // credit for a stream never used: nothing waits on it
-      it->second.credit += static_cast<std::int64_t>(f.header.seq);
-      return pump(it->second);
+      if (sender_.credit(f.header.src, f.header.context, static_cast<std::size_t>(f.header.seq))) notify();
+      return;
     }
     case Type::kConnectBack: {  // the peer wants to talk and only we can dial: do it now
       std::lock_guard<std::mutex> lock(mu_);
@@ -767,13 +696,7 @@ void RelayTransport::await_activity(std::uint64_t seen, std::chrono::microsecond
 void RelayTransport::fail_all(const std::string& why) {
   if (failure_.empty()) failure_ = why;
   receiver_.fail_all(failure_);
-  for (auto& [key, s] : out_) {
-    for (auto& o : s.queue)
-      if (o.completes) o.completes->error = failure_;
-    for (auto& [number, op] : s.unmatched) op->error = failure_;
-    s.unmatched.clear();
-    s.parked.clear();
-  }
+  sender_.fail(failure_);
   notify();
 }
 
@@ -809,15 +732,7 @@ void RelayTransport::fail_lost(std::uint32_t cluster) {
   const std::string& why = lost_[cluster];
   auto gone = [&](std::int32_t rank) { return rank >= 0 && topology_->cluster_of(static_cast<std::uint32_t>(rank)) == cluster; };
   receiver_.fail_from(gone, why);
-  for (auto& [key, s] : out_)
-    if (gone(s.dst)) {
-      for (auto& o : s.queue)
-        if (o.completes) o.completes->error = why;
-      s.queue.clear();
-      for (auto& [number, op] : s.unmatched) op->error = why;
-      s.unmatched.clear();
-      s.parked.clear();
-    }
+  sender_.fail_to(gone, why);
 }
 
 void RelayTransport::on_closed(const std::string& why) {

@@ -2,13 +2,14 @@
 // served by one I/O thread running Asio (the application thread never touches the socket and
 // blocks on a condition variable, never spinning, while it waits for the relay).
 //
-// Flow control is end to end, per stream (source, destination, context): a sender may have
-// at most `window` bytes (plus a fixed cost per frame) in flight that the receiving process
-// has not yet granted back; it grants them as its receives take the data, or as it buffers
-// data no receive has taken yet, up to its budget for such data (receiver.h). So a slow
-// receiver makes its senders wait, the relays in between never hold more than one window per
-// stream, and nothing is ever dropped (docs/protocol.md). Messages
-// above kRendezvousAbove go as rendezvous: their rest waits at the sender until matched.
+// Flow control is end to end, per stream (source, destination, context): the sending side
+// (sender.h) has at most `window` bytes (plus a fixed cost per frame) in flight that the
+// receiving process has not yet granted back; the receiving side (receiver.h) grants them as
+// its receives take the data, or as it buffers data no receive has taken yet, up to its
+// budget for such data. So a slow receiver makes its senders wait, the relays in between
+// never hold more than one window per stream, and nothing is ever dropped
+// (docs/protocol.md). Both are pure; this file gives them their sockets and thread, the
+// paths to peers (the connection ladder) and the control messages.
 #pragma once
 
 #include <chrono>
@@ -25,8 +26,9 @@
 #include "common/link.h"
 #include "common/messages.h"
 #include "message_transport.h"
-#include "models/flow_window.h"
+#include "flow_control.h"
 #include "receiver.h"
+#include "sender.h"
 
 namespace gridrt::detail {
 
@@ -112,27 +114,11 @@ class RelayTransport : public MessageTransport {
   static constexpr std::uint32_t kMore = wire::kMoreFragments;
   static constexpr std::uint32_t kSynchronous = wire::kSynchronous;
   static constexpr std::uint32_t kRendezvous = wire::kRendezvous;
-  static constexpr std::size_t kRendezvousAbove = models::kRendezvousAbove;
-  static constexpr std::size_t kFrameCost = models::kFrameCost;  // credit charged per frame beyond its body
-  static constexpr std::size_t kMinWindow = models::kMinWindowBytes;
+  static constexpr std::size_t kRendezvousAbove = flow::kRendezvousAbove;
+  static constexpr std::size_t kFrameCost = flow::kFrameCost;  // credit charged per frame beyond its body
+  static constexpr std::size_t kMinWindow = flow::kMinWindowBytes;
 
  private:
-  struct Outgoing {
-    std::string bytes;            // an encoded frame
-    std::size_t cost = 0;
-    std::shared_ptr<RemoteOp> completes;  // on the last fragment of a message
-  };
-  struct Stream {                 // outgoing, per (destination, context)
-    std::int32_t dst = -1;
-    std::size_t window = 0;       // its flow-control window, as the stream began
-    std::int64_t credit = 0;
-    std::deque<Outgoing> queue;
-    std::uint64_t messages = 0;   // begun so far: the receiver numbers them alike
-    std::map<std::uint64_t, std::shared_ptr<RemoteOp>> unmatched;  // synchronous and rendezvous sends, by number
-    std::map<std::uint64_t, std::vector<Outgoing>> parked;          // rendezvous ones' rest, until matched
-  };
-  using StreamKey = std::pair<std::int32_t, std::uint32_t>;
-
   // The path to one peer process (the connection ladder, common/ladder.h). Decided on the
   // first frame for that peer and final, so that a stream's frames never take two paths;
   // frames wait in `held` while a direct connection is being made.
@@ -159,8 +145,6 @@ class RelayTransport : public MessageTransport {
   void grant(const Envelope& from, std::size_t bytes);
   void tell_matched(const Envelope& from, std::uint64_t number);
   void notify();
-  void pump(Stream& s);
-  Stream& stream(std::int32_t dst, std::uint32_t context);
   void write(std::int32_t dst, std::string bytes);
   void write_relay(std::string bytes);
   void decide(std::int32_t dst, Peer& p);
@@ -189,10 +173,10 @@ class RelayTransport : public MessageTransport {
   std::uint64_t activity_ = 0;  // bumped, with cv_ notified, by every completion and arrival
   std::vector<std::pair<Envelope, std::size_t>> owed_;  // credit for data that came before our rank was known
   Receiver receiver_;
+  Sender sender_;
   // One-sided messages: their sink, and the fragments of each stream's message on its way.
   OneSidedSink one_sided_;
   std::map<std::pair<std::int32_t, std::uint32_t>, std::string> one_sided_parts_;
-  std::map<StreamKey, Stream> out_;  // (destination, context) -> outgoing stream
   // Direct connections.
   std::unique_ptr<asio::ssl::context> psk_server_, psk_client_;
   std::unique_ptr<tcp::acceptor> acceptor_;

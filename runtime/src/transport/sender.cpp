@@ -1,0 +1,127 @@
+#include "sender.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace gridrt::detail {
+
+Sender::Stream& Sender::stream(std::int32_t dst, std::uint32_t context) {
+  auto [it, fresh] = out_.try_emplace({dst, context});
+  if (fresh) {
+    it->second.dst = dst;
+    it->second.window = window_;
+    it->second.credit = static_cast<std::int64_t>(window_);
+  }
+  return it->second;
+}
+
+Sender::Slot Sender::slot(std::int32_t dst, std::uint32_t context) {
+  const Stream& s = stream(dst, context);
+  // Relays store and forward whole frames, so small fragments let the hops work at once
+  // (a pipeline); a window holds several, so the stream flows while credit comes back
+  // (models/flow_window.h, where the model plays the same frames).
+  return {s.messages, flow::fragment_bytes(s.window)};
+}
+
+Sender::Frames Sender::encode(wire::Header h, const Slot& slot, const void* buf, std::size_t bytes, bool synchronous, bool rendezvous,
+                              const std::shared_ptr<RemoteOp>& op) {
+  Frames out;
+  const char* p = static_cast<const char*>(buf);
+  const std::size_t first_part = rendezvous ? slot.fragment : bytes;
+  std::size_t off = 0;
+  do {
+    const bool in_rest = rendezvous && off >= first_part;
+    const std::size_t end = in_rest ? bytes : first_part;
+    const std::size_t n = std::min(end - off, slot.fragment);
+    h.type = in_rest ? wire::Type::kRest : wire::Type::kData;
+    h.length = static_cast<std::uint32_t>(n);
+    h.flags = off + n < end ? wire::kMoreFragments : 0;
+    if (off == 0) h.flags |= (synchronous ? wire::kSynchronous : 0) | (rendezvous ? wire::kRendezvous : 0);
+    h.seq = in_rest ? slot.number : bytes;  // a first part names the whole message's size: a probe tells it
+    // Header and payload straight into one buffer: the only copy of the caller's data.
+    std::string encoded(wire::kHeaderSize + n, '\0');
+    wire::encode_header(h, reinterpret_cast<unsigned char*>(encoded.data()));
+    if (n) std::memcpy(encoded.data() + wire::kHeaderSize, p + off, n);
+    off += n;
+    (in_rest ? out.rest : out.first).push_back({std::move(encoded), n + flow::kFrameCost, off < bytes ? nullptr : op});
+  } while (off < bytes);
+  return out;
+}
+
+bool Sender::queue(std::int32_t dst, std::uint32_t context, Frames frames, const std::shared_ptr<RemoteOp>& op, bool synchronous,
+                   bool rendezvous) {
+  Stream& s = stream(dst, context);
+  const std::uint64_t number = s.messages++;
+  if (synchronous || rendezvous) s.unmatched[number] = op;
+  if (rendezvous) s.parked[number] = std::move(frames.rest);
+  for (auto& o : frames.first) s.queue.push_back(std::move(o));
+  return pump(s);
+}
+
+bool Sender::pump(Stream& s) {
+  bool completed = false;
+  while (!s.queue.empty() && s.credit >= static_cast<std::int64_t>(s.queue.front().cost)) {
+    Outgoing& o = s.queue.front();
+    s.credit -= static_cast<std::int64_t>(o.cost);
+    write_(s.dst, std::move(o.bytes));
+    if (o.completes) {
+      // A frame that could not go (the peer's direct connection is gone) fails its send.
+      RemoteOp& op = *o.completes;
+      op.written = true;
+      if (!failure_.empty()) op.error = failure_;
+      else if (!op.synchronous || op.matched) op.done = true;
+      completed = true;
+    }
+    s.queue.pop_front();
+  }
+  return completed;
+}
+
+bool Sender::credit(std::int32_t dst, std::uint32_t context, std::size_t bytes) {
+  auto it = out_.find({dst, context});
+  if (it == out_.end()) return false;  // credit for a stream never used: nothing waits on it
+  it->second.credit += static_cast<std::int64_t>(bytes);
+  return pump(it->second);
+}
+
+bool Sender::matched(std::int32_t dst, std::uint32_t context, std::uint64_t number) {
+  auto it = out_.find({dst, context});
+  if (it == out_.end()) return false;
+  Stream& s = it->second;
+  auto op = s.unmatched.find(number);
+  if (op == s.unmatched.end()) return false;  // (a peer's confusion: nothing waits on it)
+  op->second->matched = true;
+  if (op->second->written && op->second->error.empty()) op->second->done = true;
+  s.unmatched.erase(op);
+  if (auto rest = s.parked.find(number); rest != s.parked.end()) {
+    for (auto& o : rest->second) s.queue.push_back(std::move(o));
+    s.parked.erase(rest);
+    pump(s);
+  }
+  return true;
+}
+
+void Sender::fail(const std::string& why) {
+  if (failure_.empty()) failure_ = why;
+  for (auto& [key, s] : out_) {
+    for (auto& o : s.queue)
+      if (o.completes) o.completes->error = failure_;
+    for (auto& [number, op] : s.unmatched) op->error = failure_;
+    s.unmatched.clear();
+    s.parked.clear();
+  }
+}
+
+void Sender::fail_to(const std::function<bool(std::int32_t)>& gone, const std::string& why) {
+  for (auto& [key, s] : out_)
+    if (gone(s.dst)) {
+      for (auto& o : s.queue)
+        if (o.completes) o.completes->error = why;
+      s.queue.clear();
+      for (auto& [number, op] : s.unmatched) op->error = why;
+      s.unmatched.clear();
+      s.parked.clear();
+    }
+}
+
+}  // namespace gridrt::detail

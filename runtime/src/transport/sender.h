@@ -1,0 +1,86 @@
+// The sending side of the transport, pure (no sockets, no threads: its owner calls it under
+// its own lock, as it calls the receiving side, receiver.h). Per stream (destination,
+// context) it numbers the messages, cuts each into frames, and lets frames leave as the
+// receiver's credit allows (flow_control.h): at most a window of credit on its way per
+// stream, so a slow receiver makes its senders wait and nothing is ever dropped. A
+// rendezvous message's rest waits, parked, until the receiver says it matched it; a
+// synchronous send completes only then.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/wire.h"
+#include "flow_control.h"
+#include "message_transport.h"
+
+namespace gridrt::detail {
+
+class Sender {
+ public:
+  // A frame may leave now, to `dst` (by the peer's path). It may call fail().
+  using Write = std::function<void(std::int32_t dst, std::string frame)>;
+  Sender(Write write, std::size_t window) : write_(std::move(write)), window_(window) {}
+
+  // The window of the streams begun from now on (those begun before keep theirs).
+  void set_window(std::size_t window) { window_ = window; }
+
+  // The next message's place on stream (dst, context): its number there and the size of
+  // its frames' bodies.
+  struct Slot {
+    std::uint64_t number = 0;
+    std::size_t fragment = 0;
+  };
+  Slot slot(std::int32_t dst, std::uint32_t context);
+
+  struct Outgoing {
+    std::string bytes;      // an encoded frame
+    std::size_t cost = 0;   // the credit it takes
+    std::shared_ptr<RemoteOp> completes;  // on the last frame of a message
+  };
+  struct Frames {
+    std::vector<Outgoing> first, rest;  // (rest: a rendezvous message's, sent once matched)
+  };
+  // A message's frames, encoded from `h` (job, source, destination, context and tag set):
+  // without any lock, in the sender's thread, whose buffer is free once this returns.
+  static Frames encode(wire::Header h, const Slot& slot, const void* buf, std::size_t bytes, bool synchronous, bool rendezvous,
+                       const std::shared_ptr<RemoteOp>& op);
+  // Queues the stream's next message; its frames leave as credit allows. Each returns
+  // whether an operation completed (the owner then wakes its waiters).
+  bool queue(std::int32_t dst, std::uint32_t context, Frames frames, const std::shared_ptr<RemoteOp>& op, bool synchronous,
+             bool rendezvous);
+  // The receiver granted `bytes` of credit back on the stream.
+  bool credit(std::int32_t dst, std::uint32_t context, std::size_t bytes);
+  // The receiver matched message `number` of the stream: a synchronous send completes, a
+  // rendezvous message's rest leaves.
+  bool matched(std::int32_t dst, std::uint32_t context, std::uint64_t number);
+  // Every send queued or waiting to be matched fails with `why` (and every one after).
+  void fail(const std::string& why);
+  // Every send to a destination that is `gone` fails with `why`; its frames are dropped.
+  void fail_to(const std::function<bool(std::int32_t)>& gone, const std::string& why);
+
+ private:
+  struct Stream {
+    std::int32_t dst = -1;
+    std::size_t window = 0;  // its window, as the stream began
+    std::int64_t credit = 0;
+    std::deque<Outgoing> queue;
+    std::uint64_t messages = 0;  // begun so far: the receiver numbers them alike
+    std::map<std::uint64_t, std::shared_ptr<RemoteOp>> unmatched;  // synchronous and rendezvous sends, by number
+    std::map<std::uint64_t, std::vector<Outgoing>> parked;          // rendezvous ones' rest, until matched
+  };
+  Stream& stream(std::int32_t dst, std::uint32_t context);
+  bool pump(Stream& s);
+
+  Write write_;
+  std::size_t window_;
+  std::string failure_;
+  std::map<std::pair<std::int32_t, std::uint32_t>, Stream> out_;
+};
+
+}  // namespace gridrt::detail
