@@ -156,8 +156,25 @@ void check_op(rma::Op op, const rma::TypeMap& map) {
     if (std::string why = rma::check(op, run.kind); !why.empty()) throw gridrt::Error(why, MPI_ERR_OP);
 }
 
+// Answers that came are unpacked as the origin goes on, not kept to the epoch's end: a
+// program that issues a hundred thousand gets in one epoch holds the memory of those on
+// their way only, at most kMaxPendingResults of them (the next one waits for the oldest).
+constexpr std::size_t kMaxPendingResults = 4096;
+
+void pace(GridWin& w) {
+  auto settled = [](const std::shared_ptr<PendingResult>& p) { return settle(*p) && p->error_class == MPI_SUCCESS; };
+  std::size_t n = 0;
+  while (n < w.pending.size() && settled(w.pending[n])) ++n;
+  w.pending.erase(w.pending.begin(), w.pending.begin() + static_cast<std::ptrdiff_t>(n));
+  if (w.pending.size() < kMaxPendingResults) return;
+  const std::shared_ptr<PendingResult> oldest = w.pending.front();
+  wait_for(w, {oldest->target}, [&] { return settle(*oldest); });
+  if (oldest->error_class == MPI_SUCCESS) w.pending.erase(w.pending.begin());
+}
+
 // A get-like operation's answer, awaited by the window's synchronisation (or its request).
 std::shared_ptr<PendingResult> expect_result(GridWin& w, int target, void* buf, int count, MPI_Datatype type) {
+  pace(w);
   auto p = std::make_shared<PendingResult>();
   p->id = engine().next_id();
   p->target = target;

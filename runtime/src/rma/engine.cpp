@@ -181,9 +181,13 @@ char* Engine::locate(Exposed& w, const Location& at, std::string* why) {
   if (w.dynamic) {
     const auto address = static_cast<std::uintptr_t>(at.disp);
     const auto lo = address + static_cast<std::uintptr_t>(m.lo()), hi = address + static_cast<std::uintptr_t>(m.hi());
+    // Within attached memory: one region, or regions attached back to back (as MPICH allows).
+    std::uintptr_t covered = 0;  // the end of the run of regions from the one holding lo
     for (const auto& [base, size] : w.attached) {
       const auto b = reinterpret_cast<std::uintptr_t>(base);
-      if (lo >= b && hi <= b + size && lo <= hi) return reinterpret_cast<char*>(address);
+      if (covered ? b == covered : lo >= b && lo < b + size) covered = b + size;
+      else if (covered) break;
+      if (covered && hi <= covered && lo <= hi) return reinterpret_cast<char*>(address);
     }
     *why = "address " + std::to_string(address) + " (bytes " + std::to_string(lo) + " to " + std::to_string(hi) +
            ") is not in memory attached to the dynamic window at rank " + std::to_string(me_);
