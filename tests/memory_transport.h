@@ -130,7 +130,7 @@ class MemoryTransport : public MessageTransport {
     std::unique_lock<std::mutex> lock(net_.mu_);
     net_.cv_.wait_for(lock, at_most, [&] { return net_.activity_ != seen; });
   }
-  void set_one_sided_sink(OneSidedSink sink) override {
+  void set_one_sided_sink(OneSidedSink sink, LossSink = {}) override {
     std::lock_guard<std::mutex> lock(net_.mu_);
     net_.sinks_[rank_] = std::move(sink);
   }

@@ -105,6 +105,22 @@ TEST(RmaEngine, SharedLocksGoTogetherAndAnExclusiveOneWaitsForThemAll) {
   EXPECT_TRUE(ranks[0].holds_lock(kWindow, 3));
 }
 
+TEST(RmaEngine, ALostOriginsLockGoesToTheNextAndItsWaitingRequestsAreDropped) {
+  Ranks ranks(4);
+  std::int64_t cell = 0;
+  ranks[0].expose(kWindow, reinterpret_cast<char*>(&cell), sizeof cell, 8, false);
+  for (int r = 1; r < 4; ++r) ranks[r].expose(kWindow, nullptr, 0, 1, false);
+  ranks.send(1, 0, kWindow, lock_message(true));  // rank 1 holds it and is then lost
+  ranks.send(3, 0, kWindow, lock_message(true));  // rank 3 waits, and is lost too
+  ranks.send(3, 0, kWindow, put_message({0, TypeMap(int64_kind(), 1)}, bytes_of(33)));
+  ranks.send(2, 0, kWindow, lock_message(true));
+  ranks.send(2, 0, kWindow, put_message({0, TypeMap(int64_kind(), 1)}, bytes_of(22)));
+  EXPECT_EQ(cell, 0);
+  ranks[0].forget([](std::int32_t r) { return r == 1 || r == 3; });
+  EXPECT_TRUE(ranks[0].holds_lock(kWindow, 2));
+  EXPECT_EQ(cell, 22);  // rank 3's put went with it
+}
+
 TEST(RmaEngine, AStridedTargetTypeIsLaidOverTheWindowAsMpiLaysIt) {
   Ranks ranks(2);
   std::int64_t mem[8] = {0};

@@ -1,5 +1,6 @@
 #include "engine.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace gridrt::rma {
@@ -70,6 +71,25 @@ void Engine::deliver(std::int32_t src, std::uint32_t window, std::string_view bo
   {
     std::lock_guard<std::mutex> lock(mu_);
     apply(src, window, body, out);
+    ++changes_;
+    cv_.notify_all();
+  }
+  flush_out(out);
+}
+
+void Engine::forget(const std::function<bool(std::int32_t)>& gone) {
+  std::vector<Out> out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, w] : windows_) {
+      Lock& l = w.lock;
+      if (l.exclusive >= 0 && gone(l.exclusive)) l.exclusive = -1;
+      for (auto it = l.shared.begin(); it != l.shared.end();) it = gone(it->first) ? l.shared.erase(it) : std::next(it);
+      l.waiting.erase(std::remove_if(l.waiting.begin(), l.waiting.end(), [&](const Lock::Waiting& x) { return gone(x.origin); }),
+                      l.waiting.end());
+      for (auto it = l.held_back.begin(); it != l.held_back.end();) it = gone(it->first) ? l.held_back.erase(it) : std::next(it);
+      grant_waiting(w, id, out);
+    }
     ++changes_;
     cv_.notify_all();
   }

@@ -60,6 +60,9 @@ class Engine {
 
   // A message of `window` from process `src`, through the transport or from this process.
   void deliver(std::int32_t src, std::uint32_t window, std::string_view body);
+  // Processes that will send nothing more (a lost cluster's): the locks they hold go on to
+  // those waiting, their own requests waiting for a lock are dropped with what waited behind.
+  void forget(const std::function<bool(std::int32_t)>& gone);
 
   // ---- the origin side
   std::uint64_t next_id();

@@ -58,6 +58,8 @@ struct Arrival {
 // never as rendezvous, their credit granted as they arrive.
 inline constexpr std::uint32_t kOneSidedContext = 0x80000000u;
 using OneSidedSink = std::function<void(std::int32_t source, std::uint32_t context, std::string_view body)>;
+// Told, on the transport's thread, when ranks are lost (a lost cluster's): they send nothing more.
+using LossSink = std::function<void(const std::function<bool(std::int32_t rank)>& gone)>;
 
 class MessageTransport {
  public:
@@ -89,8 +91,9 @@ class MessageTransport {
   virtual std::uint64_t activity() = 0;
   virtual void await_activity(std::uint64_t seen, std::chrono::microseconds at_most) = 0;
   // Where one-sided messages go from now on (set before any can come: before the first
-  // window is made). The sink must not call back into the transport but to send.
-  virtual void set_one_sided_sink(OneSidedSink sink) = 0;
+  // window is made), and who hears of lost ranks. Neither may call back into the
+  // transport but to send.
+  virtual void set_one_sided_sink(OneSidedSink sink, LossSink lost = {}) = 0;
 };
 
 }  // namespace gridrt::detail

@@ -533,9 +533,10 @@ bool RelayTransport::cancel(const std::shared_ptr<RemoteOp>& op) {
   return receiver_.cancel(op);
 }
 
-void RelayTransport::set_one_sided_sink(OneSidedSink sink) {
+void RelayTransport::set_one_sided_sink(OneSidedSink sink, LossSink lost) {
   std::lock_guard<std::mutex> lock(mu_);
   one_sided_ = std::move(sink);
+  one_sided_lost_ = std::move(lost);
 }
 
 // A one-sided message is served as soon as it is whole (rma/engine.h): its credit goes back
@@ -701,11 +702,20 @@ void RelayTransport::fail_all(const std::string& why) {
 }
 
 void RelayTransport::mark_lost(std::uint32_t cluster, const std::string& why) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!topology_ || cluster >= topology_->clusters.size() || lost_.count(cluster)) return;
-  lost_[cluster] = "cluster " + topology_->clusters[cluster].name + " lost: " + why;
-  fail_lost(cluster);
-  notify();
+  LossSink tell;
+  std::function<bool(std::int32_t)> gone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!topology_ || cluster >= topology_->clusters.size() || lost_.count(cluster)) return;
+    lost_[cluster] = "cluster " + topology_->clusters[cluster].name + " lost: " + why;
+    fail_lost(cluster);
+    notify();
+    tell = one_sided_lost_;
+    gone = [topology = *topology_, cluster](std::int32_t r) {
+      return r >= 0 && static_cast<std::uint32_t>(r) < topology.size() && topology.cluster_of(static_cast<std::uint32_t>(r)) == cluster;
+    };
+  }
+  if (tell) tell(gone);  // (locks its lost origins held at this process's windows go on)
 }
 
 std::map<std::uint32_t, std::string> RelayTransport::lost_clusters() {

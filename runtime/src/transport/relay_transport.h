@@ -88,7 +88,7 @@ class RelayTransport : public MessageTransport {
   void wait(const std::shared_ptr<RemoteOp>& op) override;
   std::uint64_t activity() override;
   void await_activity(std::uint64_t seen, std::chrono::microseconds at_most) override;
-  void set_one_sided_sink(OneSidedSink sink) override;
+  void set_one_sided_sink(OneSidedSink sink, LossSink lost = {}) override;
   // Clusters the job goes on without (the broker's ClusterLost, or the task queue's word
   // for one it lost): what waits on their ranks fails, naming the cluster and why, and so
   // does anything later sent to them or received from them. By topology index.
@@ -176,6 +176,7 @@ class RelayTransport : public MessageTransport {
   Sender sender_;
   // One-sided messages: their sink, and the fragments of each stream's message on its way.
   OneSidedSink one_sided_;
+  LossSink one_sided_lost_;
   std::map<std::pair<std::int32_t, std::uint32_t>, std::string> one_sided_parts_;
   // Direct connections.
   std::unique_ptr<asio::ssl::context> psk_server_, psk_client_;
