@@ -10,7 +10,8 @@
  *   put_stream      1 MiB MPI_Put x 16, then MPI_Win_flush (MB/s)
  *   busy_target     a lock/get/unlock while the target computes for 1 s without MPI calls
  * Plain MPI; prints "NAME VALUE" lines at rank 1 (microseconds per operation, or MB/s).
- *   onesided_bench [ROUNDS] [REPS] */
+ * With "fence": MPI_Win_fence against MPI_Barrier instead (fence_vs_barrier).
+ *   onesided_bench [ROUNDS] [REPS] [fence] */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,12 +22,60 @@ static int cmp(const void* a, const void* b) {
   return x < y ? -1 : x > y;
 }
 
+/* MPI_Win_fence against MPI_Barrier on the same processes, all of them: REPS barriers on
+ * MPI_COMM_WORLD, REPS fences with nothing to complete, and REPS fences each after every
+ * rank put 8 bytes into its right neighbour (the fence then also completes the puts);
+ * milliseconds per call, printed by rank 0. */
+/* The median over rounds of each of `tests` figures (t[round * tests + test]), one line each. */
+static void print_medians(const char* const* names, int tests, const double* t, int rounds) {
+  double* col = malloc(sizeof(double) * (size_t)rounds);
+  for (int k = 0; k < tests; ++k) {
+    for (int r = 0; r < rounds; ++r) col[r] = t[r * tests + k];
+    qsort(col, (size_t)rounds, sizeof(double), cmp);
+    printf("%s %.2f\n", names[k], col[rounds / 2]);
+  }
+  free(col);
+}
+
+static void fence_vs_barrier(int rank, int size, int rounds, int reps) {
+  long* mem;
+  MPI_Win win;
+  MPI_Win_allocate(sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win);
+  double* t = calloc((size_t)(3 * rounds), sizeof(double));
+  const long value = rank;
+  MPI_Win_fence(0, win);
+  for (int r = 0; r < rounds; ++r) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double start = MPI_Wtime();
+    for (int i = 0; i < reps; ++i) MPI_Barrier(MPI_COMM_WORLD);
+    t[3 * r] = (MPI_Wtime() - start) / reps * 1e3;
+    start = MPI_Wtime();
+    for (int i = 0; i < reps; ++i) MPI_Win_fence(0, win);
+    t[3 * r + 1] = (MPI_Wtime() - start) / reps * 1e3;
+    start = MPI_Wtime();
+    for (int i = 0; i < reps; ++i) {
+      MPI_Put(&value, 1, MPI_LONG, (rank + 1) % size, 0, 1, MPI_LONG, win);
+      MPI_Win_fence(0, win);
+    }
+    t[3 * r + 2] = (MPI_Wtime() - start) / reps * 1e3;
+  }
+  const char* const names[3] = {"barrier", "fence", "put_fence"};
+  if (rank == 0) print_medians(names, 3, t, rounds);
+  free(t);
+  MPI_Win_free(&win);
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const int rounds = argc > 1 ? atoi(argv[1]) : 5, reps = argc > 2 ? atoi(argv[2]) : 200;
+  if (argc > 3 && strcmp(argv[3], "fence") == 0) {
+    fence_vs_barrier(rank, size, rounds, reps);
+    MPI_Finalize();
+    return 0;
+  }
   enum { MB = 1 << 20, STREAM = 16, TESTS = 8 };
   const char* names[TESTS] = {"pingpong", "lock_get", "flush_get", "put_flush", "fetch_and_op", "send_stream", "put_stream", "busy_target"};
   double* t = calloc((size_t)(rounds * TESTS), sizeof(double));
@@ -123,15 +172,7 @@ int main(int argc, char** argv) {
     }
     MPI_Barrier(MPI_COMM_WORLD);
   }
-  if (rank == 1) {
-    double* col = malloc(sizeof(double) * (size_t)rounds);
-    for (int k = 0; k < TESTS; ++k) {
-      for (int r = 0; r < rounds; ++r) col[r] = t[r * TESTS + k];
-      qsort(col, (size_t)rounds, sizeof(double), cmp);
-      printf("%s %.1f\n", names[k], col[rounds / 2]);
-    }
-    free(col);
-  }
+  if (rank == 1) print_medians(names, TESTS, t, rounds);
   free(buf);
   free(t);
   MPI_Win_free(&win);
