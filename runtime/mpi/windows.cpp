@@ -109,6 +109,7 @@ void start_access(GridWin& w, int target) {
                         MPI_ERR_RMA_SYNC);
   if (w.lock_all && !w.lock_all_nocheck && !w.locks.count(target) && w.lock_all_asked.insert(target).second)
     engine().send(w.global(target), w.id, rma::lock_message(false));
+  if (w.fence_open) w.touched.insert(target);
 }
 
 // The target's bytes a location touches must lie in what it exposes (a dynamic window's
@@ -589,16 +590,58 @@ int GRIDMPI(Rget_accumulate)(const void* origin_addr, int origin_count, MPI_Data
 
 // ---------------------------------------------------------------- synchronisation
 
+namespace gridmpi {
+namespace {
+// Flushes need a passive-target epoch to the target (MPI 4.0 §12.5.4).
+void check_passive(const GridWin& w, int rank) {
+  if (!w.lock_all && !w.locks.count(rank))
+    throw gridrt::Error("no passive-target epoch to rank " + std::to_string(rank) + " is open (MPI_Win_lock or MPI_Win_lock_all first)",
+                        MPI_ERR_RMA_SYNC);
+}
+// Local completion: the answers of get-like operations to these targets are in (puts and
+// accumulates leave the origin's buffer when they are called).
+void complete_locally(GridWin& w, const std::vector<int>& targets) {
+  std::vector<std::shared_ptr<PendingResult>> results;
+  for (const auto& p : w.pending)
+    if (contains(targets, p->target)) results.push_back(p);
+  wait_for(w, targets, [&] {
+    bool all = true;
+    for (const auto& p : results) all = settle(*p) && all;
+    return all;
+  });
+  w.pending.erase(std::remove_if(w.pending.begin(), w.pending.end(), [](const auto& p) { return p->done; }), w.pending.end());
+  for (const auto& p : results) raise(*p);
+}
+}  // namespace
+}  // namespace gridmpi
+
 int GRIDMPI(Win_fence)(int assert, MPI_Win win) {
   GridWin* w = gridmpi::grid_window(win);
   if (!w) return PMPI_Win_fence(assert, win);
   return on_window("MPI_Win_fence", win, [&] {
     if (!w->locks.empty() || w->lock_all)
       throw gridrt::Error("a passive-target epoch is open (MPI_Win_unlock first)", MPI_ERR_RMA_SYNC);
-    // This origin's operations are applied at their targets (the flushes' answers say so);
-    // after the barrier, so are everyone's, here too.
-    gridmpi::complete_at(*w, gridmpi::outstanding(*w), rma::Message::kFlush);
-    gridmpi::barrier(*w);
+    // Thakur, Gropp and Toonen's fence (2005): each origin marks the end of its epoch on the
+    // stream to every target it used (the mark arrives after its operations), and one
+    // reduce-scatter tells each target how many marks to wait for. No flush's round trip
+    // comes before the collective, which is itself what every member waits on: the fence
+    // costs about a barrier with operations or without. (An error a dynamic window's target
+    // finds in a fence epoch comes with the origin's next flush or unlock.)
+    const std::uint64_t fence = ++w->fences;
+    std::vector<int> marked(w->members.size(), 0);
+    for (int t : w->touched) {
+      marked[static_cast<std::size_t>(t)] = 1;
+      engine().send(w->global(t), w->id, rma::fence_mark_message(fence));
+    }
+    w->touched.clear();
+    int expected = 0;
+    gridrt::detail::run_collective(
+        w->comm, gridrt::detail::reduce_scatter_block(*w->comm, marked.data(), &expected, 1, MPI_INT, MPI_SUM, gridrt::Algo::kDefault));
+    std::vector<int> everyone(w->members.size());
+    for (std::size_t i = 0; i < everyone.size(); ++i) everyone[i] = static_cast<int>(i);
+    gridmpi::wait_for(*w, everyone, [&] { return engine().take_marks(w->id, fence, expected); });
+    gridmpi::complete_locally(*w, gridmpi::outstanding(*w));  // (this origin's gets: their answers)
+    w->unflushed.clear();
     w->fence_open = !(assert & MPI_MODE_NOSUCCEED);
     return MPI_SUCCESS;
   });
@@ -678,30 +721,6 @@ int GRIDMPI(Win_unlock_all)(MPI_Win win) {
   });
 }
 
-namespace gridmpi {
-namespace {
-// Flushes need a passive-target epoch to the target (MPI 4.0 §12.5.4).
-void check_passive(const GridWin& w, int rank) {
-  if (!w.lock_all && !w.locks.count(rank))
-    throw gridrt::Error("no passive-target epoch to rank " + std::to_string(rank) + " is open (MPI_Win_lock or MPI_Win_lock_all first)",
-                        MPI_ERR_RMA_SYNC);
-}
-// Local completion: the answers of get-like operations to these targets are in (puts and
-// accumulates leave the origin's buffer when they are called).
-void complete_locally(GridWin& w, const std::vector<int>& targets) {
-  std::vector<std::shared_ptr<PendingResult>> results;
-  for (const auto& p : w.pending)
-    if (contains(targets, p->target)) results.push_back(p);
-  wait_for(w, targets, [&] {
-    bool all = true;
-    for (const auto& p : results) all = settle(*p) && all;
-    return all;
-  });
-  w.pending.erase(std::remove_if(w.pending.begin(), w.pending.end(), [](const auto& p) { return p->done; }), w.pending.end());
-  for (const auto& p : results) raise(*p);
-}
-}  // namespace
-}  // namespace gridmpi
 
 int GRIDMPI(Win_flush)(int rank, MPI_Win win) {
   GridWin* w = gridmpi::grid_window(win);

@@ -56,6 +56,8 @@ struct GridWin {
   // Epochs (MPI 4.0 §12.5): a fence's, passive-target locks (by target), lock_all, and
   // generalised active target's access (start) and exposure (post) groups.
   bool fence_open = false;
+  std::uint64_t fences = 0;            // fences so far (each one's marks carry its number)
+  std::set<int> touched;               // targets of this fence epoch's operations
   struct Held {
     bool exclusive = false, nocheck = false;
   };

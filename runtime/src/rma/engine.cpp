@@ -141,6 +141,17 @@ bool Engine::take_complete(std::uint32_t window, std::int32_t origin) {
   return it != windows_.end() && take_one(it->second.completes, origin);
 }
 
+bool Engine::take_marks(std::uint32_t window, std::uint64_t fence, int expected) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = windows_.find(window);
+  if (it == windows_.end()) return expected == 0;
+  auto m = it->second.marks.find(fence);
+  const int came = m == it->second.marks.end() ? 0 : m->second;
+  if (came < expected) return false;
+  if (m != it->second.marks.end()) it->second.marks.erase(m);
+  return true;
+}
+
 std::uint64_t Engine::changes() {
   std::lock_guard<std::mutex> lock(mu_);
   return changes_;
@@ -330,6 +341,10 @@ void Engine::apply_to(Exposed& w, std::int32_t src, std::uint32_t window, std::s
       case Message::kComplete:
         r.end();
         ++w.completes[src];
+        return;
+      case Message::kFenceMark:
+        ++w.marks[r.u64()];
+        r.end();
         return;
       case Message::kReply:
         return;  // (handled in apply)

@@ -77,6 +77,8 @@ class Engine {
   // target, if it came.
   bool take_post(std::uint32_t window, std::int32_t target);
   bool take_complete(std::uint32_t window, std::int32_t origin);
+  // Fence `fence`: whether `expected` origins' marks of it came (then forgotten).
+  bool take_marks(std::uint32_t window, std::uint64_t fence, int expected);
   // Anything this process's memory or answers changed since `seen` (a counter: waiters
   // compare it before and after looking).
   std::uint64_t changes();
@@ -109,6 +111,7 @@ class Engine {
     std::map<std::int32_t, std::pair<std::uint32_t, std::string>> errors;  // an origin's first since its last sync
     std::map<std::int32_t, int> completes;  // PSCW completions per origin, not yet waited for
     std::map<std::int32_t, int> posts;      // PSCW posts per target, not yet started on
+    std::map<std::uint64_t, int> marks;     // fence marks per fence number, not yet waited for
   };
   struct Out {
     std::int32_t dst;

@@ -60,6 +60,8 @@ std::string sync_message(Message kind, std::uint64_t id) { return begin(kind).u6
 
 std::string signal_message(Message kind) { return begin(kind).take(); }
 
+std::string fence_mark_message(std::uint64_t fence) { return begin(Message::kFenceMark).u64(fence).take(); }
+
 std::string reply_message(std::uint64_t id, std::uint32_t error_class, std::string_view error, std::string_view data) {
   return begin(Message::kReply).u64(id).u32(error_class).str(error).str(data).take();
 }
