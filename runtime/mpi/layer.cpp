@@ -447,7 +447,8 @@ int finish(Request& r, MPI_Status* st) {
     fill_status(st, r.status);
   }
   if (r.error_class == MPI_SUCCESS) return MPI_SUCCESS;
-  const int code = fail(r.comm ? r.comm->handle : MPI_COMM_WORLD, r.error_class, r.error);
+  const int code = r.win != MPI_WIN_NULL ? fail_window(r.win, r.error_class, r.error)
+                                         : fail(r.comm ? r.comm->handle : MPI_COMM_WORLD, r.error_class, r.error);
   if (st != MPI_STATUS_IGNORE) st->MPI_ERROR = code;
   return code;
 }

@@ -196,6 +196,7 @@ class Leases {
 // collective in flight, or a persistent one of either (started anew by each MPI_Start).
 struct Request {
   std::shared_ptr<GridComm> comm;  // (errors go through its handler)
+  MPI_Win win = MPI_WIN_NULL;      // a one-sided operation's window: its errors go through the window's handler
   OpPtr op;                        // a point-to-point operation, on comm->p2p
   std::shared_ptr<CollectiveOp> coll;
   bool send = false;

@@ -442,10 +442,12 @@ std::shared_ptr<PendingResult> read_op(GridWin& w, const void* origin, int origi
   return p;
 }
 
-// A request of MPI_Rput and friends: complete when the answer (if any) is in.
+// A request of MPI_Rput and friends: complete when the answer (if any) is in; its error
+// goes through the window's handler.
 int result_request(GridWin& w, std::shared_ptr<PendingResult> p, MPI_Request* request) {
   auto r = std::make_unique<Request>();
   r->comm = w.errors;
+  r->win = w.handle;
   r->custom = [p] {
     if (!p) return true;
     if (!settle(*p)) return false;

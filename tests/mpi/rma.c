@@ -271,6 +271,18 @@ static void dynamic_window(void) {
   MPI_Barrier(MPI_COMM_WORLD);
   CHECK(mem[0] == -1 && mem[1] == left && mem[2] == left * left && mem[3] == -1, "dynamic: %d %d %d %d", mem[0], mem[1], mem[2],
         mem[3]);
+  /* A request's error goes through the window's handler: a get from memory not attached
+   * (strict only: MPICH alone reads whatever lies there). */
+  if (strict) {
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    int outside = 0;
+    MPI_Request req;
+    MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win);
+    int rc = MPI_Rget(&outside, 1, MPI_INT, right, MPI_Aint_add(addrs[right], 1 << 20), 1, MPI_INT, win, &req);
+    if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    CHECK(error_class(rc) == MPI_ERR_RMA_RANGE, "a get beyond the attached memory: class %d", error_class(rc));
+    MPI_Win_unlock(right, win);
+  }
   MPI_Barrier(MPI_COMM_WORLD);
   MPI_Win_detach(win, mem);
   MPI_Free_mem(mem);
