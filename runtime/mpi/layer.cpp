@@ -219,12 +219,17 @@ int bad_comm(const char* function) {
 namespace {
 MPI_Comm errors_go_to(MPI_Comm comm) { return comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm; }
 
+// Whether an error handler ends the job (get returns a reference, released here).
+bool ends_job(MPI_Errhandler h) {
+  const bool fatal = h == MPI_ERRORS_ARE_FATAL || h == MPI_ERRORS_ABORT;
+  if (!predefined(h)) PMPI_Errhandler_free(&h);
+  return fatal;
+}
+
 bool fatal_errors(MPI_Comm target) {
   MPI_Errhandler h = MPI_ERRORS_ARE_FATAL;
   PMPI_Comm_get_errhandler(target, &h);
-  const bool fatal = h == MPI_ERRORS_ARE_FATAL || h == MPI_ERRORS_ABORT;
-  if (!predefined(h)) PMPI_Errhandler_free(&h);  // (get returns a reference)
-  return fatal;
+  return ends_job(h);
 }
 
 // A call that fails because the layer does not cover it across clusters is said once per
@@ -252,9 +257,7 @@ int fail(MPI_Comm comm, int error_class, const std::string& what) {
 int fail_window(MPI_Win win, int error_class, const std::string& what) {
   MPI_Errhandler h = MPI_ERRORS_ARE_FATAL;
   PMPI_Win_get_errhandler(win, &h);
-  const bool fatal = h == MPI_ERRORS_ARE_FATAL || h == MPI_ERRORS_ABORT;
-  if (!predefined(h)) PMPI_Errhandler_free(&h);
-  if (fatal) abort_job(error_class, what);
+  if (ends_job(h)) abort_job(error_class, what);
   const int code = code_for(error_class, what);
   PMPI_Win_call_errhandler(win, code);
   return code;

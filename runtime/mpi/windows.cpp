@@ -126,20 +126,26 @@ void check_range(const GridWin& w, int target, MPI_Aint disp, const rma::TypeMap
                         MPI_ERR_RMA_RANGE);
 }
 
-// The origin's data, packed, checked against what the target's datatype takes.
-void check_sizes(std::size_t origin_bytes, const rma::TypeMap& map) {
-  if (origin_bytes != map.packed())
-    throw gridrt::Error("the origin's data (" + std::to_string(origin_bytes) + " bytes) and the target's datatype (" +
+// `what` (the origin's data, or a result buffer) must hold what the target's datatype takes.
+void check_sizes(const char* what, std::size_t bytes, const rma::TypeMap& map) {
+  if (bytes != map.packed())
+    throw gridrt::Error(std::string(what) + " (" + std::to_string(bytes) + " bytes) and the target's datatype (" +
                             std::to_string(map.packed()) + " bytes) differ",
                         MPI_ERR_TYPE);
 }
 
-std::vector<char> origin_data(const void* buf, int count, MPI_Datatype type, const rma::TypeMap& map) {
+// The origin's data, checked against the target's datatype and packed onto the end of `out`
+// (a message's head: a large put's bytes are copied once here).
+void append_origin(std::string& out, const void* buf, int count, MPI_Datatype type, const rma::TypeMap& map) {
   const Layout l(type, count);
-  check_sizes(data_bytes(l), map);
-  std::vector<char> out = gridrt::detail::packed_copy(l, buf);
-  out.resize(data_bytes(l));
-  return out;
+  const std::size_t n = data_bytes(l);
+  check_sizes("the origin's data", n, map);
+  if (l.contiguous) {
+    out.append(static_cast<const char*>(buf), n);
+  } else {
+    const std::vector<char> packed = gridrt::detail::packed_copy(l, buf);
+    out.append(packed.data(), n);
+  }
 }
 
 rma::Op op_of(MPI_Op op) {
@@ -188,14 +194,6 @@ std::shared_ptr<PendingResult> expect_result(GridWin& w, int target, void* buf, 
   return p;
 }
 
-void check_result_size(int count, MPI_Datatype type, const rma::TypeMap& map) {
-  const Layout l(type, count);
-  if (data_bytes(l) != map.packed())
-    throw gridrt::Error("the result buffer (" + std::to_string(data_bytes(l)) + " bytes) and the target's datatype (" +
-                            std::to_string(map.packed()) + " bytes) differ",
-                        MPI_ERR_TYPE);
-}
-
 // Completes what this origin did at `targets`: `kind` (kFlush, or kUnlock, which is always
 // sent) goes to each that was written to since its last flush, then every answer from
 // them is awaited, results unpacked; the first error any of them reports is thrown.
@@ -225,6 +223,14 @@ void complete_at(GridWin& w, const std::vector<int>& targets, Message kind) {
     if (answers[i].error_class != 0)
       throw gridrt::Error("at rank " + std::to_string(asked[i].second) + ": " + answers[i].error, static_cast<int>(answers[i].error_class));
   for (const auto& p : results) raise(*p);
+}
+
+// A lock on this process's own window, asked for and waited for: the application may touch
+// its memory once the call returns (a lock on another's goes with the operations behind it).
+void lock_own(GridWin& w, bool exclusive) {
+  engine().send(w.global(w.me), w.id, rma::lock_message(exclusive));
+  const int me = w.global(w.me);
+  wait_for(w, {}, [&] { return engine().holds_lock(w.id, me); });
 }
 
 // A barrier of the window's members (its own communicator's, hierarchical).
@@ -404,18 +410,10 @@ int write_op(const char* function, MPI_Win win, GridWin& w, const void* origin, 
     start_access(w, target);
     Location at{static_cast<std::uint64_t>(disp), type_map(target_type, target_count)};
     if (op) check_op(*op, at.map);
-    const Layout l(origin_type, origin_count);
-    const std::size_t n = data_bytes(l);
-    check_sizes(n, at.map);
     check_range(w, target, disp, at.map);
-    // The data packed straight into the message (a large put's bytes are copied once here).
+    const std::size_t n = at.map.packed();
     std::string message = op ? rma::accumulate_head(*op, at, n) : rma::put_head(at, n);
-    if (l.contiguous) {
-      message.append(static_cast<const char*>(origin), n);
-    } else {
-      const std::vector<char> packed = gridrt::detail::packed_copy(l, origin);
-      message.append(packed.data(), n);
-    }
+    append_origin(message, origin, origin_count, origin_type, at.map);
     engine().send(w.global(target), w.id, std::move(message));
     w.unflushed.insert(target);
     return MPI_SUCCESS;
@@ -431,13 +429,12 @@ std::shared_ptr<PendingResult> read_op(GridWin& w, const void* origin, int origi
   start_access(w, target);
   Location at{static_cast<std::uint64_t>(disp), type_map(target_type, target_count)};
   check_op(op, at.map);
-  check_result_size(result_count, result_type, at.map);
-  std::vector<char> data;
-  if (op != rma::Op::kNoOp) data = origin_data(origin, origin_count, origin_type, at.map);
+  check_sizes("the result buffer", data_bytes(Layout(result_type, result_count)), at.map);
+  std::string data;
+  if (op != rma::Op::kNoOp) append_origin(data, origin, origin_count, origin_type, at.map);
   check_range(w, target, disp, at.map);
   auto p = expect_result(w, target, result, result_count, result_type);
-  engine().send(w.global(target), w.id,
-                plain_get ? rma::get_message(p->id, at) : rma::get_accumulate_message(p->id, op, at, {data.data(), data.size()}));
+  engine().send(w.global(target), w.id, plain_get ? rma::get_message(p->id, at) : rma::get_accumulate_message(p->id, op, at, data));
   if (!plain_get && op != rma::Op::kNoOp) w.unflushed.insert(target);
   return p;
 }
@@ -663,13 +660,8 @@ int GRIDMPI(Win_lock)(int lock_type, int rank, int assert, MPI_Win win) {
     GridWin::Held held{lock_type == MPI_LOCK_EXCLUSIVE, (assert & MPI_MODE_NOCHECK) != 0};
     w->locks[rank] = held;
     if (held.nocheck) return MPI_SUCCESS;
-    // Asked for and not waited for (the operations wait at the target behind it), but for
-    // a lock on this process's own memory, which the application may touch once we return.
-    engine().send(w->global(rank), w->id, rma::lock_message(held.exclusive));
-    if (rank == w->me) {
-      const int me = w->global(rank);
-      gridmpi::wait_for(*w, {}, [&] { return engine().holds_lock(w->id, me); });
-    }
+    if (rank == w->me) gridmpi::lock_own(*w, held.exclusive);
+    else engine().send(w->global(rank), w->id, rma::lock_message(held.exclusive));
     return MPI_SUCCESS;
   });
 }
@@ -700,9 +692,7 @@ int GRIDMPI(Win_lock_all)(int assert, MPI_Win win) {
     // Each target's shared lock is asked for with the first operation to it; this process's
     // own now, since the application may touch its memory once we return.
     w->lock_all_asked.insert(w->me);
-    engine().send(w->global(w->me), w->id, rma::lock_message(false));
-    const int me = w->global(w->me);
-    gridmpi::wait_for(*w, {}, [&] { return engine().holds_lock(w->id, me); });
+    gridmpi::lock_own(*w, false);
     return MPI_SUCCESS;
   });
 }
