@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
   ARMCI_Barrier();
 
   /* Accumulate with a scale: everyone adds 2 * (rank + 1) into element 0 of rank 0. */
-  double one = 1.0, scale = 2.0;
+  double scale = 2.0;
   if (rank == 0) mine[63] = 0;
   ARMCI_Barrier();
   double contribution = rank + 1;
@@ -69,7 +69,6 @@ int main(int argc, char** argv) {
   ARMCI_Fence(0);
   ARMCI_Barrier();
   if (rank == 0) CHECK(mine[63] == size * (size + 1), "acc: %g, not %d", mine[63], size * (size + 1));
-  (void)one;
 
   /* A shared counter: fetch-and-add at the last rank, `rounds` times each. */
   void** counter = malloc(sizeof(void*) * (size_t)size);

@@ -71,8 +71,6 @@ void Engine::deliver(std::int32_t src, std::uint32_t window, std::string_view bo
   {
     std::lock_guard<std::mutex> lock(mu_);
     apply(src, window, body, out);
-    ++changes_;
-    cv_.notify_all();
   }
   flush_out(out);
 }
@@ -90,8 +88,6 @@ void Engine::forget(const std::function<bool(std::int32_t)>& gone) {
       for (auto it = l.held_back.begin(); it != l.held_back.end();) it = gone(it->first) ? l.held_back.erase(it) : std::next(it);
       grant_waiting(w, id, out);
     }
-    ++changes_;
-    cv_.notify_all();
   }
   flush_out(out);
 }
@@ -150,16 +146,6 @@ bool Engine::take_marks(std::uint32_t window, std::uint64_t fence, int expected)
   if (came < expected) return false;
   if (m != it->second.marks.end()) it->second.marks.erase(m);
   return true;
-}
-
-std::uint64_t Engine::changes() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return changes_;
-}
-
-void Engine::await_change(std::uint64_t seen, std::chrono::microseconds at_most) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, at_most, [&] { return changes_ != seen; });
 }
 
 void Engine::synchronize() {

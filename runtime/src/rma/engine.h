@@ -14,8 +14,6 @@
 // No MPI here: pure, so that in-process tests drive several engines directly.
 #pragma once
 
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -68,7 +66,9 @@ class Engine {
   std::uint64_t next_id();
   // Sends `body` to `dst` (delivered here at once when dst is this process).
   void send(std::int32_t dst, std::uint32_t window, std::string body);
-  // The reply to request `id` once it came (then forgotten), or nothing yet.
+  // The reply to request `id` once it came (then forgotten), or nothing yet. (A waiter
+  // waits on the transport's activity, which the transport bumps after every message it
+  // hands the engine.)
   bool take_reply(std::uint64_t id, Reply* out);
   // Whether this process holds the lock it asked `window`'s target `target` for (for its own
   // window: a lock on itself must be held before the application touches the memory).
@@ -79,13 +79,6 @@ class Engine {
   bool take_complete(std::uint32_t window, std::int32_t origin);
   // Fence `fence`: whether `expected` origins' marks of it came (then forgotten).
   bool take_marks(std::uint32_t window, std::uint64_t fence, int expected);
-  // Anything this process's memory or answers changed since `seen` (a counter: waiters
-  // compare it before and after looking).
-  std::uint64_t changes();
-  // Blocks until changes() passes `seen` or `at_most` has passed (for the application's
-  // thread waiting on this process's own window).
-  void await_change(std::uint64_t seen, std::chrono::microseconds at_most);
-
   // The engine's lock, for MPI_Win_sync: memory written by the I/O thread before it
   // is visible to the caller after, and the caller's to the engine.
   void synchronize();
@@ -129,10 +122,9 @@ class Engine {
   const std::int32_t me_;
   Send send_;
   std::mutex mu_;
-  std::condition_variable cv_;
   std::map<std::uint32_t, Exposed> windows_;
   std::map<std::uint64_t, Reply> replies_;
-  std::uint64_t next_id_ = 1, changes_ = 0;
+  std::uint64_t next_id_ = 1;
 };
 
 }  // namespace gridrt::rma
