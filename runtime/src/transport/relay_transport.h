@@ -8,8 +8,11 @@
 // its receives take the data, or as it buffers data no receive has taken yet, up to its
 // budget for such data. So a slow receiver makes its senders wait, the relays in between
 // never hold more than one window per stream, and nothing is ever dropped
-// (docs/protocol.md). Both are pure; this file gives them their sockets and thread, the
-// paths to peers (the connection ladder) and the control messages.
+// (docs/protocol.md). Both are pure, and so is the control plane (control_plane.h: the
+// topology, lost clusters, finalize); the paths to peers (the connection ladder) are
+// peer_paths.h. This file gives them their socket to the relay, their thread and one lock,
+// and routes what arrives: two-sided data to the receiver, one-sided messages whole to the
+// process's one-sided engine, credit and matches to the sender, the rest to the control plane.
 #pragma once
 
 #include <chrono>
@@ -22,23 +25,16 @@
 #include <string>
 #include <thread>
 
-#include "common/ladder.h"
 #include "common/link.h"
 #include "common/messages.h"
-#include "message_transport.h"
+#include "control_plane.h"
 #include "flow_control.h"
+#include "message_transport.h"
+#include "peer_paths.h"
 #include "receiver.h"
 #include "sender.h"
 
 namespace gridrt::detail {
-
-// Whether and where this process accepts direct connections from other sites (GRIDRT_LISTEN
-// as the relay sets it from the cluster's declared policy: "none", "any" or "LOW-HIGH").
-struct ListenSpec {
-  bool enabled = false;
-  std::uint16_t port_min = 0, port_max = 0;  // 0: any port
-  static ListenSpec parse(const char* text);  // throws std::runtime_error on a bad value
-};
 
 class RelayTransport : public MessageTransport {
  public:
@@ -60,7 +56,7 @@ class RelayTransport : public MessageTransport {
   // for it. Before halt().
   void leaving_unfinalized(std::chrono::milliseconds within);
   // "HOST:PORT" of the direct-connection listener, or "".
-  const std::string& listening() const { return listening_; }
+  const std::string& listening() const { return paths_.listening(); }
 
   // Blocks until the broker's topology arrives; throws if the connection fails or the
   // timeout passes (a process elsewhere that never joins must not hang this one forever).
@@ -107,9 +103,7 @@ class RelayTransport : public MessageTransport {
   // What this process has sent to other sites through the relays so far (Data messages
   // and their payload bytes), as its relay counted it. The question follows everything
   // this process sent before on the same connection, so the answer includes all of it.
-  struct WanCount {
-    std::uint64_t messages = 0, bytes = 0;
-  };
+  using WanCount = ControlPlane::WanCount;
   WanCount wan_count();
   static constexpr std::uint32_t kMore = wire::kMoreFragments;
   static constexpr std::uint32_t kSynchronous = wire::kSynchronous;
@@ -119,79 +113,39 @@ class RelayTransport : public MessageTransport {
   static constexpr std::size_t kMinWindow = flow::kMinWindowBytes;
 
  private:
-  // The path to one peer process (the connection ladder, common/ladder.h). Decided on the
-  // first frame for that peer and final, so that a stream's frames never take two paths;
-  // frames wait in `held` while a direct connection is being made.
-  struct Peer {
-    enum class Path { kUndecided, kRelay, kDialling, kAwaitingCallBack, kDirect, kClosed };
-    Path path = Path::kUndecided;
-    std::shared_ptr<TlsLink> link;
-    std::deque<std::string> held;
-    std::unique_ptr<asio::steady_timer> timer;
-  };
-
   void on_frame(wire::Frame& f);
   void on_data(wire::Frame& f);
   void on_one_sided(wire::Frame& f);
   void on_matched(const wire::Frame& f);
+  void on_control(const wire::Frame& f);
   void on_closed(const std::string& why);
-  void on_peer_frame(std::int32_t rank, wire::Frame& f);  // from a direct connection
-  asio::awaitable<void> accept_loop();
-  asio::awaitable<void> serve_direct(tcp::socket s);
-  asio::awaitable<void> dial(std::int32_t rank, tcp::endpoint ep);
-  void start_direct(std::int32_t rank, const std::shared_ptr<TlsLink>& link);
-  void on_direct_closed(std::int32_t rank, const std::string& why);
   // The rest of these run with mu_ held.
   void grant(const Envelope& from, std::size_t bytes);
   void tell_matched(const Envelope& from, std::uint64_t number);
   void notify();
-  void write(std::int32_t dst, std::string bytes);
   void write_relay(std::string bytes);
-  void decide(std::int32_t dst, Peer& p);
-  void call_back(std::int32_t peer);
-  bool planned() const;                 // topology and rank known (mu_ held)
-  void answer_callbacks_waiting();     // ConnectBacks that came before we could plan (mu_ held)
-  void fall_back(std::int32_t dst, Peer& p, const std::string& why);
-  void go_direct(std::int32_t dst, Peer& p, const std::shared_ptr<TlsLink>& link);
-  void signal_peer(wire::Type t, std::int32_t dst);
   void fail_all(const std::string& why);
   void fail_lost(std::uint32_t cluster);
-  const std::string* lost_locked(std::int32_t rank) const;
 
   asio::io_context io_;
   std::shared_ptr<TcpLink> link_;
   std::thread thread_;
   const std::uint64_t job_;
   std::size_t window_;  // of the streams begun from now on (mu_)
-  std::int32_t rank_ = -1;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::optional<Topology> topology_;
-  std::optional<WanCount> wan_answer_;
+  ControlPlane control_;
   std::string failure_;
-  std::map<std::uint32_t, std::string> lost_;  // cluster index -> "cluster NAME lost: why"
   std::uint64_t activity_ = 0;  // bumped, with cv_ notified, by every completion and arrival
   std::vector<std::pair<Envelope, std::size_t>> owed_;  // credit for data that came before our rank was known
   Receiver receiver_;
   Sender sender_;
+  PeerPaths paths_;
   // One-sided messages: their sink, and the fragments of each stream's message on its way.
   OneSidedSink one_sided_;
   LossSink one_sided_lost_;
   std::map<std::pair<std::int32_t, std::uint32_t>, std::string> one_sided_parts_;
-  // Direct connections.
-  std::unique_ptr<asio::ssl::context> psk_server_, psk_client_;
-  std::unique_ptr<tcp::acceptor> acceptor_;
-  // Who may hold this process's direct port before the handshake proves the job's secret.
-  Admission strangers_{io_.get_executor(), "direct port", limits::kLocalPort, false};
-  log::Repeated accept_failures_{"failed accepts on the direct port"};
-  log::Repeated refused_direct_{"direct connections refused"};
-  std::string listening_;
-  std::map<std::int32_t, Peer> peers_;
-  std::vector<std::int32_t> callbacks_waiting_;  // ConnectBack that came before the topology
-  bool direct_allowed_ = true;  // GRIDRT_DIRECT=off keeps every pair on the relays
   bool survive_cluster_loss_ = false;  // GRIDRT_ON_CLUSTER_LOSS=continue (the job's profile)
-  bool finalizing_ = false;
-  bool finalize_released_ = false;  // the broker's Finalizing came
   bool closing_ = false;
 };
 
