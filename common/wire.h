@@ -164,6 +164,7 @@ class Reader {
   std::vector<std::string> strs();
   std::vector<std::uint32_t> u32s();
   void end() const;  // throws unless every byte was consumed
+  std::size_t consumed() const { return pos_; }  // bytes read so far
 
  private:
   void need(std::size_t n) const;

@@ -67,7 +67,7 @@ class MemoryTransport : public MessageTransport {
         std::lock_guard<std::mutex> lock(net_.mu_);
         sink = net_.sinks_[dst];
       }
-      if (sink) sink(rank_, context, std::string_view(static_cast<const char*>(buf), bytes));
+      if (sink) sink(rank_, context, OneSidedPart{std::string_view(static_cast<const char*>(buf), bytes), bytes, true, true});
       std::lock_guard<std::mutex> lock(net_.mu_);
       op->written = op->done = true;
       net_.notify();

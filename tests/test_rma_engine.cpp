@@ -3,6 +3,7 @@
 // transport's I/O threads and the application's threads do across clusters.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -138,6 +139,59 @@ TEST(RmaEngine, AStridedTargetTypeIsLaidOverTheWindowAsMpiLaysIt) {
   Reply r;
   ASSERT_TRUE(ranks[1].take_reply(id, &r));
   EXPECT_EQ(r.data, std::string(reinterpret_cast<const char*>(values), sizeof values));
+}
+
+// A message handed over in fragments of `size` bytes, as the transport hands them.
+void deliver_in_parts(Engine& e, std::int32_t src, const std::string& body, std::size_t size) {
+  for (std::size_t off = 0; off < body.size(); off += size)
+    e.deliver_part(src, kWindow, std::string_view(body).substr(off, size), body.size(), off == 0, off + size >= body.size());
+}
+
+TEST(RmaEngine, PutsInFragmentsLandWholeWhetherTheyStreamWaitForALockOrAreStrided) {
+  Ranks ranks(3);
+  std::vector<std::int64_t> mem(4096, 0);
+  ranks[0].expose(kWindow, reinterpret_cast<char*>(mem.data()), mem.size() * 8, 8, false);
+  for (int r = 1; r < 3; ++r) ranks[r].expose(kWindow, nullptr, 0, 1, false);
+  std::vector<std::int64_t> values(4000);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<std::int64_t>(i) + 1;
+  const std::string data(reinterpret_cast<const char*>(values.data()), values.size() * 8);
+  // Contiguous, the head cut in two (7-byte fragments first): written as it comes.
+  const std::string put = put_message({10, TypeMap(int64_kind(), 4000)}, data);
+  const std::string_view whole(put);
+  const std::size_t cut = put.size() - 1000;
+  ranks[0].deliver_part(1, kWindow, whole.substr(0, 7), put.size(), true, false);
+  ranks[0].deliver_part(1, kWindow, whole.substr(7, cut - 7), put.size(), false, false);
+  EXPECT_EQ(mem[10], 1);  // before the message is whole
+  EXPECT_EQ(mem[4009], 0);
+  ranks[0].deliver_part(1, kWindow, whole.substr(cut), put.size(), false, true);
+  EXPECT_EQ(mem[10], 1);
+  EXPECT_EQ(mem[4009], 4000);
+  EXPECT_EQ(mem[9], 0);
+  EXPECT_EQ(mem[4010], 0);
+  EXPECT_EQ(ranks.flush(1, 0, kWindow).error_class, 0u);
+  // Rank 1 holds an exclusive lock: rank 2's put waits, whole, until it is released.
+  std::fill(mem.begin(), mem.end(), 0);
+  ranks.send(1, 0, kWindow, lock_message(true));
+  ranks.send(2, 0, kWindow, lock_message(true));
+  deliver_in_parts(ranks[0], 2, put_message({0, TypeMap(int64_kind(), 4000)}, data), 4096);
+  EXPECT_EQ(mem[0], 0);
+  ranks.send(1, 0, kWindow, sync_message(Message::kUnlock, ranks[1].next_id()));
+  EXPECT_EQ(mem[0], 1);
+  EXPECT_EQ(mem[3999], 4000);
+  ranks.send(2, 0, kWindow, sync_message(Message::kUnlock, ranks[2].next_id()));
+  // Strided (every other element): assembled, then laid out.
+  std::fill(mem.begin(), mem.end(), 0);
+  TypeMap every_other;
+  for (int i = 0; i < 2000; ++i) every_other.append({16 * i, 1, int64_kind()});
+  deliver_in_parts(ranks[0], 1, put_message({0, every_other}, data.substr(0, 2000 * 8)), 1000);
+  EXPECT_EQ(mem[0], 1);
+  EXPECT_EQ(mem[1], 0);
+  EXPECT_EQ(mem[3998], 2000);
+  // Out of range and in fragments: nothing written, the error with the next flush.
+  std::fill(mem.begin(), mem.end(), 0);
+  deliver_in_parts(ranks[0], 1, put_message({100, TypeMap(int64_kind(), 4000)}, data), 1000);
+  EXPECT_EQ(std::count(mem.begin(), mem.end(), 0), static_cast<std::ptrdiff_t>(mem.size()));
+  EXPECT_EQ(ranks.flush(1, 0, kWindow).error_class, ErrorClass::kRange);
 }
 
 TEST(RmaEngine, AnOperationOutOfRangeChangesNothingAndItsErrorComesWithTheNextFlush) {

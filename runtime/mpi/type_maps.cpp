@@ -155,6 +155,69 @@ TypeMap subarray(const int* v, MPI_Datatype old) {
   return out;
 }
 
+// A distributed array (MPI 4.0 §5.1.4): the elements of a global array of `gsizes` that
+// process `rank` of a `psizes` grid (ranks in row-major order, whatever the array's order)
+// holds under each dimension's distribution, in the array's order (C: last index fastest).
+// Per dimension of N elements over P processes, coordinate c holds: all of it (NONE); the
+// block [c b, (c + 1) b) with b = the argument or ceil(N / P) (BLOCK); the indices j with
+// (j / b) mod P = c, b = the argument or 1 (CYCLIC).
+TypeMap darray(const int* v, MPI_Datatype old) {
+  const int rank = v[1], n = v[2];
+  const int *gsizes = v + 3, *distribs = v + 3 + n, *dargs = v + 3 + 2 * n, *psizes = v + 3 + 3 * n;
+  const bool c_order = v[3 + 4 * n] == MPI_ORDER_C;
+  std::vector<int> coord(static_cast<std::size_t>(n));
+  for (int d = n - 1, r = rank; d >= 0; --d) {
+    coord[d] = r % psizes[d];
+    r /= psizes[d];
+  }
+  std::vector<std::vector<std::int64_t>> held(static_cast<std::size_t>(n));
+  std::vector<std::int64_t> sizes(gsizes, gsizes + n);
+  for (int d = 0; d < n; ++d) {
+    const std::int64_t N = gsizes[d], P = psizes[d], c = coord[d];
+    const bool dflt = dargs[d] == MPI_DISTRIBUTE_DFLT_DARG;
+    for (std::int64_t j = 0; j < N; ++j) {
+      bool mine = true;
+      if (distribs[d] == MPI_DISTRIBUTE_BLOCK) {
+        const std::int64_t b = dflt ? (N + P - 1) / P : dargs[d];
+        mine = j / b == c;
+      } else if (distribs[d] == MPI_DISTRIBUTE_CYCLIC) {
+        const std::int64_t b = dflt ? 1 : dargs[d];
+        mine = (j / b) % P == c;
+      }
+      if (mine) held[d].push_back(j);
+    }
+  }
+  if (!c_order) {  // Fortran: the first index fastest; reversed, the same as C
+    std::reverse(held.begin(), held.end());
+    std::reverse(sizes.begin(), sizes.end());
+  }
+  TypeMap out;
+  if (n == 0 || std::any_of(held.begin(), held.end(), [](const auto& h) { return h.empty(); })) return out;
+  std::vector<std::int64_t> stride(static_cast<std::size_t>(n), 1);
+  for (int d = n - 2; d >= 0; --d) stride[d] = stride[d + 1] * sizes[d + 1];
+  const TypeMap element = flatten_one(old);
+  const MPI_Aint extent = type_extent(old);
+  const std::vector<std::int64_t>& row = held[static_cast<std::size_t>(n - 1)];
+  std::vector<std::size_t> at(static_cast<std::size_t>(n), 0);  // the index of a row (the last dimension runs in each)
+  for (;;) {
+    std::int64_t first = 0;
+    for (int d = 0; d < n - 1; ++d) first += held[d][at[d]] * stride[d];
+    for (std::size_t i = 0; i < row.size();) {  // the row's runs of consecutive indices
+      std::size_t k = i + 1;
+      while (k < row.size() && row[k] == row[k - 1] + 1) ++k;
+      place(out, element, extent, static_cast<std::int64_t>(k - i), (first + row[i]) * extent);
+      i = k;
+    }
+    int d = n - 2;
+    for (; d >= 0; --d) {
+      if (++at[d] < held[d].size()) break;
+      at[d] = 0;
+    }
+    if (d < 0) break;
+  }
+  return out;
+}
+
 TypeMap flatten_one(MPI_Datatype t) {
   int ni = 0, na = 0, nd = 0, combiner = 0;
   PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner);
@@ -214,9 +277,22 @@ TypeMap flatten_one(MPI_Datatype t) {
       return out;
     case MPI_COMBINER_SUBARRAY:
       return subarray(ints.data(), old);
+    case MPI_COMBINER_DARRAY:
+      return darray(ints.data(), old);
+    case MPI_COMBINER_F90_REAL:
+    case MPI_COMBINER_F90_COMPLEX:
+    case MPI_COMBINER_F90_INTEGER: {  // (MPI_Type_create_f90_*: a predefined type of the size it asked for)
+      const int typeclass = combiner == MPI_COMBINER_F90_REAL      ? MPI_TYPECLASS_REAL
+                            : combiner == MPI_COMBINER_F90_COMPLEX ? MPI_TYPECLASS_COMPLEX
+                                                                   : MPI_TYPECLASS_INTEGER;
+      MPI_Datatype same = MPI_DATATYPE_NULL;
+      if (PMPI_Type_match_size(typeclass, type_size(t), &same) != MPI_SUCCESS)
+        throw gridrt::ArgumentError("a Fortran parameterised type of no predefined size", MPI_ERR_TYPE);
+      return TypeMap(named_kind(same), 1);
+    }
     default:
-      throw gridrt::ArgumentError("this kind of derived datatype (a distributed array or a Fortran 90 parameterised type) "
-                                  "cannot be a one-sided target type across clusters yet",
+      throw gridrt::ArgumentError("a datatype made by a constructor MPI does not define (combiner " + std::to_string(combiner) +
+                                      ") cannot be a one-sided target type",
                                   MPI_ERR_TYPE);
   }
 }

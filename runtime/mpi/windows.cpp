@@ -40,7 +40,10 @@ rma::Engine& engine() {
         // The transport has failed: every wait on an answer hears why (wait_for).
       }
     });
-    transport->set_one_sided_sink([e](std::int32_t src, std::uint32_t window, std::string_view body) { e->deliver(src, window, body); },
+    transport->set_one_sided_sink(
+        [e](std::int32_t src, std::uint32_t window, const gridrt::detail::OneSidedPart& part) {
+          e->deliver_part(src, window, part.bytes, part.total, part.first, part.last);
+        },
                                   [e](const std::function<bool(std::int32_t)>& gone) { e->forget(gone); });
     return e;
   }();

@@ -1,8 +1,9 @@
 /* One-sided communication over MPI_COMM_WORLD, as programs use it: every synchronisation
  * mode with puts, gets and accumulates through derived datatypes at both ends; a counter of
  * MPI_Fetch_and_op; a mutex of MPI_Compare_and_swap; exclusive locks; concurrent
- * accumulates on one element; dynamic windows with addresses exchanged; a target that
- * computes without calling MPI while others read from it; errors (out of range, no epoch).
+ * accumulates on one element; dynamic windows with addresses exchanged; a distributed
+ * array as the target's datatype; a target that computes without calling MPI while others
+ * read from it; errors (out of range, no epoch).
  * Plain MPI: the same checks pass under mpiexec alone.
  * With "strict", also what MPI requires but MPICH alone does not give here: a put beyond the
  * window detected, and the get from a computing target done before the computation ends.
@@ -318,6 +319,64 @@ static void progress_without_target(void) {
 
 /* Errors, returned: a put beyond the target's window (MPI_ERR_RMA_RANGE) and one outside
  * any epoch (MPI_ERR_RMA_SYNC); the window's attributes and group. */
+/* A distributed array as the target's datatype (MPI_Type_create_darray: cyclic rows, block
+ * columns, C and Fortran order): each rank puts its share of a 6 x 5 global array into its
+ * right neighbour's window and gets it back. The target's memory must be what MPI_Unpack
+ * through the same type makes of the same data. */
+static void distributed_array(void) {
+  enum { ROWS = 6, COLS = 5, N = ROWS * COLS };
+  int* mem;
+  MPI_Win win;
+  MPI_Win_allocate(N * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win);
+  const int gsizes[2] = {ROWS, COLS}, distribs[2] = {MPI_DISTRIBUTE_CYCLIC, MPI_DISTRIBUTE_BLOCK},
+            dargs[2] = {2, MPI_DISTRIBUTE_DFLT_DARG}, psizes[2] = {2, 2};
+  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  for (int order = 0; order < 2; ++order) {
+    const int o = order ? MPI_ORDER_FORTRAN : MPI_ORDER_C;
+    MPI_Datatype mine, lefts;  /* this rank's share (its type at the target), its left neighbour's */
+    MPI_Type_create_darray(4, rank % 4, 2, gsizes, distribs, dargs, psizes, o, MPI_INT, &mine);
+    MPI_Type_create_darray(4, left % 4, 2, gsizes, distribs, dargs, psizes, o, MPI_INT, &lefts);
+    MPI_Type_commit(&mine);
+    MPI_Type_commit(&lefts);
+    int n = 0, nl = 0;
+    MPI_Type_size(mine, &n);
+    MPI_Type_size(lefts, &nl);
+    n /= (int)sizeof(int);
+    nl /= (int)sizeof(int);
+    int data[N], ldata[N], expect[N], back[N];
+    for (int i = 0; i < N; ++i) {
+      data[i] = rank * 1000 + order * 100 + i;
+      ldata[i] = left * 1000 + order * 100 + i;
+      expect[i] = -1;
+    }
+    int pos = 0;
+    MPI_Unpack(ldata, nl * (int)sizeof(int), &pos, expect, 1, lefts, MPI_COMM_SELF);
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win);
+    for (int i = 0; i < N; ++i) mem[i] = -1;
+    MPI_Win_unlock(rank, win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win);
+    MPI_Put(data, n, MPI_INT, right, 0, 1, mine, win);
+    MPI_Win_unlock(right, win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    int wrong = 0, first = -1;
+    MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, win);
+    for (int i = 0; i < N; ++i)
+      if (mem[i] != expect[i] && wrong++ == 0) first = i;
+    MPI_Win_unlock(rank, win);
+    CHECK(wrong == 0, "darray put (%s order): %d of %d elements differ from MPI_Unpack's, the first at %d", order ? "Fortran" : "C",
+          wrong, N, first);
+    MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win);
+    MPI_Get(back, n, MPI_INT, right, 0, 1, mine, win);
+    MPI_Win_unlock(right, win);
+    CHECK(memcmp(back, data, (size_t)n * sizeof(int)) == 0, "darray get (%s order) gave other data", order ? "Fortran" : "C");
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Type_free(&mine);
+    MPI_Type_free(&lefts);
+  }
+  MPI_Win_free(&win);
+}
+
 static void errors_and_attributes(void) {
   int* mem;
   MPI_Win win;
@@ -371,6 +430,7 @@ int main(int argc, char** argv) {
   exclusive_and_accumulate();
   atomics_and_requests();
   dynamic_window();
+  distributed_array();
   errors_and_attributes();
   progress_without_target();
   return finish("rma");

@@ -54,6 +54,7 @@ bool Engine::detach(std::uint32_t window, const char* base) {
 void Engine::withdraw(std::uint32_t window) {
   std::lock_guard<std::mutex> lock(mu_);
   windows_.erase(window);
+  for (auto it = incoming_.begin(); it != incoming_.end();) it = it->first.second == window ? incoming_.erase(it) : std::next(it);
 }
 
 std::uint64_t Engine::next_id() {
@@ -75,10 +76,88 @@ void Engine::deliver(std::int32_t src, std::uint32_t window, std::string_view bo
   flush_out(out);
 }
 
+// What a message's first fragment may make the engine set aside for the rest at once (a
+// larger message's buffer grows as it comes).
+constexpr std::uint64_t kReserveAtMost = std::uint64_t{64} << 20;
+
+void Engine::deliver_part(std::int32_t src, std::uint32_t window, std::string_view part, std::uint64_t total, bool first,
+                          bool last) {
+  if (first && last) return deliver(src, window, part);
+  std::string whole;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto key = std::make_pair(src, window);
+    Incoming& in = incoming_[key];
+    if (first) {
+      in = Incoming{};
+      in.total = total;
+      in.bytes.reserve(std::min(total, kReserveAtMost));
+    }
+    if (in.to) {  // a put on its way into the window
+      const std::uint64_t n = std::min<std::uint64_t>(part.size(), in.left);
+      std::memcpy(in.to, part.data(), n);
+      in.to += n;
+      in.left -= n;
+      if (last) {
+        if (in.left != 0 || n != part.size())  // (never from a sound origin: its head said the size)
+          if (auto w = windows_.find(window); w != windows_.end())
+            w->second.errors.emplace(src, std::make_pair(ErrorClass::kIntern, std::string("a put of another size than its target datatype")));
+        incoming_.erase(key);
+      }
+      return;
+    }
+    in.bytes.append(part);
+    if (!last) {
+      if (!in.decided) begin_streaming(src, window, in);
+      return;
+    }
+    whole = std::move(in.bytes);
+    incoming_.erase(key);
+  }
+  deliver(src, window, whole);
+}
+
+// Whether the message coming in is a put that can go into the window as it comes: its head
+// (the target location) is in; the window is here; its origin holds what it needs (no lock
+// request of its waits here, so it would be applied at once if whole); its target is one
+// run of elements laid out as packed (a contiguous datatype), inside the window. Decided once,
+// as soon as the head can be read.
+void Engine::begin_streaming(std::int32_t src, std::uint32_t window, Incoming& in) {
+  if (static_cast<Message>(static_cast<std::uint8_t>(in.bytes[0])) != Message::kPut) {
+    in.decided = true;
+    return;
+  }
+  wire::Reader r(std::string_view(in.bytes).substr(1));
+  Location at;
+  std::uint64_t bytes = 0;
+  try {
+    at = read_location(r);
+    bytes = r.u32();  // (put_head: the data's length, then the data)
+  } catch (const wire::BadBody&) {
+    return;  // the head is not all here yet (or is malformed: the whole message says so)
+  }
+  in.decided = true;
+  const std::size_t head = 1 + r.consumed();
+  auto it = windows_.find(window);
+  if (it == windows_.end() || it->second.lock.held_back.count(src) || at.map.runs().size() != 1) return;
+  const Run& run = at.map.runs().front();
+  if (run.kind.size != run.kind.extent || bytes != at.map.packed() || in.total != head + bytes) return;
+  std::string why;
+  char* mem = locate(it->second, at, &why);
+  if (!mem) return;  // (the whole message reports it)
+  const std::size_t here = in.bytes.size() - head;
+  in.to = mem + run.disp;
+  std::memcpy(in.to, in.bytes.data() + head, here);
+  in.to += here;
+  in.left = at.map.packed() - here;
+  in.bytes = std::string();
+}
+
 void Engine::forget(const std::function<bool(std::int32_t)>& gone) {
   std::vector<Out> out;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = incoming_.begin(); it != incoming_.end();) it = gone(it->first.first) ? incoming_.erase(it) : std::next(it);
     for (auto& [id, w] : windows_) {
       Lock& l = w.lock;
       if (l.exclusive >= 0 && gone(l.exclusive)) l.exclusive = -1;

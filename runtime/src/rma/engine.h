@@ -58,6 +58,11 @@ class Engine {
 
   // A message of `window` from process `src`, through the transport or from this process.
   void deliver(std::int32_t src, std::uint32_t window, std::string_view body);
+  // One fragment of such a message (`total` bytes in all), in the order the origin sent it.
+  // A large put to a contiguous target is written to the window as its fragments come (once
+  // its head is in and it may be applied now: its origin waits for no lock here); anything
+  // else is applied once whole.
+  void deliver_part(std::int32_t src, std::uint32_t window, std::string_view part, std::uint64_t total, bool first, bool last);
   // Processes that will send nothing more (a lost cluster's): the locks they hold go on to
   // those waiting, their own requests waiting for a lock are dropped with what waited behind.
   void forget(const std::function<bool(std::int32_t)>& gone);
@@ -112,6 +117,16 @@ class Engine {
     std::string body;
   };
 
+  // A message of one origin on one window on its way in fragments.
+  struct Incoming {
+    std::string bytes;       // what came so far (without a streamed put's data)
+    std::uint64_t total = 0;
+    bool decided = false;    // whether it streams is known
+    char* to = nullptr;      // streaming: where the put's next byte goes
+    std::uint64_t left = 0;  // streaming: the put's bytes still to come
+  };
+  void begin_streaming(std::int32_t src, std::uint32_t window, Incoming& in);
+
   void apply(std::int32_t src, std::uint32_t window, std::string_view body, std::vector<Out>& out);
   void apply_to(Exposed& w, std::int32_t src, std::uint32_t window, std::string_view body, std::vector<Out>& out);
   // The memory a request addresses, or null with the error recorded (and answered, with id).
@@ -124,6 +139,7 @@ class Engine {
   std::mutex mu_;
   std::map<std::uint32_t, Exposed> windows_;
   std::map<std::uint64_t, Reply> replies_;
+  std::map<std::pair<std::int32_t, std::uint32_t>, Incoming> incoming_;
   std::uint64_t next_id_ = 1;
 };
 

@@ -53,11 +53,19 @@ struct Arrival {
 };
 
 // One-sided communication's traffic (rma/engine.h) travels on contexts with this bit set:
-// whole messages that no receive matches, each handed as it completes to the one-sided sink
-// on the transport's own thread (so that they are served while the application computes),
-// never as rendezvous, their credit granted as they arrive.
+// messages that no receive matches, each fragment handed as it comes to the one-sided sink
+// on the transport's own thread (so that they are served while the application computes;
+// the engine assembles them, or applies a large put as it comes), never as rendezvous, their
+// credit granted as they arrive.
 inline constexpr std::uint32_t kOneSidedContext = 0x80000000u;
-using OneSidedSink = std::function<void(std::int32_t source, std::uint32_t context, std::string_view body)>;
+// One fragment of a one-sided message; a stream's fragments come in order, one message's
+// after another's.
+struct OneSidedPart {
+  std::string_view bytes;
+  std::uint64_t total = 0;  // the whole message's size, as its first fragment says
+  bool first = true, last = true;
+};
+using OneSidedSink = std::function<void(std::int32_t source, std::uint32_t context, const OneSidedPart& part)>;
 // Told, on the transport's thread, when ranks are lost (a lost cluster's): they send nothing more.
 using LossSink = std::function<void(const std::function<bool(std::int32_t rank)>& gone)>;
 

@@ -11,10 +11,6 @@ namespace gridrt::detail {
 using wire::Frame;
 using wire::Type;
 
-// What a one-sided message's first fragment may make this process set aside for the rest
-// at once (a larger one grows as it comes).
-constexpr std::uint64_t kOneSidedReserveAtMost = std::uint64_t{64} << 20;
-
 namespace {
 bool env_is(const char* name, const char* value) {
   const char* v = std::getenv(name);
@@ -264,34 +260,21 @@ void RelayTransport::set_one_sided_sink(OneSidedSink sink, LossSink lost) {
   one_sided_lost_ = std::move(lost);
 }
 
-// A one-sided message is served as soon as it is whole (rma/engine.h): its credit goes back
-// as its fragments come, since nothing here holds them for a receive.
+// A one-sided message's fragments go to the sink as they come (the engine assembles them):
+// their credit goes back at once, since nothing here holds them for a receive.
 void RelayTransport::on_one_sided(Frame& f) {
-  std::string whole;
   OneSidedSink sink;
+  OneSidedPart part{f.body, f.header.seq, false, !(f.header.flags & kMore)};
   {
     std::lock_guard<std::mutex> lock(mu_);
     grant({f.header.context, f.header.src, f.header.tag}, f.body.size() + kFrameCost);
-    const bool last = !(f.header.flags & kMore);
-    auto it = one_sided_parts_.find({f.header.src, f.header.context});
-    if (it == one_sided_parts_.end()) {
-      if (last) {
-        whole = std::move(f.body);
-      } else {  // a first fragment: it names the message's size (at most what can come)
-        std::string& parts = one_sided_parts_[{f.header.src, f.header.context}];
-        parts.reserve(std::min<std::uint64_t>(f.header.seq, kOneSidedReserveAtMost));
-        parts += f.body;
-        return;
-      }
-    } else {
-      it->second += f.body;
-      if (!last) return;
-      whole = std::move(it->second);
-      one_sided_parts_.erase(it);
-    }
+    bool& within = one_sided_within_[{f.header.src, f.header.context}];  // (a stream's messages come one after another)
+    part.first = !within;
+    within = !part.last;
     sink = one_sided_;
   }
-  if (sink) sink(f.header.src, f.header.context, whole);
+  if (sink) sink(f.header.src, f.header.context, part);
+  if (!part.last) return;  // (only a whole message can answer what a waiter waits for)
   std::lock_guard<std::mutex> lock(mu_);
   notify();
 }

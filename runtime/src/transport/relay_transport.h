@@ -141,10 +141,10 @@ class RelayTransport : public MessageTransport {
   Receiver receiver_;
   Sender sender_;
   PeerPaths paths_;
-  // One-sided messages: their sink, and the fragments of each stream's message on its way.
+  // One-sided messages: their sink, and the streams in the middle of a message.
   OneSidedSink one_sided_;
   LossSink one_sided_lost_;
-  std::map<std::pair<std::int32_t, std::uint32_t>, std::string> one_sided_parts_;
+  std::map<std::pair<std::int32_t, std::uint32_t>, bool> one_sided_within_;
   bool survive_cluster_loss_ = false;  // GRIDRT_ON_CLUSTER_LOSS=continue (the job's profile)
   bool closing_ = false;
 };
