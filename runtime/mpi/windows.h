@@ -7,6 +7,7 @@
 // this file is the origin's side: epochs, the operations, their completion.
 #pragma once
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <set>
@@ -71,6 +72,10 @@ struct GridWin {
   // What is outstanding: targets written to since their last flush, and answers to come.
   std::set<int> unflushed;
   std::vector<std::shared_ptr<PendingResult>> pending;
+  // Data-carrying messages not yet out of this process (waiting for their target's credit),
+  // and their bytes.
+  std::deque<std::pair<std::shared_ptr<gridrt::detail::RemoteOp>, std::size_t>> leaving;
+  std::size_t leaving_bytes = 0;
 
   int global(int rank) const { return members[static_cast<std::size_t>(rank)]; }
 };

@@ -77,6 +77,14 @@ class MessageTransport {
   // when the message has left, or, `synchronous`, once the receiver has also matched it.
   virtual std::shared_ptr<RemoteOp> send(std::int32_t dst, std::uint32_t context, std::int32_t tag, const void* buf,
                                          std::size_t bytes, bool synchronous = false) = 0;
+  // The same for a message of `head` followed by `bytes` from `buf` (one-sided messages:
+  // an operation's head and the origin's data, not first copied together), tag 0.
+  virtual std::shared_ptr<RemoteOp> send_with_head(std::int32_t dst, std::uint32_t context, std::string_view head, const void* buf,
+                                                   std::size_t bytes) {
+    std::string whole(head);
+    whole.append(static_cast<const char*>(buf), bytes);
+    return send(dst, context, 0, whole.data(), whole.size());
+  }
   // Posts a receive (src may be kAnySource, tag kAnyTag).
   virtual std::shared_ptr<RemoteOp> recv(void* buf, std::size_t capacity, std::int32_t src, std::uint32_t context,
                                          std::int32_t tag) = 0;

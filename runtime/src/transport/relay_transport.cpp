@@ -112,10 +112,21 @@ RelayTransport::WanCount RelayTransport::wan_count() {
 
 std::shared_ptr<RemoteOp> RelayTransport::send(std::int32_t dst, std::uint32_t context, std::int32_t tag, const void* buf,
                                                std::size_t bytes, bool synchronous) {
+  return send_message(dst, context, tag, {}, buf, bytes, synchronous);
+}
+
+std::shared_ptr<RemoteOp> RelayTransport::send_with_head(std::int32_t dst, std::uint32_t context, std::string_view head,
+                                                         const void* buf, std::size_t bytes) {
+  return send_message(dst, context, 0, head, buf, bytes, false);
+}
+
+std::shared_ptr<RemoteOp> RelayTransport::send_message(std::int32_t dst, std::uint32_t context, std::int32_t tag,
+                                                       std::string_view head, const void* buf, std::size_t bytes,
+                                                       bool synchronous) {
   // A very large message goes as rendezvous: one fragment now, the rest once the receiver
   // matched it, so that while it is unmatched it holds up nothing behind it (receiver.h).
   // One-sided messages never: the target's engine takes every one as it comes.
-  const bool rendezvous = bytes > kRendezvousAbove && !(context & kOneSidedContext);
+  const bool rendezvous = head.size() + bytes > kRendezvousAbove && !(context & kOneSidedContext);
   auto op = std::make_shared<RemoteOp>();
   op->synchronous = synchronous;
   Sender::Slot slot;
@@ -134,7 +145,7 @@ std::shared_ptr<RemoteOp> RelayTransport::send(std::int32_t dst, std::uint32_t c
   h.dst = dst;
   h.context = context;
   h.tag = tag;
-  Sender::Frames frames = Sender::encode(h, slot, buf, bytes, synchronous, rendezvous, op);  // (no lock: the only copy)
+  Sender::Frames frames = Sender::encode(h, slot, head, buf, bytes, synchronous, rendezvous, op);  // (no lock: the only copy)
   std::lock_guard<std::mutex> lock(mu_);
   if (!failure_.empty()) throw std::runtime_error(failure_);
   if (sender_.queue(dst, context, std::move(frames), op, synchronous, rendezvous)) notify();

@@ -75,6 +75,8 @@ class RelayTransport : public MessageTransport {
   // the receiver's window allows.
   std::shared_ptr<RemoteOp> send(std::int32_t dst, std::uint32_t context, std::int32_t tag, const void* buf, std::size_t bytes,
                                  bool synchronous = false) override;
+  std::shared_ptr<RemoteOp> send_with_head(std::int32_t dst, std::uint32_t context, std::string_view head, const void* buf,
+                                           std::size_t bytes) override;
   std::shared_ptr<RemoteOp> recv(void* buf, std::size_t capacity, std::int32_t src, std::uint32_t context, std::int32_t tag) override;
   std::shared_ptr<Arrival> improbe(std::int32_t src, std::uint32_t context, std::int32_t tag) override;
   bool iprobe(std::int32_t src, std::uint32_t context, std::int32_t tag, Envelope* env, std::size_t* total) override;
@@ -113,6 +115,8 @@ class RelayTransport : public MessageTransport {
   static constexpr std::size_t kMinWindow = flow::kMinWindowBytes;
 
  private:
+  std::shared_ptr<RemoteOp> send_message(std::int32_t dst, std::uint32_t context, std::int32_t tag, std::string_view head,
+                                         const void* buf, std::size_t bytes, bool synchronous);
   void on_frame(wire::Frame& f);
   void on_data(wire::Frame& f);
   void on_one_sided(wire::Frame& f);

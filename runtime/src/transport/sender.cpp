@@ -23,28 +23,34 @@ Sender::Slot Sender::slot(std::int32_t dst, std::uint32_t context) {
   return {s.messages, flow::fragment_bytes(s.window)};
 }
 
-Sender::Frames Sender::encode(wire::Header h, const Slot& slot, const void* buf, std::size_t bytes, bool synchronous, bool rendezvous,
-                              const std::shared_ptr<RemoteOp>& op) {
+Sender::Frames Sender::encode(wire::Header h, const Slot& slot, std::string_view head, const void* buf, std::size_t bytes,
+                              bool synchronous, bool rendezvous, const std::shared_ptr<RemoteOp>& op) {
   Frames out;
   const char* p = static_cast<const char*>(buf);
-  const std::size_t first_part = rendezvous ? slot.fragment : bytes;
+  const std::size_t total = head.size() + bytes;
+  const std::size_t first_part = rendezvous ? slot.fragment : total;
   std::size_t off = 0;
   do {
     const bool in_rest = rendezvous && off >= first_part;
-    const std::size_t end = in_rest ? bytes : first_part;
+    const std::size_t end = in_rest ? total : first_part;
     const std::size_t n = std::min(end - off, slot.fragment);
     h.type = in_rest ? wire::Type::kRest : wire::Type::kData;
     h.length = static_cast<std::uint32_t>(n);
     h.flags = off + n < end ? wire::kMoreFragments : 0;
     if (off == 0) h.flags |= (synchronous ? wire::kSynchronous : 0) | (rendezvous ? wire::kRendezvous : 0);
-    h.seq = in_rest ? slot.number : bytes;  // a first part names the whole message's size: a probe tells it
-    // Header and payload straight into one buffer: the only copy of the caller's data.
-    std::string encoded(wire::kHeaderSize + n, '\0');
+    h.seq = in_rest ? slot.number : total;  // a first part names the whole message's size: a probe tells it
+    // Header and payload straight into one buffer: the only copy of the caller's data (not
+    // zeroed first: that cost as much as the copy).
+    std::string encoded;
+    encoded.reserve(wire::kHeaderSize + n);
+    encoded.resize(wire::kHeaderSize);
     wire::encode_header(h, reinterpret_cast<unsigned char*>(encoded.data()));
-    if (n) std::memcpy(encoded.data() + wire::kHeaderSize, p + off, n);
+    const std::size_t from_head = off < head.size() ? std::min(n, head.size() - off) : 0;
+    encoded.append(head.data() + std::min(off, head.size()), from_head);
+    if (n > from_head) encoded.append(p + (off + from_head - head.size()), n - from_head);  // (past the head)
     off += n;
-    (in_rest ? out.rest : out.first).push_back({std::move(encoded), n + flow::kFrameCost, off < bytes ? nullptr : op});
-  } while (off < bytes);
+    (in_rest ? out.rest : out.first).push_back({std::move(encoded), n + flow::kFrameCost, off < total ? nullptr : op});
+  } while (off < total);
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/wire.h"
@@ -47,9 +48,14 @@ class Sender {
     std::vector<Outgoing> first, rest;  // (rest: a rendezvous message's, sent once matched)
   };
   // A message's frames, encoded from `h` (job, source, destination, context and tag set):
-  // without any lock, in the sender's thread, whose buffer is free once this returns.
+  // without any lock, in the sender's thread, whose buffer is free once this returns. The
+  // message is `head` (if any) followed by `bytes` from `buf`, copied once, into the frames.
+  static Frames encode(wire::Header h, const Slot& slot, std::string_view head, const void* buf, std::size_t bytes,
+                       bool synchronous, bool rendezvous, const std::shared_ptr<RemoteOp>& op);
   static Frames encode(wire::Header h, const Slot& slot, const void* buf, std::size_t bytes, bool synchronous, bool rendezvous,
-                       const std::shared_ptr<RemoteOp>& op);
+                       const std::shared_ptr<RemoteOp>& op) {
+    return encode(h, slot, {}, buf, bytes, synchronous, rendezvous, op);
+  }
   // Queues the stream's next message; its frames leave as credit allows. Each returns
   // whether an operation completed (the owner then wakes its waiters).
   bool queue(std::int32_t dst, std::uint32_t context, Frames frames, const std::shared_ptr<RemoteOp>& op, bool synchronous,
