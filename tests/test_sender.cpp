@@ -53,6 +53,28 @@ TEST(Sender, FramesLeaveAsCreditAllowsAndTheMessageCompletesWithItsLastFrame) {
   EXPECT_TRUE(other->done);
 }
 
+TEST(Sender, AHeadAndTheDataBehindItAreOneMessageWhereverTheFramesCutThem) {
+  Sender::Slot slot;
+  slot.fragment = 7;
+  for (const std::size_t head_size : {std::size_t{3}, std::size_t{7}, std::size_t{10}}) {
+    const std::string head = std::string("HEADHEADHE").substr(0, head_size), data = "0123456789abcdefghij";
+    wire::Header h;
+    const Sender::Frames frames = Sender::encode(h, slot, head, data.data(), data.size(), false, false, std::make_shared<RemoteOp>());
+    std::string whole;
+    for (const auto& o : frames.first) {
+      wire::Decoder d;
+      d.feed(o.bytes.data(), o.bytes.size());
+      wire::Frame f;
+      ASSERT_EQ(d.next(f), wire::Decoder::Status::kFrame);
+      EXPECT_EQ(f.header.seq, head.size() + data.size());  // every fragment names the whole message's size
+      EXPECT_LE(f.body.size(), slot.fragment);
+      whole += f.body;
+    }
+    EXPECT_EQ(whole, head + data) << "head of " << head_size;
+    EXPECT_EQ(frames.first.size(), (head.size() + data.size() + 6) / 7);
+  }
+}
+
 TEST(Sender, ARendezvousRestWaitsForTheMatchAndASynchronousSendCompletesAtIt) {
   Wire w;
   const std::size_t fragment = flow::fragment_bytes(4096);
