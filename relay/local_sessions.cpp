@@ -11,6 +11,9 @@ namespace gridrt {
 using wire::Frame;
 using wire::Type;
 
+// What a process may say of why it leaves (its Error frame's body), kept for the job's end.
+constexpr std::size_t kLeavingReasonAtMost = 300;
+
 // ---------------------------------------------------------------- local connections
 
 asio::awaitable<void> Relay::accept_local() {
@@ -91,9 +94,9 @@ void Relay::on_local_frame(const LocalPtr& conn, Frame& f) {
       f.header.src = rank;
       to_broker(f);
       return stop_if_left_early(job);
-    case Type::kError:  // the runtime leaving without finalize (RelayTransport::leaving_unfinalized)
+    case Type::kError:  // the runtime leaving without finalize, and why (RelayTransport::leaving_unfinalized)
       if (conn->monitor) break;
-      job.unfinalized[conn->local_rank] = true;
+      job.unfinalized[conn->local_rank] = f.body.empty() ? "without calling gridrt::finalize" : f.body.substr(0, kLeavingReasonAtMost);
       return;
     default:
       break;
@@ -158,7 +161,7 @@ void Relay::stop_if_left_early(Job& job) {
     const int status = job.end.rank_status[r];
     if (status == -1) continue;
     const std::string who = "rank " + std::to_string(job.first + r) + " exited with status " + std::to_string(status);
-    if (job.unfinalized[r]) return kill_job(job, who + " without calling gridrt::finalize (MPI_Finalize)", true);
+    if (!job.unfinalized[r].empty()) return kill_job(job, who + " " + job.unfinalized[r], true);
     if (!job.procs[r] && job.hellos > 0)
       return kill_job(job, who + " before it joined the job (it never called gridrt::init or MPI_Init) while others waited for it", true);
   }

@@ -58,7 +58,7 @@ struct Relay::Job {
   std::vector<LocalPtr> monitors;      // gridproc connections, by local rank
   std::vector<std::string> hostnames;
   std::vector<std::string> endpoints;  // where each local rank accepts direct connections
-  std::vector<bool> unfinalized;       // said it leaves without gridrt::finalize, by local rank
+  std::vector<std::string> unfinalized;  // why it leaves without gridrt::finalize, as it said, by local rank ("": not)
   std::uint32_t hellos = 0;
   // What each local rank has sent to other sites through the links (kWanCount).
   std::vector<std::pair<std::uint64_t, std::uint64_t>> wan_sent;  // messages, payload bytes

@@ -383,9 +383,18 @@ int GRIDMPI(Win_allocate_shared)(MPI_Aint size, int disp_unit, MPI_Info info, MP
                        "shared-memory window needs processes of one node: MPI_Comm_split_type with MPI_COMM_TYPE_SHARED)");
 }
 
+namespace {
+constexpr const char* kNotShared = ": not a shared-memory window (it spans clusters)";
+}
+
 int GRIDMPI(Win_shared_query)(MPI_Win win, int rank, MPI_Aint* size, int* disp_unit, void* baseptr) {
   if (!gridmpi::grid_window(win)) return PMPI_Win_shared_query(win, rank, size, disp_unit, baseptr);
-  return gridmpi::fail_window(win, MPI_ERR_RMA_FLAVOR, "MPI_Win_shared_query: not a shared-memory window (it spans clusters)");
+  return gridmpi::fail_window(win, MPI_ERR_RMA_FLAVOR, std::string("MPI_Win_shared_query") + kNotShared);
+}
+
+int GRIDMPI(Win_shared_query_c)(MPI_Win win, int rank, MPI_Aint* size, MPI_Aint* disp_unit, void* baseptr) {
+  if (!gridmpi::grid_window(win)) return PMPI_Win_shared_query_c(win, rank, size, disp_unit, baseptr);
+  return gridmpi::fail_window(win, MPI_ERR_RMA_FLAVOR, std::string("MPI_Win_shared_query_c") + kNotShared);
 }
 
 int GRIDMPI(Win_free)(MPI_Win* win) {

@@ -115,6 +115,12 @@ unsigned long long number_from_env(const char* name, unsigned long long otherwis
 }
 
 std::optional<std::string> cluster_lost(int rank) { return state().transport->lost(rank); }
+
+void leave_unfinalized(const std::string& why) {
+  if (!g || !g->transport) return;
+  g->transport->leaving_unfinalized(std::chrono::milliseconds(500), why);
+  g->transport->halt();
+}
 std::vector<std::uint32_t> lost_cluster_indices() {
   std::vector<std::uint32_t> out;
   for (const auto& [index, why] : state().transport->lost_clusters()) out.push_back(index);
@@ -221,11 +227,8 @@ void init(int* argc, char*** argv, int required) {
   // destructors (atexit runs in reverse order) and stops it.
   // It first tells the relay, which stops the job naming this rank: the others would
   // otherwise wait for it (in a collective, in finalize) until a timeout.
-  static const bool halt_registered = std::atexit([] {
-                                        if (!g || !g->transport) return;
-                                        g->transport->leaving_unfinalized(std::chrono::milliseconds(500));
-                                        g->transport->halt();
-                                      }) == 0;
+  static const bool halt_registered =
+      std::atexit([] { detail::leave_unfinalized("without calling gridrt::finalize (MPI_Finalize)"); }) == 0;
   (void)halt_registered;
   g->world_comm = detail::CommImpl::make_world();
   // gridrt's own point-to-point between global ranks: every rank a peer, those of this

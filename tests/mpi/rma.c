@@ -390,6 +390,13 @@ static void errors_and_attributes(void) {
   rc = MPI_Put(v, 2, MPI_INT, target, 3, 2, MPI_INT, win);
   CHECK(!strict || error_class(rc) == MPI_ERR_RMA_RANGE, "a put beyond the window returned class %d", error_class(rc));
   MPI_Win_unlock(target, win);
+  MPI_Aint qsize = -1, qunit = -1;
+  int qunit_int = -1;
+  void* qbase = NULL;
+  rc = MPI_Win_shared_query(win, target, &qsize, &qunit_int, &qbase);
+  CHECK(error_class(rc) == MPI_ERR_RMA_FLAVOR, "MPI_Win_shared_query on an allocated window returned class %d", error_class(rc));
+  rc = MPI_Win_shared_query_c(win, target, &qsize, &qunit, &qbase);
+  CHECK(error_class(rc) == MPI_ERR_RMA_FLAVOR, "MPI_Win_shared_query_c on an allocated window returned class %d", error_class(rc));
   void* base = NULL;
   MPI_Aint* wsize = NULL;
   int* unit = NULL;

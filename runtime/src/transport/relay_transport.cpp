@@ -56,9 +56,9 @@ void RelayTransport::halt() {
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
-void RelayTransport::leaving_unfinalized(std::chrono::milliseconds within) {
+void RelayTransport::leaving_unfinalized(std::chrono::milliseconds within, const std::string& why) {
   if (!thread_.joinable() || thread_.get_id() == std::this_thread::get_id()) return;
-  Frame f = wire::make_frame(Type::kError, "exited without calling gridrt::finalize (MPI_Finalize)", job_);
+  Frame f = wire::make_frame(Type::kError, why, job_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     f.header.src = control_.rank();

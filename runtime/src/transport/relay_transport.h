@@ -50,11 +50,11 @@ class RelayTransport : public MessageTransport {
   // without gridrt::finalize (an error, or main returning), before exit() tears down what
   // that thread uses. The transport can then only be destroyed.
   void halt();
-  // Tells the relay that this process is leaving without gridrt::finalize (an Error frame
-  // from its rank, then the connection closed once it is out), waiting for that at most
-  // `within`: the relay then stops the job naming the rank, instead of the others waiting
-  // for it. Before halt().
-  void leaving_unfinalized(std::chrono::milliseconds within);
+  // Tells the relay that this process is leaving without gridrt::finalize, and `why` (an
+  // Error frame from its rank, then the connection closed once it is out), waiting for that
+  // at most `within`: the relay then stops the job naming the rank and why, instead of the
+  // others waiting for it. Before halt().
+  void leaving_unfinalized(std::chrono::milliseconds within, const std::string& why);
   // "HOST:PORT" of the direct-connection listener, or "".
   const std::string& listening() const { return paths_.listening(); }
 
