@@ -75,9 +75,9 @@ void wait_for(const GridWin& w, const std::vector<int>& targets, const std::func
 // than kLeavingAtMost of the window's data still in this process (waiting for the targets'
 // credit) waits until the oldest has left, as MPI_Send waits for its message to leave. A
 // program that puts faster than the line carries would otherwise hold all it put in memory
-// at once, and fresh memory each time: 16 puts of 1 MiB then a flush reached 0.75x the
-// two-sided stream with everything queued, 0.87x with 4 MiB let out at a time and 1.0x with
-// 1 MiB (docs/benchmarks.md). (An operation whose target was lost counts as gone: the
+// at once, and fresh memory each time: 16 puts of 1 MiB then a flush reached 0.67-0.81x the
+// two-sided stream with everything queued, 0.86-0.89x with 4 MiB let out at a time and
+// 0.93-1.13x with 1 MiB (docs/benchmarks.md). (An operation whose target was lost counts as gone: the
 // target's next synchronisation says so.)
 constexpr std::size_t kLeavingAtMost = std::size_t{1} << 20;
 
