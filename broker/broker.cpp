@@ -520,7 +520,10 @@ void Broker::handle_relay_failure(const PeerPtr& peer, const Frame& f) {
   Job* job = job_of_relay_frame(peer, f, &part);
   if (!job) return;
   log::warn("job ", job->id, ": cluster ", part->cluster, " stopped it: ", f.body);
-  if (job->first_failure == 0) job->first_failure = 1;
+  // The status the relay asks the job to end with, plus one (0: not said, 1 then); a rank's
+  // MPI_Abort(comm, 0) asks for 0, so that the job ends as its program said.
+  const std::uint64_t asked = f.header.seq;
+  if (job->first_failure == 0) job->first_failure = asked == 0 || asked > 256 ? 1 : static_cast<int>(asked - 1);
   fail_job(*job, "cluster " + part->cluster + ": " + f.body);
   persist(*job);
 }
@@ -622,7 +625,9 @@ void Broker::record_exit(Job& job, std::uint32_t rank, int status) {
                            (status > 128 && status < 160 ? " killed by signal " + std::to_string(status - 128)
                                                          : " exited with status " + std::to_string(status));
   if (job.spec.survive_cluster_loss && !job.killed) return lose_part(job, part, what);
-  if (job.first_failure == 0) {
+  // (Once the job is being stopped, its status is decided: the ranks killed now do not
+  // change it, also when it is 0 as a rank's MPI_Abort(comm, 0) asked.)
+  if (job.first_failure == 0 && !job.killed) {
     job.first_failure = status;
     job.first_failed_rank = rank;
     // As mpiexec does: one failed process ends the job, so that no rank waits forever on it.

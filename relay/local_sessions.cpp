@@ -161,7 +161,9 @@ void Relay::stop_if_left_early(Job& job) {
     const int status = job.end.rank_status[r];
     if (status == -1) continue;
     const std::string who = "rank " + std::to_string(job.first + r) + " exited with status " + std::to_string(status);
-    if (!job.unfinalized[r].empty()) return kill_job(job, who + " " + job.unfinalized[r], true);
+    // (A rank that called MPI_Abort(comm, 0) ends the job with status 0, as mpiexec does.)
+    const bool abort_zero = status == 0 && job.unfinalized[r].rfind("after it called MPI_Abort", 0) == 0;
+    if (!job.unfinalized[r].empty()) return kill_job(job, who + " " + job.unfinalized[r], true, abort_zero ? 0 : 1);
     if (!job.procs[r] && job.hellos > 0)
       return kill_job(job, who + " before it joined the job (it never called gridrt::init or MPI_Init) while others waited for it", true);
   }

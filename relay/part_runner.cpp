@@ -164,11 +164,16 @@ void Relay::cannot_reach(Job& job, std::uint32_t c, const std::string& why) {
   report_to_broker(job, f);
 }
 
-void Relay::kill_job(Job& job, const std::string& why, bool tell_broker) {
+void Relay::kill_job(Job& job, const std::string& why, bool tell_broker, int status) {
   if (job.end.stopped) return;
   job.end.stopped = true;
-  // Stopped here, for a reason only this relay knows: the broker (and the user) learn it.
-  if (tell_broker) report_to_broker(job, wire::make_frame(Type::kError, why, job.id()));
+  // Stopped here, for a reason only this relay knows: the broker (and the user) learn it,
+  // and the status the job is to end with (docs/protocol.md, Error).
+  if (tell_broker) {
+    Frame f = wire::make_frame(Type::kError, why, job.id());
+    f.header.seq = static_cast<std::uint64_t>(status) + 1;
+    report_to_broker(job, f);
+  }
   log::info("job ", job.id(), ": stopping (", why, ")");
   if (job.mpiexec > 0 && !job.end.launch_exited) {
     signal_tree(job.mpiexec, SIGTERM);

@@ -135,7 +135,9 @@ class Relay {
                                                std::uint32_t stream);
   void on_child_signal();
   void cannot_reach(Job& job, std::uint32_t cluster, const std::string& why);
-  void kill_job(Job& job, const std::string& why, bool tell_broker = false);
+  // Stops the part, saying why; with tell_broker, the broker stops the job and it ends with
+  // `status` (1 unless a rank's own MPI_Abort(comm, 0) asked for 0).
+  void kill_job(Job& job, const std::string& why, bool tell_broker = false, int status = 1);
   void maybe_finish(Job& job);
   void finish(Job& job);
   bool held_open(const Job& job) const;  // by its output pipes or a monitor's connection
