@@ -44,7 +44,7 @@ rma::Engine& engine() {
         [e](std::int32_t src, std::uint32_t window, const gridrt::detail::OneSidedPart& part) {
           e->deliver_part(src, window, part.bytes, part.total, part.first, part.last);
         },
-                                  [e](const std::function<bool(std::int32_t)>& gone) { e->forget(gone); });
+        [e](const std::function<bool(std::int32_t)>& gone) { e->forget(gone); });
     return e;
   }();
   return *made;
@@ -77,8 +77,8 @@ void wait_for(const GridWin& w, const std::vector<int>& targets, const std::func
 // program that puts faster than the line carries would otherwise hold all it put in memory
 // at once, and fresh memory each time: 16 puts of 1 MiB then a flush reached 0.67-0.81x the
 // two-sided stream with everything queued, 0.86-0.89x with 4 MiB let out at a time and
-// 0.93-1.13x with 1 MiB (docs/benchmarks.md). (An operation whose target was lost counts as gone: the
-// target's next synchronisation says so.)
+// 0.93-1.13x with 1 MiB (docs/benchmarks.md). (An operation whose target was lost counts as
+// gone: the target's next synchronisation says so.)
 constexpr std::size_t kLeavingAtMost = std::size_t{1} << 20;
 
 // `head` followed by the origin's `bytes` at `data` (copied once, into the frames).

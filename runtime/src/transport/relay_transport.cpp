@@ -84,7 +84,6 @@ RelayTransport::~RelayTransport() {
   // Let queued frames out before hanging up (close_after_flush), then stop.
   asio::post(io_, [this] {
     std::lock_guard<std::mutex> lock(mu_);
-    closing_ = true;
     paths_.close();
     link_->close_after_flush("finalize");
   });

@@ -150,7 +150,6 @@ class RelayTransport : public MessageTransport {
   LossSink one_sided_lost_;
   std::map<std::pair<std::int32_t, std::uint32_t>, bool> one_sided_within_;
   bool survive_cluster_loss_ = false;  // GRIDRT_ON_CLUSTER_LOSS=continue (the job's profile)
-  bool closing_ = false;
 };
 
 }  // namespace gridrt::detail
