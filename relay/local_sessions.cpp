@@ -96,7 +96,9 @@ void Relay::on_local_frame(const LocalPtr& conn, Frame& f) {
       return stop_if_left_early(job);
     case Type::kError:  // the runtime leaving without finalize, and why (RelayTransport::leaving_unfinalized)
       if (conn->monitor) break;
-      job.unfinalized[conn->local_rank] = f.body.empty() ? "without calling gridrt::finalize" : f.body.substr(0, kLeavingReasonAtMost);
+      // (seq: the status the job is to end with, plus one; 0 says nothing: 1)
+      job.unfinalized[conn->local_rank] = {f.body.empty() ? "without calling gridrt::finalize" : f.body.substr(0, kLeavingReasonAtMost),
+                                           f.header.seq == 0 || f.header.seq > 256 ? 1 : static_cast<int>(f.header.seq - 1)};
       return;
     default:
       break;
@@ -161,9 +163,8 @@ void Relay::stop_if_left_early(Job& job) {
     const int status = job.end.rank_status[r];
     if (status == -1) continue;
     const std::string who = "rank " + std::to_string(job.first + r) + " exited with status " + std::to_string(status);
-    // (A rank that called MPI_Abort(comm, 0) ends the job with status 0, as mpiexec does.)
-    const bool abort_zero = status == 0 && job.unfinalized[r].rfind("after it called MPI_Abort", 0) == 0;
-    if (!job.unfinalized[r].empty()) return kill_job(job, who + " " + job.unfinalized[r], true, abort_zero ? 0 : 1);
+    const auto& leaving = job.unfinalized[r];
+    if (!leaving.why.empty()) return kill_job(job, who + " " + leaving.why, true, leaving.job_status);
     if (!job.procs[r] && job.hellos > 0)
       return kill_job(job, who + " before it joined the job (it never called gridrt::init or MPI_Init) while others waited for it", true);
   }

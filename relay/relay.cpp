@@ -289,7 +289,7 @@ void Relay::handle_start(const Frame& f) {
   job->monitors.resize(me.count);
   job->hostnames.resize(me.count);
   job->endpoints.resize(me.count);
-  job->unfinalized.assign(me.count, "");
+  job->unfinalized.assign(me.count, {});
   job->end.rank_status.assign(me.count, -1);
   job->wan_sent.assign(me.count, {0, 0});
   // Output is kept for a replay only where a broker may come back for it.

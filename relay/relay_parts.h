@@ -58,7 +58,13 @@ struct Relay::Job {
   std::vector<LocalPtr> monitors;      // gridproc connections, by local rank
   std::vector<std::string> hostnames;
   std::vector<std::string> endpoints;  // where each local rank accepts direct connections
-  std::vector<std::string> unfinalized;  // why it leaves without gridrt::finalize, as it said, by local rank ("": not)
+  // By local rank: why it leaves without gridrt::finalize, as it said ("": it did not say so),
+  // and the status it asked the job to end with.
+  struct Leaving {
+    std::string why;
+    int job_status = 1;
+  };
+  std::vector<Leaving> unfinalized;
   std::uint32_t hellos = 0;
   // What each local rank has sent to other sites through the links (kWanCount).
   std::vector<std::pair<std::uint64_t, std::uint64_t>> wan_sent;  // messages, payload bytes

@@ -214,7 +214,7 @@ int bad_comm(const char* function) {
   // The process monitor reports this status for this rank; the broker then stops the job
   // everywhere and names the rank. A status of 0 (MPI_Abort(comm, 0)) looks like a rank
   // that is done: the relay is told first, so that it stops the job as well.
-  if ((status & 0xff) == 0) gridrt::detail::leave_unfinalized("after it called " + why);
+  if ((status & 0xff) == 0) gridrt::detail::leave_unfinalized("after it called " + why, 0);
   ::_exit(status & 0xff);
 }
 

@@ -116,9 +116,9 @@ unsigned long long number_from_env(const char* name, unsigned long long otherwis
 
 std::optional<std::string> cluster_lost(int rank) { return state().transport->lost(rank); }
 
-void leave_unfinalized(const std::string& why) {
+void leave_unfinalized(const std::string& why, int job_status) {
   if (!g || !g->transport) return;
-  g->transport->leaving_unfinalized(std::chrono::milliseconds(500), why);
+  g->transport->leaving_unfinalized(std::chrono::milliseconds(500), why, job_status);
   g->transport->halt();
 }
 std::vector<std::uint32_t> lost_cluster_indices() {

@@ -90,8 +90,9 @@ std::optional<std::string> cluster_lost(int rank);
 // This process leaves the job now without gridrt::finalize, `why` ("without calling
 // gridrt::finalize (MPI_Finalize)", "after it called MPI_Abort(...)"): its relay hears it and
 // stops the job at this process's exit, naming it and why (an exit status of 0 would say
-// nothing), and the transport's thread is stopped. For a process about to _exit or exit.
-void leave_unfinalized(const std::string& why);
+// nothing), the job to end with `job_status` (1: it failed; MPI_Abort(comm, 0): 0), and the
+// transport's thread is stopped. For a process about to _exit or exit.
+void leave_unfinalized(const std::string& why, int job_status = 1);
 // The clusters lost so far, by topology index.
 std::vector<std::uint32_t> lost_cluster_indices();
 // Takes a lost cluster as known here (the task queue's super-master passes on those it

@@ -56,9 +56,10 @@ void RelayTransport::halt() {
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
-void RelayTransport::leaving_unfinalized(std::chrono::milliseconds within, const std::string& why) {
+void RelayTransport::leaving_unfinalized(std::chrono::milliseconds within, const std::string& why, int job_status) {
   if (!thread_.joinable() || thread_.get_id() == std::this_thread::get_id()) return;
   Frame f = wire::make_frame(Type::kError, why, job_);
+  f.header.seq = static_cast<std::uint64_t>(job_status) + 1;  // (as a relay's Error to the broker: docs/protocol.md)
   {
     std::lock_guard<std::mutex> lock(mu_);
     f.header.src = control_.rank();

@@ -51,10 +51,10 @@ class RelayTransport : public MessageTransport {
   // that thread uses. The transport can then only be destroyed.
   void halt();
   // Tells the relay that this process is leaving without gridrt::finalize, and `why` (an
-  // Error frame from its rank, then the connection closed once it is out), waiting for that
-  // at most `within`: the relay then stops the job naming the rank and why, instead of the
-  // others waiting for it. Before halt().
-  void leaving_unfinalized(std::chrono::milliseconds within, const std::string& why);
+  // Error frame from its rank, with the status the job is to end with, then the connection
+  // closed once it is out), waiting for that at most `within`: the relay then stops the job
+  // naming the rank and why, instead of the others waiting for it. Before halt().
+  void leaving_unfinalized(std::chrono::milliseconds within, const std::string& why, int job_status);
   // "HOST:PORT" of the direct-connection listener, or "".
   const std::string& listening() const { return paths_.listening(); }
 
