@@ -11,7 +11,7 @@
 // (docs/protocol.md). Both are pure, and so is the control plane (control_plane.h: the
 // topology, lost clusters, finalize); the paths to peers (the connection ladder) are
 // peer_paths.h. This file gives them their socket to the relay, their thread and one lock,
-// and routes what arrives: two-sided data to the receiver, one-sided messages whole to the
+// and routes what arrives: two-sided data to the receiver, one-sided fragments to the
 // process's one-sided engine, credit and matches to the sender, the rest to the control plane.
 #pragma once
 
