@@ -520,10 +520,9 @@ void Broker::handle_relay_failure(const PeerPtr& peer, const Frame& f) {
   Job* job = job_of_relay_frame(peer, f, &part);
   if (!job) return;
   log::warn("job ", job->id, ": cluster ", part->cluster, " stopped it: ", f.body);
-  // The status the relay asks the job to end with, plus one (0: not said, 1 then); a rank's
-  // MPI_Abort(comm, 0) asks for 0, so that the job ends as its program said.
-  const std::uint64_t asked = f.header.seq;
-  if (job->first_failure == 0) job->first_failure = asked == 0 || asked > 256 ? 1 : static_cast<int>(asked - 1);
+  // The status the relay asks the job to end with (a rank's MPI_Abort(comm, 0) asks for 0,
+  // so that the job ends as its program said).
+  if (job->first_failure == 0) job->first_failure = wire::ending_status(f.header.seq);
   fail_job(*job, "cluster " + part->cluster + ": " + f.body);
   persist(*job);
 }

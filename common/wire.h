@@ -110,6 +110,11 @@ struct Frame {
 void encode_header(const Header& h, unsigned char out[kHeaderSize]);
 std::string encode(const Frame& f);  // header + body, ready for a socket
 Frame make_frame(Type t, std::string body = {}, std::uint64_t job = 0);
+// An Error frame that stops a job (a process's to its relay, a relay's to the broker)
+// carries in seq the status the job is to end with, plus one; 0 (an older sender) says
+// nothing, and the job then ends with 1 (docs/protocol.md, Error).
+inline std::uint64_t ending_status_seq(int status) { return static_cast<std::uint64_t>(status) + 1; }
+inline int ending_status(std::uint64_t seq) { return seq == 0 || seq > 256 ? 1 : static_cast<int>(seq - 1); }
 
 // Incremental decoder. feed() appends bytes; next() yields frames one at a time.
 class Decoder {

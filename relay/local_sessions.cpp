@@ -96,9 +96,8 @@ void Relay::on_local_frame(const LocalPtr& conn, Frame& f) {
       return stop_if_left_early(job);
     case Type::kError:  // the runtime leaving without finalize, and why (RelayTransport::leaving_unfinalized)
       if (conn->monitor) break;
-      // (seq: the status the job is to end with, plus one; 0 says nothing: 1)
       job.unfinalized[conn->local_rank] = {f.body.empty() ? "without calling gridrt::finalize" : f.body.substr(0, kLeavingReasonAtMost),
-                                           f.header.seq == 0 || f.header.seq > 256 ? 1 : static_cast<int>(f.header.seq - 1)};
+                                           wire::ending_status(f.header.seq)};
       return;
     default:
       break;

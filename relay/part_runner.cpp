@@ -171,7 +171,7 @@ void Relay::kill_job(Job& job, const std::string& why, bool tell_broker, int sta
   // and the status the job is to end with (docs/protocol.md, Error).
   if (tell_broker) {
     Frame f = wire::make_frame(Type::kError, why, job.id());
-    f.header.seq = static_cast<std::uint64_t>(status) + 1;
+    f.header.seq = wire::ending_status_seq(status);
     report_to_broker(job, f);
   }
   log::info("job ", job.id(), ": stopping (", why, ")");

@@ -28,10 +28,10 @@ RelayTransport::RelayTransport(const std::string& relay, std::uint64_t job, cons
                  [this](const Envelope& from, std::uint64_t number) { tell_matched(from, number); }},
                 unexpected_budget),
       sender_([this](std::int32_t dst, std::string frame) { paths_.write(dst, std::move(frame)); }, window_),
-      paths_(io_, mu_, control_, job, secret, !env_is("GRIDRT_DIRECT", "off"), env_is("GRIDRT_ON_CLUSTER_LOSS", "continue"),
+      survive_cluster_loss_(env_is("GRIDRT_ON_CLUSTER_LOSS", "continue")),
+      paths_(io_, mu_, control_, job, secret, !env_is("GRIDRT_DIRECT", "off"), survive_cluster_loss_,
              {[this](std::string bytes) { write_relay(std::move(bytes)); }, [this](Frame& f) { on_frame(f); },
-              [this](const std::string& why) { fail_all(why); }}),
-      survive_cluster_loss_(env_is("GRIDRT_ON_CLUSTER_LOSS", "continue")) {
+              [this](const std::string& why) { fail_all(why); }}) {
   // OpenSSL frees its global state in an atexit handler of its own. A process that exits
   // without gridrt::finalize runs that handler while this transport's I/O thread may still
   // be decrypting a record (halt() comes later, registered by gridrt::init): OpenSSL stays
@@ -59,7 +59,7 @@ void RelayTransport::halt() {
 void RelayTransport::leaving_unfinalized(std::chrono::milliseconds within, const std::string& why, int job_status) {
   if (!thread_.joinable() || thread_.get_id() == std::this_thread::get_id()) return;
   Frame f = wire::make_frame(Type::kError, why, job_);
-  f.header.seq = static_cast<std::uint64_t>(job_status) + 1;  // (as a relay's Error to the broker: docs/protocol.md)
+  f.header.seq = wire::ending_status_seq(job_status);
   {
     std::lock_guard<std::mutex> lock(mu_);
     f.header.src = control_.rank();

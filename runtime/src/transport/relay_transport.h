@@ -144,12 +144,12 @@ class RelayTransport : public MessageTransport {
   std::vector<std::pair<Envelope, std::size_t>> owed_;  // credit for data that came before our rank was known
   Receiver receiver_;
   Sender sender_;
+  const bool survive_cluster_loss_;  // GRIDRT_ON_CLUSTER_LOSS=continue (the job's profile)
   PeerPaths paths_;
   // One-sided messages: their sink, and the streams in the middle of a message.
   OneSidedSink one_sided_;
   LossSink one_sided_lost_;
   std::map<std::pair<std::int32_t, std::uint32_t>, bool> one_sided_within_;
-  bool survive_cluster_loss_ = false;  // GRIDRT_ON_CLUSTER_LOSS=continue (the job's profile)
 };
 
 }  // namespace gridrt::detail
