@@ -89,6 +89,83 @@ TEST(RmaEngine, AnExclusiveLockHoldsBackAnotherOriginsOperationsUntilItIsRelease
   EXPECT_FALSE(ranks[0].holds_lock(kWindow, 2));
 }
 
+// The origins of the target's node take its lock and touch its memory in place
+// (shared_lock.h); the engine takes and releases the same lock for the others.
+TEST(RmaEngine, TheNodesOriginsAndTheEnginesShareOneLockAndNeitherStarvesTheOther) {
+  Ranks ranks(3);
+  SharedLock word;
+  std::int64_t cell = 1;
+  ranks[0].expose(kWindow, reinterpret_cast<char*>(&cell), sizeof cell, 8, false, &word);
+  for (int r = 1; r < 3; ++r) ranks[r].expose(kWindow, nullptr, 0, 1, false);
+  EXPECT_EQ(ranks[0].lock_of(kWindow), &word);
+  const Location at{0, TypeMap(int64_kind(), 1)};
+  // Node origin 5 holds it exclusively: rank 1's lock request and put wait at the engine,
+  // and while they wait no node origin takes it, not even shared.
+  ASSERT_TRUE(try_lock_here(word, true, 5));
+  ranks.send(1, 0, kWindow, lock_message(false));
+  ranks.send(1, 0, kWindow, put_message(at, bytes_of(11)));
+  EXPECT_EQ(cell, 1);
+  EXPECT_EQ(word.queued, 1);
+  EXPECT_FALSE(try_lock_here(word, false, 6));
+  // Released: the engine must be woken (a message), and then grants it.
+  bool wake = false;
+  {
+    SpinGuard guard(word);
+    wake = release_lock(word, 5);
+  }
+  EXPECT_TRUE(wake);
+  EXPECT_EQ(cell, 1);
+  ranks.send(2, 0, kWindow, signal_message(Message::kWake));  // (any process may wake it: harmless)
+  EXPECT_EQ(cell, 11);
+  EXPECT_TRUE(ranks[0].holds_lock(kWindow, 1));
+  EXPECT_EQ(word.shared, 1);
+  EXPECT_EQ(word.queued, 0);
+  // Shared with rank 1: a node origin's shared lock goes with it, an exclusive one does not.
+  EXPECT_TRUE(try_lock_here(word, false, 6));
+  EXPECT_FALSE(try_lock_here(word, true, 7));
+  {
+    SpinGuard guard(word);
+    EXPECT_FALSE(release_lock(word, 6));
+  }
+  const std::uint64_t unlock = ranks[1].next_id();
+  ranks.send(1, 0, kWindow, sync_message(Message::kUnlock, unlock));
+  EXPECT_EQ(word.shared, 0);
+  EXPECT_TRUE(try_lock_here(word, true, 7));
+  // A lost origin's hold is forgotten from the shared word too.
+  ranks.send(2, 0, kWindow, lock_message(true));
+  EXPECT_EQ(word.queued, 1);
+  ranks[0].forget([](std::int32_t r) { return r == 2; });
+  EXPECT_EQ(word.queued, 0);
+  EXPECT_EQ(word.exclusive, 7);
+}
+
+// Node origins accumulating in place and origins elsewhere through the engine, at once, on
+// one element: none is lost (the spin lock makes each atomic against the other path).
+TEST(RmaEngine, AccumulatesInPlaceAndThroughTheEngineOnOneElementLoseNothing) {
+  Ranks ranks(3);
+  SharedLock word;
+  std::int64_t cell = 0;
+  ranks[0].expose(kWindow, reinterpret_cast<char*>(&cell), sizeof cell, 8, false, &word);
+  for (int r = 1; r < 3; ++r) ranks[r].expose(kWindow, nullptr, 0, 1, false);
+  const TypeMap map(int64_kind(), 1);
+  const Location at{0, map};
+  const std::string one = bytes_of(1);
+  std::vector<std::thread> origins;
+  for (int r = 1; r < 3; ++r)
+    origins.emplace_back([&, r] {
+      for (int i = 0; i < 5000; ++i) ranks.send(r, 0, kWindow, accumulate_message(Op::kSum, at, one));
+    });
+  for (int t = 0; t < 2; ++t)
+    origins.emplace_back([&] {
+      for (int i = 0; i < 5000; ++i) {
+        SpinGuard guard(word);
+        map.accumulate(Op::kSum, one.data(), reinterpret_cast<char*>(&cell));
+      }
+    });
+  for (auto& t : origins) t.join();
+  EXPECT_EQ(cell, 4 * 5000);
+}
+
 TEST(RmaEngine, SharedLocksGoTogetherAndAnExclusiveOneWaitsForThemAll) {
   Ranks ranks(4);
   std::int64_t cell = 0;

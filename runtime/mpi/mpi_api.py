@@ -155,7 +155,7 @@ GRID_NATIVE = {
     'MPI_Comm_call_errhandler', 'MPI_Errhandler_set', 'MPI_Errhandler_get', 'MPI_Comm_get_parent',
     'MPI_Pack', 'MPI_Pack_size', 'MPI_Unpack', 'MPI_Pack_c', 'MPI_Pack_size_c', 'MPI_Unpack_c',  # (their communicator only says how data is laid out)
     # A grid window's handle is an MPICH window of its members in this cluster, which carries these.
-    'MPI_Win_set_name', 'MPI_Win_get_name', 'MPI_Win_set_attr', 'MPI_Win_get_attr', 'MPI_Win_delete_attr', 'MPI_Win_set_info',
+    'MPI_Win_set_name', 'MPI_Win_get_name', 'MPI_Win_set_attr', 'MPI_Win_delete_attr', 'MPI_Win_set_info',
     'MPI_Win_get_info', 'MPI_Win_set_errhandler', 'MPI_Win_get_errhandler', 'MPI_Win_call_errhandler',
 }
 

@@ -1,7 +1,11 @@
 // One-sided communication on grid communicators: the origin's side (windows.h).
 #include "windows.h"
 
+#include <unistd.h>
+
 #include <atomic>
+#include <fstream>
+#include <functional>
 #include <unordered_map>
 
 #include "datatype.h"
@@ -133,8 +137,33 @@ void raise(const PendingResult& p) {
 
 bool contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
+// Takes a target's lock in place (one this process reaches in memory): at once when it is
+// free and no request of an origin elsewhere waits for it at the target's engine.
+void lock_near(GridWin& w, int target, bool exclusive) {
+  rma::SharedLock& lock = *w.near_target(target)->lock;
+  const int me = w.global(w.me);
+  wait_for(w, {}, [&] { return rma::try_lock_here(lock, exclusive, me); });
+}
+
+// Releases it; the target's engine is woken when requests wait for it there.
+void unlock_near(GridWin& w, int target) {
+  rma::SharedLock& lock = *w.near_target(target)->lock;
+  bool wake = false;
+  {
+    rma::SpinGuard guard(lock);
+    wake = rma::release_lock(lock, w.global(w.me));
+  }
+  if (wake) engine().send(w.global(target), w.id, rma::signal_message(Message::kWake));
+}
+
+// Where a location of a target reached in memory lies (its range checked by the caller).
+char* near_memory(const GridWin& w, int target, MPI_Aint disp) {
+  return w.near_target(target)->base + disp * static_cast<MPI_Aint>(w.disp_units[static_cast<std::size_t>(target)]);
+}
+
 // An operation may go to `target` only inside an access epoch to it (MPI 4.0 §12.5). Inside
-// lock_all, the target's shared lock is asked for with the first operation to it.
+// lock_all, the target's shared lock is asked for with the first operation to it (taken,
+// for a target reached in memory).
 void start_access(GridWin& w, int target) {
   if (target < 0 || target >= static_cast<int>(w.members.size()))
     throw gridrt::ArgumentError("rank " + std::to_string(target) + " is not in the window (of " +
@@ -144,8 +173,10 @@ void start_access(GridWin& w, int target) {
     throw gridrt::Error("no access epoch to rank " + std::to_string(target) +
                             " is open (MPI_Win_fence, MPI_Win_start, MPI_Win_lock or MPI_Win_lock_all first)",
                         MPI_ERR_RMA_SYNC);
-  if (w.lock_all && !w.lock_all_nocheck && !w.locks.count(target) && w.lock_all_asked.insert(target).second)
-    engine().send(w.global(target), w.id, rma::lock_message(false));
+  if (w.lock_all && !w.lock_all_nocheck && !w.locks.count(target) && w.lock_all_asked.insert(target).second) {
+    if (w.near_target(target)) lock_near(w, target, false);
+    else engine().send(w.global(target), w.id, rma::lock_message(false));
+  }
   if (w.fence_open) w.touched.insert(target);
 }
 
@@ -295,6 +326,18 @@ std::vector<int> window_ranks(const GridWin& w, MPI_Group group) {
   return out;
 }
 
+// This process's node and cluster, as a number equal for the processes that can share a
+// window's memory and differing (almost surely) for any others: its host name and boot,
+// and its cluster (a grid window's operations between clusters go through the engines
+// even where two clusters share a machine, as on a test bed).
+std::uint64_t this_node() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::string boot;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
+  return std::hash<std::string>{}(std::string(host) + '/' + boot + '/' + std::to_string(gridrt::detail::state().cluster));
+}
+
 int make_window(const char* function, MPI_Comm comm, MPI_Info info, int flavor, MPI_Aint size, int disp_unit, void* base,
                 void* baseptr, MPI_Win* win) {
   return call(function, comm, [&] {
@@ -316,23 +359,47 @@ int make_window(const char* function, MPI_Comm comm, MPI_Info info, int flavor, 
         rc = PMPI_Win_create(base, size, disp_unit, info, comm, &w->handle);
         break;
       case MPI_WIN_FLAVOR_ALLOCATE:
-        rc = PMPI_Win_allocate(size, disp_unit, info, comm, &base, &w->handle);
+        // The layer's memory, which the processes of this node can map (rma/node_segment.h);
+        // MPICH's window is made over it (MPI_Win_get_attr still says MPI_WIN_FLAVOR_ALLOCATE).
+        try {
+          w->own = rma::NodeSegment::make(static_cast<std::uint64_t>(size));
+        } catch (const std::runtime_error& e) {
+          throw gridrt::Error(e.what(), MPI_ERR_NO_MEM);
+        }
+        w->allocated = true;
+        base = w->own.memory();
+        rc = PMPI_Win_create(base, size, disp_unit, info, comm, &w->handle);
         if (rc == MPI_SUCCESS) *static_cast<void**>(baseptr) = base;
         break;
       default:
         rc = PMPI_Win_create_dynamic(info, comm, &w->handle);
     }
     if (rc != MPI_SUCCESS) return rc;
-    engine().expose(w->id, static_cast<char*>(base), static_cast<std::uint64_t>(size), static_cast<std::uint32_t>(disp_unit), w->dynamic);
-    // Every member's size and unit, for the origin's range checks; once this exchange is
-    // over, every member's engine knows the window.
-    const std::uint64_t mine[2] = {static_cast<std::uint64_t>(size), static_cast<std::uint64_t>(disp_unit)};
-    std::vector<std::uint64_t> all(2 * w->members.size());
-    gridrt::detail::run_collective(w->comm, gridrt::detail::allgather(*w->comm, mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T,
-                                                                      gridrt::Algo::kDefault));
+    engine().expose(w->id, static_cast<char*>(base), static_cast<std::uint64_t>(size), static_cast<std::uint32_t>(disp_unit), w->dynamic,
+                    w->allocated ? w->own.lock() : nullptr);
+    // Every member's size and unit, for the origin's range checks, and where its memory can be
+    // mapped from (its node, process and descriptor); once this exchange is over, every
+    // member's engine knows the window.
+    constexpr int kEach = 5;
+    const std::uint64_t mine[kEach] = {static_cast<std::uint64_t>(size), static_cast<std::uint64_t>(disp_unit), this_node(),
+                                       static_cast<std::uint64_t>(getpid()), static_cast<std::uint64_t>(w->allocated ? w->own.fd() : -1)};
+    std::vector<std::uint64_t> all(kEach * w->members.size());
+    gridrt::detail::run_collective(w->comm, gridrt::detail::allgather(*w->comm, mine, kEach, MPI_UINT64_T, all.data(), kEach,
+                                                                      MPI_UINT64_T, gridrt::Algo::kDefault));
+    w->near.resize(w->members.size());
     for (std::size_t i = 0; i < w->members.size(); ++i) {
-      w->sizes.push_back(all[2 * i]);
-      w->disp_units.push_back(static_cast<std::uint32_t>(all[2 * i + 1]));
+      const std::uint64_t* theirs = &all[kEach * i];
+      w->sizes.push_back(theirs[0]);
+      w->disp_units.push_back(static_cast<std::uint32_t>(theirs[1]));
+      if (static_cast<int>(i) == w->me) {
+        if (!w->dynamic) w->near[i] = {engine().lock_of(w->id), static_cast<char*>(base)};
+      } else if (theirs[2] == mine[2] && static_cast<std::int64_t>(theirs[4]) >= 0) {
+        rma::NodeSegment s = rma::NodeSegment::open(static_cast<pid_t>(theirs[3]), static_cast<int>(theirs[4]), theirs[0]);
+        if (s.valid()) {
+          w->near[i] = {s.lock(), s.memory()};
+          w->mapped.push_back(std::move(s));
+        }
+      }
     }
     *win = w->handle;
     g_windows[w->handle] = std::move(w);
@@ -409,7 +476,9 @@ int GRIDMPI(Win_free)(MPI_Win* win) {
     gridmpi::barrier(*w);
     engine().withdraw(w->id);
     MPI_Win handle = w->handle;
-    gridmpi::g_windows.erase(handle);  // (its communicator goes with it)
+    auto it = gridmpi::g_windows.find(handle);
+    std::unique_ptr<GridWin> gone = std::move(it->second);  // (its memory and communicator go with it, after MPICH's window)
+    gridmpi::g_windows.erase(it);
     *win = MPI_WIN_NULL;
     return PMPI_Win_free(&handle);
   });
@@ -435,6 +504,19 @@ int GRIDMPI(Win_detach)(MPI_Win win, const void* base) {
       throw gridrt::ArgumentError("no memory is attached at that address", MPI_ERR_ARG);
     return MPI_SUCCESS;
   });
+}
+
+// A window the layer allocated is MPICH's window over the layer's memory: its flavour is
+// said here; every other attribute is MPICH's (the base, size and unit are the same).
+int GRIDMPI(Win_get_attr)(MPI_Win win, int keyval, void* value, int* flag) {
+  GridWin* w = gridmpi::grid_window(win);
+  if (w && w->allocated && keyval == MPI_WIN_CREATE_FLAVOR) {
+    static int allocate_flavor = MPI_WIN_FLAVOR_ALLOCATE;
+    *static_cast<int**>(value) = &allocate_flavor;
+    *flag = 1;
+    return MPI_SUCCESS;
+  }
+  return PMPI_Win_get_attr(win, keyval, value, flag);
 }
 
 int GRIDMPI(Win_get_group)(MPI_Win win, MPI_Group* group) {
@@ -463,6 +545,13 @@ int write_op(const char* function, MPI_Win win, GridWin& w, const void* origin, 
     const std::size_t n = at.map.packed();
     std::vector<char> scratch;
     const std::string_view data = origin_bytes(origin, origin_count, origin_type, at.map, scratch);
+    if (const GridWin::Near* near = w.near_target(target)) {  // applied in place, as its engine would
+      char* mem = near_memory(w, target, disp);
+      rma::SpinGuard guard(*near->lock);
+      if (!op || *op == rma::Op::kReplace) at.map.scatter(data.data(), mem);
+      else at.map.accumulate(*op, data.data(), mem);
+      return MPI_SUCCESS;
+    }
     send_paced(w, target, op ? rma::accumulate_head(*op, at, n) : rma::put_head(at, n), data.data(), data.size());
     w.unflushed.insert(target);
     return MPI_SUCCESS;
@@ -482,6 +571,19 @@ std::shared_ptr<PendingResult> read_op(GridWin& w, const void* origin, int origi
   std::string data;
   if (op != rma::Op::kNoOp) append_origin(data, origin, origin_count, origin_type, at.map);
   check_range(w, target, disp, at.map);
+  if (const GridWin::Near* near = w.near_target(target)) {  // applied in place: complete at once
+    const Layout l(result_type, result_count);
+    std::string before(std::max<std::size_t>(at.map.packed(), l.packed), '\0');
+    char* mem = near_memory(w, target, disp);
+    {
+      rma::SpinGuard guard(*near->lock);
+      at.map.gather(mem, before.data());
+      if (op == rma::Op::kReplace) at.map.scatter(data.data(), mem);
+      else if (op != rma::Op::kNoOp) at.map.accumulate(op, data.data(), mem);
+    }
+    gridrt::detail::unpack(l, before.data(), result);
+    return nullptr;
+  }
   auto p = expect_result(w, target, result, result_count, result_type);
   engine().send(w.global(target), w.id, plain_get ? rma::get_message(p->id, at) : rma::get_accumulate_message(p->id, op, at, data));
   if (!plain_get && op != rma::Op::kNoOp) w.unflushed.insert(target);
@@ -578,6 +680,15 @@ int GRIDMPI(Compare_and_swap)(const void* origin_addr, const void* compare_addr,
       throw gridrt::Error("MPI_Compare_and_swap takes a predefined integer, logical or byte datatype", MPI_ERR_TYPE);
     gridmpi::check_range(*w, target_rank, target_disp, at.map);
     const std::size_t n = at.map.packed();
+    if (const GridWin::Near* near = w->near_target(target_rank)) {  // in place, as the target's engine would
+      char* mem = gridmpi::near_memory(*w, target_rank, target_disp);
+      std::string before(n, '\0');
+      rma::SpinGuard guard(*near->lock);
+      at.map.gather(mem, before.data());
+      std::memcpy(result_addr, before.data(), n);
+      if (std::memcmp(before.data(), compare_addr, n) == 0) at.map.scatter(static_cast<const char*>(origin_addr), mem);
+      return MPI_SUCCESS;
+    }
     auto p = gridmpi::expect_result(*w, target_rank, result_addr, 1, datatype);
     engine().send(w->global(target_rank), w->id,
                   rma::compare_swap_message(p->id, at, {static_cast<const char*>(compare_addr), n},
@@ -709,7 +820,8 @@ int GRIDMPI(Win_lock)(int lock_type, int rank, int assert, MPI_Win win) {
     GridWin::Held held{lock_type == MPI_LOCK_EXCLUSIVE, (assert & MPI_MODE_NOCHECK) != 0};
     w->locks[rank] = held;
     if (held.nocheck) return MPI_SUCCESS;
-    if (rank == w->me) gridmpi::lock_own(*w, held.exclusive);
+    if (w->near_target(rank)) gridmpi::lock_near(*w, rank, held.exclusive);
+    else if (rank == w->me) gridmpi::lock_own(*w, held.exclusive);
     else engine().send(w->global(rank), w->id, rma::lock_message(held.exclusive));
     return MPI_SUCCESS;
   });
@@ -724,6 +836,10 @@ int GRIDMPI(Win_unlock)(int rank, MPI_Win win) {
     if (it == w->locks.end()) throw gridrt::Error("rank " + std::to_string(rank) + "'s window is not locked by this process", MPI_ERR_RMA_SYNC);
     const bool nocheck = it->second.nocheck;
     w->locks.erase(it);
+    if (w->near_target(rank)) {  // (its operations are complete: applied in place)
+      if (!nocheck) gridmpi::unlock_near(*w, rank);
+      return MPI_SUCCESS;
+    }
     gridmpi::complete_at(*w, {rank}, nocheck ? rma::Message::kFlush : rma::Message::kUnlock);
     return MPI_SUCCESS;
   });
@@ -741,7 +857,8 @@ int GRIDMPI(Win_lock_all)(int assert, MPI_Win win) {
     // Each target's shared lock is asked for with the first operation to it; this process's
     // own now, since the application may touch its memory once we return.
     w->lock_all_asked.insert(w->me);
-    gridmpi::lock_own(*w, false);
+    if (w->near_target(w->me)) gridmpi::lock_near(*w, w->me, false);
+    else gridmpi::lock_own(*w, false);
     return MPI_SUCCESS;
   });
 }
@@ -752,7 +869,11 @@ int GRIDMPI(Win_unlock_all)(MPI_Win win) {
   return on_window("MPI_Win_unlock_all", win, [&] {
     if (!w->lock_all) throw gridrt::Error("no MPI_Win_lock_all epoch is open", MPI_ERR_RMA_SYNC);
     w->lock_all = false;
-    std::vector<int> locked(w->lock_all_asked.begin(), w->lock_all_asked.end()), others;
+    std::vector<int> locked, others;
+    for (int t : w->lock_all_asked) {
+      if (w->near_target(t)) gridmpi::unlock_near(*w, t);
+      else locked.push_back(t);
+    }
     for (int t : gridmpi::outstanding(*w))
       if (!w->lock_all_asked.count(t)) others.push_back(t);
     w->lock_all_asked.clear();

@@ -16,6 +16,7 @@
 
 #include "layer.h"
 #include "rma/engine.h"
+#include "rma/node_segment.h"
 #include "rma/typemap.h"
 
 namespace gridmpi {
@@ -54,6 +55,19 @@ struct GridWin {
   std::vector<std::uint64_t> sizes;    // every member's exposed bytes (not a dynamic window's)
   std::vector<std::uint32_t> disp_units;
 
+  // Targets this process reaches in memory, applying its operations in place under their spin
+  // lock as the target's engine would (rma/shared_lock.h): its own part of the window (not a
+  // dynamic window's), and that of every process of its node and cluster whose memory the
+  // layer allocated (MPI_Win_allocate). By window rank; `lock` null: through the target's engine.
+  struct Near {
+    gridrt::rma::SharedLock* lock = nullptr;
+    char* base = nullptr;
+  };
+  std::vector<Near> near;
+  bool allocated = false;                        // MPI_Win_allocate's: the memory is `own`'s
+  gridrt::rma::NodeSegment own;                  // this process's memory and lock, shared with its node
+  std::vector<gridrt::rma::NodeSegment> mapped;  // the node's other targets'
+
   // Epochs (MPI 4.0 §12.5): a fence's, passive-target locks (by target), lock_all, and
   // generalised active target's access (start) and exposure (post) groups.
   bool fence_open = false;
@@ -78,6 +92,10 @@ struct GridWin {
   std::size_t leaving_bytes = 0;
 
   int global(int rank) const { return members[static_cast<std::size_t>(rank)]; }
+  const Near* near_target(int rank) const {
+    const Near& n = near[static_cast<std::size_t>(rank)];
+    return n.lock ? &n : nullptr;
+  }
 };
 
 // The grid window behind a handle, or null (MPICH's own window, or not one).

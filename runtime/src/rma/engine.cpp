@@ -31,13 +31,21 @@ std::string op_applies(Op op, const TypeMap& map) {
 
 Engine::Engine(std::int32_t me, Send send) : me_(me), send_(std::move(send)) {}
 
-void Engine::expose(std::uint32_t window, char* base, std::uint64_t size, std::uint32_t disp_unit, bool dynamic) {
+void Engine::expose(std::uint32_t window, char* base, std::uint64_t size, std::uint32_t disp_unit, bool dynamic,
+                    SharedLock* shared) {
   std::lock_guard<std::mutex> lock(mu_);
   Exposed& w = windows_[window];
   w.base = base;
   w.size = size;
   w.disp_unit = disp_unit == 0 ? 1 : disp_unit;
   w.dynamic = dynamic;
+  w.word = shared ? shared : &w.own;
+}
+
+SharedLock* Engine::lock_of(std::uint32_t window) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = windows_.find(window);
+  return it == windows_.end() ? nullptr : it->second.word;
 }
 
 void Engine::attach(std::uint32_t window, char* base, std::uint64_t size) {
@@ -95,7 +103,10 @@ void Engine::deliver_part(std::int32_t src, std::uint32_t window, std::string_vi
     }
     if (in.to) {  // a put on its way into the window
       const std::uint64_t n = std::min<std::uint64_t>(part.size(), in.left);
-      std::memcpy(in.to, part.data(), n);
+      if (auto w = windows_.find(window); w != windows_.end()) {
+        SpinGuard guard(*w->second.word);
+        std::memcpy(in.to, part.data(), n);
+      }
       in.to += n;
       in.left -= n;
       if (last) {
@@ -147,6 +158,7 @@ void Engine::begin_streaming(std::int32_t src, std::uint32_t window, Incoming& i
   if (!mem) return;  // (the whole message reports it)
   const std::size_t here = in.bytes.size() - head;
   in.to = mem + run.disp;
+  SpinGuard guard(*it->second.word);
   std::memcpy(in.to, in.bytes.data() + head, here);
   in.to += here;
   in.left = at.map.packed() - here;
@@ -159,11 +171,21 @@ void Engine::forget(const std::function<bool(std::int32_t)>& gone) {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto it = incoming_.begin(); it != incoming_.end();) it = gone(it->first.first) ? incoming_.erase(it) : std::next(it);
     for (auto& [id, w] : windows_) {
+      SpinGuard guard(*w.word);
       Lock& l = w.lock;
-      if (l.exclusive >= 0 && gone(l.exclusive)) l.exclusive = -1;
-      for (auto it = l.shared.begin(); it != l.shared.end();) it = gone(it->first) ? l.shared.erase(it) : std::next(it);
-      l.waiting.erase(std::remove_if(l.waiting.begin(), l.waiting.end(), [&](const Lock::Waiting& x) { return gone(x.origin); }),
-                      l.waiting.end());
+      SharedLock& word = *w.word;
+      if (word.exclusive >= 0 && gone(word.exclusive)) word.exclusive = -1;
+      for (auto it = l.shared.begin(); it != l.shared.end();) {
+        if (!gone(it->first)) {
+          ++it;
+          continue;
+        }
+        word.shared -= it->second;
+        it = l.shared.erase(it);
+      }
+      const auto kept = std::remove_if(l.waiting.begin(), l.waiting.end(), [&](const Lock::Waiting& x) { return gone(x.origin); });
+      word.queued -= static_cast<std::int32_t>(l.waiting.end() - kept);
+      l.waiting.erase(kept, l.waiting.end());
       for (auto it = l.held_back.begin(); it != l.held_back.end();) it = gone(it->first) ? l.held_back.erase(it) : std::next(it);
       grant_waiting(w, id, out);
     }
@@ -191,8 +213,8 @@ bool Engine::holds_lock(std::uint32_t window, std::int32_t holder) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = windows_.find(window);
   if (it == windows_.end()) return false;
-  const Lock& l = it->second.lock;
-  return l.exclusive == holder || l.shared.count(holder) > 0;
+  SpinGuard guard(*it->second.word);
+  return it->second.word->exclusive == holder || it->second.lock.shared.count(holder) > 0;
 }
 
 namespace {
@@ -264,6 +286,7 @@ void Engine::apply(std::int32_t src, std::uint32_t window, std::string_view body
     return;
   }
   Exposed& w = it->second;
+  SpinGuard guard(*w.word);  // (the node's origins touch the memory and the lock under it too)
   if (auto held = w.lock.held_back.find(src); held != w.lock.held_back.end()) {
     held->second.emplace_back(body);  // its origin waits for the lock: this waits with it
     return;
@@ -376,22 +399,21 @@ void Engine::apply_to(Exposed& w, std::int32_t src, std::uint32_t window, std::s
         const bool exclusive = r.u8() != 0;
         r.end();
         Lock& l = w.lock;
-        const bool free = l.exclusive < 0 && (!exclusive || l.shared.empty()) && l.waiting.empty();
-        if (!free) {
+        if (!lock_free(*w.word, exclusive) || !l.waiting.empty()) {
           l.waiting.push_back({src, exclusive});
+          ++w.word->queued;  // (the node's origins now wait behind it)
           l.held_back[src];  // what src sends next waits for the grant
           return;
         }
-        if (exclusive) l.exclusive = src;
-        else ++l.shared[src];
+        take_lock(*w.word, exclusive, src);
+        if (!exclusive) ++l.shared[src];
         return;
       }
       case Message::kUnlock: {
         id = r.u64();
         r.end();
-        Lock& l = w.lock;
-        if (l.exclusive == src) l.exclusive = -1;
-        else take_one(l.shared, src);
+        if (w.word->exclusive == src) w.word->exclusive = -1;
+        else if (take_one(w.lock.shared, src)) --w.word->shared;
         answer_sync();
         return grant_waiting(w, window, out);
       }
@@ -411,6 +433,9 @@ void Engine::apply_to(Exposed& w, std::int32_t src, std::uint32_t window, std::s
         ++w.marks[r.u64()];
         r.end();
         return;
+      case Message::kWake:
+        r.end();
+        return grant_waiting(w, window, out);
       case Message::kReply:
         return;  // (handled in apply)
     }
@@ -419,17 +444,18 @@ void Engine::apply_to(Exposed& w, std::int32_t src, std::uint32_t window, std::s
   }
 }
 
-// After an unlock: the lock goes to those waiting for it, in turn, as far as it can; what
+// After an unlock (here, or by an origin of this node: kWake): the lock goes to those waiting for it, in turn, as far as it can; what
 // each one's origin sent meanwhile is applied now, in order (until it waits again).
 void Engine::grant_waiting(Exposed& w, std::uint32_t window, std::vector<Out>& out) {
   for (;;) {
     Lock& l = w.lock;
     if (l.waiting.empty()) return;
     const Lock::Waiting next = l.waiting.front();
-    if (l.exclusive >= 0 || (next.exclusive && !l.shared.empty())) return;
+    if (!lock_free(*w.word, next.exclusive)) return;
     l.waiting.pop_front();
-    if (next.exclusive) l.exclusive = next.origin;
-    else ++l.shared[next.origin];
+    --w.word->queued;
+    take_lock(*w.word, next.exclusive, next.origin);
+    if (!next.exclusive) ++l.shared[next.origin];
     std::deque<std::string> held = std::move(l.held_back[next.origin]);
     l.held_back.erase(next.origin);
     while (!held.empty()) {

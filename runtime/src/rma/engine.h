@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "protocol.h"
+#include "shared_lock.h"
 
 namespace gridrt::rma {
 
@@ -50,8 +51,14 @@ class Engine {
 
   // ---- the target side: this process's part of a window
   // Exposes `size` bytes at `base` for window `window`, displacements in `disp_unit` bytes;
-  // a dynamic window exposes what is attached to it (addresses as displacements).
-  void expose(std::uint32_t window, char* base, std::uint64_t size, std::uint32_t disp_unit, bool dynamic);
+  // a dynamic window exposes what is attached to it (addresses as displacements). Its
+  // passive-target lock is `shared` where the processes of this node share it (shared_lock.h),
+  // else the engine's own.
+  void expose(std::uint32_t window, char* base, std::uint64_t size, std::uint32_t disp_unit, bool dynamic,
+              SharedLock* shared = nullptr);
+  // The window's lock (the engine's own or the shared one), for this process's own operations
+  // on its window, which it applies in place as an origin of its node does; null for no window.
+  SharedLock* lock_of(std::uint32_t window);
   void attach(std::uint32_t window, char* base, std::uint64_t size);
   bool detach(std::uint32_t window, const char* base);  // false if nothing is attached there
   void withdraw(std::uint32_t window);
@@ -89,9 +96,11 @@ class Engine {
   void synchronize();
 
  private:
+  // The engine's side of the lock: who holds it is in the SharedLock (which the node's
+  // origins take and release themselves); here the shared holds the engine granted, by
+  // origin, and the requests waiting with what their origins sent meanwhile.
   struct Lock {
-    std::int32_t exclusive = -1;          // the origin holding it exclusively, or -1
-    std::map<std::int32_t, int> shared;   // origins holding it shared (and how many times)
+    std::map<std::int32_t, int> shared;   // origins it granted the lock shared (and how many times)
     struct Waiting {
       std::int32_t origin;
       bool exclusive;
@@ -106,6 +115,8 @@ class Engine {
     bool dynamic = false;
     std::map<const char*, std::uint64_t> attached;  // a dynamic window's regions
     Lock lock;
+    SharedLock own;               // the lock, where the node's processes do not share it
+    SharedLock* word = &own;      // the lock and the spin lock over the memory
     std::map<std::int32_t, std::pair<std::uint32_t, std::string>> errors;  // an origin's first since its last sync
     std::map<std::int32_t, int> completes;  // PSCW completions per origin, not yet waited for
     std::map<std::int32_t, int> posts;      // PSCW posts per target, not yet started on

@@ -32,6 +32,7 @@ enum class Message : std::uint8_t {
   kComplete,       // (origin to target) the origin's access epoch ended (PSCW)
   kReply,          // id, error class (0: none), error text, data
   kFenceMark,      // fence number: everything this origin sent before in the fence's epoch is here
+  kWake,           // (an origin of the target's node) it released the lock that requests wait for
 };
 
 // A request's target location: `disp` in the target's displacement units (a dynamic
@@ -52,7 +53,7 @@ std::string get_accumulate_message(std::uint64_t id, Op op, const Location& at, 
 std::string compare_swap_message(std::uint64_t id, const Location& at, std::string_view compare, std::string_view data);
 std::string lock_message(bool exclusive);
 std::string sync_message(Message kind, std::uint64_t id);  // kUnlock, kFlush
-std::string signal_message(Message kind);                  // kPost, kComplete
+std::string signal_message(Message kind);                  // kPost, kComplete, kWake
 std::string fence_mark_message(std::uint64_t fence);
 std::string reply_message(std::uint64_t id, std::uint32_t error_class, std::string_view error, std::string_view data);
 
