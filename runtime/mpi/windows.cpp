@@ -338,6 +338,31 @@ std::uint64_t this_node() {
   return std::hash<std::string>{}(std::string(host) + '/' + boot + '/' + std::to_string(gridrt::detail::state().cluster));
 }
 
+// Memory of MPI_Alloc_mem's (the layer's, shared with the node), by where it starts.
+std::map<const char*, rma::NodeSegment> g_allocated;
+
+// The MPI_Alloc_mem memory that holds [base, base + size), or null.
+const rma::NodeSegment* allocated_around(const char* base, MPI_Aint size) {
+  auto it = g_allocated.upper_bound(base);
+  if (it == g_allocated.begin()) return nullptr;
+  --it;
+  const rma::NodeSegment& s = it->second;
+  return base + size <= s.memory() + s.bytes() ? &s : nullptr;
+}
+
+// Maps another process's lock and memory (one segment, or two), or says it cannot (null).
+GridWin::Near map_near(pid_t pid, int lock_fd, int memory_fd, std::uint64_t offset, std::uint64_t bytes,
+                       std::vector<rma::NodeSegment>& mapped) {
+  rma::NodeSegment memory = rma::NodeSegment::open(pid, memory_fd, bytes);
+  if (!memory.valid()) return {};
+  rma::NodeSegment lock = lock_fd == memory_fd ? rma::NodeSegment() : rma::NodeSegment::open(pid, lock_fd, 0);
+  if (lock_fd != memory_fd && !lock.valid()) return {};
+  GridWin::Near near{lock.valid() ? lock.lock() : memory.lock(), memory.memory() + offset};
+  mapped.push_back(std::move(memory));
+  if (lock.valid()) mapped.push_back(std::move(lock));
+  return near;
+}
+
 int make_window(const char* function, MPI_Comm comm, MPI_Info info, int flavor, MPI_Aint size, int disp_unit, void* base,
                 void* baseptr, MPI_Win* win) {
   return call(function, comm, [&] {
@@ -353,20 +378,33 @@ int make_window(const char* function, MPI_Comm comm, MPI_Info info, int flavor, 
     w->members = w->comm->members;
     w->me = w->comm->me;
     w->dynamic = flavor == MPI_WIN_FLAVOR_DYNAMIC;
+    // Where the node's processes can reach this process's part: MPI_Win_allocate's memory is
+    // the layer's own (rma/node_segment.h), MPICH's window made over it (MPI_Win_get_attr
+    // still says MPI_WIN_FLAVOR_ALLOCATE); MPI_Win_create's is where it lies in memory of
+    // MPI_Alloc_mem's, which is the layer's too, with a segment of its own for the lock; other
+    // memory (and a dynamic window's) only this process reaches.
+    const rma::NodeSegment* memory = nullptr;
+    std::uint64_t offset = 0;
+    auto make_segment = [&](std::uint64_t bytes) {
+      try {
+        w->own = rma::NodeSegment::make(bytes);
+      } catch (const std::runtime_error& e) {
+        throw gridrt::Error(e.what(), MPI_ERR_NO_MEM);
+      }
+    };
     int rc = MPI_SUCCESS;
     switch (flavor) {  // (on the application's communicator: MPICH makes its own of it)
       case MPI_WIN_FLAVOR_CREATE:
+        if ((memory = allocated_around(static_cast<char*>(base), size))) {
+          offset = static_cast<std::uint64_t>(static_cast<char*>(base) - memory->memory());
+          make_segment(0);
+        }
         rc = PMPI_Win_create(base, size, disp_unit, info, comm, &w->handle);
         break;
       case MPI_WIN_FLAVOR_ALLOCATE:
-        // The layer's memory, which the processes of this node can map (rma/node_segment.h);
-        // MPICH's window is made over it (MPI_Win_get_attr still says MPI_WIN_FLAVOR_ALLOCATE).
-        try {
-          w->own = rma::NodeSegment::make(static_cast<std::uint64_t>(size));
-        } catch (const std::runtime_error& e) {
-          throw gridrt::Error(e.what(), MPI_ERR_NO_MEM);
-        }
+        make_segment(static_cast<std::uint64_t>(size));
         w->allocated = true;
+        memory = &w->own;
         base = w->own.memory();
         rc = PMPI_Win_create(base, size, disp_unit, info, comm, &w->handle);
         if (rc == MPI_SUCCESS) *static_cast<void**>(baseptr) = base;
@@ -376,13 +414,21 @@ int make_window(const char* function, MPI_Comm comm, MPI_Info info, int flavor, 
     }
     if (rc != MPI_SUCCESS) return rc;
     engine().expose(w->id, static_cast<char*>(base), static_cast<std::uint64_t>(size), static_cast<std::uint32_t>(disp_unit), w->dynamic,
-                    w->allocated ? w->own.lock() : nullptr);
-    // Every member's size and unit, for the origin's range checks, and where its memory can be
-    // mapped from (its node, process and descriptor); once this exchange is over, every
-    // member's engine knows the window.
-    constexpr int kEach = 5;
-    const std::uint64_t mine[kEach] = {static_cast<std::uint64_t>(size), static_cast<std::uint64_t>(disp_unit), this_node(),
-                                       static_cast<std::uint64_t>(getpid()), static_cast<std::uint64_t>(w->allocated ? w->own.fd() : -1)};
+                    w->own.valid() ? w->own.lock() : nullptr);
+    // Every member's size and unit, for the origin's range checks, and where its lock and
+    // memory can be mapped from (node, process, descriptors, the window's offset in its
+    // memory, that memory's size); once this exchange is over, every member's engine knows
+    // the window.
+    constexpr int kEach = 8;
+    const auto none = static_cast<std::uint64_t>(-1);
+    const std::uint64_t mine[kEach] = {static_cast<std::uint64_t>(size),
+                                       static_cast<std::uint64_t>(disp_unit),
+                                       this_node(),
+                                       static_cast<std::uint64_t>(getpid()),
+                                       w->own.valid() ? static_cast<std::uint64_t>(w->own.fd()) : none,
+                                       memory ? static_cast<std::uint64_t>(memory->fd()) : none,
+                                       offset,
+                                       memory ? memory->bytes() : 0};
     std::vector<std::uint64_t> all(kEach * w->members.size());
     gridrt::detail::run_collective(w->comm, gridrt::detail::allgather(*w->comm, mine, kEach, MPI_UINT64_T, all.data(), kEach,
                                                                       MPI_UINT64_T, gridrt::Algo::kDefault));
@@ -393,13 +439,17 @@ int make_window(const char* function, MPI_Comm comm, MPI_Info info, int flavor, 
       w->disp_units.push_back(static_cast<std::uint32_t>(theirs[1]));
       if (static_cast<int>(i) == w->me) {
         if (!w->dynamic) w->near[i] = {engine().lock_of(w->id), static_cast<char*>(base)};
-      } else if (theirs[2] == mine[2] && static_cast<std::int64_t>(theirs[4]) >= 0) {
-        rma::NodeSegment s = rma::NodeSegment::open(static_cast<pid_t>(theirs[3]), static_cast<int>(theirs[4]), theirs[0]);
-        if (s.valid()) {
-          w->near[i] = {s.lock(), s.memory()};
-          w->mapped.push_back(std::move(s));
-        }
+      } else if (theirs[2] == mine[2] && theirs[4] != none && theirs[5] != none) {
+        w->near[i] = map_near(static_cast<pid_t>(theirs[3]), static_cast<int>(theirs[4]), static_cast<int>(theirs[5]), theirs[6],
+                              theirs[7], w->mapped);
       }
+    }
+    // Once the node's processes mapped them, the descriptors are closed (after a barrier of
+    // this cluster's members, who are the only ones to map them).
+    if (w->own.valid()) {
+      gridrt::detail::check_mpi(wait_native([&](MPI_Request* r) { return PMPI_Ibarrier(w->comm->local, r); }),
+                                "MPI_Ibarrier of the window's members in this cluster");
+      w->own.close_descriptor();
     }
     *win = w->handle;
     g_windows[w->handle] = std::move(w);
@@ -441,6 +491,31 @@ int GRIDMPI(Win_allocate)(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm 
 int GRIDMPI(Win_create_dynamic)(MPI_Info info, MPI_Comm comm, MPI_Win* win) {
   if (!gridmpi::grid(comm)) return PMPI_Win_create_dynamic(info, comm, win);
   return gridmpi::make_window("MPI_Win_create_dynamic", comm, info, MPI_WIN_FLAVOR_DYNAMIC, 0, 1, nullptr, nullptr, win);
+}
+
+// MPI_Alloc_mem's memory is the layer's, which the processes of this node can map: a window
+// made over it later is reached in memory by the origins of its node (rma/node_segment.h),
+// as MPI means memory of MPI_Alloc_mem to serve one-sided communication best. (MPICH's where
+// the layer cannot make it.)
+int GRIDMPI(Alloc_mem)(MPI_Aint size, MPI_Info info, void* baseptr) {
+  if (size <= 0) return PMPI_Alloc_mem(size, info, baseptr);
+  rma::NodeSegment s;
+  try {
+    s = rma::NodeSegment::make(static_cast<std::uint64_t>(size));
+  } catch (const std::runtime_error&) {
+    return PMPI_Alloc_mem(size, info, baseptr);
+  }
+  char* memory = s.memory();
+  gridmpi::g_allocated.emplace(memory, std::move(s));
+  *static_cast<void**>(baseptr) = memory;
+  return MPI_SUCCESS;
+}
+
+int GRIDMPI(Free_mem)(void* base) {
+  auto it = gridmpi::g_allocated.find(static_cast<const char*>(base));
+  if (it == gridmpi::g_allocated.end()) return PMPI_Free_mem(base);
+  gridmpi::g_allocated.erase(it);
+  return MPI_SUCCESS;
 }
 
 int GRIDMPI(Win_allocate_shared)(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void* baseptr, MPI_Win* win) {

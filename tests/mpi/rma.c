@@ -167,11 +167,14 @@ static void cas_mutex(void) {
 
 /* Exclusive locks: every rank increments a value at rank 1 % size with get and put inside
  * an exclusive lock; no update is lost whatever cluster the origins sit in. Then shared
- * locks with MPI_Accumulate on one element from everyone at once. */
+ * locks with MPI_Accumulate on one element from everyone at once. The window is made over
+ * memory of MPI_Alloc_mem (MPI_Win_create), as ARMCI-MPI makes its windows. */
 static void exclusive_and_accumulate(void) {
   int* mem;
   MPI_Win win;
-  MPI_Win_allocate(2 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win);
+  MPI_Alloc_mem(4 * sizeof(int), MPI_INFO_NULL, &mem);
+  MPI_Win_create(mem + 1, 2 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+  mem += 1;
   mem[0] = mem[1] = 0;
   MPI_Barrier(MPI_COMM_WORLD);
   const int target = 1 % size, one = 1;
@@ -193,6 +196,7 @@ static void exclusive_and_accumulate(void) {
     CHECK(mem[1] == size * rounds, "accumulate: %d, not %d (updates lost)", mem[1], size * rounds);
   }
   MPI_Win_free(&win);
+  MPI_Free_mem(mem - 1);
 }
 
 /* Get_accumulate with MPI_NO_OP (an atomic read) and MPI_MAXLOC on MPI_DOUBLE_INT; MPI_Rget

@@ -59,6 +59,11 @@ NodeSegment& NodeSegment::operator=(NodeSegment&& o) noexcept {
   return *this;
 }
 
+void NodeSegment::close_descriptor() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
 NodeSegment::~NodeSegment() {
   if (map_) munmap(map_, length_);
   if (fd_ >= 0) ::close(fd_);

@@ -1,7 +1,7 @@
 // A window's memory that the processes of one node share: an anonymous shared-memory file
 // (memfd) holding the target's SharedLock in its first page and, after it, the memory the
-// window exposes (MPI_Win_allocate's, which the layer allocates itself so that the node's
-// origins can reach it). The target makes it; another process of its node maps it through
+// window exposes (MPI_Win_allocate's and MPI_Alloc_mem's, which the layer allocates itself so
+// that the node's origins can reach them). The target makes it; another process of its node maps it through
 // /proc/PID/fd/FD, which Linux allows a process of the same user (the ptrace read check), so
 // no name is left behind in /dev/shm if a process dies. Where that fails (another user, a
 // container that forbids it), the origin goes through the target's engine instead.
@@ -31,7 +31,11 @@ class NodeSegment {
   bool valid() const { return map_ != nullptr; }
   SharedLock* lock() const { return static_cast<SharedLock*>(map_); }
   char* memory() const { return static_cast<char*>(map_) + kHeader; }
-  int fd() const { return fd_; }  // this process's own segment's descriptor (-1 for another's)
+  std::uint64_t bytes() const { return length_ - kHeader; }  // the memory's
+  int fd() const { return fd_; }  // this process's own segment's descriptor (-1 for another's, or closed)
+  // Closes this process's descriptor, keeping the memory (once the node's processes mapped it:
+  // a program that makes a thousand windows would otherwise hold a thousand descriptors).
+  void close_descriptor();
 
  private:
   static constexpr std::size_t kHeader = 4096;  // the lock's page: the memory starts page-aligned
