@@ -21,6 +21,8 @@ Kind int64_kind() {
   return k;
 }
 
+constexpr std::uint32_t kWindow = 7;
+
 // Engines 0..n-1, each delivering straight into the others.
 struct Ranks {
   std::vector<std::unique_ptr<Engine>> engines;
@@ -31,6 +33,12 @@ struct Ranks {
       }));
   }
   Engine& operator[](int r) { return *engines[static_cast<std::size_t>(r)]; }
+  // Rank 0 exposes one int64 `cell` (under `word` where the node shares its lock), the
+  // others nothing.
+  void expose_cell(std::int64_t& cell, SharedLock* word = nullptr) {
+    (*this)[0].expose(kWindow, reinterpret_cast<char*>(&cell), sizeof cell, 8, false, word);
+    for (std::size_t r = 1; r < engines.size(); ++r) engines[r]->expose(kWindow, nullptr, 0, 1, false);
+  }
   void send(int from, int to, std::uint32_t window, std::string body) { (*this)[from].send(to, window, std::move(body)); }
   // Sends a flush and returns its answer.
   Reply flush(int from, int to, std::uint32_t window) {
@@ -42,15 +50,12 @@ struct Ranks {
   }
 };
 
-constexpr std::uint32_t kWindow = 7;
-
 std::string bytes_of(std::int64_t v) { return std::string(reinterpret_cast<const char*>(&v), sizeof v); }
 
 TEST(RmaEngine, AccumulatesOnOneElementFromEveryOriginAtOnceLoseNothing) {
   Ranks ranks(5);
   std::int64_t cell = 0;
-  ranks[0].expose(kWindow, reinterpret_cast<char*>(&cell), sizeof cell, 8, false);
-  for (int r = 1; r < 5; ++r) ranks[r].expose(kWindow, nullptr, 0, 1, false);
+  ranks.expose_cell(cell);
   const Location at{0, TypeMap(int64_kind(), 1)};
   std::vector<std::thread> origins;
   for (int r = 0; r < 5; ++r)  // (rank 0 accumulates on its own memory too, as a local origin)
@@ -64,8 +69,7 @@ TEST(RmaEngine, AccumulatesOnOneElementFromEveryOriginAtOnceLoseNothing) {
 TEST(RmaEngine, AnExclusiveLockHoldsBackAnotherOriginsOperationsUntilItIsReleased) {
   Ranks ranks(3);
   std::int64_t cell = 1;
-  ranks[0].expose(kWindow, reinterpret_cast<char*>(&cell), sizeof cell, 8, false);
-  for (int r = 1; r < 3; ++r) ranks[r].expose(kWindow, nullptr, 0, 1, false);
+  ranks.expose_cell(cell);
   const Location at{0, TypeMap(int64_kind(), 1)};
   ranks.send(1, 0, kWindow, lock_message(true));
   EXPECT_TRUE(ranks[0].holds_lock(kWindow, 1));
@@ -95,8 +99,7 @@ TEST(RmaEngine, TheNodesOriginsAndTheEnginesShareOneLockAndNeitherStarvesTheOthe
   Ranks ranks(3);
   SharedLock word;
   std::int64_t cell = 1;
-  ranks[0].expose(kWindow, reinterpret_cast<char*>(&cell), sizeof cell, 8, false, &word);
-  for (int r = 1; r < 3; ++r) ranks[r].expose(kWindow, nullptr, 0, 1, false);
+  ranks.expose_cell(cell, &word);
   EXPECT_EQ(ranks[0].lock_of(kWindow), &word);
   const Location at{0, TypeMap(int64_kind(), 1)};
   // Node origin 5 holds it exclusively: rank 1's lock request and put wait at the engine,
@@ -145,8 +148,7 @@ TEST(RmaEngine, AccumulatesInPlaceAndThroughTheEngineOnOneElementLoseNothing) {
   Ranks ranks(3);
   SharedLock word;
   std::int64_t cell = 0;
-  ranks[0].expose(kWindow, reinterpret_cast<char*>(&cell), sizeof cell, 8, false, &word);
-  for (int r = 1; r < 3; ++r) ranks[r].expose(kWindow, nullptr, 0, 1, false);
+  ranks.expose_cell(cell, &word);
   const TypeMap map(int64_kind(), 1);
   const Location at{0, map};
   const std::string one = bytes_of(1);
@@ -169,8 +171,7 @@ TEST(RmaEngine, AccumulatesInPlaceAndThroughTheEngineOnOneElementLoseNothing) {
 TEST(RmaEngine, SharedLocksGoTogetherAndAnExclusiveOneWaitsForThemAll) {
   Ranks ranks(4);
   std::int64_t cell = 0;
-  ranks[0].expose(kWindow, reinterpret_cast<char*>(&cell), sizeof cell, 8, false);
-  for (int r = 1; r < 4; ++r) ranks[r].expose(kWindow, nullptr, 0, 1, false);
+  ranks.expose_cell(cell);
   ranks.send(1, 0, kWindow, lock_message(false));
   ranks.send(2, 0, kWindow, lock_message(false));
   EXPECT_TRUE(ranks[0].holds_lock(kWindow, 1));
@@ -186,8 +187,7 @@ TEST(RmaEngine, SharedLocksGoTogetherAndAnExclusiveOneWaitsForThemAll) {
 TEST(RmaEngine, ALostOriginsLockGoesToTheNextAndItsWaitingRequestsAreDropped) {
   Ranks ranks(4);
   std::int64_t cell = 0;
-  ranks[0].expose(kWindow, reinterpret_cast<char*>(&cell), sizeof cell, 8, false);
-  for (int r = 1; r < 4; ++r) ranks[r].expose(kWindow, nullptr, 0, 1, false);
+  ranks.expose_cell(cell);
   ranks.send(1, 0, kWindow, lock_message(true));  // rank 1 holds it and is then lost
   ranks.send(3, 0, kWindow, lock_message(true));  // rank 3 waits, and is lost too
   ranks.send(3, 0, kWindow, put_message({0, TypeMap(int64_kind(), 1)}, bytes_of(33)));
