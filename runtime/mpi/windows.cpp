@@ -444,12 +444,15 @@ int make_window(const char* function, MPI_Comm comm, MPI_Info info, int flavor, 
                               theirs[7], w->mapped);
       }
     }
-    // Once the node's processes mapped them, the descriptors are closed (after a barrier of
-    // this cluster's members, who are the only ones to map them).
-    if (w->own.valid()) {
+    // Once the node's processes mapped them, the descriptors are closed, after a barrier of
+    // this cluster's members (the only ones to map them), which every member enters where any
+    // has a descriptor open (all decide alike, from what all of them know).
+    bool shared = false;
+    for (std::size_t i = 0; i < w->members.size(); ++i) shared = shared || all[kEach * i + 4] != none;
+    if (shared) {
       gridrt::detail::check_mpi(wait_native([&](MPI_Request* r) { return PMPI_Ibarrier(w->comm->local, r); }),
                                 "MPI_Ibarrier of the window's members in this cluster");
-      w->own.close_descriptor();
+      if (w->own.valid()) w->own.close_descriptor();
     }
     *win = w->handle;
     g_windows[w->handle] = std::move(w);

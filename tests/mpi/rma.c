@@ -167,17 +167,22 @@ static void cas_mutex(void) {
 
 /* Exclusive locks: every rank increments a value at rank 1 % size with get and put inside
  * an exclusive lock; no update is lost whatever cluster the origins sit in. Then shared
- * locks with MPI_Accumulate on one element from everyone at once. The window is made over
- * memory of MPI_Alloc_mem (MPI_Win_create), as ARMCI-MPI makes its windows. */
+ * locks with MPI_Accumulate on one element from everyone at once. The target's window is
+ * made over memory of MPI_Alloc_mem (MPI_Win_create), as ARMCI-MPI makes its windows; the
+ * others expose nothing (as MPICH's fetchandadd_am). */
 static void exclusive_and_accumulate(void) {
-  int* mem;
+  int* mem = NULL;
   MPI_Win win;
-  MPI_Alloc_mem(4 * sizeof(int), MPI_INFO_NULL, &mem);
-  MPI_Win_create(mem + 1, 2 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
-  mem += 1;
-  mem[0] = mem[1] = 0;
-  MPI_Barrier(MPI_COMM_WORLD);
   const int target = 1 % size, one = 1;
+  if (rank == target) {
+    MPI_Alloc_mem(4 * sizeof(int), MPI_INFO_NULL, &mem);
+    mem += 1;
+    mem[0] = mem[1] = 0;
+    MPI_Win_create(mem, 2 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+  } else {
+    MPI_Win_create(NULL, 0, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
   for (int i = 0; i < rounds; ++i) {
     int v = -1;
     MPI_Win_lock(MPI_LOCK_EXCLUSIVE, target, 0, win);
@@ -196,7 +201,7 @@ static void exclusive_and_accumulate(void) {
     CHECK(mem[1] == size * rounds, "accumulate: %d, not %d (updates lost)", mem[1], size * rounds);
   }
   MPI_Win_free(&win);
-  MPI_Free_mem(mem - 1);
+  if (mem) MPI_Free_mem(mem - 1);
 }
 
 /* Get_accumulate with MPI_NO_OP (an atomic read) and MPI_MAXLOC on MPI_DOUBLE_INT; MPI_Rget
