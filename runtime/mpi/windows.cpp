@@ -331,11 +331,14 @@ std::vector<int> window_ranks(const GridWin& w, MPI_Group group) {
 // and its cluster (a grid window's operations between clusters go through the engines
 // even where two clusters share a machine, as on a test bed).
 std::uint64_t this_node() {
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  std::string boot;
-  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
-  return std::hash<std::string>{}(std::string(host) + '/' + boot + '/' + std::to_string(gridrt::detail::state().cluster));
+  static const std::uint64_t key = [] {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    std::string boot;
+    std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
+    return std::hash<std::string>{}(std::string(host) + '/' + boot + '/' + std::to_string(gridrt::detail::state().cluster));
+  }();
+  return key;
 }
 
 // Memory of MPI_Alloc_mem's (the layer's, shared with the node), by where it starts.
