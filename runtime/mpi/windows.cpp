@@ -385,31 +385,35 @@ int make_window(const char* function, MPI_Comm comm, MPI_Info info, int flavor, 
     // the layer's own (rma/node_segment.h), MPICH's window made over it (MPI_Win_get_attr
     // still says MPI_WIN_FLAVOR_ALLOCATE); MPI_Win_create's is where it lies in memory of
     // MPI_Alloc_mem's, which is the layer's too, with a segment of its own for the lock; other
-    // memory (and a dynamic window's) only this process reaches.
+    // memory (and a dynamic window's) only this process reaches, and so does any where the
+    // layer cannot make its segment (out of descriptors, say): MPICH's memory then.
     const rma::NodeSegment* memory = nullptr;
     std::uint64_t offset = 0;
     auto make_segment = [&](std::uint64_t bytes) {
       try {
         w->own = rma::NodeSegment::make(bytes);
-      } catch (const std::runtime_error& e) {
-        throw gridrt::Error(e.what(), MPI_ERR_NO_MEM);
+        return true;
+      } catch (const std::runtime_error&) {
+        return false;
       }
     };
     int rc = MPI_SUCCESS;
     switch (flavor) {  // (on the application's communicator: MPICH makes its own of it)
       case MPI_WIN_FLAVOR_CREATE:
-        if ((memory = allocated_around(static_cast<char*>(base), size))) {
+        if ((memory = allocated_around(static_cast<char*>(base), size)) && make_segment(0))
           offset = static_cast<std::uint64_t>(static_cast<char*>(base) - memory->memory());
-          make_segment(0);
-        }
+        else memory = nullptr;
         rc = PMPI_Win_create(base, size, disp_unit, info, comm, &w->handle);
         break;
       case MPI_WIN_FLAVOR_ALLOCATE:
-        make_segment(static_cast<std::uint64_t>(size));
-        w->allocated = true;
-        memory = &w->own;
-        base = w->own.memory();
-        rc = PMPI_Win_create(base, size, disp_unit, info, comm, &w->handle);
+        if (make_segment(static_cast<std::uint64_t>(size))) {
+          w->allocated = true;
+          memory = &w->own;
+          base = w->own.memory();
+          rc = PMPI_Win_create(base, size, disp_unit, info, comm, &w->handle);
+        } else {
+          rc = PMPI_Win_allocate(size, disp_unit, info, comm, &base, &w->handle);
+        }
         if (rc == MPI_SUCCESS) *static_cast<void**>(baseptr) = base;
         break;
       default:
