@@ -13,10 +13,11 @@
 # Needs the build (scripts/build.sh) and libcoarrays-mpich-dev (scripts/install-deps.sh).
 # Results: build/opencoarrays-tests/summary.txt, and each run's output beside it.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 images=${1:-4}
 timeout=${2:-60}
-tests=$(ls -d /usr/lib/x86_64-linux-gnu/open-coarrays/mpich/bin/OpenCoarrays-*-tests 2>/dev/null | tail -n 1)
+tests=
+for d in /usr/lib/x86_64-linux-gnu/open-coarrays/mpich/bin/OpenCoarrays-*-tests; do [ -d "$d" ] && tests=$d; done
 [ -n "$tests" ] || { echo "opencoarrays-tests: OpenCoarrays' tests are missing (apt-get install libcoarrays-mpich-dev)" >&2; exit 1; }
 [ -x build/bin/gridrun ] || { echo "opencoarrays-tests: build first (scripts/build.sh)" >&2; exit 1; }
 out=build/opencoarrays-tests
