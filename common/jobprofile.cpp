@@ -1,4 +1,5 @@
 #include "common/jobprofile.h"
+#include "common/process.h"
 
 #include <unistd.h>
 
@@ -171,17 +172,7 @@ JobSpec command_job(const std::string& program, const std::vector<std::string>& 
   std::error_code ec;
   std::string path = program;
   if (program.find('/') == std::string::npos) {  // on PATH, as a shell (and mpiexec) would find it
-    path.clear();
-    const char* dirs = std::getenv("PATH");
-    std::string all = dirs ? dirs : "/usr/local/bin:/usr/bin:/bin";
-    for (std::size_t at = 0; at <= all.size() && path.empty();) {
-      const std::size_t end = all.find(':', at);
-      const std::string dir = all.substr(at, end == std::string::npos ? std::string::npos : end - at);
-      const fs::path candidate = fs::path(dir.empty() ? "." : dir) / program;
-      if (::access(candidate.c_str(), X_OK) == 0 && !fs::is_directory(candidate, ec)) path = candidate.string();
-      if (end == std::string::npos) break;
-      at = end + 1;
-    }
+    path = find_on_path(program);
     if (path.empty()) throw InputError("program '" + program + "': not found on PATH");
   }
   const fs::path abs = fs::absolute(path, ec);

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -107,6 +108,22 @@ Child spawn(const std::vector<std::string>& argv, const SpawnOptions& opt) {
     throw std::runtime_error("cannot start '" + argv[0] + "'" + where + as + ": " + why);
   }
   return Child{pid, out[0], err[0]};
+}
+
+std::string find_on_path(const std::string& program) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const char* dirs = std::getenv("PATH");
+  const std::string all = dirs ? dirs : "/usr/local/bin:/usr/bin:/bin";
+  for (std::size_t at = 0; at <= all.size();) {
+    const std::size_t end = all.find(':', at);
+    const std::string dir = all.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    const fs::path candidate = fs::path(dir.empty() ? "." : dir) / program;
+    if (::access(candidate.c_str(), X_OK) == 0 && !fs::is_directory(candidate, ec)) return candidate.string();
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  return "";
 }
 
 int exit_code_of(int wait_status) {

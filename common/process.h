@@ -54,6 +54,10 @@ Child spawn(const std::vector<std::string>& argv, const SpawnOptions& opt);
 // A wait status as a shell reports it: the exit code, or 128 + the signal number.
 int exit_code_of(int wait_status);
 
+// Where `program` (a name without a slash) lies on PATH, as a shell would find it (an
+// executable file, not a directory); "" where it is nowhere.
+std::string find_on_path(const std::string& program);
+
 // Writes all of `bytes` to the socket `fd` (never raising SIGPIPE, going on after signals);
 // false if the peer is gone.
 bool send_all(int fd, std::string_view bytes);

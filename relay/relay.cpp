@@ -43,6 +43,18 @@ void Relay::prepare_for_strangers() {
 
 void Relay::start() {
   log::set_component("relay " + opt_.cluster.name);
+  // The bare word mpiexec in a launch command means MPICH's, which gridrt runs on: where
+  // Debian's own name for it, mpiexec.mpich, is on PATH, that is what starts the parts.
+  // Debian's `mpiexec` is an alternative that becomes Open MPI's once any package depending
+  // on Open MPI is installed, and it then refuses MPICH's options (`unknown option
+  // "-launcher"`). A launch command that names another path is run as written.
+  std::vector<std::string>& launch = opt_.cluster.launch;
+  if (!launch.empty() && launch[0] == "mpiexec") {
+    if (const std::string mpich = find_on_path("mpiexec.mpich"); !mpich.empty()) {
+      launch[0] = "mpiexec.mpich";
+      log::info("launch: mpiexec is MPICH's ", mpich, " (Debian's mpiexec may be another MPI's)");
+    }
+  }
   child_signal_.async_wait([this](const boost::system::error_code& ec, int) {
     if (!ec) on_child_signal();
   });

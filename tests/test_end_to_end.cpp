@@ -146,6 +146,27 @@ TEST(EndToEnd, TwoGroupsRunAsOneJobAcrossTwoClusters) {
   expect_nothing_left();
 }
 
+// Debian's mpiexec may be another MPI's (an alternative that any package depending on Open
+// MPI takes over, which then refuses MPICH's options): the embedded grid's launch command
+// says mpiexec, and MPICH's mpiexec.mpich is what starts the parts. Here a stand-in that
+// fails as Open MPI's does stands first on PATH.
+TEST(EndToEnd, AnotherMpisMpiexecFirstOnPathIsNotWhatStartsTheJob) {
+  if (gridrt::find_on_path("mpiexec.mpich").empty()) GTEST_SKIP() << "mpiexec.mpich is missing (Debian's MPICH names it so)";
+  char made[] = "/tmp/gridrt-mpiexec-XXXXXX";
+  ASSERT_NE(::mkdtemp(made), nullptr);
+  const std::string dir = made;
+  std::ofstream(dir + "/mpiexec") << "#!/bin/sh\necho 'mpiexec: Error: unknown option \"-launcher\"' >&2\nexit 1\n";
+  ASSERT_EQ(::chmod((dir + "/mpiexec").c_str(), 0755), 0);
+  const std::string path = std::getenv("PATH");
+  ::setenv("PATH", (dir + ":" + path).c_str(), 1);
+  const Outcome r = gridrun({"-n", "2", kSrc + "/jobprofiles/helloworld.xml"});
+  ::setenv("PATH", path.c_str(), 1);
+  fs::remove_all(dir);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(hello_lines(r.out).size(), 2u) << r.out << r.err;
+  expect_nothing_left();
+}
+
 TEST(EndToEnd, HelloworldWithSixProcessesSpansBothClusters) {
   const Outcome r = gridrun({"-n", "6", kSrc + "/jobprofiles/helloworld.xml"});
   ASSERT_EQ(r.status, 0) << r.out << r.err;
