@@ -83,7 +83,7 @@ def drops():
 
 def measure(op, *options, limit=900):
     """Runs kernel_tier across the nodes; returns its JSON lines (and appends them to the out file)."""
-    cmd = ["ip", "netns", "exec", node_ns[hosts[0]], "mpiexec", "-launcher", "ssh", "-launcher-exec", launcher,
+    cmd = ["ip", "netns", "exec", node_ns[hosts[0]], "mpiexec.mpich", "-launcher", "ssh", "-launcher-exec", launcher,
            "-iface", "eth0", "-hosts", ",".join(hosts), "-n", str(args.nodes), f"{bindir}/kernel_tier", op, *options]
     env = dict(os.environ, UCX_TLS="tcp,self")  # TCP only: UCX would use shared memory between namespaces of one machine
     t0 = time.monotonic()

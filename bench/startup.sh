@@ -18,12 +18,12 @@ a=(); b=()
 for ((i = 0; i < runs; i++)); do
   t0=$(now); build/bin/gridrun -n 4 jobprofiles/helloworld.xml >/dev/null; t1=$(now)
   a+=($(( (t1 - t0) / 1000 )))
-  t0=$(now); mpiexec -n 4 build/bin/mpi_hello >/dev/null; t1=$(now)
+  t0=$(now); mpiexec.mpich -n 4 build/bin/mpi_hello >/dev/null; t1=$(now)
   b+=($(( (t1 - t0) / 1000 )))
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : int((v[NR/2]+v[NR/2+1])/2)}'; }
 ma=$(median "${a[@]}"); mb=$(median "${b[@]}")
 echo "runs per command:               $runs"
 echo "gridrun -n 4 helloworld.xml:    median $((ma / 1000)) ms   (all: ${a[*]} us)"
-echo "mpiexec -n 4 mpi_hello:         median $((mb / 1000)) ms   (all: ${b[*]} us)"
+echo "mpiexec.mpich -n 4 mpi_hello:  median $((mb / 1000)) ms   (all: ${b[*]} us)"
 awk -v a="$ma" -v b="$mb" 'BEGIN { printf "ratio gridrun / mpiexec:        %.2f\n", a / b }'
