@@ -25,5 +25,5 @@ median() { printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[
 ma=$(median "${a[@]}"); mb=$(median "${b[@]}")
 echo "runs per command:               $runs"
 echo "gridrun -n 4 helloworld.xml:    median $((ma / 1000)) ms   (all: ${a[*]} us)"
-echo "mpiexec.mpich -n 4 mpi_hello:  median $((mb / 1000)) ms   (all: ${b[*]} us)"
+echo "mpiexec.mpich -n 4 mpi_hello:   median $((mb / 1000)) ms   (all: ${b[*]} us)"
 awk -v a="$ma" -v b="$mb" 'BEGIN { printf "ratio gridrun / mpiexec:        %.2f\n", a / b }'
