@@ -58,14 +58,15 @@ struct GridWin {
   // Targets this process reaches in memory, applying its operations in place under their spin
   // lock as the target's engine would (rma/shared_lock.h): its own part of the window (not a
   // dynamic window's), and that of every process of its node and cluster whose memory the
-  // layer allocated (MPI_Win_allocate). By window rank; `lock` null: through the target's engine.
+  // layer allocated (MPI_Win_allocate's, or MPI_Alloc_mem's under MPI_Win_create). By window
+  // rank; `lock` null: through the target's engine.
   struct Near {
     gridrt::rma::SharedLock* lock = nullptr;
     char* base = nullptr;
   };
   std::vector<Near> near;
   bool allocated = false;                        // MPI_Win_allocate's: the memory is `own`'s
-  gridrt::rma::NodeSegment own;                  // this process's memory and lock, shared with its node
+  gridrt::rma::NodeSegment own;                  // this process's lock (and MPI_Win_allocate's memory), shared with its node
   std::vector<gridrt::rma::NodeSegment> mapped;  // the node's other targets'
 
   // Epochs (MPI 4.0 §12.5): a fence's, passive-target locks (by target), lock_all, and

@@ -444,8 +444,9 @@ void Engine::apply_to(Exposed& w, std::int32_t src, std::uint32_t window, std::s
   }
 }
 
-// After an unlock (here, or by an origin of this node: kWake): the lock goes to those waiting for it, in turn, as far as it can; what
-// each one's origin sent meanwhile is applied now, in order (until it waits again).
+// After an unlock (here, or by an origin of this node, which sends kWake): the lock goes to
+// those waiting for it, in turn, as far as it can; what each one's origin sent meanwhile is
+// applied now, in order (until it waits again).
 void Engine::grant_waiting(Exposed& w, std::uint32_t window, std::vector<Out>& out) {
   for (;;) {
     Lock& l = w.lock;
