@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -124,6 +125,34 @@ std::string find_on_path(const std::string& program) {
     at = end + 1;
   }
   return "";
+}
+
+std::string output_of(const std::vector<std::string>& argv, std::chrono::milliseconds within) {
+  SpawnOptions opt;
+  opt.pipe_stdout = true;
+  Child c;
+  try {
+    c = spawn(argv, opt);
+  } catch (const std::exception&) {
+    return "";
+  }
+  std::string out;
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    pollfd p{c.stdout_fd, POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) == 0) break;
+    char buf[4096];
+    const ssize_t n = ::read(c.stdout_fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+    if (out.size() >= 64 * 1024) break;
+  }
+  ::close(c.stdout_fd);
+  signal_tree(c.pid, SIGKILL);
+  ::waitpid(c.pid, nullptr, 0);
+  return out;
 }
 
 int exit_code_of(int wait_status) {

@@ -58,6 +58,10 @@ int exit_code_of(int wait_status);
 // executable file, not a directory); "" where it is nowhere.
 std::string find_on_path(const std::string& program);
 
+// What `argv` prints on its standard output (at most 64 KiB) before it exits or `within`
+// passes (it is then killed); "" when it cannot be started.
+std::string output_of(const std::vector<std::string>& argv, std::chrono::milliseconds within);
+
 // Writes all of `bytes` to the socket `fd` (never raising SIGPIPE, going on after signals);
 // false if the peer is gone.
 bool send_all(int fd, std::string_view bytes);

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <stdexcept>
 
 #include "common/acceptor.h"
 #include "common/ladder.h"
@@ -41,6 +43,24 @@ void Relay::prepare_for_strangers() {
   reserve_socket_state(link_io_, link);  // relay links
 }
 
+namespace {
+// When the launch command's program is an mpiexec or mpirun that is not MPICH's hydra, what
+// it is, from its own --version ("mpiexec (OpenRTE) 4.1.4" is Open MPI's, whose options
+// differ: its every job would fail with "unknown option"); "" otherwise (hydra, a launcher
+// of another name such as srun, or a program that cannot be started, reported at launch).
+std::string other_mpis_mpiexec(const std::vector<std::string>& launch) {
+  if (launch.empty()) return "";
+  const std::string name = std::filesystem::path(launch[0]).filename();
+  if (name.rfind("mpiexec", 0) != 0 && name.rfind("mpirun", 0) != 0) return "";
+  const std::string said = output_of({launch[0], "--version"}, std::chrono::seconds(10));
+  if (said.empty() || said.find("HYDRA") != std::string::npos) return "";
+  std::string first = said.substr(0, said.find('\n'));
+  if (first.size() > 120) first.resize(120);
+  const std::string where = launch[0].find('/') == std::string::npos ? " (" + find_on_path(launch[0]) + ")" : "";
+  return launch[0] + where + " is not MPICH's: it says \"" + first + "\"";
+}
+}  // namespace
+
 void Relay::start() {
   log::set_component("relay " + opt_.cluster.name);
   // The bare word mpiexec in a launch command means MPICH's, which gridrt runs on: where
@@ -55,6 +75,9 @@ void Relay::start() {
       log::info("launch: mpiexec is MPICH's ", mpich, " (Debian's mpiexec may be another MPI's)");
     }
   }
+  if (const std::string other = other_mpis_mpiexec(launch); !other.empty())
+    throw std::runtime_error("cluster " + opt_.cluster.name + ": the launch command's " + other +
+                             "; gridrt runs on MPICH: name MPICH's mpiexec (Debian's mpiexec.mpich) in <launch>");
   child_signal_.async_wait([this](const boost::system::error_code& ec, int) {
     if (!ec) on_child_signal();
   });

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -99,12 +100,21 @@ inline Outcome gridrun(const std::vector<std::string>& args, int interrupt_after
   return run.finish();
 }
 
+// Every process this test program starts carries this mark in its environment, inherited
+// through gridrun, the daemons, mpiexec, hydra's proxies and the ranks (hydra passes the
+// environment on, srun too), so that the checks for processes left behind count this run's
+// processes and never those of another job or test run on the same machine.
+const std::string kRunMark = "GRIDRT_TEST_RUN=" + std::to_string(::getpid());
+const bool kRunMarked = ::setenv("GRIDRT_TEST_RUN", std::to_string(::getpid()).c_str(), 1) == 0;
+
 // A process of this machine as the tests see it: its program (the link in /proc/PID/exe),
-// command line and environment with their NUL separators read as spaces.
+// command line and environment with their NUL separators read as spaces; `ours` when it is
+// this test program's: it carries the run's mark, or descends from a process that does (as
+// what sshd or slurmd start for the test's own daemons does), or from this program.
 struct SeenProcess {
-  pid_t pid;
+  pid_t pid, parent;
   std::string exe, cmdline, environ;
-  bool zombie;
+  bool zombie, ours;
 };
 inline std::vector<SeenProcess> processes_now() {
   std::vector<SeenProcess> all;
@@ -112,12 +122,21 @@ inline std::vector<SeenProcess> processes_now() {
     const std::string pid = e.path().filename();
     if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
     std::error_code ec;
-    SeenProcess p{std::stoi(pid), fs::read_symlink(e.path() / "exe", ec).string(), slurp(e.path() / "cmdline"),
-                  slurp(e.path() / "environ"), slurp(e.path() / "stat").find(") Z ") != std::string::npos};
+    const std::string stat = slurp(e.path() / "stat");  // "pid (comm) state ppid ..."
+    const auto after_name = stat.rfind(") ");
+    SeenProcess p{std::stoi(pid), after_name == std::string::npos ? 0 : std::atoi(stat.c_str() + after_name + 4),
+                  fs::read_symlink(e.path() / "exe", ec).string(), slurp(e.path() / "cmdline"), slurp(e.path() / "environ"),
+                  stat.find(") Z ") != std::string::npos, false};
     std::replace(p.cmdline.begin(), p.cmdline.end(), '\0', ' ');
     std::replace(p.environ.begin(), p.environ.end(), '\0', ' ');
+    p.ours = p.pid == ::getpid() || (" " + p.environ + " ").find(" " + kRunMark + " ") != std::string::npos;
     all.push_back(std::move(p));
   }
+  // Descendants of ours are ours: parents are marked before their children, whatever the order.
+  std::map<pid_t, std::size_t> at;
+  for (std::size_t i = 0; i < all.size(); ++i) at[all[i].pid] = i;
+  for (auto& p : all)
+    for (pid_t up = p.parent; !p.ours && up > 1 && at.count(up); up = all[at[up]].parent) p.ours = all[at[up]].ours;
   return all;
 }
 
@@ -130,8 +149,6 @@ inline pid_t find_process(const std::string& program, const std::string& words) 
   return -1;
 }
 
-// Processes that belong to a gridrt run: programs from the build's bin directory (except
-// the test binaries) and anything whose command line names them (mpiexec, hydra proxies).
 // Why network namespaces cannot be used here, or "" when they can: tests that build networks
 // of them skip, saying why, without root, without iproute2, or where namespaces can be made
 // but not entered (a chroot, a container without the privilege).
@@ -146,18 +163,21 @@ inline std::string netns_unusable() {
   return "";
 }
 
-// Live processes of this machine whose command line holds `words`.
+// Live processes of this test run whose command line holds `words`.
 inline std::vector<pid_t> processes_running(const std::string& words) {
   std::vector<pid_t> found;
   for (const auto& p : processes_now())
-    if (!p.zombie && p.cmdline.find(words) != std::string::npos) found.push_back(p.pid);
+    if (p.ours && !p.zombie && p.cmdline.find(words) != std::string::npos) found.push_back(p.pid);
   return found;
 }
 
+// This run's processes that belong to a gridrt job: programs from the build's bin directory
+// (except the test binaries) and anything whose command line names them (mpiexec, hydra
+// proxies).
 inline std::vector<std::string> gridrt_processes() {
   std::vector<std::string> found;
   for (const auto& p : processes_now()) {
-    const bool ours = (p.exe.rfind(kBin, 0) == 0 || p.cmdline.find(kBin + "/gridproc") != std::string::npos ||
+    const bool ours = p.ours && (p.exe.rfind(kBin, 0) == 0 || p.cmdline.find(kBin + "/gridproc") != std::string::npos ||
                        p.cmdline.find("hydra_pmi_proxy") != std::string::npos) &&
                       p.exe.find("/test_") == std::string::npos && p.cmdline.find("/test_") == std::string::npos;
     if (ours && !p.zombie && p.pid != ::getpid()) found.push_back(std::to_string(p.pid) + ": " + p.cmdline);

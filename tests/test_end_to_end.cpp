@@ -167,6 +167,31 @@ TEST(EndToEnd, AnotherMpisMpiexecFirstOnPathIsNotWhatStartsTheJob) {
   expect_nothing_left();
 }
 
+// A launch command naming another MPI's mpiexec by its path is refused when the grid comes
+// up, in one line that names it and what it says it is, instead of every job failing on an
+// option that MPI does not know.
+TEST(EndToEnd, ALaunchCommandThatIsAnotherMpisMpiexecIsRefusedNamingIt) {
+  char made[] = "/tmp/gridrt-mpiexec-XXXXXX";
+  ASSERT_NE(::mkdtemp(made), nullptr);
+  const std::string dir = made;
+  std::ofstream(dir + "/mpiexec") << "#!/bin/sh\n[ \"$1\" = --version ] && echo 'mpiexec (OpenRTE) 4.1.4' && exit 0\n"
+                                     "echo 'mpiexec: Error: unknown option \"-launcher\"' >&2\nexit 1\n";
+  ASSERT_EQ(::chmod((dir + "/mpiexec").c_str(), 0755), 0);
+  std::ofstream(dir + "/grid.xml") << "<grid>\n"
+                                     "  <cluster name=\"c0\" slots=\"1\"><relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>"
+                                     "<launch>mpiexec -launcher fork -n {np}</launch></cluster>\n"
+                                     "  <cluster name=\"c1\" slots=\"1\"><relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>"
+                                     "<launch>" + dir + "/mpiexec -launcher fork -n {np}</launch></cluster>\n</grid>\n";
+  const Outcome r = gridrun({"--grid", dir + "/grid.xml", "-n", "2", kSrc + "/jobprofiles/helloworld.xml"});
+  fs::remove_all(dir);
+  EXPECT_NE(r.status, 0) << r.out << r.err;
+  EXPECT_TRUE(hello_lines(r.out).empty()) << r.out;
+  EXPECT_NE(r.err.find("cluster c1: the launch command's " + dir + "/mpiexec is not MPICH's: it says \"mpiexec (OpenRTE) 4.1.4\""),
+            std::string::npos)
+      << r.err;
+  expect_nothing_left();
+}
+
 TEST(EndToEnd, HelloworldWithSixProcessesSpansBothClusters) {
   const Outcome r = gridrun({"-n", "6", kSrc + "/jobprofiles/helloworld.xml"});
   ASSERT_EQ(r.status, 0) << r.out << r.err;

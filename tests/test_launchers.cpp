@@ -327,12 +327,12 @@ TEST_F(SlurmCluster, CancellingTheGridJobCancelsTheSlurmJob) {
   std::string queue;
   for (int t = 0; t < 150 && (queue = squeue()).find("RUNNING") == std::string::npos; ++t) std::this_thread::sleep_for(100ms);
   ASSERT_NE(queue.find("RUNNING"), std::string::npos) << "the Slurm job never ran: " << queue << slurp(dir_ + "/slurmctld.log");
-  // The job's ranks are its "/bin/sleep 300" processes (argv as given): only those, not any
-  // sleep of the machine's (an unrelated `sleep 300` once failed the test, and was killed).
+  // The job's ranks are its "/bin/sleep 300" processes (argv as given): only this run's, not
+  // any sleep of the machine's (an unrelated `sleep 300` once failed the test, and was killed).
   auto ranks = [] {
     std::vector<pid_t> found;
     for (const auto& p : processes_now())
-      if (!p.zombie && p.cmdline.rfind("/bin/sleep 300", 0) == 0) found.push_back(p.pid);
+      if (p.ours && !p.zombie && p.cmdline.rfind("/bin/sleep 300", 0) == 0) found.push_back(p.pid);
     return found;
   };
   // All five running before the cancel (c0's one and the nodes' four), not a fixed second:
