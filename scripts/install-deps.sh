@@ -1,15 +1,26 @@
 #!/usr/bin/env bash
 # Installs what gridrt needs from Debian's packages, and only what is missing (idempotent).
 # Runs as root, or through sudo.
+#   scripts/install-deps.sh run    what building gridrt and running jobs need (scripts/demo.sh)
+#   scripts/install-deps.sh [test] that, and what the test suite, the sanitizer and fuzzing
+#                                  builds and the Debian package need (scripts/test.sh, CI)
 set -euo pipefail
 
+mode=${1:-test}
+case $mode in
+  run | test) ;;
+  *) echo "install-deps: unknown set '$mode' (run or test)" >&2; exit 2 ;;
+esac
+
 packages=(
-  g++ gfortran make cmake    # toolchain (Fortran: the MPI layer's Fortran test)
+  g++ gfortran make cmake    # toolchain (Fortran: the MPI layer's Fortran interface)
   python3                    # generates the MPI layer's wrappers from MPICH's headers
   libboost-dev               # Boost.Asio (headers)
   libssl-dev                 # OpenSSL: TLS 1.3, certificates
   libpugixml-dev             # JobProfile and grid description XML
   mpich libmpich-dev         # MPICH: mpiexec (hydra) and the MPI library
+)
+[ "$mode" = test ] && packages+=(
   libgtest-dev               # GoogleTest
   netpipe-mpich2             # NetPIPE (NPmpich2), an unmodified MPI program the tests run across clusters
   iproute2 iptables          # the three-site test network (network namespaces, firewalls, NAT)
@@ -30,7 +41,7 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: everything is installed"
+  echo "install-deps: everything to $mode gridrt is installed"
   exit 0
 fi
 
