@@ -138,6 +138,14 @@ Grid parse(const XmlFile& f) {
     g.clusters.push_back(std::move(d));
   }
   if (g.clusters.empty()) f.fail(root, "no <cluster> declared");
+  if (const pugi::xml_attribute grace = root.attribute("linkGrace")) {
+    const std::string text = grace.value();
+    char* end = nullptr;
+    const long seconds = std::strtol(text.c_str(), &end, 10);
+    if (text.empty() || *end || seconds < 0 || seconds > 86400)
+      f.fail(root, "attribute linkGrace must be a number of seconds from 0 to 86400, not '" + text + "'");
+    g.link_grace_seconds = static_cast<int>(seconds);
+  }
   if (const pugi::xml_node wan = root.child("wan")) {
     std::set<std::string> sites;
     for (const auto& c : g.clusters) sites.insert(c.site);

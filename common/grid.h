@@ -2,6 +2,7 @@
 // start there (docs/grid.md). Read by the broker, the relays and gridrun --dry-run.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,10 @@ struct Grid {
   std::string source;  // the file it came from, or "embedded default grid"
   std::vector<ClusterDesc> clusters;
   WanPlan wan;  // <wan>: the emulated WAN between its sites (a test facility; none by default)
+  // <grid linkGrace="SECONDS">: how long a broken relay-to-relay link may stay down, its jobs
+  // paused, before its clusters are cut off from each other (relay/link_resume.h); unset:
+  // the relay's own setting (gridrelay --link-grace, default 60).
+  std::optional<int> link_grace_seconds;
 
   const ClusterDesc* find(const std::string& name) const;
   std::uint64_t total_slots() const;

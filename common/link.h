@@ -77,8 +77,19 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
     o.body = std::move(f.body);
     enqueue(std::move(o));
   }
+  // A frame whose body is shared with whoever keeps it for sending again (a relay link's
+  // session, relay/link_resume.h): written without a copy, released once written.
+  void send_shared(const wire::Header& h, std::shared_ptr<const std::string> body) {
+    Outbound o;
+    o.head.resize(wire::kHeaderSize);
+    wire::Header header = h;
+    header.length = static_cast<std::uint32_t>(body->size());
+    wire::encode_header(header, reinterpret_cast<unsigned char*>(o.head.data()));
+    o.shared = std::move(body);
+    enqueue(std::move(o));
+  }
   // Already encoded frames.
-  void send_bytes(std::string bytes) { enqueue(Outbound{std::move(bytes), {}}); }
+  void send_bytes(std::string bytes) { enqueue(Outbound{std::move(bytes), {}, {}}); }
   // Sends an Error frame, then closes once it is written.
   void fail(const std::string& why) {
     send(wire::make_frame(wire::Type::kError, why));
@@ -149,6 +160,9 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
     last_beat_ = last_heard_;
     beat(this->weak_from_this());
   }
+  // Says (a warning) when the peer is heard again after missing two beats or more: for links
+  // across a wide-area network, whose pauses nothing else would show.
+  void report_pauses() { report_pauses_ = true; }
   // The link closed because the peer fell silent (keep_alive).
   bool silent() const { return silent_; }
 
@@ -171,7 +185,13 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
         co_return;
       }
       if (has_output(stream_)) wake_.cancel();  // TLS answers something: the writer sends it
-      last_heard_ = std::chrono::steady_clock::now();  // any byte: a long frame coming slowly is life too
+      const auto now = std::chrono::steady_clock::now();  // any byte: a long frame coming slowly is life too
+      // A peer heard again after missing beats: the line paused (packets dropped a while,
+      // which TCP's retransmissions then carried through); said, as nothing else would.
+      if (report_pauses_ && liveness_ && now - last_heard_ > 2 * liveness_->beat)
+        log::warn(peer_, ": heard again after ", std::chrono::duration_cast<std::chrono::milliseconds>(now - last_heard_).count() / 1000.0,
+                  " s of silence");
+      last_heard_ = now;
       decoder_.commit(n);
       for (;;) {
         const auto st = decoder_.next(frame);
@@ -223,8 +243,9 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
         queue_.pop_front();
         const Outbound& o = batch.back();
         buffers.push_back(asio::buffer(o.head));
-        if (!o.body.empty()) buffers.push_back(asio::buffer(o.body));
-        bytes += o.head.size() + o.body.size();
+        const std::string& body = o.shared ? *o.shared : o.body;
+        if (!body.empty()) buffers.push_back(asio::buffer(body));
+        bytes += o.head.size() + body.size();
       }
       boost::system::error_code ec;
       co_await gridrt::write(stream_, buffers, ec);
@@ -240,6 +261,7 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
   struct Outbound {
     std::string head;  // an encoded header, or a whole encoded frame
     std::string body;
+    std::shared_ptr<const std::string> shared;  // the body instead, when shared
   };
   static constexpr std::size_t kBatchBytes = 1u << 20;
   static constexpr std::size_t kBatchBuffers = 64;
@@ -281,7 +303,7 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
   void enqueue(Outbound o) {
     if (closed_) return;
     sent_since_beat_ = true;
-    queued_bytes_ += o.head.size() + o.body.size();
+    queued_bytes_ += o.head.size() + (o.shared ? o.shared->size() : o.body.size());
     queue_.push_back(std::move(o));
     wake_.cancel();
   }
@@ -293,6 +315,7 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
   asio::steady_timer heartbeat_;
   std::optional<Liveness> liveness_;  // set by keep_alive
   bool watch_peer_ = false;
+  bool report_pauses_ = false;
   bool silent_ = false;
   bool sent_since_beat_ = false;
   std::chrono::steady_clock::time_point last_heard_ = std::chrono::steady_clock::now();

@@ -200,6 +200,21 @@ JobEnd JobEnd::decode(std::string_view body) {
   return m;
 }
 
+std::string LinkHello::encode() const { return Writer().str(cluster).u64(instance).u64(peer_instance).u64(received).take(); }
+LinkHello LinkHello::decode(std::string_view body) {
+  Reader r(body);
+  LinkHello m;
+  m.cluster = r.str();
+  m.instance = r.u64();
+  m.peer_instance = r.u64();
+  m.received = r.u64();
+  r.end();
+  if (m.cluster.empty()) throw wire::BadBody("LinkHello names no cluster");
+  if (m.instance == 0) throw wire::BadBody("LinkHello's instance is 0");
+  if (m.peer_instance == 0 && m.received != 0) throw wire::BadBody("LinkHello counts frames received from no relay");
+  return m;
+}
+
 std::string GridStatus::encode() const {
   Writer w;
   w.u32(static_cast<std::uint32_t>(clusters.size()));

@@ -166,6 +166,19 @@ struct JobEnd {
   static JobEnd decode(std::string_view body);
 };
 
+// Relay <-> relay, the first frame each end of a relay link sends (the dialler first; the
+// other answers once it has accepted the link). A link that broke is resumed by the next one
+// between the same two relays: each says how many frames it has received so far from the
+// other, which sends the rest again (relay/link_resume.h).
+struct LinkHello {
+  std::string cluster;              // the sender's cluster
+  std::uint64_t instance = 0;       // the sender relay's life (random at start, never 0)
+  std::uint64_t peer_instance = 0;  // the other relay's life as the sender knew it, 0: none
+  std::uint64_t received = 0;       // frames the sender has received from that life
+  std::string encode() const;
+  static LinkHello decode(std::string_view body);
+};
+
 // Output frames carry one line of a process's output; the stream is in header.flags.
 inline constexpr std::uint32_t kStdout = 1;
 inline constexpr std::uint32_t kStderr = 2;

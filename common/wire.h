@@ -38,7 +38,7 @@ enum class Type : std::uint16_t {
   kPartDone = 13,      // relay -> broker: PartDone
   kKillJob = 14,       // broker -> relay: stop the job's processes, body = reason
   kJobEnd = 15,        // broker -> launcher: JobEnd
-  kLinkHello = 16,     // relay -> relay: body = the dialling relay's cluster name
+  kLinkHello = 16,     // relay <-> relay, first on a relay link, each way: LinkHello
   kData = 17,          // runtime <-> relay <-> relay <-> runtime: a point-to-point payload
   kProcExitRank = 18,  // relay -> broker: one rank's exit (src = rank, tag = status)
   kNotice = 19,        // broker -> launcher: body = text for the user (e.g. waiting for slots)
@@ -69,6 +69,8 @@ enum class Type : std::uint16_t {
   kReplayOutput = 31,  // broker -> relay: send again the job's output numbered after `seq`;
                        // relay -> broker, empty, after those: the replay is complete
   kStatus = 32,        // launcher -> broker, empty: how is the grid? broker -> launcher: GridStatus
+  kLinkAck = 33,       // relay <-> relay, empty: the sender has received `seq` frames on this link
+                       // in all (since the LinkHellos); the other may forget those (LinkResume)
 };
 // kData and kRest flags: more fragments of the same part of the message follow (the last one
 // has it clear). First kData fragment only: the message is synchronous (its sender waits for

@@ -47,7 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size < 1) return 0;
   const std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
   try {
-    switch (data[0] % 9) {
+    switch (data[0] % 10) {
       case 0: submit(body); break;
       case 1: RelayRegistration::decode(body); break;
       case 2: PartStart::decode(body); break;
@@ -61,6 +61,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         break;
       }
       case 8: GridStatus::decode(body); break;
+      case 9: LinkHello::decode(body); break;
     }
   } catch (const wire::BadBody&) {
     // refused, with a reason: the peer is dropped

@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
   GridStatus status;
   status.clusters = {{"c0", "site0", 3, 2, true, "relay c0 [127.0.0.1:41000 (relay c0)]"}, {"c1", "site1", 3, 0, false, ""}};
   status.jobs = {{7, "user alice", "hello", 4, {"c0", "c1"}, 12}};
-  const std::string bodies[9] = {job.encode(),
+  const std::string bodies[10] = {job.encode(),
                                  RelayRegistration{"c0", "127.0.0.1", 7000, {7, 8}}.encode(),
                                  start.encode(),
                                  ProcHello{"0123456789abcdef0123456789abcdef", 1, "node-a", "127.0.0.1:5000"}.encode(),
@@ -100,8 +100,9 @@ int main(int argc, char** argv) {
                                  PartDone{{0, 0, 137}, "mpiexec exited"}.encode(),
                                  JobEnd{137, "rank 2 killed by signal 9"}.encode(),
                                  topo.take(),
-                                 status.encode()};
-  for (int i = 0; i < 9; ++i) seed("messages", "body-" + std::to_string(i), std::string(1, static_cast<char>(i)) + bodies[i]);
+                                 status.encode(),
+                                 LinkHello{"c1", 0x1234567890abcdefULL, 0xfedcba0987654321ULL, 4096}.encode()};
+  for (int i = 0; i < 10; ++i) seed("messages", "body-" + std::to_string(i), std::string(1, static_cast<char>(i)) + bodies[i]);
   JobSpec huge = job;
   huge.groups = {{"a", 0x7fffffff}, {"b", 1}};
   seed("messages", "body-0-too-many", std::string(1, '\0') + huge.encode());

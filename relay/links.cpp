@@ -1,6 +1,7 @@
 // Routing between clusters and the relay-to-relay links (dialled by the relay whose cluster
 // sorts first, accepted by the other; their own thread), with the emulated WAN line.
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "common/acceptor.h"
@@ -47,17 +48,20 @@ void Relay::ensure_links(const Job& job) {
   for (std::uint32_t i = 0; i < t.clusters.size(); ++i) {
     const ClusterPart& c = t.clusters[i];
     if (i == job.start.cluster) continue;
-    PeerLink* pl = &peer_link(c.name);
+    PeerLink& pl = peer_link(c.name);
     // One link per pair of clusters, dialled by the side the other accepts connections
     // from (relay_link_dialer: the reverse direction when only we are reachable), so the
     // two never dial each other at once. The other side waits for our call.
-    if (relay_link_dialer(t, job.start.cluster, i) == static_cast<int>(job.start.cluster) && !pl->up && !pl->dialling) {
-      pl->dialling = true;
-      boost::system::error_code ec;
-      tcp::endpoint ep(asio::ip::make_address(c.link_host, ec), c.link_port);
-      asio::co_spawn(link_io_, dial_link(c.name, ep), asio::detached);
-    }
+    if (relay_link_dialer(t, job.start.cluster, i) != static_cast<int>(job.start.cluster)) continue;
+    boost::system::error_code ec;
+    pl.dial_to = tcp::endpoint(asio::ip::make_address(c.link_host, ec), c.link_port);
+    if (!pl.link && !pl.dialling && !pl.down_since) dial(c.name, pl);
   }
+}
+
+void Relay::dial(const std::string& cluster, PeerLink& pl) {
+  pl.dialling = true;
+  asio::co_spawn(link_io_, dial_link(cluster, *pl.dial_to), asio::detached);
 }
 
 Relay::PeerLink& Relay::peer_link(const std::string& cluster) {
@@ -68,7 +72,7 @@ Relay::PeerLink& Relay::peer_link(const std::string& cluster) {
 
 void Relay::send_to_cluster(const std::string& cluster, Frame& f, const std::string* wan_to_site) {
   PeerLink* pl = &peer_link(cluster);
-  if (!opt_.wan.active() || !wan_to_site) return transmit(*pl, f);
+  if (!opt_.wan.active() || !wan_to_site) return transmit(cluster, *pl, f);
   if (!pl->line) {
     pl->line = &wan_line(*wan_to_site);
     pl->delay = opt_.wan.pair(opt_.cluster.site, *wan_to_site).delay;
@@ -114,19 +118,23 @@ void Relay::wait_for_the_line(const std::string& cluster, PeerLink& pl) {
     PeerLink& l = peer_link(cluster);
     const auto now = WanLine::Clock::now();
     while (!l.on_the_line.empty() && l.on_the_line.front().first <= now) {
-      transmit(l, l.on_the_line.front().second);
+      transmit(cluster, l, l.on_the_line.front().second);
       l.on_the_line.pop_front();
     }
     if (!l.on_the_line.empty()) wait_for_the_line(cluster, l);
   });
 }
 
-void Relay::transmit(PeerLink& pl, Frame& f) {
+// Every frame for the other cluster is numbered and kept until that side acknowledges it,
+// and goes on the connection if one is up; while none is, it waits in the session.
+void Relay::transmit(const std::string& cluster, PeerLink& pl, Frame& f) {
+  const LinkResume::Kept& k = pl.session.keep(std::move(f));
   if (pl.up) {
-    asio::post(link_io_, [link = pl.link, f = std::move(f)]() mutable { link->send(std::move(f)); });
+    asio::post(link_io_, [link = pl.link, header = k.header, body = k.body]() mutable { link->send_shared(header, std::move(body)); });
     return;
   }
-  pl.queue.push_back(wire::encode(f));
+  if (pl.session.kept_bytes() > kMaxLinkBacklog)
+    give_up_link(cluster, "over " + std::to_string(kMaxLinkBacklog >> 20) + " MiB wait for it (" + pl.down_why + ")");
 }
 
 // Runs on the link thread: relay links do their TLS work there, beside the main thread
@@ -140,29 +148,51 @@ asio::awaitable<void> Relay::dial_link(std::string cluster, tcp::endpoint ep) {
     why = "it presents a certificate named '" + tls::peer_common_name(stream.native_handle()) + "', not '" +
           tls::relay_name(cluster) + "'";
   if (!why.empty()) {
-    asio::post(io_, [this, cluster, ep, why] {
-      peer_link(cluster).dialling = false;
-      log::error("cannot link to the relay of cluster ", cluster, " at ", ep, ": ", why);
-      for (auto& [id, job] : jobs_)
-        if (const auto c = job->topo().index_of(cluster)) cannot_reach(*job, *c, "cannot link to cluster " + cluster + ": " + why);
-      peer_link(cluster).queue.clear();
-    });
+    std::ostringstream at;
+    at << "at " << ep << ": " << why;
+    asio::post(io_, [this, cluster, why = at.str()] { on_dial_failed(cluster, why); });
     co_return;
   }
   auto link = std::make_shared<TlsLink>(std::move(stream), "relay " + cluster);
-  link->send(wire::make_frame(Type::kLinkHello, opt_.cluster.name));
   start_link(cluster, link);
-  asio::post(io_, [this, cluster, link, ep] {
-    peer_link(cluster).dialling = false;
-    on_link_up(cluster, link);
-    log::info("linked to the relay of cluster ", cluster, " at ", ep);
+  // Posted before the link's first frame can be (its read loop starts after this returns).
+  asio::post(io_, [this, cluster, link] { on_dialled(cluster, link); });
+}
+
+void Relay::on_dial_failed(const std::string& cluster, const std::string& why) {
+  PeerLink& pl = peer_link(cluster);
+  pl.dialling = false;
+  if (stopped_) return;
+  if (pl.down_since) {  // within the grace: again later
+    log::info("redialling the relay of cluster ", cluster, " failed ", why);
+    return redial_later(cluster, pl);
+  }
+  log::error("cannot link to the relay of cluster ", cluster, " ", why);
+  for (auto& [id, job] : jobs_)
+    if (const auto c = job->topo().index_of(cluster)) cannot_reach(*job, *c, "cannot link to cluster " + cluster + " " + why);
+  if (!pl.session.knows_peer()) pl.session.forget_peer();  // what waited for the first connection
+}
+
+// The dialler speaks first: its hello, then nothing until the other's answer (on_peer_hello).
+void Relay::on_dialled(const std::string& cluster, const std::shared_ptr<TlsLink>& link) {
+  PeerLink& pl = peer_link(cluster);
+  pl.dialling = false;
+  if (stopped_) return;
+  pl.link = link;
+  pl.up = false;
+  asio::post(link_io_, [link, hello = pl.session.hello(opt_.cluster.name)] {
+    link->send(wire::make_frame(Type::kLinkHello, hello.encode()));
   });
+  log::info("linked to the relay of cluster ", cluster, "; waiting for its hello");
 }
 
 // Link thread: frames and the end of a link are handed to the main thread.
 void Relay::start_link(const std::string& cluster, const std::shared_ptr<TlsLink>& link) {
-  link->keep_alive(true);  // a hung relay is a lost link
-  link->start([this, cluster](Frame& f) { asio::post(io_, [this, cluster, f = std::move(f)]() mutable { on_link_frame(cluster, f); }); },
+  link->keep_alive(true);  // a hung relay is a lost link; idle, the heartbeats keep NAT mappings open
+  link->report_pauses();
+  link->start([this, cluster, weak = std::weak_ptr<TlsLink>(link)](Frame& f) {
+                if (auto l = weak.lock()) asio::post(io_, [this, cluster, l, f = std::move(f)]() mutable { on_link_frame(cluster, l, f); });
+              },
               [this, cluster, link](const std::string& why) {
                 asio::post(io_, [this, cluster, link, why] { on_link_lost(cluster, link, why); });
               });
@@ -202,37 +232,34 @@ asio::awaitable<void> Relay::serve_link(tcp::socket s) {
   }
   const std::string cn = tls::peer_common_name(stream.native_handle());
   auto link = std::make_shared<TlsLink>(std::move(stream), "relay link from " + remote.address().to_string() + " (" + cn + ")");
-  // Until its LinkHello is accepted (on the main thread, which knows the links), the link's
+  // Until its LinkHello is taken (on the main thread, which knows the links), the link's
   // frames go nowhere; afterwards they are handed to the main thread like a dialled link's.
   auto name = std::make_shared<std::string>();  // link thread only
   std::weak_ptr<TlsLink> weak = link;
   link->keep_alive(true);
+  link->report_pauses();
   link->start(
       [this, name, weak, cn](Frame& f) {
         auto l = weak.lock();
         if (!l) return;
         if (!name->empty()) {
-          asio::post(io_, [this, cluster = *name, f = std::move(f)]() mutable { on_link_frame(cluster, f); });
+          asio::post(io_, [this, cluster = *name, l, f = std::move(f)]() mutable { on_link_frame(cluster, l, f); });
           return;
         }
-        if (f.header.type != Type::kLinkHello || f.body.empty()) return l->fail("the first frame must be LinkHello");
-        if (l->stream().encrypted() && cn != tls::relay_name(f.body)) {
-          log::warn("refusing a link from ", l->peer(), ": certificate '", cn, "' may not speak for cluster '", f.body, "'");
-          return l->fail("certificate '" + cn + "' may not speak for cluster '" + f.body + "'");
+        if (f.header.type != Type::kLinkHello) return l->fail("the first frame must be LinkHello");
+        LinkHello hello;
+        try {
+          hello = LinkHello::decode(f.body);
+        } catch (const wire::BadBody& e) {
+          return l->fail(std::string("bad LinkHello: ") + e.what());
         }
-        *name = f.body;
+        if (l->stream().encrypted() && cn != tls::relay_name(hello.cluster)) {
+          log::warn("refusing a link from ", l->peer(), ": certificate '", cn, "' may not speak for cluster '", hello.cluster, "'");
+          return l->fail("certificate '" + cn + "' may not speak for cluster '" + hello.cluster + "'");
+        }
+        *name = hello.cluster;
         l->set_peer("relay " + *name);
-        asio::post(io_, [this, cluster = *name, l] {
-          // One link per pair of clusters: a second one while the first is up would take
-          // its traffic (a replayed or stolen credential); it is refused.
-          if (auto it = links_.find(cluster); it != links_.end() && it->second->up) {
-            log::warn("refusing a second link from cluster ", cluster, " (", l->peer(), "): one is up already");
-            asio::post(link_io_, [l, cluster] { l->fail("a link with cluster '" + cluster + "' is up already"); });
-            return;
-          }
-          on_link_up(cluster, l);
-          log::info("accepted a link from the relay of cluster ", cluster);
-        });
+        asio::post(io_, [this, hello, l] { on_accepted_hello(hello.cluster, l, hello); });
       },
       [this, name, link](const std::string& why) {
         if (name->empty()) return;
@@ -240,34 +267,192 @@ asio::awaitable<void> Relay::serve_link(tcp::socket s) {
       });
 }
 
-void Relay::on_link_up(const std::string& cluster, const std::shared_ptr<TlsLink>& link) {
-  PeerLink* pl = &peer_link(cluster);
-  pl->link = link;
-  pl->up = true;
-  asio::post(link_io_, [link, queue = std::move(pl->queue)]() mutable {
-    for (auto& bytes : queue) link->send_bytes(std::move(bytes));
-  });
-  pl->queue.clear();
+// The side that accepts answers the dialler's hello with its own once it has taken it.
+void Relay::on_accepted_hello(const std::string& cluster, const std::shared_ptr<TlsLink>& link, const LinkHello& hello) {
+  if (stopped_) return;
+  PeerLink& pl = peer_link(cluster);
+  if (pl.link && pl.link != link) {
+    // One link per pair of clusters. A second one while the first is up would take its
+    // traffic (a replayed or stolen credential): it is refused, unless it resumes the
+    // session of the first, whose connection then broke without this side noticing yet
+    // (its packets dropped, or a reset that never reached us).
+    const bool resumes = hello.instance != 0 && pl.session.knows_peer() && hello.peer_instance == pl.session.instance();
+    if (!resumes) {
+      log::warn("refusing a second link from cluster ", cluster, " (", link->peer(), "): one is up already");
+      asio::post(link_io_, [link, cluster] { link->fail("a link with cluster '" + cluster + "' is up already"); });
+      return;
+    }
+    log::info("the relay of cluster ", cluster, " resumes the link on a new connection; the old one is closed");
+    asio::post(link_io_, [old = pl.link] { old->close("replaced by a new connection resuming the link"); });
+    if (!pl.down_since) {
+      pl.down_since = std::chrono::steady_clock::now();
+      pl.down_why = "the connection was replaced";
+    }
+  }
+  pl.link = link;
+  pl.up = false;
+  on_peer_hello(cluster, pl, hello, true);
 }
 
-// A lost relay link may have taken frames with it: no job spanning that cluster can go on
-// with both (cannot_reach); none is left waiting for data that will never come.
+// Both hellos known: the session goes on (what the other side had not received is sent
+// again), begins, or was over (the other relay restarted or gave the link up). The side
+// that accepted the connection answers with its hello first.
+void Relay::on_peer_hello(const std::string& cluster, PeerLink& pl, const LinkHello& hello, bool answer) {
+  const std::shared_ptr<TlsLink> link = pl.link;
+  if (hello.cluster != cluster) {
+    log::warn("the relay of cluster ", cluster, " says it is cluster '", hello.cluster, "': closing the link");
+    asio::post(link_io_, [link, cluster] { link->fail("this link was dialled to cluster '" + cluster + "'"); });
+    return;
+  }
+  const std::deque<LinkResume::Kept> before = pl.session.kept();  // shared bodies: no copy
+  const LinkResume::Answer a = pl.session.on_hello(hello);
+  if (a.outcome == LinkResume::Outcome::kRefused) {
+    log::warn("cannot resume the link with cluster ", cluster, ": ", a.why);
+    asio::post(link_io_, [link, why = a.why] { link->fail("cannot resume the link: " + why); });
+    return;
+  }
+  if (a.outcome == LinkResume::Outcome::kPeerRestarted) {
+    // What crossed the link before is lost with the other side's session: the jobs then
+    // across it cannot go on whole. Frames of jobs begun since go into the new session.
+    const std::vector<std::uint64_t> lost = pl.down_since ? pl.jobs_when_lost : jobs_across(cluster);
+    for (const std::uint64_t id : lost)
+      if (auto it = jobs_.find(id); it != jobs_.end())
+        if (const auto c = it->second->topo().index_of(cluster))
+          cannot_reach(*it->second, *c, "lost the link to cluster " + cluster + " (its relay " + a.why + ")");
+    for (const auto& k : before)
+      if (auto it = jobs_.find(k.header.job); it != jobs_.end() && !it->second->end.stopped &&
+                                              std::find(lost.begin(), lost.end(), k.header.job) == lost.end())
+        pl.session.keep(Frame{k.header, *k.body});
+    log::warn("the relay of cluster ", cluster, " ", a.why, ": a new link session begins");
+  }
+  std::vector<LinkResume::Kept> again(pl.session.kept().begin(), pl.session.kept().end());
+  asio::post(link_io_, [link, again = std::move(again), ours = answer ? std::optional(pl.session.hello(opt_.cluster.name)) : std::nullopt] {
+    if (ours) link->send(wire::make_frame(Type::kLinkHello, ours->encode()));
+    for (const auto& k : again) link->send_shared(k.header, k.body);
+  });
+  pl.up = true;
+  if (pl.down_since) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - *pl.down_since).count();
+    log::warn("link with cluster ", cluster, " back after ", std::round(seconds * 10) / 10, " s (it broke: ", pl.down_why, "); ",
+              pl.session.kept().size(), " frames that had not arrived sent again");
+    pl.down_since.reset();
+    pl.jobs_when_lost.clear();
+    pl.redial_after = std::chrono::milliseconds(0);
+    if (pl.grace) pl.grace->cancel();
+    if (pl.redial) pl.redial->cancel();
+  } else {
+    log::info("link with cluster ", cluster, " up (", a.outcome == LinkResume::Outcome::kResumed ? "resumed" : "new", " session)");
+  }
+}
+
+// A connection that broke, or was closed: the link's jobs pause while it is dialled again
+// (by the side that dials), for up to Options::link_grace.
 void Relay::on_link_lost(const std::string& cluster, const std::shared_ptr<TlsLink>& link, const std::string& why) {
   auto it = links_.find(cluster);
-  // A link that never became the cluster's (refused, or replaced) takes nothing with it.
+  // A connection that never became the cluster's (refused, or replaced) takes nothing with it.
   if (it == links_.end() || it->second->link != link) return;
-  it->second->up = false;
+  PeerLink& pl = *it->second;
+  pl.link = nullptr;
+  pl.up = false;
   if (stopped_) return;
-  bool hit = false;
-  for (auto& [id, job] : jobs_)
-    if (const auto c = job->topo().index_of(cluster)) {
-      hit = true;
-      cannot_reach(*job, *c, "lost the link to cluster " + cluster + " (" + why + ")");
-    }
-  log::emit(hit ? log::Level::kWarn : log::Level::kInfo, "link with cluster ", cluster, " closed: ", why);
+  const std::vector<std::uint64_t> across = jobs_across(cluster);
+  if (across.empty() && pl.session.kept().empty() && !pl.down_since) {
+    log::info("link with cluster ", cluster, " closed: ", why, " (no job crosses it)");
+    return;  // the session stays: the next job's link resumes it
+  }
+  if (!pl.session.knows_peer() && !pl.down_since) return on_dial_failed(cluster, "(the connection broke before the hellos: " + why + ")");
+  if (!pl.down_since) {
+    pl.down_since = std::chrono::steady_clock::now();
+    pl.down_why = why;
+    pl.jobs_when_lost = across;
+  }
+  const auto grace = std::chrono::duration_cast<std::chrono::seconds>(opt_.link_grace).count();
+  if (grace == 0) return give_up_link(cluster, why);
+  log::warn("link with cluster ", cluster, " broke (", why, "): ",
+            across.size() == 1 ? "the job" : std::to_string(across.size()) + " jobs", " across it pause; ",
+            pl.dial_to ? "dialling it again" : "waiting for it to dial again", " for up to ", grace, " s");
+  if (!pl.grace) {
+    pl.grace = std::make_unique<asio::steady_timer>(io_);
+    pl.grace->expires_after(opt_.link_grace);
+    pl.grace->async_wait([this, cluster, grace](const boost::system::error_code& ec) {
+      if (ec || stopped_) return;
+      PeerLink& l = peer_link(cluster);
+      l.grace.reset();
+      if (l.down_since && !l.up) give_up_link(cluster, "down for " + std::to_string(grace) + " s, its grace: " + l.down_why);
+    });
+  }
+  if (pl.dial_to && !pl.dialling) redial_later(cluster, pl);
 }
 
-void Relay::on_link_frame(const std::string& cluster, Frame& f) {
+void Relay::redial_later(const std::string& cluster, PeerLink& pl) {
+  if (!pl.dial_to || stopped_) return;
+  pl.redial_after = pl.redial_after.count() ? std::min(2 * pl.redial_after, std::chrono::milliseconds(kRedialMost)) : kRedialFirst;
+  if (!pl.redial) pl.redial = std::make_unique<asio::steady_timer>(io_);
+  pl.redial->expires_after(pl.redial_after);
+  pl.redial->async_wait([this, cluster](const boost::system::error_code& ec) {
+    if (ec || stopped_) return;
+    PeerLink& l = peer_link(cluster);
+    if (l.down_since && !l.link && !l.dialling) dial(cluster, l);
+  });
+}
+
+// The link stayed down past its grace (or holds too much): the clusters are cut off from each
+// other for the jobs across it, and the session ends (the other side learns so at the next
+// connection).
+void Relay::give_up_link(const std::string& cluster, const std::string& why) {
+  PeerLink& pl = peer_link(cluster);
+  log::warn("giving the link with cluster ", cluster, " up: ", why);
+  for (const std::uint64_t id : jobs_across(cluster)) {
+    Job& job = *jobs_.at(id);
+    if (const auto c = job.topo().index_of(cluster)) cannot_reach(job, *c, "lost the link to cluster " + cluster + " (" + why + ")");
+  }
+  pl.session.forget_peer();
+  pl.down_since.reset();
+  pl.jobs_when_lost.clear();
+  pl.redial_after = std::chrono::milliseconds(0);
+  if (pl.grace) pl.grace->cancel();
+  if (pl.redial) pl.redial->cancel();
+  if (pl.link) asio::post(link_io_, [link = pl.link] { link->close("the link was given up"); });
+  pl.link = nullptr;
+  pl.up = false;
+}
+
+std::vector<std::uint64_t> Relay::jobs_across(const std::string& cluster) const {
+  std::vector<std::uint64_t> ids;
+  for (const auto& [id, job] : jobs_)
+    if (!job->end.stopped && job->topo().index_of(cluster)) ids.push_back(id);
+  return ids;
+}
+
+void Relay::on_link_frame(const std::string& cluster, const std::shared_ptr<TlsLink>& link, Frame& f) {
+  PeerLink& pl = peer_link(cluster);
+  if (link != pl.link) return;  // a connection replaced or given up: its last frames are not the session's
+  if (f.header.type == Type::kLinkHello) {
+    if (pl.up) {
+      asio::post(link_io_, [link] { link->fail("a second LinkHello"); });
+      return;
+    }
+    try {
+      return on_peer_hello(cluster, pl, LinkHello::decode(f.body), false);
+    } catch (const wire::BadBody& e) {
+      asio::post(link_io_, [link, why = std::string(e.what())] { link->fail("bad LinkHello: " + why); });
+      return;
+    }
+  }
+  if (!pl.up) {
+    asio::post(link_io_, [link] { link->fail("frames before the LinkHello"); });
+    return;
+  }
+  if (f.header.type == Type::kLinkAck) {
+    if (!pl.session.acknowledged(f.header.seq))
+      asio::post(link_io_, [link, n = f.header.seq] { link->fail("LinkAck of " + std::to_string(n) + " frames, which were not sent"); });
+    return;
+  }
+  if (const auto count = pl.session.received(f.body.size())) {
+    Frame ack = wire::make_frame(Type::kLinkAck);
+    ack.header.seq = *count;
+    asio::post(link_io_, [link, ack = std::move(ack)]() mutable { link->send(std::move(ack)); });
+  }
   if (!is_process_traffic(f.header.type)) {
     log::warn("ignoring ", wire::type_name(f.header.type), " frame on the link from cluster ", cluster);
     return;

@@ -45,6 +45,11 @@ description, and carries the job's traffic to and from other clusters.
                       how long this cluster's jobs keep running when the broker is lost
                       (default 60): a broker restarted on its --state-dir within it takes
                       them back; after it they are killed
+  --link-grace SECONDS
+                      how long a broken link to another cluster's relay may stay down
+                      before that cluster is cut off (default 60, or the grid description's
+                      linkGrace): meanwhile the jobs across it pause, it is dialled again,
+                      and what the other side had not received is sent again
   --gridproc PATH     the per-process monitor (default: gridproc next to this program)
   --link-encryption tls|none
                       relay-to-relay links over mutual TLS 1.3 (the default), or, for
@@ -92,14 +97,15 @@ int main(int argc, char** argv) {
   using namespace gridrt;
   log::set_component("relay");
   std::string grid_path, cluster, broker, gridproc, link_encryption = "tls", grid_map, broker_grace = "60",
-              cgroup = "auto";
+              cgroup = "auto", link_grace;
   bool single_user = false, quiet = false;
   tls::Credentials creds;
   std::vector<std::pair<std::string, std::string>> wan_options;
   parse_daemon_options(argc, argv, "gridrelay", kUsage,
                        {{"--grid", &grid_path}, {"--cluster", &cluster}, {"--broker", &broker}, {"--cert", &creds.cert},
                         {"--key", &creds.key}, {"--ca", &creds.ca}, {"--gridproc", &gridproc}, {"--grid-mapfile", &grid_map},
-                        {"--link-encryption", &link_encryption}, {"--broker-grace", &broker_grace}, {"--cgroup", &cgroup}},
+                        {"--link-encryption", &link_encryption}, {"--broker-grace", &broker_grace}, {"--cgroup", &cgroup},
+                        {"--link-grace", &link_grace}},
                        {"--grid", "--cluster", "--broker", "--cert", "--key", "--ca"}, {{"--single-user", &single_user}, {"--quiet", &quiet}},
                        {"--emulate-wan", "--emulate-wan-pair", "--emulate-wan-access"}, &wan_options);
   if (quiet) log::set_notices(false);
@@ -108,12 +114,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gridrelay: --link-encryption must be tls or none, not '%s'\n", link_encryption.c_str());
     return 2;
   }
-  char* end = nullptr;
-  const long grace = std::strtol(broker_grace.c_str(), &end, 10);
-  if (broker_grace.empty() || *end || grace < 0 || grace > 86400) {
-    std::fprintf(stderr, "gridrelay: --broker-grace must be a number of seconds from 0 to 86400, not '%s'\n", broker_grace.c_str());
-    return 2;
-  }
+  // A number of seconds from 0 to 86400, or -1 (said on stderr) when it is not one.
+  const auto seconds_of = [](const char* option, const std::string& text) -> long {
+    char* end = nullptr;
+    const long seconds = std::strtol(text.c_str(), &end, 10);
+    if (!text.empty() && !*end && seconds >= 0 && seconds <= 86400) return seconds;
+    std::fprintf(stderr, "gridrelay: %s must be a number of seconds from 0 to 86400, not '%s'\n", option, text.c_str());
+    return -1;
+  };
+  const long grace = seconds_of("--broker-grace", broker_grace);
+  const long link_grace_option = link_grace.empty() ? 0 : seconds_of("--link-grace", link_grace);
+  if (grace < 0 || link_grace_option < 0) return 2;
   if (!grid_map.empty() && ::geteuid() != 0) {
     std::fprintf(stderr, "gridrelay: --grid-mapfile needs the relay to run as root, to start each user's processes under their account\n");
     return 2;
@@ -147,6 +158,8 @@ int main(int argc, char** argv) {
     Relay::Options options{*desc, creds, parse_endpoint(broker), gridproc, link_encryption == "tls", wan, grid_map,
                            job_cgroups(cgroup, !grid_map.empty())};
     options.broker_grace = std::chrono::seconds(grace);
+    if (!link_grace.empty()) options.link_grace = std::chrono::seconds(link_grace_option);
+    else if (grid.link_grace_seconds) options.link_grace = std::chrono::seconds(*grid.link_grace_seconds);
     Relay relay(io, options);
     relay.prepare_for_strangers();
     if (wan.active()) log::info("emulating a WAN under relay links: ", wan.describe());

@@ -124,6 +124,8 @@ void Relay::stop() {
   for (auto& [name, l] : links_) {
     if (l->link) links.push_back(l->link);
     if (l->line_timer) l->line_timer->cancel();
+    if (l->grace) l->grace->cancel();
+    if (l->redial) l->redial->cancel();
   }
   asio::post(link_io_, [this, links] {
     for (auto& l : links) l->close("relay stopping");

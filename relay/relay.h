@@ -56,6 +56,9 @@ class Relay {
     // How long jobs keep running without the broker: a broker that restarts within it takes
     // them back (docs/architecture.md, "When the broker restarts"); after it they are killed.
     std::chrono::steady_clock::duration broker_grace = std::chrono::seconds(60);
+    // How long a broken relay-to-relay link may stay down (its jobs paused, redialled, what
+    // the other side had not received sent again) before its cluster is cut off.
+    std::chrono::steady_clock::duration link_grace = std::chrono::seconds(60);
   };
   Relay(asio::io_context& io, Options opt);
   ~Relay();
@@ -113,17 +116,24 @@ class Relay {
   asio::awaitable<void> accept_links();
   asio::awaitable<void> serve_link(tcp::socket s);
   asio::awaitable<void> dial_link(std::string cluster, tcp::endpoint ep);
-  void on_link_frame(const std::string& cluster, wire::Frame& f);
-  void on_link_up(const std::string& cluster, const std::shared_ptr<TlsLink>& link);
+  void on_link_frame(const std::string& cluster, const std::shared_ptr<TlsLink>& link, wire::Frame& f);
+  void on_dialled(const std::string& cluster, const std::shared_ptr<TlsLink>& link);
+  void on_dial_failed(const std::string& cluster, const std::string& why);
+  void on_accepted_hello(const std::string& cluster, const std::shared_ptr<TlsLink>& link, const LinkHello& hello);
+  void on_peer_hello(const std::string& cluster, PeerLink& pl, const LinkHello& hello, bool answer);
   void on_link_lost(const std::string& cluster, const std::shared_ptr<TlsLink>& link, const std::string& why);
   void start_link(const std::string& cluster, const std::shared_ptr<TlsLink>& link);
+  void dial(const std::string& cluster, PeerLink& pl);
+  void redial_later(const std::string& cluster, PeerLink& pl);
+  void give_up_link(const std::string& cluster, const std::string& why);
+  std::vector<std::uint64_t> jobs_across(const std::string& cluster) const;
   void ensure_links(const Job& job);
   PeerLink& peer_link(const std::string& cluster);  // made on first use
   // wan_to_site: the site the frame crosses the WAN to, or null within this site.
   void send_to_cluster(const std::string& cluster, wire::Frame& f, const std::string* wan_to_site);
   WanLine& wan_line(const std::string& site);
   void wait_for_the_line(const std::string& cluster, PeerLink& pl);  // WAN emulation
-  void transmit(PeerLink& pl, wire::Frame& f);
+  void transmit(const std::string& cluster, PeerLink& pl, wire::Frame& f);
 
   // Routing and job life.
   void route(Job& job, wire::Frame& f);

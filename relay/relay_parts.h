@@ -8,6 +8,7 @@
 #include <map>
 
 #include "common/messages.h"
+#include "relay/link_resume.h"
 #include "relay/part_end.h"
 #include "relay/relay.h"
 
@@ -29,6 +30,13 @@ inline constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
 // Frames held for a local rank that has not connected yet. Flow control keeps this to a
 // window per stream; more means a misbehaving sender, and the job is stopped.
 inline constexpr std::size_t kMaxPendingBytes = 64u << 20;
+// What a relay link may hold for the other side, kept until acknowledged, while it is down:
+// flow control keeps it to a window per stream; past this the link is given up at once.
+inline constexpr std::size_t kMaxLinkBacklog = 1u << 30;
+// Redialling a broken relay link: the first attempt after this, then twice as long each time,
+// up to kRedialMost (within the grace).
+inline constexpr auto kRedialFirst = std::chrono::milliseconds(200);
+inline constexpr auto kRedialMost = std::chrono::milliseconds(5000);
 // A part's end and output are kept this long after it ended with the broker there: a broker
 // that dies just after may not have taken them in.
 inline constexpr auto kFinishedKept = std::chrono::seconds(10);
@@ -87,11 +95,22 @@ struct Relay::Job {
   }
 };
 
+// The link to one other cluster's relay: a session of numbered frames (LinkResume) over a
+// succession of connections, one at a time.
 struct Relay::PeerLink {
-  std::shared_ptr<TlsLink> link;
+  std::shared_ptr<TlsLink> link;  // the connection, from its hello on (up: both hellos went)
   bool up = false;
   bool dialling = false;
-  std::vector<std::string> queue;  // encoded frames waiting for the link to come up
+  LinkResume session{random_instance()};
+  // This relay dials the link (relay_link_dialer), there; set by the first dial.
+  std::optional<tcp::endpoint> dial_to;
+  // After a connection broke: since when, why, and the grace (Options::link_grace) and
+  // redial timers; the jobs across it then, which a peer that restarted takes with it.
+  std::optional<std::chrono::steady_clock::time_point> down_since;
+  std::string down_why;
+  std::unique_ptr<asio::steady_timer> grace, redial;
+  std::chrono::milliseconds redial_after{0};
+  std::vector<std::uint64_t> jobs_when_lost;
   // WAN emulation (Options::wan): frames wait here until the emulated line delivers them,
   // in order (arrival times never decrease).
   WanLine* line = nullptr;  // Relay::wan_line's, shared by the links to one site (or all)

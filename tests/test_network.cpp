@@ -152,7 +152,7 @@ class ThreeSites : public ::testing::Test {
 
   void write_grid() {
     std::ofstream g(dir_ + "/grid.xml");
-    g << "<grid>\n";
+    g << "<grid" << (link_grace_.empty() ? "" : " linkGrace=\"" + link_grace_ + "\"") << ">\n";
     const std::string c_frontend = misdeclare_c_ ? "reachable" : "unreachable";
     const std::string network[] = {"<network frontend=\"reachable\" nodes=\"public\" inbound=\"yes\" ports=\"7100-7110\"/>",
                                    "<network frontend=\"reachable\" nodes=\"private\" inbound=\"no\" outbound=\"yes\"/>",
@@ -240,6 +240,31 @@ class ThreeSites : public ::testing::Test {
     return pid;
   }
 
+  // An unmodified MPI job of the three sites (tests/mpi/stream.c) streaming checksummed
+  // messages between every two processes both ways, with an all-reduce and a broadcast each
+  // round: `rounds` of 64 KiB messages, 100 ms apart; returns once its first round is done.
+  pid_t start_stream_job(int rounds) {
+    std::string text = slurp(kSrc + "/jobprofiles/three-sites.xml");
+    const std::string program = "$GRIDRT_EXAMPLES/hello", args = "<arguments><value>--pingpong-bytes</value><value>100000</value></arguments>";
+    text.replace(text.find(program), program.size(), std::string(GRIDRT_MPI_TESTS_DIR) + "/mpi_stream");
+    text.replace(text.find(args), args.size(),
+                 "<arguments><value>" + std::to_string(rounds) + "</value><value>65536</value><value>100</value></arguments>");
+    std::ofstream(dir_ + "/stream.xml") << text;
+    const pid_t pid = start_gridrun({dir_ + "/stream.xml"}, "stream");
+    for (int i = 0; i < 300 && slurp(dir_ + "/stream.log").find("round 0") == std::string::npos; ++i) std::this_thread::sleep_for(50ms);
+    EXPECT_NE(slurp(dir_ + "/stream.log").find("round 0"), std::string::npos) << "the stream did not get going:\n" << slurp(dir_ + "/stream.log");
+    return pid;
+  }
+
+  // Cuts the relay link between sites c and a (c dialled a's relay) for `d`: what a's relay
+  // sends c is dropped, or answered with a reset (`how`: an iptables target).
+  void cut_link_for(const std::string& how, std::chrono::milliseconds d) {
+    const std::string rule = "INPUT -p tcp --sport " + std::to_string(sites_[0].link_port) + " -j " + how;
+    run_or_fail("ip netns exec " + sites_[2].ns + " iptables -I " + rule);
+    std::this_thread::sleep_for(d);
+    run_or_fail("ip netns exec " + sites_[2].ns + " iptables -D " + rule);
+  }
+
   // A task queue over the three sites (tests/queue_check, 600 tasks of up to 20 ms) that
   // goes on without a lost cluster; returns once site c's process has run 5 tasks.
   pid_t start_queue_job() {
@@ -317,6 +342,9 @@ class ThreeSites : public ::testing::Test {
   }
 
   bool misdeclare_c_ = false;  // declare site c reachable, which it is not
+  // How long a broken relay link may stay down: short here, where links are cut for good
+  // (empty: the relays' default, 60 s).
+  std::string link_grace_ = "4";
   std::string prefix_, wan_, dir_;
   std::vector<Site> sites_;
   std::vector<pid_t> daemons_;
@@ -468,7 +496,7 @@ TEST_F(ThreeSites, StrangersAndForgeriesAreRefusedWhileTheJobRunsOn) {
       return errors_until_closed(s) == "a link with cluster '" + relay + "' is up already" ? 0 : 1;
     });
   };
-  std::string forged = wire::encode(wire::make_frame(wire::Type::kLinkHello, "d"));
+  std::string forged = wire::encode(wire::make_frame(wire::Type::kLinkHello, LinkHello{"d", 42, 0, 0}.encode()));
   for (int i = 0; i < 3; ++i) {
     wire::Frame f = wire::make_frame(wire::Type::kData, "forged payload", 1);
     f.header.src = 2;  // rank 2 is on cluster c, not d
@@ -477,7 +505,7 @@ TEST_F(ThreeSites, StrangersAndForgeriesAreRefusedWhileTheJobRunsOn) {
     forged += wire::encode(f);
   }
   EXPECT_EQ(speak_as("d", forged, false), 0);
-  EXPECT_EQ(speak_as("c", wire::encode(wire::make_frame(wire::Type::kLinkHello, "c")), true), 0);
+  EXPECT_EQ(speak_as("c", wire::encode(wire::make_frame(wire::Type::kLinkHello, LinkHello{"c", 42, 0, 0}.encode())), true), 0);
 
   // The job was undisturbed: every round's data checked out, and it ended well.
   const Outcome r = finish(job, "long");
@@ -541,6 +569,51 @@ TEST_F(ThreeSites, ARelayThatDiesUnderAJobThatGoesOnLosesOnlyItsCluster) {
   ::waitpid(relay_b, nullptr, 0);
   std::erase(daemons_, relay_b);
   expect_went_on_without(job, 1, "lost the relay of cluster b (");
+}
+
+// The same network, with the relays' default grace for a broken link (60 s).
+class ThreeSitesPatient : public ThreeSites {
+ protected:
+  ThreeSitesPatient() { link_grace_ = ""; }
+
+  // The stream job across a cut of `how` for `seconds` ends well, every message and every
+  // collective checked, and the relays logged the pause (`logged`).
+  void expect_stream_survives(const std::string& how, int seconds, const std::string& logged) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const pid_t job = start_stream_job(40);
+    cut_link_for(how, std::chrono::seconds(seconds));
+    const Outcome r = finish(job, "stream");
+    const std::string relays = "relay a:\n" + slurp(dir_ + "/relay-a.log") + "relay c:\n" + slurp(dir_ + "/relay-c.log");
+    EXPECT_EQ(r.status, 0) << r.out << relays;
+    EXPECT_NE(r.out.find("stream: 40 rounds, 80 messages of 65536 bytes received here"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("checks passed on 3 processes"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("FAILED"), std::string::npos) << r.out;
+    EXPECT_NE(relays.find(logged), std::string::npos) << relays;
+    // The job paused for the cut: 40 rounds of 100 ms alone take 4 s.
+    EXPECT_GT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(seconds)) << r.out;
+  }
+};
+
+// TCP carries a link through two seconds of dropped packets by itself (retransmissions):
+// the relays only notice the silence.
+TEST_F(ThreeSitesPatient, ALinkWhosePacketsAreDroppedForTwoSecondsPausesTheJobOnly) {
+  expect_stream_survives("DROP", 2, "s of silence");
+}
+
+// A reset ends the connection: c dials a again, and each side sends what the other had not
+// received.
+TEST_F(ThreeSitesPatient, ALinkResetForTwoSecondsIsDialledAgainAndLosesNothing) {
+  expect_stream_survives("REJECT --reject-with tcp-reset", 2, "link with cluster c back after");
+}
+
+// Twenty seconds of dropped packets outlast TCP's patience (GRIDRT_DEAD_PEER_SECONDS, 6 s
+// here): both connections end, and the link comes back when the line does.
+TEST_F(ThreeSitesPatient, ALinkDroppedForTwentySecondsComesBackAndLosesNothing) {
+  expect_stream_survives("DROP", 20, "link with cluster a back after");
+}
+
+TEST_F(ThreeSitesPatient, ALinkResetForTwentySecondsComesBackAndLosesNothing) {
+  expect_stream_survives("REJECT --reject-with tcp-reset", 20, "link with cluster c back after");
 }
 
 // Site c is declared reachable, which its firewall makes false: the broker's probe finds
