@@ -39,7 +39,7 @@ struct Grid {
   std::vector<ClusterDesc> clusters;
   WanPlan wan;  // <wan>: the emulated WAN between its sites (a test facility; none by default)
   // <grid linkGrace="SECONDS">: how long a broken relay-to-relay link may stay down, its jobs
-  // paused, before its clusters are cut off from each other (relay/link_resume.h); unset:
+  // paused, before its clusters are cut off from each other (common/link_resume.h); unset:
   // the relay's own setting (gridrelay --link-grace, default 60).
   std::optional<int> link_grace_seconds;
 

@@ -78,7 +78,7 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
     enqueue(std::move(o));
   }
   // A frame whose body is shared with whoever keeps it for sending again (a relay link's
-  // session, relay/link_resume.h): written without a copy, released once written.
+  // session, common/link_resume.h): written without a copy, released once written.
   void send_shared(const wire::Header& h, std::shared_ptr<const std::string> body) {
     Outbound o;
     o.head.resize(wire::kHeaderSize);
@@ -88,8 +88,9 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
     o.shared = std::move(body);
     enqueue(std::move(o));
   }
-  // Already encoded frames.
+  // Already encoded frames; or shared with whoever keeps them for sending again.
   void send_bytes(std::string bytes) { enqueue(Outbound{std::move(bytes), {}, {}}); }
+  void send_shared_bytes(std::shared_ptr<const std::string> bytes) { enqueue(Outbound{{}, {}, std::move(bytes)}); }
   // Sends an Error frame, then closes once it is written.
   void fail(const std::string& why) {
     send(wire::make_frame(wire::Type::kError, why));
@@ -242,7 +243,7 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
         batch.push_back(std::move(queue_.front()));
         queue_.pop_front();
         const Outbound& o = batch.back();
-        buffers.push_back(asio::buffer(o.head));
+        if (!o.head.empty()) buffers.push_back(asio::buffer(o.head));
         const std::string& body = o.shared ? *o.shared : o.body;
         if (!body.empty()) buffers.push_back(asio::buffer(body));
         bytes += o.head.size() + body.size();

@@ -169,7 +169,7 @@ struct JobEnd {
 // Relay <-> relay, the first frame each end of a relay link sends (the dialler first; the
 // other answers once it has accepted the link). A link that broke is resumed by the next one
 // between the same two relays: each says how many frames it has received so far from the
-// other, which sends the rest again (relay/link_resume.h).
+// other, which sends the rest again (common/link_resume.h).
 struct LinkHello {
   std::string cluster;              // the sender's cluster
   std::uint64_t instance = 0;       // the sender relay's life (random at start, never 0)

@@ -40,6 +40,7 @@ const char* type_name(Type t) {
     case Type::kReplayOutput: return "ReplayOutput";
     case Type::kStatus: return "Status";
     case Type::kLinkAck: return "LinkAck";
+    case Type::kDirectResume: return "DirectResume";
   }
   return "unknown";
 }
@@ -53,7 +54,7 @@ std::uint64_t get(const unsigned char*& p, int bytes) {
   for (int i = 0; i < bytes; ++i) v |= static_cast<std::uint64_t>(*p++) << (8 * i);
   return v;
 }
-bool known_type(std::uint16_t t) { return t >= 1 && t <= static_cast<std::uint16_t>(Type::kLinkAck); }
+bool known_type(std::uint16_t t) { return t >= 1 && t <= static_cast<std::uint16_t>(Type::kDirectResume); }
 }  // namespace
 
 void encode_header(const Header& h, unsigned char out[kHeaderSize]) {

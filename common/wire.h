@@ -69,8 +69,10 @@ enum class Type : std::uint16_t {
   kReplayOutput = 31,  // broker -> relay: send again the job's output numbered after `seq`;
                        // relay -> broker, empty, after those: the replay is complete
   kStatus = 32,        // launcher -> broker, empty: how is the grid? broker -> launcher: GridStatus
-  kLinkAck = 33,       // relay <-> relay, empty: the sender has received `seq` frames on this link
-                       // in all (since the LinkHellos); the other may forget those (LinkResume)
+  kLinkAck = 33,       // relay <-> relay, process <-> process (direct), empty: the sender has received
+                       // `seq` frames on this link in all; the other may forget those (link_resume.h)
+  kDirectResume = 34,  // process -> relays -> process: src's direct connection with dst broke, and
+                       // src had received `seq` frames on it; dst sends the rest through the relays
 };
 // kData and kRest flags: more fragments of the same part of the message follow (the last one
 // has it clear). First kData fragment only: the message is synchronous (its sender waits for

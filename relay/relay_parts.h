@@ -8,7 +8,7 @@
 #include <map>
 
 #include "common/messages.h"
-#include "relay/link_resume.h"
+#include "common/link_resume.h"
 #include "relay/part_end.h"
 #include "relay/relay.h"
 
@@ -45,7 +45,7 @@ inline constexpr auto kFinishedKept = std::chrono::seconds(10);
 inline bool is_process_traffic(wire::Type t) {
   using wire::Type;
   return t == Type::kData || t == Type::kRest || t == Type::kCredit || t == Type::kMatched || t == Type::kConnectBack ||
-         t == Type::kDirectFailed;
+         t == Type::kDirectFailed || t == Type::kDirectResume;
 }
 
 struct Relay::LocalConn {

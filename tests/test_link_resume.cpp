@@ -1,4 +1,4 @@
-// A relay link's session across broken connections (relay/link_resume.h), without sockets:
+// A relay link's session across broken connections (common/link_resume.h), without sockets:
 // two ends exchanging numbered frames and acknowledgements over an in-memory line that can
 // be cut at any point, losing whatever is on it.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "relay/link_resume.h"
+#include "common/link_resume.h"
 
 using namespace gridrt;
 
@@ -121,7 +121,7 @@ TEST(LinkResume, AcknowledgementsBoundWhatIsKept) {
     line.deliver(line.b, 1);  // the acknowledgement, when one was due
     most = std::max(most, line.a.session.kept().size());
   }
-  EXPECT_LE(most, LinkResume::kAckFrames);
+  EXPECT_LE(most, kAckFrames);
   EXPECT_GT(most, 0u);
   // Large frames: acknowledged by bytes before kAckFrames of them.
   std::size_t most_bytes = 0;
@@ -131,7 +131,7 @@ TEST(LinkResume, AcknowledgementsBoundWhatIsKept) {
     line.deliver(line.b, 1);
     most_bytes = std::max(most_bytes, line.a.session.kept_bytes());
   }
-  EXPECT_LE(most_bytes, LinkResume::kAckBytes + (1 << 20) + 64 * wire::kHeaderSize);
+  EXPECT_LE(most_bytes, kAckBytes + (1 << 20) + 64 * wire::kHeaderSize);
 }
 
 // The answer to a dialler's hello is lost with the connection: the dialler never learnt the

@@ -250,6 +250,7 @@ class ThreeSites : public ::testing::Test {
     text.replace(text.find(args), args.size(),
                  "<arguments><value>" + std::to_string(rounds) + "</value><value>65536</value><value>100</value></arguments>");
     std::ofstream(dir_ + "/stream.xml") << text;
+    fs::remove(dir_ + "/stream.log");  // a job before this one's: its first round is not this one's
     const pid_t pid = start_gridrun({dir_ + "/stream.xml"}, "stream");
     for (int i = 0; i < 300 && slurp(dir_ + "/stream.log").find("round 0") == std::string::npos; ++i) std::this_thread::sleep_for(50ms);
     EXPECT_NE(slurp(dir_ + "/stream.log").find("round 0"), std::string::npos) << "the stream did not get going:\n" << slurp(dir_ + "/stream.log");
@@ -614,6 +615,29 @@ TEST_F(ThreeSitesPatient, ALinkDroppedForTwentySecondsComesBackAndLosesNothing) 
 
 TEST_F(ThreeSitesPatient, ALinkResetForTwentySecondsComesBackAndLosesNothing) {
   expect_stream_survives("REJECT --reject-with tcp-reset", 20, "link with cluster c back after");
+}
+
+// The direct connection between the processes of sites a and b (b's node dials a's, through
+// b's NAT) broken by a reset, or silenced for longer than GRIDRT_DEAD_PEER_SECONDS: each side
+// tells the other through the relays what it received, sends the rest again that way, and the
+// pair goes on through the relays (while the cut lasts, too).
+TEST_F(ThreeSitesPatient, ADirectConnectionThatBreaksGoesOnThroughTheRelaysAndLosesNothing) {
+  for (const auto& [how, seconds] : std::vector<std::pair<std::string, int>>{{"DROP", 20}, {"REJECT --reject-with tcp-reset", 2}}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const pid_t job = start_stream_job(40);
+    const std::string rule = "FORWARD -s " + sites_[0].node + " -p tcp -j " + how;
+    run_or_fail("ip netns exec " + sites_[1].ns + " iptables -I " + rule);
+    std::this_thread::sleep_for(std::chrono::seconds(seconds));
+    run_or_fail("ip netns exec " + sites_[1].ns + " iptables -D " + rule);
+    const Outcome r = finish(job, "stream");
+    EXPECT_EQ(r.status, 0) << how << "\n" << r.out;
+    EXPECT_NE(r.out.find("stream: 40 rounds, 80 messages of 65536 bytes received here"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("checks passed on 3 processes"), std::string::npos) << r.out;
+    for (const char* side : {"rank 0: the direct connection with rank 1 broke", "rank 1: the direct connection with rank 0 broke"})
+      EXPECT_NE(r.out.find(side), std::string::npos) << how << ": " << side << "\n" << r.out;
+    EXPECT_NE(r.out.find("frames that had not arrived sent again through the relays"), std::string::npos) << r.out;
+    if (how == "DROP") EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(seconds + 15)) << "the pair went on through the relays";
+  }
 }
 
 // Site c is declared reachable, which its firewall makes false: the broker's probe finds

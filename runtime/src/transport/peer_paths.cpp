@@ -89,9 +89,12 @@ void PeerPaths::write(std::int32_t dst, std::string bytes) {
   switch (p.path) {
     case Peer::Path::kRelay:
       return host_.write_relay(std::move(bytes));
-    case Peer::Path::kDirect:
-      asio::post(io_, [link = p.link, b = std::move(bytes)]() mutable { link->send_bytes(std::move(b)); });
+    case Peer::Path::kDirect: {
+      // Kept until the peer acknowledges it: should the connection break, it goes again.
+      const KeptFrames::Kept& k = p.sent.keep_encoded(std::move(bytes));
+      asio::post(io_, [link = p.link, b = k.body]() mutable { link->send_shared_bytes(std::move(b)); });
       return;
+    }
     case Peer::Path::kClosed:
       // In a job that goes on without lost clusters the loss was reported (on_direct_closed):
       // either the peer's cluster is marked lost soon, or this process is stopped.
@@ -179,7 +182,8 @@ void PeerPaths::go_direct(std::int32_t dst, Peer& p, const std::shared_ptr<TlsLi
   if (p.path == Peer::Path::kRelay || p.path == Peer::Path::kDirect) return;
   p.path = Peer::Path::kDirect;
   while (!p.held.empty()) {
-    asio::post(io_, [link, b = std::move(p.held.front())]() mutable { link->send_bytes(std::move(b)); });
+    const KeptFrames::Kept& k = p.sent.keep_encoded(std::move(p.held.front()));
+    asio::post(io_, [link, b = k.body]() mutable { link->send_shared_bytes(std::move(b)); });
     p.held.pop_front();
   }
 }
@@ -249,13 +253,14 @@ asio::awaitable<void> PeerPaths::serve_direct(tcp::socket s) {
   }
   auto link = std::make_shared<TlsLink>(std::move(stream), "a direct connection");
   auto who = std::make_shared<std::int32_t>(-1);
+  auto received = std::make_shared<ReceivedCount>();  // I/O thread only
   std::weak_ptr<TlsLink> weak = link;
   link->keep_alive(true);
   link->start(
-      [this, who, weak](Frame& f) {
+      [this, who, weak, received](Frame& f) {
         auto l = weak.lock();
         if (!l) return;
-        if (*who >= 0) return on_peer_frame(*who, f);
+        if (*who >= 0) return on_peer_frame(*who, f, *l, *received);
         // The first frame names the dialler, which must be the one the ladder says dials.
         std::lock_guard<std::mutex> lock(mu_);
         const std::int32_t r = f.header.src, me = control_.rank();
@@ -268,19 +273,34 @@ asio::awaitable<void> PeerPaths::serve_direct(tcp::socket s) {
         l->set_peer("rank " + std::to_string(r));
         go_direct(r, peers_[r], l);
       },
-      [this, who](const std::string& why) {
-        if (*who >= 0) on_direct_closed(*who, why);
+      [this, who, received](const std::string& why) {
+        if (*who >= 0) on_direct_closed(*who, why, *received);
       });
 }
 
 // Handlers of a direct connection we dialled.
 void PeerPaths::start_direct(std::int32_t rank, const std::shared_ptr<TlsLink>& link) {
+  auto received = std::make_shared<ReceivedCount>();  // I/O thread only
   link->keep_alive(true);  // a hung peer process
-  link->start([this, rank](Frame& f) { on_peer_frame(rank, f); },
-              [this, rank](const std::string& why) { on_direct_closed(rank, why); });
+  link->start(
+      [this, rank, weak = std::weak_ptr<TlsLink>(link), received](Frame& f) {
+        if (auto l = weak.lock()) on_peer_frame(rank, f, *l, *received);
+      },
+      [this, rank, received](const std::string& why) { on_direct_closed(rank, why, *received); });
 }
 
-void PeerPaths::on_peer_frame(std::int32_t rank, Frame& f) {
+void PeerPaths::on_peer_frame(std::int32_t rank, Frame& f, TlsLink& link, ReceivedCount& received) {
+  if (f.header.type == Type::kLinkAck) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!peers_[rank].sent.acknowledged(f.header.seq)) link.fail("LinkAck of " + std::to_string(f.header.seq) + " frames, which were not sent");
+    return;
+  }
+  // Every other frame the peer sent counts, as the peer counted it.
+  if (const auto count = received.received(f.body.size())) {
+    Frame ack = wire::make_frame(Type::kLinkAck);
+    ack.header.seq = *count;
+    link.send(std::move(ack));
+  }
   // A direct connection carries its peer's traffic and nothing else.
   if (f.header.job != job_ || f.header.src != rank || f.header.dst != control_.rank() ||
       (f.header.type != Type::kData && f.header.type != Type::kRest && f.header.type != Type::kCredit &&
@@ -292,21 +312,81 @@ void PeerPaths::on_peer_frame(std::int32_t rank, Frame& f) {
   host_.deliver(f);
 }
 
-// A pair sending directly cannot switch to the relays (its frames would overtake each
-// other, and some may be lost with the connection): once its connection is gone, sending to
-// that peer fails. In a job that goes on without lost clusters, the loss is reported to the
-// relay instead, as a relay link's is: the broker then decides which of the two clusters the
-// job loses. Not once this process is in finalize: the peer passed the last barrier and
-// hung up as it should.
-void PeerPaths::on_direct_closed(std::int32_t rank, const std::string& why) {
+// A direct connection that breaks (reset, or silent: the line between the sites, not the
+// peer) is not the end of the pair: each side tells the other through the relays how many of
+// its frames came (DirectResume), and sends the rest again through the relays, which the pair
+// keeps to from then on: nothing lost, duplicated or reordered. One the peer closed (it
+// exited, or it is done: finalize), or that breaks in finalize, ends the pair as before: in
+// a job that goes on without lost clusters its loss is reported to the relay, as a relay
+// link's is (the broker then decides which of the two clusters the job loses); otherwise
+// sending to that peer fails.
+void PeerPaths::on_direct_closed(std::int32_t rank, const std::string& why, const ReceivedCount& received) {
   std::lock_guard<std::mutex> lock(mu_);
   if (closing_) return;
   Peer& p = peers_[rank];
   if (p.path != Peer::Path::kDirect) return;
+  p.link.reset();
+  const bool peer_left = why == "connection closed by peer" && !p.peer_received;
+  if (peer_left || finalizing_ || !control_.topology() || control_.lost(rank)) {
+    log::info("rank ", control_.rank(), ": direct connection with rank ", rank, " closed: ", why);
+    p.path = Peer::Path::kClosed;
+    if (survive_loss_ && !finalizing_ && control_.topology() && !control_.lost(rank)) host_.write_relay(control_.direct_lost(rank, why));
+    return;
+  }
+  p.path = Peer::Path::kResuming;
+  p.broke = why;
+  Frame resume = wire::make_frame(Type::kDirectResume, {}, job_);
+  resume.header.src = control_.rank();
+  resume.header.dst = rank;
+  resume.header.seq = received.count();
+  host_.write_relay(wire::encode(resume));
+  if (p.peer_received) return finish_resume(rank, p);
+  // The peer's count comes through the relays (which may themselves be pausing a while); a
+  // peer that never answers is lost as a closed connection's would be.
+  p.timer = std::make_unique<asio::steady_timer>(io_, std::chrono::seconds(2 * dead_peer_seconds()));
+  p.timer->async_wait([this, rank](const boost::system::error_code& ec) {
+    if (ec) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    Peer& peer = peers_[rank];
+    if (peer.path == Peer::Path::kResuming && !closing_)
+      give_up_direct(rank, peer, peer.broke + "; rank " + std::to_string(rank) + " did not answer through the relays");
+  });
+}
+
+void PeerPaths::direct_resume(std::int32_t peer, std::uint64_t count) {
+  Peer& p = peers_[peer];
+  p.peer_received = count;
+  if (p.path == Peer::Path::kResuming) return finish_resume(peer, p);
+  // Our side of the connection has not broken yet: it is closed now, and what it brought is
+  // final (on_direct_closed, on the I/O thread, then says so and finishes).
+  if (p.path == Peer::Path::kDirect && p.link)
+    asio::post(io_, [link = p.link, peer] { link->close("rank " + std::to_string(peer) + " lost this connection"); });
+}
+
+void PeerPaths::finish_resume(std::int32_t rank, Peer& p) {
+  if (p.timer) p.timer->cancel();
+  if (!p.sent.acknowledged(*p.peer_received))
+    return give_up_direct(rank, p, "rank " + std::to_string(rank) + " says it received " + std::to_string(*p.peer_received) +
+                                       " frames of the " + std::to_string(p.sent.sent()) + " sent");
+  const std::size_t again = p.sent.kept().size();
+  for (const auto& k : p.sent.kept()) host_.write_relay(std::string(*k.body));
+  p.sent.clear();
+  log::warn("rank ", control_.rank(), ": the direct connection with rank ", rank, " broke (", p.broke, "); ", again,
+            " frames that had not arrived sent again through the relays, which the pair now uses");
+  p.path = Peer::Path::kRelay;
+  while (!p.held.empty()) {
+    host_.write_relay(std::move(p.held.front()));
+    p.held.pop_front();
+  }
+}
+
+void PeerPaths::give_up_direct(std::int32_t rank, Peer& p, const std::string& why) {
+  log::warn("rank ", control_.rank(), ": direct connection with rank ", rank, " lost: ", why);
   p.path = Peer::Path::kClosed;
-  log::info("rank ", control_.rank(), ": direct connection with rank ", rank, " closed: ", why);
-  if (!survive_loss_ || finalizing_ || !control_.topology() || control_.lost(rank)) return;
-  host_.write_relay(control_.direct_lost(rank, why));
+  p.held.clear();
+  p.sent.clear();
+  if (survive_loss_) host_.write_relay(control_.direct_lost(rank, why));
+  else host_.fail("the direct connection to rank " + std::to_string(rank) + " is closed (" + why + ")");
 }
 
 }  // namespace gridrt::detail

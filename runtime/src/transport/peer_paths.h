@@ -20,6 +20,7 @@
 
 #include "common/admission.h"
 #include "common/link.h"
+#include "common/link_resume.h"
 #include "common/log.h"
 #include "control_plane.h"
 
@@ -60,6 +61,9 @@ class PeerPaths {
   void write(std::int32_t dst, std::string bytes);
   void connect_back(std::int32_t peer);   // the peer asked us to dial it (ConnectBack)
   void direct_failed(std::int32_t peer);  // it could not (DirectFailed)
+  // The peer's direct connection with us broke; it had received `count` frames on it
+  // (DirectResume): the rest go through the relays.
+  void direct_resume(std::int32_t peer, std::uint64_t count);
   void planned();                         // topology and rank are known now: answer waiting ConnectBacks
   void finalizing() { finalizing_ = true; }  // direct connections closing now are peers done with the job
   // The transport is closing: no more accepting or dialling; what is queued goes out, then
@@ -68,19 +72,30 @@ class PeerPaths {
 
  private:
   struct Peer {
-    enum class Path { kUndecided, kRelay, kDialling, kAwaitingCallBack, kDirect, kClosed };
+    // kResuming: the direct connection broke; frames wait until what it lost is sent again
+    // through the relays, which the pair then keeps to.
+    enum class Path { kUndecided, kRelay, kDialling, kAwaitingCallBack, kDirect, kResuming, kClosed };
     Path path = Path::kUndecided;
     std::shared_ptr<TlsLink> link;
     std::deque<std::string> held;
     std::unique_ptr<asio::steady_timer> timer;
+    // What went on the direct connection and the peer has not acknowledged (LinkAck), to be
+    // sent again should it break; and how much of it the peer says it received (its
+    // DirectResume), when that came before this side saw the connection break.
+    KeptFrames sent;
+    std::optional<std::uint64_t> peer_received;
+    std::string broke;  // why it broke
   };
 
   asio::awaitable<void> accept_loop();
   asio::awaitable<void> serve_direct(tcp::socket s);
   asio::awaitable<void> dial(std::int32_t rank, tcp::endpoint ep);
   void start_direct(std::int32_t rank, const std::shared_ptr<TlsLink>& link);
-  void on_direct_closed(std::int32_t rank, const std::string& why);
-  void on_peer_frame(std::int32_t rank, wire::Frame& f);
+  // `received`: the frames the connection brought (I/O thread only), final once it closed.
+  void on_direct_closed(std::int32_t rank, const std::string& why, const ReceivedCount& received);
+  void on_peer_frame(std::int32_t rank, wire::Frame& f, TlsLink& link, ReceivedCount& received);
+  void finish_resume(std::int32_t rank, Peer& p);  // lock held
+  void give_up_direct(std::int32_t rank, Peer& p, const std::string& why);  // lock held
   // With the lock held:
   void decide(std::int32_t dst, Peer& p);
   void call_back(std::int32_t peer);

@@ -332,6 +332,11 @@ void RelayTransport::on_frame(Frame& f) {
       paths_.direct_failed(f.header.src);
       return;
     }
+    case Type::kDirectResume: {
+      std::lock_guard<std::mutex> lock(mu_);
+      paths_.direct_resume(f.header.src, f.header.seq);
+      return;
+    }
     default:
       if (ControlPlane::is_control(f.header.type)) on_control(f);
   }

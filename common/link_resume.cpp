@@ -1,4 +1,4 @@
-#include "relay/link_resume.h"
+#include "common/link_resume.h"
 
 #include <openssl/rand.h>
 
@@ -13,37 +13,57 @@ std::uint64_t random_instance() {
   return v;
 }
 
-LinkResume::LinkResume(std::uint64_t instance) : instance_(instance) {
-  if (instance == 0) throw std::invalid_argument("a link session's number is never 0");
-}
+// ---------------------------------------------------------------- the sending half
 
-const LinkResume::Kept& LinkResume::keep(wire::Frame&& f) {
+const KeptFrames::Kept& KeptFrames::keep(wire::Frame&& f) {
   f.header.length = static_cast<std::uint32_t>(f.body.size());
-  kept_bytes_ += wire::kHeaderSize + f.body.size();
-  kept_.push_back({f.header, std::make_shared<const std::string>(std::move(f.body))});
+  bytes_ += wire::kHeaderSize + f.body.size();
+  kept_.push_back({f.header, std::make_shared<const std::string>(std::move(f.body)), false});
   ++sent_;
   return kept_.back();
 }
 
-bool LinkResume::acknowledged(std::uint64_t count) {
+const KeptFrames::Kept& KeptFrames::keep_encoded(std::string&& bytes) {
+  bytes_ += bytes.size();
+  kept_.push_back({wire::Header{}, std::make_shared<const std::string>(std::move(bytes)), true});
+  ++sent_;
+  return kept_.back();
+}
+
+bool KeptFrames::acknowledged(std::uint64_t count) {
   if (count > sent_ || count < acked_) return false;
   for (; acked_ < count; ++acked_) {
-    kept_bytes_ -= wire::kHeaderSize + kept_.front().body->size();
+    const Kept& k = kept_.front();
+    bytes_ -= (k.encoded ? 0 : wire::kHeaderSize) + k.body->size();
     kept_.pop_front();
   }
   return true;
 }
 
-std::optional<std::uint64_t> LinkResume::received(std::size_t bytes) {
+void KeptFrames::clear() {
+  sent_ = acked_ = 0;
+  kept_.clear();
+  bytes_ = 0;
+}
+
+// ---------------------------------------------------------------- the receiving half
+
+std::optional<std::uint64_t> ReceivedCount::received(std::size_t bytes) {
   ++received_;
-  ++ack_frames_;
-  ack_bytes_ += wire::kHeaderSize + bytes;
-  if (ack_frames_ < kAckFrames && ack_bytes_ < kAckBytes) return std::nullopt;
-  ack_frames_ = ack_bytes_ = 0;
+  ++since_frames_;
+  since_bytes_ += wire::kHeaderSize + bytes;
+  if (since_frames_ < kAckFrames && since_bytes_ < kAckBytes) return std::nullopt;
+  acknowledged_now();
   return received_;
 }
 
-LinkHello LinkResume::hello(const std::string& cluster) const { return {cluster, instance_, peer_, peer_ ? received_ : 0}; }
+// ---------------------------------------------------------------- a relay link's session
+
+LinkResume::LinkResume(std::uint64_t instance) : instance_(instance) {
+  if (instance == 0) throw std::invalid_argument("a link session's number is never 0");
+}
+
+LinkHello LinkResume::hello(const std::string& cluster) const { return {cluster, instance_, peer_, peer_ ? in_.count() : 0}; }
 
 LinkResume::Answer LinkResume::on_hello(const LinkHello& peer) {
   if (peer_ == 0) {
@@ -55,34 +75,30 @@ LinkResume::Answer LinkResume::on_hello(const LinkHello& peer) {
   // The session goes on: the peer knows ours, or it never got our hello on the connection
   // before (that broke first), in which case it received nothing of ours either.
   if (peer.instance == peer_ && (peer.peer_instance == instance_ || peer.peer_instance == 0)) {
-    if (!acknowledged(peer.received))
+    if (!out_.acknowledged(peer.received))
       return {Outcome::kRefused, "it says it received " + std::to_string(peer.received) + " frames, of which " +
-                                     std::to_string(sent_) + " were sent and " + std::to_string(acked_) + " acknowledged"};
-    ack_frames_ = ack_bytes_ = 0;
+                                     std::to_string(out_.sent()) + " were sent and " + std::to_string(out_.acked()) + " acknowledged"};
+    in_.acknowledged_now();
     return {Outcome::kResumed, ""};
   }
   // The peer began a session of its own (it restarted, or gave the link up): ours is over,
   // and a new one begins with this connection. (Our number stays: the peer, whose session is
   // new, knows none of ours; our hello tells it this one.)
-  reset();
+  out_.clear();
+  in_.clear();
   peer_ = peer.instance;
   return {Outcome::kPeerRestarted, "it restarted or gave the link up"};
 }
 
 void LinkResume::forget_peer() {
-  reset();
+  out_.clear();
+  in_.clear();
   peer_ = 0;
   // A new number: the peer, should it still hold the old session, learns from our next
   // hello that it is over.
   std::uint64_t next = random_instance();
   while (next == instance_) next = random_instance();
   instance_ = next;
-}
-
-void LinkResume::reset() {
-  sent_ = acked_ = received_ = ack_frames_ = ack_bytes_ = 0;
-  kept_.clear();
-  kept_bytes_ = 0;
 }
 
 }  // namespace gridrt
