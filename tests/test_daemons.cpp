@@ -330,7 +330,7 @@ TEST_F(Daemons, CertificateNamesAreRoles) {
   ASSERT_TRUE(eventually([&] { return broker_->registered_relays() == 1; }));
   Client impostor(ca_.issue("relay c1", dir_, "relay-c1-impostor"));
   ASSERT_FALSE(impostor.connect(on_io([&] { return c0->link_endpoint(); })));
-  asio::write(impostor.stream, asio::buffer(wire::encode(wire::make_frame(wire::Type::kLinkHello, "c7"))));
+  asio::write(impostor.stream, asio::buffer(wire::encode(wire::make_frame(wire::Type::kLinkHello, LinkHello{"c7", 42, 0, 0}.encode()))));
   frames = impostor.read_all();
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_EQ(frames[0].body, "certificate 'relay c1' may not speak for cluster 'c7'");
