@@ -34,6 +34,7 @@ packages=(
   libcoarrays-mpich-dev      # OpenCoarrays for MPICH (caf.mpich): Fortran coarray programs, built on one-sided MPI, run across clusters by the tests
   yorick-mpy-mpich2          # Yorick's parallel interpreter (mpy.mpich2): an unmodified MPI program built on probes, run across clusters by the tests
   time                       # /usr/bin/time: a launch wrapper the MPI layer must reach through, in the tests
+  iperf3                     # the baseline on a long, lossy line (bench/lossy_line.sh)
 )
 
 missing=()

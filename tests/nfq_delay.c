@@ -1,4 +1,5 @@
-/* nfq_delay: a fixed one-way delay on chosen paths, where the kernel has no netem.
+/* nfq_delay: a fixed one-way delay, and a loss rate, on chosen paths, where the kernel has no
+   netem.
 
    iptables hands the packets of a path to a netfilter queue (`-j NFQUEUE --queue-num N`);
    this program, bound to that queue in the same network namespace, holds each packet for
@@ -6,10 +7,15 @@
    they leave in the order they came and a TCP stream sees a longer line, not reordering.
    The tests make nodes whose latencies differ on purpose with it (logical clusters).
 
-     nfq_delay --queue N --delay-us D
+     nfq_delay --queue N --delay-us D [--loss PERCENT [--seed S]]
 
-   Prints "holding queue N for D us" once bound, and on SIGTERM or SIGINT lets every held
-   packet go, prints how many it held, and exits. A packet that finds the program's table
+   With --loss, each packet is dropped (NF_DROP) with that probability, independently, as on a
+   line with random loss; packets are then queued one TCP segment at a time (the kernel splits
+   GSO packets first), so that the rate is per segment on the wire, not per burst. The draws
+   come from a generator seeded with S (default 1): a run is repeatable.
+
+   Prints "holding queue N for D us" (and the loss) once bound, and on SIGTERM or SIGINT lets
+   every held packet go, prints how many it held and dropped, and exits. A packet that finds the program's table
    full goes on at once and is counted ("undelayed"); the rule's --queue-bypass lets packets
    pass while no program is bound. Needs CAP_NET_ADMIN (root). */
 #include <arpa/inet.h> /* before linux/netfilter.h, which would define struct in_addr again */
@@ -35,7 +41,9 @@ struct held {
 static struct held table[kHeld];
 static size_t head, count;
 static int64_t delay_ns;
-static unsigned long long held_total, undelayed;
+static double loss;         /* probability of dropping a packet */
+static uint64_t draws = 1;  /* xorshift64 state */
+static unsigned long long held_total, undelayed, dropped;
 static volatile sig_atomic_t stopping;
 
 static int64_t now_ns(void) {
@@ -49,6 +57,13 @@ static int on_packet(struct nfq_q_handle* q, struct nfgenmsg* msg, struct nfq_da
   const struct nfqnl_msg_packet_hdr* h = nfq_get_msg_packet_hdr(data);
   if (!h) return 0;
   const uint32_t id = ntohl(h->packet_id);
+  if (loss > 0) {
+    draws ^= draws << 13, draws ^= draws >> 7, draws ^= draws << 17;
+    if ((double)(draws >> 11) / 9007199254740992.0 < loss) {
+      ++dropped;
+      return nfq_set_verdict(q, id, NF_DROP, 0, NULL);
+    }
+  }
   if (count == kHeld) {
     ++undelayed;
     return nfq_set_verdict(q, id, NF_ACCEPT, 0, NULL);
@@ -90,10 +105,22 @@ int main(int argc, char** argv) {
       queue = number_arg("--queue", argv[++i], 0, 65535);
     else if (!strcmp(argv[i], "--delay-us") && i + 1 < argc)
       delay_us = number_arg("--delay-us", argv[++i], 0, 10000000);
-    else {
-      fprintf(stderr, "usage: nfq_delay --queue N --delay-us D\n"
+    else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+      draws = (uint64_t)number_arg("--seed", argv[++i], 1, 2147483647L);
+    else if (!strcmp(argv[i], "--loss") && i + 1 < argc) {
+      const char* text = argv[++i];
+      char* end = NULL;
+      const double percent = strtod(text, &end);
+      if (end == text || *end || !(percent >= 0 && percent <= 100)) {
+        fprintf(stderr, "nfq_delay: --loss must be a percentage from 0 to 100, not '%s'\n", text);
+        return 2;
+      }
+      loss = percent / 100;
+    } else {
+      fprintf(stderr, "usage: nfq_delay --queue N --delay-us D [--loss PERCENT [--seed S]]\n"
                       "Holds every packet iptables queues to netfilter queue N (-j NFQUEUE --queue-num N)\n"
-                      "for D microseconds, then lets it go on: a one-way delay where there is no netem.\n");
+                      "for D microseconds, then lets it go on: a one-way delay where there is no netem;\n"
+                      "with --loss, drops each packet with that probability (seeded by S, default 1).\n");
       return 2;
     }
   }
@@ -122,7 +149,7 @@ int main(int argc, char** argv) {
     perror("nfq_delay: configuring the queue");
     return 1;
   }
-  nfq_set_queue_flags(q, NFQA_CFG_F_GSO, NFQA_CFG_F_GSO);
+  if (loss == 0) nfq_set_queue_flags(q, NFQA_CFG_F_GSO, NFQA_CFG_F_GSO);  /* with loss: segment by segment */
   nfnl_rcvbufsiz(nfq_nfnlh(h), 16 << 20);
 
   struct sigaction sa;
@@ -130,7 +157,8 @@ int main(int argc, char** argv) {
   sa.sa_handler = on_signal;
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGINT, &sa, NULL);
-  printf("holding queue %ld for %ld us\n", queue, delay_us);
+  if (loss > 0) printf("holding queue %ld for %ld us, dropping %g%% of packets\n", queue, delay_us, loss * 100);
+  else printf("holding queue %ld for %ld us\n", queue, delay_us);
   fflush(stdout);
 
   const int fd = nfq_fd(h);
@@ -160,7 +188,7 @@ int main(int argc, char** argv) {
     release(q, now_ns());
   }
   release(q, INT64_MAX);
-  printf("held %llu packets, %llu undelayed (table full)\n", held_total, undelayed);
+  printf("held %llu packets, %llu undelayed (table full), %llu dropped\n", held_total, undelayed, dropped);
   nfq_destroy_queue(q);
   nfq_close(h);
   return 0;
