@@ -28,9 +28,12 @@
 namespace gridrt {
 
 // An acknowledgement is due after this many frames or bytes received since the last one:
-// what a sender keeps beyond what is in flight is bounded by them.
+// what a sender keeps beyond what is in flight is bounded by them. Small, for the caches:
+// with 4 MiB the relay path streamed about a tenth slower than without keeping anything
+// (its kept bodies crowd out the ones being written); with 1 MiB no slower beyond noise,
+// for a 48-byte LinkAck per MiB the other way (bench/relay.sh, docs/benchmarks.md).
 inline constexpr std::uint64_t kAckFrames = 128;
-inline constexpr std::uint64_t kAckBytes = 4u << 20;
+inline constexpr std::uint64_t kAckBytes = 1u << 20;
 
 // The frames sent and not yet acknowledged, oldest first.
 class KeptFrames {
