@@ -58,7 +58,7 @@ sleep 0.5
 echo "line: ${rtt} ms round trip, ${rate} Mbit/s, ${loss}% loss each way"
 
 # iperf3, 1 and 4 streams, c0's side sending.
-in_b iperf3 -s >"$dir/iperf3-server.log" 2>&1 &
+ip netns exec $b iperf3 -s >"$dir/iperf3-server.log" 2>&1 &  # (not through in_b: $! must be the server)
 pids+=($!)
 sleep 0.5
 iperf() {  # streams -> Mbit/s received
@@ -80,7 +80,7 @@ cat >"$dir/grid.xml" <<XML
   <cluster name="c1" site="s1" slots="1"><relay link="10.241.0.2:7400" local="10.241.0.2:7450"/><network nodes="private" inbound="no"/><launch>mpiexec -launcher fork -n {np}</launch></cluster>
 </grid>
 XML
-in_a build/bin/gridbroker --grid "$dir/grid.xml" --listen 10.241.0.1:7000 --cert "$ca/broker.pem" --key "$ca/broker.key" \
+ip netns exec $a build/bin/gridbroker --grid "$dir/grid.xml" --listen 10.241.0.1:7000 --cert "$ca/broker.pem" --key "$ca/broker.key" \
   --ca "$ca/ca.pem" >"$dir/broker.log" 2>&1 &
 pids+=($!)
 for side in a b; do
