@@ -77,7 +77,7 @@ void PeerPaths::close() {
   if (acceptor_) acceptor_->close();
   for (auto& [rank, p] : peers_) {
     if (p.timer) p.timer->cancel();
-    if (p.link) p.link->close_after_flush("finalize");
+    if (p.link) p.link->fail("finalize");  // says bye: the peer must not take it for a break
   }
 }
 
@@ -290,6 +290,11 @@ void PeerPaths::start_direct(std::int32_t rank, const std::shared_ptr<TlsLink>& 
 }
 
 void PeerPaths::on_peer_frame(std::int32_t rank, Frame& f, TlsLink& link, ReceivedCount& received) {
+  if (f.header.type == Type::kError) {  // the peer closes the connection on purpose
+    std::lock_guard<std::mutex> lock(mu_);
+    peers_[rank].said_bye = true;
+    return;
+  }
   if (f.header.type == Type::kLinkAck) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!peers_[rank].sent.acknowledged(f.header.seq)) link.fail("LinkAck of " + std::to_string(f.header.seq) + " frames, which were not sent");
@@ -312,11 +317,13 @@ void PeerPaths::on_peer_frame(std::int32_t rank, Frame& f, TlsLink& link, Receiv
   host_.deliver(f);
 }
 
-// A direct connection that breaks (reset, or silent: the line between the sites, not the
-// peer) is not the end of the pair: each side tells the other through the relays how many of
-// its frames came (DirectResume), and sends the rest again through the relays, which the pair
-// keeps to from then on: nothing lost, duplicated or reordered. One the peer closed (it
-// exited, or it is done: finalize), or that breaks in finalize, ends the pair as before: in
+// A direct connection that breaks (a reset, an end without the peer's goodbye, silence: the
+// line between the sites, not the peer) is not the end of the pair: each side tells the other
+// through the relays how many of its frames came (DirectResume), and sends the rest again
+// through the relays, which the pair keeps to from then on: nothing lost, duplicated or
+// reordered. (Not the end of file alone: when a reset meets a socket that both loops use,
+// one of them may see only an end of file.) One the peer closed saying goodbye (an Error
+// frame: it leaves, or finalizes), or that breaks in finalize, ends the pair as before: in
 // a job that goes on without lost clusters its loss is reported to the relay, as a relay
 // link's is (the broker then decides which of the two clusters the job loses); otherwise
 // sending to that peer fails.
@@ -326,8 +333,7 @@ void PeerPaths::on_direct_closed(std::int32_t rank, const std::string& why, cons
   Peer& p = peers_[rank];
   if (p.path != Peer::Path::kDirect) return;
   p.link.reset();
-  const bool peer_left = why == "connection closed by peer" && !p.peer_received;
-  if (peer_left || finalizing_ || !control_.topology() || control_.lost(rank)) {
+  if (p.said_bye || finalizing_ || !control_.topology() || control_.lost(rank)) {
     log::info("rank ", control_.rank(), ": direct connection with rank ", rank, " closed: ", why);
     p.path = Peer::Path::kClosed;
     if (survive_loss_ && !finalizing_ && control_.topology() && !control_.lost(rank)) host_.write_relay(control_.direct_lost(rank, why));

@@ -85,6 +85,7 @@ class PeerPaths {
     KeptFrames sent;
     std::optional<std::uint64_t> peer_received;
     std::string broke;  // why it broke
+    bool said_bye = false;  // the peer closes it on purpose (an Error frame: it leaves, or finalizes)
   };
 
   asio::awaitable<void> accept_loop();
