@@ -276,7 +276,7 @@ void Relay::on_accepted_hello(const std::string& cluster, const std::shared_ptr<
     // traffic (a replayed or stolen credential): it is refused, unless it resumes the
     // session of the first, whose connection then broke without this side noticing yet
     // (its packets dropped, or a reset that never reached us).
-    const bool resumes = hello.instance != 0 && pl.session.knows_peer() && hello.peer_instance == pl.session.instance();
+    const bool resumes = pl.session.knows_peer() && hello.peer_instance == pl.session.instance();
     if (!resumes) {
       log::warn("refusing a second link from cluster ", cluster, " (", link->peer(), "): one is up already");
       asio::post(link_io_, [link, cluster] { link->fail("a link with cluster '" + cluster + "' is up already"); });
