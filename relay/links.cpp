@@ -168,8 +168,7 @@ void Relay::on_dial_failed(const std::string& cluster, const std::string& why) {
     return redial_later(cluster, pl);
   }
   log::error("cannot link to the relay of cluster ", cluster, " ", why);
-  for (auto& [id, job] : jobs_)
-    if (const auto c = job->topo().index_of(cluster)) cannot_reach(*job, *c, "cannot link to cluster " + cluster + " " + why);
+  cut_off(cluster, jobs_across(cluster), "cannot link to cluster " + cluster + " " + why);
   if (!pl.session.knows_peer()) pl.session.forget_peer();  // what waited for the first connection
 }
 
@@ -279,7 +278,7 @@ void Relay::on_accepted_hello(const std::string& cluster, const std::shared_ptr<
     const bool resumes = pl.session.knows_peer() && hello.peer_instance == pl.session.instance();
     if (!resumes) {
       log::warn("refusing a second link from cluster ", cluster, " (", link->peer(), "): one is up already");
-      asio::post(link_io_, [link, cluster] { link->fail("a link with cluster '" + cluster + "' is up already"); });
+      fail_link(link, "a link with cluster '" + cluster + "' is up already");
       return;
     }
     log::info("the relay of cluster ", cluster, " resumes the link on a new connection; the old one is closed");
@@ -301,24 +300,21 @@ void Relay::on_peer_hello(const std::string& cluster, PeerLink& pl, const LinkHe
   const std::shared_ptr<TlsLink> link = pl.link;
   if (hello.cluster != cluster) {
     log::warn("the relay of cluster ", cluster, " says it is cluster '", hello.cluster, "': closing the link");
-    asio::post(link_io_, [link, cluster] { link->fail("this link was dialled to cluster '" + cluster + "'"); });
+    fail_link(link, "this link was dialled to cluster '" + cluster + "'");
     return;
   }
   const std::deque<LinkResume::Kept> before = pl.session.kept();  // shared bodies: no copy
   const LinkResume::Answer a = pl.session.on_hello(hello);
   if (a.outcome == LinkResume::Outcome::kRefused) {
     log::warn("cannot resume the link with cluster ", cluster, ": ", a.why);
-    asio::post(link_io_, [link, why = a.why] { link->fail("cannot resume the link: " + why); });
+    fail_link(link, "cannot resume the link: " + a.why);
     return;
   }
   if (a.outcome == LinkResume::Outcome::kPeerRestarted) {
     // What crossed the link before is lost with the other side's session: the jobs then
     // across it cannot go on whole. Frames of jobs begun since go into the new session.
     const std::vector<std::uint64_t> lost = pl.down_since ? pl.jobs_when_lost : jobs_across(cluster);
-    for (const std::uint64_t id : lost)
-      if (auto it = jobs_.find(id); it != jobs_.end())
-        if (const auto c = it->second->topo().index_of(cluster))
-          cannot_reach(*it->second, *c, "lost the link to cluster " + cluster + " (its relay " + a.why + ")");
+    cut_off(cluster, lost, "lost the link to cluster " + cluster + " (its relay " + a.why + ")");
     for (const auto& k : before)
       if (auto it = jobs_.find(k.header.job); it != jobs_.end() && !it->second->end.stopped &&
                                               std::find(lost.begin(), lost.end(), k.header.job) == lost.end())
@@ -335,11 +331,7 @@ void Relay::on_peer_hello(const std::string& cluster, PeerLink& pl, const LinkHe
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - *pl.down_since).count();
     log::warn("link with cluster ", cluster, " back after ", std::round(seconds * 10) / 10, " s (it broke: ", pl.down_why, "); ",
               pl.session.kept().size(), " frames that had not arrived sent again");
-    pl.down_since.reset();
-    pl.jobs_when_lost.clear();
-    pl.redial_after = std::chrono::milliseconds(0);
-    if (pl.grace) pl.grace->cancel();
-    if (pl.redial) pl.redial->cancel();
+    pl.no_longer_down();
   } else {
     log::info("link with cluster ", cluster, " up (", a.outcome == LinkResume::Outcome::kResumed ? "resumed" : "new", " session)");
   }
@@ -402,19 +394,22 @@ void Relay::redial_later(const std::string& cluster, PeerLink& pl) {
 void Relay::give_up_link(const std::string& cluster, const std::string& why) {
   PeerLink& pl = peer_link(cluster);
   log::warn("giving the link with cluster ", cluster, " up: ", why);
-  for (const std::uint64_t id : jobs_across(cluster)) {
-    Job& job = *jobs_.at(id);
-    if (const auto c = job.topo().index_of(cluster)) cannot_reach(job, *c, "lost the link to cluster " + cluster + " (" + why + ")");
-  }
+  cut_off(cluster, jobs_across(cluster), "lost the link to cluster " + cluster + " (" + why + ")");
   pl.session.forget_peer();
-  pl.down_since.reset();
-  pl.jobs_when_lost.clear();
-  pl.redial_after = std::chrono::milliseconds(0);
-  if (pl.grace) pl.grace->cancel();
-  if (pl.redial) pl.redial->cancel();
+  pl.no_longer_down();
   if (pl.link) asio::post(link_io_, [link = pl.link] { link->close("the link was given up"); });
   pl.link = nullptr;
   pl.up = false;
+}
+
+void Relay::cut_off(const std::string& cluster, const std::vector<std::uint64_t>& ids, const std::string& why) {
+  for (const std::uint64_t id : ids)
+    if (auto it = jobs_.find(id); it != jobs_.end())
+      if (const auto c = it->second->topo().index_of(cluster)) cannot_reach(*it->second, *c, why);
+}
+
+void Relay::fail_link(const std::shared_ptr<TlsLink>& link, const std::string& why) {
+  asio::post(link_io_, [link, why] { link->fail(why); });
 }
 
 std::vector<std::uint64_t> Relay::jobs_across(const std::string& cluster) const {
@@ -429,23 +424,23 @@ void Relay::on_link_frame(const std::string& cluster, const std::shared_ptr<TlsL
   if (link != pl.link) return;  // a connection replaced or given up: its last frames are not the session's
   if (f.header.type == Type::kLinkHello) {
     if (pl.up) {
-      asio::post(link_io_, [link] { link->fail("a second LinkHello"); });
+      fail_link(link, "a second LinkHello");
       return;
     }
     try {
       return on_peer_hello(cluster, pl, LinkHello::decode(f.body), false);
     } catch (const wire::BadBody& e) {
-      asio::post(link_io_, [link, why = std::string(e.what())] { link->fail("bad LinkHello: " + why); });
+      fail_link(link, std::string("bad LinkHello: ") + e.what());
       return;
     }
   }
   if (!pl.up) {
-    asio::post(link_io_, [link] { link->fail("frames before the LinkHello"); });
+    fail_link(link, "frames before the LinkHello");
     return;
   }
   if (f.header.type == Type::kLinkAck) {
     if (!pl.session.acknowledged(f.header.seq))
-      asio::post(link_io_, [link, n = f.header.seq] { link->fail("LinkAck of " + std::to_string(n) + " frames, which were not sent"); });
+      fail_link(link, "LinkAck of " + std::to_string(f.header.seq) + " frames, which were not sent");
     return;
   }
   if (const auto count = pl.session.received(f.body.size())) {

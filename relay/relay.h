@@ -126,7 +126,10 @@ class Relay {
   void dial(const std::string& cluster, PeerLink& pl);
   void redial_later(const std::string& cluster, PeerLink& pl);
   void give_up_link(const std::string& cluster, const std::string& why);
-  std::vector<std::uint64_t> jobs_across(const std::string& cluster) const;
+  std::vector<std::uint64_t> jobs_across(const std::string& cluster) const;  // not stopped
+  // The jobs `ids` (those still here) can no longer reach `cluster`, for `why` (cannot_reach).
+  void cut_off(const std::string& cluster, const std::vector<std::uint64_t>& ids, const std::string& why);
+  void fail_link(const std::shared_ptr<TlsLink>& link, const std::string& why);  // from the main thread
   void ensure_links(const Job& job);
   PeerLink& peer_link(const std::string& cluster);  // made on first use
   // wan_to_site: the site the frame crosses the WAN to, or null within this site.

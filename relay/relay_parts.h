@@ -111,6 +111,15 @@ struct Relay::PeerLink {
   std::unique_ptr<asio::steady_timer> grace, redial;
   std::chrono::milliseconds redial_after{0};
   std::vector<std::uint64_t> jobs_when_lost;
+  // Up again, or given up: no longer waiting, nor redialling. (The grace timer goes, so that
+  // the next break starts one of its own.)
+  void no_longer_down() {
+    down_since.reset();
+    jobs_when_lost.clear();
+    redial_after = std::chrono::milliseconds(0);
+    grace.reset();
+    if (redial) redial->cancel();
+  }
   // WAN emulation (Options::wan): frames wait here until the emulated line delivers them,
   // in order (arrival times never decrease).
   WanLine* line = nullptr;  // Relay::wan_line's, shared by the links to one site (or all)
