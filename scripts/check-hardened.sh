@@ -17,11 +17,16 @@ steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(fuzz asan tsan)
 
 # A configured tree in DIR with the given CMake options (and compilers), built whole or only
-# the targets in $targets.
+# the targets in $targets. Optimised less (-O1) and with line tables only (-g1), which is
+# what a sanitizer's report needs (file and line of every frame): the build is most of these
+# steps' time, and a file of the relay compiles in half the time with ASan this way
+# (docs/benchmarks.md, "CI parts").
 build() {
   local dir=$1
   shift
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; exit 1; }
+  local flags="-O1 -g1 -DNDEBUG"
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$flags" \
+    -DCMAKE_C_FLAGS_RELWITHDEBINFO="$flags" "$@" >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; exit 1; }
   # shellcheck disable=SC2086  # (a list of targets)
   cmake --build "$dir" -j "$jobs" ${targets:+--target $targets} >"$dir.build.log" 2>&1 || { tail -n 50 "$dir.build.log"; exit 1; }
 }
