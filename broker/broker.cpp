@@ -188,6 +188,8 @@ void Broker::on_frame(const PeerPtr& peer, Frame& f) {
       case Type::kFinalizing: return handle_finalizing(peer, f);
       case Type::kAttachJob: return handle_attach(peer, f);
       case Type::kReplayOutput: return handle_replayed(peer, f);
+      case Type::kFileWanted: return handle_file_wanted(peer, f);
+      case Type::kFileData: return handle_file_data(peer, f);
       case Type::kError:
         if (peer->kind == Peer::Kind::kRelay && f.header.job != 0) return handle_relay_failure(peer, f);
         log::warn(peer->link->peer(), " reported an error: ", f.body);
@@ -260,6 +262,7 @@ void Broker::handle_submit(const PeerPtr& peer, const Frame& f) {
   peer->kind = Peer::Kind::kLauncher;
   JobSpec spec = JobSpec::decode(f.body);
   const bool dry_run = f.header.flags & kSubmitDryRun;
+  if (const std::string why = staging_refusal(peer->name, spec); !why.empty()) return refuse(peer, spec, why, 2);
   if ((f.header.flags & kSubmitWaitForGrid) && relays_.size() < grid_.clusters.size()) {
     pending_.push_back({peer, std::move(spec), dry_run});
     if (pending_.size() == 1) {

@@ -55,6 +55,13 @@ class Broker {
   std::size_t unauthenticated_connections() const { return strangers_.pending(); }
   std::size_t dropped_unauthenticated() const { return strangers_.dropped(); }
   std::size_t active_jobs() const { return jobs_.size(); }
+  // What the files of a job may hold that travel from the submitting machine: one job's, and
+  // a user's running jobs' together (docs/jobprofile.md, "Files that travel with the job").
+  struct StageLimits {
+    std::uint64_t per_job = 4ull << 30;
+    std::uint64_t per_user = 16ull << 30;
+  };
+  void set_stage_limits(StageLimits l) { stage_limits_ = l; }
 
  private:
   struct Peer;
@@ -82,6 +89,11 @@ class Broker {
   void handle_finalizing(const PeerPtr& peer, const wire::Frame& f);
   void handle_attach(const PeerPtr& peer, const wire::Frame& f);
   void handle_replayed(const PeerPtr& peer, const wire::Frame& f);
+  // Files that travel with jobs (broker/stage_files.cpp).
+  std::string staging_refusal(const std::string& user, const JobSpec& spec) const;
+  void handle_file_wanted(const PeerPtr& peer, const wire::Frame& f);
+  void handle_file_data(const PeerPtr& peer, wire::Frame& f);
+  void handle_output_file(const PeerPtr& peer, wire::Frame& f);
 
   // Taking jobs back after a restart (set_state_dir).
   void claim_parts(const PeerPtr& relay);
@@ -119,6 +131,7 @@ class Broker {
   Grid grid_;
   Journal journal_;
   std::string model_;  // set_model
+  StageLimits stage_limits_;
   JobStore store_;
   asio::ssl::context tls_;
   tcp::acceptor acceptor_;

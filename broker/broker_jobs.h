@@ -6,6 +6,10 @@
 #include "broker/cluster_loss.h"
 #include "common/messages.h"
 
+#include <algorithm>
+#include <map>
+#include <set>
+
 namespace gridrt {
 
 struct Broker::Peer {
@@ -39,6 +43,17 @@ struct Broker::Job : JobRecord {
   std::vector<UnreachableReport> unreachable;
   std::unique_ptr<asio::steady_timer> unreachable_timer;  // runs while reports are gathered
   bool unreachable_pending = false;
+  // Its files on their way (broker/stage_files.cpp): by SHA-256, the parts a content goes to
+  // and how much of it has passed; parts that asked while it was under way; output bytes
+  // brought back, and the outputs refused (part, name).
+  struct Sending {
+    std::set<std::size_t> to;
+    std::uint64_t forwarded = 0;
+  };
+  std::map<std::string, Sending> files_sending;
+  std::map<std::string, std::set<std::size_t>> files_later;
+  std::uint64_t output_bytes = 0;
+  std::set<std::pair<std::size_t, std::string>> outputs_refused;
 };
 
 }  // namespace gridrt

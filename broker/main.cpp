@@ -6,6 +6,7 @@
 #include "broker/broker.h"
 #include "models/grid_model.h"
 #include "common/cli.h"
+#include "common/staging.h"
 #include "common/watchdog.h"
 #include "common/xml.h"
 
@@ -35,6 +36,11 @@ submits jobs to it. Every connection is mutual TLS 1.3 from the grid CA.
   --model FILE       the grid's performance model (gridrun calibrate; docs/models.md),
                      handed to every job with its topology: auto then chooses every
                      collective's algorithm by its predictions. Re-read on restart
+  --stage-limit SIZE the most a job's files may hold that travel from the submitting
+                     machine (the executable, inputs), and its outputs that come back
+                     (default 4G; K, M, G, T as powers of 1024)
+  --stage-quota SIZE the most a user's running jobs may have carried at once
+                     (default 16G); a job past either is refused before anything is sent
   --help             this text
   --version          print gridrt's version
 Logging goes to stderr; set GRIDRT_LOG=info or debug for more.
@@ -44,13 +50,14 @@ Logging goes to stderr; set GRIDRT_LOG=info or debug for more.
 int main(int argc, char** argv) {
   using namespace gridrt;
   log::set_component("broker");
-  std::string grid_path, listen, port_file, journal, state_dir, model;
+  std::string grid_path, listen, port_file, journal, state_dir, model, stage_limit, stage_quota;
   bool quiet = false;
   tls::Credentials creds;
   parse_daemon_options(argc, argv, "gridbroker", kUsage,
                        {{"--grid", &grid_path}, {"--listen", &listen}, {"--cert", &creds.cert}, {"--key", &creds.key},
                         {"--ca", &creds.ca}, {"--port-file", &port_file},
-                        {"--journal", &journal}, {"--state-dir", &state_dir}, {"--model", &model}},
+                        {"--journal", &journal}, {"--state-dir", &state_dir}, {"--model", &model},
+                        {"--stage-limit", &stage_limit}, {"--stage-quota", &stage_quota}},
                        {"--grid", "--listen", "--cert", "--key", "--ca"}, {{"--quiet", &quiet}});
   if (quiet) log::set_notices(false);
   try {
@@ -65,7 +72,16 @@ int main(int argc, char** argv) {
         return 2;
       }
     }
+    Broker::StageLimits limits;
+    try {
+      if (!stage_limit.empty()) limits.per_job = parse_bytes(stage_limit, "--stage-limit");
+      if (!stage_quota.empty()) limits.per_user = parse_bytes(stage_quota, "--stage-quota");
+    } catch (const std::invalid_argument& e) {
+      std::fprintf(stderr, "gridbroker: %s\n", e.what());
+      return 2;
+    }
     Broker broker(io, grid, creds, parse_endpoint(listen));
+    broker.set_stage_limits(limits);
     if (!model_json.empty()) broker.set_model(model_json);
     broker.prepare_for_strangers();
     if (!state_dir.empty()) broker.set_state_dir(state_dir);  // before the journal: jobs taken back are not cut off

@@ -1,6 +1,7 @@
 #include "common/grid.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <cstdio>
 #include <set>
 #include <sstream>
@@ -131,6 +132,12 @@ Grid parse(const XmlFile& f) {
     d.link = endpoint_attr(f, relay, "link");
     d.local = endpoint_attr(f, relay, "local");
     if (pugi::xml_node net = c.child("network")) d.network = parse_network(f, net);
+    if (c.attribute("stageDir")) {
+      d.stage_dir = f.attribute(c, "stageDir");
+      if (d.stage_dir.front() != '/') f.fail(c, "stageDir '" + d.stage_dir + "' must be an absolute path");
+      d.stage_dir = std::filesystem::path(d.stage_dir).lexically_normal().string();
+      if (d.stage_dir.size() > 1 && d.stage_dir.back() == '/') d.stage_dir.pop_back();
+    }
     const pugi::xml_node launch = f.child(c, "launch");
     d.launch = split_words(f.text(launch));
     if (std::find(d.launch.begin(), d.launch.end(), "{np}") == d.launch.end())

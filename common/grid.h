@@ -32,6 +32,11 @@ struct ClusterDesc {
   // The command that starts the cluster's part of a job; "{np}" is replaced with the number
   // of processes, and the program and its arguments are appended.
   std::vector<std::string> launch;
+  // <cluster stageDir="DIR">: a directory of a file system every node of the cluster shares
+  // but not the submitting machine: the job's files are carried into DIR/job-ID, where the
+  // processes start. "": the nodes see the submitting machine's files at the same paths
+  // (one machine, one shared file system): nothing is carried (docs/grid.md, "Files").
+  std::string stage_dir;
 };
 
 struct Grid {

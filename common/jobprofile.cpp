@@ -1,10 +1,12 @@
 #include "common/jobprofile.h"
 #include "common/process.h"
+#include "common/staging.h"
 
 #include <unistd.h>
 
 #include <cctype>
 #include <filesystem>
+#include <functional>
 #include <set>
 
 namespace gridrt {
@@ -52,25 +54,113 @@ std::uint32_t count_of(const XmlFile& f, const pugi::xml_node& parent, const Var
   return parse_count(f, value, value_of(f, value, vars));
 }
 
-// A plain path or a file:// URL naming a local executable.
-std::string resolve_executable(const XmlFile& f, const pugi::xml_node& url_node, const std::string& url) {
-  std::string path = url;
+// A URL or plain path of the profile: a path of the submitting machine (a plain path,
+// relative to the current directory, or file:///abs/path), or an http(s) URL (returned as
+// it is; only where `url_allowed`). Other schemes are refused, naming the element.
+std::string local_or_url(const XmlFile& f, const pugi::xml_node& n, const std::string& url, bool url_allowed) {
   const auto scheme_end = url.find("://");
-  if (scheme_end != std::string::npos) {
-    const std::string scheme = url.substr(0, scheme_end);
-    if (scheme != "file")
-      f.fail(url_node, "unsupported URL scheme '" + scheme + "' in '" + url +
-                           "' (supported: file:// URLs and plain paths to a local executable)");
-    path = url.substr(scheme_end + 3);
-    if (path.rfind("localhost/", 0) == 0) path = path.substr(9);
-    if (path.empty() || path[0] != '/') f.fail(url_node, "file URL '" + url + "' must hold an absolute path (file:///path)");
+  if (scheme_end == std::string::npos) return std::filesystem::absolute(url).lexically_normal().string();
+  const std::string scheme = url.substr(0, scheme_end);
+  if (url_allowed && (scheme == "http" || scheme == "https")) {
+    if (url.size() == scheme_end + 3) f.fail(n, "URL '" + url + "' names no host");
+    return url;
   }
+  if (scheme != "file")
+    f.fail(n, "unsupported URL scheme '" + scheme + "' in '" + url + "' (supported: " +
+                  (url_allowed ? "plain paths and file:// URLs of the submitting machine, which gridrt carries to the "
+                                 "clusters, and http:// and https:// URLs, which each cluster's relay fetches; fetch "
+                                 "other URLs to the submitting machine first (e.g. globus-url-copy for gsiftp://)"
+                               : "a plain path or a file:// URL of a directory on the submitting machine") +
+                  ")");
+  std::string path = url.substr(scheme_end + 3);
+  if (path.rfind("localhost/", 0) == 0) path = path.substr(9);
+  if (path.empty() || path[0] != '/') f.fail(n, "file URL '" + url + "' must hold an absolute path (file:///path)");
+  return std::filesystem::path(path).lexically_normal().string();
+}
+
+// The last component of a URL's path (without its query), as the name a fetched file gets.
+std::string name_in_url(const std::string& url) {
+  std::string path = url.substr(url.find("://") + 3);
+  path = path.substr(0, path.find_first_of("?#"));
+  const auto slash = path.rfind('/');
+  const std::string name = slash == std::string::npos ? std::string() : path.substr(slash + 1);
+  return safe_relative_name(name) ? name : std::string();
+}
+
+// A file of the submitting machine that travels with the job: checked, and its content's
+// digest taken (what each relay's cache knows it by).
+StagedFile local_file(const std::string& path, StagedFile::Role role, std::string name, const std::string& what,
+                      const std::function<void(const std::string&)>& fail) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  const std::filesystem::path abs = std::filesystem::absolute(path, ec);
-  if (ec || !std::filesystem::exists(abs, ec)) f.fail(url_node, "executable '" + path + "' does not exist");
-  if (std::filesystem::is_directory(abs, ec)) f.fail(url_node, "executable '" + path + "' is a directory");
-  if (::access(abs.c_str(), X_OK) != 0) f.fail(url_node, "executable '" + path + "' is not executable");
-  return abs.lexically_normal().string();
+  if (!fs::exists(path, ec)) fail(what + " '" + path + "' does not exist");
+  if (fs::is_directory(path, ec)) fail(what + " '" + path + "' is a directory");
+  const bool exec = ::access(path.c_str(), X_OK) == 0;
+  if (role == StagedFile::Role::kExecutable && !exec) fail(what + " '" + path + "' is not executable");
+  StagedFile s;
+  s.role = role;
+  s.name = std::move(name);
+  s.source = path;
+  s.executable = exec;
+  try {
+    const FileDigest d = digest_of_file(path);
+    s.sha256 = d.sha256;
+    s.size = d.size;
+  } catch (const std::runtime_error& e) {
+    fail(what + ": " + e.what());
+  }
+  return s;
+}
+
+// The executable: a file of the submitting machine (carried where the cluster's nodes do not
+// see it) or an http(s) URL each relay fetches. Sets spec.executable to its path or URL.
+void read_executable(const XmlFile& f, const pugi::xml_node& url_node, const std::string& url, JobSpec& spec) {
+  const std::string where = local_or_url(f, url_node, url, true);
+  if (where.find("://") != std::string::npos) {
+    const std::string name = name_in_url(where);
+    if (name.empty()) f.fail(url_node, "URL '" + where + "' does not end in a file name for the executable");
+    spec.executable = where;
+    spec.files.push_back({StagedFile::Role::kExecutable, name, where, "", 0, true});
+    return;
+  }
+  spec.executable = where;
+  spec.files.push_back(local_file(where, StagedFile::Role::kExecutable, std::filesystem::path(where).filename().string(),
+                                  "executable", [&](const std::string& why) { f.fail(url_node, why); }));
+}
+
+// <stageInOut><file name="NAME" type="in|out"><location type="URL">URL</location></file>...:
+// inputs put into the job's directory at each cluster before the processes start, outputs
+// brought back from it (into URL/CLUSTER/NAME on the submitting machine) when the job ends.
+void read_staged_files(const XmlFile& f, const pugi::xml_node& exec, const Variables& vars, JobSpec& spec) {
+  std::set<std::string> names;
+  for (const auto& s : spec.files) names.insert(s.name);
+  for (pugi::xml_node stage : exec.children("stageInOut"))
+    for (pugi::xml_node file : stage.children()) {
+      if (file.type() != pugi::node_element) continue;
+      if (std::string(file.name()) != "file") f.fail(file, "unknown element inside <stageInOut> (expected <file>)");
+      const std::string name = substitute(f, file, f.attribute(file, "name"), vars);
+      if (!safe_relative_name(name))
+        f.fail(file, "file name '" + name + "' must be a relative path inside the job's directory (no '..', not absolute)");
+      if (!names.insert(name).second) f.fail(file, "file name '" + name + "' is given twice (or is the executable's)");
+      const std::string type = f.attribute(file, "type");
+      if (type != "in" && type != "out") f.fail(file, "file type is '" + type + "'; expected in or out");
+      const pugi::xml_node location = f.child(file, "location");
+      const std::string url = value_of(f, location, vars);
+      const auto fail = [&](const std::string& why) { f.fail(location, why); };
+      if (type == "in") {
+        const std::string where = local_or_url(f, location, url, true);
+        if (where.find("://") != std::string::npos)
+          spec.files.push_back({StagedFile::Role::kInput, name, where, "", 0, false});
+        else
+          spec.files.push_back(local_file(where, StagedFile::Role::kInput, name, "input file", fail));
+        continue;
+      }
+      const std::string dir = local_or_url(f, location, url, false);
+      std::error_code ec;
+      if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec))
+        fail("output location '" + dir + "' is not a directory (outputs come back into DIR/CLUSTER/NAME)");
+      spec.files.push_back({StagedFile::Role::kOutput, name, dir, "", 0, false});
+    }
 }
 
 JobSpec parse(const XmlFile& f, const Variables& vars) {
@@ -115,7 +205,8 @@ JobSpec parse(const XmlFile& f, const Variables& vars) {
   const pugi::xml_node exec = f.child(task, "execution");
   f.attribute(exec, "type");
   const pugi::xml_node url = f.child(f.child(f.child(f.child(exec, "executable"), "execFile"), "file"), "url");
-  spec.executable = resolve_executable(f, url, value_of(f, url, vars));
+  read_executable(f, url, value_of(f, url, vars), spec);
+  read_staged_files(f, exec, vars, spec);
   if (exec.child("processesCount")) {
     const std::uint32_t n = count_of(f, exec, vars);
     if (n != spec.total_processes())
@@ -142,6 +233,10 @@ JobSpec parse(const XmlFile& f, const Variables& vars) {
     spec.survive_cluster_loss = v == "continue";
   }
   if (pugi::xml_node wd = exec.child("workingDirectory")) {
+    for (const auto& s : spec.files)
+      if (s.role != StagedFile::Role::kExecutable)
+        f.fail(wd, "a job with <stageInOut> files runs in its own directory at each cluster, where they are put and "
+                   "found: remove <workingDirectory>");
     spec.workdir = value_of(f, wd, vars);
     std::error_code ec;  // a too long name, say, is an error here, not an exception
     if (!std::filesystem::is_directory(spec.workdir, ec))
@@ -185,8 +280,11 @@ JobSpec command_job(const std::string& program, const std::vector<std::string>& 
   spec.task_id = spec.app_id;
   spec.groups.push_back({spec.app_id, static_cast<std::uint32_t>(processes)});
   spec.executable = abs.lexically_normal().string();
+  spec.files.push_back(local_file(spec.executable, StagedFile::Role::kExecutable, spec.app_id, "program",
+                                  [&](const std::string& why) { throw InputError(why); }));
   spec.args = args;
   spec.workdir = fs::current_path(ec).string();
+  spec.workdir_is_submitters = true;
   return spec;
 }
 

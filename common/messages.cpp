@@ -17,7 +17,10 @@ void write_spec(Writer& w, const JobSpec& s) {
   for (const auto& g : s.groups) w.str(g.name).u32(g.count);
   w.str(s.executable).strs(s.args).u32(static_cast<std::uint32_t>(s.env.size()));
   for (const auto& [k, v] : s.env) w.str(k).str(v);
-  w.str(s.workdir).u32(s.survive_cluster_loss ? 1 : 0);
+  w.str(s.workdir).u32(s.survive_cluster_loss ? 1 : 0).u32(s.workdir_is_submitters ? 1 : 0);
+  w.u32(static_cast<std::uint32_t>(s.files.size()));
+  for (const auto& f : s.files)
+    w.u32(static_cast<std::uint32_t>(f.role)).str(f.name).str(f.source).str(f.sha256).u64(f.size).u32(f.executable ? 1 : 0);
 }
 JobSpec read_spec(Reader& r) {
   JobSpec s;
@@ -44,9 +47,56 @@ JobSpec read_spec(Reader& r) {
   }
   s.workdir = r.str();
   s.survive_cluster_loss = r.u32() != 0;
+  s.workdir_is_submitters = r.u32() != 0;
+  const std::uint32_t nfiles = r.u32();
+  for (std::uint32_t i = 0; i < nfiles; ++i) {
+    StagedFile f;
+    const std::uint32_t role = r.u32();
+    if (role > static_cast<std::uint32_t>(StagedFile::Role::kOutput)) throw wire::BadBody("job: a file of unknown role");
+    f.role = static_cast<StagedFile::Role>(role);
+    f.name = r.str();
+    // The relay writes and reads these names inside a job directory: none may leave it.
+    if (!safe_relative_name(f.name)) throw wire::BadBody("job: file name '" + f.name + "' is not a relative path inside the job");
+    f.source = r.str();
+    f.sha256 = r.str();
+    f.size = r.u64();
+    f.executable = r.u32() != 0;
+    s.files.push_back(std::move(f));
+  }
   return s;
 }
 }  // namespace
+
+std::uint64_t JobSpec::carried_bytes() const {
+  std::uint64_t n = 0;
+  for (const auto& f : files)
+    if (f.carried()) n += f.size;
+  return n;
+}
+
+bool safe_relative_name(std::string_view name) {
+  if (name.empty() || name.size() > 255 || name.front() == '/' || name.back() == '/') return false;
+  if (name.find('\0') != std::string_view::npos) return false;
+  for (std::size_t start = 0; start <= name.size();) {
+    const std::size_t end = std::min(name.find('/', start), name.size());
+    const std::string_view part = name.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+std::string FilePiece::encode() const { return Writer().str(file).u64(size).u64(offset).str(data).take(); }
+FilePiece FilePiece::decode(std::string_view body) {
+  Reader r(body);
+  FilePiece m;
+  m.file = r.str();
+  m.size = r.u64();
+  m.offset = r.u64();
+  m.data = r.str();
+  r.end();
+  return m;
+}
 
 std::string JobSpec::encode() const {
   Writer w;

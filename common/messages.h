@@ -19,6 +19,25 @@ struct GroupSpec {
   std::uint32_t count = 0;
 };
 
+// A file that travels with a job (docs/jobprofile.md, "Files that travel with the job"): the
+// executable and the inputs, carried from the submitting machine (source: an absolute path
+// there, content named by its SHA-256) or fetched by each relay (source: an http(s) URL);
+// the outputs, brought back from each cluster into a directory of the submitting machine.
+struct StagedFile {
+  enum class Role : std::uint32_t { kExecutable = 0, kInput = 1, kOutput = 2 };
+  Role role = Role::kInput;
+  std::string name;    // in the job's directory at each cluster: a relative path that stays
+                       // inside it (safe_relative_name), checked where it enters
+  std::string source;  // inputs, executable: a path on the submitting machine or a URL;
+                       // outputs: the directory on the submitting machine they come back to
+  std::string sha256;  // carried files: the content's digest (hex); "" otherwise
+  std::uint64_t size = 0;
+  bool executable = false;  // its mode carries the execute bits
+
+  bool is_url() const { return source.rfind("http://", 0) == 0 || source.rfind("https://", 0) == 0; }
+  bool carried() const { return role != Role::kOutput && !is_url(); }  // from the submitting machine
+};
+
 // What the launcher submits: a validated JobProfile with every variable filled in.
 struct JobSpec {
   std::string app_id;
@@ -32,7 +51,14 @@ struct JobSpec {
   // goes on with the others, which are told (JobProfile <onClusterLoss>continue); by
   // default one failed process stops the whole job, as mpiexec does.
   bool survive_cluster_loss = false;
+  // gridrun -n: `workdir` is the directory gridrun ran in, used on clusters that see the
+  // submitting machine's files (no stageDir); the others start processes in the job directory.
+  bool workdir_is_submitters = false;
+  // The executable (role kExecutable, when it travels) and the profile's <stageInOut> files.
+  std::vector<StagedFile> files;
 
+  // Bytes that travel from the submitting machine (what a user's size limit counts).
+  std::uint64_t carried_bytes() const;
   // Summed in 64 bits: groups of up to a million processes each must not wrap a 32-bit sum.
   std::uint64_t total_processes() const;
   std::string encode() const;
@@ -40,6 +66,10 @@ struct JobSpec {
   // than MPI can number (ranks are ints): every count is checked where it enters.
   static JobSpec decode(std::string_view body);
 };
+
+// A file name that stays inside the directory it is relative to: not empty, not absolute, no
+// empty, "." or ".." component, at most 255 bytes.
+bool safe_relative_name(std::string_view name);
 
 // MPI numbers ranks with an int.
 inline constexpr std::uint64_t kMaxJobProcesses = 0x7fffffff;
@@ -178,6 +208,18 @@ struct LinkHello {
   std::string encode() const;
   static LinkHello decode(std::string_view body);
 };
+
+// A piece of a file (FileData): which file (a staged file's SHA-256, or an output's name),
+// its whole size, where the piece goes in it, and the bytes.
+struct FilePiece {
+  std::string file;
+  std::uint64_t size = 0;
+  std::uint64_t offset = 0;
+  std::string data;
+  std::string encode() const;
+  static FilePiece decode(std::string_view body);
+};
+inline constexpr std::size_t kFilePieceBytes = 256 * 1024;
 
 // Output frames carry one line of a process's output; the stream is in header.flags.
 inline constexpr std::uint32_t kStdout = 1;

@@ -41,6 +41,8 @@ const char* type_name(Type t) {
     case Type::kStatus: return "Status";
     case Type::kLinkAck: return "LinkAck";
     case Type::kDirectResume: return "DirectResume";
+    case Type::kFileWanted: return "FileWanted";
+    case Type::kFileData: return "FileData";
   }
   return "unknown";
 }
@@ -54,7 +56,7 @@ std::uint64_t get(const unsigned char*& p, int bytes) {
   for (int i = 0; i < bytes; ++i) v |= static_cast<std::uint64_t>(*p++) << (8 * i);
   return v;
 }
-bool known_type(std::uint16_t t) { return t >= 1 && t <= static_cast<std::uint16_t>(Type::kDirectResume); }
+bool known_type(std::uint16_t t) { return t >= 1 && t <= static_cast<std::uint16_t>(Type::kFileData); }
 }  // namespace
 
 void encode_header(const Header& h, unsigned char out[kHeaderSize]) {

@@ -73,7 +73,13 @@ enum class Type : std::uint16_t {
                        // `seq` frames on this link in all; the other may forget those (link_resume.h)
   kDirectResume = 34,  // process -> relays -> process: src's direct connection with dst broke, and
                        // src had received `seq` frames on it; dst sends the rest through the relays
+  kFileWanted = 35,    // relay -> broker -> launcher: send the job's file whose content has this
+                       // SHA-256 (body: its hex digest); the relay's cache does not hold it
+  kFileData = 36,      // launcher -> broker -> relays: a piece of a staged file (FilePiece); relay ->
+                       // broker -> launcher: a piece of an output file, context = the part
 };
+// kFileData flags: more pieces of the same file follow (the last one has it clear).
+inline constexpr std::uint32_t kMorePieces = 1;
 // kData and kRest flags: more fragments of the same part of the message follow (the last one
 // has it clear). First kData fragment only: the message is synchronous (its sender waits for
 // a Matched), or rendezvous (only its first bytes come as kData; the rest follows as kRest

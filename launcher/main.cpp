@@ -1,4 +1,5 @@
 // gridrun: submit a JobProfile and follow it to its end. See --help and README.md.
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -395,8 +396,15 @@ int main(int argc, char** argv) {
     JobSpec spec = program.empty() ? load_job_profile(profile, vars)
                                    : command_job(program, program_args, std::atol(vars["NPROCS"].c_str()));
     for (const auto& [name, v] : env) set_environment(spec, name, v);
-    // Where the processes start when the profile does not say: here, as with mpiexec and srun.
-    if (spec.workdir.empty()) spec.workdir = std::filesystem::current_path().string();
+    // Where the processes start when the profile does not say: here, as with mpiexec and srun
+    // (on clusters that see this machine's files; elsewhere in the job's directory). A job
+    // with files of its own to put and find (<stageInOut>) starts in its job directory.
+    const bool has_own_files = std::any_of(spec.files.begin(), spec.files.end(),
+                                           [](const StagedFile& f) { return f.role != StagedFile::Role::kExecutable; });
+    if (spec.workdir.empty() && !has_own_files) {
+      spec.workdir = std::filesystem::current_path().string();
+      spec.workdir_is_submitters = true;
+    }
 
     if (dry_run && embedded) {
       const Topology t = map_job(spec, offers_of(grid));

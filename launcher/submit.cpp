@@ -1,4 +1,5 @@
 #include "launcher/submit.h"
+#include "launcher/job_files.h"
 
 #include <signal.h>
 
@@ -96,6 +97,7 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
     return "[" + topo.clusters[topo.cluster_of(static_cast<std::uint32_t>(rank))].name + ":" + std::to_string(rank) + "] ";
   };
   std::function<void()> reconnect;
+  OutputFiles outputs(spec);
   const std::function<void(Frame&)> on_frame = [&](Frame& f) {
         switch (f.header.type) {
           case Type::kJobAccepted: {
@@ -152,6 +154,31 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
           case Type::kNotice:
             std::fprintf(stderr, "gridrun: %s\n", f.body.c_str());
             break;
+          case Type::kFileWanted:  // a cluster's relay lacks one of the job's files
+            for (const auto& file : spec.files)
+              if (file.carried() && file.sha256 == f.body) {
+                if (opt.verbose || file.size >= (64u << 20))
+                  std::fprintf(stderr, "gridrun: sending %s (%s) to the grid\n", file.source.c_str(), human_bytes(file.size).c_str());
+                asio::co_spawn(io, send_staged_file(link, job_id, file, [&](const std::string& why) {
+                                 std::fprintf(stderr, "gridrun: %s\n", why.c_str());
+                               }),
+                               asio::detached);
+                break;
+              }
+            break;
+          case Type::kFileData: {  // a piece of an output file
+            FilePiece piece;
+            try {
+              piece = FilePiece::decode(f.body);
+            } catch (const wire::BadBody& e) {
+              std::fprintf(stderr, "gridrun: a bad piece of an output file from the broker: %s\n", e.what());
+              break;
+            }
+            if (f.header.context >= topo.clusters.size()) break;
+            const std::string said = outputs.on_piece(topo.clusters[f.header.context].name, piece, !(f.header.flags & wire::kMorePieces));
+            if (!said.empty()) std::fprintf(stderr, "gridrun: %s\n", said.c_str());
+            break;
+          }
           case Type::kError:
             std::fprintf(stderr, "gridrun: %s\n", f.body.c_str());
             if (!accepted) {

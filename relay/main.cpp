@@ -45,6 +45,11 @@ description, and carries the job's traffic to and from other clusters.
                       how long this cluster's jobs keep running when the broker is lost
                       (default 60): a broker restarted on its --state-dir within it takes
                       them back; after it they are killed
+  --cache-size SIZE   the most the cache of jobs' files may hold (default 8G; K, M, G,
+                      T as powers of 1024): in the cluster's stageDir (docs/grid.md), or
+                      below $TMPDIR; the files used least lately go first
+  --fetch-limit SIZE  the largest file a job may have fetched from an http(s) URL
+                      (default 4G)
   --link-grace SECONDS
                       how long a broken link to another cluster's relay may stay down
                       before that cluster is cut off (default 60, or the grid description's
@@ -97,7 +102,7 @@ int main(int argc, char** argv) {
   using namespace gridrt;
   log::set_component("relay");
   std::string grid_path, cluster, broker, gridproc, link_encryption = "tls", grid_map, broker_grace = "60",
-              cgroup = "auto", link_grace;
+              cgroup = "auto", link_grace, cache_size, fetch_limit;
   bool single_user = false, quiet = false;
   tls::Credentials creds;
   std::vector<std::pair<std::string, std::string>> wan_options;
@@ -105,7 +110,7 @@ int main(int argc, char** argv) {
                        {{"--grid", &grid_path}, {"--cluster", &cluster}, {"--broker", &broker}, {"--cert", &creds.cert},
                         {"--key", &creds.key}, {"--ca", &creds.ca}, {"--gridproc", &gridproc}, {"--grid-mapfile", &grid_map},
                         {"--link-encryption", &link_encryption}, {"--broker-grace", &broker_grace}, {"--cgroup", &cgroup},
-                        {"--link-grace", &link_grace}},
+                        {"--link-grace", &link_grace}, {"--cache-size", &cache_size}, {"--fetch-limit", &fetch_limit}},
                        {"--grid", "--cluster", "--broker", "--cert", "--key", "--ca"}, {{"--single-user", &single_user}, {"--quiet", &quiet}},
                        {"--emulate-wan", "--emulate-wan-pair", "--emulate-wan-access"}, &wan_options);
   if (quiet) log::set_notices(false);
@@ -160,6 +165,13 @@ int main(int argc, char** argv) {
     options.broker_grace = std::chrono::seconds(grace);
     if (!link_grace.empty()) options.link_grace = std::chrono::seconds(link_grace_option);
     else if (grid.link_grace_seconds) options.link_grace = std::chrono::seconds(*grid.link_grace_seconds);
+    try {
+      if (!cache_size.empty()) options.cache_bytes = parse_bytes(cache_size, "--cache-size");
+      if (!fetch_limit.empty()) options.fetch_limit = parse_bytes(fetch_limit, "--fetch-limit");
+    } catch (const std::invalid_argument& e) {
+      std::fprintf(stderr, "gridrelay: %s\n", e.what());
+      return 2;
+    }
     Relay relay(io, options);
     relay.prepare_for_strangers();
     if (wan.active()) log::info("emulating a WAN under relay links: ", wan.describe());

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 
 #include "common/grid_map.h"
@@ -24,7 +25,7 @@ void Relay::launch(Job& job) {
   for (const auto& w : opt_.cluster.launch) argv.push_back(w == "{np}" ? std::to_string(job.count) : w);
   argv.push_back(opt_.gridproc);
   argv.push_back("--");
-  argv.push_back(spec.executable);
+  argv.push_back(job.executable);
   argv.insert(argv.end(), spec.args.begin(), spec.args.end());
   SpawnOptions so;
   so.env = spec.env;
@@ -43,7 +44,7 @@ void Relay::launch(Job& job) {
   so.env.emplace_back("GRIDRT_LISTEN", !(net.nodes_public && net.inbound) ? "none"
                                        : net.port_min ? std::to_string(net.port_min) + "-" + std::to_string(net.port_max)
                                                       : "any");
-  so.workdir = spec.workdir;
+  so.workdir = job.workdir;
   so.pipe_stdout = so.pipe_stderr = true;
   if (opt_.cgroups) try {
       so.cgroup_procs = opt_.cgroups->open_part(job.id());
@@ -52,18 +53,14 @@ void Relay::launch(Job& job) {
       log::warn("job ", job.id(), ": its processes are contained by their monitors only: ", e.what());
     }
   try {
-    so.run_as = account_for(job);
+    so.run_as = job.account;
     Child c = spawn(argv, so);
     job.mpiexec = c.pid;
     log::info("job ", job.id(), ": started ", job.count, " process(es) with ", argv[0], " (pid ", c.pid, ")");
     read_launcher_output(job, c.stdout_fd, kStdout);
     read_launcher_output(job, c.stderr_fd, kStderr);
   } catch (const std::exception& e) {
-    job.end.failure = e.what();
-    job.end.launch_exited = true;
-    job.end.launch_status = 127;
-    log::error("job ", job.id(), ": ", e.what());
-    maybe_finish(job);
+    fail_part(job, e.what());
   }
   if (so.cgroup_procs >= 0) ::close(so.cgroup_procs);
 }
@@ -186,6 +183,8 @@ void Relay::kill_job(Job& job, const std::string& why, bool tell_broker, int sta
       signal_by_environment("GRIDRT_SECRET=" + it->second->start.secret, SIGKILL);
       kill_leftovers(*it->second);
     });
+  } else if (job.mpiexec < 0) {  // still waiting for its files
+    fail_part(job, "stopped before it started (" + why + ")");
   }
 }
 
@@ -270,6 +269,15 @@ void Relay::remove_cgroup(std::uint64_t id, int attempts_left) {
 }
 
 void Relay::finish(Job& job) {
+  // The outputs go first, so that the submitter has them when it learns the job ended.
+  if (job.outputs == Job::Outputs::kSending) return;
+  if (job.outputs == Job::Outputs::kNotSent && !job.workdir.empty() &&
+      std::any_of(job.start.spec.files.begin(), job.start.spec.files.end(),
+                  [](const StagedFile& f) { return f.role == StagedFile::Role::kOutput; })) {
+    job.outputs = Job::Outputs::kSending;
+    asio::co_spawn(io_, send_outputs(job.id()), asio::detached);
+    return;
+  }
   // Nothing of the part outlives it, whatever it did to leave (even kill its monitor).
   if (job.in_cgroup) {
     kill_leftovers(job);
@@ -289,6 +297,7 @@ void Relay::finish(Job& job) {
     if (c) c->link->close("job ended");
   if (job.timer) job.timer->cancel();
   if (job.leftovers) job.leftovers->cancel();
+  if (!job.job_dir.empty()) remove_tree(job.job_dir);
   jobs_.erase(job.id());
 }
 

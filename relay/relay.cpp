@@ -302,6 +302,7 @@ void Relay::on_broker_frame(Frame& f) {
       case Type::kFinalizing: return tell_processes(f);
       case Type::kKillJob: return handle_kill(f);
       case Type::kReplayOutput: return handle_replay(f);
+      case Type::kFileData: return handle_file_data(f);
       default:
         log::warn("ignoring unexpected ", wire::type_name(f.header.type), " frame from the broker");
     }
@@ -334,7 +335,7 @@ void Relay::handle_start(const Frame& f) {
   Job& j = *job;
   jobs_[j.id()] = std::move(job);
   ensure_links(j);
-  launch(j);
+  prepare_part(j);
 }
 
 void Relay::handle_topology(const Frame& f) {

@@ -24,6 +24,7 @@
 #include "common/grid.h"
 #include "common/link.h"
 #include "common/process.h"
+#include "common/staging.h"
 #include "common/tls.h"
 #include "common/wan.h"
 #include "relay/output_log.h"
@@ -59,6 +60,10 @@ class Relay {
     // How long a broken relay-to-relay link may stay down (its jobs paused, redialled, what
     // the other side had not received sent again) before its cluster is cut off.
     std::chrono::steady_clock::duration link_grace = std::chrono::seconds(60);
+    // The relay's cache of the files jobs brought (relay/stage_files.cpp): at most this many
+    // bytes, the least lately used going first; a file fetched from a URL: at most this big.
+    std::uint64_t cache_bytes = 8ull << 30;
+    std::uint64_t fetch_limit = 4ull << 30;
   };
   Relay(asio::io_context& io, Options opt);
   ~Relay();
@@ -142,6 +147,14 @@ class Relay {
   void route(Job& job, wire::Frame& f);
   void deliver_local(Job& job, wire::Frame& f);
   void launch(Job& job);
+  // Files that travel with the job (relay/stage_files.cpp).
+  std::string stage_root() const;
+  ContentCache& cache();
+  void prepare_part(Job& job);
+  void handle_file_data(const wire::Frame& f);
+  asio::awaitable<void> fetch_for(std::uint64_t id, StagedFile file);
+  asio::awaitable<void> send_outputs(std::uint64_t id);
+  void fail_part(Job& job, const std::string& why);
   std::optional<LocalAccount> account_for(const Job& job) const;
   void read_launcher_output(Job& job, int fd, std::uint32_t stream);
   asio::awaitable<void> forward_launcher_output(std::uint64_t id, std::shared_ptr<asio::posix::stream_descriptor> pipe,
@@ -177,6 +190,7 @@ class Relay {
   std::shared_ptr<TlsLink> broker_;
   asio::signal_set child_signal_;
   std::map<std::uint64_t, std::unique_ptr<Job>> jobs_;
+  std::unique_ptr<ContentCache> cache_;  // made on first use (cache())
   std::map<std::uint64_t, Finished> finished_;
   asio::steady_timer broker_grace_;  // runs while jobs wait for the broker to come back
   std::map<std::string, std::unique_ptr<PeerLink>> links_;

@@ -9,6 +9,7 @@
 
 #include "common/messages.h"
 #include "common/link_resume.h"
+#include "common/staging.h"
 #include "relay/part_end.h"
 #include "relay/relay.h"
 
@@ -87,6 +88,16 @@ struct Relay::Job {
   std::vector<std::shared_ptr<asio::posix::stream_descriptor>> launcher_pipes;  // its stdout and stderr
   int open_pipes = 0;
   bool in_cgroup = false;              // its processes are in a cgroup of their own (Options::cgroups)
+  // Its files (relay/stage_files.cpp): the directory they are put in ("": none), what the
+  // launch command runs, where the processes start, whose account they run as; the files
+  // asked of the submitter and arriving (by SHA-256), and how many are not in place yet.
+  std::string job_dir;
+  std::string executable;
+  std::string workdir;
+  std::optional<LocalAccount> account;
+  std::map<std::string, std::unique_ptr<IncomingFile>> incoming;
+  std::size_t awaited = 0;
+  enum class Outputs { kNotSent, kSending, kSent } outputs = Outputs::kNotSent;
 
   std::uint64_t id() const { return start.job; }
   const Topology& topo() const { return start.topology; }

@@ -26,6 +26,7 @@
 #include "common/grid.h"
 #include "common/grid_map.h"
 #include "common/process.h"
+#include "common/staging.h"
 #include "common/tls.h"
 #include "models/grid_model.h"
 #include "run_support.h"
@@ -1956,5 +1957,219 @@ TEST(EndToEnd, TaskQueueThroughTheCApi) {
   const Outcome r = gridrun({"--clusters", "3", "--ranks-per-cluster", "2", helloworld_running("queue_c")});
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("queue_c: checks passed"), std::string::npos) << r.out << r.err;
+  expect_nothing_left();
+}
+
+// ---- Files that travel with the job (docs/jobprofile.md, "Files that travel with the job").
+
+namespace {
+
+// A directory of the submitting side with an unmodified MPI program (tests/mpi/staged.c)
+// and its input, and a profile that names them, the input as input.txt and result.txt as
+// the output to bring back into `dir`/results. `program` and `input` may be URLs instead.
+struct StagedJob {
+  std::string dir, profile;
+  explicit StagedJob(const std::string& name, std::string program = "", std::string input = "", int processes = 3)
+      : dir(fs::path(::testing::TempDir() + "/" + name).lexically_normal().string()) {
+    fs::remove_all(dir);
+    fs::create_directories(dir + "/submit");
+    fs::copy_file(std::string(GRIDRT_MPI_TESTS_DIR) + "/mpi_staged", dir + "/submit/staged");
+    std::ofstream(dir + "/submit/in.txt") << "the input of " << name << "\n";
+    if (program.empty()) program = "file://" + dir + "/submit/staged";
+    if (input.empty()) input = dir + "/submit/in.txt";
+    profile = dir + "/job.xml";
+    std::ofstream(profile) << "<grmsJob appId=\"staged\"><task taskId=\"t\"><resourcesDescription><topology><group groupId=\"g\"/>"
+                              "<processes><groupIdReference groupId=\"g\"/><processesCount><value>"
+                           << processes
+                           << "</value></processesCount></processes></topology></resourcesDescription><execution type=\"mpich\">"
+                              "<executable><execFile><file><url>"
+                           << program
+                           << "</url></file></execFile></executable>"
+                              "<arguments><value>input.txt</value><value>result.txt</value></arguments><stageInOut>"
+                              "<file name=\"input.txt\" type=\"in\"><location type=\"URL\">"
+                           << input
+                           << "</location></file>"
+                              "<file name=\"result.txt\" type=\"out\"><location type=\"URL\">file://"
+                           << dir << "/results</location></file></stageInOut></execution></task></grmsJob>\n";
+  }
+  ~StagedJob() { fs::remove_all(dir); }
+  // Two clusters of two slots whose nodes hold their files under `dir`/site-NAME (stageDir).
+  std::string grid_with_stage_dirs() const {
+    std::string g = gridrt::default_grid_xml(2, 2);
+    for (const char* c : {"c0", "c1"}) {
+      const std::string tag = std::string("<cluster name=\"") + c + "\"";
+      g.replace(g.find(tag), tag.size(), tag + " stageDir=\"" + dir + "/site-" + c + "\"");
+    }
+    std::ofstream(dir + "/grid.xml") << g;
+    return dir + "/grid.xml";
+  }
+  std::vector<std::string> job_dirs(const std::string& cluster) const {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir + "/site-" + cluster, ec))
+      if (e.path().filename().string().rfind("job-", 0) == 0) out.push_back(e.path());
+    return out;
+  }
+};
+
+// The output of cluster `c` came back whole: the lowest rank there wrote what it read.
+void expect_result_from(const StagedJob& job, const std::string& c, const std::string& input_of) {
+  const std::string result = slurp(job.dir + "/results/" + c + "/result.txt");
+  EXPECT_NE(result.find("read: the input of " + input_of), std::string::npos) << c << ": '" << result << "'";
+  EXPECT_FALSE(fs::exists(job.dir + "/results/" + c + "/.result.txt.gridrt-partial"));
+}
+
+}  // namespace
+
+// On clusters whose nodes do not see the submitting machine's files (a stageDir each), the
+// program and its input travel through the broker to each relay, run from the job's
+// directory there, and the outputs come back, each cluster's into its own directory; the
+// relays keep the contents by digest, so that a rerun sends nothing; the job directories go.
+TEST(Staging, TheProgramAndItsFilesTravelToEachClusterAndTheOutputsComeBack) {
+  StagedJob job("staging-carried");
+  const std::string grid = job.grid_with_stage_dirs();
+  Outcome r = gridrun({"-v", "--grid", grid, job.profile});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("staged: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("checks passed on 3 processes"), std::string::npos) << r.out;
+  for (const char* c : {"c0", "c1"}) {
+    // Every process ran the copy in its cluster's job directory, not the submitter's file.
+    const std::regex ran("\\[" + std::string(c) + ":\\d\\] staged: rank \\d runs " + job.dir + "/site-" + c + "/job-[0-9a-f-]+/staged in " +
+                         job.dir + "/site-" + c + "/job-");
+    EXPECT_TRUE(std::regex_search(r.out, ran)) << c << "\n" << r.out;
+    expect_result_from(job, c, "staging-carried");
+    EXPECT_TRUE(job.job_dirs(c).empty()) << "the job directory outlived the job on " << c;
+  }
+  // Each cluster asked for the program and the input once (gridrun -v says what it sends).
+  const std::string program = job.dir + "/submit/staged";
+  EXPECT_NE(r.err.find("sending " + program), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("sending " + job.dir + "/submit/in.txt"), std::string::npos) << r.err;
+  const auto digest = gridrt::digest_of_file(program);
+  for (const char* c : {"c0", "c1"})
+    EXPECT_TRUE(fs::exists(job.dir + "/site-" + c + "/cache/" + digest.sha256)) << c;
+
+  // Again: the relays' caches hold both, nothing is sent; the outputs come back again.
+  fs::remove_all(job.dir + "/results");
+  r = gridrun({"-v", "--grid", grid, job.profile});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.err.find("sending "), std::string::npos) << r.err;
+  for (const char* c : {"c0", "c1"}) expect_result_from(job, c, "staging-carried");
+
+  // A changed input is a new content: only it travels.
+  std::ofstream(job.dir + "/submit/in.txt") << "the input of a second run\n";
+  r = gridrun({"-v", "--grid", grid, job.profile});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.err.find("sending " + program), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("sending " + job.dir + "/submit/in.txt"), std::string::npos) << r.err;
+  for (const char* c : {"c0", "c1"}) expect_result_from(job, c, "a second run");
+  expect_nothing_left();
+}
+
+// An output a failed job wrote still comes back; one it did not write is named.
+TEST(Staging, OutputsComeBackFromAFailedJobAndAMissingOneIsNamed) {
+  StagedJob job("staging-failed", "", "/no/such/input");
+  // (An input that does not exist is refused at parsing, naming it.)
+  Outcome r = gridrun({job.profile});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("input file '/no/such/input' does not exist"), std::string::npos) << r.err;
+  StagedJob shell("staging-failed-shell", "/bin/sh");
+  // sh input.txt result.txt: runs input.txt as a script, which writes and then fails.
+  std::ofstream(shell.dir + "/submit/in.txt") << "echo written by $(hostname) > result.txt; exit 3\n";
+  std::string text = slurp(shell.profile);
+  text.replace(text.find("<value>result.txt</value>"), 25, "");
+  std::ofstream(shell.profile) << text;
+  r = gridrun({"--grid", shell.grid_with_stage_dirs(), shell.profile});
+  EXPECT_EQ(r.status, 3) << r.out << r.err;
+  EXPECT_NE(slurp(shell.dir + "/results/c0/result.txt").find("written by"), std::string::npos) << r.err;
+  expect_nothing_left();
+}
+
+// A QosCosGrid profile whose executable and input are http:// URLs: each relay fetches them
+// (from a local HTTP server here); a URL that answers 404 fails the job, naming it.
+TEST(Staging, AProgramAndInputFetchedFromHttpUrlsRun) {
+  if (gridrt::find_on_path("python3").empty()) GTEST_SKIP() << "python3 is not installed (scripts/install-deps.sh installs it)";
+  const std::string www = ::testing::TempDir() + "/staging-www";
+  fs::remove_all(www);
+  fs::create_directories(www + "/bin");
+  fs::copy_file(std::string(GRIDRT_MPI_TESTS_DIR) + "/mpi_staged", www + "/bin/staged");
+  std::ofstream(www + "/in.txt") << "the input of the web\n";
+  // A port the kernel says is free now; the server binds it a moment later.
+  int port = 0;
+  {
+    const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+    ::close(s);
+  }
+  gridrt::SpawnOptions so;
+  so.workdir = www;
+  const pid_t server =
+      gridrt::spawn({"sh", "-c", "exec python3 -m http.server --bind 127.0.0.1 \"$0\" >http.log 2>&1", std::to_string(port)}, so).pid;
+  const std::string base = "http://127.0.0.1:" + std::to_string(port);
+  bool up = false;
+  for (int i = 0; i < 100 && !up; ++i) {
+    const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    up = ::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(s);
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(up) << "the HTTP server did not start";
+  {
+    StagedJob job("staging-http", base + "/bin/staged", base + "/in.txt", 4);
+    Outcome r = gridrun({"--clusters", "2", "--ranks-per-cluster", "2", job.profile});
+    EXPECT_EQ(r.status, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("checks passed on 4 processes"), std::string::npos) << r.out;
+    for (const char* c : {"c0", "c1"}) expect_result_from(job, c, "the web");
+
+    StagedJob missing("staging-http-404", base + "/bin/nothing-here", base + "/in.txt", 2);
+    r = gridrun({"--clusters", "2", "--ranks-per-cluster", "2", missing.profile});
+    EXPECT_NE(r.status, 0) << r.out << r.err;
+    EXPECT_NE(r.err.find(base + "/bin/nothing-here: the server answered HTTP 404"), std::string::npos) << r.err;
+  }
+  ::kill(server, SIGTERM);
+  ::waitpid(server, nullptr, 0);
+  fs::remove_all(www);
+  expect_nothing_left();
+}
+
+// A broker's limits refuse a job whose files are too large, and a user whose running jobs
+// carry too much, before anything is sent; other jobs run.
+TEST(Staging, LimitsPerJobAndPerUserRefuseBeforeAnythingIsSent) {
+  StandingGrid grid("staging-limits", {"alice"}, {}, {"--stage-limit", "1M", "--stage-quota", "1500K"});
+  StagedJob big("staging-big");
+  {
+    std::ofstream out(big.dir + "/submit/in.txt");
+    out << std::string(2 << 20, 'x');
+  }
+  Outcome r = gridrun(grid.as("alice", {big.profile}));
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("more than a job may carry to the grid (1.0 MiB, gridbroker --stage-limit)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("sending"), std::string::npos) << r.err;
+
+  // A job of about 1 MiB runs while another of alice's, as big, is refused.
+  const std::string blob = grid.dir + "/blob";
+  { std::ofstream(blob) << std::string(900 << 10, 'y'); }
+  const std::string first = grid.dir + "/first.xml";
+  std::string text = slurp(sleep_profile("staging-sleep.xml", 1, 1));
+  text.replace(text.find("</execution>"), 12,
+               "<stageInOut><file name=\"blob\" type=\"in\"><location type=\"URL\">" + blob + "</location></file></stageInOut></execution>");
+  std::ofstream(first) << text;
+  Running running = start_gridrun(grid.as("alice", {first}), "first");
+  for (int i = 0; i < 100 && find_process("sleep", "60") <= 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  r = gridrun(grid.as("alice", {first}));
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("hold more than a user may have on the grid at once"), std::string::npos) << r.err;
+  ::kill(running.pid, SIGINT);
+  running.finish();
+  grid.stop();
   expect_nothing_left();
 }

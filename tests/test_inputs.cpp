@@ -124,7 +124,8 @@ TEST(JobProfile, UndefinedVariable) {
 TEST(JobProfile, UnsupportedUrlSchemeSaysWhichAreSupported) {
   const std::string msg = job_error(profile("", "<processesCount><value>2</value></processesCount>", "gsiftp://host.domain.com/~/hello"));
   expect_error(msg, "job.xml:12:32", "<url>", "unsupported URL scheme 'gsiftp'");
-  EXPECT_NE(msg.find("supported: file://"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("file:// URLs of the submitting machine"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("http:// and https:// URLs, which each cluster's relay fetches"), std::string::npos) << msg;
 }
 
 TEST(JobProfile, ExecutableMissingOrNotExecutable) {

@@ -159,7 +159,8 @@ class ThreeSites : public ::testing::Test {
                                    "<network frontend=\"" + c_frontend + "\" nodes=\"private\" inbound=\"no\" outbound=\"no\"/>"};
     for (std::size_t i = 0; i < sites_.size(); ++i) {
       const Site& s = sites_[i];
-      g << "  <cluster name=\"" << s.name << "\" site=\"site-" << s.name << "\" slots=\"1\">\n"
+      g << "  <cluster name=\"" << s.name << "\" site=\"site-" << s.name << "\" slots=\"1\""
+        << (staged_ ? " stageDir=\"" + dir_ + "/stage-" + s.name + "\"" : "") << ">\n"
         << "    <relay link=\"" << s.addr << ":" << s.link_port << "\" local=\"" << s.inside << ":" << s.link_port + 50 << "\"/>\n"
         << "    " << network[i] << "\n"
         << "    <launch>ip netns exec " << s.node_ns << " mpiexec -launcher fork -n {np}</launch>\n  </cluster>\n";
@@ -171,7 +172,10 @@ class ThreeSites : public ::testing::Test {
   }
 
   // `ip netns exec NS program args...` as a child of the test, output to dir_/name.log.
-  pid_t start_in(const std::string& ns, const std::string& name, std::vector<std::string> argv) {
+  pid_t start_in(const std::string& ns, const std::string& name, std::vector<std::string> argv) { return start_in(ns, name, {}, argv); }
+  // The same, `argv` run by the command `wrapper` (which ends by exec'ing it).
+  pid_t start_in(const std::string& ns, const std::string& name, const std::vector<std::string>& wrapper, std::vector<std::string> argv) {
+    argv.insert(argv.begin(), wrapper.begin(), wrapper.end());
     argv.insert(argv.begin(), {"ip", "netns", "exec", ns});
     const pid_t pid = ::fork();
     if (pid == 0) {
@@ -191,8 +195,16 @@ class ThreeSites : public ::testing::Test {
     daemons_.push_back(start_in(wan_, "broker", {kBin + "/gridbroker", "--grid", dir_ + "/grid.xml", "--listen", "0.0.0.0:7000", "--cert",
                                                  ca + "/broker.pem", "--key", ca + "/broker.key", "--ca", ca + "/ca.pem", "--journal",
                                                  dir_ + "/journal"}));
+    // Sites that do not see the submitting side's files: each relay (and all it starts) in a
+    // mount namespace of its own where dir_/submit is an empty file system.
+    std::vector<std::string> hide;
+    if (staged_) {
+      fs::create_directories(dir_ + "/submit");
+      hide = {"unshare", "--mount", "--propagation", "private", "sh", "-c", "mount -t tmpfs -o size=1m gridrt-hidden \"$0\" && exec \"$@\"",
+              dir_ + "/submit"};
+    }
     for (const auto& s : sites_)
-      daemons_.push_back(start_in(s.ns, "relay-" + s.name, {kBin + "/gridrelay", "--grid", dir_ + "/grid.xml", "--cluster", s.name,
+      daemons_.push_back(start_in(s.ns, "relay-" + s.name, hide, {kBin + "/gridrelay", "--grid", dir_ + "/grid.xml", "--cluster", s.name,
                                                             "--broker", s.gateway + ":7000", "--cert", ca + "/relay-" + s.name + ".pem",
                                                             "--key", ca + "/relay-" + s.name + ".key", "--ca", ca + "/ca.pem"}));
     // Registration: the broker's journal has nothing to say yet, so ask it for a dry run
@@ -343,6 +355,7 @@ class ThreeSites : public ::testing::Test {
   }
 
   bool misdeclare_c_ = false;  // declare site c reachable, which it is not
+  bool staged_ = false;        // each cluster has a stageDir, and its relay does not see dir_/submit
   // How long a broken relay link may stay down: short here, where links are cut for good
   // (empty: the relays' default, 60 s).
   std::string link_grace_ = "4";
@@ -642,6 +655,49 @@ TEST_F(ThreeSitesPatient, ADirectConnectionThatBreaksGoesOnThroughTheRelaysAndLo
 
 // Site c is declared reachable, which its firewall makes false: the broker's probe finds
 // out, the other relays do not try to dial c, c dials them, and the job runs.
+// Three sites whose nodes do not see the submitting side's files: the program exists only
+// there (dir_/submit, an empty file system in each relay's mount namespace), travels with the
+// job through the broker to each site's stageDir, runs everywhere, and its outputs come back.
+class ThreeSitesStaged : public ThreeSites {
+ protected:
+  ThreeSitesStaged() { staged_ = true; }
+};
+
+TEST_F(ThreeSitesStaged, AProgramOnlyTheSubmitterHasRunsOnEverySiteAndItsOutputsComeBack) {
+  const std::string submit = fs::path(dir_ + "/submit").lexically_normal().string();
+  fs::copy_file(std::string(GRIDRT_MPI_TESTS_DIR) + "/mpi_staged", submit + "/staged");
+  std::ofstream(submit + "/in.txt") << "the input of the three sites\n";
+  // The sites do not see it: the relays' mount namespaces hide the submitter's directory.
+  for (std::size_t i = 0; i < sites_.size(); ++i)
+    EXPECT_NE(sh("nsenter --target " + std::to_string(daemons_[i + 1]) + " --mount -- test -e " + submit + "/staged"), 0)
+        << "site " << sites_[i].name << " sees the submitter's program";
+  std::string text = slurp(kSrc + "/jobprofiles/three-sites.xml");
+  const std::string program = "$GRIDRT_EXAMPLES/hello", args = "<arguments><value>--pingpong-bytes</value><value>100000</value></arguments>";
+  text.replace(text.find(program), program.size(), "file://" + submit + "/staged");
+  text.replace(text.find(args), args.size(),
+               "<arguments><value>input.txt</value><value>result.txt</value></arguments><stageInOut>"
+               "<file name=\"input.txt\" type=\"in\"><location type=\"URL\">" + submit + "/in.txt</location></file>"
+               "<file name=\"result.txt\" type=\"out\"><location type=\"URL\">" + dir_ + "/results</location></file></stageInOut>");
+  std::ofstream(dir_ + "/staged.xml") << text;
+  Outcome r = finish(start_gridrun({"-v", dir_ + "/staged.xml"}, "staged"), "staged");
+  ASSERT_EQ(r.status, 0) << r.out << slurp(dir_ + "/relay-a.log");
+  EXPECT_NE(r.out.find("checks passed on 3 processes"), std::string::npos) << r.out;
+  for (const auto& s : sites_) {
+    const std::string stage = fs::path(dir_ + "/stage-" + s.name).lexically_normal().string();
+    EXPECT_NE(r.out.find("runs " + stage + "/job-"), std::string::npos) << s.name << "\n" << r.out;
+    const std::string result = slurp(dir_ + "/results/" + s.name + "/result.txt");
+    EXPECT_NE(result.find("read: the input of the three sites"), std::string::npos) << s.name << ": '" << result << "'";
+  }
+  // The broker asked once per content, for all three sites.
+  EXPECT_NE(r.out.find("sending " + submit + "/staged"), std::string::npos) << r.out;
+  // A second run finds both in every site's cache: nothing is sent.
+  fs::remove_all(dir_ + "/results");
+  r = finish(start_gridrun({"-v", dir_ + "/staged.xml"}, "staged-again"), "staged-again");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out.find("sending "), std::string::npos) << r.out;
+  for (const auto& s : sites_) EXPECT_TRUE(fs::exists(dir_ + "/results/" + s.name + "/result.txt")) << s.name;
+}
+
 class ThreeSitesMisdeclared : public ThreeSites {
  protected:
   ThreeSitesMisdeclared() { misdeclare_c_ = true; }

@@ -1,0 +1,235 @@
+// The files that travel with a job, at its cluster (docs/jobprofile.md, "Files that travel
+// with the job"): before the part starts, its job directory is made and filled (contents
+// from the relay's cache, asked of the submitter through the broker, or fetched from their
+// URL); once the part is over, its outputs go back through the broker, and the directory
+// goes.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <utility>
+
+#include "relay/http_fetch.h"
+#include "relay/relay_parts.h"
+
+namespace gridrt {
+
+using wire::Frame;
+using wire::Type;
+using Role = StagedFile::Role;
+
+namespace {
+
+// While the broker's connection holds this much not yet sent, outputs wait.
+constexpr std::size_t kOutputsQueued = 8u << 20;
+
+bool needs_job_directory(const JobSpec& spec, bool carried_here) {
+  for (const auto& f : spec.files)
+    if (f.role != Role::kExecutable || f.is_url()) return true;
+  return carried_here;
+}
+
+}  // namespace
+
+// The root of this cluster's job directories and file cache: its stageDir, or a directory of
+// the relay's own below the temporary directory (a cluster whose nodes share this machine's
+// files). Made private to the relay's user: nobody else may put a file where a job will run it.
+std::string Relay::stage_root() const {
+  if (!opt_.cluster.stage_dir.empty()) return opt_.cluster.stage_dir;
+  const char* tmp = std::getenv("TMPDIR");
+  return std::string(tmp && *tmp ? tmp : "/tmp") + "/gridrt-stage-" + std::to_string(::getuid()) + "/" + opt_.cluster.name;
+}
+
+ContentCache& Relay::cache() {
+  if (!cache_) {
+    const std::string root = stage_root();
+    std::error_code ec;
+    std::filesystem::create_directories(root, ec);
+    struct stat st {};
+    if (::lstat(root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      throw std::runtime_error("the staging directory " + root + " cannot be made: " + (ec ? ec.message() : "not a directory"));
+    if (st.st_uid != ::getuid() || (st.st_mode & 022))
+      throw std::runtime_error("the staging directory " + root + " is not this relay's alone (owned by uid " +
+                               std::to_string(st.st_uid) + ", writable by others): refusing to put jobs' files there");
+    // Others may pass through to their own job directories (0700 each), not list or read.
+    ::chmod(root.c_str(), 0711);
+    cache_ = std::make_unique<ContentCache>(root + "/cache", opt_.cache_bytes);
+  }
+  return *cache_;
+}
+
+// Makes the part's job directory (when it needs one) and puts its files there; launches it
+// once all are in place. A file missing from the cache is asked of the submitter (FileWanted
+// through the broker); a URL is fetched.
+void Relay::prepare_part(Job& job) {
+  const JobSpec& spec = job.start.spec;
+  const bool carried_here = !opt_.cluster.stage_dir.empty();
+  job.executable = spec.executable;
+  job.workdir = spec.workdir_is_submitters && carried_here ? "" : spec.workdir;
+  try {
+    job.account = account_for(job);
+    if (needs_job_directory(spec, carried_here)) {
+      char suffix[16];
+      std::snprintf(suffix, sizeof suffix, "%06x", static_cast<unsigned>(random_instance() & 0xffffff));
+      // The job id alone may repeat: several grids (or a restarted broker without its state)
+      // can share one staging directory.
+      job.job_dir = stage_root() + "/job-" + std::to_string(job.id()) + "-" + suffix;
+      cache();  // the root checked and made
+      make_job_directory(job.job_dir, job.account);
+      if (job.workdir.empty()) job.workdir = job.job_dir;
+    }
+    std::set<std::string> asked;
+    for (const auto& f : spec.files) {
+      if (f.role == Role::kOutput) continue;
+      if (f.role == Role::kExecutable && (f.is_url() || carried_here)) job.executable = job.job_dir + "/" + f.name;
+      if (f.is_url()) {
+        ++job.awaited;
+        asio::co_spawn(io_, fetch_for(job.id(), f), asio::detached);
+      } else if (!carried_here) {
+        // The nodes see the submitting machine's file where it is.
+        if (f.role == Role::kInput) link_file(f.source, job.job_dir, f.name);
+      } else if (const auto cached = cache().find(f.sha256)) {
+        place_file(*cached, job.job_dir, f.name, f.executable, job.account);
+      } else {
+        ++job.awaited;
+        if (!asked.insert(f.sha256).second) continue;
+        job.incoming[f.sha256] = std::make_unique<IncomingFile>(cache().temp_path(f.sha256), f.size, "file '" + f.name + "'");
+        to_broker(wire::make_frame(Type::kFileWanted, f.sha256, job.id()));
+      }
+    }
+  } catch (const std::exception& e) {
+    return fail_part(job, std::string("cannot prepare the job's files on cluster ") + opt_.cluster.name + ": " + e.what());
+  }
+  if (job.awaited == 0) return launch(job);
+  log::info("job ", job.id(), ": waiting for ", job.awaited, " file(s) before it starts");
+}
+
+void Relay::handle_file_data(const Frame& f) {
+  auto it = jobs_.find(f.header.job);
+  if (it == jobs_.end()) return;
+  Job& job = *it->second;
+  const FilePiece piece = FilePiece::decode(f.body);
+  auto in = job.incoming.find(piece.file);
+  if (in == job.incoming.end()) return log::warn("job ", job.id(), ": a piece of a file it did not ask for (", piece.file, ")");
+  try {
+    in->second->write(piece.offset, piece.data);
+    if (f.header.flags & wire::kMorePieces) return;
+    in->second->finish();
+    const std::string path = cache().admit(in->second->path(), piece.file);
+    job.incoming.erase(in);
+    for (const auto& s : job.start.spec.files)
+      if (s.carried() && s.sha256 == piece.file) {
+        place_file(path, job.job_dir, s.name, s.executable, job.account);
+        --job.awaited;
+      }
+  } catch (const std::exception& e) {
+    return fail_part(job, std::string("a file of the job did not arrive whole on cluster ") + opt_.cluster.name + ": " + e.what());
+  }
+  if (job.awaited == 0 && job.mpiexec < 0 && !job.end.stopped) launch(job);
+}
+
+asio::awaitable<void> Relay::fetch_for(std::uint64_t id, StagedFile file) {
+  std::string dir, error;
+  {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) co_return;
+    dir = it->second->job_dir;
+  }
+  const std::string temp = dir + "/.fetching-" + std::to_string(random_instance());
+  try {
+    const std::uint64_t bytes = co_await fetch_url(file.source, temp, FetchLimits{opt_.fetch_limit});
+    log::info("job ", id, ": fetched ", file.source, " (", human_bytes(bytes), ")");
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) {
+    ::unlink(temp.c_str());
+    co_return;
+  }
+  Job& job = *it->second;
+  if (error.empty()) try {
+      place_file(temp, job.job_dir, file.name, file.executable, job.account);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  ::unlink(temp.c_str());
+  if (!error.empty()) co_return fail_part(job, "cannot fetch the job's file '" + file.name + "' on cluster " + opt_.cluster.name + ": " + error);
+  if (--job.awaited == 0 && job.mpiexec < 0 && !job.end.stopped) launch(job);
+}
+
+// The part cannot run (its files, its account, its launch command): it ends at once, saying
+// why; the broker ends the job.
+void Relay::fail_part(Job& job, const std::string& why) {
+  if (job.end.launch_exited) return;
+  job.end.failure = why;
+  job.end.launch_exited = true;
+  job.end.launch_status = 127;
+  job.incoming.clear();
+  log::error("job ", job.id(), ": ", why);
+  maybe_finish(job);
+}
+
+// The outputs the profile names, from where the processes ran, to the broker (which passes
+// them to the submitter) before the part's end; each missing one is said in the output.
+// Then the part finishes.
+asio::awaitable<void> Relay::send_outputs(std::uint64_t id) {
+  std::vector<StagedFile> outputs;
+  std::string workdir;
+  {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) co_return;
+    for (const auto& f : it->second->start.spec.files)
+      if (f.role == Role::kOutput) outputs.push_back(f);
+    workdir = it->second->workdir;
+  }
+  asio::steady_timer pause(io_);
+  std::string chunk;
+  for (const auto& out : outputs) {
+    const std::string path = workdir + "/" + out.name;
+    std::string problem;
+    std::FILE* file = std::fopen(path.c_str(), "rb");
+    std::error_code ec;
+    const std::uint64_t size = file ? std::filesystem::file_size(path, ec) : 0;
+    if (!file) problem = std::string("was not written (") + std::strerror(errno) + ")";
+    std::uint64_t offset = 0;
+    while (file) {
+      while (broker_ && registered_ && broker_->queued_bytes() > kOutputsQueued) {
+        pause.expires_after(std::chrono::milliseconds(5));
+        co_await pause.async_wait(asio::use_awaitable);
+      }
+      if (!broker_ || !registered_ || !jobs_.count(id)) {
+        problem = "could not be sent: the broker is away";
+        break;
+      }
+      chunk.resize(std::min<std::uint64_t>(kFilePieceBytes, size - offset));
+      const std::size_t n = chunk.empty() ? 0 : std::fread(chunk.data(), 1, chunk.size(), file);
+      if (n != chunk.size()) {
+        problem = "changed while it was read";
+        break;
+      }
+      Frame f = wire::make_frame(Type::kFileData, FilePiece{out.name, size, offset, chunk}.encode(), id);
+      offset += n;
+      if (offset < size) f.header.flags = wire::kMorePieces;
+      to_broker(f);
+      if (offset == size) break;
+    }
+    if (file) std::fclose(file);
+    if (!problem.empty()) {
+      auto it = jobs_.find(id);
+      if (it == jobs_.end()) co_return;
+      Frame note = wire::make_frame(Type::kOutput, "gridrelay: output file '" + out.name + "' " + problem, id);
+      note.header.flags = kStderr;
+      note.header.src = -1;
+      send_output(*it->second, note);
+    }
+  }
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) co_return;
+  it->second->outputs = Job::Outputs::kSent;
+  finish(*it->second);
+}
+
+}  // namespace gridrt
