@@ -65,9 +65,17 @@ TEST(Cgroup, WhatAPartStartsStaysInItsCgroupHoweverItLeavesAndDiesWithIt) {
                         so);
   ::close(so.cgroup_procs);
   std::vector<pid_t> in;
+  // Until both sleeps run and the shells between have gone (a shell that is forking counts
+  // too: waiting for two processes alone raced with it on a loaded machine).
+  const auto comm = [](pid_t p) {
+    std::ifstream in("/proc/" + std::to_string(p) + "/comm");
+    std::string name;
+    std::getline(in, name);
+    return name;
+  };
   ASSERT_TRUE(eventually([&] {
     in = cgroups->processes(7);
-    return in.size() == 2;
+    return in.size() == 2 && comm(in[0]) == "sleep" && comm(in[1]) == "sleep";
   })) << in.size() << " processes in the part's cgroup";
   EXPECT_NE(std::find(in.begin(), in.end(), c.pid), in.end());
   EXPECT_EQ(cgroups->kill(7), 2);

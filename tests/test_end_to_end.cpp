@@ -2072,15 +2072,21 @@ TEST(Staging, OutputsComeBackFromAFailedJobAndAMissingOneIsNamed) {
   Outcome r = gridrun({job.profile});
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_NE(r.err.find("input file '/no/such/input' does not exist"), std::string::npos) << r.err;
-  StagedJob shell("staging-failed-shell", "/bin/sh");
-  // sh input.txt result.txt: runs input.txt as a script, which writes and then fails.
+  // Two processes, both on c0 (two slots), run input.txt as a script that writes result.txt
+  // and fails; never.txt, also named as an output, nobody writes.
+  StagedJob shell("staging-failed-shell", "/bin/sh", "", 2);
   std::ofstream(shell.dir + "/submit/in.txt") << "echo written by $(hostname) > result.txt; exit 3\n";
   std::string text = slurp(shell.profile);
   text.replace(text.find("<value>result.txt</value>"), 25, "");
+  const std::string out = "<file name=\"result.txt\" type=\"out\">";
+  text.replace(text.find(out), out.size(),
+               "<file name=\"never.txt\" type=\"out\"><location type=\"URL\">" + shell.dir + "/results</location></file>" + out);
   std::ofstream(shell.profile) << text;
   r = gridrun({"--grid", shell.grid_with_stage_dirs(), shell.profile});
   EXPECT_EQ(r.status, 3) << r.out << r.err;
   EXPECT_NE(slurp(shell.dir + "/results/c0/result.txt").find("written by"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("[c0] gridrelay: output file 'never.txt' was not written (No such file or directory)"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(shell.dir + "/results/c0/never.txt"));
   expect_nothing_left();
 }
 

@@ -551,6 +551,27 @@ TEST_F(ThreeSites, ARelayLinkKilledMidTransferFailsTheJobClearly) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(60)) << "must not hang";
 }
 
+// A link that breaks twice: the first time for 2 s, within its grace (4 s here), it is
+// dialled again and the job goes on; the second time for good, and the grace runs out again
+// (each break has one of its own), which fails the job naming the lost link.
+TEST_F(ThreeSites, ALinkThatBreaksTwiceComesBackOnceAndIsLostPastItsGraceTheSecondTime) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t job = start_stream_job(300);
+  cut_link_for("REJECT --reject-with tcp-reset", 2s);
+  const auto relays = [&] { return slurp(dir_ + "/relay-a.log") + slurp(dir_ + "/relay-c.log"); };
+  for (int i = 0; i < 300 && relays().find("back after") == std::string::npos; ++i) std::this_thread::sleep_for(50ms);
+  ASSERT_NE(relays().find("back after"), std::string::npos) << "the link did not come back:\n" << relays();
+  EXPECT_EQ(slurp(dir_ + "/stream.log").find("FAILED"), std::string::npos) << slurp(dir_ + "/stream.log");
+  run_or_fail("ip netns exec " + sites_[2].ns + " iptables -I INPUT -p tcp --sport " + std::to_string(sites_[0].link_port) +
+              " -j REJECT --reject-with tcp-reset");
+  const Outcome r = finish(job, "stream");
+  EXPECT_NE(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("lost the link to cluster "), std::string::npos) << r.out << relays();
+  EXPECT_NE(r.out.find("(down for "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("is wrong"), std::string::npos) << r.out;  // never wrong data
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(60)) << "must not hang";
+}
+
 // The same broken link under a job whose profile lets it go on without a lost cluster: both
 // ends report it, the broker weighs the reports and drops one of the two (c: on a tie the
 // higher index, so that rank 0, the queue's super-master, stays), the queue hands c's tasks
