@@ -1,6 +1,7 @@
 #include "common/grid.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <cstdio>
 #include <set>
@@ -145,6 +146,26 @@ Grid parse(const XmlFile& f) {
     g.clusters.push_back(std::move(d));
   }
   if (g.clusters.empty()) f.fail(root, "no <cluster> declared");
+  for (pugi::xml_node fetcher : root.children("fetcher")) {
+    Fetcher fe;
+    fe.scheme = f.attribute(fetcher, "scheme");
+    const bool word = std::isalpha(static_cast<unsigned char>(fe.scheme[0])) &&
+                      std::all_of(fe.scheme.begin(), fe.scheme.end(), [](char ch) {
+                        return std::islower(static_cast<unsigned char>(ch)) || std::isdigit(static_cast<unsigned char>(ch)) ||
+                               ch == '+' || ch == '-' || ch == '.';
+                      });
+    if (!word) f.fail(fetcher, "scheme '" + fe.scheme + "' is not a URL scheme (lower-case letters, digits, + - .)");
+    if (fe.scheme == "file" || fe.scheme == "http" || fe.scheme == "https")
+      f.fail(fetcher, "the " + fe.scheme + " scheme needs no fetcher: gridrt carries or fetches those itself");
+    for (const auto& other : g.fetchers)
+      if (other.scheme == fe.scheme) f.fail(fetcher, "a second fetcher for scheme '" + fe.scheme + "'");
+    fe.command = split_words(f.attribute(fetcher, "command"));
+    const auto has = [&](const char* w) {
+      return std::any_of(fe.command.begin(), fe.command.end(), [&](const std::string& word) { return word.find(w) != std::string::npos; });
+    };
+    if (!has("{url}") || !has("{file}")) f.fail(fetcher, "the fetcher's command must contain {url} and {file}");
+    g.fetchers.push_back(std::move(fe));
+  }
   if (const pugi::xml_attribute grace = root.attribute("linkGrace")) {
     const std::string text = grace.value();
     char* end = nullptr;

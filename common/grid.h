@@ -39,8 +39,17 @@ struct ClusterDesc {
   std::string stage_dir;
 };
 
+// <fetcher scheme="gsiftp" command="globus-url-copy {url} file://{file}"/>: how the relays
+// fetch a job's file named by a URL of that scheme (docs/grid.md, "Files"); http and https
+// they fetch themselves.
+struct Fetcher {
+  std::string scheme;
+  std::vector<std::string> command;  // words; {url} and {file} replaced wherever they occur
+};
+
 struct Grid {
   std::string source;  // the file it came from, or "embedded default grid"
+  std::vector<Fetcher> fetchers;
   std::vector<ClusterDesc> clusters;
   WanPlan wan;  // <wan>: the emulated WAN between its sites (a test facility; none by default)
   // <grid linkGrace="SECONDS">: how long a broken relay-to-relay link may stay down, its jobs

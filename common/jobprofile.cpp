@@ -57,19 +57,21 @@ std::uint32_t count_of(const XmlFile& f, const pugi::xml_node& parent, const Var
 // A URL or plain path of the profile: a path of the submitting machine (a plain path,
 // relative to the current directory, or file:///abs/path), or an http(s) URL (returned as
 // it is; only where `url_allowed`). Other schemes are refused, naming the element.
-std::string local_or_url(const XmlFile& f, const pugi::xml_node& n, const std::string& url, bool url_allowed) {
+std::string local_or_url(const XmlFile& f, const pugi::xml_node& n, const std::string& url, bool url_allowed,
+                         const std::set<std::string>& fetched = {}) {
   const auto scheme_end = url.find("://");
   if (scheme_end == std::string::npos) return std::filesystem::absolute(url).lexically_normal().string();
   const std::string scheme = url.substr(0, scheme_end);
-  if (url_allowed && (scheme == "http" || scheme == "https")) {
+  if (url_allowed && (scheme == "http" || scheme == "https" || fetched.count(scheme))) {
     if (url.size() == scheme_end + 3) f.fail(n, "URL '" + url + "' names no host");
     return url;
   }
   if (scheme != "file")
     f.fail(n, "unsupported URL scheme '" + scheme + "' in '" + url + "' (supported: " +
                   (url_allowed ? "plain paths and file:// URLs of the submitting machine, which gridrt carries to the "
-                                 "clusters, and http:// and https:// URLs, which each cluster's relay fetches; fetch "
-                                 "other URLs to the submitting machine first (e.g. globus-url-copy for gsiftp://)"
+                                 "clusters, and http:// and https:// URLs, which each cluster's relay fetches; a "
+                                 "grid's <fetcher> adds a scheme (gridrun --url-scheme); else fetch the file to the "
+                                 "submitting machine first (e.g. globus-url-copy for gsiftp://)"
                                : "a plain path or a file:// URL of a directory on the submitting machine") +
                   ")");
   std::string path = url.substr(scheme_end + 3);
@@ -114,8 +116,9 @@ StagedFile local_file(const std::string& path, StagedFile::Role role, std::strin
 
 // The executable: a file of the submitting machine (carried where the cluster's nodes do not
 // see it) or an http(s) URL each relay fetches. Sets spec.executable to its path or URL.
-void read_executable(const XmlFile& f, const pugi::xml_node& url_node, const std::string& url, JobSpec& spec) {
-  const std::string where = local_or_url(f, url_node, url, true);
+void read_executable(const XmlFile& f, const pugi::xml_node& url_node, const std::string& url, JobSpec& spec,
+                     const std::set<std::string>& fetched) {
+  const std::string where = local_or_url(f, url_node, url, true, fetched);
   if (where.find("://") != std::string::npos) {
     const std::string name = name_in_url(where);
     if (name.empty()) f.fail(url_node, "URL '" + where + "' does not end in a file name for the executable");
@@ -131,7 +134,8 @@ void read_executable(const XmlFile& f, const pugi::xml_node& url_node, const std
 // <stageInOut><file name="NAME" type="in|out"><location type="URL">URL</location></file>...:
 // inputs put into the job's directory at each cluster before the processes start, outputs
 // brought back from it (into URL/CLUSTER/NAME on the submitting machine) when the job ends.
-void read_staged_files(const XmlFile& f, const pugi::xml_node& exec, const Variables& vars, JobSpec& spec) {
+void read_staged_files(const XmlFile& f, const pugi::xml_node& exec, const Variables& vars, JobSpec& spec,
+                       const std::set<std::string>& fetched) {
   std::set<std::string> names;
   for (const auto& s : spec.files) names.insert(s.name);
   for (pugi::xml_node stage : exec.children("stageInOut"))
@@ -148,7 +152,7 @@ void read_staged_files(const XmlFile& f, const pugi::xml_node& exec, const Varia
       const std::string url = value_of(f, location, vars);
       const auto fail = [&](const std::string& why) { f.fail(location, why); };
       if (type == "in") {
-        const std::string where = local_or_url(f, location, url, true);
+        const std::string where = local_or_url(f, location, url, true, fetched);
         if (where.find("://") != std::string::npos)
           spec.files.push_back({StagedFile::Role::kInput, name, where, "", 0, false});
         else
@@ -163,7 +167,7 @@ void read_staged_files(const XmlFile& f, const pugi::xml_node& exec, const Varia
     }
 }
 
-JobSpec parse(const XmlFile& f, const Variables& vars) {
+JobSpec parse(const XmlFile& f, const Variables& vars, const std::set<std::string>& fetched) {
   const pugi::xml_node job = f.doc().child("grmsJob");
   if (!job) {
     const pugi::xml_node root = f.doc().document_element();
@@ -205,8 +209,8 @@ JobSpec parse(const XmlFile& f, const Variables& vars) {
   const pugi::xml_node exec = f.child(task, "execution");
   f.attribute(exec, "type");
   const pugi::xml_node url = f.child(f.child(f.child(f.child(exec, "executable"), "execFile"), "file"), "url");
-  read_executable(f, url, value_of(f, url, vars), spec);
-  read_staged_files(f, exec, vars, spec);
+  read_executable(f, url, value_of(f, url, vars), spec, fetched);
+  read_staged_files(f, exec, vars, spec, fetched);
   if (exec.child("processesCount")) {
     const std::uint32_t n = count_of(f, exec, vars);
     if (n != spec.total_processes())
@@ -248,14 +252,15 @@ JobSpec parse(const XmlFile& f, const Variables& vars) {
 
 }  // namespace
 
-JobSpec load_job_profile(const std::string& path, const Variables& vars) {
+JobSpec load_job_profile(const std::string& path, const Variables& vars, const std::set<std::string>& fetched) {
   XmlFile f(path);
-  return parse(f, vars);
+  return parse(f, vars, fetched);
 }
 
-JobSpec parse_job_profile(const std::string& path, const std::string& text, const Variables& vars) {
+JobSpec parse_job_profile(const std::string& path, const std::string& text, const Variables& vars,
+                          const std::set<std::string>& fetched) {
   XmlFile f(path, &text);
-  return parse(f, vars);
+  return parse(f, vars, fetched);
 }
 
 }  // namespace gridrt

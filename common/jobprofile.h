@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "common/messages.h"
@@ -16,8 +17,11 @@ using Variables = std::map<std::string, std::string>;
 
 // Parses and validates `path`; throws InputError (file:line:column, element, what) on any bad
 // input. Checks that the executable exists and is executable on this machine.
-JobSpec load_job_profile(const std::string& path, const Variables& vars);
-JobSpec parse_job_profile(const std::string& path, const std::string& text, const Variables& vars);
+// `fetched`: URL schemes besides http and https that the grid's relays fetch (its <fetcher>s),
+// accepted for the executable and input files; any other is refused.
+JobSpec load_job_profile(const std::string& path, const Variables& vars, const std::set<std::string>& fetched = {});
+JobSpec parse_job_profile(const std::string& path, const std::string& text, const Variables& vars,
+                          const std::set<std::string>& fetched = {});
 
 // The job of `gridrun -n N PROGRAM ARGS...`: one group of `processes` processes running
 // PROGRAM (found on PATH when its name has no slash), in this working directory. Throws

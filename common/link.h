@@ -179,8 +179,8 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
     while (!closed_) {
       boost::system::error_code ec;
       const std::size_t want = trusted_ ? kTrustedReadSize : kUntrustedReadSize;
-      char* space = decoder_.prepare(want);  // read straight into the decoder
-      const std::size_t n = co_await gridrt::read_some(stream_, asio::buffer(space, want), ec);
+      const std::span<char> space = decoder_.prepare(want);  // read straight into the decoder
+      const std::size_t n = co_await gridrt::read_some(stream_, asio::buffer(space.data(), space.size()), ec);
       if (ec) {
         close(ec == asio::error::eof ? "connection closed by peer" : ec.message());
         co_return;

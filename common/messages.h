@@ -34,7 +34,9 @@ struct StagedFile {
   std::uint64_t size = 0;
   bool executable = false;  // its mode carries the execute bits
 
-  bool is_url() const { return source.rfind("http://", 0) == 0 || source.rfind("https://", 0) == 0; }
+  // Fetched by the relays (http, https, or a scheme the grid declares a fetcher for); a
+  // carried file's source is an absolute path.
+  bool is_url() const { return role != Role::kOutput && !source.empty() && source[0] != '/'; }
   bool carried() const { return role != Role::kOutput && !is_url(); }  // from the submitting machine
 };
 

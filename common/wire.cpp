@@ -92,11 +92,18 @@ Frame make_frame(Type t, std::string body, std::uint64_t job) {
 }
 
 void Decoder::feed(const void* data, std::size_t n) {
-  std::memcpy(prepare(n), data, n);
-  commit(n);
+  const char* from = static_cast<const char*>(data);
+  while (n > 0) {
+    const std::span<char> space = prepare(n);
+    std::memcpy(space.data(), from, space.size());
+    commit(space.size());
+    from += space.size();
+    n -= space.size();
+  }
 }
 
-char* Decoder::prepare(std::size_t n) {
+std::span<char> Decoder::prepare(std::size_t n) {
+  if (direct_) return {direct_->body.data() + direct_filled_, std::min(n, direct_->body.size() - direct_filled_)};
   if (pos_ == end_) pos_ = end_ = 0;  // everything decoded: start over at the front
   if (pos_ > 0 && (pos_ > (1u << 20) || buf_.size() - end_ < n)) {
     // Move what is left to the front rather than grow without end.
@@ -105,13 +112,30 @@ char* Decoder::prepare(std::size_t n) {
     pos_ = 0;
   }
   if (buf_.size() < end_ + n) buf_.resize(std::max(end_ + n, buf_.size() * 2));
-  return buf_.data() + end_;
+  return {buf_.data() + end_, n};
 }
 
-void Decoder::commit(std::size_t n) { end_ += n; }
+void Decoder::commit(std::size_t n) {
+  if (!direct_) {
+    end_ += n;
+    return;
+  }
+  direct_filled_ += n;
+  if (direct_filled_ < direct_->body.size()) return;
+  // Whole: next() gives it first; the bytes after it go to the buffer (where the next
+  // frame's header is only read by next(), after this one was taken).
+  ready_ = std::move(direct_);
+  direct_.reset();
+}
 
 Decoder::Status Decoder::next(Frame& out) {
   if (!error_.empty()) return Status::kBad;
+  if (ready_) {
+    out = std::move(*ready_);
+    ready_.reset();
+    return Status::kFrame;
+  }
+  if (direct_) return Status::kNeedMore;
   if (end_ - pos_ < kHeaderSize) return Status::kNeedMore;
   const auto* p = reinterpret_cast<const unsigned char*>(buf_.data() + pos_);
   Header h;
@@ -138,8 +162,20 @@ Decoder::Status Decoder::next(Frame& out) {
              (max_body_ < kMaxBody ? " before the peer is authenticated" : "");
   }
   if (!error_.empty()) return Status::kBad;
-  if (end_ - pos_ < kHeaderSize + h.length) return Status::kNeedMore;
   h.type = static_cast<Type>(type);
+  if (end_ - pos_ < kHeaderSize + h.length) {
+    if (h.length < kDirectBody) return Status::kNeedMore;
+    // The rest of this body is read straight into it (prepare): what came of it so far is
+    // its only copy.
+    const std::size_t have = end_ - pos_ - kHeaderSize;
+    direct_.emplace();
+    direct_->header = h;
+    direct_->body.resize(h.length);
+    std::memcpy(direct_->body.data(), buf_.data() + pos_ + kHeaderSize, have);
+    direct_filled_ = have;
+    pos_ = end_;
+    return Status::kNeedMore;
+  }
   out.header = h;
   out.body.assign(buf_, pos_ + kHeaderSize, h.length);
   pos_ += kHeaderSize + h.length;

@@ -8,6 +8,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -131,8 +133,11 @@ class Decoder {
  public:
   enum class Status { kFrame, kNeedMore, kBad };
   void feed(const void* data, std::size_t n);
-  // Zero-copy feeding: read up to n bytes straight into prepare(n), then commit what came.
-  char* prepare(std::size_t n);
+  // Zero-copy feeding: read up to prepare(n).size() bytes straight into it, then commit what
+  // came. The space may be smaller than n: while the rest of a large frame's body is due, it
+  // is that body's own string, so that the body is never copied out of the decoder's buffer
+  // (nor moved in it) — a relay passes most of its bytes in such bodies.
+  std::span<char> prepare(std::size_t n);
   void commit(std::size_t n);
   // On kFrame, `out` holds the frame. On kBad, error() says what was wrong and the decoder
   // stays bad: the connection must be dropped (its stream can no longer be trusted).
@@ -148,6 +153,11 @@ class Decoder {
   std::size_t pos_ = 0;   // first byte not yet decoded
   std::size_t end_ = 0;   // end of the bytes fed so far (buf_ may be larger: prepared space)
   std::string error_;
+  // A frame of at least kDirectBody bytes whose header has been read: its body fills here.
+  static constexpr std::size_t kDirectBody = 16 * 1024;
+  std::optional<Frame> direct_;
+  std::size_t direct_filled_ = 0;
+  std::optional<Frame> ready_;  // such a frame, whole, for next()
 };
 
 // Serialisation of message bodies: little-endian integers, strings as u32 length + bytes.

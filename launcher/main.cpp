@@ -43,6 +43,9 @@ Job options:
   -n N, -np N          number of processes (default: every slot of the embedded grid);
                        with a JobProfile: sets $NPROCS in it
   --var NAME=VALUE     sets $NAME in the profile (repeatable)
+  --url-scheme SCHEME  the grid's relays fetch SCHEME:// URLs (a <fetcher> of its grid
+                       description, docs/grid.md): the profile may name files so (an
+                       embedded grid's fetchers count without it; http and https always)
   --env NAME=VALUE     sets NAME in every process's environment (repeatable; over the
                        profile's <environment>); --env NAME passes on gridrun's own value
   -genv NAME VALUE     the same, as mpiexec writes it; -genvlist NAME,... passes on
@@ -233,6 +236,7 @@ int main(int argc, char** argv) {
   std::string profile, program, grid_path, nprocs;
   std::vector<std::string> program_args;
   Variables vars;
+  std::set<std::string> url_schemes;  // besides http(s): fetched by the grid's relays (--url-scheme, <fetcher>)
   SubmitOptions sub;
   bool dry_run = false;
   std::string clusters, ranks_per_cluster, timeout;
@@ -261,6 +265,8 @@ int main(int argc, char** argv) {
       program = argv[++i];
       program_args.assign(argv + i + 1, argv + argc);
       break;
+    } else if (a == "--url-scheme") {
+      url_schemes.insert(value());
     } else if (a == "--var") {
       const std::string kv = value();
       const auto eq = kv.find('=');
@@ -393,7 +399,8 @@ int main(int argc, char** argv) {
     vars.emplace("GRIDRT_BIN", bin_dir);
     vars.emplace("GRIDRT_EXAMPLES", examples_dir(bin_dir));
     if (!program.empty() && !vars.count("NPROCS")) usage_error("-n N is needed to run a program on a grid given by --broker");
-    JobSpec spec = program.empty() ? load_job_profile(profile, vars)
+    for (const auto& fe : grid.fetchers) url_schemes.insert(fe.scheme);
+    JobSpec spec = program.empty() ? load_job_profile(profile, vars, url_schemes)
                                    : command_job(program, program_args, std::atol(vars["NPROCS"].c_str()));
     for (const auto& [name, v] : env) set_environment(spec, name, v);
     // Where the processes start when the profile does not say: here, as with mpiexec and srun

@@ -172,6 +172,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "gridrelay: %s\n", e.what());
       return 2;
     }
+    options.fetchers = grid.fetchers;
     Relay relay(io, options);
     relay.prepare_for_strangers();
     if (wan.active()) log::info("emulating a WAN under relay links: ", wan.describe());

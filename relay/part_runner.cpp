@@ -129,6 +129,12 @@ void Relay::on_child_signal() {
   int st = 0;
   pid_t pid;
   while ((pid = ::waitpid(-1, &st, WNOHANG)) > 0) {
+    if (auto fetcher = fetcher_children_.find(pid); fetcher != fetcher_children_.end()) {
+      auto done = std::move(fetcher->second);
+      fetcher_children_.erase(fetcher);
+      done(exit_code_of(st));
+      continue;
+    }
     for (auto& [id, job] : jobs_) {
       if (job->mpiexec != pid) continue;
       job->end.launch_exited = true;

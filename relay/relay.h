@@ -64,6 +64,8 @@ class Relay {
     // bytes, the least lately used going first; a file fetched from a URL: at most this big.
     std::uint64_t cache_bytes = 8ull << 30;
     std::uint64_t fetch_limit = 4ull << 30;
+    // How to fetch URLs of other schemes (the grid description's <fetcher>s).
+    std::vector<Fetcher> fetchers{};
   };
   Relay(asio::io_context& io, Options opt);
   ~Relay();
@@ -153,6 +155,8 @@ class Relay {
   void prepare_part(Job& job);
   void handle_file_data(const wire::Frame& f);
   asio::awaitable<void> fetch_for(std::uint64_t id, StagedFile file);
+  void run_fetcher(Job& job, const Fetcher& fetcher, const StagedFile& file);
+  void fetched(std::uint64_t id, const StagedFile& file, const std::string& temp, std::string error);
   asio::awaitable<void> send_outputs(std::uint64_t id);
   void fail_part(Job& job, const std::string& why);
   std::optional<LocalAccount> account_for(const Job& job) const;
@@ -191,6 +195,7 @@ class Relay {
   asio::signal_set child_signal_;
   std::map<std::uint64_t, std::unique_ptr<Job>> jobs_;
   std::unique_ptr<ContentCache> cache_;  // made on first use (cache())
+  std::map<pid_t, std::function<void(int)>> fetcher_children_;  // running fetchers: told their exit status
   std::map<std::uint64_t, Finished> finished_;
   asio::steady_timer broker_grace_;  // runs while jobs wait for the broker to come back
   std::map<std::string, std::unique_ptr<PeerLink>> links_;

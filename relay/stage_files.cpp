@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -85,8 +87,16 @@ void Relay::prepare_part(Job& job) {
       if (f.role == Role::kOutput) continue;
       if (f.role == Role::kExecutable && (f.is_url() || carried_here)) job.executable = job.job_dir + "/" + f.name;
       if (f.is_url()) {
+        const std::string scheme = f.source.substr(0, f.source.find("://"));
+        const auto fetcher = std::find_if(opt_.fetchers.begin(), opt_.fetchers.end(),
+                                          [&](const Fetcher& fe) { return fe.scheme == scheme; });
+        if (scheme != "http" && scheme != "https" && fetcher == opt_.fetchers.end())
+          throw std::runtime_error("no fetcher for " + scheme + ":// URLs here (" + f.source + "; the grid description's <fetcher>)");
         ++job.awaited;
-        asio::co_spawn(io_, fetch_for(job.id(), f), asio::detached);
+        if (fetcher != opt_.fetchers.end())
+          run_fetcher(job, *fetcher, f);
+        else
+          asio::co_spawn(io_, fetch_for(job.id(), f), asio::detached);
       } else if (!carried_here) {
         // The nodes see the submitting machine's file where it is.
         if (f.role == Role::kInput) link_file(f.source, job.job_dir, f.name);
@@ -144,10 +154,64 @@ asio::awaitable<void> Relay::fetch_for(std::uint64_t id, StagedFile file) {
   } catch (const std::exception& e) {
     error = e.what();
   }
+  fetched(id, file, temp, error);
+}
+
+// A URL of a scheme the grid declares a fetcher for: its command, run as the job's account
+// in the job's directory, writes the file; a non-zero exit (or a file larger than the
+// relay's limit) fails the part.
+void Relay::run_fetcher(Job& job, const Fetcher& fetcher, const StagedFile& file) {
+  const std::string temp = job.job_dir + "/.fetching-" + std::to_string(random_instance());
+  std::vector<std::string> argv;
+  for (std::string w : fetcher.command) {
+    for (const auto& [key, value] : {std::pair<std::string, std::string>{"{url}", file.source}, {"{file}", temp}})
+      for (auto at = w.find(key); at != std::string::npos; at = w.find(key, at + value.size())) w.replace(at, key.size(), value);
+    argv.push_back(w);
+  }
+  SpawnOptions so;
+  so.workdir = job.job_dir;
+  so.run_as = job.account;
+  so.pipe_stderr = true;
+  const Child c = spawn(argv, so);  // throws, naming the program: the part cannot start
+  auto err = std::make_shared<asio::posix::stream_descriptor>(io_, c.stderr_fd);
+  auto said = std::make_shared<std::string>();
+  // What the fetcher says on its standard error names the failure (its last 2 KiB).
+  auto read = std::make_shared<std::function<void()>>();
+  auto buf = std::make_shared<std::array<char, 1024>>();
+  *read = [err, said, buf, read] {
+    err->async_read_some(asio::buffer(*buf), [err, said, buf, read](const boost::system::error_code& ec, std::size_t n) {
+      said->append(buf->data(), n);
+      if (said->size() > 2048) said->erase(0, said->size() - 2048);
+      if (!ec) (*read)();
+      else *read = nullptr;  // (breaks the cycle)
+    });
+  };
+  (*read)();
+  fetcher_children_[c.pid] = [this, id = job.id(), file, temp, argv0 = argv[0], said, err](int status) {
+    std::string error;
+    std::error_code ec;
+    if (status != 0) {
+      std::string words = *said;
+      while (!words.empty() && (words.back() == '\n' || words.back() == ' ')) words.pop_back();
+      if (const auto nl = words.rfind('\n'); nl != std::string::npos) words = words.substr(nl + 1);
+      error = argv0 + " exited with status " + std::to_string(status) + (words.empty() ? "" : ": " + words);
+    } else if (!std::filesystem::is_regular_file(temp, ec)) {
+      error = argv0 + " exited 0 but wrote no file";
+    } else if (std::filesystem::file_size(temp, ec) > opt_.fetch_limit) {
+      error = "larger than the relay's limit of " + human_bytes(opt_.fetch_limit);
+    } else {
+      log::info("job ", id, ": fetched ", file.source, " with ", argv0);
+    }
+    fetched(id, file, temp, error);
+  };
+}
+
+// A fetched file (in `temp`, or `error`) for job `id`: put in place, or the part fails.
+void Relay::fetched(std::uint64_t id, const StagedFile& file, const std::string& temp, std::string error) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) {
     ::unlink(temp.c_str());
-    co_return;
+    return;
   }
   Job& job = *it->second;
   if (error.empty()) try {
@@ -156,7 +220,7 @@ asio::awaitable<void> Relay::fetch_for(std::uint64_t id, StagedFile file) {
       error = e.what();
     }
   ::unlink(temp.c_str());
-  if (!error.empty()) co_return fail_part(job, "cannot fetch the job's file '" + file.name + "' on cluster " + opt_.cluster.name + ": " + error);
+  if (!error.empty()) return fail_part(job, "cannot fetch the job's file '" + file.name + "' on cluster " + opt_.cluster.name + ": " + error);
   if (--job.awaited == 0 && job.mpiexec < 0 && !job.end.stopped) launch(job);
 }
 

@@ -2179,3 +2179,37 @@ TEST(Staging, LimitsPerJobAndPerUserRefuseBeforeAnythingIsSent) {
   grid.stop();
   expect_nothing_left();
 }
+
+// A scheme the grid declares a fetcher for (<fetcher scheme= command=>): the relays run the
+// command to fetch the file; its failure fails the job naming it and what it said; without
+// the fetcher the profile is refused at parsing.
+TEST(Staging, AFetcherTheGridDeclaresFetchesItsScheme) {
+  StagedJob job("staging-fetcher");
+  const std::string fetch = job.dir + "/fetch.sh";
+  std::ofstream(fetch) << "#!/bin/sh\nexec cp \"${1#copy://}\" \"$2\"\n";
+  fs::permissions(fetch, fs::perms::owner_all);
+  std::string grid = gridrt::default_grid_xml(2, 2);
+  grid.replace(grid.find("</grid>"), 7, "  <fetcher scheme=\"copy\" command=\"" + fetch + " {url} {file}\"/>\n</grid>\n");
+  std::ofstream(job.dir + "/grid.xml") << grid;
+  std::string text = slurp(job.profile);
+  const std::string program = "file://" + job.dir + "/submit/staged";
+  text.replace(text.find(program), program.size(), "copy://" + job.dir + "/submit/staged");
+  std::ofstream(job.profile) << text;
+  Outcome r = gridrun({"--grid", job.dir + "/grid.xml", job.profile});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("checks passed on 3 processes"), std::string::npos) << r.out;
+  for (const char* c : {"c0", "c1"}) expect_result_from(job, c, "staging-fetcher");
+
+  // Nothing there to fetch: the fetcher fails, and says why.
+  fs::remove(job.dir + "/submit/staged");
+  r = gridrun({"--grid", job.dir + "/grid.xml", job.profile});
+  EXPECT_NE(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("cannot fetch the job's file 'staged' on cluster c"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("fetch.sh exited with status 1: cp: cannot stat"), std::string::npos) << r.err;
+
+  // A grid without that fetcher: refused before anything starts, naming the element.
+  r = gridrun({job.profile});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("unsupported URL scheme 'copy'"), std::string::npos) << r.err;
+  expect_nothing_left();
+}

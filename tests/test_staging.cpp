@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/grid.h"
 #include "common/jobprofile.h"
 #include "common/staging.h"
 #include "common/xml.h"
@@ -201,4 +202,34 @@ TEST(JobProfile, BadStagedFilesAreRefusedWithTheirPosition) {
   EXPECT_NE(msg.find("unsupported URL scheme 'ftp'"), std::string::npos) << msg;
   msg = parse_error(profile_with("", "http://host/"));
   EXPECT_NE(msg.find("does not end in a file name"), std::string::npos) << msg;
+}
+
+TEST(StagedFiles, FetchersInTheGridDescriptionAreChecked) {
+  const auto grid_with = [](const std::string& fetcher) {
+    return "<grid><cluster name=\"c\" slots=\"1\"><relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>"
+           "<launch>mpiexec -n {np}</launch></cluster>\n" + fetcher + "</grid>";
+  };
+  const Grid g = parse_grid("grid.xml", grid_with("<fetcher scheme=\"gsiftp\" command=\"globus-url-copy {url} file://{file}\"/>"));
+  ASSERT_EQ(g.fetchers.size(), 1u);
+  EXPECT_EQ(g.fetchers[0].scheme, "gsiftp");
+  EXPECT_EQ(g.fetchers[0].command, (std::vector<std::string>{"globus-url-copy", "{url}", "file://{file}"}));
+  const auto error = [&](const std::string& fetcher) {
+    try {
+      parse_grid("grid.xml", grid_with(fetcher));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error("<fetcher scheme=\"http\" command=\"curl {url} -o {file}\"/>").find("needs no fetcher"), std::string::npos);
+  EXPECT_NE(error("<fetcher scheme=\"Bad Scheme\" command=\"x {url} {file}\"/>").find("is not a URL scheme"), std::string::npos);
+  EXPECT_NE(error("<fetcher scheme=\"s3\" command=\"aws s3 cp {url}\"/>").find("must contain {url} and {file}"), std::string::npos);
+  EXPECT_EQ(error("<fetcher scheme=\"s3\" command=\"aws s3 cp {url}\"/>").rfind("grid.xml:2:", 0), 0u);
+  // A profile may name such a URL only when the grid fetches it.
+  const std::string profile = profile_with("", "gsiftp://host/~/hello");
+  EXPECT_NE(parse_error(profile).find("unsupported URL scheme 'gsiftp'"), std::string::npos);
+  const JobSpec s = parse_job_profile("job.xml", profile, {}, {"gsiftp"});
+  EXPECT_EQ(s.files[0].source, "gsiftp://host/~/hello");
+  EXPECT_TRUE(s.files[0].is_url());
+  EXPECT_EQ(s.files[0].name, "hello");
 }

@@ -1,5 +1,7 @@
 // The pure codec: frames in, frames out, and every kind of garbage rejected.
 #include <gtest/gtest.h>
+#include <cstring>
+#include <span>
 
 #include "common/messages.h"
 #include "common/wire.h"
@@ -41,6 +43,45 @@ TEST(Wire, RoundTripByteByByte) {
   EXPECT_EQ(got[0].body, "payload bytes");
   EXPECT_EQ(got[1].header.type, Type::kRegistered);
   EXPECT_TRUE(got[1].body.empty());
+}
+
+// Large bodies are read straight into their frame (Decoder::prepare gives their own space):
+// fed whole, or in pieces of every size through prepare/commit, two large frames around
+// small ones come out whole and in order.
+TEST(Wire, LargeBodiesComeWholeAndInOrderHoweverTheyAreFed) {
+  std::string big1(100000, 'a'), big2(20000, 'b');
+  for (std::size_t i = 0; i < big1.size(); ++i) big1[i] = static_cast<char>(i * 7);
+  Frame f1 = make_frame(Type::kData, big1, 1), f2 = make_frame(Type::kData, "small", 2), f3 = make_frame(Type::kRest, big2, 3);
+  const std::string bytes = encode(f1) + encode(f2) + encode(f3) + encode(make_frame(Type::kRegistered));
+  for (std::size_t piece : {std::size_t{1}, std::size_t{7}, std::size_t{4096}, std::size_t{65536}, bytes.size()}) {
+    for (bool zero_copy : {false, true}) {
+      Decoder d;
+      Frame out;
+      std::vector<Frame> got;
+      for (std::size_t off = 0; off < bytes.size();) {
+        const std::size_t n = std::min(piece, bytes.size() - off);
+        if (zero_copy) {
+          const std::span<char> space = d.prepare(n);
+          ASSERT_LE(space.size(), n);
+          ASSERT_GT(space.size(), 0u);
+          std::memcpy(space.data(), bytes.data() + off, space.size());
+          d.commit(space.size());
+          off += space.size();
+        } else {
+          d.feed(bytes.data() + off, n);
+          off += n;
+        }
+        while (d.next(out) == Decoder::Status::kFrame) got.push_back(out);
+      }
+      ASSERT_EQ(got.size(), 4u) << piece;
+      EXPECT_EQ(got[0].body, big1) << piece;
+      EXPECT_EQ(got[0].header.job, 1u);
+      EXPECT_EQ(got[1].body, "small");
+      EXPECT_EQ(got[2].body, big2) << piece;
+      EXPECT_EQ(got[2].header.type, Type::kRest);
+      EXPECT_EQ(got[3].header.type, Type::kRegistered);
+    }
+  }
 }
 
 TEST(Wire, HeaderIsFixedSize) { EXPECT_EQ(encode(make_frame(Type::kError)).size(), kHeaderSize); }

@@ -21,11 +21,11 @@ int main(int argc, char** argv) {
   size_t n = in ? fread(text, 1, sizeof text - 1, in) : 0;
   if (in) fclose(in);
   text[n] = 0;
-  long sum = 0;
+  unsigned long sum = 0; /* (unsigned: it wraps, as a checksum should) */
   for (size_t i = 0; i < n; ++i) sum = sum * 31 + (unsigned char)text[i];
-  long low = 0, high = 0;
-  MPI_Allreduce(&sum, &low, 1, MPI_LONG, MPI_MIN, MPI_COMM_WORLD);
-  MPI_Allreduce(&sum, &high, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+  unsigned long low = 0, high = 0;
+  MPI_Allreduce(&sum, &low, 1, MPI_UNSIGNED_LONG, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&sum, &high, 1, MPI_UNSIGNED_LONG, MPI_MAX, MPI_COMM_WORLD);
   CHECK(low == high && n > 0, "the processes read different inputs (or none)");
   char cwd[4096] = "";
   CHECK(getcwd(cwd, sizeof cwd) != NULL, "getcwd");
