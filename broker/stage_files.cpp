@@ -18,6 +18,10 @@ std::string Broker::staging_refusal(const std::string& user, const JobSpec& spec
   for (const auto& f : spec.files)
     if (f.carried() && (!is_sha256_hex(f.sha256) || f.source.empty()))
       return "file '" + f.name + "' comes without the SHA-256 of its content";
+  // On a grid none of whose clusters has a stageDir nothing is carried: the nodes see the
+  // submitter's files where they are, and no limit applies to them.
+  const bool carries = std::any_of(grid_.clusters.begin(), grid_.clusters.end(), [](const ClusterDesc& c) { return !c.stage_dir.empty(); });
+  if (!carries) return "";
   const std::uint64_t bytes = spec.carried_bytes();
   if (bytes > stage_limits_.per_job)
     return "the job's files hold " + human_bytes(bytes) + ", more than a job may carry to the grid (" +

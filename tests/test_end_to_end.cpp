@@ -339,7 +339,7 @@ TEST(EndToEnd, CApiWithNonBlockingPointToPoint) {
 class StandingGrid {
  public:
   StandingGrid(const std::string& name, const std::vector<std::string>& users, const std::vector<std::string>& relay_args = {},
-               const std::vector<std::string>& broker_args = {}, int broker_open_files = 0)
+               const std::vector<std::string>& broker_args = {}, int broker_open_files = 0, const std::string& grid_xml = "")
       : dir(::testing::TempDir() + "/" + name), users_(users), broker_args_(broker_args), broker_open_files_(broker_open_files) {
     fs::remove_all(dir);
     fs::create_directories(dir);
@@ -352,7 +352,7 @@ class StandingGrid {
       const Outcome r = start_gridrun(args, "ca").finish();
       if (r.status != 0) throw std::runtime_error("gridrun ca failed: " + r.err);
     }
-    std::ofstream(dir + "/grid.xml") << gridrt::default_grid_xml(2, 3);
+    std::ofstream(dir + "/grid.xml") << (grid_xml.empty() ? gridrt::default_grid_xml(2, 3) : grid_xml);
     start_broker("127.0.0.1:0");
     for (const char* c : {"c0", "c1"}) {
       const auto relay = creds(std::string("relay-") + c);
@@ -2150,7 +2150,15 @@ TEST(Staging, AProgramAndInputFetchedFromHttpUrlsRun) {
 // A broker's limits refuse a job whose files are too large, and a user whose running jobs
 // carry too much, before anything is sent; other jobs run.
 TEST(Staging, LimitsPerJobAndPerUserRefuseBeforeAnythingIsSent) {
-  StandingGrid grid("staging-limits", {"alice"}, {}, {"--stage-limit", "1M", "--stage-quota", "1500K"});
+  // Clusters that carry jobs' files (a stageDir each): the limits are about what travels.
+  const std::string sites = fs::path(::testing::TempDir() + "/staging-limits-sites").lexically_normal().string();
+  fs::remove_all(sites);
+  std::string xml = gridrt::default_grid_xml(2, 3);
+  for (const char* c : {"c0", "c1"}) {
+    const std::string tag = std::string("<cluster name=\"") + c + "\"";
+    xml.replace(xml.find(tag), tag.size(), tag + " stageDir=\"" + sites + "/" + c + "\"");
+  }
+  StandingGrid grid("staging-limits", {"alice"}, {}, {"--stage-limit", "1M", "--stage-quota", "1500K"}, 0, xml);
   StagedJob big("staging-big");
   {
     std::ofstream out(big.dir + "/submit/in.txt");
@@ -2177,6 +2185,7 @@ TEST(Staging, LimitsPerJobAndPerUserRefuseBeforeAnythingIsSent) {
   ::kill(running.pid, SIGINT);
   running.finish();
   grid.stop();
+  fs::remove_all(sites);
   expect_nothing_left();
 }
 
