@@ -278,7 +278,8 @@ int predict_only(const Options& o) {
     }
   }
   try {
-    shape.window = gridrt::models::window_from_env();
+    const gridrt::flow::Window w = gridrt::models::window_from_env();
+    shape.window = w.grows ? 0 : w.bytes;
   } catch (const std::invalid_argument& e) {
     usage_error(e.what());
   }
@@ -286,8 +287,10 @@ int predict_only(const Options& o) {
   long P = 0;
   for (int r : shape.ranks) P += r;
   if (!o.json)
-    std::printf("# gridbench --predict-only: %ld processes in %zu clusters, model %s, flow-control window %zu KiB\n# %-9s %10s %14s %14s %10s %6s\n",
-                P, shape.clusters.size(), o.model.c_str(), shape.window / 1024, "op", "bytes", "hier_us", "flat_us", "hier/flat", "auto");
+    std::printf("# gridbench --predict-only: %ld processes in %zu clusters, model %s, flow-control window %s\n# %-9s %10s %14s %14s %10s %6s\n",
+                P, shape.clusters.size(), o.model.c_str(),
+                shape.window ? (std::to_string(shape.window / 1024) + " KiB").c_str() : "512 KiB, growing where a line asks for more",
+                "op", "bytes", "hier_us", "flat_us", "hier/flat", "auto");
   for (const auto& op : o.ops) {
     if (std::find(kOps.begin(), kOps.end(), op) == kOps.end()) continue;  // (v-forms, split, dup: not predicted)
     for (std::size_t n : op == "barrier" ? std::vector<std::size_t>{0} : o.sizes) {

@@ -2,9 +2,15 @@
 # Real TCP on a long, lossy line between two sites, and on the same line in the same run:
 # iperf3 (Debian's) with 1 and with 4 streams, and a gridrt job's stream from a process of
 # one cluster to a process of the other through the two relays (relay_bench --all-to-all,
-# 1 x 1, 1 MiB messages; the relay link is one TLS connection).
+# 1 MiB messages; the relay link is one TLS connection), with the default flow-control
+# window (which grows on such a line) and with GRIDRT_WINDOW fixing it at 512 KiB.
+# With COLLECTIVES set, then: `gridrun calibrate` across the line and gridbench's
+# collectives (2 x 2 processes, hier and flat) against the model's predictions.
 #
-#   bench/lossy_line.sh [RTT_MS] [RATE_MBIT] [LOSS_PERCENT] [SECONDS]   (default 50 200 0.1 15)
+#   [COLLECTIVES=1] [IDLE_RESTART=0] bench/lossy_line.sh [RTT_MS] [RATE_MBIT] [LOSS_PERCENT] [SECONDS]
+#                                                         (default 50 200 0.1 15)
+# IDLE_RESTART=0 sets net.ipv4.tcp_slow_start_after_idle to 0 on both sides (Linux's default,
+# 1, restarts a connection idle for a retransmission timeout from its initial window).
 #
 # The line: two network namespaces joined by a veth pair; each side's way out is rate-limited
 # by `tc tbf` and passes through tests/nfq_delay (iptables NFQUEUE), which holds every
@@ -13,16 +19,17 @@
 # everything made is removed at the end, also on failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rtt=${1:-50}; rate=${2:-200}; loss=${3:-0.1}; secs=${4:-15}
+rtt=${1:-50}; rate=${2:-200}; loss=${3:-0.1}; secs=${4:-15}; collectives=${COLLECTIVES:-}
 [ "$(id -u)" -eq 0 ] || { echo "lossy_line: needs root (network namespaces, tc, iptables)" >&2; exit 2; }
 for t in iperf3 tc iptables python3; do
   command -v $t >/dev/null || { echo "lossy_line: $t is missing (scripts/install-deps.sh test installs it)" >&2; exit 2; }
 done
-for f in build/tests/bin/nfq_delay build/bin/relay_bench build/bin/gridrun; do
+for f in build/tests/bin/nfq_delay build/bin/relay_bench build/bin/gridrun build/bin/gridbench; do
   [ -x $f ] || { echo "lossy_line: $f is missing: build first (scripts/build.sh)" >&2; exit 1; }
 done
 
 p=ll$$; a=${p}a; b=${p}b
+slots=1; [ -n "$collectives" ] && slots=2
 dir=$(mktemp -d /tmp/lossy-line.XXXXXX)
 pids=()
 cleanup() {
@@ -40,6 +47,9 @@ ip netns add $a
 ip netns add $b
 ip link add ${p}va netns $a type veth peer name ${p}vb netns $b
 in_a ip link set lo up; in_b ip link set lo up
+if [ -n "${IDLE_RESTART:-}" ]; then
+  in_a sysctl -qw net.ipv4.tcp_slow_start_after_idle="$IDLE_RESTART"; in_b sysctl -qw net.ipv4.tcp_slow_start_after_idle="$IDLE_RESTART"
+fi
 in_a ip addr add 10.241.0.1/24 dev ${p}va; in_b ip addr add 10.241.0.2/24 dev ${p}vb
 in_a ip link set ${p}va up; in_b ip link set ${p}vb up
 # Each direction: the rate on the way out (tbf, whose queue holds twice the line's
@@ -76,8 +86,8 @@ build/bin/gridrun ca init "$ca" "lossy line CA" >/dev/null
 for who in broker "relay c0" "relay c1" "user bench"; do build/bin/gridrun ca issue "$ca" $who >/dev/null; done
 cat >"$dir/grid.xml" <<XML
 <grid>
-  <cluster name="c0" site="s0" slots="1"><relay link="10.241.0.1:7400" local="10.241.0.1:7450"/><network nodes="private" inbound="no"/><launch>mpiexec -launcher fork -n {np}</launch></cluster>
-  <cluster name="c1" site="s1" slots="1"><relay link="10.241.0.2:7400" local="10.241.0.2:7450"/><network nodes="private" inbound="no"/><launch>mpiexec -launcher fork -n {np}</launch></cluster>
+  <cluster name="c0" site="s0" slots="$slots"><relay link="10.241.0.1:7400" local="10.241.0.1:7450"/><network nodes="private" inbound="no"/><launch>mpiexec -launcher fork -n {np}</launch></cluster>
+  <cluster name="c1" site="s1" slots="$slots"><relay link="10.241.0.2:7400" local="10.241.0.2:7450"/><network nodes="private" inbound="no"/><launch>mpiexec -launcher fork -n {np}</launch></cluster>
 </grid>
 XML
 ip netns exec $a build/bin/gridbroker --grid "$dir/grid.xml" --listen 10.241.0.1:7000 --cert "$ca/broker.pem" --key "$ca/broker.key" \
@@ -93,21 +103,40 @@ for _ in $(seq 100); do
   grep -q "registered" "$dir/relay-c0.log" && grep -q "registered" "$dir/relay-c1.log" && break
   sleep 0.1
 done
-# The job's stream with the default flow-control window per stream (512 KiB: at most a
-# window per round trip, 84 Mbit/s on 50 ms) and with one of 4 MiB (GRIDRT_WINDOW).
+# The job's stream with the default flow-control window per stream (512 KiB, growing where
+# the line asks for more) and with GRIDRT_WINDOW fixing it at 512 KiB (at most a window per
+# round trip: 84 Mbit/s on 50 ms).
 sed 's|</arguments>|</arguments><environment><variable name="GRIDRT_WINDOW">$WINDOW</variable></environment>|' \
-  bench/relay_all_to_all.xml >"$dir/stream.xml"
-declare -A grid
-for window in 524288 4194304; do
-  out=$(in_a build/bin/gridrun --broker 10.241.0.1:7000 --cert "$ca/user-bench.pem" --key "$ca/user-bench.key" --ca "$ca/ca.pem" \
-    --var PAIRS=1 --var SECONDS="$secs" --var SIZES=1048576:1048576 --var WINDOW=$window "$dir/stream.xml" 2>&1) || {
+  bench/relay_all_to_all.xml >"$dir/stream-fixed.xml"
+cp bench/relay_all_to_all.xml "$dir/stream-default.xml"
+user=(--broker 10.241.0.1:7000 --cert "$ca/user-bench.pem" --key "$ca/user-bench.key" --ca "$ca/ca.pem")
+for window in default fixed; do
+  out=$(in_a build/bin/gridrun "${user[@]}" --var PAIRS=1 --var SECONDS="$secs" --var SIZES=1048576:1048576 --var WINDOW=524288 \
+    "$dir/stream-$window.xml" 2>&1) || {
     echo "$out"; echo "relay c0:"; cat "$dir/relay-c0.log"; echo "relay c1:"; cat "$dir/relay-c1.log"; exit 1; }
   mbs=$(echo "$out" | sed -n 's/.*: \([0-9.]*\) MB\/s aggregate.*/\1/p')
   [ -n "$mbs" ] || { echo "$out"; exit 1; }
-  grid[$window]=$(python3 -c "print('%.1f' % ($mbs * 8))")
-  echo "gridrt 1 stream through the relays, window $((window / 1024)) KiB: ${grid[$window]} Mbit/s" \
-    "($(python3 -c "print('%.2f' % (${grid[$window]} / $one))") of iperf3's 1 stream, $(python3 -c "print('%.2f' % (${grid[$window]} / $four))") of its 4)"
+  mbit=$(python3 -c "print('%.1f' % ($mbs * 8))")
+  what="the default window (growing)"; [ $window = fixed ] && what="GRIDRT_WINDOW=524288 (fixed)"
+  echo "gridrt 1 stream through the relays, $what: $mbit Mbit/s" \
+    "($(python3 -c "print('%.2f' % ($mbit / $one))") of iperf3's 1 stream, $(python3 -c "print('%.2f' % ($mbit / $four))") of its 4)"
 done
+if [ -n "$collectives" ]; then
+  # Calibrated across the line as a user would, then the collectives of 64 KiB and 1 MiB
+  # (hier and flat, 2 x 2) against the model's predictions.
+  in_a build/bin/gridrun calibrate "${user[@]}" -n $((2 * slots)) --output "$dir/model.json" 2>&1 | grep -v '^#  ' | tail -20
+  in_a build/bin/gridbench "${user[@]}" -n $((2 * slots)) --model "$dir/model.json" --op bcast,allreduce,allgather,alltoall \
+    --sizes 65536,1048576 --algo hier,flat --iters 5 --json >"$dir/collectives.json"
+  python3 - "$dir/collectives.json" <<'PY'
+import json, sys
+print("%-10s %-5s %8s %12s %12s %9s" % ("op", "algo", "bytes", "median_us", "predicted_us", "meas/pred"))
+for l in open(sys.argv[1]):
+    if not l.startswith("{"): continue
+    r = json.loads(l)
+    p = r.get("predicted_us")
+    print("%-10s %-5s %8d %12.0f %12s %9s" % (r["op"], r["algo"], r["bytes"], r["median_us"], "%.0f" % p if p else "-", "%.2f" % (r["median_us"] / p) if p else "-"))
+PY
+fi
 # What the line did: nfq_delay says how many segments it held and dropped when it stops.
 kill "${pids[0]}" "${pids[1]}" 2>/dev/null || true
 wait "${pids[0]}" "${pids[1]}" 2>/dev/null || true

@@ -93,6 +93,7 @@ class Broker {
   std::string staging_refusal(const std::string& user, const JobSpec& spec) const;
   void handle_file_wanted(const PeerPtr& peer, const wire::Frame& f);
   void handle_file_data(const PeerPtr& peer, wire::Frame& f);
+  void ask_files_again(Job& job);
   void handle_output_file(const PeerPtr& peer, wire::Frame& f);
 
   // Taking jobs back after a restart (set_state_dir).

@@ -156,6 +156,7 @@ void Broker::handle_attach(const PeerPtr& peer, const Frame& f) {
   job.launcher = peer;
   log::info("job ", job.id, ": its launcher is back (", peer->link->peer(), ")");
   peer->link->send(wire::make_frame(Type::kNotice, "job " + std::to_string(job.id) + " taken back by the restarted broker", job.id));
+  ask_files_again(job);
   for (std::size_t c = 0; c < job.parts.size(); ++c)
     if (job.parts[c].relay) request_replay(job, c);
   maybe_finish(job);

@@ -46,9 +46,12 @@ void Broker::handle_file_wanted(const PeerPtr& peer, const Frame& f) {
   const bool known = std::any_of(job->spec.files.begin(), job->spec.files.end(),
                                  [&](const StagedFile& s) { return s.carried() && s.sha256 == sha; });
   if (!known) return refuse_peer(peer, "FileWanted for a content job " + std::to_string(job->id) + " does not carry");
-  if (!job->launcher)
-    return fail_job(*job, "cluster " + part->cluster + " needs the job's files and their submitter is not connected");
   const std::size_t index = static_cast<std::size_t>(part - job->parts.data());
+  if (!job->launcher || job->launcher->link->closed()) {
+    // A job taken back waits for its submitter to come back (handle_attach asks then).
+    if (store_.enabled()) return void(job->files_later[sha].insert(index));
+    return fail_job(*job, "cluster " + part->cluster + " needs the job's files and their submitter is not connected");
+  }
   auto& sending = job->files_sending[sha];
   if (sending.forwarded > 0) {
     job->files_later[sha].insert(index);
@@ -60,6 +63,19 @@ void Broker::handle_file_wanted(const PeerPtr& peer, const Frame& f) {
 
 // Pieces of a staged file from the submitter to the relays that asked for it; pieces of an
 // output from a relay to the submitter.
+// The job's submitter is back (AttachJob): what it was sending broke off with its old
+// connection, and what relays asked meanwhile waits. Each is asked of it again, whole (the
+// relays begin a file again at its first byte).
+void Broker::ask_files_again(Job& job) {
+  for (auto& [sha, sending] : job.files_sending) job.files_later[sha].insert(sending.to.begin(), sending.to.end());
+  job.files_sending.clear();
+  for (auto& [sha, parts] : job.files_later) {
+    job.files_sending[sha].to = std::move(parts);
+    job.launcher->link->send(wire::make_frame(Type::kFileWanted, sha, job.id));
+  }
+  job.files_later.clear();
+}
+
 void Broker::handle_file_data(const PeerPtr& peer, Frame& f) {
   if (peer->kind == Peer::Kind::kRelay) return handle_output_file(peer, f);
   auto it = jobs_.find(f.header.job);

@@ -170,6 +170,8 @@ IncomingFile::~IncomingFile() {
 
 void IncomingFile::write(std::uint64_t offset, std::string_view data) {
   if (fd_ < 0) throw std::runtime_error(what_ + ": a piece after its end");
+  if (offset == 0 && received_ > 0) restart();  // its sender began again (a sending that broke off)
+  if (offset == 0) restarting_ = false;
   if (offset != received_)
     throw std::runtime_error(what_ + ": a piece at byte " + std::to_string(offset) + " where " + std::to_string(received_) +
                              " was next");
@@ -192,6 +194,13 @@ void IncomingFile::finish() {
     throw sys_error("cannot write " + path_ + " (" + what_ + ")");
   }
   fd_ = -1;
+}
+
+void IncomingFile::restart() {
+  if (fd_ < 0) throw std::runtime_error(what_ + ": asked again after its end");
+  if (::ftruncate(fd_, 0) != 0 || ::lseek(fd_, 0, SEEK_SET) != 0) throw sys_error("cannot empty " + path_ + " (" + what_ + ")");
+  received_ = 0;
+  restarting_ = true;
 }
 
 void IncomingFile::discard() {

@@ -53,7 +53,8 @@ class ContentCache {
 };
 
 // A file arriving in pieces, in order, into `path`: refuses a piece that is not where the
-// last ended, or that takes it past `expected` bytes (throws, naming the file).
+// last ended, or that takes it past `expected` bytes (throws, naming the file). A piece at
+// byte 0 begins the file again: its sender sends it again whole.
 class IncomingFile {
  public:
   IncomingFile(std::string path, std::uint64_t expected, std::string what);
@@ -65,6 +66,11 @@ class IncomingFile {
   void finish();
   // Gives up: closes and removes the file.
   void discard();
+  // Begins again, empty: the file was asked for again (its sender's link broke); until the
+  // first byte comes again, pieces of the interrupted sending are not this file's (the
+  // caller drops them: restarting()).
+  void restart();
+  bool restarting() const { return restarting_; }
   const std::string& path() const { return path_; }
   std::uint64_t received() const { return received_; }
 
@@ -72,6 +78,7 @@ class IncomingFile {
   std::string path_, what_;
   std::uint64_t expected_, received_ = 0;
   int fd_ = -1;
+  bool restarting_ = false;
 };
 
 // Puts `from` (a cache file, or a file of this machine) at `dir`/`name`, creating the

@@ -234,19 +234,20 @@ std::vector<Row> measure_pair(int me, int a, int b, int tag, const std::vector<d
 // flow-control window lets a stream (models::check_window, at the largest size measured):
 // the model predicts what the window costs there (models/flow_window.h), and a larger
 // window would make those messages faster. `window`: the jobs' (the user's GRIDRT_WINDOW,
-// not the calibration job's own).
-void warn_if_window_limits(const Measurement& mm, const std::vector<Row>& r, const std::vector<double>& sizes, double window) {
+// not the calibration job's own); the default grows up to its largest, and only a line
+// beyond that is said.
+void warn_if_window_limits(const Measurement& mm, const std::vector<Row>& r, const std::vector<double>& sizes, gridrt::flow::Window window) {
   const std::size_t k = sizes.size() - 1;
   const gridrt::models::WindowCheck c = gridrt::models::check_window(sizes[k], r[k][1], r[0][0], window);
   if (!c.limits) return;
-  double advice = window;
+  double advice = c.settled;
   while (advice < c.needed) advice *= 2;
   std::printf("# warning: %s %s%s%s: the line carries %.1f MB/s, a stream at most the flow-control window "
-              "(%.0f KiB) per round trip (%.1f ms): %.1f MB/s; its large messages will go at the window's pace (the model "
+              "(%.0f KiB%s) per round trip (%.1f ms): %.1f MB/s; its large messages will go at the window's pace (the model "
               "predicts them so); run with GRIDRT_WINDOW=%.0f or more to let them go at the line's rate "
               "(docs/benchmarks.md, \"Flow-control window on a long line\")\n",
-              mm.kind.c_str(), mm.name.c_str(), mm.to.empty() ? "" : "|", mm.to.c_str(), c.line_rate / 1e6, window / 1024, r[0][0] * 1e3,
-              c.stream_rate / 1e6, advice);
+              mm.kind.c_str(), mm.name.c_str(), mm.to.empty() ? "" : "|", mm.to.c_str(), c.line_rate / 1e6, c.settled / 1024,
+              window.grows ? ", the most the default grows to" : "", r[0][0] * 1e3, c.stream_rate / 1e6, advice);
   std::fflush(stdout);
 }
 
@@ -536,9 +537,9 @@ bool slice_costs_from(const gridrt::Comm& world, const std::vector<std::size_t>&
 // 32.6: what the model misses differs between the two, and corrections fitted with the
 // large window (alltoall hier 2.09 x predicted - 12.5 ms, steered by its 256 KiB point)
 // predicted the jobs' 128 KiB all-to-all 37% long.
-void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gridrt::models::GridModel& model, std::size_t job_window) {
+void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gridrt::models::GridModel& model, gridrt::flow::Window job_window) {
   const int me = world.rank(), P = world.size();
-  const std::size_t line_window = gridrt::detail::state().window;
+  const gridrt::flow::Window line_window = gridrt::detail::state().window;
   gridrt::detail::use_window(job_window);
   const gridrt::Comm sampled_on = world.dup();
   double widest = 0;  // the longest one-way latency: how far ahead to name a common start
@@ -562,7 +563,7 @@ void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gri
     }
     ++shape.ranks.back();
   }
-  shape.window = job_window;
+  shape.window = job_window.grows ? 0 : job_window.bytes;
   std::optional<gridrt::GridPredictor> predictor;
   if (me == 0) predictor = gridrt::GridPredictor::from_json(gridrt::models::model_json(model), shape);
   // One call's time, until it was complete everywhere: a warm-up call, timed; the calls
@@ -615,10 +616,12 @@ void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gri
 int work(int argc, char** argv) {
   std::string grid_name = "a grid", sizes_text = "0,1024,16384,65536,262144,1048576";
   bool sample = true, escalations = false;
-  double job_window = static_cast<double>(gridrt::models::kDefaultWindowBytes);
+  gridrt::flow::Window job_window;  // (--job-window 0: the default)
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--grid-name") && i + 1 < argc) grid_name = argv[++i];
-    else if (!std::strcmp(argv[i], "--job-window") && i + 1 < argc) job_window = std::strtod(argv[++i], nullptr);
+    else if (!std::strcmp(argv[i], "--job-window") && i + 1 < argc) {
+      if (const auto bytes = std::strtoull(argv[++i], nullptr, 10)) job_window = {bytes, false};
+    }
     else if (!std::strcmp(argv[i], "--sizes") && i + 1 < argc) sizes_text = argv[++i];
     else if (!std::strcmp(argv[i], "--no-sample")) sample = false;
     else if (!std::strcmp(argv[i], "--escalations")) escalations = true;
@@ -727,7 +730,7 @@ int work(int argc, char** argv) {
     world.barrier();
   }
   if (escalations) escalation_sweep(world, cluster_ranks, pingpong, model);
-  if (sample) sample_run(world, sizes, model, static_cast<std::size_t>(job_window));
+  if (sample) sample_run(world, sizes, model, job_window);
   if (me == 0) {
     model.grid = grid_name;
     model.measurements = static_cast<int>(plan.size());
@@ -802,14 +805,14 @@ int launch(int argc, char** argv) {
   // The job measures the lines with a window that does not limit them (kLineWindow); the
   // window the jobs will keep (GRIDRT_WINDOW here, as theirs) decides the warning and is
   // the one the sample run's calls keep.
-  std::size_t job_window = 0;
+  gridrt::flow::Window job_window;
   try {
     job_window = gridrt::models::window_from_env();
   } catch (const std::invalid_argument& e) {
     usage_error(e.what());
   }
   grid_args.insert(grid_args.end(), {"--env", "GRIDRT_WINDOW=" + std::to_string(kLineWindow)});
-  worker_args.insert(worker_args.end(), {"--job-window", std::to_string(job_window)});
+  worker_args.insert(worker_args.end(), {"--job-window", std::to_string(job_window.grows ? 0 : job_window.bytes)});
   const char* gridrun = std::getenv("GRIDRT_GRIDRUN");
   const std::string launcher =
       gridrun ? gridrun : (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "gridrun").string();

@@ -243,6 +243,7 @@ void Relay::resync_with_broker() {
   broker_grace_.cancel();
   forget_old_parts();
   for (auto& [id, job] : jobs_) {
+    ask_files_again(*job);
     if (job->hellos == job->count && job->topology.empty())
       to_broker(wire::make_frame(Type::kPartReady, PartReady{job->hostnames, job->endpoints}.encode(), id));
     for (std::uint32_t i = 0; i < job->count; ++i)

@@ -154,6 +154,7 @@ class Relay {
   ContentCache& cache();
   void prepare_part(Job& job);
   void handle_file_data(const wire::Frame& f);
+  void ask_files_again(Job& job);
   asio::awaitable<void> fetch_for(std::uint64_t id, StagedFile file);
   void run_fetcher(Job& job, const Fetcher& fetcher, const StagedFile& file);
   void fetched(std::uint64_t id, const StagedFile& file, const std::string& temp, std::string error);

@@ -116,6 +116,20 @@ void Relay::prepare_part(Job& job) {
   log::info("job ", job.id(), ": waiting for ", job.awaited, " file(s) before it starts");
 }
 
+// Registered again with the broker, which may have restarted and lost what was on its way:
+// each file still awaited from the submitter is asked for again, from its first byte.
+void Relay::ask_files_again(Job& job) {
+  for (auto& [digest, in] : job.incoming) {
+    try {
+      in->restart();
+    } catch (const std::exception& e) {
+      return fail_part(job, std::string("cannot take the job's files again on cluster ") + opt_.cluster.name + ": " + e.what());
+    }
+    log::info("job ", job.id(), ": asking again for a file (", in->path(), ")");
+    to_broker(wire::make_frame(Type::kFileWanted, digest, job.id()));
+  }
+}
+
 void Relay::handle_file_data(const Frame& f) {
   auto it = jobs_.find(f.header.job);
   if (it == jobs_.end()) return;
@@ -123,6 +137,7 @@ void Relay::handle_file_data(const Frame& f) {
   const FilePiece piece = FilePiece::decode(f.body);
   auto in = job.incoming.find(piece.file);
   if (in == job.incoming.end()) return log::warn("job ", job.id(), ": a piece of a file it did not ask for (", piece.file, ")");
+  if (in->second->restarting() && piece.offset != 0) return;  // the rest of a sending that broke off (ask_files_again)
   try {
     in->second->write(piece.offset, piece.data);
     if (f.header.flags & wire::kMorePieces) return;

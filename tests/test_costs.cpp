@@ -264,16 +264,24 @@ TEST(Costs, AnAccessLineMakesASitesMessagesWaitForEachOther) {
 }
 
 // Between sites each stream keeps the job's flow-control window (models/flow_window.h):
-// on a line of 125 MB/s whose round trip of no data is R = 20 ms, 512 KiB holds seven
-// frames of 64 KiB (tau = 0.524 ms each on the line), and a stream of 1 MiB (16 frames)
-// leaves its last frame at 2 (R + tau) + 2 tau; with a window the line never fills, after
-// its 16 tau. Two such streams at once share the line (32 tau) but are held by their
-// windows; eight fill the line (128 tau) before their windows hold them.
+// on a line of 125 MB/s whose round trip of no data is R = 20 ms, 512 KiB (set, so it
+// stays) holds seven frames of 64 KiB (tau = 0.524 ms each on the line), and a stream of
+// 1 MiB (16 frames) leaves its last frame at 2 (R + tau) + 2 tau; with a window the line
+// never fills, after its 16 tau. Two such streams at once share the line (32 tau) but are
+// held by their windows; eight fill the line (128 tau) before their windows hold them. The
+// default window, which grows, settles at 4 MiB there (2.5 MB in flight): the line's pace.
 TEST(Costs, AStreamAcrossALongFatLineGoesAtItsWindowsPace) {
   models::GridModel m = simple_model();
   m.between_sites[{"*", "*"}] = line(10e-3, 0.008);  // 1e6 bytes in 8 ms
   CostShape s = shape(m, {8, 8}, {"A", "B"});
   const double L = 10e-3, R = 20e-3, tau = 65536 * 8e-9, mib = 1048576;
+  EXPECT_EQ(s.pair_window[1].window, 4194304.0);
+  {
+    Timeline tl(s);
+    EXPECT_NEAR(tl.send(0, 0, 1, mib, 0, 8), L + 16 * tau, 1e-12);
+  }
+  s.set_window(flow::Window{flow::kDefaultWindowBytes, false});
+  EXPECT_EQ(s.pair_window[1].window, static_cast<double>(flow::kDefaultWindowBytes));
   {
     Timeline tl(s);
     EXPECT_NEAR(tl.send(0, 0, 1, mib, 0, 8), L + 2 * (R + tau) + 2 * tau, 1e-12);
@@ -286,7 +294,7 @@ TEST(Costs, AStreamAcrossALongFatLineGoesAtItsWindowsPace) {
     for (int i = 2; i < 8; ++i) last = std::max(last, tl.send(i, 0, 1, mib, 0, 8 + i));
     EXPECT_NEAR(last, L + 128 * tau, 1e-12);
   }
-  s.set_window(64 << 20);
+  s.set_window(flow::Window{64 << 20, false});
   Timeline tl(s);
   EXPECT_NEAR(tl.send(0, 0, 1, mib, 0, 8), L + 16 * tau, 1e-12);
 }
@@ -904,7 +912,7 @@ TEST(EventTimeline, ALoneMessageCostsWhatTheTimelineSays) {
     m.between_sites[{"*", "*"}] = line(10e-3, fast);
     for (std::size_t window : {std::size_t{65536}, models::kDefaultWindowBytes, std::size_t{64} << 20}) {
       CostShape s = shape(m, {2, 2, 2}, {"A", "A", "B"});
-      s.set_window(static_cast<double>(window));
+      s.set_window(flow::Window{window, false});
       for (double bytes : {8.0, 100000.0, 1048576.0, 9e6})
         for (auto [from, a, b, to] : {std::array<int, 4>{0, 0, 0, 1}, {0, 0, 1, 2}, {2, 1, 2, 5}}) {
           Timeline tl(s);
@@ -950,7 +958,7 @@ TEST(EventTimeline, StreamsBeyondTheirWindowShareTheLineFrameByFrame) {
   // played(): in time order up to kMostFrames frames, else first come, first served.
   EXPECT_NEAR(played(s, 2, mib, [&](auto& tl) { return both(tl).first; }), L + 30 * tau, 1e-9);
   EXPECT_NEAR(played(s, kMostFrames, mib, [&](auto& tl) { return both(tl).first; }), L + 16 * tau, 1e-9);
-  s.set_window(64 << 20);
+  s.set_window(flow::Window{64 << 20, false});
   EXPECT_NEAR(in_time().first, L + 16 * tau, 1e-9);
   EXPECT_NEAR(in_time().second, L + 32 * tau, 1e-9);
   // Member 1's message, added second but ready first (member 0's waits for 8 bytes from
@@ -1005,7 +1013,7 @@ TEST(EventTimeline, CreditComesBackBehindTheFramesOnTheLineBack) {
 
   CostShape two = shape(simple_model(), {1, 1}, {"A", "B"});
   EXPECT_GT(alltoall_pairwise_cost(two, mib), 16 * tau + L + 1e-3);
-  two.set_window(64 << 20);
+  two.set_window(flow::Window{64 << 20, false});
   EXPECT_NEAR(alltoall_pairwise_cost(two, mib), 16 * tau + L, 1e-9);
 }
 
@@ -1019,7 +1027,7 @@ TEST(EventTimeline, CreditComesBackBehindTheFramesOnTheLineBack) {
 // arrive (80 tau + 3 L) and its own arrives at 159 tau + 5 L.
 TEST(EventTimeline, ARendezvousWaitsForItsReceiveToBePosted) {
   CostShape s = shape(simple_model(), {1, 1, 1}, {"A", "B", "C"});
-  s.set_window(64 << 20);
+  s.set_window(flow::Window{64 << 20, false});
   const double L = 10e-3, tau = 65536e-6, mib = 1048576;
   for (bool in_turn : {false, true}) {
     EventTimeline ev(s);

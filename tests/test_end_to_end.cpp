@@ -2189,6 +2189,54 @@ TEST(Staging, LimitsPerJobAndPerUserRefuseBeforeAnythingIsSent) {
   expect_nothing_left();
 }
 
+// The broker killed outright while a job's input is on its way to the clusters, and started
+// again on its state directory: gridrun and the relays come back to it, the file is sent
+// again from its first byte (what had arrived is thrown away), and the job runs on an input
+// that arrived whole (the relays check its digest before they keep it).
+TEST(Staging, AFileOnItsWayWhenTheBrokerRestartsIsSentAgainWhole) {
+  StagedJob job("staging-restart");
+  std::string xml = gridrt::default_grid_xml(2, 2);  // (3 processes: both clusters)
+  for (const char* c : {"c0", "c1"}) {
+    const std::string tag = std::string("<cluster name=\"") + c + "\"";
+    xml.replace(xml.find(tag), tag.size(), tag + " stageDir=\"" + job.dir + "/site-" + c + "\"");
+  }
+  const std::string input = job.dir + "/submit/in.txt";
+  {
+    std::ofstream out(input);
+    out << "the input of staging-restart\n" << std::string(256 << 20, 'x');
+  }
+  StandingGrid grid("staging-restart-grid", {"alice"}, {}, {"--state-dir", ::testing::TempDir() + "/staging-restart-grid/state"}, 0, xml);
+  Running run = start_gridrun(grid.as("alice", {"-v", job.profile}), "staging-restart");
+  // Until a relay has some of the input, not all (it arrives in its cache's .incoming-*).
+  auto arriving = [&] {
+    std::error_code ec;
+    for (const char* c : {"c0", "c1"})
+      for (const auto& e : fs::directory_iterator(job.dir + "/site-" + c + "/cache", ec))
+        if (e.path().filename().string().rfind(".incoming-", 0) == 0 && fs::file_size(e.path(), ec) > (4u << 20)) return true;
+    return false;
+  };
+  bool caught = false;
+  for (int i = 0; i < 3000 && !(caught = arriving()); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(caught) << "the input never was on its way";
+  grid.restart_broker(SIGKILL);
+  const Outcome r = run.finish();
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("taken back by the restarted broker"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("checks passed on 3 processes"), std::string::npos) << r.out;
+  // Sent, then asked again (by each relay, or once for both) and sent again.
+  const std::string sending = "sending " + input;
+  const auto first = r.err.find(sending);
+  EXPECT_NE(first, std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(sending, first + 1), std::string::npos) << r.err;
+  const auto digest = gridrt::digest_of_file(input);
+  for (const char* c : {"c0", "c1"}) {
+    expect_result_from(job, c, "staging-restart");
+    EXPECT_TRUE(fs::exists(job.dir + "/site-" + c + "/cache/" + digest.sha256)) << c;
+  }
+  grid.stop();
+  expect_nothing_left();
+}
+
 // A scheme the grid declares a fetcher for (<fetcher scheme= command=>): the relays run the
 // command to fetch the file; its failure fails the job naming it and what it said; without
 // the fetcher the profile is refused at parsing.

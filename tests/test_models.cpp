@@ -438,20 +438,29 @@ TEST(ManyToOne, EscalationLevelsAndThresholdsAreFoundInASweep) {
 // The window check calibration warns by (models/flow_window.h, check_window): the line's
 // rate from its gap at the largest size (1 MiB), against the window per round trip of no
 // data. A line of 1 Gbit/s and 20 ms carries 2.5 MB per round trip, five windows of 512 KiB;
-// one of 100 Mbit/s 250 KB, less than one; said only beyond 1.5 windows.
+// one of 100 Mbit/s 250 KB, less than one; said only beyond 1.5 windows. A growing window
+// (the default) is judged as it settles on the line: only a line beyond 16 MiB is said.
 TEST(FlowWindow, AWindowBelowTheLinesRateTimesItsRoundTripIsFound) {
   // 1 Gbit/s over a 20 ms round trip: 2.5 MB in flight; a window of 512 KiB carries 26 MB/s.
   const double m = 1048576, rtt0 = 20e-3;
-  const WindowCheck fast = check_window(m, m / 125e6, rtt0, 524288);
+  const gridrt::flow::Window fixed{524288, false};
+  const WindowCheck fast = check_window(m, m / 125e6, rtt0, fixed);
   EXPECT_TRUE(fast.limits);
   EXPECT_NEAR(fast.line_rate, 125e6, 1);
   EXPECT_NEAR(fast.stream_rate, 524288 / rtt0, 1e-6);
   EXPECT_NEAR(fast.needed, 2.5e6, 1);
-  EXPECT_FALSE(check_window(m, m / 125e6, rtt0, 4194304).limits);   // a window of 4 MiB keeps up
-  EXPECT_FALSE(check_window(m, m / 12.5e6, rtt0, 524288).limits);   // 100 Mbit/s: 250 KB per round trip
-  EXPECT_FALSE(check_window(m, m / 25e6, rtt0, 524288).limits);     // 500 KB: within 1.5 x the window
-  EXPECT_TRUE(check_window(m, m / 50e6, rtt0, 524288).limits);      // 1 MB: beyond
-  EXPECT_FALSE(check_window(m, 0, rtt0, 524288).limits);            // no rate to be had: nothing said
+  EXPECT_FALSE(check_window(m, m / 125e6, rtt0, gridrt::flow::Window{4194304, false}).limits);  // a window of 4 MiB keeps up
+  EXPECT_FALSE(check_window(m, m / 12.5e6, rtt0, fixed).limits);  // 100 Mbit/s: 250 KB per round trip
+  EXPECT_FALSE(check_window(m, m / 25e6, rtt0, fixed).limits);    // 500 KB: within 1.5 x the window
+  EXPECT_TRUE(check_window(m, m / 50e6, rtt0, fixed).limits);     // 1 MB: beyond
+  EXPECT_FALSE(check_window(m, 0, rtt0, fixed).limits);           // no rate to be had: nothing said
+  // Growing: 2.5 MB in flight settle at 4 MiB; 10 Gbit/s over 100 ms (125 MB) beyond 16 MiB.
+  const WindowCheck grown = check_window(m, m / 125e6, rtt0, gridrt::flow::Window{});
+  EXPECT_FALSE(grown.limits);
+  EXPECT_EQ(grown.settled, 4194304.0);
+  const WindowCheck huge = check_window(m, m / 1.25e9, 0.1, gridrt::flow::Window{});
+  EXPECT_TRUE(huge.limits);
+  EXPECT_EQ(huge.settled, static_cast<double>(gridrt::flow::kMaxGrownWindowBytes));
 }
 
 // A stream's window frame by frame: 512 KiB hold seven frames of 64 KiB (each costs 64 KiB

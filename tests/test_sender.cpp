@@ -3,6 +3,8 @@
 // at it, failures fail what waits.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <queue>
 #include <vector>
 
 #include "transport/sender.h"
@@ -19,7 +21,7 @@ struct Wire {
                   EXPECT_EQ(d.next(frame), wire::Decoder::Status::kFrame);
                   frames.emplace_back(dst, frame.header);
                 },
-                4096};
+                flow::Window{4096, false}};
   std::shared_ptr<RemoteOp> send(std::int32_t dst, std::uint32_t context, std::size_t bytes, bool synchronous = false,
                                  bool rendezvous = false) {
     auto op = std::make_shared<RemoteOp>();
@@ -107,6 +109,100 @@ TEST(Sender, FailuresFailWhatWaitsAndWhatComesAfter) {
   EXPECT_EQ(waiting->error, "the relay is gone");
   auto later = w.send(3, 5, 10);
   EXPECT_EQ(later->error, "the relay is gone");
+}
+
+// A line for a growing window: frames leave through a bottleneck of `rate` bytes per second
+// (a queue before it), and each frame's credit comes back `round_trip` seconds after it
+// went through; the sender's clock is the line's.
+struct Line {
+  double rate, round_trip;
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point now{};
+  double free_at = 0;  // seconds: when the bottleneck is free
+  struct Credit {
+    double at;
+    std::uint32_t context;
+    std::size_t bytes;
+    bool operator>(const Credit& o) const { return at > o.at; }
+  };
+  std::priority_queue<Credit, std::vector<Credit>, std::greater<>> credits;
+  std::uint32_t context = 0;  // of the frames being written
+  double seconds() const { return std::chrono::duration<double>(now.time_since_epoch()).count(); }
+  Sender sender;
+
+  Line(double rate, double round_trip, flow::Window window)
+      : rate(rate), round_trip(round_trip),
+        sender([this](std::int32_t, std::string f) {
+                 const std::size_t cost = f.size() - wire::kHeaderSize + flow::kFrameCost;
+                 free_at = std::max(free_at, seconds()) + static_cast<double>(f.size()) / this->rate;
+                 credits.push({free_at + this->round_trip, context, cost});
+               },
+               window, [this] { return now; }) {}
+
+  // `count` messages of `bytes` to rank 1 on `ctx`, each once the one before is all back,
+  // `idle` seconds later; returns the seconds the last took (queued to all credit back).
+  double stream(std::uint32_t ctx, std::size_t bytes, int count, double idle = 0) {
+    std::vector<char> data(bytes, 'x');
+    double took = 0;
+    for (int i = 0; i < count; ++i) {
+      now += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(idle));
+      const double begun = seconds();
+      context = ctx;
+      auto op = std::make_shared<RemoteOp>();
+      wire::Header h;
+      h.dst = 1;
+      h.context = ctx;
+      const Sender::Slot slot = sender.slot(1, ctx);
+      sender.queue(1, ctx, Sender::encode(h, slot, data.data(), bytes, false, false, op), op, false, false);
+      while (!credits.empty()) {
+        const Credit c = credits.top();
+        credits.pop();
+        now = Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c.at)));
+        context = c.context;
+        sender.credit(1, c.context, c.bytes);
+      }
+      took = seconds() - begun;
+    }
+    return took;
+  }
+};
+
+TEST(Sender, AWindowGrowsOnALongFatLineUntilItsFramesQueueThere) {
+  // 200 Mbit/s over 50 ms: 1.25 MB in flight keeps the line full; the default 512 KiB does
+  // not, and doubles while its frames find no queue: to 2 MiB, past which they would.
+  Line line(25e6, 0.05, flow::Window{});
+  const std::size_t settled = flow::settled_window(flow::Window{}, 25e6, 0.05);
+  EXPECT_EQ(settled, std::size_t{2} << 20);
+  line.stream(3, 16 << 20, 2);
+  EXPECT_EQ(line.sender.window_to(1), settled);
+  // Settled, 16 MiB cross at the line's rate (plus a round trip), not at a window per round trip.
+  const double took = line.stream(3, 16 << 20, 1);
+  EXPECT_LT(took, 1.1 * (16 << 20) / 25e6 + 0.05 + 0.01);
+  // A new stream to the same destination begins where the first got to; another
+  // destination at the start.
+  EXPECT_EQ(line.sender.slot(1, 4).fragment, flow::kMaxFragment);
+  line.stream(4, 1 << 20, 1);
+  EXPECT_EQ(line.sender.window_to(1), settled);
+  EXPECT_EQ(line.sender.window_to(2), flow::kDefaultWindowBytes);
+}
+
+TEST(Sender, AWindowStaysWhereItsLineIsShortAndAFixedOneStaysAnywhere) {
+  // 600 MB/s over 200 us: 120 KB fill the line, and the default window already queues its
+  // frames; bursts from full credit after idle times (each message alone) do not fool it.
+  Line fast(600e6, 200e-6, flow::Window{});
+  fast.stream(1, 4 << 20, 3);
+  fast.stream(2, 1 << 20, 20, 0.01);
+  EXPECT_EQ(fast.sender.window_to(1), flow::kDefaultWindowBytes);
+  // A window GRIDRT_WINDOW set stays, however long the line.
+  Line fixed(25e6, 0.05, flow::Window{flow::kDefaultWindowBytes, false});
+  const double took = fixed.stream(1, 16 << 20, 1);
+  EXPECT_EQ(fixed.sender.window_to(1), flow::kDefaultWindowBytes);
+  EXPECT_GT(took, 0.9 * (16 << 20) / (flow::kDefaultWindowBytes / 0.05));  // a window per round trip
+  // The largest a window grows to: 1 GB/s over 100 ms would take 100 MB.
+  Line huge(1e9, 0.1, flow::Window{});
+  huge.stream(1, 64 << 20, 2);
+  EXPECT_EQ(huge.sender.window_to(1), flow::kMaxGrownWindowBytes);
+  EXPECT_EQ(flow::settled_window(flow::Window{}, 1e9, 0.1), flow::kMaxGrownWindowBytes);
 }
 
 }  // namespace

@@ -125,6 +125,24 @@ TEST(StagedFiles, AFileArrivesInOrderAndWhole) {
   in >> s;
   EXPECT_EQ(s, "abcdef");
   {
+    // Asked again (the sender's link broke): empty, waiting for the first byte again.
+    IncomingFile h(d + "/h", 6, "file 'h'");
+    h.write(0, "xyz");
+    h.restart();
+    EXPECT_TRUE(h.restarting());
+    EXPECT_EQ(h.received(), 0u);
+    EXPECT_EQ(fs::file_size(d + "/h"), 0u);
+    h.write(0, "abc");
+    EXPECT_FALSE(h.restarting());
+    h.write(3, "def");
+    h.finish();
+    std::ifstream again(d + "/h");
+    std::string t;
+    again >> t;
+    EXPECT_EQ(t, "abcdef");
+    EXPECT_THROW(h.restart(), std::runtime_error);  // after its end
+  }
+  {
     IncomingFile g(d + "/g", 5, "file 'g'");
     g.write(0, "ab");
   }  // given up: removed

@@ -165,7 +165,7 @@ struct JobGoesOn {
 // after its application thread took it from the topology.
 std::unique_ptr<RelayTransport> connect(FakeRelay& relay, int rank, ListenSpec listen = {},
                                         std::size_t unexpected_budget = Receiver::kUnexpectedBudget, bool rank_now = true) {
-  auto t = std::make_unique<RelayTransport>(relay.endpoint(), 1, "secret", rank, "host", kWindow, listen, unexpected_budget);
+  auto t = std::make_unique<RelayTransport>(relay.endpoint(), 1, "secret", rank, "host", flow::Window{kWindow, false}, listen, unexpected_budget);
   if (rank_now) t->set_rank(rank);
   return t;
 }
@@ -242,7 +242,7 @@ TEST(Transport, AWindowSetLaterHoldsOnlyTheStreamsBegunAfterIt) {
   auto got_first = b->recv(&y, 1, 0, 0, 0);
   b->wait(got_first);
   a->wait(first);
-  a->set_window(kWindow / 4);
+  a->set_window(flow::Window{kWindow / 4, false});
   constexpr int kMessages = 12;
   constexpr std::size_t kSize = 20000;
   std::vector<std::shared_ptr<RemoteOp>> sends;

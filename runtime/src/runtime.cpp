@@ -44,7 +44,7 @@ State& state() {
   return *g;
 }
 
-void use_window(std::size_t window) {
+void use_window(flow::Window window) {
   State& s = state();
   s.window = window;
   if (s.transport) s.transport->set_window(window);
@@ -177,7 +177,7 @@ void init(int* argc, char*** argv, int required) {
   } catch (const std::invalid_argument& e) {
     throw Error(std::string("gridrt: ") + e.what());
   }
-  const std::size_t window = s->window;
+  const flow::Window window = s->window;
   const long timeout_s = static_cast<long>(detail::number_from_env("GRIDRT_INIT_TIMEOUT", 300, 1, 1000000, "seconds"));
   s->finalize_timeout = std::chrono::seconds(detail::number_from_env("GRIDRT_FINALIZE_TIMEOUT", 20, 1, 1000000, "seconds"));
   s->pmi_fd = detail::pmi_fd_from_env();

@@ -12,6 +12,7 @@
 #include "coll/choice.h"
 #include "coll/part_trees.h"
 #include "common/messages.h"
+#include "transport/flow_control.h"
 #include "gridrt/gridrt.hpp"
 #include "models/grid_model.h"
 #include "mpi_error.h"
@@ -46,7 +47,7 @@ struct State {
   // GRIDRT_SLICE: bytes per slice of the pipelined collectives; unset, the model's choice
   // for each call (coll/predict.cpp), or kDefaultSlice without a model.
   std::optional<std::size_t> slice;
-  std::size_t window = 0;  // GRIDRT_WINDOW: the flow-control window per stream, bytes
+  flow::Window window;  // GRIDRT_WINDOW: the flow-control window per stream (transport/flow_control.h)
   // GRIDRT_ROUTE: the route of every hierarchical scatter and gather (coll/part_trees.h);
   // none: the model's least predicted, or packed without a model.
   std::optional<Route> route;
@@ -79,11 +80,11 @@ State& state();
 // Where the model has logical clusters for this process's cluster: its processes work out
 // together which node each is on (host, and MPI's shared-memory domain) into node_name.
 void name_this_node();
-// The flow-control window (bytes) of the streams between clusters begun from now on, and of
+// The flow-control window of the streams between clusters begun from now on, and of
 // the predictions of communicators made from now on (GRIDRT_WINDOW's until then): for
 // calibration, which measures the lines with a window that does not limit them and then
 // runs its sample calls with the jobs' window, on a communicator of their own.
-void use_window(std::size_t window);
+void use_window(flow::Window window);
 void check_rank(int r, const char* what);
 // Why global rank `rank`'s cluster was lost (gridrt::lost_clusters), or nothing.
 std::optional<std::string> cluster_lost(int rank);

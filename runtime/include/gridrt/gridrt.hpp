@@ -152,7 +152,8 @@ enum class Algo { kDefault, kAuto, kHier, kFlat };
 struct GridShape {
   std::vector<std::string> clusters, sites;
   std::vector<int> ranks;
-  // The jobs' flow-control window per stream (GRIDRT_WINDOW), bytes; 0: the default.
+  // The jobs' flow-control window per stream (GRIDRT_WINDOW), bytes, fixed; 0: the default
+  // (which grows where a line asks for more: docs/protocol.md, "Flow control").
   std::size_t window = 0;
 };
 class GridPredictor {

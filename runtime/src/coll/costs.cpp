@@ -70,7 +70,7 @@ CostShape::CostShape(const models::GridModel& model, std::vector<int> members_pa
     lv.place(std::move(group_of));
     logical[p] = std::move(lv);
   }
-  set_window(static_cast<double>(models::kDefaultWindowBytes));
+  set_window(flow::Window{});
 }
 
 double CostShape::local(Coll op, int q, double m, double at) const {
@@ -195,18 +195,19 @@ bool composes(Coll op, const LogicalLevel& lv, double m, int root, ClusterSteps 
 
 Timeline::Timeline(const CostShape& s) : s_(s), sender_free_(s.size(), 0.0), line_free_(s.lines(), 0.0) {}
 
-void CostShape::set_window(double bytes) {
-  window = bytes;
+void CostShape::set_window(flow::Window w) {
+  window = static_cast<double>(w.bytes);
   const int C = parts();
-  const double frame = static_cast<double>(models::fragment_bytes(static_cast<std::size_t>(bytes)));
+  const double frame = static_cast<double>(models::fragment_bytes(w.bytes));
   pair_window.assign(static_cast<std::size_t>(C) * C, PairWindow{});
   for (int a = 0; a < C; ++a)
     for (int b = 0; b < C; ++b) {
       if (a == b) continue;  // inside a cluster: MPICH's paths, no window
       const models::PLogP& p = link[a][b];
-      PairWindow& w = pair_window[a * C + b];
-      w.round_trip = 2 * (p.L + p.gap(0));
-      w.outpaced = models::FlowWindow::outpaced(bytes, w.round_trip, p.gap(frame));
+      PairWindow& pw = pair_window[a * C + b];
+      pw.round_trip = 2 * (p.L + p.gap(0));
+      pw.window = static_cast<double>(models::settled_window(w, frame / p.gap(frame), pw.round_trip));
+      pw.outpaced = models::FlowWindow::outpaced(pw.window, pw.round_trip, p.gap(frame));
     }
 }
 
@@ -246,8 +247,8 @@ double Timeline::send(int from, int a, int b, double m, double t, int to, double
   const std::pair<int, int> stream{from >= 0 ? from : s_.leader(a), to >= 0 ? to : s_.leader(b)};
   auto it = pw.outpaced ? streams_.find(stream) : streams_.end();
   if (pw.outpaced && it == streams_.end() && streams_.size() < kMaxStreams)
-    it = streams_.emplace(stream, models::FlowWindow(s_.window, pw.round_trip)).first;
-  const double left = it != streams_.end() ? it->second.send(m, start, gap) : models::FlowWindow::fresh(s_.window, pw.round_trip, m, start, gap);
+    it = streams_.emplace(stream, models::FlowWindow(pw.window, pw.round_trip)).first;
+  const double left = it != streams_.end() ? it->second.send(m, start, gap) : models::FlowWindow::fresh(pw.window, pw.round_trip, m, start, gap);
   return std::max(clocked, left) + p.L;
 }
 

@@ -80,18 +80,22 @@ struct CostShape {
   // its members placed in runs (LogicalLevel), its steps run as `steps` says.
   std::vector<std::optional<LogicalLevel>> logical;
   ClusterSteps steps = ClusterSteps::kModel;
-  // The job's flow-control window per stream between clusters (GRIDRT_WINDOW), bytes, and
-  // for each pair of parts a != b its streams' credit round trip, that of no data (2 (L +
-  // g(0))), and whether its line outpaces the window (models::FlowWindow::outpaced): only
-  // then does a timeline keep its streams. set_window() sets them (the constructor, the
-  // default window).
+  // The job's flow-control window per stream between clusters as streams begin
+  // (GRIDRT_WINDOW, or the default), bytes: it cuts their messages into frames; and for
+  // each pair of parts a != b the window its streams settle at on its line (grown where
+  // the line asks for more: flow::settled_window), their credit round trip, that of no
+  // data (2 (L + g(0))), and whether the line outpaces that window
+  // (models::FlowWindow::outpaced): only then does a timeline keep its streams.
+  // set_window() sets them (the constructor, the default window). The predictions are
+  // those of streams whose windows have settled (a destination's streams keep what the
+  // first learned, within a few round trips of its first large messages).
   struct PairWindow {
-    double round_trip = 0;
+    double window = 0, round_trip = 0;
     bool outpaced = false;
   };
   double window = 0;
   std::vector<PairWindow> pair_window;  // by a * parts() + b
-  void set_window(double bytes);
+  void set_window(flow::Window w);
 
   // From the members' parts (part_of, parts numbered by first member), the parts' sites,
   // and the clusters' and sites' names in the model; `member_node`, each member's host where

@@ -148,7 +148,7 @@ void EventTimeline::begin(int message, double t) {
   auto it = stream_of_.find(key);
   if (it == stream_of_.end()) {
     it = stream_of_.emplace(key, static_cast<int>(streams_.size())).first;
-    streams_.push_back(Stream{line, s_.window, {}});
+    streams_.push_back(Stream{line, s_.pair_window[mm.a * s_.parts() + mm.b].window, {}});
   }
   mm.stream = it->second;
   const double fragment = static_cast<double>(models::fragment_bytes(static_cast<std::size_t>(s_.window)));

@@ -245,7 +245,7 @@ std::shared_ptr<const CostShape> shape_of(const CommImpl& c) {
   }
   auto shape = std::make_shared<CostShape>(*state().model, c.part_of, c.site_of_part, part_cluster, site_name, member_node);
   shape->steps = state().cluster_steps;
-  shape->set_window(static_cast<double>(state().window));
+  shape->set_window(state().window);
   return shape;
 }
 
@@ -449,7 +449,7 @@ std::shared_ptr<const detail::CostShape> shape_of(const models::GridModel& model
     site_of_part.push_back(static_cast<int>(at - site_name.begin()));
   }
   auto shape = std::make_shared<detail::CostShape>(model.with_typical(), part_of, site_of_part, grid.clusters, site_name);
-  if (grid.window) shape->set_window(static_cast<double>(grid.window));
+  if (grid.window) shape->set_window(flow::Window{grid.window, false});
   return shape;
 }
 

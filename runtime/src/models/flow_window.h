@@ -40,6 +40,7 @@ using flow::kFrameCost;
 using flow::kMaxFragment;
 using flow::kMaxWindowBytes;
 using flow::kMinWindowBytes;
+using flow::settled_window;
 using flow::kRendezvousAbove;
 using flow::window_from_env;
 inline bool goes_as_rendezvous(double m) { return m > static_cast<double>(kRendezvousAbove); }
@@ -115,25 +116,26 @@ class FlowWindow {
   double last_ = 0;                                  // when the stream's last frame left
 };
 
-// Whether the jobs' flow-control window W (bytes) holds a stream below its line's rate:
-// a stream carries at most W per round trip (above), the line m / g(m) at
-// m bytes (its gap measured by a stream whose window does not limit: calibration's). From
-// the line's gap at m (the largest size measured) and its round trip of no data. Said where
-// the line's rate times its round trip (`needed`, the window that keeps up) exceeds W by
-// kStreamSlower: large messages there go at the window's pace, which the model predicts,
-// and a larger window would let them go at the line's.
+// Whether the jobs' flow-control window (as it settles on the line: flow::settled_window)
+// holds a stream below its line's rate: a stream carries at most W per round trip (above),
+// the line m / g(m) at m bytes (its gap measured by a stream whose window does not limit:
+// calibration's). From the line's gap at m (the largest size measured) and its round trip
+// of no data. Said where the line's rate times its round trip (`needed`, the window that
+// keeps up) exceeds W by kStreamSlower: large messages there go at the window's pace, which
+// the model predicts, and a larger window would let them go at the line's.
 struct WindowCheck {
   bool limits = false;
-  double line_rate = 0, stream_rate = 0, needed = 0;  // bytes/s, bytes/s, bytes
+  double line_rate = 0, stream_rate = 0, needed = 0, settled = 0;  // bytes/s, bytes/s, bytes, bytes
 };
 inline constexpr double kStreamSlower = 1.5;
-inline WindowCheck check_window(double m, double g_m, double rtt_0, double window) {
+inline WindowCheck check_window(double m, double g_m, double rtt_0, const flow::Window& window) {
   WindowCheck c;
   if (m <= 0 || g_m <= 0 || rtt_0 <= 0) return c;
   c.line_rate = m / g_m;
-  c.stream_rate = std::min(c.line_rate, window / rtt_0);
+  c.settled = static_cast<double>(flow::settled_window(window, c.line_rate, rtt_0));
+  c.stream_rate = std::min(c.line_rate, c.settled / rtt_0);
   c.needed = c.line_rate * rtt_0;
-  c.limits = c.needed > kStreamSlower * window;
+  c.limits = c.needed > kStreamSlower * c.settled;
   return c;
 }
 

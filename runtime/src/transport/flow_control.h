@@ -15,18 +15,51 @@ namespace gridrt::flow {
 // The flow-control window per stream (GRIDRT_WINDOW), and what it may be.
 inline constexpr std::size_t kDefaultWindowBytes = 512 * 1024;
 inline constexpr std::size_t kMinWindowBytes = 4096, kMaxWindowBytes = std::size_t{1} << 32;
-// GRIDRT_WINDOW's, or the default where it is unset; std::invalid_argument naming the
-// variable, its value and what it may be otherwise. The runtime reads it so, and so do
-// the tools that predict for jobs (gridbench --predict-only, gridrun calibrate).
-inline std::size_t window_from_env() {
+
+// Where GRIDRT_WINDOW is unset, a stream's window starts at the default and grows where its
+// line asks for more, up to kMaxGrownWindowBytes: a stream whose frames wait for credit
+// while the credit comes back within kGrowWithin of the least round trip seen to that
+// destination is held by its window, not by its line (no queue has formed anywhere on the
+// way), and its window doubles, at most once per round trip. Past the line's
+// bandwidth-delay product the frames queue at the line's bottleneck, the round trip grows
+// and the window stays. The idea is the receive-window autotuning of TCP stacks (Semke,
+// Mahdavi, Mathis, "Automatic TCP Buffer Tuning", SIGCOMM 1998) with a delay test of its
+// own in place of a measured rate, as TCP Vegas judges a queue by its round trip (Brakmo,
+// Peterson, "TCP Vegas: End to End Congestion Avoidance on a Global Internet", 1995). A
+// destination keeps what its streams learned: a new stream to it starts at the largest
+// window grown so far. A window GRIDRT_WINDOW sets stays as set.
+inline constexpr std::size_t kMaxGrownWindowBytes = std::size_t{16} << 20;
+inline constexpr double kGrowWithin = 1.25;
+
+struct Window {
+  std::size_t bytes = kDefaultWindowBytes;  // a stream's window as it begins
+  bool grows = true;                        // up to kMaxGrownWindowBytes, as above
+};
+
+// GRIDRT_WINDOW's (fixed), or the default where it is unset (growing); std::invalid_argument
+// naming the variable, its value and what it may be otherwise. The runtime reads it so, and
+// so do the tools that predict for jobs (gridbench --predict-only, gridrun calibrate).
+inline Window window_from_env() {
   const char* v = std::getenv("GRIDRT_WINDOW");
-  if (!v) return kDefaultWindowBytes;
+  if (!v) return {};
   char* end = nullptr;
   const unsigned long long n = std::strtoull(v, &end, 10);
   if (!*v || *end || *v == '-' || n < kMinWindowBytes || n > kMaxWindowBytes)
     throw std::invalid_argument(std::string("GRIDRT_WINDOW='") + v + "' must be a number of bytes from " + std::to_string(kMinWindowBytes) +
                                 " to " + std::to_string(kMaxWindowBytes));
-  return static_cast<std::size_t>(n);
+  return {static_cast<std::size_t>(n), false};
+}
+
+// The window a stream settles at on a line of `rate` bytes per second and `round_trip`
+// seconds with no data: doubled from its start while it holds at most kGrowWithin of the
+// line's bandwidth-delay product (while it does, its frames find no queue and their credit
+// comes back within kGrowWithin of the idle round trip), never past kMaxGrownWindowBytes.
+inline std::size_t settled_window(const Window& w, double rate, double round_trip) {
+  std::size_t bytes = w.bytes;
+  if (!w.grows) return bytes;
+  while (bytes < kMaxGrownWindowBytes && static_cast<double>(bytes) <= kGrowWithin * rate * round_trip)
+    bytes = std::min(2 * bytes, kMaxGrownWindowBytes);
+  return bytes;
 }
 
 inline constexpr std::size_t kFrameCost = 64;  // credit a frame costs beyond its body

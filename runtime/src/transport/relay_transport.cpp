@@ -12,6 +12,11 @@ using wire::Frame;
 using wire::Type;
 
 namespace {
+flow::Window at_least_min(flow::Window w) {
+  w.bytes = std::max(w.bytes, flow::kMinWindowBytes);
+  return w;
+}
+
 bool env_is(const char* name, const char* value) {
   const char* v = std::getenv(name);
   return v && std::string(v) == value;
@@ -19,15 +24,14 @@ bool env_is(const char* name, const char* value) {
 }  // namespace
 
 RelayTransport::RelayTransport(const std::string& relay, std::uint64_t job, const std::string& secret,
-                               std::uint32_t local_rank, const std::string& hostname, std::size_t window, ListenSpec listen,
+                               std::uint32_t local_rank, const std::string& hostname, flow::Window window, ListenSpec listen,
                                std::size_t unexpected_budget)
     : job_(job),
-      window_(std::max(window, kMinWindow)),
       control_(job),
       receiver_({[this](const Envelope& from, std::size_t bytes) { grant(from, bytes); },
                  [this](const Envelope& from, std::uint64_t number) { tell_matched(from, number); }},
                 unexpected_budget),
-      sender_([this](std::int32_t dst, std::string frame) { paths_.write(dst, std::move(frame)); }, window_),
+      sender_([this](std::int32_t dst, std::string frame) { paths_.write(dst, std::move(frame)); }, at_least_min(window)),
       survive_cluster_loss_(env_is("GRIDRT_ON_CLUSTER_LOSS", "continue")),
       paths_(io_, mu_, control_, job, secret, !env_is("GRIDRT_DIRECT", "off"), survive_cluster_loss_,
              {[this](std::string bytes) { write_relay(std::move(bytes)); }, [this](Frame& f) { on_frame(f); },
@@ -152,10 +156,9 @@ std::shared_ptr<RemoteOp> RelayTransport::send_message(std::int32_t dst, std::ui
   return op;
 }
 
-void RelayTransport::set_window(std::size_t window) {
+void RelayTransport::set_window(flow::Window window) {
   std::lock_guard<std::mutex> lock(mu_);
-  window_ = std::max(window, kMinWindow);
-  sender_.set_window(window_);
+  sender_.set_window(at_least_min(window));
 }
 
 void RelayTransport::write_relay(std::string bytes) {

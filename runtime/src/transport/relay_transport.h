@@ -39,11 +39,11 @@ namespace gridrt::detail {
 class RelayTransport : public MessageTransport {
  public:
   // Connects to `relay` and says hello for (job, secret, local_rank); `window` is the
-  // flow-control window per stream, in bytes. With `listen` enabled it first opens a
+  // flow-control window per stream (flow_control.h). With `listen` enabled it first opens a
   // listener for direct connections (on the address it reaches the relay from, inside
   // the port range) and announces it in the hello.
   RelayTransport(const std::string& relay, std::uint64_t job, const std::string& secret, std::uint32_t local_rank,
-                 const std::string& hostname, std::size_t window, ListenSpec listen = {},
+                 const std::string& hostname, flow::Window window, ListenSpec listen = {},
                  std::size_t unexpected_budget = Receiver::kUnexpectedBudget);
   ~RelayTransport();
   // Stops the I/O thread where it stands, without a goodbye: for a process that exits
@@ -69,7 +69,7 @@ class RelayTransport : public MessageTransport {
   // theirs): for calibration, whose own streams measure the lines with a window that does
   // not limit them and whose sample run then calls the collectives as the jobs will, with
   // theirs (launcher/gridcalibrate.cpp).
-  void set_window(std::size_t window);
+  void set_window(flow::Window window);
 
   // MessageTransport (message_transport.h). A send is cut into fragments; it is written as
   // the receiver's window allows.
@@ -135,7 +135,6 @@ class RelayTransport : public MessageTransport {
   std::shared_ptr<TcpLink> link_;
   std::thread thread_;
   const std::uint64_t job_;
-  std::size_t window_;  // of the streams begun from now on (mu_)
   std::mutex mu_;
   std::condition_variable cv_;
   ControlPlane control_;

@@ -9,10 +9,17 @@ Sender::Stream& Sender::stream(std::int32_t dst, std::uint32_t context) {
   auto [it, fresh] = out_.try_emplace({dst, context});
   if (fresh) {
     it->second.dst = dst;
-    it->second.window = window_;
-    it->second.credit = static_cast<std::int64_t>(window_);
+    it->second.window = window_to(dst);
+    it->second.grows = window_.grows;
+    it->second.credit = static_cast<std::int64_t>(it->second.window);
   }
   return it->second;
+}
+
+std::size_t Sender::window_to(std::int32_t dst) const {
+  if (!window_.grows) return window_.bytes;
+  auto d = destinations_.find(dst);
+  return d == destinations_.end() ? window_.bytes : std::max(window_.bytes, d->second.window);
 }
 
 Sender::Slot Sender::slot(std::int32_t dst, std::uint32_t context) {
@@ -64,11 +71,15 @@ bool Sender::queue(std::int32_t dst, std::uint32_t context, Frames frames, const
   return pump(s);
 }
 
-bool Sender::pump(Stream& s) {
+bool Sender::pump(Stream& s, bool clocked) {
   bool completed = false;
   while (!s.queue.empty() && s.credit >= static_cast<std::int64_t>(s.queue.front().cost)) {
     Outgoing& o = s.queue.front();
     s.credit -= static_cast<std::int64_t>(o.cost);
+    if (s.grows) {
+      s.taken += o.cost;
+      s.in_flight.push_back({s.taken, clock_(), clocked});
+    }
     write_(s.dst, std::move(o.bytes));
     if (o.completes) {
       // A frame that could not go (the peer's direct connection is gone) fails its send.
@@ -86,8 +97,35 @@ bool Sender::pump(Stream& s) {
 bool Sender::credit(std::int32_t dst, std::uint32_t context, std::size_t bytes) {
   auto it = out_.find({dst, context});
   if (it == out_.end()) return false;  // credit for a stream never used: nothing waits on it
-  it->second.credit += static_cast<std::int64_t>(bytes);
-  return pump(it->second);
+  Stream& s = it->second;
+  s.credit += static_cast<std::int64_t>(bytes);
+  if (s.grows) {
+    s.returned += bytes;
+    learn(s, !s.queue.empty());
+  }
+  return pump(s, true);
+}
+
+// Credit came back (s.returned): each frame it covers gives a round trip. `waiting`: frames
+// of the stream were waiting for that credit. flow_control.h says why and when the window
+// doubles.
+void Sender::learn(Stream& s, bool waiting) {
+  Destination& d = destinations_[s.dst];
+  const auto now = clock_();
+  bool unqueued = false;  // a frame that judges came back as fast as on an idle line
+  while (!s.in_flight.empty() && s.in_flight.front().end <= s.returned) {
+    const Stream::InFlight f = s.in_flight.front();
+    s.in_flight.pop_front();
+    const auto round_trip = now - f.left;
+    d.least_round_trip = std::min(d.least_round_trip, round_trip);
+    if (f.clocked && f.end > s.judged_after && round_trip <= d.least_round_trip * flow::kGrowWithin) unqueued = true;
+  }
+  if (!waiting || !unqueued || s.window >= flow::kMaxGrownWindowBytes) return;
+  const std::size_t grown = std::min(2 * s.window, flow::kMaxGrownWindowBytes);
+  s.credit += static_cast<std::int64_t>(grown - s.window);
+  s.judged_after = s.taken + (grown - s.window) + s.window;  // past the burst it lets go and a round trip of frames
+  s.window = grown;
+  d.window = std::max(d.window, grown);
 }
 
 bool Sender::matched(std::int32_t dst, std::uint32_t context, std::uint64_t number) {

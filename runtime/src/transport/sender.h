@@ -4,9 +4,11 @@
 // receiver's credit allows (flow_control.h): at most a window of credit on its way per
 // stream, so a slow receiver makes its senders wait and nothing is ever dropped. A
 // rendezvous message's rest waits, parked, until the receiver says it matched it; a
-// synchronous send completes only then.
+// synchronous send completes only then. A growing window (flow_control.h) learns from the
+// round trips of its frames' credit, timed by the owner's clock.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -26,10 +28,14 @@ class Sender {
  public:
   // A frame may leave now, to `dst` (by the peer's path). It may call fail().
   using Write = std::function<void(std::int32_t dst, std::string frame)>;
-  Sender(Write write, std::size_t window) : write_(std::move(write)), window_(window) {}
+  using Clock = std::function<std::chrono::steady_clock::time_point()>;
+  Sender(Write write, flow::Window window, Clock clock = std::chrono::steady_clock::now)
+      : write_(std::move(write)), window_(window), clock_(std::move(clock)) {}
 
   // The window of the streams begun from now on (those begun before keep theirs).
-  void set_window(std::size_t window) { window_ = window; }
+  void set_window(flow::Window window) { window_ = window; }
+  // The window a new stream to `dst` begins with: grown where earlier ones grew.
+  std::size_t window_to(std::int32_t dst) const;
 
   // The next message's place on stream (dst, context): its number there and the size of
   // its frames' bodies.
@@ -73,18 +79,40 @@ class Sender {
  private:
   struct Stream {
     std::int32_t dst = -1;
-    std::size_t window = 0;  // its window, as the stream began
+    std::size_t window = 0;  // its window: as the stream began, then as grown
+    bool grows = false;
     std::int64_t credit = 0;
+    // For a growing window: the credit its frames took so far (in all) and given back, and
+    // its frames on their way. A frame judges the window only if credit coming back sent
+    // it (clocked: the frames of a burst from full credit queue behind each other whatever
+    // the window) and it left after those the window's last growth let go and a round trip
+    // of frames behind them (its end past judged_after).
+    std::uint64_t taken = 0, returned = 0, judged_after = 0;
+    struct InFlight {
+      std::uint64_t end = 0;  // the credit taken up to its end
+      std::chrono::steady_clock::time_point left;
+      bool clocked = false;
+    };
+    std::deque<InFlight> in_flight;
     std::deque<Outgoing> queue;
     std::uint64_t messages = 0;  // begun so far: the receiver numbers them alike
     std::map<std::uint64_t, std::shared_ptr<RemoteOp>> unmatched;  // synchronous and rendezvous sends, by number
     std::map<std::uint64_t, std::vector<Outgoing>> parked;          // rendezvous ones' rest, until matched
   };
   Stream& stream(std::int32_t dst, std::uint32_t context);
-  bool pump(Stream& s);
+  bool pump(Stream& s, bool clocked = false);  // clocked: by credit that came back
+  void learn(Stream& s, bool waiting);
 
+  // What a destination's streams learned: the least round trip of a frame's credit, and the
+  // largest window grown.
+  struct Destination {
+    std::chrono::steady_clock::duration least_round_trip = std::chrono::steady_clock::duration::max();
+    std::size_t window = 0;
+  };
   Write write_;
-  std::size_t window_;
+  flow::Window window_;
+  Clock clock_;
+  std::map<std::int32_t, Destination> destinations_;
   std::string failure_;
   std::map<std::pair<std::int32_t, std::uint32_t>, Stream> out_;
 };
