@@ -366,6 +366,7 @@ int main(int argc, char** argv) {
   }
   // Benchmarks measure the relay path without TLS this way (docs/benchmarks.md).
   if (const char* e = std::getenv("GRIDRT_LINK_ENCRYPTION")) relay_options.insert(relay_options.end(), {"--link-encryption", e});
+  if (const char* t = std::getenv("GRIDRT_LINK_THREAD")) relay_options.insert(relay_options.end(), {"--link-thread", t});
   if (sub.verbose && !std::getenv("GRIDRT_LOG")) ::setenv("GRIDRT_LOG", "info", 1);
 
   const std::string bin_dir = std::filesystem::read_symlink("/proc/self/exe").parent_path().string();

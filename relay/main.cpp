@@ -60,6 +60,11 @@ description, and carries the job's traffic to and from other clusters.
                       relay-to-relay links over mutual TLS 1.3 (the default), or, for
                       benchmarks only, unencrypted and unauthenticated (every relay of the
                       grid must then say none)
+  --link-thread on|off
+                      relay links on a thread of their own (on, the default: their TLS
+                      work off the thread that serves the cluster, for a front-end with a
+                      core to spare), or on the relay's one thread (off: a hand-off between
+                      threads fewer per frame each way)
   --emulate-wan DELAY[,RATE]
                       test facility: what this relay sends to clusters of other sites
                       crosses an emulated WAN line, DELAY one way (us, ms, s) at RATE (kbit, mbit,
@@ -101,7 +106,7 @@ std::shared_ptr<gridrt::JobCgroups> job_cgroups(const std::string& where, bool s
 int main(int argc, char** argv) {
   using namespace gridrt;
   log::set_component("relay");
-  std::string grid_path, cluster, broker, gridproc, link_encryption = "tls", grid_map, broker_grace = "60",
+  std::string grid_path, cluster, broker, gridproc, link_encryption = "tls", link_thread = "on", grid_map, broker_grace = "60",
               cgroup = "auto", link_grace, cache_size, fetch_limit;
   bool single_user = false, quiet = false;
   tls::Credentials creds;
@@ -109,7 +114,8 @@ int main(int argc, char** argv) {
   parse_daemon_options(argc, argv, "gridrelay", kUsage,
                        {{"--grid", &grid_path}, {"--cluster", &cluster}, {"--broker", &broker}, {"--cert", &creds.cert},
                         {"--key", &creds.key}, {"--ca", &creds.ca}, {"--gridproc", &gridproc}, {"--grid-mapfile", &grid_map},
-                        {"--link-encryption", &link_encryption}, {"--broker-grace", &broker_grace}, {"--cgroup", &cgroup},
+                        {"--link-encryption", &link_encryption}, {"--link-thread", &link_thread}, {"--broker-grace", &broker_grace},
+                        {"--cgroup", &cgroup},
                         {"--link-grace", &link_grace}, {"--cache-size", &cache_size}, {"--fetch-limit", &fetch_limit}},
                        {"--grid", "--cluster", "--broker", "--cert", "--key", "--ca"}, {{"--single-user", &single_user}, {"--quiet", &quiet}},
                        {"--emulate-wan", "--emulate-wan-pair", "--emulate-wan-access"}, &wan_options);
@@ -117,6 +123,10 @@ int main(int argc, char** argv) {
   if (gridproc.empty()) gridproc = (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "gridproc").string();
   if (link_encryption != "tls" && link_encryption != "none") {
     std::fprintf(stderr, "gridrelay: --link-encryption must be tls or none, not '%s'\n", link_encryption.c_str());
+    return 2;
+  }
+  if (link_thread != "on" && link_thread != "off") {
+    std::fprintf(stderr, "gridrelay: --link-thread must be on or off, not '%s'\n", link_thread.c_str());
     return 2;
   }
   // A number of seconds from 0 to 86400, or -1 (said on stderr) when it is not one.
@@ -173,6 +183,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     options.fetchers = grid.fetchers;
+    options.link_thread = link_thread == "on";
     Relay relay(io, options);
     relay.prepare_for_strangers();
     if (wan.active()) log::info("emulating a WAN under relay links: ", wan.describe());

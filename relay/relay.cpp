@@ -20,7 +20,8 @@ using wire::Frame;
 using wire::Type;
 
 Relay::Relay(asio::io_context& io, Options opt)
-    : io_(io), opt_(std::move(opt)),
+    : io_(io), own_link_io_(opt.link_thread ? std::make_unique<asio::io_context>() : nullptr),
+      link_io_(own_link_io_ ? *own_link_io_ : io), opt_(std::move(opt)),
       tls_server_(tls::make_context(tls::Role::kServer, opt_.creds)),
       tls_client_(tls::make_context(tls::Role::kClient, opt_.creds)),
       link_acceptor_(io, parse_endpoint(opt_.cluster.link)),
@@ -81,8 +82,10 @@ void Relay::start() {
   child_signal_.async_wait([this](const boost::system::error_code& ec, int) {
     if (!ec) on_child_signal();
   });
-  link_work_.emplace(link_io_.get_executor());
-  link_thread_ = std::thread([this] { link_io_.run(); });
+  if (own_link_io_) {
+    link_work_.emplace(link_io_.get_executor());
+    link_thread_ = std::thread([this] { link_io_.run(); });
+  }
   asio::co_spawn(io_, accept_local(), asio::detached);
   asio::co_spawn(io_, accept_links(), asio::detached);
   asio::co_spawn(io_, broker_loop(), asio::detached);
@@ -127,10 +130,14 @@ void Relay::stop() {
     if (l->grace) l->grace->cancel();
     if (l->redial) l->redial->cancel();
   }
-  asio::post(link_io_, [this, links] {
+  if (!own_link_io_) {
     for (auto& l : links) l->close("relay stopping");
-    link_io_.stop();
-  });
+  } else {
+    asio::post(link_io_, [this, links] {
+      for (auto& l : links) l->close("relay stopping");
+      link_io_.stop();
+    });
+  }
   link_work_.reset();
   if (link_thread_.joinable()) link_thread_.join();
   for (auto& [id, job] : jobs_) {

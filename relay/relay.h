@@ -66,6 +66,9 @@ class Relay {
     std::uint64_t fetch_limit = 4ull << 30;
     // How to fetch URLs of other schemes (the grid description's <fetcher>s).
     std::vector<Fetcher> fetchers{};
+    // Relay links on a thread of their own (TLS off the thread that serves the cluster), or
+    // on the main thread (one hand-off fewer per frame each way).
+    bool link_thread = true;
   };
   Relay(asio::io_context& io, Options opt);
   ~Relay();
@@ -177,8 +180,11 @@ class Relay {
   int kill_leftovers(Job& job);  // in its cgroup, if it has one; how many
   void remove_cgroup(std::uint64_t id, int attempts_left);
 
-  asio::io_context& io_;     // main thread: broker, local processes, routing, job life
-  asio::io_context link_io_;  // link thread: relay-to-relay links (their TLS work)
+  asio::io_context& io_;  // main thread: broker, local processes, routing, job life
+  // Link thread: relay-to-relay links (their TLS work); or the main thread's own loop
+  // (Options::link_thread false).
+  std::unique_ptr<asio::io_context> own_link_io_;
+  asio::io_context& link_io_;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> link_work_;
   std::thread link_thread_;
   Options opt_;

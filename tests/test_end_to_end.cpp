@@ -1082,6 +1082,21 @@ TEST(EndToEnd, UnencryptedRelayLinksForBenchmarksCarryTrafficIntactAndSaySo) {
   expect_nothing_left();
 }
 
+// Relay links on the relay's one thread (gridrelay --link-thread off) carry the same traffic
+// intact, and the relays stop cleanly; a value that is neither is refused.
+TEST(EndToEnd, RelayLinksOnTheRelaysOneThreadCarryTrafficIntact) {
+  ::setenv("GRIDRT_LINK_THREAD", "off", 1);
+  const Outcome r = gridrun({two_groups_pingpong(20000000)});
+  ::setenv("GRIDRT_LINK_THREAD", "sometimes", 1);
+  const Outcome bad = gridrun({kSrc + "/jobprofiles/two-groups.xml"});
+  ::unsetenv("GRIDRT_LINK_THREAD");
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("pingpong rank 0 <-> rank 2 (cluster c1): 20000000 bytes"), std::string::npos) << r.out;
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.err.find("--link-thread must be on or off, not 'sometimes'"), std::string::npos) << bad.err;
+  expect_nothing_left();
+}
+
 namespace {
 // The round trips (µs) of every "pingpong ... round trip N us" line.
 std::vector<long> round_trips_us(const std::string& out) {
