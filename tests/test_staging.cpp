@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "common/grid.h"
 #include "common/jobprofile.h"
@@ -109,6 +110,11 @@ TEST(StagedFiles, TheCacheTakesOnlyWhatItWasAskedForAndStaysWithinItsBound) {
   EXPECT_TRUE(again.find(five));
 }
 
+static std::string contents(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 TEST(StagedFiles, AFileArrivesInOrderAndWhole) {
   const std::string d = temp_dir("staging-incoming");
   {
@@ -120,10 +126,7 @@ TEST(StagedFiles, AFileArrivesInOrderAndWhole) {
     f.write(3, "def");
     f.finish();
   }
-  std::ifstream in(d + "/f");
-  std::string s;
-  in >> s;
-  EXPECT_EQ(s, "abcdef");
+  EXPECT_EQ(contents(d + "/f"), "abcdef");
   {
     // Asked again (the sender's link broke): empty, waiting for the first byte again.
     IncomingFile h(d + "/h", 6, "file 'h'");
@@ -136,11 +139,15 @@ TEST(StagedFiles, AFileArrivesInOrderAndWhole) {
     EXPECT_FALSE(h.restarting());
     h.write(3, "def");
     h.finish();
-    std::ifstream again(d + "/h");
-    std::string t;
-    again >> t;
-    EXPECT_EQ(t, "abcdef");
+    EXPECT_EQ(contents(d + "/h"), "abcdef");
     EXPECT_THROW(h.restart(), std::runtime_error);  // after its end
+    // Byte 0 again while it arrives: its sender began again, whole.
+    IncomingFile k(d + "/k", 4, "file 'k'");
+    k.write(0, "12");
+    k.write(0, "ab");
+    k.write(2, "cd");
+    k.finish();
+    EXPECT_EQ(contents(d + "/k"), "abcd");
   }
   {
     IncomingFile g(d + "/g", 5, "file 'g'");
