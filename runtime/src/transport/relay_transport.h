@@ -112,7 +112,6 @@ class RelayTransport : public MessageTransport {
   static constexpr std::uint32_t kRendezvous = wire::kRendezvous;
   static constexpr std::size_t kRendezvousAbove = flow::kRendezvousAbove;
   static constexpr std::size_t kFrameCost = flow::kFrameCost;  // credit charged per frame beyond its body
-  static constexpr std::size_t kMinWindow = flow::kMinWindowBytes;
 
  private:
   std::shared_ptr<RemoteOp> send_message(std::int32_t dst, std::uint32_t context, std::int32_t tag, std::string_view head,
