@@ -187,12 +187,18 @@ TEST(Sender, AWindowGrowsOnALongFatLineUntilItsFramesQueueThere) {
 }
 
 TEST(Sender, AWindowStaysWhereItsLineIsShortAndAFixedOneStaysAnywhere) {
-  // 600 MB/s over 200 us: 120 KB fill the line, and the default window already queues its
+  // 50 MB/s over 6 ms: 300 KB fill the line, and the default window already queues its
   // frames; bursts from full credit after idle times (each message alone) do not fool it.
-  Line fast(600e6, 200e-6, flow::Window{});
-  fast.stream(1, 4 << 20, 3);
-  fast.stream(2, 1 << 20, 20, 0.01);
-  EXPECT_EQ(fast.sender.window_to(1), flow::kDefaultWindowBytes);
+  Line full(50e6, 6e-3, flow::Window{});
+  full.stream(1, 4 << 20, 3);
+  full.stream(2, 1 << 20, 20, 0.05);
+  EXPECT_EQ(full.sender.window_to(1), flow::kDefaultWindowBytes);
+  EXPECT_EQ(flow::settled_window(flow::Window{}, 50e6, 6e-3), flow::kDefaultWindowBytes);
+  // Nor below a least round trip of 5 ms, however fast the line: 1.25 GB/s over 2 ms.
+  Line lan(1.25e9, 2e-3, flow::Window{});
+  lan.stream(1, 16 << 20, 2);
+  EXPECT_EQ(lan.sender.window_to(1), flow::kDefaultWindowBytes);
+  EXPECT_EQ(flow::settled_window(flow::Window{}, 1.25e9, 2e-3), flow::kDefaultWindowBytes);
   // A window GRIDRT_WINDOW set stays, however long the line.
   Line fixed(25e6, 0.05, flow::Window{flow::kDefaultWindowBytes, false});
   const double took = fixed.stream(1, 16 << 20, 1);

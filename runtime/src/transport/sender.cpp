@@ -78,7 +78,7 @@ bool Sender::pump(Stream& s, bool clocked) {
     s.credit -= static_cast<std::int64_t>(o.cost);
     if (s.grows) {
       s.taken += o.cost;
-      s.in_flight.push_back({s.taken, clock_(), clocked});
+      s.in_flight.push_back({s.taken, o.cost, clock_(), clocked});
     }
     write_(s.dst, std::move(o.bytes));
     if (o.completes) {
@@ -112,18 +112,25 @@ bool Sender::credit(std::int32_t dst, std::uint32_t context, std::size_t bytes) 
 void Sender::learn(Stream& s, bool waiting) {
   Destination& d = destinations_[s.dst];
   const auto now = clock_();
-  bool unqueued = false;  // a frame that judges came back as fast as on an idle line
   while (!s.in_flight.empty() && s.in_flight.front().end <= s.returned) {
     const Stream::InFlight f = s.in_flight.front();
     s.in_flight.pop_front();
     const auto round_trip = now - f.left;
     d.least_round_trip = std::min(d.least_round_trip, round_trip);
-    if (f.clocked && f.end > s.judged_after && round_trip <= d.least_round_trip * flow::kGrowWithin) unqueued = true;
+    if (!f.clocked || f.end <= s.judged_after) continue;
+    // A whole window of frames in a row must come back as fast as on an idle line: one
+    // lucky frame among queued ones (a busy machine's scheduling) is not a line held by its
+    // window.
+    if (round_trip <= d.least_round_trip * flow::kGrowWithin) s.unqueued += f.cost;
+    else s.unqueued = 0;
   }
-  if (!waiting || !unqueued || s.window >= flow::kMaxGrownWindowBytes) return;
+  if (!waiting || s.unqueued < s.window || s.window >= flow::kMaxGrownWindowBytes ||
+      d.least_round_trip < std::chrono::duration<double>(flow::kGrowFrom))
+    return;
   const std::size_t grown = std::min(2 * s.window, flow::kMaxGrownWindowBytes);
   s.credit += static_cast<std::int64_t>(grown - s.window);
   s.judged_after = s.taken + (grown - s.window) + s.window;  // past the burst it lets go and a round trip of frames
+  s.unqueued = 0;
   s.window = grown;
   d.window = std::max(d.window, grown);
 }

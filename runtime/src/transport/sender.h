@@ -88,8 +88,10 @@ class Sender {
     // the window) and it left after those the window's last growth let go and a round trip
     // of frames behind them (its end past judged_after).
     std::uint64_t taken = 0, returned = 0, judged_after = 0;
+    std::uint64_t unqueued = 0;  // credit of the frames judged in a row that came back unqueued
     struct InFlight {
       std::uint64_t end = 0;  // the credit taken up to its end
+      std::size_t cost = 0;
       std::chrono::steady_clock::time_point left;
       bool clocked = false;
     };
