@@ -28,10 +28,12 @@ inline constexpr std::size_t kMinWindowBytes = 4096, kMaxWindowBytes = std::size
 // Peterson, "TCP Vegas: End to End Congestion Avoidance on a Global Internet", 1995). A
 // destination keeps what its streams learned: a new stream to it starts at the largest
 // window grown so far. A window GRIDRT_WINDOW sets stays as set.
-// Only where the least round trip is at least kGrowFrom, a wide-area line's: below it, round
-// trips are mostly the machines' own (scheduling, queues in busy processes: 64 streams
-// through two relays on two cores saw least round trips past 1 ms) and would grow windows
-// for nothing, while 512 KiB per 5 ms still carries 840 Mbit/s per stream.
+// Only where the least round trip is at least kGrowFrom, a wide-area line's: a shorter one is
+// mostly the machines' own (scheduling, the processes' queues), where a larger window buys
+// nothing, and 512 KiB per 5 ms still carries 840 Mbit/s per stream. Delay alone cannot tell
+// a long line from a path whose every round trip is a queue's from the first frame on (64
+// streams through two relays on two busy cores saw least round trips of 60-70 ms); asking
+// for a whole window in a row keeps most of those from growing.
 inline constexpr std::size_t kMaxGrownWindowBytes = std::size_t{16} << 20;
 inline constexpr double kGrowWithin = 1.25;
 inline constexpr double kGrowFrom = 5e-3;  // seconds
