@@ -74,6 +74,10 @@ void encode_header(const Header& h, unsigned char out[kHeaderSize]) {
   put(p, h.seq, 8);
 }
 
+void add_flags(std::string& encoded, std::uint32_t flags) {
+  for (int i = 0; i < 4; ++i) encoded.at(8 + i) = static_cast<char>(static_cast<unsigned char>(encoded[8 + i]) | ((flags >> (8 * i)) & 0xff));
+}
+
 std::string encode(const Frame& f) {
   std::string out(kHeaderSize + f.body.size(), '\0');
   Header h = f.header;

@@ -96,6 +96,11 @@ inline constexpr std::uint32_t kRendezvous = 4;
 // ProcExit flag: the program initialised MPI past gridrt (common/pmi_watch.h), as an MPI job
 // of its cluster alone, and was stopped; the relay stops the job, naming the rank.
 inline constexpr std::uint32_t kMpiPastGridrt = 8;
+// kData flag, on a message of one frame that leaves its sender three quarters of its window
+// or more: the receiver may hold the frame's credit back until it next writes to the sender
+// (a reply carries it, instead of a Credit frame of its own crossing the relays) or until a
+// frame without the flag comes on the stream (flow_control.h, credit_may_wait).
+inline constexpr std::uint32_t kCreditMayWait = 16;
 const char* type_name(Type t);
 
 // The fixed header. Fields that a message type does not use are zero.
@@ -120,6 +125,8 @@ struct Frame {
 };
 
 void encode_header(const Header& h, unsigned char out[kHeaderSize]);
+// Sets `flags` in an encoded frame's header (they sit at bytes 8-11, little-endian).
+void add_flags(std::string& encoded, std::uint32_t flags);
 std::string encode(const Frame& f);  // header + body, ready for a socket
 Frame make_frame(Type t, std::string body = {}, std::uint64_t job = 0);
 // An Error frame that stops a job (a process's to its relay, a relay's to the broker)

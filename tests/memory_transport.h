@@ -24,7 +24,7 @@ class MemoryNetwork {
   explicit MemoryNetwork(int ranks) {
     for (int r = 0; r < ranks; ++r)
       receivers_.push_back(std::make_unique<Receiver>(Receiver::Hooks{
-          [](const Envelope&, std::size_t) {},
+          [](const Envelope&, std::size_t, bool) {},
           [this, r](const Envelope& from, std::uint64_t number) { matched(from.source, r, from.context, number); }}));
   }
   int size() const { return static_cast<int>(receivers_.size()); }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <queue>
+#include <utility>
 #include <vector>
 
 #include "transport/sender.h"
@@ -109,6 +110,42 @@ TEST(Sender, FailuresFailWhatWaitsAndWhatComesAfter) {
   EXPECT_EQ(waiting->error, "the relay is gone");
   auto later = w.send(3, 5, 10);
   EXPECT_EQ(later->error, "the relay is gone");
+}
+
+// A message of one frame that leaves three quarters of the window or more says that its
+// credit may wait; a message of several frames never does.
+TEST(Sender, AOneFrameMessageLetsItsCreditWaitOnlyWhileThreeQuartersOfTheWindowAreLeft) {
+  Wire w;  // window 4096: a 10-byte message costs 74
+  for (int i = 0; i < 14; ++i) w.send(1, 5, 10);
+  ASSERT_EQ(w.frames.size(), 14u);
+  for (int i = 0; i < 13; ++i) EXPECT_TRUE(w.frames[i].second.flags & wire::kCreditMayWait) << i;  // 4096 - 13 x 74 >= 3072
+  EXPECT_FALSE(w.frames[13].second.flags & wire::kCreditMayWait);
+  w.sender.credit(1, 5, 14 * 74);
+  w.send(1, 5, 2000);  // three frames
+  for (std::size_t i = 14; i < w.frames.size(); ++i) EXPECT_FALSE(w.frames[i].second.flags & wire::kCreditMayWait) << i;
+  w.send(1, 5, 10);
+  EXPECT_FALSE(w.frames.back().second.flags & wire::kCreditMayWait);  // 4096 - 2000 - 3 x 64 - 74 left: less
+}
+
+// Whatever the messages' sizes, a receiver that holds back every credit that may wait, and
+// sends what it holds with the next credit that may not, never leaves the sender stalled.
+TEST(Sender, CreditThatWaitsAtTheReceiverNeverStallsTheSender) {
+  Wire w;
+  std::size_t delivered = 0, held = 0;
+  std::vector<std::shared_ptr<RemoteOp>> sends;
+  unsigned seed = 7;
+  for (int i = 0; i < 2000; ++i) {
+    seed = seed * 1103515245 + 12345;
+    sends.push_back(w.send(1, 5, 1 + (seed >> 16) % 3000));
+    for (; delivered < w.frames.size(); ++delivered) {  // the receiver takes what left
+      const wire::Header& h = w.frames[delivered].second;
+      held += h.length + flow::kFrameCost;
+      if (h.flags & wire::kCreditMayWait) continue;
+      w.sender.credit(1, 5, std::exchange(held, 0));  // (frames it lets go are taken in this loop)
+    }
+  }
+  for (std::size_t i = 0; i < sends.size(); ++i) ASSERT_TRUE(sends[i]->done) << "send " << i << " stalled";
+  EXPECT_LE(held, 4096u - 4096u / 4);
 }
 
 // A line for a growing window: frames leave through a bottleneck of `rate` bytes per second

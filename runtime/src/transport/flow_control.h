@@ -80,4 +80,15 @@ inline constexpr std::size_t kRendezvousAbove = 4u << 20;
 // so that a stream flows while credit comes back.
 inline std::size_t fragment_bytes(std::size_t window) { return std::min(kMaxFragment, window / 4 - kFrameCost); }
 
+// May the credit of a message of one frame wait at its receiver (wire::kCreditMayWait)? When
+// the frame leaves its sender `credit_left` of a `window`: yes if that is three quarters of
+// the window or more. Small messages are mostly answered (a ping-pong, a collective's steps):
+// their credit then rides with the answer, and each message crosses the relays as one frame
+// instead of two (a Credit frame of its own wakes both relays and both processes' I/O threads,
+// as the data does). It cannot stall the stream: the sender waits for credit only with less
+// than a frame's cost left, a quarter of the window at most, so the frame that took it below
+// three quarters did not carry the flag, and the receiver sends everything it held with that
+// frame's credit. What it can cost is a quarter of the window while the credit waits.
+inline bool credit_may_wait(std::size_t credit_left, std::size_t window) { return credit_left >= window - window / 4; }
+
 }  // namespace gridrt::flow

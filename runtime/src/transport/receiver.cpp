@@ -22,13 +22,13 @@ bool Receiver::on_fragment(const Fragment& f) {
   }
   if (in->bound) {
     deliver(*in, f.data, f.size);
-    hooks_.grant(f.env, f.cost);
+    hooks_.grant(f.env, f.cost, f.credit_may_wait);
   } else {
     in->data.append(f.data, f.size);
     if (buffered_ + f.cost <= budget_) {  // buffered here: its sender may go on
       buffered_ += f.cost;
       in->buffered += f.cost;
-      hooks_.grant(f.env, f.cost);
+      hooks_.grant(f.env, f.cost, f.credit_may_wait);
     } else {
       in->withheld += f.cost;
     }
@@ -55,7 +55,7 @@ bool Receiver::on_rest(const Fragment& f) {
   if (it == rest_.end()) return false;  // (a peer's confusion, or a receive that failed: dropped)
   Arrival& in = *it->second;
   if (in.bound) deliver(in, f.data, f.size);
-  hooks_.grant(f.env, f.cost);
+  hooks_.grant(f.env, f.cost, false);
   if (!f.last) return false;
   in.complete = true;
   finish_if_complete(in);
@@ -91,7 +91,7 @@ void Receiver::bind(const std::shared_ptr<Arrival>& in, const std::shared_ptr<Re
   in->data.clear();
   deliver(*in, held.data(), held.size());
   buffered_ -= std::exchange(in->buffered, 0);
-  hooks_.grant(in->env, std::exchange(in->withheld, 0));
+  hooks_.grant(in->env, std::exchange(in->withheld, 0), false);
   if (in->synchronous || in->rendezvous) hooks_.matched(in->env, in->number);
   finish_if_complete(*in);
 }

@@ -29,7 +29,8 @@ class Receiver {
  public:
   struct Hooks {
     // `bytes` more of the stream from.source on from.context were taken by the application.
-    std::function<void(const Envelope& from, std::size_t bytes)> grant;
+    // `may_wait`: the frame said its credit may wait (wire::kCreditMayWait).
+    std::function<void(const Envelope& from, std::size_t bytes, bool may_wait)> grant;
     // Message `number` of that stream, a synchronous one, was matched to a receive.
     std::function<void(const Envelope& from, std::uint64_t number)> matched;
   };
@@ -48,6 +49,7 @@ class Receiver {
     bool rest = false;         // a fragment of such a second part ...
     std::uint64_t number = 0;  // ... of this message of the stream
     std::size_t cost = 0;      // the credit it took from the sender's window
+    bool credit_may_wait = false;  // ... and the sender can do without it a while
   };
   // True when waiters should look again: a message began to arrive or a receive completed.
   bool on_fragment(const Fragment& f);

@@ -28,10 +28,10 @@ RelayTransport::RelayTransport(const std::string& relay, std::uint64_t job, cons
                                std::size_t unexpected_budget)
     : job_(job),
       control_(job),
-      receiver_({[this](const Envelope& from, std::size_t bytes) { grant(from, bytes); },
+      receiver_({[this](const Envelope& from, std::size_t bytes, bool may_wait) { grant(from, bytes, may_wait); },
                  [this](const Envelope& from, std::uint64_t number) { tell_matched(from, number); }},
                 unexpected_budget),
-      sender_([this](std::int32_t dst, std::string frame) { paths_.write(dst, std::move(frame)); }, at_least_min(window)),
+      sender_([this](std::int32_t dst, std::string frame) { write_to(dst, std::move(frame)); }, at_least_min(window)),
       survive_cluster_loss_(env_is("GRIDRT_ON_CLUSTER_LOSS", "continue")),
       paths_(io_, mu_, control_, job, secret, !env_is("GRIDRT_DIRECT", "off"), survive_cluster_loss_,
              {[this](std::string bytes) { write_relay(std::move(bytes)); }, [this](Frame& f) { on_frame(f); },
@@ -197,7 +197,7 @@ void RelayTransport::tell_matched(const Envelope& from, std::uint64_t number) {
   f.header.dst = from.source;
   f.header.context = from.context;
   f.header.seq = number;
-  paths_.write(from.source, wire::encode(f));
+  write_to(from.source, wire::encode(f));
 }
 
 // The receiver matched a synchronous message (it may complete) or a rendezvous one (its
@@ -210,22 +210,40 @@ void RelayTransport::on_matched(const Frame& f) {
 void RelayTransport::set_rank(std::int32_t rank) {
   std::lock_guard<std::mutex> lock(mu_);
   control_.set_rank(rank);
-  for (const auto& [from, bytes] : std::exchange(owed_, {})) grant(from, bytes);
+  for (const auto& [from, bytes] : std::exchange(owed_, {})) grant(from, bytes, false);
   if (control_.planned()) paths_.planned();
 }
 
-void RelayTransport::grant(const Envelope& from, std::size_t bytes) {
+// Credit that may wait (flow_control.h, credit_may_wait) stays here until this process next
+// writes to its sender, or grants on that stream credit that may not.
+void RelayTransport::grant(const Envelope& from, std::size_t bytes, bool may_wait) {
   if (bytes == 0 || !failure_.empty()) return;
   if (control_.rank() < 0) {  // a peer faster than our topology
     owed_.emplace_back(from, bytes);
     return;
   }
-  Frame f = wire::make_frame(Type::kCredit, {}, job_);
-  f.header.src = control_.rank();
-  f.header.dst = from.source;
-  f.header.context = from.context;
-  f.header.seq = bytes;
-  paths_.write(from.source, wire::encode(f));
+  held_credit_[from.source][from.context] += bytes;
+  if (!may_wait) give_held_credit(from.source);
+}
+
+void RelayTransport::give_held_credit(std::int32_t peer) {
+  const auto held = held_credit_.find(peer);
+  if (held == held_credit_.end()) return;
+  for (const auto& [context, bytes] : held->second) {
+    Frame f = wire::make_frame(Type::kCredit, {}, job_);
+    f.header.src = control_.rank();
+    f.header.dst = peer;
+    f.header.context = context;
+    f.header.seq = bytes;
+    paths_.write(peer, wire::encode(f));
+  }
+  held_credit_.erase(held);
+}
+
+// Every frame to a peer goes this way: the credit held for it goes first, in the same batch.
+void RelayTransport::write_to(std::int32_t dst, std::string frame) {
+  give_held_credit(dst);
+  paths_.write(dst, std::move(frame));
 }
 
 // ---------------------------------------------------------------- receiving
@@ -281,7 +299,7 @@ void RelayTransport::on_one_sided(Frame& f) {
   OneSidedPart part{f.body, f.header.seq, false, !(f.header.flags & kMore)};
   {
     std::lock_guard<std::mutex> lock(mu_);
-    grant({f.header.context, f.header.src, f.header.tag}, f.body.size() + kFrameCost);
+    grant({f.header.context, f.header.src, f.header.tag}, f.body.size() + kFrameCost, (f.header.flags & wire::kCreditMayWait) != 0);
     bool& within = one_sided_within_[{f.header.src, f.header.context}];  // (a stream's messages come one after another)
     part.first = !within;
     within = !part.last;
@@ -301,6 +319,7 @@ void RelayTransport::on_data(Frame& f) {
   fragment.size = f.body.size();
   fragment.last = !(f.header.flags & kMore);
   fragment.cost = f.body.size() + kFrameCost;
+  fragment.credit_may_wait = (f.header.flags & wire::kCreditMayWait) != 0;
   if (f.header.type == Type::kRest) {
     fragment.rest = true;
     fragment.number = f.header.seq;

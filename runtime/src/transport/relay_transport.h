@@ -123,7 +123,9 @@ class RelayTransport : public MessageTransport {
   void on_control(const wire::Frame& f);
   void on_closed(const std::string& why);
   // The rest of these run with mu_ held.
-  void grant(const Envelope& from, std::size_t bytes);
+  void grant(const Envelope& from, std::size_t bytes, bool may_wait);
+  void give_held_credit(std::int32_t peer);
+  void write_to(std::int32_t dst, std::string frame);
   void tell_matched(const Envelope& from, std::uint64_t number);
   void notify();
   void write_relay(std::string bytes);
@@ -140,6 +142,7 @@ class RelayTransport : public MessageTransport {
   std::string failure_;
   std::uint64_t activity_ = 0;  // bumped, with cv_ notified, by every completion and arrival
   std::vector<std::pair<Envelope, std::size_t>> owed_;  // credit for data that came before our rank was known
+  std::map<std::int32_t, std::map<std::uint32_t, std::size_t>> held_credit_;  // by sender and context: waits for our next frame to it
   Receiver receiver_;
   Sender sender_;
   const bool survive_cluster_loss_;  // GRIDRT_ON_CLUSTER_LOSS=continue (the job's profile)

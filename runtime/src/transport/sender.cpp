@@ -56,7 +56,7 @@ Sender::Frames Sender::encode(wire::Header h, const Slot& slot, std::string_view
     encoded.append(head.data() + std::min(off, head.size()), from_head);
     if (n > from_head) encoded.append(p + (off + from_head - head.size()), n - from_head);  // (past the head)
     off += n;
-    (in_rest ? out.rest : out.first).push_back({std::move(encoded), n + flow::kFrameCost, off < total ? nullptr : op});
+    (in_rest ? out.rest : out.first).push_back({std::move(encoded), n + flow::kFrameCost, off < total ? nullptr : op, n == total});
   } while (off < total);
   return out;
 }
@@ -76,9 +76,11 @@ bool Sender::pump(Stream& s, bool clocked) {
   while (!s.queue.empty() && s.credit >= static_cast<std::int64_t>(s.queue.front().cost)) {
     Outgoing& o = s.queue.front();
     s.credit -= static_cast<std::int64_t>(o.cost);
+    const bool may_wait = o.whole && flow::credit_may_wait(static_cast<std::size_t>(s.credit), s.window);
+    if (may_wait) wire::add_flags(o.bytes, wire::kCreditMayWait);
     if (s.grows) {
       s.taken += o.cost;
-      s.in_flight.push_back({s.taken, o.cost, clock_(), clocked});
+      s.in_flight.push_back({s.taken, o.cost, clock_(), clocked, may_wait});
     }
     write_(s.dst, std::move(o.bytes));
     if (o.completes) {
@@ -115,6 +117,7 @@ void Sender::learn(Stream& s, bool waiting) {
   while (!s.in_flight.empty() && s.in_flight.front().end <= s.returned) {
     const Stream::InFlight f = s.in_flight.front();
     s.in_flight.pop_front();
+    if (f.may_wait) continue;  // (its credit came when the receiver next wrote to us)
     const auto round_trip = now - f.left;
     d.least_round_trip = std::min(d.least_round_trip, round_trip);
     if (!f.clocked || f.end <= s.judged_after) continue;

@@ -49,6 +49,7 @@ class Sender {
     std::string bytes;      // an encoded frame
     std::size_t cost = 0;   // the credit it takes
     std::shared_ptr<RemoteOp> completes;  // on the last frame of a message
+    bool whole = false;     // the message's only frame
   };
   struct Frames {
     std::vector<Outgoing> first, rest;  // (rest: a rendezvous message's, sent once matched)
@@ -94,6 +95,7 @@ class Sender {
       std::size_t cost = 0;
       std::chrono::steady_clock::time_point left;
       bool clocked = false;
+      bool may_wait = false;  // its credit may wait at the receiver (wire::kCreditMayWait): no round trip
     };
     std::deque<InFlight> in_flight;
     std::deque<Outgoing> queue;
