@@ -337,6 +337,19 @@ TEST(Costs, LocalGroupAgainstPairwiseExchangeByHand) {
   EXPECT_LT(p.hier, p.flat);
 }
 
+// Each agent's own blocks leave at once, while its cluster still exchanges: where that
+// exchange is slow (here 2000 B inside a cluster at 0.5 B/us, 4 ms), A's two agents' own
+// blocks take its line at 0-1 and 1-2 ms, the parked ones at 4-5 and 5-6 ms: the last
+// arrives at 16 ms, where two messages of 2 blocks after the exchange would arrive at
+// 4 + 2 + 2 + 10 = 18 ms.
+TEST(Costs, LocalGroupAgentsSendTheirOwnBlocksWhileTheClusterExchanges) {
+  models::GridModel m = simple_model();
+  m.inside["*"] = line(0, 2.0);
+  const CostShape s = shape(m, {2, 2}, {"A", "B"});
+  EXPECT_NEAR(local_group_parked_at(s, 1000)[0], 4 * kMs, 1e-9);
+  EXPECT_NEAR(alltoall_local_group_cost(s, 1000), 16 * kMs, 1e-9);
+}
+
 // The paper's two-cluster rule (the groups route) against the C-cluster one (agents), by
 // hand. Clusters of 2 (A) and 3 (B), 1000 B blocks. Groups: A's member k sends B's members
 // k + 2s their 2 blocks (three messages of 2 ms on A's line: the last arrives at 6 + 10 ms);

@@ -1286,7 +1286,7 @@ TEST(EndToEnd, AllToAllsMatchTheirReferencesByThePapersTwoClusterRule) {
   expect_coll_check_passes({{{"--grid", coll_grid_of({3, 2})}, "on 5 processes in 2 clusters"},
                             {{"--grid", coll_grid_of({1, 3})}, "on 4 processes in 2 clusters"}});
   ::unsetenv("GRIDRT_ROUTE");
-  expect_wan_messages_by_route({"--grid", coll_grid_of({3, 2})}, "alltoall", {{"groups", "6.00"}, {"agents", "5.00"}});
+  expect_wan_messages_by_route({"--grid", coll_grid_of({3, 2})}, "alltoall", {{"groups", "6.00"}, {"agents", "10.00"}});
 }
 
 // The slices of a pipelined collective as the model chooses them, seen by the relays: three
@@ -1447,10 +1447,10 @@ TEST(EndToEnd, GridbenchReportsEveryFieldAndTheWanMessagesEachAlgorithmMustSend)
       {"bcast hier", "2.00"},     // C - 1
       {"gather hier", "2.00"},    // C - 1
       {"scatter hier", "2.00"},   // C - 1
-      {"alltoall hier", "12.00"}, // P (C - 1)
+      {"alltoall hier", "24.00"}, // 2 P (C - 1): each agent's own blocks at once, the rest after
       {"alltoall flat", "24.00"}, // P (P - p)
       {"barrier flat", "15.00"},  // dissemination: ceil(log2 6) = 3 rounds x 6, minus the local ones
-      {"alltoall auto", "12.00"}, // across sites auto is hier
+      {"alltoall auto", "24.00"}, // across sites auto is hier
       {"bcast auto", "2.00"},
   };
   for (const auto& [key, msgs] : wan_msgs) EXPECT_EQ(json_field(line_of[key], "wan_msgs"), msgs) << key << ": " << line_of[key];
@@ -1478,10 +1478,11 @@ TEST(EndToEnd, GridbenchCountsOnlyWhatCrossesBetweenSites) {
   std::istringstream lines(r.out);
   for (std::string line; std::getline(lines, line);) msgs[json_field(line, "op")] = json_field(line, "wan_msgs");
   // barrier, allreduce, allgather: site heads all-to-all, S (S - 1); bcast, gather, scatter:
-  // S - 1; alltoall (Local Group between clusters): the 3 members of site A get one message
-  // from site B each, the 3 of site B one from each cluster of site A.
+  // S - 1; alltoall (Local Group between clusters): the 3 members of site A get two messages
+  // from site B each (their agent's own block, then the other two members'), the 3 of site B
+  // two from site A's cluster of 2 and one from its cluster of 1.
   const std::map<std::string, std::string> want = {{"barrier", "2.00"}, {"bcast", "1.00"},   {"allreduce", "2.00"}, {"gather", "1.00"},
-                                                   {"scatter", "1.00"}, {"allgather", "2.00"}, {"alltoall", "9.00"}};
+                                                   {"scatter", "1.00"}, {"allgather", "2.00"}, {"alltoall", "15.00"}};
   EXPECT_EQ(msgs, want) << r.out;
   expect_nothing_left();
 }
