@@ -194,7 +194,7 @@ int main(int argc, char** argv) {
     options.fetchers = grid.fetchers;
     // A thread of its own pays where a core can do the links' TLS work beside the cluster's;
     // on fewer cores, all shared with the job, its two wake-ups per frame are pure cost
-    // (1 KiB round trips through two relays on two cores: 214 against 333 us).
+    // (1 KiB round trips through two relays on two cores: 244 against 355 us).
     options.link_thread = link_thread == "on" || (link_thread == "auto" && cpus_to_run_on() >= 4);
     Relay relay(io, options);
     relay.prepare_for_strangers();
