@@ -75,7 +75,8 @@ void encode_header(const Header& h, unsigned char out[kHeaderSize]) {
 }
 
 void add_flags(std::string& encoded, std::uint32_t flags) {
-  for (int i = 0; i < 4; ++i) encoded.at(8 + i) = static_cast<char>(static_cast<unsigned char>(encoded[8 + i]) | ((flags >> (8 * i)) & 0xff));
+  constexpr std::size_t kFlagsAt = 8;  // (after magic, version and type: encode_header)
+  for (std::size_t i = 0; i < 4; ++i) encoded.at(kFlagsAt + i) |= static_cast<char>((flags >> (8 * i)) & 0xff);
 }
 
 std::string encode(const Frame& f) {

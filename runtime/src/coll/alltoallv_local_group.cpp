@@ -59,8 +59,10 @@ Async<> alltoallv_local_group(CommImpl& c, Blocks in, Blocks out, bool equal) {
     from_rest[y].resize(out.packed(rest[y]));
     steps.push_back(receive_from(c, agent, tag, from_rest[y].data(), from_rest[y].size()));
   }
-  // 1. Inside the cluster: every member parks on a its blocks for served[a].
-  const ParkedOn parked_on = [&](int, int a) { return served[a]; };
+  // 1. Inside the cluster: every member parks on a its blocks for served[a], except on
+  //    itself, where only its block for itself stays (those for the remote members it serves
+  //    went ahead).
+  const ParkedOn parked_on = [&](int k, int a) { return k == a ? std::vector<int>{part[a]} : served[a]; };
   const Parked parked = co_await park_in_part(c, in, equal, parked_on);
   // My own blocks from this cluster (t = 0 is me).
   for (int k = 0; k < m; ++k) out.unpack_all({part[k]}, parked.block(k, 0));
