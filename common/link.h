@@ -7,10 +7,14 @@
 
 #include <utility>  // before Asio: boost 1.74 awaitable.hpp uses std::exchange without it
 #include <boost/asio.hpp>
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <deque>
 #include <functional>
 #include <iomanip>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -90,6 +94,40 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
   }
   // Already encoded frames; or shared with whoever keeps them for sending again.
   void send_bytes(std::string bytes) { enqueue(Outbound{std::move(bytes), {}, {}}); }
+
+  // A link of a plain TCP socket that threads other than its own write to (a job's process:
+  // its application thread and its I/O thread, common/link.h's single thread elsewhere).
+  // After share_writing(), write_from_any_thread() may be called from any thread; the
+  // link's own frames (heartbeats, fail) are ordered with those by the same lock.
+  // Before start().
+  void share_writing() { shared_ = std::make_unique<std::mutex>(); }
+  // Already encoded frames from any thread (share_writing): written at once by the calling
+  // thread when nothing is queued or being written — a frame no longer waits for the link's
+  // thread to wake (an eventfd write and a reactor turn per frame, which on two cores
+  // cost a process about as much as the frame's two system calls); otherwise, or for what
+  // the socket would not take now, queued behind what is, for the link's thread.
+  void write_from_any_thread(std::string bytes) {
+    static_assert(std::is_same_v<Stream, tcp::socket>, "a TLS stream's state belongs to one thread");
+    std::unique_lock<std::mutex> lock(*shared_);
+    if (closed_) return;
+    sent_since_beat_ = true;
+    if (!writing_ && queue_.empty()) {
+      std::size_t done = 0;
+      while (done < bytes.size()) {
+        const ssize_t n = ::send(stream_.native_handle(), bytes.data() + done, bytes.size() - done, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n > 0) done += static_cast<std::size_t>(n);
+        else if (n < 0 && errno == EINTR) continue;
+        else break;  // full, or failed: the link's thread writes the rest (and meets the error)
+      }
+      if (done == bytes.size()) return;
+      bytes.erase(0, done);
+    }
+    queued_bytes_ += bytes.size();
+    queue_.push_back(Outbound{std::move(bytes), {}, {}});
+    if (writing_ || wake_posted_) return;  // the link's thread looks at the queue before it sleeps
+    wake_posted_ = true;
+    asio::post(stream_.get_executor(), [self = this->shared_from_this()] { self->wake_.cancel(); });
+  }
   void send_shared_bytes(std::shared_ptr<const std::string> bytes) { enqueue(Outbound{{}, {}, std::move(bytes)}); }
   // Sends an Error frame, then closes once it is written.
   void fail(const std::string& why) {
@@ -102,11 +140,14 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
     wake_.cancel();
   }
   void close(const std::string& why) {
-    if (closed_) return;
-    closed_ = true;
-    boost::system::error_code ec;
-    lowest_layer(stream_).shutdown(tcp::socket::shutdown_both, ec);
-    lowest_layer(stream_).close(ec);
+    {
+      const auto lock = writers_lock();  // (no thread is in the middle of writing its socket)
+      if (closed_) return;
+      closed_ = true;
+      boost::system::error_code ec;
+      lowest_layer(stream_).shutdown(tcp::socket::shutdown_both, ec);
+      lowest_layer(stream_).close(ec);
+    }
     wake_.cancel();
     trust_deadline_.cancel();
     heartbeat_.cancel();
@@ -218,7 +259,8 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
     batch.reserve(kBatchBuffers);
     std::vector<asio::const_buffer> buffers;
     while (!closed_) {
-      if (queue_.empty() && has_output(stream_)) {
+      auto lock = writers_lock();
+      if (queue_.empty() && has_output(stream_)) {  // (TLS: never shared)
         boost::system::error_code ec;
         co_await gridrt::write(stream_, {}, ec);
         if (ec) {
@@ -228,6 +270,9 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
         continue;
       }
       if (queue_.empty()) {
+        writing_ = false;  // other threads may write the socket themselves now (share_writing)
+        wake_posted_ = false;
+        if (lock) lock.unlock();
         if (closing_) break;
         boost::system::error_code ec;
         wake_.expires_at(std::chrono::steady_clock::time_point::max());
@@ -236,6 +281,7 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
       }
       // What is queued goes in one gathering write, without copying it together: fewer
       // system calls and fuller TLS records.
+      writing_ = true;
       batch.clear();
       buffers.clear();
       std::size_t bytes = 0;
@@ -248,9 +294,13 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
         if (!body.empty()) buffers.push_back(asio::buffer(body));
         bytes += o.head.size() + body.size();
       }
+      if (lock) lock.unlock();
       boost::system::error_code ec;
       co_await gridrt::write(stream_, buffers, ec);
-      queued_bytes_ -= bytes;
+      {
+        const auto relock = writers_lock();
+        queued_bytes_ -= bytes;
+      }
       if (ec) {
         close(ec.message());
         co_return;
@@ -295,19 +345,30 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
         self->close(why.str());
         return;
       }
-      if (!self->sent_since_beat_ && self->queue_.empty()) self->send(wire::make_frame(wire::Type::kHeartbeat));
-      self->sent_since_beat_ = false;
+      bool quiet_end = false;
+      {
+        const auto lock = self->writers_lock();
+        quiet_end = !self->sent_since_beat_ && self->queue_.empty();
+        self->sent_since_beat_ = false;
+      }
+      if (quiet_end) self->send(wire::make_frame(wire::Type::kHeartbeat));
       self->beat(weak);
     });
   }
 
   void enqueue(Outbound o) {
-    if (closed_) return;
-    sent_since_beat_ = true;
-    queued_bytes_ += o.head.size() + (o.shared ? o.shared->size() : o.body.size());
-    queue_.push_back(std::move(o));
+    {
+      const auto lock = writers_lock();
+      if (closed_) return;
+      sent_since_beat_ = true;
+      queued_bytes_ += o.head.size() + (o.shared ? o.shared->size() : o.body.size());
+      queue_.push_back(std::move(o));
+    }
     wake_.cancel();
   }
+  // The lock of the writing state (queue, writing, closed) where other threads write too
+  // (share_writing); none, and no cost, where only the link's thread does.
+  std::unique_lock<std::mutex> writers_lock() { return shared_ ? std::unique_lock<std::mutex>(*shared_) : std::unique_lock<std::mutex>(); }
 
   Stream stream_;
   std::string peer_;
@@ -326,6 +387,9 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
   wire::Decoder decoder_;
   std::deque<Outbound> queue_;
   std::size_t queued_bytes_ = 0;
+  std::unique_ptr<std::mutex> shared_;  // share_writing
+  bool writing_ = false;      // the link's thread has a batch out, or is about to
+  bool wake_posted_ = false;  // another thread queued and asked the link's thread to look
   bool closing_ = false;
   bool closed_ = false;
   std::string close_reason_;

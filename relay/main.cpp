@@ -9,6 +9,7 @@
 
 #include "common/cli.h"
 #include "common/grid_map.h"
+#include "common/heap.h"
 #include "common/watchdog.h"
 #include "common/xml.h"
 #include "relay/relay.h"
@@ -115,6 +116,7 @@ std::shared_ptr<gridrt::JobCgroups> job_cgroups(const std::string& where, bool s
 int main(int argc, char** argv) {
   using namespace gridrt;
   log::set_component("relay");
+  keep_freed_heap_for_reuse();
   std::string grid_path, cluster, broker, gridproc, link_encryption = "tls", link_thread = "auto", grid_map, broker_grace = "60",
               cgroup = "auto", link_grace, cache_size, fetch_limit;
   bool single_user = false, quiet = false;

@@ -48,6 +48,7 @@ RelayTransport::RelayTransport(const std::string& relay, std::uint64_t job, cons
   tune_socket(socket);
   paths_.open(listen, socket.local_endpoint(ec).address());
   link_ = std::make_shared<TcpLink>(std::move(socket), "relay");
+  link_->share_writing();  // (write_relay, from this process's threads)
   ProcHello hello{secret, local_rank, hostname, paths_.listening()};
   link_->send(wire::make_frame(Type::kProcHello, hello.encode(), job));
   link_->keep_alive(true);  // a hung relay cannot carry the job
@@ -162,9 +163,10 @@ void RelayTransport::set_window(flow::Window window) {
 }
 
 void RelayTransport::write_relay(std::string bytes) {
-  // Always through the I/O thread's queue, also from the I/O thread itself: frames leave in
-  // the order they were written, whichever thread wrote them.
-  asio::post(io_, [link = link_, b = std::move(bytes)]() mutable { link->send_bytes(std::move(b)); });
+  // Written by the calling thread itself when nothing is queued before it, else queued for
+  // the I/O thread (common/link.h, write_from_any_thread): frames leave in the order they
+  // were written (under mu_), whichever thread wrote them.
+  link_->write_from_any_thread(std::move(bytes));
 }
 
 void RelayTransport::finalizing() {
