@@ -360,9 +360,16 @@ void Relay::on_link_lost(const std::string& cluster, const std::shared_ptr<TlsLi
   }
   const auto grace = std::chrono::duration_cast<std::chrono::seconds>(opt_.link_grace).count();
   if (grace == 0) return give_up_link(cluster, why);
-  log::warn("link with cluster ", cluster, " broke (", why, "): ",
-            across.size() == 1 ? "the job" : std::to_string(across.size()) + " jobs", " across it pause; ",
-            pl.dial_to ? "dialling it again" : "waiting for it to dial again", " for up to ", grace, " s");
+  const char* const again = pl.dial_to ? "dialling it again" : "waiting for it to dial again";
+  // With no job across it, only frames of jobs that ended here wait (the last ones before the
+  // other side acknowledged them): nothing pauses, and the other relay is most often only
+  // stopping (gridrun's embedded grid at the end of every job), so it is no warning.
+  if (across.empty())
+    log::info("link with cluster ", cluster, " closed (", why, "); no job crosses it; ", pl.session.kept().size(),
+              " frames it had not acknowledged wait for it: ", again, " for up to ", grace, " s");
+  else
+    log::warn("link with cluster ", cluster, " broke (", why, "): ", across.size() == 1 ? "the job" : std::to_string(across.size()) + " jobs",
+              " across it pause; ", again, " for up to ", grace, " s");
   if (!pl.grace) {
     pl.grace = std::make_unique<asio::steady_timer>(io_);
     pl.grace->expires_after(opt_.link_grace);
