@@ -1,6 +1,8 @@
 // The process side of the cross-site transport: one TCP connection to this cluster's relay,
-// served by one I/O thread running Asio (the application thread never touches the socket and
-// blocks on a condition variable, never spinning, while it waits for the relay).
+// read by one I/O thread running Asio. A thread that sends writes its frames to the socket
+// itself when nothing is queued before them (common/link.h, write_from_any_thread), so a
+// frame does not wait for the I/O thread to wake; the application thread blocks on a
+// condition variable, never spinning, while it waits for the relay.
 //
 // Flow control is end to end, per stream (source, destination, context): the sending side
 // (sender.h) has at most `window` bytes (plus a fixed cost per frame) in flight that the
