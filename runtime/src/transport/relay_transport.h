@@ -1,6 +1,6 @@
 // The process side of the cross-site transport: one TCP connection to this cluster's relay,
-// read by one I/O thread running Asio. A thread that sends writes its frames to the socket
-// itself when nothing is queued before them (common/link.h, write_from_any_thread), so a
+// read by one I/O thread running Asio. A thread that sends writes a lone frame to the socket
+// itself when nothing is queued before it (common/link.h, write_from_any_thread), so the
 // frame does not wait for the I/O thread to wake; the application thread blocks on a
 // condition variable, never spinning, while it waits for the relay.
 //
