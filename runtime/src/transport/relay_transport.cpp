@@ -163,9 +163,9 @@ void RelayTransport::set_window(flow::Window window) {
 }
 
 void RelayTransport::write_relay(std::string bytes) {
-  // Written by the calling thread itself when nothing is queued before it, else queued for
-  // the I/O thread (common/link.h, write_from_any_thread): frames leave in the order they
-  // were written (under mu_), whichever thread wrote them.
+  // A lone frame is written by the calling thread itself when nothing is queued before it,
+  // the rest queued for the I/O thread (common/link.h, write_from_any_thread): frames leave
+  // in the order they were written (under mu_), whichever thread wrote them.
   link_->write_from_any_thread(std::move(bytes));
 }
 
