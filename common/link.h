@@ -96,7 +96,7 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
   void send_bytes(std::string bytes) { enqueue(Outbound{std::move(bytes), {}, {}}); }
 
   // A link of a plain TCP socket that threads other than its own write to (a job's process:
-  // its application thread and its I/O thread, common/link.h's single thread elsewhere).
+  // its application thread and its I/O thread; a daemon's links have one thread).
   // After share_writing(), write_from_any_thread() may be called from any thread; the
   // link's own frames (heartbeats, fail) are ordered with those by the same lock.
   // Before start().
@@ -113,7 +113,6 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
     static_assert(std::is_same_v<Stream, tcp::socket>, "a TLS stream's state belongs to one thread");
     std::unique_lock<std::mutex> lock(*shared_);
     if (closed_) return;
-    sent_since_beat_ = true;
     const auto now = std::chrono::steady_clock::now();
     const bool lone = now - last_write_ >= kBurstGap;
     last_write_ = now;
@@ -125,13 +124,15 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
         else if (n < 0 && errno == EINTR) continue;
         else break;  // full, or failed: the link's thread writes the rest (and meets the error)
       }
-      if (done == bytes.size()) return;
+      if (done == bytes.size()) {
+        sent_since_beat_ = true;
+        return;
+      }
       bytes.erase(0, done);
     }
-    queued_bytes_ += bytes.size();
-    queue_.push_back(Outbound{std::move(bytes), {}, {}});
-    if (writing_ || wake_posted_) return;  // the link's thread looks at the queue before it sleeps
-    wake_posted_ = true;
+    push(Outbound{std::move(bytes), {}, {}});
+    if (writing_) return;  // the link's thread looks at the queue before it sleeps
+    writing_ = true;       // (about to: woken once)
     asio::post(stream_.get_executor(), [self = this->shared_from_this()] { self->wake_.cancel(); });
   }
   void send_shared_bytes(std::shared_ptr<const std::string> bytes) { enqueue(Outbound{{}, {}, std::move(bytes)}); }
@@ -277,7 +278,6 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
       }
       if (queue_.empty()) {
         writing_ = false;  // other threads may write the socket themselves now (share_writing)
-        wake_posted_ = false;
         if (lock) lock.unlock();
         if (closing_) break;
         boost::system::error_code ec;
@@ -367,11 +367,15 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
     {
       const auto lock = writers_lock();
       if (closed_) return;
-      sent_since_beat_ = true;
-      queued_bytes_ += o.head.size() + (o.shared ? o.shared->size() : o.body.size());
-      queue_.push_back(std::move(o));
+      push(std::move(o));
     }
     wake_.cancel();
+  }
+  // Queues a frame for the write loop (the writers' lock held).
+  void push(Outbound o) {
+    sent_since_beat_ = true;
+    queued_bytes_ += o.head.size() + (o.shared ? o.shared->size() : o.body.size());
+    queue_.push_back(std::move(o));
   }
   // The lock of the writing state (queue, writing, closed) where other threads write too
   // (share_writing); none, and no cost, where only the link's thread does.
@@ -395,8 +399,7 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
   std::deque<Outbound> queue_;
   std::size_t queued_bytes_ = 0;
   std::unique_ptr<std::mutex> shared_;  // share_writing
-  bool writing_ = false;      // the link's thread has a batch out, or is about to
-  bool wake_posted_ = false;  // another thread queued and asked the link's thread to look
+  bool writing_ = false;  // the link's thread has a batch out, or is about to
   std::chrono::steady_clock::time_point last_write_;  // write_from_any_thread's last call
   bool closing_ = false;
   bool closed_ = false;
