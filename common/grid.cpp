@@ -133,12 +133,15 @@ Grid parse(const XmlFile& f) {
     d.link = endpoint_attr(f, relay, "link");
     d.local = endpoint_attr(f, relay, "local");
     if (pugi::xml_node net = c.child("network")) d.network = parse_network(f, net);
-    if (c.attribute("stageDir")) {
-      d.stage_dir = f.attribute(c, "stageDir");
-      if (d.stage_dir.front() != '/') f.fail(c, "stageDir '" + d.stage_dir + "' must be an absolute path");
-      d.stage_dir = std::filesystem::path(d.stage_dir).lexically_normal().string();
-      if (d.stage_dir.size() > 1 && d.stage_dir.back() == '/') d.stage_dir.pop_back();
+    for (auto [attr, dir] : {std::pair<const char*, std::string*>{"stageDir", &d.stage_dir}, {"nodeDir", &d.node_dir}}) {
+      if (!c.attribute(attr)) continue;
+      *dir = f.attribute(c, attr);
+      if (dir->front() != '/') f.fail(c, std::string(attr) + " '" + *dir + "' must be an absolute path");
+      *dir = std::filesystem::path(*dir).lexically_normal().string();
+      if (dir->size() > 1 && dir->back() == '/') dir->pop_back();
     }
+    if (!d.node_dir.empty() && d.stage_dir.empty())
+      f.fail(c, "nodeDir needs a stageDir: the job's files reach the relay there before they go on to the nodes");
     const pugi::xml_node launch = f.child(c, "launch");
     d.launch = split_words(f.text(launch));
     if (std::find(d.launch.begin(), d.launch.end(), "{np}") == d.launch.end())

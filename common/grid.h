@@ -37,6 +37,11 @@ struct ClusterDesc {
   // processes start. "": the nodes see the submitting machine's files at the same paths
   // (one machine, one shared file system): nothing is carried (docs/grid.md, "Files").
   std::string stage_dir;
+  // <cluster nodeDir="DIR">: the nodes share no file system with the relay either (stageDir
+  // is then the relay's own disk): DIR, on each node's own disk, receives the job's files
+  // from the relay, carried by the first process that starts on the node (gridproc), and
+  // sends the outputs back when the node's last process ends. "": stageDir is shared.
+  std::string node_dir;
 };
 
 // <fetcher scheme="gsiftp" command="globus-url-copy {url} file://{file}"/>: how the relays

@@ -4,7 +4,9 @@
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/fsuid.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -220,6 +222,25 @@ int kill_descendants(std::chrono::milliseconds within) {
       if (::kill(c, SIGKILL) == 0) killed.insert(c);
     ::usleep(2000);  // their orphans are handed to us as they die
   }
+}
+
+FileAccessAs::FileAccessAs(const std::optional<LocalAccount>& account) {
+  if (!account || ::geteuid() != 0) return;
+  const int n = ::getgroups(0, nullptr);
+  groups_.resize(static_cast<std::size_t>(std::max(n, 0)));
+  if (n > 0 && ::getgroups(n, groups_.data()) != n) groups_.clear();
+  if (::syscall(SYS_setgroups, account->groups.size(), account->groups.data()) != 0)
+    throw std::runtime_error("cannot take the groups of " + account->name + ": " + std::strerror(errno));
+  gid_ = static_cast<gid_t>(::setfsgid(account->gid));
+  uid_ = static_cast<uid_t>(::setfsuid(account->uid));
+  active_ = true;
+}
+
+FileAccessAs::~FileAccessAs() {
+  if (!active_) return;
+  ::setfsuid(uid_);
+  ::setfsgid(gid_);
+  ::syscall(SYS_setgroups, groups_.size(), groups_.data());
 }
 
 bool send_all(int fd, std::string_view bytes) {

@@ -62,6 +62,26 @@ std::string find_on_path(const std::string& program);
 // passes (it is then killed); "" when it cannot be started.
 std::string output_of(const std::vector<std::string>& argv, std::chrono::milliseconds within);
 
+// While it lives, the calling thread reaches files as `account` would: its file-system user
+// and group and its supplementary groups (setfsuid, setfsgid and the setgroups system call,
+// all three per thread; glibc's setgroups would change every thread's). A relay running as
+// root opens what a job's account controls (the job's directory, where the job may have put
+// a symbolic link to anything) this way, so that it reaches nothing the account could not.
+// No account, or not root: nothing changes.
+class FileAccessAs {
+ public:
+  explicit FileAccessAs(const std::optional<LocalAccount>& account);
+  ~FileAccessAs();
+  FileAccessAs(const FileAccessAs&) = delete;
+  FileAccessAs& operator=(const FileAccessAs&) = delete;
+
+ private:
+  bool active_ = false;
+  uid_t uid_ = 0;
+  gid_t gid_ = 0;
+  std::vector<gid_t> groups_;
+};
+
 // Writes all of `bytes` to the socket `fd` (never raising SIGPIPE, going on after signals);
 // false if the peer is gone.
 bool send_all(int fd, std::string_view bytes);

@@ -76,9 +76,15 @@ enum class Type : std::uint16_t {
   kDirectResume = 34,  // process -> relays -> process: src's direct connection with dst broke, and
                        // src had received `seq` frames on it; dst sends the rest through the relays
   kFileWanted = 35,    // relay -> broker -> launcher: send the job's file whose content has this
-                       // SHA-256 (body: its hex digest); the relay's cache does not hold it
+                       // SHA-256 (body: its hex digest); the relay's cache does not hold it.
+                       // gridproc -> relay, empty: send the part's files to this node (a cluster
+                       // with a nodeDir); relay -> gridproc, after them: all sent, body = the
+                       // names of the outputs to send back (strs)
   kFileData = 36,      // launcher -> broker -> relays: a piece of a staged file (FilePiece); relay ->
-                       // broker -> launcher: a piece of an output file, context = the part
+                       // broker -> launcher: a piece of an output file, context = the part.
+                       // relay -> gridproc: a piece of one of the part's files, by name, tag 1
+                       // for the executable; gridproc -> relay: a piece of an output of its
+                       // node, tag = the lowest local rank that ran there
 };
 // kFileData flags: more pieces of the same file follow (the last one has it clear).
 inline constexpr std::uint32_t kMorePieces = 1;

@@ -38,6 +38,7 @@
 #include "common/messages.h"
 #include "common/pmi_watch.h"
 #include "common/process.h"
+#include "relay/node_files.h"
 #include "pmi_proxy.h"
 
 namespace {
@@ -155,7 +156,12 @@ int main(int argc, char** argv) {
   sc.sa_flags = SA_RESTART | SA_NOCLDSTOP;
   ::sigaction(SIGCHLD, &sc, nullptr);
   Child child;
+  std::unique_ptr<NodeFiles> node;  // a node that sees none of the job's files: its own copy
   try {
+    if (const char* dir = std::getenv("GRIDRT_NODE_DIR"); dir && *dir) {
+      node = std::make_unique<NodeFiles>(sock, job, dir, static_cast<std::uint32_t>(rank));
+      so.workdir = node->dir();
+    }
     child = spawn(cmd, so);
   } catch (const std::exception& e) {
     wire::Frame out = wire::make_frame(wire::Type::kOutput, std::string("gridproc: ") + e.what(), job);
@@ -247,6 +253,9 @@ int main(int argc, char** argv) {
       }
     }
   }
+  // The outputs of this node's copy of the job's directory (its last process sends them)
+  // before the status, which tells the relay that this rank has nothing more to say.
+  if (node && !node->finish()) relay_ok = false;
   wire::Frame ex = wire::make_frame(wire::Type::kProcExit, {}, job);
   ex.header.tag = past_gridrt ? 2 : code;
   if (past_gridrt) ex.header.flags = wire::kMpiPastGridrt;

@@ -73,6 +73,13 @@ void Relay::on_local_frame(const LocalPtr& conn, Frame& f) {
       if (conn->monitor || f.header.tag < 0 || c >= job.topo().clusters.size() || c == job.start.cluster) break;
       return cannot_reach(job, c, "lost rank " + std::to_string(rank) + "'s " + f.body);
     }
+    case Type::kFileWanted:  // a node's first monitor asks for the part's files (a cluster with a nodeDir)
+      if (!conn->monitor || job.node_dir.empty()) break;
+      asio::co_spawn(io_, send_files_to_node(job.id(), conn), asio::detached);
+      return;
+    case Type::kFileData:  // a node's last monitor sends its outputs back
+      if (!conn->monitor || job.node_dir.empty()) break;
+      return take_node_output(job, *conn, f);
     case Type::kFinalizing:  // this part's leader: all its processes are in finalize
       if (conn->monitor || !job.start.spec.survive_cluster_loss) break;
       return report_to_broker(job, wire::make_frame(Type::kFinalizing, {}, job.id()));

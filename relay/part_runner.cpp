@@ -45,6 +45,12 @@ void Relay::launch(Job& job) {
                                        : net.port_min ? std::to_string(net.port_min) + "-" + std::to_string(net.port_max)
                                                       : "any");
   so.workdir = job.workdir;
+  if (!job.node_dir.empty()) {
+    // The launch command starts where every node has a directory; each process then starts
+    // in its node's copy of the job's directory, which its monitor fills (gridproc).
+    so.workdir = "/";
+    so.env.emplace_back("GRIDRT_NODE_DIR", job.node_dir);
+  }
   so.pipe_stdout = so.pipe_stderr = true;
   if (opt_.cgroups) try {
       so.cgroup_procs = opt_.cgroups->open_part(job.id());

@@ -162,6 +162,19 @@ class Relay {
   void run_fetcher(Job& job, const Fetcher& fetcher, const StagedFile& file);
   void fetched(std::uint64_t id, const StagedFile& file, const std::string& temp, std::string error);
   asio::awaitable<void> send_outputs(std::uint64_t id);
+  // The file at `path` in FileData pieces named `name`, each handed to `send` while
+  // `queued()` is below a bound (else it waits) and `alive()` holds; "" once all went, else
+  // what stopped it (`receiver` names who went away). The file is opened as `reader` (the
+  // job's account: it is in the job's directory, where the job may have put a link to
+  // anything the relay could read).
+  asio::awaitable<std::string> send_file_pieces(std::uint64_t id, const std::string& path, const std::string& name,
+                                                std::int32_t tag, std::optional<LocalAccount> reader, const char* receiver,
+                                                std::function<std::size_t()> queued, std::function<bool()> alive,
+                                                std::function<void(const wire::Frame&)> send);
+  // A cluster with a nodeDir: the part's files to a node's first process, and its node's
+  // outputs back from the last.
+  asio::awaitable<void> send_files_to_node(std::uint64_t id, std::weak_ptr<LocalConn> conn);
+  void take_node_output(Job& job, LocalConn& conn, const wire::Frame& f);
   void fail_part(Job& job, const std::string& why);
   std::optional<LocalAccount> account_for(const Job& job) const;
   void read_launcher_output(Job& job, int fd, std::uint32_t stream);

@@ -97,6 +97,12 @@ struct Relay::Job {
   std::optional<LocalAccount> account;
   std::map<std::string, std::unique_ptr<IncomingFile>> incoming;
   std::size_t awaited = 0;
+  // A cluster with a nodeDir: the job's directory on each node (where the executable is and
+  // the processes start); the outputs coming back from the nodes, by the sending monitor's
+  // local rank and name; and for each output in job_dir, the lowest rank of its node.
+  std::string node_dir;
+  std::map<std::pair<std::uint32_t, std::string>, std::unique_ptr<IncomingFile>> node_outputs;
+  std::map<std::string, std::int32_t> node_output_from;
   enum class Outputs { kNotSent, kSending, kSent } outputs = Outputs::kNotSent;
 
   std::uint64_t id() const { return start.job; }

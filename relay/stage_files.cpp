@@ -81,11 +81,16 @@ void Relay::prepare_part(Job& job) {
       cache();  // the root checked and made
       make_job_directory(job.job_dir, job.account);
       if (job.workdir.empty()) job.workdir = job.job_dir;
+      // The nodes see neither: each node's first process carries the files to the same name
+      // below nodeDir (send_files_to_node).
+      if (!opt_.cluster.node_dir.empty())
+        job.node_dir = opt_.cluster.node_dir + "/" + std::filesystem::path(job.job_dir).filename().string();
     }
     std::set<std::string> asked;
     for (const auto& f : spec.files) {
       if (f.role == Role::kOutput) continue;
-      if (f.role == Role::kExecutable && (f.is_url() || carried_here)) job.executable = job.job_dir + "/" + f.name;
+      if (f.role == Role::kExecutable && (f.is_url() || carried_here))
+        job.executable = (job.node_dir.empty() ? job.job_dir : job.node_dir) + "/" + f.name;
       if (f.is_url()) {
         const std::string scheme = f.source.substr(0, f.source.find("://"));
         const auto fetcher = std::find_if(opt_.fetchers.begin(), opt_.fetchers.end(),
@@ -257,45 +262,22 @@ void Relay::fail_part(Job& job, const std::string& why) {
 asio::awaitable<void> Relay::send_outputs(std::uint64_t id) {
   std::vector<StagedFile> outputs;
   std::string workdir;
+  std::optional<LocalAccount> account;  // (the job's directory is its account's: see send_file_pieces)
   {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) co_return;
     for (const auto& f : it->second->start.spec.files)
       if (f.role == Role::kOutput) outputs.push_back(f);
     workdir = it->second->workdir;
+    account = it->second->account;
   }
-  asio::steady_timer pause(io_);
-  std::string chunk;
+  // (Named, not temporaries of the co_await's expression: see send_files_to_node.)
+  const std::function<std::size_t()> queued = [this] { return broker_ && registered_ ? broker_->queued_bytes() : 0; };
+  const std::function<bool()> alive = [this, id] { return broker_ && registered_ && jobs_.count(id); };
+  const std::function<void(const Frame&)> send = [this](const Frame& f) { to_broker(f); };
   for (const auto& out : outputs) {
     const std::string path = workdir + "/" + out.name;
-    std::string problem;
-    std::FILE* file = std::fopen(path.c_str(), "rb");
-    std::error_code ec;
-    const std::uint64_t size = file ? std::filesystem::file_size(path, ec) : 0;
-    if (!file) problem = std::string("was not written (") + std::strerror(errno) + ")";
-    std::uint64_t offset = 0;
-    while (file) {
-      while (broker_ && registered_ && broker_->queued_bytes() > kOutputsQueued) {
-        pause.expires_after(std::chrono::milliseconds(5));
-        co_await pause.async_wait(asio::use_awaitable);
-      }
-      if (!broker_ || !registered_ || !jobs_.count(id)) {
-        problem = "could not be sent: the broker is away";
-        break;
-      }
-      chunk.resize(std::min<std::uint64_t>(kFilePieceBytes, size - offset));
-      const std::size_t n = chunk.empty() ? 0 : std::fread(chunk.data(), 1, chunk.size(), file);
-      if (n != chunk.size()) {
-        problem = "changed while it was read";
-        break;
-      }
-      Frame f = wire::make_frame(Type::kFileData, FilePiece{out.name, size, offset, chunk}.encode(), id);
-      offset += n;
-      if (offset < size) f.header.flags = wire::kMorePieces;
-      to_broker(f);
-      if (offset == size) break;
-    }
-    if (file) std::fclose(file);
+    const std::string problem = co_await send_file_pieces(id, path, out.name, 0, account, "the broker", queued, alive, send);
     if (!problem.empty()) {
       auto it = jobs_.find(id);
       if (it == jobs_.end()) co_return;
@@ -309,6 +291,140 @@ asio::awaitable<void> Relay::send_outputs(std::uint64_t id) {
   if (it == jobs_.end()) co_return;
   it->second->outputs = Job::Outputs::kSent;
   finish(*it->second);
+}
+
+}  // namespace gridrt
+
+namespace gridrt {
+
+asio::awaitable<std::string> Relay::send_file_pieces(std::uint64_t id, const std::string& path, const std::string& name,
+                                                     std::int32_t tag, std::optional<LocalAccount> reader, const char* receiver,
+                                                     std::function<std::size_t()> queued, std::function<bool()> alive,
+                                                     std::function<void(const Frame&)> send) {
+  std::FILE* file = nullptr;
+  {
+    const FileAccessAs as(reader);
+    file = std::fopen(path.c_str(), "rb");
+  }
+  struct stat st {};
+  if (file && (::fstat(::fileno(file), &st) != 0 || !S_ISREG(st.st_mode))) {
+    std::fclose(file);
+    co_return "is not a regular file";
+  }
+  if (!file) co_return std::string("was not written (") + std::strerror(errno) + ")";
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  asio::steady_timer pause(io_);
+  std::string chunk, problem;
+  for (std::uint64_t offset = 0;;) {
+    while (alive() && queued() > kOutputsQueued) {
+      pause.expires_after(std::chrono::milliseconds(5));
+      co_await pause.async_wait(asio::use_awaitable);
+    }
+    if (!alive()) {
+      problem = std::string("could not be sent: ") + receiver + " is away";
+      break;
+    }
+    chunk.resize(std::min<std::uint64_t>(kFilePieceBytes, size - offset));
+    const std::size_t n = chunk.empty() ? 0 : std::fread(chunk.data(), 1, chunk.size(), file);
+    if (n != chunk.size()) {
+      problem = "changed while it was read";
+      break;
+    }
+    Frame f = wire::make_frame(Type::kFileData, FilePiece{name, size, offset, chunk}.encode(), id);
+    f.header.tag = tag;
+    offset += n;
+    if (offset < size) f.header.flags = wire::kMorePieces;
+    send(f);
+    if (offset == size) break;
+  }
+  std::fclose(file);
+  co_return problem;
+}
+
+// A node of a cluster with a nodeDir asks for the part's files: the executable and the inputs,
+// from the job's directory here, then the names of the outputs it is to send back.
+asio::awaitable<void> Relay::send_files_to_node(std::uint64_t id, std::weak_ptr<LocalConn> weak) {
+  std::vector<StagedFile> files;
+  std::string dir;
+  std::vector<std::string> outputs;
+  std::optional<LocalAccount> account;
+  {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) co_return;
+    for (const auto& f : it->second->start.spec.files) {
+      if (f.role == Role::kOutput) outputs.push_back(f.name);
+      else files.push_back(f);
+    }
+    dir = it->second->job_dir;
+    account = it->second->account;
+  }
+  // (Named, not temporaries of the co_await's expression: GCC 12 destroys such temporaries
+  // twice when they are not trivially destructible.)
+  const std::function<bool()> alive = [this, id, weak] {
+    auto c = weak.lock();
+    return c && !c->link->closed() && jobs_.count(id);
+  };
+  const std::function<std::size_t()> queued = [weak] {
+    auto c = weak.lock();
+    return c ? c->link->queued_bytes() : 0;
+  };
+  const std::function<void(const Frame&)> send = [weak](const Frame& piece) {
+    if (auto c = weak.lock()) c->link->send(piece);
+  };
+  for (const auto& f : files) {
+    const std::string path = dir + "/" + f.name;
+    const std::string problem =
+        co_await send_file_pieces(id, path, f.name, f.role == Role::kExecutable ? 1 : 0, account, "the node's process", queued, alive, send);
+    if (!problem.empty()) {
+      if (auto c = weak.lock()) c->link->fail("the job's file '" + f.name + "' " + problem);
+      co_return;
+    }
+  }
+  if (auto c = weak.lock(); c && alive()) {
+    wire::Writer w;
+    w.strs(outputs);
+    c->link->send(wire::make_frame(Type::kFileWanted, w.take(), id));
+  }
+}
+
+// A piece of an output from a node (a cluster with a nodeDir), sent by the node's last
+// monitor: kept whole in the job's directory here, from which the outputs go back as a
+// shared stageDir's would. Several nodes may send the same output: the copy of the node
+// where the lowest rank ran is kept.
+void Relay::take_node_output(Job& job, LocalConn& conn, const Frame& f) {
+  FilePiece piece;
+  try {
+    piece = FilePiece::decode(f.body);
+  } catch (const wire::BadBody& e) {
+    return conn.link->fail(std::string("bad output piece: ") + e.what());
+  }
+  const auto& files = job.start.spec.files;
+  if (std::none_of(files.begin(), files.end(), [&](const StagedFile& s) { return s.role == Role::kOutput && s.name == piece.file; }))
+    return conn.link->fail("'" + piece.file + "' is not an output of the job");
+  if (piece.size > opt_.fetch_limit)
+    return conn.link->fail("output '" + piece.file + "' is larger than the relay's limit of " + human_bytes(opt_.fetch_limit));
+  const auto key = std::make_pair(conn.local_rank, piece.file);
+  auto& in = job.node_outputs[key];
+  const std::string from_node = "output '" + piece.file + "' of rank " + std::to_string(job.first + conn.local_rank) + "'s node";
+  try {
+    // As the job's account: its directory is the job's, with whatever links it put there.
+    const FileAccessAs as(job.account);
+    if (!in) in = std::make_unique<IncomingFile>(job.job_dir + "/.from-node-" + std::to_string(random_instance()), piece.size, from_node);
+    in->write(piece.offset, piece.data);
+    if (f.header.flags & wire::kMorePieces) return;
+    in->finish();
+    auto held = job.node_output_from.find(piece.file);
+    if (held == job.node_output_from.end() || f.header.tag < held->second) {
+      place_file(in->path(), job.job_dir, piece.file, false, job.account);
+      job.node_output_from[piece.file] = f.header.tag;
+    }
+    ::unlink(in->path().c_str());
+  } catch (const std::exception& e) {
+    log::warn("job ", job.id(), ": ", e.what());
+    job.node_outputs.erase(key);
+    return conn.link->fail(e.what());
+  }
+  job.node_outputs.erase(key);
 }
 
 }  // namespace gridrt

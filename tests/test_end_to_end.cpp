@@ -778,6 +778,27 @@ TEST(EndToEnd, EachUsersJobRunsUnderTheirAccountAndCannotTouchAnothers) {
     for (const char* line : {"gridrt-test-bob", "cannot read", "cannot kill"})
       EXPECT_NE(bob.out.find(std::string(rank) + line + "\n"), std::string::npos) << bob.out << bob.err;
 
+  // Nor can bob's job have a relay (root) hand him a file only root may read: an output his
+  // job made a link to it is read as his account, and refused.
+  const std::string root_only = ::testing::TempDir() + "/root-only", results = ::testing::TempDir() + "/bob-results";
+  std::ofstream(root_only) << "root's secret\n";
+  fs::permissions(root_only, fs::perms::owner_read | fs::perms::owner_write);
+  fs::remove_all(results);
+  const std::string link_profile = two_group_profile("bob-link.xml", 1, 1, "/bin/ln", {"-s", root_only, "result.txt"});
+  std::string text = slurp(link_profile);
+  text.replace(text.find("</execution>"), 12,
+               "<stageInOut><file name=\"result.txt\" type=\"out\"><location type=\"URL\">" + results +
+                   "</location></file></stageInOut></execution>");
+  std::ofstream(link_profile) << text;
+  const Outcome link = gridrun(grid.as("bob", {link_profile}));
+  EXPECT_EQ(link.status, 0) << link.out << link.err;
+  for (const char* c : {"c0", "c1"}) {
+    EXPECT_EQ(slurp(results + "/" + c + "/result.txt").find("secret"), std::string::npos) << c;
+    EXPECT_NE(link.err.find(std::string("[") + c + "] gridrelay: output file 'result.txt' was not written (Permission denied)"),
+              std::string::npos) << link.out << link.err;
+  }
+  fs::remove(root_only);
+
   std::ofstream(may_end).put('\n');
   const Outcome untouched = alice.finish();
   EXPECT_EQ(untouched.status, 0) << untouched.out << untouched.err;
@@ -2081,6 +2102,65 @@ TEST(Staging, TheProgramAndItsFilesTravelToEachClusterAndTheOutputsComeBack) {
   EXPECT_EQ(r.err.find("sending " + program), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("sending " + job.dir + "/submit/in.txt"), std::string::npos) << r.err;
   for (const char* c : {"c0", "c1"}) expect_result_from(job, c, "a second run");
+  expect_nothing_left();
+}
+
+// Clusters whose nodes share no file system with their relay (a nodeDir besides the
+// stageDir): two nodes per cluster, started by hydra's ssh launcher through a stand-in for
+// ssh that gives each node a mount namespace of its own, where the relays' staging
+// directories and the submitter's files are empty file systems and the nodeDir is the
+// node's own disk. Each node's first process carries the files there from the relay; the
+// program runs from the node's copy; the output comes back from the node that wrote it.
+TEST(Staging, NodesWithoutASharedFileSystemEachTakeTheirOwnCopy) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: each node is a mount namespace of its own (unshare --mount)";
+  StagedJob job("staging-nodes", "", "", 4);
+  fs::create_directories(job.dir + "/nodes");
+  const std::string ssh = job.dir + "/node-ssh";
+  std::ofstream(ssh) << "#!/bin/sh\n"
+                        "# hydra's ssh launcher calls: ssh [-x] HOST COMMAND...\n"
+                        "while [ \"${1#-}\" != \"$1\" ]; do shift; done\n"
+                        "echo \"$1\" >> " << job.dir << "/hosts.log\n"
+                        "shift\n"
+                        "exec unshare --mount --propagation private sh -c 'for d in " << job.dir << "/site-c0 " << job.dir << "/site-c1 "
+                     << job.dir << "/submit " << job.dir << "/nodes; do mount -t tmpfs gridrt-node \"$d\" || exit 1; done; exec sh -c \"$0\"' \"$*\"\n";
+  fs::permissions(ssh, fs::perms::owner_all);
+  std::string g = slurp(job.grid_with_stage_dirs());
+  for (const char* c : {"c0", "c1"}) {
+    const std::string tag = std::string("<cluster name=\"") + c + "\"";
+    g.replace(g.find(tag), tag.size(), tag + " nodeDir=\"" + job.dir + "/nodes/" + c + "\"");
+  }
+  for (std::size_t at; (at = g.find("mpiexec -launcher fork")) != std::string::npos;)
+    g.replace(at, 22, "mpiexec -launcher ssh -launcher-exec " + ssh + " -hosts n1,n2");
+  std::ofstream(job.dir + "/grid.xml") << g;
+  const Outcome r = gridrun({"--grid", job.dir + "/grid.xml", job.profile});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("checks passed on 4 processes"), std::string::npos) << r.out;
+  // Each cluster's two processes ran on two nodes, each from its node's own copy (they read
+  // the same input: the program's check).
+  const std::string hosts = slurp(job.dir + "/hosts.log");
+  EXPECT_EQ(std::count(hosts.begin(), hosts.end(), '\n'), 4) << hosts;
+  for (const char* host : {"n1\n", "n2\n"}) EXPECT_NE(hosts.find(host), std::string::npos) << hosts;
+  for (const char* c : {"c0", "c1"}) {
+    const std::string node_dir = job.dir + "/nodes/" + c + "/job-";
+    const std::regex ran("\\[" + std::string(c) + ":\\d\\] staged: rank \\d runs " + node_dir + "[0-9a-f-]+/staged in " + node_dir);
+    EXPECT_EQ(std::distance(std::sregex_iterator(r.out.begin(), r.out.end(), ran), std::sregex_iterator()), 2) << c << "\n" << r.out;
+    expect_result_from(job, c, "staging-nodes");
+    EXPECT_TRUE(job.job_dirs(c).empty()) << "the job directory outlived the job on " << c;
+  }
+  // Nothing of it reached the disk the nodes' mount namespaces hid.
+  EXPECT_TRUE(fs::is_empty(job.dir + "/nodes"));
+
+  // Both nodes of each cluster write the output (input.txt run as a script by sh, one
+  // process per node): the copy of the node where the cluster's lowest rank ran comes back.
+  std::ofstream(job.dir + "/submit/in.txt") << "echo written by local rank $PMI_RANK > \"$1\"\n";
+  std::string text = slurp(job.profile);
+  const std::string program = "file://" + job.dir + "/submit/staged";
+  text.replace(text.find(program), program.size(), "/bin/sh");
+  std::ofstream(job.dir + "/sh.xml") << text;
+  fs::remove_all(job.dir + "/results");
+  const Outcome sh = gridrun({"--grid", job.dir + "/grid.xml", job.dir + "/sh.xml"});
+  ASSERT_EQ(sh.status, 0) << sh.out << sh.err;
+  for (const char* c : {"c0", "c1"}) EXPECT_EQ(slurp(job.dir + "/results/" + c + "/result.txt"), "written by local rank 0\n") << c;
   expect_nothing_left();
 }
 

@@ -244,6 +244,9 @@ TEST(Grid, BadInputs) {
                "<cluster>", "missing element <launch>");
   expect_error(grid_error(cluster("name=\"x\" slots=\"1\"", "<relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>", "<launch>mpiexec</launch>")),
                "grid.xml:4:5", "<launch>", "must contain {np}");
+  expect_error(grid_error(cluster("name=\"x\" slots=\"1\" stageDir=\"/s\" nodeDir=\"tmp\"")), "grid.xml:2:3", "<cluster>",
+               "nodeDir 'tmp' must be an absolute path");
+  expect_error(grid_error(cluster("name=\"x\" slots=\"1\" nodeDir=\"/tmp\"")), "grid.xml:2:3", "<cluster>", "nodeDir needs a stageDir");
 }
 
 // ---------------------------------------------------------------- mapping

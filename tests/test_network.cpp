@@ -151,6 +151,17 @@ class ThreeSites : public ::testing::Test {
   }
 
   void write_grid() {
+    if (node_disks_) {
+      // A node with a disk of its own: a mount namespace where every site's stageDir is an
+      // empty file system, and so is dir_/nodes (the node's disk, where its nodeDir is).
+      fs::create_directories(dir_ + "/nodes");
+      std::ofstream script(dir_ + "/node-disk");
+      script << "#!/bin/sh\nexec unshare --mount --propagation private sh -c 'for d in";
+      for (const auto& s : sites_) script << " " << dir_ << "/stage-" << s.name;
+      script << " " << dir_ << "/nodes; do mkdir -p \"$d\" && mount -t tmpfs gridrt-node \"$d\" || exit 1; done; exec \"$0\" \"$@\"' \"$@\"\n";
+      script.close();
+      fs::permissions(dir_ + "/node-disk", fs::perms::owner_all);
+    }
     std::ofstream g(dir_ + "/grid.xml");
     g << "<grid" << (link_grace_.empty() ? "" : " linkGrace=\"" + link_grace_ + "\"") << ">\n";
     const std::string c_frontend = misdeclare_c_ ? "reachable" : "unreachable";
@@ -160,10 +171,12 @@ class ThreeSites : public ::testing::Test {
     for (std::size_t i = 0; i < sites_.size(); ++i) {
       const Site& s = sites_[i];
       g << "  <cluster name=\"" << s.name << "\" site=\"site-" << s.name << "\" slots=\"1\""
-        << (staged_ ? " stageDir=\"" + dir_ + "/stage-" + s.name + "\"" : "") << ">\n"
+        << (staged_ ? " stageDir=\"" + dir_ + "/stage-" + s.name + "\"" : "")
+        << (node_disks_ ? " nodeDir=\"" + dir_ + "/nodes/" + s.name + "\"" : "") << ">\n"
         << "    <relay link=\"" << s.addr << ":" << s.link_port << "\" local=\"" << s.inside << ":" << s.link_port + 50 << "\"/>\n"
         << "    " << network[i] << "\n"
-        << "    <launch>ip netns exec " << s.node_ns << " mpiexec -launcher fork -n {np}</launch>\n  </cluster>\n";
+        << "    <launch>ip netns exec " << s.node_ns << (node_disks_ ? " " + dir_ + "/node-disk" : "")
+        << " mpiexec -launcher fork -n {np}</launch>\n  </cluster>\n";
     }
     // A cluster with no relay running: its (valid) certificate is what a forger holds.
     g << "  <cluster name=\"d\" slots=\"1\"><relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>"
@@ -356,6 +369,7 @@ class ThreeSites : public ::testing::Test {
 
   bool misdeclare_c_ = false;  // declare site c reachable, which it is not
   bool staged_ = false;        // each cluster has a stageDir, and its relay does not see dir_/submit
+  bool node_disks_ = false;    // and a nodeDir: its node sees neither the stageDir nor the others' disks
   // How long a broken relay link may stay down: short here, where links are cut for good
   // (empty: the relays' default, 60 s).
   std::string link_grace_ = "4";
@@ -684,42 +698,55 @@ TEST_F(ThreeSitesPatient, ADirectConnectionThatBreaksGoesOnThroughTheRelaysAndLo
 class ThreeSitesStaged : public ThreeSites {
  protected:
   ThreeSitesStaged() { staged_ = true; }
+
+  // Runs the staged program on the three sites, twice; the processes must have run from
+  // dir_/`where`SITE (stage-SITE, the stageDir; nodes/SITE, the nodeDir).
+  void run_staged_job(const std::string& where) {
+    const std::string submit = fs::path(dir_ + "/submit").lexically_normal().string();
+    fs::copy_file(std::string(GRIDRT_MPI_TESTS_DIR) + "/mpi_staged", submit + "/staged");
+    std::ofstream(submit + "/in.txt") << "the input of the three sites\n";
+    // The sites do not see it: the relays' mount namespaces hide the submitter's directory.
+    for (std::size_t i = 0; i < sites_.size(); ++i)
+      EXPECT_NE(sh("nsenter --target " + std::to_string(daemons_[i + 1]) + " --mount -- test -e " + submit + "/staged"), 0)
+          << "site " << sites_[i].name << " sees the submitter's program";
+    std::string text = slurp(kSrc + "/jobprofiles/three-sites.xml");
+    const std::string program = "$GRIDRT_EXAMPLES/hello", args = "<arguments><value>--pingpong-bytes</value><value>100000</value></arguments>";
+    text.replace(text.find(program), program.size(), "file://" + submit + "/staged");
+    text.replace(text.find(args), args.size(),
+                 "<arguments><value>input.txt</value><value>result.txt</value></arguments><stageInOut>"
+                 "<file name=\"input.txt\" type=\"in\"><location type=\"URL\">" + submit + "/in.txt</location></file>"
+                 "<file name=\"result.txt\" type=\"out\"><location type=\"URL\">" + dir_ + "/results</location></file></stageInOut>");
+    std::ofstream(dir_ + "/staged.xml") << text;
+    Outcome r = finish(start_gridrun({"-v", dir_ + "/staged.xml"}, "staged"), "staged");
+    ASSERT_EQ(r.status, 0) << r.out << slurp(dir_ + "/relay-a.log");
+    EXPECT_NE(r.out.find("checks passed on 3 processes"), std::string::npos) << r.out;
+    for (const auto& s : sites_) {
+      const std::string stage = fs::path(dir_ + "/" + where + s.name).lexically_normal().string();
+      EXPECT_NE(r.out.find("runs " + stage + "/job-"), std::string::npos) << s.name << "\n" << r.out;
+      const std::string result = slurp(dir_ + "/results/" + s.name + "/result.txt");
+      EXPECT_NE(result.find("read: the input of the three sites"), std::string::npos) << s.name << ": '" << result << "'";
+    }
+    // The broker asked once per content, for all three sites.
+    EXPECT_NE(r.out.find("sending " + submit + "/staged"), std::string::npos) << r.out;
+    // A second run finds both in every site's cache: nothing is sent.
+    fs::remove_all(dir_ + "/results");
+    r = finish(start_gridrun({"-v", dir_ + "/staged.xml"}, "staged-again"), "staged-again");
+    ASSERT_EQ(r.status, 0) << r.out;
+    EXPECT_EQ(r.out.find("sending "), std::string::npos) << r.out;
+    for (const auto& s : sites_) EXPECT_TRUE(fs::exists(dir_ + "/results/" + s.name + "/result.txt")) << s.name;
+  }
 };
 
-TEST_F(ThreeSitesStaged, AProgramOnlyTheSubmitterHasRunsOnEverySiteAndItsOutputsComeBack) {
-  const std::string submit = fs::path(dir_ + "/submit").lexically_normal().string();
-  fs::copy_file(std::string(GRIDRT_MPI_TESTS_DIR) + "/mpi_staged", submit + "/staged");
-  std::ofstream(submit + "/in.txt") << "the input of the three sites\n";
-  // The sites do not see it: the relays' mount namespaces hide the submitter's directory.
-  for (std::size_t i = 0; i < sites_.size(); ++i)
-    EXPECT_NE(sh("nsenter --target " + std::to_string(daemons_[i + 1]) + " --mount -- test -e " + submit + "/staged"), 0)
-        << "site " << sites_[i].name << " sees the submitter's program";
-  std::string text = slurp(kSrc + "/jobprofiles/three-sites.xml");
-  const std::string program = "$GRIDRT_EXAMPLES/hello", args = "<arguments><value>--pingpong-bytes</value><value>100000</value></arguments>";
-  text.replace(text.find(program), program.size(), "file://" + submit + "/staged");
-  text.replace(text.find(args), args.size(),
-               "<arguments><value>input.txt</value><value>result.txt</value></arguments><stageInOut>"
-               "<file name=\"input.txt\" type=\"in\"><location type=\"URL\">" + submit + "/in.txt</location></file>"
-               "<file name=\"result.txt\" type=\"out\"><location type=\"URL\">" + dir_ + "/results</location></file></stageInOut>");
-  std::ofstream(dir_ + "/staged.xml") << text;
-  Outcome r = finish(start_gridrun({"-v", dir_ + "/staged.xml"}, "staged"), "staged");
-  ASSERT_EQ(r.status, 0) << r.out << slurp(dir_ + "/relay-a.log");
-  EXPECT_NE(r.out.find("checks passed on 3 processes"), std::string::npos) << r.out;
-  for (const auto& s : sites_) {
-    const std::string stage = fs::path(dir_ + "/stage-" + s.name).lexically_normal().string();
-    EXPECT_NE(r.out.find("runs " + stage + "/job-"), std::string::npos) << s.name << "\n" << r.out;
-    const std::string result = slurp(dir_ + "/results/" + s.name + "/result.txt");
-    EXPECT_NE(result.find("read: the input of the three sites"), std::string::npos) << s.name << ": '" << result << "'";
-  }
-  // The broker asked once per content, for all three sites.
-  EXPECT_NE(r.out.find("sending " + submit + "/staged"), std::string::npos) << r.out;
-  // A second run finds both in every site's cache: nothing is sent.
-  fs::remove_all(dir_ + "/results");
-  r = finish(start_gridrun({"-v", dir_ + "/staged.xml"}, "staged-again"), "staged-again");
-  ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_EQ(r.out.find("sending "), std::string::npos) << r.out;
-  for (const auto& s : sites_) EXPECT_TRUE(fs::exists(dir_ + "/results/" + s.name + "/result.txt")) << s.name;
-}
+TEST_F(ThreeSitesStaged, AProgramOnlyTheSubmitterHasRunsOnEverySiteAndItsOutputsComeBack) { run_staged_job("stage-"); }
+
+// The same where no node shares a file system with its relay either (a nodeDir each): the
+// node's first process carries the files from the relay to the node's own disk.
+class ThreeSitesNodeDisks : public ThreeSitesStaged {
+ protected:
+  ThreeSitesNodeDisks() { node_disks_ = true; }
+};
+
+TEST_F(ThreeSitesNodeDisks, AProgramOnlyTheSubmitterHasRunsFromEachNodesOwnDisk) { run_staged_job("nodes/"); }
 
 class ThreeSitesMisdeclared : public ThreeSites {
  protected:
