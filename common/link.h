@@ -126,6 +126,7 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
       }
       if (done == bytes.size()) {
         sent_since_beat_ = true;
+        if (recycle_) recycle_(std::move(bytes));
         return;
       }
       bytes.erase(0, done);
@@ -136,6 +137,9 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
     asio::post(stream_.get_executor(), [self = this->shared_from_this()] { self->wake_.cancel(); });
   }
   void send_shared_bytes(std::shared_ptr<const std::string> bytes) { enqueue(Outbound{{}, {}, std::move(bytes)}); }
+  // Whole frames written (write_from_any_thread's) are handed to `keep` rather than freed, for
+  // the next ones to be encoded into (common/frame_pool.h). Before start().
+  void recycle_written(std::function<void(std::string&&)> keep) { recycle_ = std::move(keep); }
   // Sends an Error frame, then closes once it is written.
   void fail(const std::string& why) {
     send(wire::make_frame(wire::Type::kError, why));
@@ -307,6 +311,8 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
         const auto relock = writers_lock();
         queued_bytes_ -= bytes;
       }
+      if (recycle_)
+        for (auto& o : batch) recycle_(std::move(o.head));
       if (ec) {
         close(ec.message());
         co_return;
@@ -398,6 +404,7 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
   wire::Decoder decoder_;
   std::deque<Outbound> queue_;
   std::size_t queued_bytes_ = 0;
+  std::function<void(std::string&&)> recycle_;  // recycle_written
   std::unique_ptr<std::mutex> shared_;  // share_writing
   bool writing_ = false;  // the link's thread has a batch out, or is about to
   std::chrono::steady_clock::time_point last_write_;  // write_from_any_thread's last call

@@ -49,6 +49,7 @@ RelayTransport::RelayTransport(const std::string& relay, std::uint64_t job, cons
   paths_.open(listen, socket.local_endpoint(ec).address());
   link_ = std::make_shared<TcpLink>(std::move(socket), "relay");
   link_->share_writing();  // (write_relay, from this process's threads)
+  link_->recycle_written([pool = frame_pool_](std::string&& written) { pool->give(std::move(written)); });
   ProcHello hello{secret, local_rank, hostname, paths_.listening()};
   link_->send(wire::make_frame(Type::kProcHello, hello.encode(), job));
   link_->keep_alive(true);  // a hung relay cannot carry the job
@@ -150,7 +151,7 @@ std::shared_ptr<RemoteOp> RelayTransport::send_message(std::int32_t dst, std::ui
   h.dst = dst;
   h.context = context;
   h.tag = tag;
-  Sender::Frames frames = Sender::encode(h, slot, head, buf, bytes, synchronous, rendezvous, op);  // (no lock: the only copy)
+  Sender::Frames frames = Sender::encode(h, slot, head, buf, bytes, synchronous, rendezvous, op, frame_pool_.get());  // (no lock: the only copy)
   std::lock_guard<std::mutex> lock(mu_);
   if (!failure_.empty()) throw std::runtime_error(failure_);
   if (sender_.queue(dst, context, std::move(frames), op, synchronous, rendezvous)) notify();

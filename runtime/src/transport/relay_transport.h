@@ -27,6 +27,7 @@
 #include <string>
 #include <thread>
 
+#include "common/frame_pool.h"
 #include "common/link.h"
 #include "common/messages.h"
 #include "control_plane.h"
@@ -136,6 +137,9 @@ class RelayTransport : public MessageTransport {
 
   asio::io_context io_;
   std::shared_ptr<TcpLink> link_;
+  // Buffers of the frames the relay connection wrote, for the next to be encoded into
+  // (shared with the connection, which may outlive this).
+  std::shared_ptr<FramePool> frame_pool_ = std::make_shared<FramePool>();
   std::thread thread_;
   const std::uint64_t job_;
   std::mutex mu_;

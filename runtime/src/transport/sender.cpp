@@ -31,7 +31,7 @@ Sender::Slot Sender::slot(std::int32_t dst, std::uint32_t context) {
 }
 
 Sender::Frames Sender::encode(wire::Header h, const Slot& slot, std::string_view head, const void* buf, std::size_t bytes,
-                              bool synchronous, bool rendezvous, const std::shared_ptr<RemoteOp>& op) {
+                              bool synchronous, bool rendezvous, const std::shared_ptr<RemoteOp>& op, FramePool* pool) {
   Frames out;
   const char* p = static_cast<const char*>(buf);
   const std::size_t total = head.size() + bytes;
@@ -48,7 +48,7 @@ Sender::Frames Sender::encode(wire::Header h, const Slot& slot, std::string_view
     h.seq = in_rest ? slot.number : total;  // a first part names the whole message's size: a probe tells it
     // Header and payload straight into one buffer: the only copy of the caller's data (not
     // zeroed first: that cost as much as the copy).
-    std::string encoded;
+    std::string encoded = pool ? pool->take(wire::kHeaderSize + n) : std::string();
     encoded.reserve(wire::kHeaderSize + n);
     encoded.resize(wire::kHeaderSize);
     wire::encode_header(h, reinterpret_cast<unsigned char*>(encoded.data()));

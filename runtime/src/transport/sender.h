@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/frame_pool.h"
 #include "common/wire.h"
 #include "flow_control.h"
 #include "message_transport.h"
@@ -57,8 +58,9 @@ class Sender {
   // A message's frames, encoded from `h` (job, source, destination, context and tag set):
   // without any lock, in the sender's thread, whose buffer is free once this returns. The
   // message is `head` (if any) followed by `bytes` from `buf`, copied once, into the frames.
+  // `pool`: where the frames' buffers come from (written frames' kept ones), or null.
   static Frames encode(wire::Header h, const Slot& slot, std::string_view head, const void* buf, std::size_t bytes,
-                       bool synchronous, bool rendezvous, const std::shared_ptr<RemoteOp>& op);
+                       bool synchronous, bool rendezvous, const std::shared_ptr<RemoteOp>& op, FramePool* pool = nullptr);
   static Frames encode(wire::Header h, const Slot& slot, const void* buf, std::size_t bytes, bool synchronous, bool rendezvous,
                        const std::shared_ptr<RemoteOp>& op) {
     return encode(h, slot, {}, buf, bytes, synchronous, rendezvous, op);
