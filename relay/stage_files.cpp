@@ -302,16 +302,18 @@ asio::awaitable<std::string> Relay::send_file_pieces(std::uint64_t id, const std
                                                      std::function<std::size_t()> queued, std::function<bool()> alive,
                                                      std::function<void(const Frame&)> send) {
   std::FILE* file = nullptr;
+  int open_error = 0;
   {
     const FileAccessAs as(reader);
     file = std::fopen(path.c_str(), "rb");
+    open_error = errno;  // (before the identity is given back)
   }
   struct stat st {};
   if (file && (::fstat(::fileno(file), &st) != 0 || !S_ISREG(st.st_mode))) {
     std::fclose(file);
     co_return "is not a regular file";
   }
-  if (!file) co_return std::string("was not written (") + std::strerror(errno) + ")";
+  if (!file) co_return std::string("was not written (") + std::strerror(open_error) + ")";
   const auto size = static_cast<std::uint64_t>(st.st_size);
   asio::steady_timer pause(io_);
   std::string chunk, problem;
