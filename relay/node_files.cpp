@@ -154,7 +154,9 @@ bool NodeFiles::finish() {
       const std::uint64_t size = fs::file_size(path, ec);
       for (std::uint64_t offset = 0; relay_ok;) {
         piece_data.resize(std::min<std::uint64_t>(kFilePieceBytes, size - offset));
-        if (!file.read(piece_data.data(), static_cast<std::streamsize>(piece_data.size()))) break;  // it shrank: what is there went
+        // A file that shrank while it was read stops here: the relay never completes this
+        // node's copy and keeps another node's, or says the output was not written.
+        if (!file.read(piece_data.data(), static_cast<std::streamsize>(piece_data.size()))) break;
         wire::Frame f = wire::make_frame(wire::Type::kFileData, FilePiece{name, size, offset, piece_data}.encode(), job_);
         f.header.tag = s.lowest_rank;
         offset += piece_data.size();
