@@ -2,7 +2,10 @@
 
 #include <openssl/err.h>
 
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <stdexcept>
 #include <string>
 
@@ -159,8 +162,7 @@ bool TlsStream::encrypt(const void* data, std::size_t size) {
   return SSL_write_ex(ssl_, data, size, &written) == 1;
 }
 
-asio::awaitable<void> TlsStream::write(const std::vector<asio::const_buffer>& buffers, boost::system::error_code& ec) {
-  if (!ssl_) co_return co_await gridrt::write(socket_, buffers, ec);
+bool TlsStream::encrypt_all(const std::vector<asio::const_buffer>& buffers, boost::system::error_code& ec) {
   staging_.clear();
   for (const auto& b : buffers) {
     const char* p = static_cast<const char*>(b.data());
@@ -178,22 +180,42 @@ asio::awaitable<void> TlsStream::write(const std::vector<asio::const_buffer>& bu
       left -= head;
       if (!encrypt(staging_.data(), staging_.size())) {
         ec = last_tls_error();
-        co_return;
+        return false;
       }
       staging_.clear();
     }
     const std::size_t whole = left / kRecord * kRecord;
     if (whole > 0 && !encrypt(p, whole)) {
       ec = last_tls_error();
-      co_return;
+      return false;
     }
     staging_.insert(staging_.end(), p + whole, p + left);
   }
   if (!staging_.empty() && !encrypt(staging_.data(), staging_.size())) {
     ec = last_tls_error();
-    co_return;
+    return false;
   }
-  co_await flush(ec);
+  return true;
+}
+
+asio::awaitable<void> TlsStream::write(const std::vector<asio::const_buffer>& buffers, boost::system::error_code& ec) {
+  if (!ssl_) co_return co_await gridrt::write(socket_, buffers, ec);
+  if (encrypt_all(buffers, ec)) co_await flush(ec);
+}
+
+bool TlsStream::write_now(const std::vector<asio::const_buffer>& buffers, boost::system::error_code& ec) {
+  if (!ssl_) return false;
+  if (!encrypt_all(buffers, ec)) return true;
+  std::string& data = output_of(SSL_get_wbio(ssl_));
+  std::size_t sent = 0;
+  while (sent < data.size()) {
+    const ssize_t n = ::send(socket_.native_handle(), data.data() + sent, data.size() - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) sent += static_cast<std::size_t>(n);
+    else if (n < 0 && errno == EINTR) continue;
+    else break;  // full, or failed: write() sends the rest (and meets the error)
+  }
+  data.erase(0, sent);
+  return true;
 }
 
 // Sends what TLS has written. The full output BIO is swapped for an empty one and sent

@@ -6,7 +6,7 @@
 // and written with one system call, and a read takes up to 256 KiB of records at once.
 //
 // One reader and one writer may use a stream at the same time (Link's two loops), both on
-// the stream's executor; only write() writes to the socket. Reading can make TLS produce
+// the stream's executor; only write() and write_now() write to the socket, never both at once. Reading can make TLS produce
 // output of its own (the answer to a key update): has_output() then says so, and the next
 // write() sends it.
 #pragma once
@@ -51,12 +51,18 @@ class TlsStream {
   // Encrypts all of `buffers` in full records and sends them, with any output reading made,
   // in one system call where the kernel takes it.
   asio::awaitable<void> write(const std::vector<asio::const_buffer>& buffers, boost::system::error_code& ec);
+  // The same without waiting, for a caller that knows no write() is under way: encrypts all
+  // of `buffers` and sends what the socket takes now; the rest waits for the next write()
+  // (has_output()). False, having taken nothing, on an unencrypted stream; `ec` set where
+  // TLS failed.
+  bool write_now(const std::vector<asio::const_buffer>& buffers, boost::system::error_code& ec);
   // Reading made TLS output that waits for write().
   bool has_output() const;
 
  private:
   explicit TlsStream(tcp::socket socket);
   bool encrypt(const void* data, std::size_t size);
+  bool encrypt_all(const std::vector<asio::const_buffer>& buffers, boost::system::error_code& ec);
   asio::awaitable<void> flush(boost::system::error_code& ec);
   asio::awaitable<bool> fill(boost::system::error_code& ec);  // more ciphertext from the socket
 

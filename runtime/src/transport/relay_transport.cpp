@@ -54,12 +54,90 @@ RelayTransport::RelayTransport(const std::string& relay, std::uint64_t job, cons
   link_->send(wire::make_frame(Type::kProcHello, hello.encode(), job));
   link_->keep_alive(true);  // a hung relay cannot carry the job
   link_->start([this](Frame& f) { on_frame(f); }, [this](const std::string& why) { on_closed(why); });
-  thread_ = std::thread([this] { io_.run(); });
+  thread_ = std::thread([this] { io_thread_loop(); });
 }
 
 void RelayTransport::halt() {
+  {
+    std::lock_guard<std::mutex> lock(turn_mu_);
+    io_quit_ = true;
+  }
+  turn_cv_.notify_all();
   io_.stop();
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+// ---------------------------------------------------------------- who runs io_
+
+void RelayTransport::io_thread_loop() {
+  std::unique_lock<std::mutex> lock(turn_mu_);
+  for (;;) {
+    while (app_has_io_ && !io_quit_) {
+      if (!app_in_io_ && std::chrono::steady_clock::now() - app_left_io_ >= kTakeBack) {
+        app_has_io_ = false;  // (the application computes: the connection is served here again)
+        break;
+      }
+      turn_cv_.wait_for(lock, kTakeBack);
+    }
+    if (io_quit_) return;
+    io_.restart();  // (under the lock: a stop asked from now on is not undone)
+    io_thread_running_ = true;
+    io_stop_asked_ = false;
+    lock.unlock();
+    io_.run();  // until an application thread takes io_ over, or no work is left (closed)
+    lock.lock();
+    io_thread_running_ = false;
+    turn_cv_.notify_all();
+    if (!io_stop_asked_) return;
+  }
+}
+
+bool RelayTransport::take_io() {
+  std::unique_lock<std::mutex> lock(turn_mu_);
+  if (io_quit_ || app_in_io_) return false;
+  app_in_io_ = true;  // (from now on: the I/O thread must not take io_ back while this waits for it)
+  if (!app_has_io_) {
+    app_has_io_ = true;
+    io_stop_asked_ = true;
+    io_.stop();  // the I/O thread leaves io_.run() after the handler it is in
+    turn_cv_.wait(lock, [&] { return !io_thread_running_ || io_quit_; });
+    if (io_thread_running_) {  // halted meanwhile
+      app_in_io_ = false;
+      return false;
+    }
+    io_.restart();
+  }
+  return true;
+}
+
+void RelayTransport::leave_io() {
+  std::lock_guard<std::mutex> lock(turn_mu_);
+  app_in_io_ = false;
+  app_left_io_ = std::chrono::steady_clock::now();
+}
+
+bool RelayTransport::run_io_until(const std::function<bool()>& ready, std::chrono::steady_clock::time_point until) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (ready()) return true;
+  }
+  if (!thread_.joinable() || !take_io()) return false;
+  bool ran = true;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (ready()) break;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= until) break;
+    io_.run_one_for(std::min<std::chrono::steady_clock::duration>(until - now, std::chrono::milliseconds(100)));
+    if (io_.stopped()) {  // no work left (the connection closed), or halted
+      ran = false;
+      break;
+    }
+  }
+  leave_io();
+  return ran;
 }
 
 void RelayTransport::leaving_unfinalized(std::chrono::milliseconds within, const std::string& why, int job_status) {
@@ -88,6 +166,11 @@ void RelayTransport::leaving_unfinalized(std::chrono::milliseconds within, const
 
 RelayTransport::~RelayTransport() {
   if (!thread_.joinable()) return;  // halted
+  {
+    std::lock_guard<std::mutex> lock(turn_mu_);
+    app_has_io_ = false;  // (no application thread waits here any more)
+  }
+  turn_cv_.notify_all();
   // Let queued frames out before hanging up (close_after_flush), then stop.
   asio::post(io_, [this] {
     std::lock_guard<std::mutex> lock(mu_);
@@ -206,8 +289,13 @@ void RelayTransport::tell_matched(const Envelope& from, std::uint64_t number) {
 // The receiver matched a synchronous message (it may complete) or a rendezvous one (its
 // rest goes now).
 void RelayTransport::on_matched(const Frame& f) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (sender_.matched(f.header.src, f.header.context, f.header.seq)) notify();
+  bool changed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    changed = sender_.matched(f.header.src, f.header.context, f.header.seq);
+    if (changed) ++activity_;
+  }
+  if (changed) cv_.notify_all();  // (after the lock: see notify_unlocked)
 }
 
 void RelayTransport::set_rank(std::int32_t rank) {
@@ -331,8 +419,13 @@ void RelayTransport::on_data(Frame& f) {
     fragment.synchronous = (f.header.flags & kSynchronous) != 0;
     fragment.rendezvous = (f.header.flags & kRendezvous) != 0;
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  if (receiver_.on_fragment(fragment)) notify();
+  bool changed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    changed = receiver_.on_fragment(fragment);
+    if (changed) ++activity_;
+  }
+  if (changed) cv_.notify_all();
 }
 
 void RelayTransport::on_frame(Frame& f) {
@@ -343,8 +436,13 @@ void RelayTransport::on_frame(Frame& f) {
     case Type::kMatched:
       return on_matched(f);
     case Type::kCredit: {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (sender_.credit(f.header.src, f.header.context, static_cast<std::size_t>(f.header.seq))) notify();
+      bool changed;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        changed = sender_.credit(f.header.src, f.header.context, static_cast<std::size_t>(f.header.seq));
+        if (changed) ++activity_;
+      }
+      if (changed) cv_.notify_all();
       return;
     }
     case Type::kConnectBack: {
@@ -390,8 +488,10 @@ void RelayTransport::on_control(const Frame& f) {
 // ---------------------------------------------------------------- waiting and failure
 
 void RelayTransport::wait(const std::shared_ptr<RemoteOp>& op) {
+  const auto finished = [&] { return op->done || !op->error.empty(); };
+  run_io_until(finished, std::chrono::steady_clock::time_point::max());
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return op->done || !op->error.empty(); });
+  cv_.wait(lock, finished);
   if (!op->error.empty()) throw std::runtime_error(op->error);
 }
 
@@ -407,8 +507,11 @@ std::uint64_t RelayTransport::activity() {
 }
 
 void RelayTransport::await_activity(std::uint64_t seen, std::chrono::microseconds at_most) {
+  const auto until = std::chrono::steady_clock::now() + at_most;
+  const auto moved = [&] { return activity_ != seen || !failure_.empty(); };
+  if (run_io_until(moved, until)) return;
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, at_most, [&] { return activity_ != seen || !failure_.empty(); });
+  cv_.wait_until(lock, until, moved);
 }
 
 void RelayTransport::fail_all(const std::string& why) {

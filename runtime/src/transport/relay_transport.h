@@ -20,6 +20,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -135,12 +136,39 @@ class RelayTransport : public MessageTransport {
   void fail_all(const std::string& why);
   void fail_lost(std::uint32_t cluster);
 
+  // Who runs io_ (reads and writes the sockets, runs the timers): the I/O thread, or an
+  // application thread while it waits in this transport. A thread that waits would otherwise
+  // sleep until the I/O thread, woken by the socket, wakes it in turn: two wake-ups for every
+  // frame it waits for, each a context switch or more. So a waiting thread takes io_ over and
+  // is woken by the socket itself; it keeps io_ when it goes back to the application (the
+  // next wait finds it its own, at no cost), and the I/O thread takes io_ back only once no
+  // thread has waited for kTakeBack — the application computes, and the connection must
+  // still be read (credit, heartbeats, data to buffer). It is how MPICH's own progress
+  // engine is run by the thread that waits; the I/O thread keeps a connection served that
+  // an application thread leaves alone.
+  static constexpr std::chrono::microseconds kTakeBack{1000};
+  void io_thread_loop();
+  // Runs io_ on this thread until `ready` (read with mu_ held) or `until`; false, having
+  // run nothing, where another application thread runs io_ now or io_ is shut down (the
+  // caller then waits on cv_).
+  bool run_io_until(const std::function<bool()>& ready, std::chrono::steady_clock::time_point until);
+  bool take_io();
+  void leave_io();
+
   asio::io_context io_;
   std::shared_ptr<TcpLink> link_;
   // Buffers of the frames the relay connection wrote, for the next to be encoded into
   // (shared with the connection, which may outlive this).
   std::shared_ptr<FramePool> frame_pool_ = std::make_shared<FramePool>();
   std::thread thread_;
+  std::mutex turn_mu_;  // the turn's state, below; never held while io_ runs
+  std::condition_variable turn_cv_;
+  bool app_has_io_ = false;        // an application thread took io_ over (and may hold it still)
+  bool app_in_io_ = false;         // ... and is running it now
+  bool io_thread_running_ = false;  // the I/O thread is inside io_.run()
+  bool io_stop_asked_ = false;     // an application thread stopped io_ to take it over
+  bool io_quit_ = false;           // halt(): the I/O thread ends
+  std::chrono::steady_clock::time_point app_left_io_;
   const std::uint64_t job_;
   std::mutex mu_;
   std::condition_variable cv_;
