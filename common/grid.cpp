@@ -142,6 +142,19 @@ Grid parse(const XmlFile& f) {
     }
     if (!d.node_dir.empty() && d.stage_dir.empty())
       f.fail(c, "nodeDir needs a stageDir: the job's files reach the relay there before they go on to the nodes");
+    for (pugi::xml_node fs : c.children("fileSystem")) {
+      ClusterDesc::FileSystem m{f.attribute(fs, "name"), f.attribute(fs, "path")};
+      // (the processes are told them as NAME=PATH;...: neither may hold what separates them)
+      if (m.name.empty() || m.name.find_first_of("=;") != std::string::npos)
+        f.fail(fs, "fileSystem name '" + m.name + "' must be a non-empty word without '=' or ';'");
+      if (m.path.front() != '/' || m.path.find(';') != std::string::npos)
+        f.fail(fs, "fileSystem path '" + m.path + "' must be an absolute path without ';'");
+      m.path = std::filesystem::path(m.path).lexically_normal().string();
+      if (m.path.size() > 1 && m.path.back() == '/') m.path.pop_back();
+      for (const auto& other : d.file_systems)
+        if (other.name == m.name) f.fail(fs, "file system '" + m.name + "' is declared twice in cluster '" + d.name + "'");
+      d.file_systems.push_back(std::move(m));
+    }
     const pugi::xml_node launch = f.child(c, "launch");
     d.launch = split_words(f.text(launch));
     if (std::find(d.launch.begin(), d.launch.end(), "{np}") == d.launch.end())
@@ -205,6 +218,7 @@ std::string default_grid_xml(int clusters, int slots) {
        << "    <relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>\n"
        << "    <network nodes=\"private\" inbound=\"no\"/>\n"
        << "    <launch>mpiexec -launcher fork -n {np}</launch>\n"
+       << "    <fileSystem name=\"this-machine\" path=\"/\"/>\n"  // (every cluster here sees the machine's files)
        << "  </cluster>\n";
   }
   os << "</grid>\n";

@@ -42,6 +42,14 @@ struct ClusterDesc {
   // from the relay, carried by the first process that starts on the node (gridproc), and
   // sends the outputs back when the node's last process ends. "": stageDir is shared.
   std::string node_dir;
+  // <fileSystem name="NAME" path="DIR"/>: a file system the cluster's nodes mount at DIR
+  // (absolute). Clusters that declare the same NAME share it: a file under it that a job
+  // opens with MPI-IO on processes of several clusters is opened by each cluster's MPICH
+  // directly (docs/mpi.md, "Files"). Each cluster may mount it at a path of its own.
+  struct FileSystem {
+    std::string name, path;
+  };
+  std::vector<FileSystem> file_systems;
 };
 
 // <fetcher scheme="gsiftp" command="globus-url-copy {url} file://{file}"/>: how the relays

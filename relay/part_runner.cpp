@@ -37,6 +37,11 @@ void Relay::launch(Job& job) {
   so.env.emplace_back("GRIDRT_JOB", std::to_string(job.id()));
   so.env.emplace_back("GRIDRT_SECRET", job.start.secret);
   so.env.emplace_back("GRIDRT_CLUSTER", opt_.cluster.name);
+  // The file systems the cluster mounts (the grid description's <fileSystem>): MPI-IO across
+  // clusters opens a file that all of them share in each cluster directly.
+  std::string file_systems;
+  for (const auto& fs : opt_.cluster.file_systems) file_systems += (file_systems.empty() ? "" : ";") + fs.name + "=" + fs.path;
+  so.env.emplace_back("GRIDRT_FILE_SYSTEMS", file_systems);
   // The runtime then reports a lost direct connection instead of failing (cannot_reach).
   if (spec.survive_cluster_loss) so.env.emplace_back("GRIDRT_ON_CLUSTER_LOSS", "continue");
   // Whether and where processes listen for direct connections from other sites.

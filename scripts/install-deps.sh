@@ -32,6 +32,7 @@ packages=(
   slurm-wlm munge            # the Slurm launch of a cluster's part (tests start their own slurmctld, slurmd, munged)
   libarmci-mpi-dev           # ARMCI-MPI (Global Arrays' one-sided layer on MPI): a program on it run across clusters by the tests
   libcoarrays-mpich-dev      # OpenCoarrays for MPICH (caf.mpich): Fortran coarray programs, built on one-sided MPI, run across clusters by the tests
+  libhdf5-mpich-dev hdf5-tools  # parallel HDF5 for MPICH (h5pcc.mpich) and h5dump: an HDF5 program run across clusters by the tests
   yorick-mpy-mpich2          # Yorick's parallel interpreter (mpy.mpich2): an unmodified MPI program built on probes, run across clusters by the tests
   time                       # /usr/bin/time: a launch wrapper the MPI layer must reach through, in the tests
   iperf3                     # the baseline on a long, lossy line (bench/lossy_line.sh)

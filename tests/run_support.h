@@ -204,17 +204,19 @@ inline void expect_nothing_left() {
 
 // A grid description of clusters c0, c1, ... at the given sites with the given slots, all
 // on this machine, written to the test's directory; returns its path.
-inline std::string grid_with_sites(const std::vector<std::pair<std::string, int>>& clusters) {
+// `in_each`: more of every cluster's description (e.g. its <fileSystem>s), `tag` in its file's name.
+inline std::string grid_with_sites(const std::vector<std::pair<std::string, int>>& clusters, const std::string& in_each = "",
+                                   const std::string& tag = "") {
   std::string xml = "<grid>\n";
   for (std::size_t i = 0; i < clusters.size(); ++i)
     xml += "  <cluster name=\"c" + std::to_string(i) + "\" site=\"" + clusters[i].first + "\" slots=\"" +
            std::to_string(clusters[i].second) +
            "\"><relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/><network nodes=\"private\" inbound=\"no\"/>"
-           "<launch>mpiexec -launcher fork -n {np}</launch></cluster>\n";
+           "<launch>mpiexec -launcher fork -n {np}</launch>" + in_each + "</cluster>\n";
   xml += "</grid>\n";
   std::string name;
   for (const auto& [site, slots] : clusters) name += site + std::to_string(slots);
-  const std::string path = ::testing::TempDir() + "/grid-" + name + ".xml";
+  const std::string path = ::testing::TempDir() + "/grid-" + name + tag + ".xml";
   std::ofstream(path) << xml;
   return path;
 }

@@ -247,6 +247,38 @@ TEST(Grid, BadInputs) {
   expect_error(grid_error(cluster("name=\"x\" slots=\"1\" stageDir=\"/s\" nodeDir=\"tmp\"")), "grid.xml:2:3", "<cluster>",
                "nodeDir 'tmp' must be an absolute path");
   expect_error(grid_error(cluster("name=\"x\" slots=\"1\" nodeDir=\"/tmp\"")), "grid.xml:2:3", "<cluster>", "nodeDir needs a stageDir");
+  const std::string relay = "<relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>", launch = "<launch>mpiexec -n {np}</launch>\n    ";
+  expect_error(grid_error(cluster("name=\"x\" slots=\"1\"", relay, launch + "<fileSystem name=\"gpfs\" path=\"gpfs\"/>")), "grid.xml:5:5",
+               "<fileSystem>", "fileSystem path 'gpfs' must be an absolute path");
+  expect_error(grid_error(cluster("name=\"x\" slots=\"1\"", relay, launch + "<fileSystem name=\"a;b\" path=\"/g\"/>")), "grid.xml:5:5",
+               "<fileSystem>", "must be a non-empty word without '=' or ';'");
+  expect_error(grid_error(cluster("name=\"x\" slots=\"1\"", relay, launch + "<fileSystem path=\"/g\"/>")), "grid.xml:5:5",
+               "<fileSystem>", "missing attribute name");
+  expect_error(grid_error(cluster("name=\"x\" slots=\"1\"", relay,
+                                  launch + "<fileSystem name=\"g\" path=\"/g\"/><fileSystem name=\"g\" path=\"/h\"/>")),
+               "grid.xml:5:", "<fileSystem>", "file system 'g' is declared twice in cluster 'x'");
+}
+
+// Clusters say which file systems their nodes mount, each at its own path; the embedded
+// grid's clusters all share this machine's.
+TEST(Grid, FileSystemsTheClustersMount) {
+  const std::string relay = "<relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>", launch = "<launch>mpiexec -n {np}</launch>";
+  const Grid g = parse_grid("grid.xml", "<grid>\n" +
+                                            cluster("name=\"a\" slots=\"1\"", relay,
+                                                    launch + "<fileSystem name=\"gpfs\" path=\"/gpfs/\"/><fileSystem name=\"home\" path=\"/home\"/>") +
+                                            cluster("name=\"b\" slots=\"1\"", relay, launch + "<fileSystem name=\"gpfs\" path=\"/mnt//gpfs\"/>") +
+                                            "</grid>");
+  ASSERT_EQ(g.clusters[0].file_systems.size(), 2u);
+  EXPECT_EQ(g.clusters[0].file_systems[0].name, "gpfs");
+  EXPECT_EQ(g.clusters[0].file_systems[0].path, "/gpfs");
+  EXPECT_EQ(g.clusters[0].file_systems[1].path, "/home");
+  ASSERT_EQ(g.clusters[1].file_systems.size(), 1u);
+  EXPECT_EQ(g.clusters[1].file_systems[0].path, "/mnt/gpfs");
+  for (const auto& c : parse_grid("default", default_grid_xml(3)).clusters) {
+    ASSERT_EQ(c.file_systems.size(), 1u) << c.name;
+    EXPECT_EQ(c.file_systems[0].name, "this-machine");
+    EXPECT_EQ(c.file_systems[0].path, "/");
+  }
 }
 
 // ---------------------------------------------------------------- mapping

@@ -136,6 +136,68 @@ TEST(MpiLayer, CommunicatorsGroupsAttributesTopologiesAndErrors) {
 // from a target computing for a second without calling MPI, done long before it ends.
 TEST(MpiLayer, OneSidedCommunicationInEverySynchronisationMode) { passes_everywhere("rma", {"30", "1", "strict"}); }
 
+// MPI-IO across clusters on a file system that every cluster declares (<fileSystem>): one
+// file that every process writes and reads through views, ordered and shared pointers,
+// non-blocking and split collectives, atomic mode and MPI's error classes, on two and
+// three clusters of unequal sizes and on the embedded grid (whose clusters share this
+// machine's files); and a file on no declared file system refused clearly.
+TEST(MpiLayer, OneFileThatEveryProcessReadsAndWritesAcrossClusters) {
+  char made[] = "/tmp/gridrt-files-XXXXXX";
+  ASSERT_NE(::mkdtemp(made), nullptr);
+  const std::string dir = made;
+  const std::string program = kMpiTests + "/mpi_files";
+  const std::string scratch = "<fileSystem name=\"scratch\" path=\"" + dir + "\"/>";
+  const std::vector<Grid> shared = {{grid_with_sites({{"A", 2}, {"B", 1}}, scratch, "-scratch"), 3, "2 clusters of 2 and 1"},
+                                    {grid_with_sites({{"A", 1}, {"B", 2}, {"C", 2}}, scratch, "-scratch"), 5, "3 clusters of 1, 2 and 2"}};
+  const auto passes = [](const Outcome& r, int processes, const std::string& what) {
+    EXPECT_EQ(r.status, 0) << what << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find("files: "), std::string::npos) << what << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find(" checks passed on " + std::to_string(processes) + " processes"), std::string::npos)
+        << what << "\n" << r.out << r.err;
+  };
+  for (const Grid& g : shared) passes(run(g, program, {dir}), g.processes, g.what);
+  passes(gridrun({"-n", "4", program, dir}), 4, "the embedded grid (3 and 1)");
+  const Grid unshared = grids().front();
+  passes(run(unshared, program, {dir, "unshared"}), unshared.processes, "no file system declared");
+  std::filesystem::remove_all(dir);
+  expect_nothing_left();
+}
+
+// A parallel HDF5 program built with Debian's HDF5 for MPICH (h5pcc.mpich), across clusters
+// that share a file system: collective create, every rank's hyperslab of one dataset, an
+// attribute, reading back on another decomposition; its file's h5dump is that of the file
+// the same program writes under MPICH alone.
+TEST(MpiLayer, AParallelHdf5ProgramWritesTheFileMpichAloneWrites) {
+  if (::access("/usr/bin/h5pcc.mpich", X_OK) != 0 || ::access("/usr/bin/h5dump", X_OK) != 0)
+    GTEST_SKIP() << "h5pcc.mpich or h5dump is missing (scripts/install-deps.sh test installs libhdf5-mpich-dev, hdf5-tools)";
+  char made[] = "/tmp/gridrt-hdf5-XXXXXX";
+  ASSERT_NE(::mkdtemp(made), nullptr);
+  const std::string dir = made;
+  const std::string program = dir + "/hdf5";
+  ASSERT_EQ(std::system(("h5pcc.mpich -I" + std::string(GRIDRT_MPI_SOURCES_DIR) + " -o " + program + " " + GRIDRT_MPI_SOURCES_DIR +
+                         "/hdf5.c >" + dir + "/build.log 2>&1").c_str()),
+            0)
+      << shell("cat " + dir + "/build.log");
+  const auto dump = [&](const std::string& file) { return shell("h5dump " + file + " | tail -n +2"); };  // (not the name)
+  const std::string scratch = "<fileSystem name=\"scratch\" path=\"" + dir + "\"/>";
+  const std::vector<Grid> shared = {{grid_with_sites({{"A", 2}, {"B", 1}}, scratch, "-hdf5"), 3, "2 clusters of 2 and 1"},
+                                    {grid_with_sites({{"A", 1}, {"B", 2}, {"C", 2}}, scratch, "-hdf5"), 5, "3 clusters of 1, 2 and 2"}};
+  for (const Grid& g : shared) {
+    const std::string n = std::to_string(g.processes);
+    const std::string alone = shell("timeout 60 mpiexec.mpich -n " + n + " " + program + " " + dir + "/alone" + n + ".h5 2>&1");
+    EXPECT_NE(alone.find("checks passed on " + n + " processes"), std::string::npos) << alone;
+    const Outcome r = run(g, program, {dir + "/grid" + n + ".h5"});
+    EXPECT_EQ(r.status, 0) << g.what << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find("hdf5: "), std::string::npos) << g.what << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find(" checks passed on " + n + " processes"), std::string::npos) << g.what << "\n" << r.out << r.err;
+    const std::string expected = dump(dir + "/alone" + n + ".h5");
+    EXPECT_NE(expected.find("DATASET \"values\""), std::string::npos) << expected;
+    EXPECT_EQ(dump(dir + "/grid" + n + ".h5"), expected) << g.what;
+  }
+  std::filesystem::remove_all(dir);
+  expect_nothing_left();
+}
+
 // A Fortran coarray program built with OpenCoarrays for MPICH (`caf`, as its users build
 // them), across clusters: every image right, as under mpiexec alone (with MPICH's own
 // shared-memory path off: MPIR_CVAR_NOLOCAL=1, without which MPICH 4.0.2 gives coarray

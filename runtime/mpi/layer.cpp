@@ -265,6 +265,15 @@ int fail_window(MPI_Win win, int error_class, const std::string& what) {
   return code;
 }
 
+int fail_file(MPI_File file, int error_class, const std::string& what) {
+  MPI_Errhandler h = MPI_ERRORS_RETURN;  // (MPI_FILE_NULL's, unless the program set another)
+  PMPI_File_get_errhandler(file, &h);
+  if (ends_job(h)) abort_job(error_class, what);
+  const int code = code_for(error_class, what);
+  PMPI_File_call_errhandler(file, code);
+  return code;
+}
+
 // MPI_ERROR is not touched: calls with one status return their error, and those with many
 // set it themselves when they fail with MPI_ERR_IN_STATUS (MPI 4.0, section 3.2.5).
 void fill_status(MPI_Status* st, const ChannelStatus& cs) {
@@ -511,6 +520,7 @@ void on_initialized() {
 
 void on_finalizing() {
   forget_windows();
+  forget_files();
   g_detached.clear();
   g_requests.clear();
   g_messages.clear();

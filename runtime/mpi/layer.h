@@ -149,6 +149,8 @@ int call(const char* function, MPI_Comm comm, F&& body) {
   return reporting(function, [comm](int error_class, const std::string& what) { return fail(comm, error_class, what); },
                    std::forward<F>(body));
 }
+// The same for a file, through its error handler (MPI_FILE_NULL's for MPI_File_open).
+int fail_file(MPI_File file, int error_class, const std::string& what);
 // MPI_ERR_COMM for a handle that is no communicator.
 int bad_comm(const char* function);
 
@@ -250,6 +252,7 @@ void on_initialized();  // gridrt::init is done: MPI_COMM_WORLD becomes the job'
 void leave_ld_preload();  // this process initialised MPI: what it starts does not load the layer
 void make_topology_keyvals();  // (topology.cpp)
 void forget_topology_keyvals();
+void forget_files();  // (files.cpp: the grid files still open are forgotten, as windows are)
 void on_finalizing();   // gridrt::finalize begins: the layer's state goes
 
 }  // namespace gridmpi

@@ -1,0 +1,478 @@
+// MPI-IO on grid communicators (MPI 4.0 chapter 14; docs/mpi.md, "Files").
+//
+// A file opened on a communicator that spans clusters must lie on a file system that every
+// one of those clusters mounts: the grid description's <fileSystem>, handed to the
+// processes as GRIDRT_FILE_SYSTEMS ("NAME=PATH;..."). Each cluster's processes then open it
+// with their own MPICH (ROMIO), on the grid communicator's handle — MPICH's communicator of
+// its members in this cluster — and the handle ROMIO gives is the application's: reads and
+// writes at explicit offsets and individual pointers, views of any datatype, collective
+// buffering (among the cluster's members), non-blocking and split collectives, sizes, sync
+// and atomic mode are ROMIO's, each cluster's on the one file they all see, so that every
+// byte goes from its process to the file system without crossing the WAN. What spans
+// clusters is the layer's:
+//   - the open: the cluster of rank 0 opens first (so MPI_MODE_CREATE | MPI_MODE_EXCL
+//     creates once), the others then open what it made, and all agree on the outcome;
+//   - the file's group (MPI_File_get_group): the communicator's, not the cluster's part;
+//   - the shared file pointer, one for all clusters: an MPI_Offset in a window at rank 0
+//     (a grid window: rank 0's one-sided engine serves it while rank 0 computes), moved
+//     by MPI_Fetch_and_op; ordered access takes each process's place from an allgather of
+//     the counts in rank order;
+//   - the close: MPI_MODE_DELETE_ON_CLOSE deletes the file once all clusters have closed it;
+//   - collective buffering of writes is off (ROMIO's hint romio_cb_write=disable, whatever
+//     the program asks): a cluster's two-phase aggregator writes back whole file domains,
+//     holes included, that it read first, without a lock — over what another cluster wrote
+//     meanwhile into those holes (MPICH's test io/i_noncontig_coll2 lost values so in 4
+//     runs of 8, none of 6 with the hint). Each process then writes its own data, sieving noncontiguous pieces under
+//     ROMIO's byte-range lock, which the other clusters' processes respect too;
+//   - MPI_MODE_SEQUENTIAL: ROMIO refuses its explicit-offset calls on such a file, which
+//     the shared pointer here is made of, so ROMIO opens it without and the layer gives
+//     the mode back (MPI_File_get_amode); MPI_DISPLACEMENT_CURRENT in a view is the byte
+//     where the grid's shared pointer stands.
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "layer.h"
+#include "mpi_error.h"
+
+namespace gridmpi {
+namespace {
+
+// A file open across clusters.
+struct GridFile {
+  MPI_Comm comm = MPI_COMM_NULL;  // the layer's duplicate of the communicator it was opened on
+  MPI_Win pointer = MPI_WIN_NULL;  // the shared file pointer: one MPI_Offset (etypes) at rank 0
+  MPI_Offset* pointer_memory = nullptr;
+  bool first = false;              // this process is in the cluster of rank 0
+  bool delete_on_close = false;
+  bool sequential = false;         // MPI_MODE_SEQUENTIAL (which ROMIO was not given)
+  std::string name;
+};
+std::map<MPI_File, GridFile> g_files;
+
+GridFile* grid_file(MPI_File fh) {
+  const auto it = g_files.find(fh);
+  return it == g_files.end() ? nullptr : &it->second;
+}
+
+// The prefixes ROMIO takes before a file name to choose its driver ("ufs:/path").
+std::string without_driver(const std::string& name) {
+  const auto colon = name.find(':');
+  if (colon == std::string::npos || colon < 2) return name;
+  for (const char* driver : {"ufs", "nfs", "lustre", "gpfs", "pvfs2", "xfs", "panfs", "testfs", "daos", "quobytefs"})
+    if (name.compare(0, colon, driver) == 0) return name.substr(colon + 1);
+  return name;
+}
+
+// Where `name` lies: "FILESYSTEM:path inside it" for the longest of this cluster's file
+// systems that holds it, "" for none. A relative name is this process's working directory's.
+std::string place_of(const std::string& name) {
+  std::filesystem::path p(without_driver(name));
+  if (p.is_relative()) p = std::filesystem::current_path() / p;
+  p = p.lexically_normal();
+  const char* declared = std::getenv("GRIDRT_FILE_SYSTEMS");
+  std::string best_name, best_inside;
+  std::size_t best_length = 0;
+  for (std::string rest = declared ? declared : ""; !rest.empty();) {
+    const auto semi = rest.find(';');
+    const std::string entry = rest.substr(0, semi);
+    rest = semi == std::string::npos ? "" : rest.substr(semi + 1);
+    const auto eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    const std::filesystem::path mount(entry.substr(eq + 1));
+    const std::filesystem::path inside = p.lexically_relative(mount);
+    if (inside.empty() || *inside.begin() == "..") continue;
+    if (mount.native().size() >= best_length) {
+      best_length = mount.native().size();
+      best_name = entry.substr(0, eq);
+      best_inside = inside.native();
+    }
+  }
+  return best_name.empty() ? "" : best_name + ":" + best_inside;
+}
+
+// FNV-1a: the places of all processes are compared as their hashes (0 for none).
+std::uint64_t hash_of(const std::string& s) {
+  if (s.empty()) return 0;
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h ? h : 1;
+}
+
+// The largest error class of the processes of `comm` (0: none failed).
+int worst_class(MPI_Comm comm, int rc) {
+  int mine = MPI_SUCCESS, worst = MPI_SUCCESS;
+  if (rc != MPI_SUCCESS) PMPI_Error_class(rc, &mine);
+  gridrt::detail::check_mpi(gridmpi_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, comm), "the open's agreement");
+  return worst;
+}
+
+// The program's info (or none) with collective buffering of writes off, for ROMIO: a new
+// info, the caller's to free.
+MPI_Info without_write_buffering(MPI_Info info) {
+  MPI_Info out = MPI_INFO_NULL;
+  if (info == MPI_INFO_NULL) PMPI_Info_create(&out);
+  else PMPI_Info_dup(info, &out);
+  PMPI_Info_set(out, "romio_cb_write", "disable");
+  return out;
+}
+
+struct InfoFreed {
+  MPI_Info info;
+  ~InfoFreed() { PMPI_Info_free(&info); }
+};
+
+// The shared file pointer's window at rank 0 of the file's communicator.
+void make_shared_pointer(GridFile& f) {
+  const int rank = grid(f.comm)->rank();
+  const MPI_Aint bytes = rank == 0 ? static_cast<MPI_Aint>(sizeof(MPI_Offset)) : 0;
+  gridrt::detail::check_mpi(
+      gridmpi_Win_allocate(bytes, sizeof(MPI_Offset), MPI_INFO_NULL, f.comm, &f.pointer_memory, &f.pointer),
+      "the shared file pointer's window");
+  if (rank == 0) *f.pointer_memory = 0;
+  gridrt::detail::check_mpi(gridmpi_Barrier(f.comm), "the shared file pointer's window");
+}
+
+// Moves the shared file pointer by `etypes` and returns where it was (MPI_NO_OP: reads it).
+MPI_Offset fetch_and_add(GridFile& f, MPI_Offset etypes, MPI_Op op = MPI_SUM) {
+  MPI_Offset before = 0;
+  gridrt::detail::check_mpi(gridmpi_Win_lock(MPI_LOCK_SHARED, 0, 0, f.pointer), "the shared file pointer");
+  gridrt::detail::check_mpi(gridmpi_Fetch_and_op(&etypes, &before, MPI_OFFSET, 0, 0, op, f.pointer), "the shared file pointer");
+  gridrt::detail::check_mpi(gridmpi_Win_unlock(0, f.pointer), "the shared file pointer");
+  return before;
+}
+
+void set_shared_pointer(GridFile& f, MPI_Offset etypes) {
+  gridrt::detail::check_mpi(gridmpi_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, f.pointer), "the shared file pointer");
+  gridrt::detail::check_mpi(gridmpi_Put(&etypes, 1, MPI_OFFSET, 0, 0, 1, MPI_OFFSET, f.pointer), "the shared file pointer");
+  gridrt::detail::check_mpi(gridmpi_Win_unlock(0, f.pointer), "the shared file pointer");
+}
+
+// How many etypes of the file's view `count` elements of `type` make (MPI: a whole number).
+template <typename Count>
+MPI_Offset etypes_of(MPI_File fh, Count count, MPI_Datatype type) {
+  MPI_Offset disp = 0;
+  MPI_Datatype etype = MPI_DATATYPE_NULL, filetype = MPI_DATATYPE_NULL;
+  char representation[MPI_MAX_DATAREP_STRING];
+  gridrt::detail::check_mpi(PMPI_File_get_view(fh, &disp, &etype, &filetype, representation), "the file's view");
+  MPI_Count etype_bytes = 0, type_bytes = 0;
+  PMPI_Type_size_x(etype, &etype_bytes);
+  PMPI_Type_size_x(type, &type_bytes);
+  for (MPI_Datatype* t : {&etype, &filetype}) {
+    int ints = 0, addresses = 0, types = 0, combiner = MPI_COMBINER_NAMED;
+    PMPI_Type_get_envelope(*t, &ints, &addresses, &types, &combiner);
+    if (combiner != MPI_COMBINER_NAMED) PMPI_Type_free(t);  // (get_view's copies of derived types are ours)
+  }
+  if (etype_bytes <= 0) return 0;
+  return static_cast<MPI_Offset>(static_cast<MPI_Count>(count) * type_bytes / etype_bytes);
+}
+
+// Runs `body` for a grid file, reporting what it throws through the file's error handler.
+template <typename F>
+int on_file(const char* function, MPI_File fh, F&& body) {
+  return reporting(function, [fh](int error_class, const std::string& what) { return fail_file(fh, error_class, what); },
+                   std::forward<F>(body));
+}
+
+// Every process's place in an ordered access: the etypes of the processes before it in
+// rank order, and where the shared pointer stood before all of them (moved past them all).
+std::pair<MPI_Offset, MPI_Offset> ordered_place(GridFile& f, MPI_Offset mine) {
+  GridComm& g = *grid(f.comm);
+  std::vector<MPI_Offset> all(static_cast<std::size_t>(g.size()));
+  gridrt::detail::check_mpi(gridmpi_Allgather(&mine, 1, MPI_OFFSET, all.data(), 1, MPI_OFFSET, f.comm), "the ordered access's counts");
+  MPI_Offset before = 0, total = 0;
+  for (int r = 0; r < g.size(); ++r) {
+    if (r < g.rank()) before += all[static_cast<std::size_t>(r)];
+    total += all[static_cast<std::size_t>(r)];
+  }
+  MPI_Offset base = 0;
+  if (g.rank() == 0) base = fetch_and_add(f, total);
+  gridrt::detail::check_mpi(gridmpi_Bcast(&base, 1, MPI_OFFSET, 0, f.comm), "the ordered access's base");
+  return {base, before};
+}
+
+}  // namespace
+
+void forget_files() { g_files.clear(); }
+
+}  // namespace gridmpi
+
+using gridmpi::g_files;
+using gridmpi::grid_file;
+using gridmpi::GridFile;
+
+int GRIDMPI(File_open)(MPI_Comm comm, const char* filename, int amode, MPI_Info info, MPI_File* fh) {
+  gridmpi::GridComm* g = gridmpi::grid(comm);
+  if (!g || g->inter()) return PMPI_File_open(comm, filename, amode, info, fh);
+  const std::string function = "MPI_File_open";
+  const std::string name = filename ? filename : "";
+  return gridmpi::on_file(function.c_str(), MPI_FILE_NULL, [&]() -> int {
+    *fh = MPI_FILE_NULL;
+    // Every process must find the file on one file system that its cluster mounts.
+    const std::uint64_t mine = gridmpi::hash_of(gridmpi::place_of(name));
+    std::uint64_t in[2] = {mine, ~mine}, out[2] = {0, 0};
+    gridrt::detail::check_mpi(gridmpi_Allreduce(in, out, 2, MPI_UINT64_T, MPI_MAX, comm), "the open's agreement");
+    if (out[0] == 0 || out[0] != ~out[1])
+      throw gridrt::ArgumentError(
+          "'" + name +
+              "' is not on a file system that every cluster of the communicator mounts (declare the clusters' shared file "
+              "systems with <fileSystem> in the grid description; here: " +
+              (mine ? gridmpi::place_of(name) : std::string("on none of this cluster's")) + ")",
+          MPI_ERR_UNSUPPORTED_OPERATION);
+    // A relative name is the working directory's, which differs between clusters.
+    std::string path = name;
+    if (std::filesystem::path(gridmpi::without_driver(name)).is_relative())
+      path = (std::filesystem::current_path() / gridmpi::without_driver(name)).lexically_normal().string();
+    GridFile f;
+    f.name = name;
+    f.first = gridmpi::in_this_cluster(g->impl->members.front());
+    f.delete_on_close = (amode & MPI_MODE_DELETE_ON_CLOSE) != 0;
+    f.sequential = (amode & MPI_MODE_SEQUENTIAL) != 0;
+    const int romio_amode = amode & ~MPI_MODE_SEQUENTIAL;
+    const gridmpi::InfoFreed romio_info{gridmpi::without_write_buffering(info)};
+    int rc = MPI_SUCCESS;
+    if (f.first) rc = PMPI_File_open(comm, path.c_str(), romio_amode, romio_info.info, fh);
+    if (const int first_class = gridmpi::worst_class(comm, rc)) {
+      if (f.first) return rc;  // (ROMIO's own code, its handler run)
+      throw gridrt::ArgumentError("'" + name + "': " + gridrt::detail::mpi_error_text(first_class) + " (in the cluster of rank 0)", first_class);
+    }
+    if (!f.first)
+      rc = PMPI_File_open(comm, path.c_str(), romio_amode & ~(MPI_MODE_EXCL | MPI_MODE_DELETE_ON_CLOSE), romio_info.info, fh);
+    if (const int other_class = gridmpi::worst_class(comm, rc)) {
+      if (*fh != MPI_FILE_NULL) PMPI_File_close(fh);
+      if (rc != MPI_SUCCESS) return rc;
+      throw gridrt::ArgumentError("'" + name + "': " + gridrt::detail::mpi_error_text(other_class) + " (in another cluster)", other_class);
+    }
+    gridrt::detail::check_mpi(gridmpi_Comm_dup(comm, &f.comm), "the file's communicator");
+    gridmpi::make_shared_pointer(f);
+    g_files.emplace(*fh, std::move(f));
+    return MPI_SUCCESS;
+  });
+}
+
+int GRIDMPI(File_close)(MPI_File* fh) {
+  GridFile* f = grid_file(*fh);
+  if (!f) return PMPI_File_close(fh);
+  const MPI_File file = *fh;
+  return gridmpi::on_file("MPI_File_close", file, [&]() -> int {
+    GridFile closing = std::move(*f);
+    g_files.erase(file);
+    // The other clusters close first: the file is deleted (MPI_MODE_DELETE_ON_CLOSE) by the
+    // first cluster's ROMIO only once no cluster has it open.
+    int rc = MPI_SUCCESS;
+    if (!closing.first) rc = PMPI_File_close(fh);
+    gridrt::detail::check_mpi(gridmpi_Win_free(&closing.pointer), "the shared file pointer's window");
+    if (closing.first) rc = PMPI_File_close(fh);
+    gridrt::detail::check_mpi(gridmpi_Comm_free(&closing.comm), "the file's communicator");
+    *fh = MPI_FILE_NULL;
+    return rc;
+  });
+}
+
+int GRIDMPI(File_get_group)(MPI_File fh, MPI_Group* group) {
+  GridFile* f = grid_file(fh);
+  if (!f) return PMPI_File_get_group(fh, group);
+  return gridmpi_Comm_group(f->comm, group);
+}
+
+int GRIDMPI(File_set_info)(MPI_File fh, MPI_Info info) {
+  if (!grid_file(fh)) return PMPI_File_set_info(fh, info);
+  const gridmpi::InfoFreed romio_info{gridmpi::without_write_buffering(info)};
+  return PMPI_File_set_info(fh, romio_info.info);
+}
+
+int GRIDMPI(File_get_amode)(MPI_File fh, int* amode) {
+  const int rc = PMPI_File_get_amode(fh, amode);
+  if (GridFile* f = grid_file(fh); f && f->sequential && rc == MPI_SUCCESS) *amode |= MPI_MODE_SEQUENTIAL;
+  return rc;
+}
+
+// MPI_File_set_view sets both file pointers to zero (MPI 4.0 §14.3): the shared one too.
+// MPI_DISPLACEMENT_CURRENT (a file opened MPI_MODE_SEQUENTIAL) is the byte where the shared
+// pointer stands by the view before, as rank 0 reads it.
+int GRIDMPI(File_set_view)(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char* datarep,
+                           MPI_Info info) {
+  GridFile* f = grid_file(fh);
+  if (!f) return PMPI_File_set_view(fh, disp, etype, filetype, datarep, info);
+  return gridmpi::on_file("MPI_File_set_view", fh, [&]() -> int {
+    const bool rank0 = gridmpi::grid(f->comm)->rank() == 0;
+    if (disp == MPI_DISPLACEMENT_CURRENT) {
+      if (!f->sequential)
+        throw gridrt::ArgumentError("MPI_DISPLACEMENT_CURRENT needs a file opened with MPI_MODE_SEQUENTIAL", MPI_ERR_ARG);
+      MPI_Offset byte = 0;
+      if (rank0)
+        gridrt::detail::check_mpi(PMPI_File_get_byte_offset(fh, gridmpi::fetch_and_add(*f, 0, MPI_NO_OP), &byte),
+                                  "the shared file pointer's byte");
+      gridrt::detail::check_mpi(gridmpi_Bcast(&byte, 1, MPI_OFFSET, 0, f->comm), "the shared file pointer's byte");
+      disp = byte;
+    }
+    const gridmpi::InfoFreed romio_info{gridmpi::without_write_buffering(info)};
+    const int rc = PMPI_File_set_view(fh, disp, etype, filetype, datarep, romio_info.info);
+    if (rc != MPI_SUCCESS) return rc;
+    if (rank0) gridmpi::set_shared_pointer(*f, 0);
+    gridrt::detail::check_mpi(gridmpi_Barrier(f->comm), "the shared file pointer");
+    return MPI_SUCCESS;
+  });
+}
+
+// ---------------------------------------------------------------- the shared file pointer
+
+namespace {
+
+template <typename Count, typename Access>
+int shared_access(const char* function, MPI_File fh, Count count, MPI_Datatype type, Access&& at) {
+  GridFile* f = grid_file(fh);
+  return gridmpi::on_file(function, fh, [&]() -> int {
+    const MPI_Offset offset = gridmpi::fetch_and_add(*f, gridmpi::etypes_of(fh, count, type));
+    return at(offset);
+  });
+}
+
+template <typename Count, typename Access>
+int ordered_access(const char* function, MPI_File fh, Count count, MPI_Datatype type, Access&& at_all) {
+  GridFile* f = grid_file(fh);
+  return gridmpi::on_file(function, fh, [&]() -> int {
+    const auto [base, before] = gridmpi::ordered_place(*f, gridmpi::etypes_of(fh, count, type));
+    return at_all(base + before);
+  });
+}
+
+}  // namespace
+
+// Each of these is its explicit-offset form at the place the shared pointer gives.
+
+int GRIDMPI(File_read_shared)(MPI_File fh, void* buf, int count, MPI_Datatype type, MPI_Status* status) {
+  if (!grid_file(fh)) return PMPI_File_read_shared(fh, buf, count, type, status);
+  return shared_access("MPI_File_read_shared", fh, count, type, [&](MPI_Offset at) { return PMPI_File_read_at(fh, at, buf, count, type, status); });
+}
+
+int GRIDMPI(File_write_shared)(MPI_File fh, const void* buf, int count, MPI_Datatype type, MPI_Status* status) {
+  if (!grid_file(fh)) return PMPI_File_write_shared(fh, buf, count, type, status);
+  return shared_access("MPI_File_write_shared", fh, count, type, [&](MPI_Offset at) { return PMPI_File_write_at(fh, at, buf, count, type, status); });
+}
+
+int GRIDMPI(File_iread_shared)(MPI_File fh, void* buf, int count, MPI_Datatype type, MPI_Request* request) {
+  if (!grid_file(fh)) return PMPI_File_iread_shared(fh, buf, count, type, request);
+  return shared_access("MPI_File_iread_shared", fh, count, type, [&](MPI_Offset at) { return PMPI_File_iread_at(fh, at, buf, count, type, request); });
+}
+
+int GRIDMPI(File_iwrite_shared)(MPI_File fh, const void* buf, int count, MPI_Datatype type, MPI_Request* request) {
+  if (!grid_file(fh)) return PMPI_File_iwrite_shared(fh, buf, count, type, request);
+  return shared_access("MPI_File_iwrite_shared", fh, count, type, [&](MPI_Offset at) { return PMPI_File_iwrite_at(fh, at, buf, count, type, request); });
+}
+
+int GRIDMPI(File_read_shared_c)(MPI_File fh, void* buf, MPI_Count count, MPI_Datatype type, MPI_Status* status) {
+  if (!grid_file(fh)) return PMPI_File_read_shared_c(fh, buf, count, type, status);
+  return shared_access("MPI_File_read_shared_c", fh, count, type, [&](MPI_Offset at) { return PMPI_File_read_at_c(fh, at, buf, count, type, status); });
+}
+
+int GRIDMPI(File_write_shared_c)(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype type, MPI_Status* status) {
+  if (!grid_file(fh)) return PMPI_File_write_shared_c(fh, buf, count, type, status);
+  return shared_access("MPI_File_write_shared_c", fh, count, type, [&](MPI_Offset at) { return PMPI_File_write_at_c(fh, at, buf, count, type, status); });
+}
+
+int GRIDMPI(File_iread_shared_c)(MPI_File fh, void* buf, MPI_Count count, MPI_Datatype type, MPI_Request* request) {
+  if (!grid_file(fh)) return PMPI_File_iread_shared_c(fh, buf, count, type, request);
+  return shared_access("MPI_File_iread_shared_c", fh, count, type, [&](MPI_Offset at) { return PMPI_File_iread_at_c(fh, at, buf, count, type, request); });
+}
+
+int GRIDMPI(File_iwrite_shared_c)(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype type, MPI_Request* request) {
+  if (!grid_file(fh)) return PMPI_File_iwrite_shared_c(fh, buf, count, type, request);
+  return shared_access("MPI_File_iwrite_shared_c", fh, count, type, [&](MPI_Offset at) { return PMPI_File_iwrite_at_c(fh, at, buf, count, type, request); });
+}
+
+int GRIDMPI(File_read_ordered)(MPI_File fh, void* buf, int count, MPI_Datatype type, MPI_Status* status) {
+  if (!grid_file(fh)) return PMPI_File_read_ordered(fh, buf, count, type, status);
+  return ordered_access("MPI_File_read_ordered", fh, count, type, [&](MPI_Offset at) { return PMPI_File_read_at_all(fh, at, buf, count, type, status); });
+}
+
+int GRIDMPI(File_write_ordered)(MPI_File fh, const void* buf, int count, MPI_Datatype type, MPI_Status* status) {
+  if (!grid_file(fh)) return PMPI_File_write_ordered(fh, buf, count, type, status);
+  return ordered_access("MPI_File_write_ordered", fh, count, type, [&](MPI_Offset at) { return PMPI_File_write_at_all(fh, at, buf, count, type, status); });
+}
+
+int GRIDMPI(File_read_ordered_c)(MPI_File fh, void* buf, MPI_Count count, MPI_Datatype type, MPI_Status* status) {
+  if (!grid_file(fh)) return PMPI_File_read_ordered_c(fh, buf, count, type, status);
+  return ordered_access("MPI_File_read_ordered_c", fh, count, type, [&](MPI_Offset at) { return PMPI_File_read_at_all_c(fh, at, buf, count, type, status); });
+}
+
+int GRIDMPI(File_write_ordered_c)(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype type, MPI_Status* status) {
+  if (!grid_file(fh)) return PMPI_File_write_ordered_c(fh, buf, count, type, status);
+  return ordered_access("MPI_File_write_ordered_c", fh, count, type, [&](MPI_Offset at) { return PMPI_File_write_at_all_c(fh, at, buf, count, type, status); });
+}
+
+// Split ordered access: the place is taken at _begin; _end is the explicit-offset one's.
+int GRIDMPI(File_read_ordered_begin)(MPI_File fh, void* buf, int count, MPI_Datatype type) {
+  if (!grid_file(fh)) return PMPI_File_read_ordered_begin(fh, buf, count, type);
+  return ordered_access("MPI_File_read_ordered_begin", fh, count, type,
+                        [&](MPI_Offset at) { return PMPI_File_read_at_all_begin(fh, at, buf, count, type); });
+}
+int GRIDMPI(File_write_ordered_begin)(MPI_File fh, const void* buf, int count, MPI_Datatype type) {
+  if (!grid_file(fh)) return PMPI_File_write_ordered_begin(fh, buf, count, type);
+  return ordered_access("MPI_File_write_ordered_begin", fh, count, type,
+                        [&](MPI_Offset at) { return PMPI_File_write_at_all_begin(fh, at, buf, count, type); });
+}
+int GRIDMPI(File_read_ordered_begin_c)(MPI_File fh, void* buf, MPI_Count count, MPI_Datatype type) {
+  if (!grid_file(fh)) return PMPI_File_read_ordered_begin_c(fh, buf, count, type);
+  return ordered_access("MPI_File_read_ordered_begin_c", fh, count, type,
+                        [&](MPI_Offset at) { return PMPI_File_read_at_all_begin_c(fh, at, buf, count, type); });
+}
+int GRIDMPI(File_write_ordered_begin_c)(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype type) {
+  if (!grid_file(fh)) return PMPI_File_write_ordered_begin_c(fh, buf, count, type);
+  return ordered_access("MPI_File_write_ordered_begin_c", fh, count, type,
+                        [&](MPI_Offset at) { return PMPI_File_write_at_all_begin_c(fh, at, buf, count, type); });
+}
+int GRIDMPI(File_read_ordered_end)(MPI_File fh, void* buf, MPI_Status* status) {
+  if (!grid_file(fh)) return PMPI_File_read_ordered_end(fh, buf, status);
+  return PMPI_File_read_at_all_end(fh, buf, status);
+}
+int GRIDMPI(File_write_ordered_end)(MPI_File fh, const void* buf, MPI_Status* status) {
+  if (!grid_file(fh)) return PMPI_File_write_ordered_end(fh, buf, status);
+  return PMPI_File_write_at_all_end(fh, buf, status);
+}
+
+int GRIDMPI(File_get_position_shared)(MPI_File fh, MPI_Offset* offset) {
+  GridFile* f = grid_file(fh);
+  if (!f) return PMPI_File_get_position_shared(fh, offset);
+  return gridmpi::on_file("MPI_File_get_position_shared", fh, [&]() -> int {
+    *offset = gridmpi::fetch_and_add(*f, 0, MPI_NO_OP);
+    return MPI_SUCCESS;
+  });
+}
+
+// Collective: every process passes the same offset and whence (MPI 4.0 §14.4.4). Rank 0
+// works out the new place — for MPI_SEEK_END in the view's etypes, as ROMIO's own seek of
+// its individual pointer does, which it then puts back — and all wait until it is set.
+int GRIDMPI(File_seek_shared)(MPI_File fh, MPI_Offset offset, int whence) {
+  GridFile* f = grid_file(fh);
+  if (!f) return PMPI_File_seek_shared(fh, offset, whence);
+  return gridmpi::on_file("MPI_File_seek_shared", fh, [&]() -> int {
+    int rc = MPI_SUCCESS;
+    if (gridmpi::grid(f->comm)->rank() == 0) {
+      MPI_Offset to = offset;
+      if (whence == MPI_SEEK_CUR) {
+        to = gridmpi::fetch_and_add(*f, 0, MPI_NO_OP) + offset;
+      } else if (whence == MPI_SEEK_END) {
+        MPI_Offset individual = 0;
+        rc = PMPI_File_get_position(fh, &individual);
+        if (rc == MPI_SUCCESS) rc = PMPI_File_seek(fh, offset, MPI_SEEK_END);
+        if (rc == MPI_SUCCESS) rc = PMPI_File_get_position(fh, &to);
+        PMPI_File_seek(fh, individual, MPI_SEEK_SET);
+      } else if (whence != MPI_SEEK_SET) {
+        rc = MPI_ERR_ARG;
+      }
+      if (rc == MPI_SUCCESS && to < 0) rc = MPI_ERR_ARG;
+      if (rc == MPI_SUCCESS) gridmpi::set_shared_pointer(*f, to);
+    }
+    const int worst = gridmpi::worst_class(f->comm, rc);
+    if (worst != MPI_SUCCESS)
+      throw gridrt::ArgumentError("offset " + std::to_string(offset) + " with whence " + std::to_string(whence) +
+                                      " does not give a place in the file (rank 0's view)",
+                                  worst);
+    return MPI_SUCCESS;
+  });
+}
