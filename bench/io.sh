@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# MPI-IO across clusters against MPICH alone (docs/benchmarks.md, "MPI-IO across clusters"):
+# io_bench's collective write and read of one file of MIB MiB by 4 ranks, each rank a
+# contiguous part and again an interleaved subarray view, run
+#   alone      by MPICH alone (mpiexec.mpich -n 4), ROMIO's default hints;
+#   alone-ind  the same with ROMIO_HINTS giving romio_cb_write=disable, which is what the
+#              MPI layer gives ROMIO for a file opened across clusters (docs/mpi.md, "Files");
+#   grid       through gridrun on 2 clusters x 2 over the emulated WAN (10 ms, 100 Mbit/s),
+#              the file on the file system both clusters declare (the embedded grid's /);
+# alternated RUNS times, each printing the medians of its own 7 rounds.
+#
+#   bench/io.sh [RUNS] [MIB]      (defaults 3 and 64)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${1:-3}; mib=${2:-64}
+[ -x build/bin/io_bench ] || { echo "build first: scripts/build.sh" >&2; exit 1; }
+work=$(mktemp -d /tmp/io-bench.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+echo "romio_cb_write disable" > "$work/hints"
+for r in $(seq "$runs"); do
+  echo "# run $r"
+  timeout 600 mpiexec.mpich -n 4 build/bin/io_bench "$work/file" "$mib" 7 | sed 's/^/alone      /'
+  ROMIO_HINTS="$work/hints" timeout 600 mpiexec.mpich -n 4 build/bin/io_bench "$work/file" "$mib" 7 | sed 's/^/alone-ind  /'
+  timeout 600 build/bin/gridrun --clusters 2 --ranks-per-cluster 2 --emulate-wan 10ms,100mbit -n 4 \
+    build/bin/io_bench "$work/file" "$mib" 7 | sed 's/^\[c0:0\] /grid       /'
+done
