@@ -138,7 +138,7 @@ TEST(MpiLayer, OneSidedCommunicationInEverySynchronisationMode) { passes_everywh
 
 // MPI-IO across clusters on a file system that every cluster declares (<fileSystem>): one
 // file that every process writes and reads through views, ordered and shared pointers,
-// non-blocking and split collectives, atomic mode and MPI's error classes, on two and
+// non-blocking and split collectives, atomic mode and MPI's error classes (and from Fortran), on two and
 // three clusters of unequal sizes and on the embedded grid (whose clusters share this
 // machine's files); and a file on no declared file system refused clearly.
 TEST(MpiLayer, OneFileThatEveryProcessReadsAndWritesAcrossClusters) {
@@ -155,7 +155,13 @@ TEST(MpiLayer, OneFileThatEveryProcessReadsAndWritesAcrossClusters) {
     EXPECT_NE(r.out.find(" checks passed on " + std::to_string(processes) + " processes"), std::string::npos)
         << what << "\n" << r.out << r.err;
   };
-  for (const Grid& g : shared) passes(run(g, program, {dir}), g.processes, g.what);
+  for (const Grid& g : shared) {
+    passes(run(g, program, {dir}), g.processes, g.what);
+    const Outcome r = run(g, kMpiTests + "/mpi_fortran_io", {dir});  // (Fortran: use mpi)
+    EXPECT_EQ(r.status, 0) << g.what << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find("fortran_io: checks passed on " + std::to_string(g.processes) + " processes"), std::string::npos)
+        << g.what << "\n" << r.out << r.err;
+  }
   passes(gridrun({"-n", "4", program, dir}), 4, "the embedded grid (3 and 1)");
   const Grid unshared = grids().front();
   passes(run(unshared, program, {dir, "unshared"}), unshared.processes, "no file system declared");
