@@ -7,7 +7,9 @@
 #              MPI layer gives ROMIO for a file opened across clusters (docs/mpi.md, "Files");
 #   grid       through gridrun on 2 clusters x 2 over the emulated WAN (10 ms, 100 Mbit/s),
 #              the file on the file system both clusters declare (the embedded grid's /);
-# alternated RUNS times, each printing the medians of its own 7 rounds.
+# alternated RUNS times, each printing the medians of its own 7 rounds; and the contiguous
+# layout through parallel HDF5 (hdf5_bench, built here with h5pcc.mpich where Debian's HDF5
+# for MPICH is installed), alone and grid.
 #
 #   bench/io.sh [RUNS] [MIB]      (defaults 3 and 64)
 set -euo pipefail
@@ -17,10 +19,21 @@ runs=${1:-3}; mib=${2:-64}
 work=$(mktemp -d /tmp/io-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 echo "romio_cb_write disable" > "$work/hints"
+hdf5=""
+if command -v h5pcc.mpich >/dev/null; then
+  (cd "$work" && h5pcc.mpich -O2 -o hdf5_bench "$OLDPWD/bench/hdf5_bench.c") && hdf5=$work/hdf5_bench
+else
+  echo "io.sh: h5pcc.mpich is missing (libhdf5-mpich-dev): no HDF5 figures" >&2
+fi
 for r in $(seq "$runs"); do
   echo "# run $r"
   timeout 600 mpiexec.mpich -n 4 build/bin/io_bench "$work/file" "$mib" 7 | sed 's/^/alone      /'
   ROMIO_HINTS="$work/hints" timeout 600 mpiexec.mpich -n 4 build/bin/io_bench "$work/file" "$mib" 7 | sed 's/^/alone-ind  /'
   timeout 600 build/bin/gridrun --clusters 2 --ranks-per-cluster 2 --emulate-wan 10ms,100mbit -n 4 \
     build/bin/io_bench "$work/file" "$mib" 7 | sed 's/^\[c0:0\] /grid       /'
+  if [ -n "$hdf5" ]; then
+    timeout 600 mpiexec.mpich -n 4 "$hdf5" "$work/file.h5" "$mib" 7 | sed 's/^/alone      /'
+    timeout 600 build/bin/gridrun --clusters 2 --ranks-per-cluster 2 --emulate-wan 10ms,100mbit -n 4 \
+      "$hdf5" "$work/file.h5" "$mib" 7 | sed 's/^\[c0:0\] /grid       /'
+  fi
 done

@@ -10,8 +10,8 @@
 // and atomic mode are ROMIO's, each cluster's on the one file they all see, so that every
 // byte goes from its process to the file system without crossing the WAN. What spans
 // clusters is the layer's:
-//   - the open: the cluster of rank 0 opens first (so MPI_MODE_CREATE | MPI_MODE_EXCL
-//     creates once), the others then open what it made, and all agree on the outcome;
+//   - the open: with MPI_MODE_EXCL the cluster of rank 0 opens first (so that the file is
+//     created once), the others then open what it made; all agree on the outcome;
 //   - the file's group (MPI_File_get_group): the communicator's, not the cluster's part;
 //   - the shared file pointer, one for all clusters: an MPI_Offset in a window at rank 0
 //     (a grid window: rank 0's one-sided engine serves it while rank 0 computes), moved
@@ -133,8 +133,7 @@ void make_shared_pointer(GridFile& f) {
   gridrt::detail::check_mpi(
       gridmpi_Win_allocate(bytes, sizeof(MPI_Offset), MPI_INFO_NULL, f.comm, &f.pointer_memory, &f.pointer),
       "the shared file pointer's window");
-  if (rank == 0) *f.pointer_memory = 0;
-  gridrt::detail::check_mpi(gridmpi_Barrier(f.comm), "the shared file pointer's window");
+  if (rank == 0) *f.pointer_memory = 0;  // (before anyone uses it: the open's agreement comes after)
 }
 
 // Moves the shared file pointer by `etypes` and returns where it was (MPI_NO_OP: reads it).
@@ -234,21 +233,30 @@ int GRIDMPI(File_open)(MPI_Comm comm, const char* filename, int amode, MPI_Info 
     f.sequential = (amode & MPI_MODE_SEQUENTIAL) != 0;
     const int romio_amode = amode & ~MPI_MODE_SEQUENTIAL;
     const gridmpi::InfoFreed romio_info{gridmpi::without_write_buffering(info)};
+    // MPI_MODE_EXCL alone needs the cluster of rank 0 to open (and create) the file before
+    // the others, a wide-area round trip more; without it all open at once (each cluster's
+    // O_CREAT finds or makes the one file).
     int rc = MPI_SUCCESS;
     if (f.first) rc = PMPI_File_open(comm, path.c_str(), romio_amode, romio_info.info, fh);
-    if (const int first_class = gridmpi::worst_class(comm, rc)) {
-      if (f.first) return rc;  // (ROMIO's own code, its handler run)
-      throw gridrt::ArgumentError("'" + name + "': " + gridrt::detail::mpi_error_text(first_class) + " (in the cluster of rank 0)", first_class);
-    }
+    if (amode & MPI_MODE_EXCL)
+      if (const int first_class = gridmpi::worst_class(comm, rc)) {
+        if (f.first) return rc;  // (ROMIO's own code, its handler run)
+        throw gridrt::ArgumentError("'" + name + "': " + gridrt::detail::mpi_error_text(first_class) + " (in the cluster of rank 0)",
+                                    first_class);
+      }
     if (!f.first)
       rc = PMPI_File_open(comm, path.c_str(), romio_amode & ~(MPI_MODE_EXCL | MPI_MODE_DELETE_ON_CLOSE), romio_info.info, fh);
+    // The file's own communicator and shared pointer are made before the outcome is known:
+    // the agreement on it then also tells every process that rank 0's pointer is set.
+    gridrt::detail::check_mpi(gridmpi_Comm_dup(comm, &f.comm), "the file's communicator");
+    gridmpi::make_shared_pointer(f);
     if (const int other_class = gridmpi::worst_class(comm, rc)) {
       if (*fh != MPI_FILE_NULL) PMPI_File_close(fh);
+      gridmpi_Win_free(&f.pointer);
+      gridmpi_Comm_free(&f.comm);
       if (rc != MPI_SUCCESS) return rc;
       throw gridrt::ArgumentError("'" + name + "': " + gridrt::detail::mpi_error_text(other_class) + " (in another cluster)", other_class);
     }
-    gridrt::detail::check_mpi(gridmpi_Comm_dup(comm, &f.comm), "the file's communicator");
-    gridmpi::make_shared_pointer(f);
     g_files.emplace(*fh, std::move(f));
     return MPI_SUCCESS;
   });
