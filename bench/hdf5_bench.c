@@ -11,29 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static int compare(const void* a, const void* b) {
-  const double x = *(const double*)a, y = *(const double*)b;
-  return x < y ? -1 : x > y;
-}
-
-static double slowest_since(double t0) {
-  double t = MPI_Wtime() - t0, max = 0;
-  MPI_Allreduce(&t, &max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  return max;
-}
+#include "io_timing.h"
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank, size;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (argc < 2) {
-    if (rank == 0) fprintf(stderr, "usage: hdf5_bench FILE [MIB] [ROUNDS]\n");
-    MPI_Finalize();
-    return 2;
-  }
-  const long mib = argc > 2 ? atol(argv[2]) : 64;
-  const int rounds = argc > 3 ? atoi(argv[3]) : 7;
+  int rank, size, rounds;
+  long mib;
+  if (!io_start(&argc, &argv, "hdf5_bench", &rank, &size, &mib, &rounds)) return 2;
   const hsize_t cols = 1024, rows = (hsize_t)(mib << 20) / sizeof(int) / cols, mine = rows / (hsize_t)size;
   int* buf = malloc(sizeof(int) * mine * cols);
   for (hsize_t i = 0; i < mine * cols; ++i) buf[i] = rank;
@@ -57,7 +40,7 @@ int main(int argc, char** argv) {
     H5Sclose(space);
     H5Dclose(set);
     H5Fclose(file);
-    w[k] = slowest_since(t0);
+    w[k] = io_slowest_since(t0);
     file = H5Fopen(argv[1], H5F_ACC_RDONLY, fapl);
     set = H5Dopen2(file, "values", H5P_DEFAULT);
     space = H5Dget_space(set);
@@ -66,18 +49,16 @@ int main(int argc, char** argv) {
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = MPI_Wtime();
     if (H5Dread(set, H5T_NATIVE_INT, memory, space, xfer, buf) < 0) MPI_Abort(MPI_COMM_WORLD, 1);
-    r[k] = slowest_since(t0);
+    r[k] = io_slowest_since(t0);
     H5Sclose(memory);
     H5Sclose(space);
     H5Dclose(set);
     H5Fclose(file);
   }
-  qsort(w, (size_t)rounds, sizeof *w, compare);
-  qsort(r, (size_t)rounds, sizeof *r, compare);
-  const double total = (double)(mib << 20);
+  const double total = (double)(mib << 20), write = io_median(w, rounds), read = io_median(r, rounds);
   if (rank == 0)
-    printf("hdf5        %ld MiB on %d ranks: write %8.1f MB/s (%.3f s)  read %8.1f MB/s (%.3f s)\n", mib, size,
-           total / w[rounds / 2] / 1e6, w[rounds / 2], total / r[rounds / 2] / 1e6, r[rounds / 2]);
+    printf("hdf5        %ld MiB on %d ranks: write %8.1f MB/s (%.3f s)  read %8.1f MB/s (%.3f s)\n", mib, size, total / write / 1e6,
+           write, total / read / 1e6, read);
   if (rank == 0) MPI_File_delete(argv[1], MPI_INFO_NULL);
   H5Pclose(xfer);
   H5Pclose(fapl);

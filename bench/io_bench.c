@@ -5,7 +5,7 @@
  *   io_bench FILE [MIB] [ROUNDS]
  *     FILE    the file (made, written, read, deleted each round)
  *     MIB     its size in MiB (default 64)
- *     ROUNDS  rounds per figure; medians are printed (default 5)
+ *     ROUNDS  rounds per figure; medians are printed (default 7)
  *
  * Two layouts: "contiguous", each rank a contiguous part of the file (MPI_File_write_at_all);
  * "interleaved", a 2-D array of ints whose columns are split among the ranks, each rank's
@@ -17,15 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int compare(const void* a, const void* b) {
-  const double x = *(const double*)a, y = *(const double*)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double* v, int n) {
-  qsort(v, (size_t)n, sizeof *v, compare);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+#include "io_timing.h"
 
 /* The slowest rank's time of `what` from a barrier. */
 static double timed(MPI_File fh, int write, int interleaved, char* buf, MPI_Offset bytes, int rank) {
@@ -38,7 +30,6 @@ static double timed(MPI_File fh, int write, int interleaved, char* buf, MPI_Offs
   else
     rc = write ? MPI_File_write_at_all(fh, (MPI_Offset)rank * bytes, buf, (int)bytes, MPI_BYTE, MPI_STATUS_IGNORE)
                : MPI_File_read_at_all(fh, (MPI_Offset)rank * bytes, buf, (int)bytes, MPI_BYTE, MPI_STATUS_IGNORE);
-  double t = MPI_Wtime() - t0, slowest = 0;
   if (rc != MPI_SUCCESS) {
     char text[MPI_MAX_ERROR_STRING];
     int n = 0;
@@ -46,22 +37,13 @@ static double timed(MPI_File fh, int write, int interleaved, char* buf, MPI_Offs
     fprintf(stderr, "io_bench: rank %d: %s\n", rank, text);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  return slowest;
+  return io_slowest_since(t0);
 }
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank, size;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (argc < 2) {
-    if (rank == 0) fprintf(stderr, "usage: io_bench FILE [MIB] [ROUNDS]\n");
-    MPI_Finalize();
-    return 2;
-  }
-  const long mib = argc > 2 ? atol(argv[2]) : 64;
-  const int rounds = argc > 3 ? atoi(argv[3]) : 5;
+  int rank, size, rounds;
+  long mib;
+  if (!io_start(&argc, &argv, "io_bench", &rank, &size, &mib, &rounds)) return 2;
   const MPI_Offset total = (MPI_Offset)mib << 20, mine = total / size;
   /* The interleaved layout: rows of 1024 ints, each rank 1024 / size columns of every row. */
   const int cols = 1024, rows = (int)(total / sizeof(int) / cols), my_cols = cols / size;
@@ -75,10 +57,9 @@ int main(int argc, char** argv) {
     const double t0 = MPI_Wtime();
     MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh);
     MPI_File_close(&fh);
-    double t = MPI_Wtime() - t0;
-    MPI_Allreduce(&t, &samples[r], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    samples[r] = io_slowest_since(t0);
   }
-  if (rank == 0) printf("open+close  %.1f ms\n", median(samples, rounds) * 1e3);
+  if (rank == 0) printf("open+close  %.1f ms\n", io_median(samples, rounds) * 1e3);
   for (int interleaved = 0; interleaved < 2; ++interleaved) {
     MPI_Datatype view = MPI_DATATYPE_NULL;
     if (interleaved) {
@@ -97,7 +78,7 @@ int main(int argc, char** argv) {
         samples[r] = timed(fh, write, interleaved, buf, mine, rank);
         MPI_File_close(&fh);
       }
-      medians[write] = median(samples, rounds);
+      medians[write] = io_median(samples, rounds);
     }
     if (rank == 0)
       printf("%-11s %ld MiB on %d ranks: write %8.1f MB/s (%.3f s)  read %8.1f MB/s (%.3f s)\n",

@@ -22,8 +22,9 @@
 //     the program asks): a cluster's two-phase aggregator writes back whole file domains,
 //     holes included, that it read first, without a lock — over what another cluster wrote
 //     meanwhile into those holes (MPICH's test io/i_noncontig_coll2 lost values so in 4
-//     runs of 8, none of 6 with the hint). Each process then writes its own data, sieving noncontiguous pieces under
-//     ROMIO's byte-range lock, which the other clusters' processes respect too;
+//     runs of 8, none of 6 with the hint). Each process then writes its own data, sieving
+//     noncontiguous pieces under ROMIO's byte-range lock, which the other clusters'
+//     processes respect too;
 //   - MPI_MODE_SEQUENTIAL: ROMIO refuses its explicit-offset calls on such a file, which
 //     the shared pointer here is made of, so ROMIO opens it without and the layer gives
 //     the mode back (MPI_File_get_amode); MPI_DISPLACEMENT_CURRENT in a view is the byte
@@ -329,110 +330,86 @@ int GRIDMPI(File_set_view)(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI
 
 // ---------------------------------------------------------------- the shared file pointer
 
+// Each of these is ROMIO's explicit-offset form (`at`) at the place the shared pointer gives
+// (ROMIO's own `native` form where the file is MPICH's alone): `shared` takes its place from
+// the pointer as it is, `ordered` from the ranks before in rank order (collective).
 namespace {
 
-template <typename Count, typename Access>
-int shared_access(const char* function, MPI_File fh, Count count, MPI_Datatype type, Access&& at) {
+template <typename Buffer, typename Count, typename... Rest>
+int shared(const char* function, int (*native)(MPI_File, Buffer, Count, MPI_Datatype, Rest...),
+           int (*at)(MPI_File, MPI_Offset, Buffer, Count, MPI_Datatype, Rest...), MPI_File fh, Buffer buf, Count count,
+           MPI_Datatype type, Rest... rest) {
   GridFile* f = grid_file(fh);
+  if (!f) return native(fh, buf, count, type, rest...);
   return gridmpi::on_file(function, fh, [&]() -> int {
-    const MPI_Offset offset = gridmpi::fetch_and_add(*f, gridmpi::etypes_of(fh, count, type));
-    return at(offset);
+    return at(fh, gridmpi::fetch_and_add(*f, gridmpi::etypes_of(fh, count, type)), buf, count, type, rest...);
   });
 }
 
-template <typename Count, typename Access>
-int ordered_access(const char* function, MPI_File fh, Count count, MPI_Datatype type, Access&& at_all) {
+template <typename Buffer, typename Count, typename... Rest>
+int ordered(const char* function, int (*native)(MPI_File, Buffer, Count, MPI_Datatype, Rest...),
+            int (*at_all)(MPI_File, MPI_Offset, Buffer, Count, MPI_Datatype, Rest...), MPI_File fh, Buffer buf, Count count,
+            MPI_Datatype type, Rest... rest) {
   GridFile* f = grid_file(fh);
+  if (!f) return native(fh, buf, count, type, rest...);
   return gridmpi::on_file(function, fh, [&]() -> int {
     const auto [base, before] = gridmpi::ordered_place(*f, gridmpi::etypes_of(fh, count, type));
-    return at_all(base + before);
+    return at_all(fh, base + before, buf, count, type, rest...);
   });
 }
 
 }  // namespace
 
-// Each of these is its explicit-offset form at the place the shared pointer gives.
-
 int GRIDMPI(File_read_shared)(MPI_File fh, void* buf, int count, MPI_Datatype type, MPI_Status* status) {
-  if (!grid_file(fh)) return PMPI_File_read_shared(fh, buf, count, type, status);
-  return shared_access("MPI_File_read_shared", fh, count, type, [&](MPI_Offset at) { return PMPI_File_read_at(fh, at, buf, count, type, status); });
+  return shared("MPI_File_read_shared", PMPI_File_read_shared, PMPI_File_read_at, fh, buf, count, type, status);
 }
-
 int GRIDMPI(File_write_shared)(MPI_File fh, const void* buf, int count, MPI_Datatype type, MPI_Status* status) {
-  if (!grid_file(fh)) return PMPI_File_write_shared(fh, buf, count, type, status);
-  return shared_access("MPI_File_write_shared", fh, count, type, [&](MPI_Offset at) { return PMPI_File_write_at(fh, at, buf, count, type, status); });
+  return shared("MPI_File_write_shared", PMPI_File_write_shared, PMPI_File_write_at, fh, buf, count, type, status);
 }
-
 int GRIDMPI(File_iread_shared)(MPI_File fh, void* buf, int count, MPI_Datatype type, MPI_Request* request) {
-  if (!grid_file(fh)) return PMPI_File_iread_shared(fh, buf, count, type, request);
-  return shared_access("MPI_File_iread_shared", fh, count, type, [&](MPI_Offset at) { return PMPI_File_iread_at(fh, at, buf, count, type, request); });
+  return shared("MPI_File_iread_shared", PMPI_File_iread_shared, PMPI_File_iread_at, fh, buf, count, type, request);
 }
-
 int GRIDMPI(File_iwrite_shared)(MPI_File fh, const void* buf, int count, MPI_Datatype type, MPI_Request* request) {
-  if (!grid_file(fh)) return PMPI_File_iwrite_shared(fh, buf, count, type, request);
-  return shared_access("MPI_File_iwrite_shared", fh, count, type, [&](MPI_Offset at) { return PMPI_File_iwrite_at(fh, at, buf, count, type, request); });
+  return shared("MPI_File_iwrite_shared", PMPI_File_iwrite_shared, PMPI_File_iwrite_at, fh, buf, count, type, request);
 }
-
 int GRIDMPI(File_read_shared_c)(MPI_File fh, void* buf, MPI_Count count, MPI_Datatype type, MPI_Status* status) {
-  if (!grid_file(fh)) return PMPI_File_read_shared_c(fh, buf, count, type, status);
-  return shared_access("MPI_File_read_shared_c", fh, count, type, [&](MPI_Offset at) { return PMPI_File_read_at_c(fh, at, buf, count, type, status); });
+  return shared("MPI_File_read_shared_c", PMPI_File_read_shared_c, PMPI_File_read_at_c, fh, buf, count, type, status);
 }
-
 int GRIDMPI(File_write_shared_c)(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype type, MPI_Status* status) {
-  if (!grid_file(fh)) return PMPI_File_write_shared_c(fh, buf, count, type, status);
-  return shared_access("MPI_File_write_shared_c", fh, count, type, [&](MPI_Offset at) { return PMPI_File_write_at_c(fh, at, buf, count, type, status); });
+  return shared("MPI_File_write_shared_c", PMPI_File_write_shared_c, PMPI_File_write_at_c, fh, buf, count, type, status);
 }
-
 int GRIDMPI(File_iread_shared_c)(MPI_File fh, void* buf, MPI_Count count, MPI_Datatype type, MPI_Request* request) {
-  if (!grid_file(fh)) return PMPI_File_iread_shared_c(fh, buf, count, type, request);
-  return shared_access("MPI_File_iread_shared_c", fh, count, type, [&](MPI_Offset at) { return PMPI_File_iread_at_c(fh, at, buf, count, type, request); });
+  return shared("MPI_File_iread_shared_c", PMPI_File_iread_shared_c, PMPI_File_iread_at_c, fh, buf, count, type, request);
 }
-
 int GRIDMPI(File_iwrite_shared_c)(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype type, MPI_Request* request) {
-  if (!grid_file(fh)) return PMPI_File_iwrite_shared_c(fh, buf, count, type, request);
-  return shared_access("MPI_File_iwrite_shared_c", fh, count, type, [&](MPI_Offset at) { return PMPI_File_iwrite_at_c(fh, at, buf, count, type, request); });
+  return shared("MPI_File_iwrite_shared_c", PMPI_File_iwrite_shared_c, PMPI_File_iwrite_at_c, fh, buf, count, type, request);
 }
-
 int GRIDMPI(File_read_ordered)(MPI_File fh, void* buf, int count, MPI_Datatype type, MPI_Status* status) {
-  if (!grid_file(fh)) return PMPI_File_read_ordered(fh, buf, count, type, status);
-  return ordered_access("MPI_File_read_ordered", fh, count, type, [&](MPI_Offset at) { return PMPI_File_read_at_all(fh, at, buf, count, type, status); });
+  return ordered("MPI_File_read_ordered", PMPI_File_read_ordered, PMPI_File_read_at_all, fh, buf, count, type, status);
 }
-
 int GRIDMPI(File_write_ordered)(MPI_File fh, const void* buf, int count, MPI_Datatype type, MPI_Status* status) {
-  if (!grid_file(fh)) return PMPI_File_write_ordered(fh, buf, count, type, status);
-  return ordered_access("MPI_File_write_ordered", fh, count, type, [&](MPI_Offset at) { return PMPI_File_write_at_all(fh, at, buf, count, type, status); });
+  return ordered("MPI_File_write_ordered", PMPI_File_write_ordered, PMPI_File_write_at_all, fh, buf, count, type, status);
 }
-
 int GRIDMPI(File_read_ordered_c)(MPI_File fh, void* buf, MPI_Count count, MPI_Datatype type, MPI_Status* status) {
-  if (!grid_file(fh)) return PMPI_File_read_ordered_c(fh, buf, count, type, status);
-  return ordered_access("MPI_File_read_ordered_c", fh, count, type, [&](MPI_Offset at) { return PMPI_File_read_at_all_c(fh, at, buf, count, type, status); });
+  return ordered("MPI_File_read_ordered_c", PMPI_File_read_ordered_c, PMPI_File_read_at_all_c, fh, buf, count, type, status);
 }
-
 int GRIDMPI(File_write_ordered_c)(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype type, MPI_Status* status) {
-  if (!grid_file(fh)) return PMPI_File_write_ordered_c(fh, buf, count, type, status);
-  return ordered_access("MPI_File_write_ordered_c", fh, count, type, [&](MPI_Offset at) { return PMPI_File_write_at_all_c(fh, at, buf, count, type, status); });
+  return ordered("MPI_File_write_ordered_c", PMPI_File_write_ordered_c, PMPI_File_write_at_all_c, fh, buf, count, type, status);
 }
-
 // Split ordered access: the place is taken at _begin; _end is the explicit-offset one's.
 int GRIDMPI(File_read_ordered_begin)(MPI_File fh, void* buf, int count, MPI_Datatype type) {
-  if (!grid_file(fh)) return PMPI_File_read_ordered_begin(fh, buf, count, type);
-  return ordered_access("MPI_File_read_ordered_begin", fh, count, type,
-                        [&](MPI_Offset at) { return PMPI_File_read_at_all_begin(fh, at, buf, count, type); });
+  return ordered("MPI_File_read_ordered_begin", PMPI_File_read_ordered_begin, PMPI_File_read_at_all_begin, fh, buf, count, type);
 }
 int GRIDMPI(File_write_ordered_begin)(MPI_File fh, const void* buf, int count, MPI_Datatype type) {
-  if (!grid_file(fh)) return PMPI_File_write_ordered_begin(fh, buf, count, type);
-  return ordered_access("MPI_File_write_ordered_begin", fh, count, type,
-                        [&](MPI_Offset at) { return PMPI_File_write_at_all_begin(fh, at, buf, count, type); });
+  return ordered("MPI_File_write_ordered_begin", PMPI_File_write_ordered_begin, PMPI_File_write_at_all_begin, fh, buf, count, type);
 }
 int GRIDMPI(File_read_ordered_begin_c)(MPI_File fh, void* buf, MPI_Count count, MPI_Datatype type) {
-  if (!grid_file(fh)) return PMPI_File_read_ordered_begin_c(fh, buf, count, type);
-  return ordered_access("MPI_File_read_ordered_begin_c", fh, count, type,
-                        [&](MPI_Offset at) { return PMPI_File_read_at_all_begin_c(fh, at, buf, count, type); });
+  return ordered("MPI_File_read_ordered_begin_c", PMPI_File_read_ordered_begin_c, PMPI_File_read_at_all_begin_c, fh, buf, count,
+                 type);
 }
 int GRIDMPI(File_write_ordered_begin_c)(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype type) {
-  if (!grid_file(fh)) return PMPI_File_write_ordered_begin_c(fh, buf, count, type);
-  return ordered_access("MPI_File_write_ordered_begin_c", fh, count, type,
-                        [&](MPI_Offset at) { return PMPI_File_write_at_all_begin_c(fh, at, buf, count, type); });
+  return ordered("MPI_File_write_ordered_begin_c", PMPI_File_write_ordered_begin_c, PMPI_File_write_at_all_begin_c, fh, buf,
+                 count, type);
 }
 int GRIDMPI(File_read_ordered_end)(MPI_File fh, void* buf, MPI_Status* status) {
   if (!grid_file(fh)) return PMPI_File_read_ordered_end(fh, buf, status);
