@@ -49,9 +49,7 @@ struct GridFile {
   MPI_Win pointer = MPI_WIN_NULL;  // the shared file pointer: one MPI_Offset (etypes) at rank 0
   MPI_Offset* pointer_memory = nullptr;
   bool first = false;              // this process is in the cluster of rank 0
-  bool delete_on_close = false;
   bool sequential = false;         // MPI_MODE_SEQUENTIAL (which ROMIO was not given)
-  std::string name;
 };
 std::map<MPI_File, GridFile> g_files;
 
@@ -228,9 +226,7 @@ int GRIDMPI(File_open)(MPI_Comm comm, const char* filename, int amode, MPI_Info 
     if (std::filesystem::path(gridmpi::without_driver(name)).is_relative())
       path = (std::filesystem::current_path() / gridmpi::without_driver(name)).lexically_normal().string();
     GridFile f;
-    f.name = name;
     f.first = gridmpi::in_this_cluster(g->impl->members.front());
-    f.delete_on_close = (amode & MPI_MODE_DELETE_ON_CLOSE) != 0;
     f.sequential = (amode & MPI_MODE_SEQUENTIAL) != 0;
     const int romio_amode = amode & ~MPI_MODE_SEQUENTIAL;
     const gridmpi::InfoFreed romio_info{gridmpi::without_write_buffering(info)};
