@@ -263,17 +263,22 @@ int GRIDMPI(File_close)(MPI_File* fh) {
   GridFile* f = grid_file(*fh);
   if (!f) return PMPI_File_close(fh);
   const MPI_File file = *fh;
-  return gridmpi::on_file("MPI_File_close", file, [&]() -> int {
+  // (An error of the layer's parts is raised once ROMIO's handle is closed: through
+  // MPI_FILE_NULL's handler, the file's being gone.)
+  return gridmpi::on_file("MPI_File_close", MPI_FILE_NULL, [&]() -> int {
     GridFile closing = std::move(*f);
     g_files.erase(file);
     // The other clusters close first: the file is deleted (MPI_MODE_DELETE_ON_CLOSE) by the
-    // first cluster's ROMIO only once no cluster has it open.
+    // first cluster's ROMIO only once no cluster has it open. ROMIO's handle is closed
+    // whatever becomes of the layer's parts (a cluster lost meanwhile fails the window's
+    // free): what this process wrote is in the file either way.
     int rc = MPI_SUCCESS;
     if (!closing.first) rc = PMPI_File_close(fh);
-    gridrt::detail::check_mpi(gridmpi_Win_free(&closing.pointer), "the shared file pointer's window");
+    const int freed = gridmpi_Win_free(&closing.pointer);
     if (closing.first) rc = PMPI_File_close(fh);
-    gridrt::detail::check_mpi(gridmpi_Comm_free(&closing.comm), "the file's communicator");
+    gridmpi_Comm_free(&closing.comm);
     *fh = MPI_FILE_NULL;
+    gridrt::detail::check_mpi(freed, "the shared file pointer's window");
     return rc;
   });
 }
