@@ -139,8 +139,9 @@ TEST(MpiLayer, OneSidedCommunicationInEverySynchronisationMode) { passes_everywh
 // MPI-IO across clusters on a file system that every cluster declares (<fileSystem>): one
 // file that every process writes and reads through views, ordered and shared pointers,
 // non-blocking and split collectives, atomic mode and MPI's error classes (and from Fortran), on two and
-// three clusters of unequal sizes and on the embedded grid (whose clusters share this
-// machine's files); and a file on no declared file system refused clearly.
+// three clusters of unequal sizes, on the embedded grid (whose clusters share this
+// machine's files) and with one cluster mounting the file system at another path; and a
+// file on no declared file system refused clearly.
 TEST(MpiLayer, OneFileThatEveryProcessReadsAndWritesAcrossClusters) {
   char made[] = "/tmp/gridrt-files-XXXXXX";
   ASSERT_NE(::mkdtemp(made), nullptr);
@@ -163,6 +164,20 @@ TEST(MpiLayer, OneFileThatEveryProcessReadsAndWritesAcrossClusters) {
         << g.what << "\n" << r.out << r.err;
   }
   passes(gridrun({"-n", "4", program, dir}), 4, "the embedded grid (3 and 1)");
+  // One file system that cluster c1 mounts elsewhere (here a symbolic link to the
+  // directory): its processes name the files by their own path.
+  const std::string elsewhere = dir + "-elsewhere";
+  std::filesystem::create_directory_symlink(dir, elsewhere);
+  const std::string mounts = ::testing::TempDir() + "/grid-mounted-elsewhere.xml";
+  std::ofstream(mounts) << "<grid>\n"
+                        << "<cluster name=\"c0\" site=\"A\" slots=\"2\"><relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>"
+                        << "<network nodes=\"private\" inbound=\"no\"/><launch>mpiexec -launcher fork -n {np}</launch>" << scratch
+                        << "</cluster>\n"
+                        << "<cluster name=\"c1\" site=\"B\" slots=\"1\"><relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>"
+                        << "<network nodes=\"private\" inbound=\"no\"/><launch>mpiexec -launcher fork -n {np}</launch>"
+                        << "<fileSystem name=\"scratch\" path=\"" << elsewhere << "\"/></cluster>\n</grid>\n";
+  passes(gridrun({"--grid", mounts, "-n", "3", program, dir, "in-c1", elsewhere}), 3, "c1 mounting the file system elsewhere");
+  std::filesystem::remove(elsewhere);
   const Grid unshared = grids().front();
   passes(run(unshared, program, {dir, "unshared"}), unshared.processes, "no file system declared");
   std::filesystem::remove_all(dir);

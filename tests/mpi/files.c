@@ -1,7 +1,9 @@
 /* MPI-IO on MPI_COMM_WORLD, whatever clusters it spans: one file that every process reads
- * and writes. files DIR [unshared]: the files are made in DIR (which must exist). With
- * "unshared", DIR is on no file system the grid declares shared by every cluster: opening
- * a file there across clusters must fail with MPI_ERR_UNSUPPORTED_OPERATION, naming it. */
+ * and writes. files DIR [unshared | in-c1 DIR1]: the files are made in DIR (which must
+ * exist). With "unshared", DIR is on no file system the grid declares shared by every
+ * cluster: opening a file there across clusters must fail with MPI_ERR_UNSUPPORTED_OPERATION,
+ * naming it. With "in-c1 DIR1", the processes of cluster c1 name the same directory DIR1
+ * (where c1 mounts the file system: MPI lets processes name one file differently). */
 #include <string.h>
 #include <unistd.h>
 
@@ -301,6 +303,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const char* dir = argv[1];
+  const char* cluster = getenv("GRIDRT_CLUSTER");
+  if (argc > 3 && strcmp(argv[2], "in-c1") == 0 && cluster && strcmp(cluster, "c1") == 0) dir = argv[3];
   if (argc > 2 && strcmp(argv[2], "unshared") == 0) {
     MPI_File fh = MPI_FILE_NULL;
     const int rc = MPI_File_open(MPI_COMM_WORLD, in_dir(dir, "x.dat"), MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh);
