@@ -102,6 +102,11 @@ std::uint64_t hash_of(const std::string& s) {
   return h ? h : 1;
 }
 
+// ROMIO's error of the open, its handler run by ROMIO, said again naming the file.
+int romio_open_error(int rc, const std::string& name) {
+  return error_code(gridrt::detail::mpi_error_class(rc), "MPI_File_open: '" + name + "': " + gridrt::detail::mpi_error_text(rc));
+}
+
 // The largest error class of the processes of `comm` (0: none failed).
 int worst_class(MPI_Comm comm, int rc) {
   int mine = MPI_SUCCESS, worst = MPI_SUCCESS;
@@ -237,7 +242,7 @@ int GRIDMPI(File_open)(MPI_Comm comm, const char* filename, int amode, MPI_Info 
     if (f.first) rc = PMPI_File_open(comm, path.c_str(), romio_amode, romio_info.info, fh);
     if (amode & MPI_MODE_EXCL)
       if (const int first_class = gridmpi::worst_class(comm, rc)) {
-        if (f.first) return rc;  // (ROMIO's own code, its handler run)
+        if (f.first) return gridmpi::romio_open_error(rc, name);
         throw gridrt::ArgumentError("'" + name + "': " + gridrt::detail::mpi_error_text(first_class) + " (in the cluster of rank 0)",
                                     first_class);
       }
@@ -251,7 +256,7 @@ int GRIDMPI(File_open)(MPI_Comm comm, const char* filename, int amode, MPI_Info 
       if (*fh != MPI_FILE_NULL) PMPI_File_close(fh);
       gridmpi_Win_free(&f.pointer);
       gridmpi_Comm_free(&f.comm);
-      if (rc != MPI_SUCCESS) return rc;
+      if (rc != MPI_SUCCESS) return gridmpi::romio_open_error(rc, name);
       throw gridrt::ArgumentError("'" + name + "': " + gridrt::detail::mpi_error_text(other_class) + " (in another cluster)", other_class);
     }
     g_files.emplace(*fh, std::move(f));

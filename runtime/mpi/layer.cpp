@@ -265,6 +265,8 @@ int fail_window(MPI_Win win, int error_class, const std::string& what) {
   return code;
 }
 
+int error_code(int error_class, const std::string& what) { return code_for(error_class, what); }
+
 int fail_file(MPI_File file, int error_class, const std::string& what) {
   MPI_Errhandler h = MPI_ERRORS_RETURN;  // (MPI_FILE_NULL's, unless the program set another)
   PMPI_File_get_errhandler(file, &h);

@@ -149,7 +149,10 @@ int call(const char* function, MPI_Comm comm, F&& body) {
   return reporting(function, [comm](int error_class, const std::string& what) { return fail(comm, error_class, what); },
                    std::forward<F>(body));
 }
-// The same for a file, through its error handler (MPI_FILE_NULL's for MPI_File_open).
+// An error code of `error_class` whose MPI_Error_string is `what`, no handler run (for an
+// error whose handler has run already).
+int error_code(int error_class, const std::string& what);
+// The same as fail() for a file, through its error handler (MPI_FILE_NULL's for MPI_File_open).
 int fail_file(MPI_File file, int error_class, const std::string& what);
 // MPI_ERR_COMM for a handle that is no communicator.
 int bad_comm(const char* function);

@@ -280,6 +280,10 @@ static void errors(const char* dir, int rank) {
   MPI_File fh = MPI_FILE_NULL;
   int rc = MPI_File_open(MPI_COMM_WORLD, in_dir(dir, "missing.dat"), MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
   CHECK(error_class(rc) == MPI_ERR_NO_SUCH_FILE, "opening a missing file: class %d", error_class(rc));
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(rc, text, &length);
+  CHECK(strstr(text, "missing.dat") != NULL, "the error does not name the file: %s", text);
   CHECK(fh == MPI_FILE_NULL, "a failed open gave a handle");
   rc = MPI_File_open(MPI_COMM_WORLD, in_dir(dir, "array.dat"), MPI_MODE_RDONLY | MPI_MODE_RDWR, MPI_INFO_NULL, &fh);
   CHECK(error_class(rc) == MPI_ERR_AMODE, "MPI_MODE_RDONLY | MPI_MODE_RDWR: class %d", error_class(rc));
