@@ -145,8 +145,8 @@ Grid parse(const XmlFile& f) {
     for (pugi::xml_node fs : c.children("fileSystem")) {
       ClusterDesc::FileSystem m{f.attribute(fs, "name"), f.attribute(fs, "path")};
       // (the processes are told them as NAME=PATH;...: neither may hold what separates them)
-      if (m.name.empty() || m.name.find_first_of("=;") != std::string::npos)
-        f.fail(fs, "fileSystem name '" + m.name + "' must be a non-empty word without '=' or ';'");
+      if (m.name.find_first_of("=;") != std::string::npos)  // (attribute() refuses an empty one)
+        f.fail(fs, "fileSystem name '" + m.name + "' must not contain '=' or ';'");
       if (m.path.front() != '/' || m.path.find(';') != std::string::npos)
         f.fail(fs, "fileSystem path '" + m.path + "' must be an absolute path without ';'");
       m.path = std::filesystem::path(m.path).lexically_normal().string();

@@ -251,7 +251,7 @@ TEST(Grid, BadInputs) {
   expect_error(grid_error(cluster("name=\"x\" slots=\"1\"", relay, launch + "<fileSystem name=\"gpfs\" path=\"gpfs\"/>")), "grid.xml:5:5",
                "<fileSystem>", "fileSystem path 'gpfs' must be an absolute path");
   expect_error(grid_error(cluster("name=\"x\" slots=\"1\"", relay, launch + "<fileSystem name=\"a;b\" path=\"/g\"/>")), "grid.xml:5:5",
-               "<fileSystem>", "must be a non-empty word without '=' or ';'");
+               "<fileSystem>", "must not contain '=' or ';'");
   expect_error(grid_error(cluster("name=\"x\" slots=\"1\"", relay, launch + "<fileSystem path=\"/g\"/>")), "grid.xml:5:5",
                "<fileSystem>", "missing attribute name");
   expect_error(grid_error(cluster("name=\"x\" slots=\"1\"", relay,

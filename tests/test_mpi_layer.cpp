@@ -37,16 +37,26 @@ Outcome run(const Grid& g, const std::string& program, const std::vector<std::st
   return gridrun(argv);
 }
 
+// A run of one of the test programs (whose report starts "PROGRAM: ") passed its checks on
+// `processes` processes; `what` says where it ran.
+void passed(const Outcome& r, const std::string& program, int processes, const std::string& what) {
+  EXPECT_EQ(r.status, 0) << what << "\n" << r.out << r.err;
+  EXPECT_NE(r.out.find(program + ": "), std::string::npos) << what << "\n" << r.out << r.err;
+  EXPECT_NE(r.out.find(" checks passed on " + std::to_string(processes) + " processes"), std::string::npos)
+      << what << "\n" << r.out << r.err;
+}
+
 // Runs tests/mpi/`program` on every grid; it must pass its checks everywhere.
 void passes_everywhere(const std::string& program, const std::vector<std::string>& args = {}) {
-  for (const Grid& g : grids()) {
-    const Outcome r = run(g, kMpiTests + "/mpi_" + program, args);
-    EXPECT_EQ(r.status, 0) << g.what << "\n" << r.out << r.err;
-    EXPECT_NE(r.out.find(program + ": "), std::string::npos) << g.what << "\n" << r.out << r.err;
-    EXPECT_NE(r.out.find(" checks passed on " + std::to_string(g.processes) + " processes"), std::string::npos)
-        << g.what << "\n" << r.out << r.err;
-  }
+  for (const Grid& g : grids()) passed(run(g, kMpiTests + "/mpi_" + program, args), program, g.processes, g.what);
   expect_nothing_left();
+}
+
+// Two grids of the programs' kind whose clusters all declare `dir` one file system.
+std::vector<Grid> grids_sharing(const std::string& dir, const std::string& tag) {
+  const std::string scratch = "<fileSystem name=\"scratch\" path=\"" + dir + "\"/>";
+  return {{grid_with_sites({{"A", 2}, {"B", 1}}, scratch, tag), 3, "2 clusters of 2 and 1"},
+          {grid_with_sites({{"A", 1}, {"B", 2}, {"C", 2}}, scratch, tag), 5, "3 clusters of 1, 2 and 2"}};
 }
 
 // Sets an environment variable for the scope (gridrun's embedded grid passes its
@@ -147,23 +157,11 @@ TEST(MpiLayer, OneFileThatEveryProcessReadsAndWritesAcrossClusters) {
   ASSERT_NE(::mkdtemp(made), nullptr);
   const std::string dir = made;
   const std::string program = kMpiTests + "/mpi_files";
-  const std::string scratch = "<fileSystem name=\"scratch\" path=\"" + dir + "\"/>";
-  const std::vector<Grid> shared = {{grid_with_sites({{"A", 2}, {"B", 1}}, scratch, "-scratch"), 3, "2 clusters of 2 and 1"},
-                                    {grid_with_sites({{"A", 1}, {"B", 2}, {"C", 2}}, scratch, "-scratch"), 5, "3 clusters of 1, 2 and 2"}};
-  const auto passes = [](const Outcome& r, int processes, const std::string& what) {
-    EXPECT_EQ(r.status, 0) << what << "\n" << r.out << r.err;
-    EXPECT_NE(r.out.find("files: "), std::string::npos) << what << "\n" << r.out << r.err;
-    EXPECT_NE(r.out.find(" checks passed on " + std::to_string(processes) + " processes"), std::string::npos)
-        << what << "\n" << r.out << r.err;
-  };
-  for (const Grid& g : shared) {
-    passes(run(g, program, {dir}), g.processes, g.what);
-    const Outcome r = run(g, kMpiTests + "/mpi_fortran_io", {dir});  // (Fortran: use mpi)
-    EXPECT_EQ(r.status, 0) << g.what << "\n" << r.out << r.err;
-    EXPECT_NE(r.out.find("fortran_io: checks passed on " + std::to_string(g.processes) + " processes"), std::string::npos)
-        << g.what << "\n" << r.out << r.err;
+  for (const Grid& g : grids_sharing(dir, "-scratch")) {
+    passed(run(g, program, {dir}), "files", g.processes, g.what);
+    passed(run(g, kMpiTests + "/mpi_fortran_io", {dir}), "fortran_io", g.processes, g.what);  // (Fortran: use mpi)
   }
-  passes(gridrun({"-n", "4", program, dir}), 4, "the embedded grid (3 and 1)");
+  passed(gridrun({"-n", "4", program, dir}), "files", 4, "the embedded grid (3 and 1)");
   // One file system that cluster c1 mounts elsewhere (here a symbolic link to the
   // directory): its processes name the files by their own path.
   const std::string elsewhere = dir + "-elsewhere";
@@ -171,15 +169,16 @@ TEST(MpiLayer, OneFileThatEveryProcessReadsAndWritesAcrossClusters) {
   const std::string mounts = ::testing::TempDir() + "/grid-mounted-elsewhere.xml";
   std::ofstream(mounts) << "<grid>\n"
                         << "<cluster name=\"c0\" site=\"A\" slots=\"2\"><relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>"
-                        << "<network nodes=\"private\" inbound=\"no\"/><launch>mpiexec -launcher fork -n {np}</launch>" << scratch
+                        << "<network nodes=\"private\" inbound=\"no\"/><launch>mpiexec -launcher fork -n {np}</launch>"
+                        << "<fileSystem name=\"scratch\" path=\"" << dir << "\"/>"
                         << "</cluster>\n"
                         << "<cluster name=\"c1\" site=\"B\" slots=\"1\"><relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>"
                         << "<network nodes=\"private\" inbound=\"no\"/><launch>mpiexec -launcher fork -n {np}</launch>"
                         << "<fileSystem name=\"scratch\" path=\"" << elsewhere << "\"/></cluster>\n</grid>\n";
-  passes(gridrun({"--grid", mounts, "-n", "3", program, dir, "in-c1", elsewhere}), 3, "c1 mounting the file system elsewhere");
+  passed(gridrun({"--grid", mounts, "-n", "3", program, dir, "in-c1", elsewhere}), "files", 3, "c1 mounting the file system elsewhere");
   std::filesystem::remove(elsewhere);
   const Grid unshared = grids().front();
-  passes(run(unshared, program, {dir, "unshared"}), unshared.processes, "no file system declared");
+  passed(run(unshared, program, {dir, "unshared"}), "files", unshared.processes, "no file system declared");
   std::filesystem::remove_all(dir);
   expect_nothing_left();
 }
@@ -201,17 +200,11 @@ TEST(MpiLayer, AParallelHdf5ProgramWritesTheFileMpichAloneWrites) {
             0)
       << shell("cat " + dir + "/build.log");
   const auto dump = [&](const std::string& file) { return shell("h5dump " + file + " | tail -n +2"); };  // (not the name)
-  const std::string scratch = "<fileSystem name=\"scratch\" path=\"" + dir + "\"/>";
-  const std::vector<Grid> shared = {{grid_with_sites({{"A", 2}, {"B", 1}}, scratch, "-hdf5"), 3, "2 clusters of 2 and 1"},
-                                    {grid_with_sites({{"A", 1}, {"B", 2}, {"C", 2}}, scratch, "-hdf5"), 5, "3 clusters of 1, 2 and 2"}};
-  for (const Grid& g : shared) {
+  for (const Grid& g : grids_sharing(dir, "-hdf5")) {
     const std::string n = std::to_string(g.processes);
     const std::string alone = shell("timeout 60 mpiexec.mpich -n " + n + " " + program + " " + dir + "/alone" + n + ".h5 2>&1");
     EXPECT_NE(alone.find("checks passed on " + n + " processes"), std::string::npos) << alone;
-    const Outcome r = run(g, program, {dir + "/grid" + n + ".h5"});
-    EXPECT_EQ(r.status, 0) << g.what << "\n" << r.out << r.err;
-    EXPECT_NE(r.out.find("hdf5: "), std::string::npos) << g.what << "\n" << r.out << r.err;
-    EXPECT_NE(r.out.find(" checks passed on " + n + " processes"), std::string::npos) << g.what << "\n" << r.out << r.err;
+    passed(run(g, program, {dir + "/grid" + n + ".h5"}), "hdf5", g.processes, g.what);
     const std::string expected = dump(dir + "/alone" + n + ".h5");
     EXPECT_NE(expected.find("DATASET \"values\""), std::string::npos) << expected;
     EXPECT_EQ(dump(dir + "/grid" + n + ".h5"), expected) << g.what;

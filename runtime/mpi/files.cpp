@@ -29,8 +29,6 @@
 //     the shared pointer here is made of, so ROMIO opens it without and the layer gives
 //     the mode back (MPI_File_get_amode); MPI_DISPLACEMENT_CURRENT in a view is the byte
 //     where the grid's shared pointer stands.
-#include <unistd.h>
-
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -47,7 +45,7 @@ namespace {
 struct GridFile {
   MPI_Comm comm = MPI_COMM_NULL;  // the layer's duplicate of the communicator it was opened on
   MPI_Win pointer = MPI_WIN_NULL;  // the shared file pointer: one MPI_Offset (etypes) at rank 0
-  MPI_Offset* pointer_memory = nullptr;
+  MPI_Count etype_bytes = 1;       // the view's etype (MPI_BYTE until MPI_File_set_view), which the pointer counts
   bool first = false;              // this process is in the cluster of rank 0
   bool sequential = false;         // MPI_MODE_SEQUENTIAL (which ROMIO was not given)
 };
@@ -67,12 +65,17 @@ std::string without_driver(const std::string& name) {
   return name;
 }
 
-// Where `name` lies: "FILESYSTEM:path inside it" for the longest of this cluster's file
-// systems that holds it, "" for none. A relative name is this process's working directory's.
-std::string place_of(const std::string& name) {
+// The file a name means on this process: without ROMIO's driver prefix, and made absolute
+// (a relative name is the working directory's, which differs between clusters).
+std::filesystem::path absolute_name(const std::string& name) {
   std::filesystem::path p(without_driver(name));
   if (p.is_relative()) p = std::filesystem::current_path() / p;
-  p = p.lexically_normal();
+  return p.lexically_normal();
+}
+
+// Where the file `p` (absolute) lies: "FILESYSTEM:path inside it" for the longest of this
+// cluster's file systems that holds it, "" for none.
+std::string place_of(const std::filesystem::path& p) {
   const char* declared = std::getenv("GRIDRT_FILE_SYSTEMS");
   std::string best_name, best_inside;
   std::size_t best_length = 0;
@@ -109,9 +112,9 @@ int romio_open_error(int rc, const std::string& name) {
 
 // The largest error class of the processes of `comm` (0: none failed).
 int worst_class(MPI_Comm comm, int rc) {
-  int mine = MPI_SUCCESS, worst = MPI_SUCCESS;
-  if (rc != MPI_SUCCESS) PMPI_Error_class(rc, &mine);
-  gridrt::detail::check_mpi(gridmpi_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, comm), "the open's agreement");
+  const int mine = rc == MPI_SUCCESS ? MPI_SUCCESS : gridrt::detail::mpi_error_class(rc);
+  int worst = MPI_SUCCESS;
+  gridrt::detail::check_mpi(gridmpi_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, comm), "the agreement across clusters");
   return worst;
 }
 
@@ -134,10 +137,10 @@ struct InfoFreed {
 void make_shared_pointer(GridFile& f) {
   const int rank = grid(f.comm)->rank();
   const MPI_Aint bytes = rank == 0 ? static_cast<MPI_Aint>(sizeof(MPI_Offset)) : 0;
-  gridrt::detail::check_mpi(
-      gridmpi_Win_allocate(bytes, sizeof(MPI_Offset), MPI_INFO_NULL, f.comm, &f.pointer_memory, &f.pointer),
-      "the shared file pointer's window");
-  if (rank == 0) *f.pointer_memory = 0;  // (before anyone uses it: the open's agreement comes after)
+  MPI_Offset* memory = nullptr;
+  gridrt::detail::check_mpi(gridmpi_Win_allocate(bytes, sizeof(MPI_Offset), MPI_INFO_NULL, f.comm, &memory, &f.pointer),
+                            "the shared file pointer's window");
+  if (rank == 0) *memory = 0;  // (before anyone uses it: the open's agreement comes after)
 }
 
 // Moves the shared file pointer by `etypes` and returns where it was (MPI_NO_OP: reads it).
@@ -157,21 +160,10 @@ void set_shared_pointer(GridFile& f, MPI_Offset etypes) {
 
 // How many etypes of the file's view `count` elements of `type` make (MPI: a whole number).
 template <typename Count>
-MPI_Offset etypes_of(MPI_File fh, Count count, MPI_Datatype type) {
-  MPI_Offset disp = 0;
-  MPI_Datatype etype = MPI_DATATYPE_NULL, filetype = MPI_DATATYPE_NULL;
-  char representation[MPI_MAX_DATAREP_STRING];
-  gridrt::detail::check_mpi(PMPI_File_get_view(fh, &disp, &etype, &filetype, representation), "the file's view");
-  MPI_Count etype_bytes = 0, type_bytes = 0;
-  PMPI_Type_size_x(etype, &etype_bytes);
+MPI_Offset etypes_of(const GridFile& f, Count count, MPI_Datatype type) {
+  MPI_Count type_bytes = 0;
   PMPI_Type_size_x(type, &type_bytes);
-  for (MPI_Datatype* t : {&etype, &filetype}) {
-    int ints = 0, addresses = 0, types = 0, combiner = MPI_COMBINER_NAMED;
-    PMPI_Type_get_envelope(*t, &ints, &addresses, &types, &combiner);
-    if (combiner != MPI_COMBINER_NAMED) PMPI_Type_free(t);  // (get_view's copies of derived types are ours)
-  }
-  if (etype_bytes <= 0) return 0;
-  return static_cast<MPI_Offset>(static_cast<MPI_Count>(count) * type_bytes / etype_bytes);
+  return f.etype_bytes > 0 ? static_cast<MPI_Offset>(static_cast<MPI_Count>(count) * type_bytes / f.etype_bytes) : 0;
 }
 
 // Runs `body` for a grid file, reporting what it throws through the file's error handler.
@@ -211,12 +203,13 @@ using gridmpi::GridFile;
 int GRIDMPI(File_open)(MPI_Comm comm, const char* filename, int amode, MPI_Info info, MPI_File* fh) {
   gridmpi::GridComm* g = gridmpi::grid(comm);
   if (!g || g->inter()) return PMPI_File_open(comm, filename, amode, info, fh);
-  const std::string function = "MPI_File_open";
   const std::string name = filename ? filename : "";
-  return gridmpi::on_file(function.c_str(), MPI_FILE_NULL, [&]() -> int {
+  return gridmpi::on_file("MPI_File_open", MPI_FILE_NULL, [&]() -> int {
     *fh = MPI_FILE_NULL;
     // Every process must find the file on one file system that its cluster mounts.
-    const std::uint64_t mine = gridmpi::hash_of(gridmpi::place_of(name));
+    const std::filesystem::path absolute = gridmpi::absolute_name(name);
+    const std::string place = gridmpi::place_of(absolute);
+    const std::uint64_t mine = gridmpi::hash_of(place);
     std::uint64_t in[2] = {mine, ~mine}, out[2] = {0, 0};
     gridrt::detail::check_mpi(gridmpi_Allreduce(in, out, 2, MPI_UINT64_T, MPI_MAX, comm), "the open's agreement");
     if (out[0] == 0 || out[0] != ~out[1])
@@ -224,12 +217,10 @@ int GRIDMPI(File_open)(MPI_Comm comm, const char* filename, int amode, MPI_Info 
           "'" + name +
               "' is not on a file system that every cluster of the communicator mounts (declare the clusters' shared file "
               "systems with <fileSystem> in the grid description; here: " +
-              (mine ? gridmpi::place_of(name) : std::string("on none of this cluster's")) + ")",
+              (mine ? place : std::string("on none of this cluster's")) + ")",
           MPI_ERR_UNSUPPORTED_OPERATION);
-    // A relative name is the working directory's, which differs between clusters.
-    std::string path = name;
-    if (std::filesystem::path(gridmpi::without_driver(name)).is_relative())
-      path = (std::filesystem::current_path() / gridmpi::without_driver(name)).lexically_normal().string();
+    // ROMIO is given the absolute name, with the driver prefix the program chose.
+    const std::string path = name.substr(0, name.size() - gridmpi::without_driver(name).size()) + absolute.string();
     GridFile f;
     f.first = gridmpi::in_this_cluster(g->impl->members.front());
     f.sequential = (amode & MPI_MODE_SEQUENTIAL) != 0;
@@ -328,6 +319,7 @@ int GRIDMPI(File_set_view)(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI
     const gridmpi::InfoFreed romio_info{gridmpi::without_write_buffering(info)};
     const int rc = PMPI_File_set_view(fh, disp, etype, filetype, datarep, romio_info.info);
     if (rc != MPI_SUCCESS) return rc;
+    PMPI_Type_size_x(etype, &f->etype_bytes);
     if (rank0) gridmpi::set_shared_pointer(*f, 0);
     gridrt::detail::check_mpi(gridmpi_Barrier(f->comm), "the shared file pointer");
     return MPI_SUCCESS;
@@ -348,7 +340,7 @@ int shared(const char* function, int (*native)(MPI_File, Buffer, Count, MPI_Data
   GridFile* f = grid_file(fh);
   if (!f) return native(fh, buf, count, type, rest...);
   return gridmpi::on_file(function, fh, [&]() -> int {
-    return at(fh, gridmpi::fetch_and_add(*f, gridmpi::etypes_of(fh, count, type)), buf, count, type, rest...);
+    return at(fh, gridmpi::fetch_and_add(*f, gridmpi::etypes_of(*f, count, type)), buf, count, type, rest...);
   });
 }
 
@@ -359,7 +351,7 @@ int ordered(const char* function, int (*native)(MPI_File, Buffer, Count, MPI_Dat
   GridFile* f = grid_file(fh);
   if (!f) return native(fh, buf, count, type, rest...);
   return gridmpi::on_file(function, fh, [&]() -> int {
-    const auto [base, before] = gridmpi::ordered_place(*f, gridmpi::etypes_of(fh, count, type));
+    const auto [base, before] = gridmpi::ordered_place(*f, gridmpi::etypes_of(*f, count, type));
     return at_all(fh, base + before, buf, count, type, rest...);
   });
 }

@@ -294,6 +294,12 @@ static void errors(const char* dir, int rank) {
                      MPI_INFO_NULL, &fh);
   CHECK(rc == MPI_SUCCESS, "MPI_MODE_EXCL on a new file: class %d", error_class(rc));
   if (rc == MPI_SUCCESS) MPI_File_close(&fh);
+  /* ROMIO's driver prefix before the name. */
+  char prefixed[4200];
+  snprintf(prefixed, sizeof prefixed, "ufs:%s", in_dir(dir, "exclusive.dat"));
+  rc = MPI_File_open(MPI_COMM_WORLD, prefixed, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
+  CHECK(rc == MPI_SUCCESS, "opening %s: class %d", prefixed, error_class(rc));
+  if (rc == MPI_SUCCESS) MPI_File_close(&fh);
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) CHECK(MPI_File_delete(in_dir(dir, "exclusive.dat"), MPI_INFO_NULL) == MPI_SUCCESS, "MPI_File_delete");
 }
