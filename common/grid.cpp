@@ -210,16 +210,16 @@ Grid parse_grid(const std::string& source, const std::string& text) {
   return parse(f);
 }
 
-std::string default_grid_xml(int clusters, int slots) {
+std::string default_grid_xml(int clusters, int slots, bool shared_files) {
   std::ostringstream os;
   os << "<grid name=\"embedded\">\n";
   for (int i = 0; i < clusters; ++i) {
     os << "  <cluster name=\"c" << i << "\" site=\"site" << i << "\" slots=\"" << slots << "\">\n"
        << "    <relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>\n"
        << "    <network nodes=\"private\" inbound=\"no\"/>\n"
-       << "    <launch>mpiexec -launcher fork -n {np}</launch>\n"
-       << "    <fileSystem name=\"this-machine\" path=\"/\"/>\n"  // (every cluster here sees the machine's files)
-       << "  </cluster>\n";
+       << "    <launch>mpiexec -launcher fork -n {np}</launch>\n";
+    if (shared_files) os << "    <fileSystem name=\"this-machine\" path=\"/\"/>\n";  // (every cluster here sees the machine's files)
+    os << "  </cluster>\n";
   }
   os << "</grid>\n";
   return os.str();

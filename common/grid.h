@@ -83,7 +83,7 @@ Grid parse_grid(const std::string& source, const std::string& text);
 // mpiexec with the fork launcher. Nodes are declared private, so that cross-cluster traffic
 // goes through the relays as it would between real firewalled sites (and through whatever
 // sits between the relays, such as a WAN emulator); a --grid file can declare otherwise.
-std::string default_grid_xml(int clusters = 2, int slots = 3);
+std::string default_grid_xml(int clusters = 2, int slots = 3, bool shared_files = true);
 
 // A cluster able to take part of a job: its description plus where its relay really listens.
 struct ClusterOffer {

@@ -74,6 +74,10 @@ Grid options:
   --clusters C         the default grid with C clusters (each its own site) ...
   --ranks-per-cluster R
                        ... of R slots each (defaults 2 and 3)
+  --unshared-files     the default grid's clusters declare no file system they share:
+                       a file a job opens across clusters then lives in one cluster (rank
+                       0's, or the one its info key gridrt_file_cluster names) and the
+                       others reach it through the relays (docs/mpi.md, "Files")
   --emulate-wan DELAY[,RATE]
                        test facility: relay links between sites (every cluster of
                        the default grid is a site) cross an emulated WAN line, DELAY
@@ -240,6 +244,7 @@ int main(int argc, char** argv) {
   SubmitOptions sub;
   bool dry_run = false;
   std::string clusters, ranks_per_cluster, timeout;
+  bool unshared_files = false;
   std::vector<std::pair<std::string, std::string>> emulate_wan;  // the --emulate-wan* options, in order
   if (const char* t = std::getenv("MPIEXEC_TIMEOUT")) {  // as mpiexec takes it; gridrun keeps the time, not mpiexec
     timeout = t;
@@ -319,6 +324,8 @@ int main(int argc, char** argv) {
       clusters = value();
     } else if (a == "--ranks-per-cluster") {
       ranks_per_cluster = value();
+    } else if (a == "--unshared-files") {
+      unshared_files = true;
     } else if (is_wan_option(a)) {
       emulate_wan.emplace_back(a, value());
     } else if (a == "--broker") {
@@ -347,9 +354,10 @@ int main(int argc, char** argv) {
   if (!embedded && (sub.creds.cert.empty() || sub.creds.key.empty() || sub.creds.ca.empty()))
     usage_error("--broker needs --cert, --key and --ca");
   if (!embedded && !grid_path.empty()) usage_error("--grid describes the embedded grid; it cannot go with --broker");
-  const bool sized = !clusters.empty() || !ranks_per_cluster.empty();
+  const bool sized = !clusters.empty() || !ranks_per_cluster.empty() || unshared_files;
   if (sized && (!embedded || !grid_path.empty()))
-    usage_error("--clusters and --ranks-per-cluster size the default embedded grid; they cannot go with --grid or --broker");
+    usage_error("--clusters, --ranks-per-cluster and --unshared-files shape the default embedded grid; they cannot go with --grid or "
+                "--broker");
   if (!timeout.empty()) sub.timeout_s = positive_number("--timeout (or MPIEXEC_TIMEOUT)", timeout, 31'536'000);
   const int num_clusters = clusters.empty() ? 2 : positive_number("--clusters", clusters, 64);
   const int slots_per_cluster = ranks_per_cluster.empty() ? 3 : positive_number("--ranks-per-cluster", ranks_per_cluster, 1024);
@@ -375,7 +383,7 @@ int main(int argc, char** argv) {
     Grid grid;
     if (embedded) {
       if (grid_path.empty()) {
-        grid_xml = default_grid_xml(num_clusters, slots_per_cluster);
+        grid_xml = default_grid_xml(num_clusters, slots_per_cluster, !unshared_files);
         grid = parse_grid("embedded default grid", grid_xml);
       } else {
         std::ifstream in(grid_path);

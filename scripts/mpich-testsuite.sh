@@ -5,11 +5,13 @@
 # clusters is gridrt's. Not part of the test command: it fetches and builds a few hundred
 # programs and runs for tens of minutes.
 #
-#   scripts/mpich-testsuite.sh [DIRS] [TIMEOUT] [--grid-only]
+#   scripts/mpich-testsuite.sh [DIRS] [TIMEOUT] [--grid-only] [--unshared-files]
 #     DIRS     test directories of test/mpi, comma-separated (pt2pt,coll,comm,group,attr,
 #              errhan,init,topo,basic by default)
 #     TIMEOUT  seconds per test (default 60)
 #     --grid-only  each test across clusters only, not under MPICH alone too (half the time)
+#     --unshared-files  the clusters share no file system: every file lives in the cluster
+#              of rank 0 and the other cluster's processes are served from there (io)
 #
 # Needs the build (scripts/build.sh) and Debian's source packages: a deb-src entry is added
 # under /etc/apt/sources.list.d when apt has none. Results: build/mpich-testsuite/results/.
@@ -48,4 +50,4 @@ for d in ${dirs//,/ }; do
   make -k -C "$d" >"$work/make-$d.log" 2>&1 || true  # (a test that does not build is reported as such)
 done
 exec python3 "$root/scripts/mpich_testsuite.py" --suite "$suite" --gridrun "$root/build/bin/gridrun" --dirs "$dirs" \
-  --timeout "$timeout" --results "$work/results" ${3:+"$3"}
+  --timeout "$timeout" --results "$work/results" "${@:3}"

@@ -53,6 +53,8 @@ def main():
     ap.add_argument("--timeout", type=int, default=60)
     ap.add_argument("--results", required=True)
     ap.add_argument("--grid-only", action="store_true", help="run each test across clusters only, not under MPICH alone too")
+    ap.add_argument("--unshared-files", action="store_true",
+                    help="the clusters share no file system: each file lives in rank 0's cluster (gridrun --unshared-files)")
     a = ap.parse_args()
     os.makedirs(a.results, exist_ok=True)
     summary = open(os.path.join(a.results, "summary.txt"), "w")
@@ -67,7 +69,8 @@ def main():
             else:
                 env = dict(os.environ, **extra)
                 per_cluster = str(max(1, (n + 1) // 2))
-                grid = run([a.gridrun, "--ranks-per-cluster", per_cluster, "-n", str(n), exe] + args, os.path.dirname(exe), env, a.timeout)
+                unshared = ["--unshared-files"] if a.unshared_files else []
+                grid = run([a.gridrun, "--ranks-per-cluster", per_cluster] + unshared + ["-n", str(n), exe] + args, os.path.dirname(exe), env, a.timeout)
                 if a.grid_only:
                     alone = (True, "not run", 0.0)
                     verdict = "pass" if grid[0] else "FAIL across clusters (MPICH alone not run)"

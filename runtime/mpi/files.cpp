@@ -29,32 +29,37 @@
 //     the shared pointer here is made of, so ROMIO opens it without and the layer gives
 //     the mode back (MPI_File_get_amode); MPI_DISPLACEMENT_CURRENT in a view is the byte
 //     where the grid's shared pointer stands.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "layer.h"
+#include "files.h"
 #include "mpi_error.h"
 
 namespace gridmpi {
-namespace {
 
-// A file open across clusters.
-struct GridFile {
-  MPI_Comm comm = MPI_COMM_NULL;  // the layer's duplicate of the communicator it was opened on
-  MPI_Win pointer = MPI_WIN_NULL;  // the shared file pointer: one MPI_Offset (etypes) at rank 0
-  MPI_Count etype_bytes = 1;       // the view's etype (MPI_BYTE until MPI_File_set_view), which the pointer counts
-  bool first = false;              // this process is in the cluster of rank 0
-  bool sequential = false;         // MPI_MODE_SEQUENTIAL (which ROMIO was not given)
-};
 std::map<MPI_File, GridFile> g_files;
 
 GridFile* grid_file(MPI_File fh) {
   const auto it = g_files.find(fh);
   return it == g_files.end() ? nullptr : &it->second;
 }
+
+int worst_class(MPI_Comm comm, int rc) {
+  const int mine = rc == MPI_SUCCESS ? MPI_SUCCESS : gridrt::detail::mpi_error_class(rc);
+  int worst = MPI_SUCCESS;
+  gridrt::detail::check_mpi(gridmpi_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, comm), "the agreement across clusters");
+  return worst;
+}
+
+namespace {
 
 // The prefixes ROMIO takes before a file name to choose its driver ("ufs:/path").
 std::string without_driver(const std::string& name) {
@@ -110,14 +115,6 @@ int romio_open_error(int rc, const std::string& name) {
   return error_code(gridrt::detail::mpi_error_class(rc), "MPI_File_open: '" + name + "': " + gridrt::detail::mpi_error_text(rc));
 }
 
-// The largest error class of the processes of `comm` (0: none failed).
-int worst_class(MPI_Comm comm, int rc) {
-  const int mine = rc == MPI_SUCCESS ? MPI_SUCCESS : gridrt::detail::mpi_error_class(rc);
-  int worst = MPI_SUCCESS;
-  gridrt::detail::check_mpi(gridmpi_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, comm), "the agreement across clusters");
-  return worst;
-}
-
 // The program's info (or none) with collective buffering of writes off, for ROMIO: a new
 // info, the caller's to free.
 MPI_Info without_write_buffering(MPI_Info info) {
@@ -126,6 +123,54 @@ MPI_Info without_write_buffering(MPI_Info info) {
   else PMPI_Info_dup(info, &out);
   PMPI_Info_set(out, "romio_cb_write", "disable");
   return out;
+}
+
+// The info key that names the cluster to hold a file (MPI_File_open): the file then lives
+// there, its other clusters' processes served by that cluster's, even where they could
+// all reach it on a shared file system.
+constexpr const char* kFileClusterKey = "gridrt_file_cluster";
+// What a process's info says of it, agreed between the processes as a number: no key, a
+// name of no cluster of the communicator, or kFirstCluster + the cluster's index.
+constexpr std::uint64_t kNoClusterNamed = 0, kNoSuchCluster = 1, kFirstCluster = 2;
+
+std::uint64_t holder_named(MPI_Info info, const GridComm& g, std::string* named) {
+  if (info == MPI_INFO_NULL) return kNoClusterNamed;
+  char value[MPI_MAX_INFO_VAL + 1] = {};
+  int flag = 0;
+  PMPI_Info_get(info, kFileClusterKey, MPI_MAX_INFO_VAL, value, &flag);
+  if (!flag) return kNoClusterNamed;
+  *named = value;
+  const auto& topo = gridrt::detail::state().topo;
+  const auto index = topo.index_of(*named);
+  if (!index) return kNoSuchCluster;
+  for (int member : g.impl->members)
+    if (topo.cluster_of(static_cast<std::uint32_t>(member)) == *index) return kFirstCluster + *index;
+  return kNoSuchCluster;
+}
+
+// A served process's handle: ROMIO's, over a scratch file of its own that nothing is
+// written to (removed at once: it goes with the handle, also if the process dies).
+int open_scratch(MPI_File* fh) {
+  static int made = 0;
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("gridrt-file-" + std::to_string(::getpid()) + "-" + std::to_string(++made)))
+                               .string();
+  const int rc = PMPI_File_open(MPI_COMM_SELF, path.c_str(), MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_EXCL, MPI_INFO_NULL, fh);
+  if (rc == MPI_SUCCESS) ::unlink(path.c_str());
+  return rc;
+}
+
+// The file's cluster: each of its processes serves the file from a descriptor of its own
+// (opened once ROMIO made the file) to the other clusters' processes given to it.
+int serve(const GridFile& f, const std::filesystem::path& file, std::string* error) {
+  const int access = f.amode & MPI_MODE_RDONLY ? O_RDONLY : f.amode & MPI_MODE_WRONLY ? O_WRONLY : O_RDWR;
+  const int fd = ::open(file.c_str(), access | O_CLOEXEC);
+  if (fd < 0) {
+    *error = std::string("opening it to serve the other clusters: ") + std::strerror(errno);
+    return MPI_ERR_FILE;
+  }
+  file_service().serve(f.service, fd, f.name);
+  return MPI_SUCCESS;
 }
 
 struct InfoFreed {
@@ -166,13 +211,6 @@ MPI_Offset etypes_of(const GridFile& f, Count count, MPI_Datatype type) {
   return f.etype_bytes > 0 ? static_cast<MPI_Offset>(static_cast<MPI_Count>(count) * type_bytes / f.etype_bytes) : 0;
 }
 
-// Runs `body` for a grid file, reporting what it throws through the file's error handler.
-template <typename F>
-int on_file(const char* function, MPI_File fh, F&& body) {
-  return reporting(function, [fh](int error_class, const std::string& what) { return fail_file(fh, error_class, what); },
-                   std::forward<F>(body));
-}
-
 // Every process's place in an ordered access: the etypes of the processes before it in
 // rank order, and where the shared pointer stood before all of them (moved past them all).
 std::pair<MPI_Offset, MPI_Offset> ordered_place(GridFile& f, MPI_Offset mine) {
@@ -206,47 +244,80 @@ int GRIDMPI(File_open)(MPI_Comm comm, const char* filename, int amode, MPI_Info 
   const std::string name = filename ? filename : "";
   return gridmpi::on_file("MPI_File_open", MPI_FILE_NULL, [&]() -> int {
     *fh = MPI_FILE_NULL;
-    // Every process must find the file on one file system that its cluster mounts.
+    // Where the file lies: on one file system that every process's cluster mounts, or in
+    // the cluster the info key names, or else in rank 0's.
     const std::filesystem::path absolute = gridmpi::absolute_name(name);
     const std::string place = gridmpi::place_of(absolute);
     const std::uint64_t mine = gridmpi::hash_of(place);
-    std::uint64_t in[2] = {mine, ~mine}, out[2] = {0, 0};
-    gridrt::detail::check_mpi(gridmpi_Allreduce(in, out, 2, MPI_UINT64_T, MPI_MAX, comm), "the open's agreement");
-    if (out[0] == 0 || out[0] != ~out[1])
-      throw gridrt::ArgumentError(
-          "'" + name +
-              "' is not on a file system that every cluster of the communicator mounts (declare the clusters' shared file "
-              "systems with <fileSystem> in the grid description; here: " +
-              (mine ? place : std::string("on none of this cluster's")) + ")",
-          MPI_ERR_UNSUPPORTED_OPERATION);
+    std::string named;
+    const std::uint64_t holder = gridmpi::holder_named(info, *g, &named);
+    std::uint64_t in[4] = {mine, ~mine, holder, ~holder}, out[4] = {0, 0, 0, 0};
+    gridrt::detail::check_mpi(gridmpi_Allreduce(in, out, 4, MPI_UINT64_T, MPI_MAX, comm), "the open's agreement");
+    if (out[2] != ~out[3])
+      throw gridrt::ArgumentError("the processes name different clusters to hold '" + name + "' (info key " +
+                                      gridmpi::kFileClusterKey + "; here: " + (named.empty() ? "none" : named) + ")",
+                                  MPI_ERR_INFO_VALUE);
+    if (holder == gridmpi::kNoSuchCluster)
+      throw gridrt::ArgumentError(std::string("info key ") + gridmpi::kFileClusterKey + " names '" + named +
+                                      "', which is no cluster of the communicator",
+                                  MPI_ERR_INFO_VALUE);
+    GridFile f;
+    f.name = name;
+    f.amode = amode;
+    f.sequential = (amode & MPI_MODE_SEQUENTIAL) != 0;
+    f.in_one_cluster = holder != gridmpi::kNoClusterNamed || out[0] == 0 || out[0] != ~out[1];
+    const std::uint32_t home = holder >= gridmpi::kFirstCluster
+                                   ? static_cast<std::uint32_t>(holder - gridmpi::kFirstCluster)
+                                   : gridrt::detail::state().topo.cluster_of(static_cast<std::uint32_t>(g->impl->members.front()));
+    if (f.in_one_cluster) {
+      f.first = gridrt::detail::state().cluster == home;
+      f.served = !f.first;
+    } else {
+      f.first = gridmpi::in_this_cluster(g->impl->members.front());
+    }
     // ROMIO is given the absolute name, with the driver prefix the program chose.
     const std::string path = name.substr(0, name.size() - gridmpi::without_driver(name).size()) + absolute.string();
-    GridFile f;
-    f.first = gridmpi::in_this_cluster(g->impl->members.front());
-    f.sequential = (amode & MPI_MODE_SEQUENTIAL) != 0;
     const int romio_amode = amode & ~MPI_MODE_SEQUENTIAL;
     const gridmpi::InfoFreed romio_info{gridmpi::without_write_buffering(info)};
-    // MPI_MODE_EXCL alone needs the cluster of rank 0 to open (and create) the file before
-    // the others, a wide-area round trip more; without it all open at once (each cluster's
-    // O_CREAT finds or makes the one file).
     int rc = MPI_SUCCESS;
-    if (f.first) rc = PMPI_File_open(comm, path.c_str(), romio_amode, romio_info.info, fh);
-    if (amode & MPI_MODE_EXCL)
-      if (const int first_class = gridmpi::worst_class(comm, rc)) {
-        if (f.first) return gridmpi::romio_open_error(rc, name);
-        throw gridrt::ArgumentError("'" + name + "': " + gridrt::detail::mpi_error_text(first_class) + " (in the cluster of rank 0)",
-                                    first_class);
-      }
-    if (!f.first)
-      rc = PMPI_File_open(comm, path.c_str(), romio_amode & ~(MPI_MODE_EXCL | MPI_MODE_DELETE_ON_CLOSE), romio_info.info, fh);
+    if (f.served) {
+      rc = gridmpi::open_scratch(fh);
+    } else if (f.in_one_cluster) {
+      rc = PMPI_File_open(comm, path.c_str(), romio_amode, romio_info.info, fh);
+    } else {
+      // MPI_MODE_EXCL alone needs the cluster of rank 0 to open (and create) the file
+      // before the others, a wide-area round trip more; without it all open at once (each
+      // cluster's O_CREAT finds or makes the one file).
+      if (f.first) rc = PMPI_File_open(comm, path.c_str(), romio_amode, romio_info.info, fh);
+      if (amode & MPI_MODE_EXCL)
+        if (const int first_class = gridmpi::worst_class(comm, rc)) {
+          if (f.first) return gridmpi::romio_open_error(rc, name);
+          throw gridrt::ArgumentError(
+              "'" + name + "': " + gridrt::detail::mpi_error_text(first_class) + " (in the cluster of rank 0)", first_class);
+        }
+      if (!f.first)
+        rc = PMPI_File_open(comm, path.c_str(), romio_amode & ~(MPI_MODE_EXCL | MPI_MODE_DELETE_ON_CLOSE), romio_info.info, fh);
+    }
     // The file's own communicator and shared pointer are made before the outcome is known:
-    // the agreement on it then also tells every process that rank 0's pointer is set.
+    // the agreement on it then also tells every process that rank 0's pointer is set (and
+    // that a file in one cluster is served).
     gridrt::detail::check_mpi(gridmpi_Comm_dup(comm, &f.comm), "the file's communicator");
     gridmpi::make_shared_pointer(f);
+    std::string serving_error;
+    if (f.in_one_cluster) {
+      f.service = gridrt::detail::agree_on_context(g->impl) | gridrt::detail::kOneSidedContext | gridrt::fileio::kFileServiceContext;
+      std::vector<int> holders;
+      for (int member : g->impl->members)
+        if (gridrt::detail::state().topo.cluster_of(static_cast<std::uint32_t>(member)) == home) holders.push_back(member);
+      f.server = holders[static_cast<std::size_t>(g->rank()) % holders.size()];
+      if (!f.served && rc == MPI_SUCCESS) rc = gridmpi::serve(f, absolute, &serving_error);
+    }
     if (const int other_class = gridmpi::worst_class(comm, rc)) {
+      if (f.in_one_cluster && !f.served) gridmpi::file_service().withdraw(f.service);
       if (*fh != MPI_FILE_NULL) PMPI_File_close(fh);
       gridmpi_Win_free(&f.pointer);
       gridmpi_Comm_free(&f.comm);
+      if (!serving_error.empty()) throw gridrt::ArgumentError("'" + name + "': " + serving_error, other_class);
       if (rc != MPI_SUCCESS) return gridmpi::romio_open_error(rc, name);
       throw gridrt::ArgumentError("'" + name + "': " + gridrt::detail::mpi_error_text(other_class) + " (in another cluster)", other_class);
     }
@@ -267,10 +338,12 @@ int GRIDMPI(File_close)(MPI_File* fh) {
     // The other clusters close first: the file is deleted (MPI_MODE_DELETE_ON_CLOSE) by the
     // first cluster's ROMIO only once no cluster has it open. ROMIO's handle is closed
     // whatever becomes of the layer's parts (a cluster lost meanwhile fails the window's
-    // free): what this process wrote is in the file either way.
+    // free): what this process wrote is in the file either way. A served process's
+    // accesses were all answered before it came here, and the window's free waits for it.
     int rc = MPI_SUCCESS;
     if (!closing.first) rc = PMPI_File_close(fh);
     const int freed = gridmpi_Win_free(&closing.pointer);
+    if (closing.in_one_cluster && !closing.served) gridmpi::file_service().withdraw(closing.service);
     if (closing.first) rc = PMPI_File_close(fh);
     gridmpi_Comm_free(&closing.comm);
     *fh = MPI_FILE_NULL;
@@ -292,8 +365,13 @@ int GRIDMPI(File_set_info)(MPI_File fh, MPI_Info info) {
 }
 
 int GRIDMPI(File_get_amode)(MPI_File fh, int* amode) {
+  GridFile* f = grid_file(fh);
+  if (f && f->served) {  // (its handle's amode is the scratch file's)
+    *amode = f->amode;
+    return MPI_SUCCESS;
+  }
   const int rc = PMPI_File_get_amode(fh, amode);
-  if (GridFile* f = grid_file(fh); f && f->sequential && rc == MPI_SUCCESS) *amode |= MPI_MODE_SEQUENTIAL;
+  if (f && f->sequential && rc == MPI_SUCCESS) *amode |= MPI_MODE_SEQUENTIAL;
   return rc;
 }
 
@@ -316,9 +394,16 @@ int GRIDMPI(File_set_view)(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI
       gridrt::detail::check_mpi(gridmpi_Bcast(&byte, 1, MPI_OFFSET, 0, f->comm), "the shared file pointer's byte");
       disp = byte;
     }
+    // A file in one cluster is written as the bytes it holds: its data representation is
+    // this machine's (every process's, or every process fails alike).
+    if (f->in_one_cluster && (!datarep || std::string(datarep) != "native"))
+      throw gridrt::ArgumentError(std::string("data representation '") + (datarep ? datarep : "") +
+                                      "' on a file that lives in one cluster (only \"native\")",
+                                  MPI_ERR_UNSUPPORTED_DATAREP);
     const gridmpi::InfoFreed romio_info{gridmpi::without_write_buffering(info)};
     const int rc = PMPI_File_set_view(fh, disp, etype, filetype, datarep, romio_info.info);
     if (rc != MPI_SUCCESS) return rc;
+    if (f->served) f->view = gridmpi::FileView::of(disp, filetype);
     PMPI_Type_size_x(etype, &f->etype_bytes);
     if (rank0) gridmpi::set_shared_pointer(*f, 0);
     gridrt::detail::check_mpi(gridmpi_Barrier(f->comm), "the shared file pointer");
@@ -359,63 +444,63 @@ int ordered(const char* function, int (*native)(MPI_File, Buffer, Count, MPI_Dat
 }  // namespace
 
 int GRIDMPI(File_read_shared)(MPI_File fh, void* buf, int count, MPI_Datatype type, MPI_Status* status) {
-  return shared("MPI_File_read_shared", PMPI_File_read_shared, PMPI_File_read_at, fh, buf, count, type, status);
+  return shared("MPI_File_read_shared", PMPI_File_read_shared, gridmpi_File_read_at, fh, buf, count, type, status);
 }
 int GRIDMPI(File_write_shared)(MPI_File fh, const void* buf, int count, MPI_Datatype type, MPI_Status* status) {
-  return shared("MPI_File_write_shared", PMPI_File_write_shared, PMPI_File_write_at, fh, buf, count, type, status);
+  return shared("MPI_File_write_shared", PMPI_File_write_shared, gridmpi_File_write_at, fh, buf, count, type, status);
 }
 int GRIDMPI(File_iread_shared)(MPI_File fh, void* buf, int count, MPI_Datatype type, MPI_Request* request) {
-  return shared("MPI_File_iread_shared", PMPI_File_iread_shared, PMPI_File_iread_at, fh, buf, count, type, request);
+  return shared("MPI_File_iread_shared", PMPI_File_iread_shared, gridmpi_File_iread_at, fh, buf, count, type, request);
 }
 int GRIDMPI(File_iwrite_shared)(MPI_File fh, const void* buf, int count, MPI_Datatype type, MPI_Request* request) {
-  return shared("MPI_File_iwrite_shared", PMPI_File_iwrite_shared, PMPI_File_iwrite_at, fh, buf, count, type, request);
+  return shared("MPI_File_iwrite_shared", PMPI_File_iwrite_shared, gridmpi_File_iwrite_at, fh, buf, count, type, request);
 }
 int GRIDMPI(File_read_shared_c)(MPI_File fh, void* buf, MPI_Count count, MPI_Datatype type, MPI_Status* status) {
-  return shared("MPI_File_read_shared_c", PMPI_File_read_shared_c, PMPI_File_read_at_c, fh, buf, count, type, status);
+  return shared("MPI_File_read_shared_c", PMPI_File_read_shared_c, gridmpi_File_read_at_c, fh, buf, count, type, status);
 }
 int GRIDMPI(File_write_shared_c)(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype type, MPI_Status* status) {
-  return shared("MPI_File_write_shared_c", PMPI_File_write_shared_c, PMPI_File_write_at_c, fh, buf, count, type, status);
+  return shared("MPI_File_write_shared_c", PMPI_File_write_shared_c, gridmpi_File_write_at_c, fh, buf, count, type, status);
 }
 int GRIDMPI(File_iread_shared_c)(MPI_File fh, void* buf, MPI_Count count, MPI_Datatype type, MPI_Request* request) {
-  return shared("MPI_File_iread_shared_c", PMPI_File_iread_shared_c, PMPI_File_iread_at_c, fh, buf, count, type, request);
+  return shared("MPI_File_iread_shared_c", PMPI_File_iread_shared_c, gridmpi_File_iread_at_c, fh, buf, count, type, request);
 }
 int GRIDMPI(File_iwrite_shared_c)(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype type, MPI_Request* request) {
-  return shared("MPI_File_iwrite_shared_c", PMPI_File_iwrite_shared_c, PMPI_File_iwrite_at_c, fh, buf, count, type, request);
+  return shared("MPI_File_iwrite_shared_c", PMPI_File_iwrite_shared_c, gridmpi_File_iwrite_at_c, fh, buf, count, type, request);
 }
 int GRIDMPI(File_read_ordered)(MPI_File fh, void* buf, int count, MPI_Datatype type, MPI_Status* status) {
-  return ordered("MPI_File_read_ordered", PMPI_File_read_ordered, PMPI_File_read_at_all, fh, buf, count, type, status);
+  return ordered("MPI_File_read_ordered", PMPI_File_read_ordered, gridmpi_File_read_at_all, fh, buf, count, type, status);
 }
 int GRIDMPI(File_write_ordered)(MPI_File fh, const void* buf, int count, MPI_Datatype type, MPI_Status* status) {
-  return ordered("MPI_File_write_ordered", PMPI_File_write_ordered, PMPI_File_write_at_all, fh, buf, count, type, status);
+  return ordered("MPI_File_write_ordered", PMPI_File_write_ordered, gridmpi_File_write_at_all, fh, buf, count, type, status);
 }
 int GRIDMPI(File_read_ordered_c)(MPI_File fh, void* buf, MPI_Count count, MPI_Datatype type, MPI_Status* status) {
-  return ordered("MPI_File_read_ordered_c", PMPI_File_read_ordered_c, PMPI_File_read_at_all_c, fh, buf, count, type, status);
+  return ordered("MPI_File_read_ordered_c", PMPI_File_read_ordered_c, gridmpi_File_read_at_all_c, fh, buf, count, type, status);
 }
 int GRIDMPI(File_write_ordered_c)(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype type, MPI_Status* status) {
-  return ordered("MPI_File_write_ordered_c", PMPI_File_write_ordered_c, PMPI_File_write_at_all_c, fh, buf, count, type, status);
+  return ordered("MPI_File_write_ordered_c", PMPI_File_write_ordered_c, gridmpi_File_write_at_all_c, fh, buf, count, type, status);
 }
 // Split ordered access: the place is taken at _begin; _end is the explicit-offset one's.
 int GRIDMPI(File_read_ordered_begin)(MPI_File fh, void* buf, int count, MPI_Datatype type) {
-  return ordered("MPI_File_read_ordered_begin", PMPI_File_read_ordered_begin, PMPI_File_read_at_all_begin, fh, buf, count, type);
+  return ordered("MPI_File_read_ordered_begin", PMPI_File_read_ordered_begin, gridmpi_File_read_at_all_begin, fh, buf, count, type);
 }
 int GRIDMPI(File_write_ordered_begin)(MPI_File fh, const void* buf, int count, MPI_Datatype type) {
-  return ordered("MPI_File_write_ordered_begin", PMPI_File_write_ordered_begin, PMPI_File_write_at_all_begin, fh, buf, count, type);
+  return ordered("MPI_File_write_ordered_begin", PMPI_File_write_ordered_begin, gridmpi_File_write_at_all_begin, fh, buf, count, type);
 }
 int GRIDMPI(File_read_ordered_begin_c)(MPI_File fh, void* buf, MPI_Count count, MPI_Datatype type) {
-  return ordered("MPI_File_read_ordered_begin_c", PMPI_File_read_ordered_begin_c, PMPI_File_read_at_all_begin_c, fh, buf, count,
+  return ordered("MPI_File_read_ordered_begin_c", PMPI_File_read_ordered_begin_c, gridmpi_File_read_at_all_begin_c, fh, buf, count,
                  type);
 }
 int GRIDMPI(File_write_ordered_begin_c)(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype type) {
-  return ordered("MPI_File_write_ordered_begin_c", PMPI_File_write_ordered_begin_c, PMPI_File_write_at_all_begin_c, fh, buf,
+  return ordered("MPI_File_write_ordered_begin_c", PMPI_File_write_ordered_begin_c, gridmpi_File_write_at_all_begin_c, fh, buf,
                  count, type);
 }
 int GRIDMPI(File_read_ordered_end)(MPI_File fh, void* buf, MPI_Status* status) {
   if (!grid_file(fh)) return PMPI_File_read_ordered_end(fh, buf, status);
-  return PMPI_File_read_at_all_end(fh, buf, status);
+  return gridmpi_File_read_at_all_end(fh, buf, status);
 }
 int GRIDMPI(File_write_ordered_end)(MPI_File fh, const void* buf, MPI_Status* status) {
   if (!grid_file(fh)) return PMPI_File_write_ordered_end(fh, buf, status);
-  return PMPI_File_write_at_all_end(fh, buf, status);
+  return gridmpi_File_write_at_all_end(fh, buf, status);
 }
 
 int GRIDMPI(File_get_position_shared)(MPI_File fh, MPI_Offset* offset) {
@@ -442,7 +527,7 @@ int GRIDMPI(File_seek_shared)(MPI_File fh, MPI_Offset offset, int whence) {
       } else if (whence == MPI_SEEK_END) {
         MPI_Offset individual = 0;
         rc = PMPI_File_get_position(fh, &individual);
-        if (rc == MPI_SUCCESS) rc = PMPI_File_seek(fh, offset, MPI_SEEK_END);
+        if (rc == MPI_SUCCESS) rc = gridmpi_File_seek(fh, offset, MPI_SEEK_END);
         if (rc == MPI_SUCCESS) rc = PMPI_File_get_position(fh, &to);
         PMPI_File_seek(fh, individual, MPI_SEEK_SET);
       } else if (whence != MPI_SEEK_SET) {

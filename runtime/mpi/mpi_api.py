@@ -132,6 +132,7 @@ LAYER_HANDLES = {
     'MPI_Request': 'gridmpi_layer_request',
     'MPI_Message': 'gridmpi_layer_message',
     'MPI_Win': 'gridmpi_grid_win',
+    'MPI_File': 'gridmpi_served_file',
 }
 # Pointer parameters that are read as well as written (the others are results).
 IN_OUT_POINTERS = {('MPI_Comm_disconnect', 'comm'), ('MPI_Imrecv_c', 'message'), ('MPI_Mrecv_c', 'message')}
@@ -157,6 +158,11 @@ GRID_NATIVE = {
     # A grid window's handle is an MPICH window of its members in this cluster, which carries these.
     'MPI_Win_set_name', 'MPI_Win_get_name', 'MPI_Win_set_attr', 'MPI_Win_delete_attr', 'MPI_Win_set_info',
     'MPI_Win_get_info', 'MPI_Win_set_errhandler', 'MPI_Win_get_errhandler', 'MPI_Win_call_errhandler',
+    # A file served from another cluster has ROMIO's handle over a scratch file, which keeps
+    # its view and individual pointer (set as the program sets them), info and error handlers.
+    'MPI_File_get_view', 'MPI_File_get_position', 'MPI_File_get_byte_offset', 'MPI_File_get_type_extent',
+    'MPI_File_get_type_extent_c', 'MPI_File_set_errhandler', 'MPI_File_get_errhandler', 'MPI_File_call_errhandler',
+    'MPI_File_get_info', 'MPI_File_c2f',
 }
 
 
@@ -260,7 +266,7 @@ def layer_outputs(functions, implemented):
            '#pragma once', '#include <mpi.h>', '#define GRIDMPI(name) gridmpi_##name', '']
     api += ['bool gridmpi_grid_comm(MPI_Comm comm);', 'bool gridmpi_layer_group(MPI_Group group);',
             'bool gridmpi_layer_request(MPI_Request request);', 'bool gridmpi_layer_message(MPI_Message message);',
-            'bool gridmpi_grid_win(MPI_Win win);',
+            'bool gridmpi_grid_win(MPI_Win win);', 'bool gridmpi_served_file(MPI_File file);',
             'bool gridmpi_active(void);',
             '// Fails `function` through the communicator\'s error handler (MPI_ERR_UNSUPPORTED_OPERATION).',
             'int gridmpi_unsupported(const char* function, MPI_Comm comm, const char* what);',

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "datatype.h"
+#include "files.h"
 #include "transport/message_transport.h"
 
 namespace gridmpi {
@@ -46,9 +47,14 @@ rma::Engine& engine() {
     });
     transport->set_one_sided_sink(
         [e](std::int32_t src, std::uint32_t window, const gridrt::detail::OneSidedPart& part) {
+          if (window & gridrt::fileio::kFileServiceContext)  // (a file in one cluster: files.h)
+            return file_service().deliver_part(src, window, part.bytes, part.total, part.first, part.last);
           e->deliver_part(src, window, part.bytes, part.total, part.first, part.last);
         },
-        [e](const std::function<bool(std::int32_t)>& gone) { e->forget(gone); });
+        [e](const std::function<bool(std::int32_t)>& gone) {
+          e->forget(gone);
+          file_service().forget(gone);
+        });
     return e;
   }();
   return *made;

@@ -1,0 +1,593 @@
+// A file that lives in one cluster (files.h; fileio/file_service.h), from the processes of
+// the other clusters: their view turned into the file's byte extents, their data packed and
+// sent to the process of the file's cluster that serves them, in requests of up to
+// kRequestBytes so that the server writes while the rest is on the way. Collective calls
+// are, for them, their independent ones (MPI's collective I/O promises no synchronisation;
+// each process's data crosses the wide-area network once, to the cluster where the file
+// is); the file's own processes make them with ROMIO among themselves. What changes the
+// file as a whole (set_size, preallocate, sync, atomicity) is made by the file's cluster
+// once everything the others wrote before is in, and agreed by all.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "files.h"
+#include "mpi_error.h"
+#include "transport/message_transport.h"
+#include "windows.h"
+
+namespace gridmpi {
+
+using gridrt::fileio::Extent;
+using gridrt::fileio::FileService;
+
+static_assert(gridrt::fileio::ErrorClass::kFile == MPI_ERR_FILE && gridrt::fileio::ErrorClass::kIo == MPI_ERR_IO &&
+                  gridrt::fileio::ErrorClass::kNoSpace == MPI_ERR_NO_SPACE &&
+                  gridrt::fileio::ErrorClass::kIntern == MPI_ERR_INTERN,
+              "the file service's error classes are MPICH's");
+
+// ---------------------------------------------------------------- views as extents
+
+FileView FileView::of(MPI_Offset disp, MPI_Datatype filetype) {
+  FileView v;
+  v.disp = disp;
+  v.blocks.clear();
+  v.before.clear();
+  std::uint64_t bytes = 0;
+  std::int64_t last_end = 0;
+  const gridrt::rma::TypeMap map = type_map(filetype, 1);
+  for (const gridrt::rma::Run& r : map.runs()) {
+    const bool dense = r.kind.size == r.kind.extent;
+    for (std::uint64_t i = 0; i < (dense ? 1 : r.count); ++i) {
+      const std::int64_t at = r.disp + static_cast<std::int64_t>(i) * r.kind.extent;
+      const std::uint64_t length = dense ? r.count * r.kind.size : r.kind.size;
+      if (length == 0) continue;
+      if (at < last_end)
+        throw gridrt::ArgumentError("a filetype's displacements must be non-negative and not decrease (MPI 4.0 §14.3)", MPI_ERR_TYPE);
+      if (!v.blocks.empty() && v.blocks.back().offset + v.blocks.back().length == static_cast<std::uint64_t>(at)) {
+        v.blocks.back().length += length;
+      } else {
+        v.blocks.push_back({static_cast<std::uint64_t>(at), length});
+        v.before.push_back(bytes);
+      }
+      bytes += length;
+      last_end = at + static_cast<std::int64_t>(length);
+    }
+  }
+  MPI_Aint lb = 0, extent = 0;
+  PMPI_Type_get_extent(filetype, &lb, &extent);
+  v.tile_extent = static_cast<std::uint64_t>(std::max<MPI_Aint>(extent, 0));
+  v.tile_bytes = bytes;
+  return v;
+}
+
+std::vector<Extent> FileView::extents(std::uint64_t from, std::uint64_t bytes) const {
+  std::vector<Extent> out;
+  if (bytes == 0) return out;
+  if (tile_bytes == 0) throw gridrt::ArgumentError("the view's filetype holds no data", MPI_ERR_ARG);
+  if (blocks.size() == 1 && blocks.front().offset == 0 && tile_bytes == tile_extent)  // (a contiguous view)
+    return {{static_cast<std::uint64_t>(disp) + from, bytes}};
+  std::uint64_t tile = from / tile_bytes;
+  const std::uint64_t in = from % tile_bytes;
+  std::size_t i = static_cast<std::size_t>(std::upper_bound(before.begin(), before.end(), in) - before.begin()) - 1;
+  std::uint64_t skip = in - before[i];
+  while (bytes > 0) {
+    const Extent& b = blocks[i];
+    const std::uint64_t at = static_cast<std::uint64_t>(disp) + tile * tile_extent + b.offset + skip;
+    const std::uint64_t length = std::min(b.length - skip, bytes);
+    if (!out.empty() && out.back().offset + out.back().length == at) out.back().length += length;
+    else out.push_back({at, length});
+    bytes -= length;
+    skip = 0;
+    if (++i == blocks.size()) {
+      i = 0;
+      ++tile;
+    }
+  }
+  return out;
+}
+
+std::uint64_t FileView::data_below(std::uint64_t size) const {
+  if (size <= static_cast<std::uint64_t>(disp) || tile_extent == 0) return 0;
+  const std::uint64_t past = size - static_cast<std::uint64_t>(disp);
+  std::uint64_t data = past / tile_extent * tile_bytes;
+  const std::uint64_t rest = past % tile_extent;
+  for (const Extent& b : blocks)
+    if (rest > b.offset) data += std::min(rest - b.offset, b.length);
+  return data;
+}
+
+// ---------------------------------------------------------------- the service
+
+FileService& file_service() {
+  static FileService* const made = new FileService(
+      [](std::int32_t dst, std::uint32_t context, const std::string& head, std::string_view data) {
+        try {
+          gridrt::detail::state().messages->send_with_head(dst, context, head, data.data(), data.size());
+        } catch (const std::exception&) {
+          // The transport has failed: the requester hears of it from its own wait.
+        }
+      });
+  return *made;
+}
+
+namespace {
+
+// Bytes of data per request: the server writes one while the next is on the way.
+constexpr std::uint64_t kRequestBytes = std::uint64_t{4} << 20;
+
+// Waits for the replies to `ids` (in order); a lost cluster of the server's ends the wait.
+std::vector<gridrt::fileio::Reply> replies_to(const GridFile& f, const std::vector<std::uint64_t>& ids) {
+  std::vector<gridrt::fileio::Reply> out(ids.size());
+  std::vector<bool> in(ids.size(), false);
+  std::size_t left = ids.size();
+  wait_until(
+      [&] {
+        for (std::size_t i = 0; i < ids.size(); ++i)
+          if (!in[i] && file_service().take_reply(ids[i], &out[i])) {
+            in[i] = true;
+            --left;
+          }
+        if (left == 0) return true;
+        if (auto why = gridrt::detail::cluster_lost(f.server))
+          throw gridrt::Error("the cluster that holds '" + f.name + "' was lost: " + *why, MPI_ERR_OTHER);
+        return false;
+      },
+      [] { return false; });
+  for (const auto& r : out)
+    if (r.error_class != 0) throw gridrt::Error(r.error + " (in the cluster that holds the file)", static_cast<int>(r.error_class));
+  return out;
+}
+
+void send_request(const GridFile& f, const std::string& head, const char* data, std::size_t bytes) {
+  gridrt::detail::state().messages->send_with_head(f.server, f.service, head, data, bytes);
+}
+
+// The requests for `extents` (their data at `data` for a write), each of kRequestBytes at most.
+template <typename Head>
+std::vector<std::uint64_t> requests(const GridFile& f, const std::vector<Extent>& extents, const char* data, Head&& head) {
+  std::vector<std::uint64_t> ids;
+  std::vector<Extent> chunk;
+  std::uint64_t in_chunk = 0;
+  const char* chunk_data = data;
+  auto flush = [&] {
+    if (chunk.empty()) return;
+    const std::uint64_t id = file_service().next_id();
+    send_request(f, head(id, chunk), data ? chunk_data : nullptr, data ? in_chunk : 0);
+    ids.push_back(id);
+    if (data) chunk_data += in_chunk;
+    chunk.clear();
+    in_chunk = 0;
+  };
+  for (Extent e : extents) {
+    while (e.length > 0) {
+      const std::uint64_t take = std::min(e.length, kRequestBytes - in_chunk);
+      chunk.push_back({e.offset, take});
+      in_chunk += take;
+      e.offset += take;
+      e.length -= take;
+      if (in_chunk == kRequestBytes) flush();
+    }
+  }
+  flush();
+  return ids;
+}
+
+void write_served(const GridFile& f, const std::vector<Extent>& extents, const char* data) {
+  replies_to(f, requests(f, extents, data, [&](std::uint64_t id, const std::vector<Extent>& e) {
+               return FileService::write_head(id, f.atomic, e);
+             }));
+}
+
+// The bytes of `extents`, up to the end of the file.
+std::string read_served(const GridFile& f, const std::vector<Extent>& extents) {
+  std::vector<std::uint64_t> asked;  // each request's bytes
+  const auto ids = requests(f, extents, nullptr, [&](std::uint64_t id, const std::vector<Extent>& e) {
+    std::uint64_t n = 0;
+    for (const Extent& x : e) n += x.length;
+    asked.push_back(n);
+    return FileService::read_head(id, f.atomic, e);
+  });
+  std::string out;
+  auto replies = replies_to(f, ids);
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    out += replies[i].data;
+    if (replies[i].data.size() < asked[i]) break;  // (the end of the file)
+  }
+  return out;
+}
+
+std::uint64_t served_size(const GridFile& f) {
+  const std::uint64_t id = file_service().next_id();
+  send_request(f, FileService::size_head(id), nullptr, 0);
+  return std::stoull(replies_to(f, {id}).front().data);
+}
+
+// Whether `count` of `type` lie in memory as one run of bytes (from the type's true lower bound).
+bool contiguous(MPI_Datatype type, MPI_Aint* first) {
+  MPI_Count size = 0;
+  MPI_Aint lb = 0, extent = 0, true_lb = 0, true_extent = 0;
+  PMPI_Type_size_x(type, &size);
+  PMPI_Type_get_extent(type, &lb, &extent);
+  PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
+  *first = true_lb;
+  return size == extent && size == true_extent && lb == true_lb;
+}
+
+void set_status(MPI_Status* status, std::uint64_t bytes) {
+  if (status == MPI_STATUS_IGNORE) return;
+  PMPI_Status_set_elements_x(status, MPI_BYTE, static_cast<MPI_Count>(bytes));
+  PMPI_Status_set_cancelled(status, 0);
+}
+
+enum class Direction { kRead, kWrite };
+
+// A served process's read or write of `count` of `type` at `buf`: at etype `*at` of the view,
+// or (at null) at its individual file pointer, which it moves past what was done.
+template <Direction D, typename Count>
+void access(MPI_File fh, GridFile& f, const MPI_Offset* at, const void* buf, Count count, MPI_Datatype type,
+            MPI_Status* status) {
+  if (D == Direction::kWrite && (f.amode & MPI_MODE_RDONLY))
+    throw gridrt::ArgumentError("'" + f.name + "' was opened MPI_MODE_RDONLY", MPI_ERR_READ_ONLY);
+  if (D == Direction::kRead && (f.amode & MPI_MODE_WRONLY))
+    throw gridrt::ArgumentError("'" + f.name + "' was opened MPI_MODE_WRONLY", MPI_ERR_ACCESS);
+  if (count < 0) throw gridrt::ArgumentError("a negative count (" + std::to_string(count) + ")", MPI_ERR_COUNT);
+  if (type == MPI_DATATYPE_NULL) throw gridrt::ArgumentError("MPI_DATATYPE_NULL is not a datatype", MPI_ERR_TYPE);
+  MPI_Count type_bytes = 0;
+  PMPI_Type_size_x(type, &type_bytes);
+  const std::uint64_t bytes = static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(type_bytes);
+  if (bytes % static_cast<std::uint64_t>(f.etype_bytes) != 0)
+    throw gridrt::ArgumentError("only a whole number of the view's etypes can be accessed (" + std::to_string(bytes) +
+                                    " bytes, etypes of " + std::to_string(f.etype_bytes) + ")",
+                                MPI_ERR_IO);
+  MPI_Offset position = 0;
+  if (at) {
+    if (*at < 0) throw gridrt::ArgumentError("a negative offset (" + std::to_string(*at) + ")", MPI_ERR_ARG);
+    position = *at;
+  } else {
+    gridrt::detail::check_mpi(PMPI_File_get_position(fh, &position), "the individual file pointer");
+  }
+  const auto extents = f.view.extents(static_cast<std::uint64_t>(position) * static_cast<std::uint64_t>(f.etype_bytes), bytes);
+  MPI_Aint first = 0;
+  const bool dense = contiguous(type, &first);
+  std::uint64_t done = bytes;
+  if constexpr (D == Direction::kWrite) {
+    if (dense) {
+      write_served(f, extents, static_cast<const char*>(buf) + first);
+    } else {
+      std::string packed(bytes, '\0');
+      MPI_Count end = 0;
+      gridrt::detail::check_mpi(PMPI_Pack_c(buf, count, type, packed.data(), static_cast<MPI_Count>(bytes), &end, MPI_COMM_SELF),
+                                "packing the data");
+      write_served(f, extents, packed.data());
+    }
+  } else {
+    const std::string got = read_served(f, extents);
+    done = got.size();
+    if (dense) {
+      std::memcpy(static_cast<char*>(const_cast<void*>(buf)) + first, got.data(), got.size());
+    } else if (type_bytes > 0) {
+      MPI_Count end = 0;
+      gridrt::detail::check_mpi(PMPI_Unpack_c(got.data(), static_cast<MPI_Count>(got.size()), &end, const_cast<void*>(buf),
+                                              static_cast<MPI_Count>(got.size()) / type_bytes, type, MPI_COMM_SELF),
+                                "unpacking the data");
+    }
+  }
+  if (!at)
+    gridrt::detail::check_mpi(PMPI_File_seek(fh, position + static_cast<MPI_Offset>(done / static_cast<std::uint64_t>(f.etype_bytes)),
+                                             MPI_SEEK_SET),
+                              "the individual file pointer");
+  set_status(status, done);
+}
+
+// A non-blocking access's request: MPICH's generalized request, complete already (the
+// served access is done when its replies come).
+int query_done(void* state, MPI_Status* status) {
+  *status = *static_cast<MPI_Status*>(state);
+  return MPI_SUCCESS;
+}
+int free_done(void* state) {
+  delete static_cast<MPI_Status*>(state);
+  return MPI_SUCCESS;
+}
+int cancel_done(void*, int) { return MPI_SUCCESS; }
+
+void completed(const MPI_Status& status, MPI_Request* request) {
+  auto* copy = new MPI_Status(status);
+  gridrt::detail::check_mpi(PMPI_Grequest_start(query_done, free_done, cancel_done, copy, request), "the request");
+  PMPI_Grequest_complete(*request);
+}
+
+// What every form of a data access comes to: `native` where the file is ROMIO's here, else
+// the served access (blocking, then with a completed request, or split).
+enum class Form { kBlocking, kNonBlocking, kBegin };
+
+template <Direction D, Form F, typename Native, typename Count, typename Out>
+int data_call(const char* function, Native native, MPI_File fh, const MPI_Offset* at, const void* buf, Count count,
+              MPI_Datatype type, Out out) {
+  GridFile* f = grid_file(fh);
+  if (!f || !f->served) return native();
+  return on_file(function, fh, [&]() -> int {
+    if constexpr (F == Form::kBegin) {
+      if (f->split_open) throw gridrt::ArgumentError("a split collective is already open on the file", MPI_ERR_OTHER);
+      access<D>(fh, *f, at, buf, count, type, &f->split);
+      f->split_open = true;
+    } else if constexpr (F == Form::kNonBlocking) {
+      MPI_Status status{};
+      access<D>(fh, *f, at, buf, count, type, &status);
+      completed(status, out);
+    } else {
+      access<D>(fh, *f, at, buf, count, type, out);
+    }
+    return MPI_SUCCESS;
+  });
+}
+
+template <typename Buffer>
+int split_end(const char* function, int (*native)(MPI_File, Buffer, MPI_Status*), MPI_File fh, Buffer buf, MPI_Status* status) {
+  GridFile* f = grid_file(fh);
+  if (!f || !f->served) return native(fh, buf, status);
+  return on_file(function, fh, [&]() -> int {
+    if (!f->split_open) throw gridrt::ArgumentError("no split collective is open on the file", MPI_ERR_OTHER);
+    f->split_open = false;
+    if (status != MPI_STATUS_IGNORE) *status = f->split;
+    return MPI_SUCCESS;
+  });
+}
+
+// A call that changes the file as a whole, collective: made by the file's cluster (ROMIO's
+// `native`) once every process is in (what the others wrote before is then in the file),
+// its outcome agreed by all.
+template <typename Native>
+int whole_file(const char* function, MPI_File fh, Native native) {
+  GridFile* f = grid_file(fh);
+  if (!f || !f->in_one_cluster) return native();
+  return on_file(function, fh, [&]() -> int {
+    worst_class(f->comm, MPI_SUCCESS);
+    const int rc = f->served ? MPI_SUCCESS : native();
+    if (const int worst = worst_class(f->comm, rc)) {
+      if (rc != MPI_SUCCESS) return rc;
+      throw gridrt::ArgumentError("'" + f->name + "': " + gridrt::detail::mpi_error_text(worst) + " (in the cluster that holds it)",
+                                  worst);
+    }
+    return MPI_SUCCESS;
+  });
+}
+
+}  // namespace
+
+MPI_Offset end_of_served(GridFile& f) {
+  const std::uint64_t data = f.view.data_below(served_size(f));
+  const auto etype = static_cast<std::uint64_t>(f.etype_bytes);
+  return static_cast<MPI_Offset>((data + etype - 1) / etype);
+}
+
+}  // namespace gridmpi
+
+using gridmpi::Direction;
+using gridmpi::Form;
+using gridmpi::GridFile;
+using gridmpi::grid_file;
+
+bool gridmpi_served_file(MPI_File fh) {
+  const GridFile* f = grid_file(fh);
+  return f && f->served;
+}
+
+// The data access calls: ROMIO's where the file is here, served otherwise (their large-count
+// forms alike: the served access counts in MPI_Count).
+
+int GRIDMPI(File_read)(MPI_File fh, void* buf, int count, MPI_Datatype type, MPI_Status* status) {
+  return gridmpi::data_call<Direction::kRead, Form::kBlocking>(
+      "MPI_File_read", [&] { return PMPI_File_read(fh, buf, count, type, status); }, fh, nullptr, buf, count, type, status);
+}
+int GRIDMPI(File_read_c)(MPI_File fh, void* buf, MPI_Count count, MPI_Datatype type, MPI_Status* status) {
+  return gridmpi::data_call<Direction::kRead, Form::kBlocking>(
+      "MPI_File_read_c", [&] { return PMPI_File_read_c(fh, buf, count, type, status); }, fh, nullptr, buf, count, type, status);
+}
+int GRIDMPI(File_iread)(MPI_File fh, void* buf, int count, MPI_Datatype type, MPI_Request* request) {
+  return gridmpi::data_call<Direction::kRead, Form::kNonBlocking>(
+      "MPI_File_iread", [&] { return PMPI_File_iread(fh, buf, count, type, request); }, fh, nullptr, buf, count, type, request);
+}
+int GRIDMPI(File_iread_c)(MPI_File fh, void* buf, MPI_Count count, MPI_Datatype type, MPI_Request* request) {
+  return gridmpi::data_call<Direction::kRead, Form::kNonBlocking>(
+      "MPI_File_iread_c", [&] { return PMPI_File_iread_c(fh, buf, count, type, request); }, fh, nullptr, buf, count, type, request);
+}
+int GRIDMPI(File_read_all)(MPI_File fh, void* buf, int count, MPI_Datatype type, MPI_Status* status) {
+  return gridmpi::data_call<Direction::kRead, Form::kBlocking>(
+      "MPI_File_read_all", [&] { return PMPI_File_read_all(fh, buf, count, type, status); }, fh, nullptr, buf, count, type, status);
+}
+int GRIDMPI(File_read_all_c)(MPI_File fh, void* buf, MPI_Count count, MPI_Datatype type, MPI_Status* status) {
+  return gridmpi::data_call<Direction::kRead, Form::kBlocking>(
+      "MPI_File_read_all_c", [&] { return PMPI_File_read_all_c(fh, buf, count, type, status); }, fh, nullptr, buf, count, type, status);
+}
+int GRIDMPI(File_iread_all)(MPI_File fh, void* buf, int count, MPI_Datatype type, MPI_Request* request) {
+  return gridmpi::data_call<Direction::kRead, Form::kNonBlocking>(
+      "MPI_File_iread_all", [&] { return PMPI_File_iread_all(fh, buf, count, type, request); }, fh, nullptr, buf, count, type, request);
+}
+int GRIDMPI(File_iread_all_c)(MPI_File fh, void* buf, MPI_Count count, MPI_Datatype type, MPI_Request* request) {
+  return gridmpi::data_call<Direction::kRead, Form::kNonBlocking>(
+      "MPI_File_iread_all_c", [&] { return PMPI_File_iread_all_c(fh, buf, count, type, request); }, fh, nullptr, buf, count, type, request);
+}
+int GRIDMPI(File_read_all_begin)(MPI_File fh, void* buf, int count, MPI_Datatype type) {
+  return gridmpi::data_call<Direction::kRead, Form::kBegin>(
+      "MPI_File_read_all_begin", [&] { return PMPI_File_read_all_begin(fh, buf, count, type); }, fh, nullptr, buf, count, type, MPI_STATUS_IGNORE);
+}
+int GRIDMPI(File_read_all_begin_c)(MPI_File fh, void* buf, MPI_Count count, MPI_Datatype type) {
+  return gridmpi::data_call<Direction::kRead, Form::kBegin>(
+      "MPI_File_read_all_begin_c", [&] { return PMPI_File_read_all_begin_c(fh, buf, count, type); }, fh, nullptr, buf, count, type, MPI_STATUS_IGNORE);
+}
+int GRIDMPI(File_read_all_end)(MPI_File fh, void* buf, MPI_Status* status) {
+  return gridmpi::split_end("MPI_File_read_all_end", PMPI_File_read_all_end, fh, buf, status);
+}
+int GRIDMPI(File_read_at)(MPI_File fh, MPI_Offset offset, void* buf, int count, MPI_Datatype type, MPI_Status* status) {
+  return gridmpi::data_call<Direction::kRead, Form::kBlocking>(
+      "MPI_File_read_at", [&] { return PMPI_File_read_at(fh, offset, buf, count, type, status); }, fh, &offset, buf, count, type, status);
+}
+int GRIDMPI(File_read_at_c)(MPI_File fh, MPI_Offset offset, void* buf, MPI_Count count, MPI_Datatype type, MPI_Status* status) {
+  return gridmpi::data_call<Direction::kRead, Form::kBlocking>(
+      "MPI_File_read_at_c", [&] { return PMPI_File_read_at_c(fh, offset, buf, count, type, status); }, fh, &offset, buf, count, type, status);
+}
+int GRIDMPI(File_iread_at)(MPI_File fh, MPI_Offset offset, void* buf, int count, MPI_Datatype type, MPI_Request* request) {
+  return gridmpi::data_call<Direction::kRead, Form::kNonBlocking>(
+      "MPI_File_iread_at", [&] { return PMPI_File_iread_at(fh, offset, buf, count, type, request); }, fh, &offset, buf, count, type, request);
+}
+int GRIDMPI(File_iread_at_c)(MPI_File fh, MPI_Offset offset, void* buf, MPI_Count count, MPI_Datatype type, MPI_Request* request) {
+  return gridmpi::data_call<Direction::kRead, Form::kNonBlocking>(
+      "MPI_File_iread_at_c", [&] { return PMPI_File_iread_at_c(fh, offset, buf, count, type, request); }, fh, &offset, buf, count, type, request);
+}
+int GRIDMPI(File_read_at_all)(MPI_File fh, MPI_Offset offset, void* buf, int count, MPI_Datatype type, MPI_Status* status) {
+  return gridmpi::data_call<Direction::kRead, Form::kBlocking>(
+      "MPI_File_read_at_all", [&] { return PMPI_File_read_at_all(fh, offset, buf, count, type, status); }, fh, &offset, buf, count, type, status);
+}
+int GRIDMPI(File_read_at_all_c)(MPI_File fh, MPI_Offset offset, void* buf, MPI_Count count, MPI_Datatype type, MPI_Status* status) {
+  return gridmpi::data_call<Direction::kRead, Form::kBlocking>(
+      "MPI_File_read_at_all_c", [&] { return PMPI_File_read_at_all_c(fh, offset, buf, count, type, status); }, fh, &offset, buf, count, type, status);
+}
+int GRIDMPI(File_iread_at_all)(MPI_File fh, MPI_Offset offset, void* buf, int count, MPI_Datatype type, MPI_Request* request) {
+  return gridmpi::data_call<Direction::kRead, Form::kNonBlocking>(
+      "MPI_File_iread_at_all", [&] { return PMPI_File_iread_at_all(fh, offset, buf, count, type, request); }, fh, &offset, buf, count, type, request);
+}
+int GRIDMPI(File_iread_at_all_c)(MPI_File fh, MPI_Offset offset, void* buf, MPI_Count count, MPI_Datatype type, MPI_Request* request) {
+  return gridmpi::data_call<Direction::kRead, Form::kNonBlocking>(
+      "MPI_File_iread_at_all_c", [&] { return PMPI_File_iread_at_all_c(fh, offset, buf, count, type, request); }, fh, &offset, buf, count, type, request);
+}
+int GRIDMPI(File_read_at_all_begin)(MPI_File fh, MPI_Offset offset, void* buf, int count, MPI_Datatype type) {
+  return gridmpi::data_call<Direction::kRead, Form::kBegin>(
+      "MPI_File_read_at_all_begin", [&] { return PMPI_File_read_at_all_begin(fh, offset, buf, count, type); }, fh, &offset, buf, count, type, MPI_STATUS_IGNORE);
+}
+int GRIDMPI(File_read_at_all_begin_c)(MPI_File fh, MPI_Offset offset, void* buf, MPI_Count count, MPI_Datatype type) {
+  return gridmpi::data_call<Direction::kRead, Form::kBegin>(
+      "MPI_File_read_at_all_begin_c", [&] { return PMPI_File_read_at_all_begin_c(fh, offset, buf, count, type); }, fh, &offset, buf, count, type, MPI_STATUS_IGNORE);
+}
+int GRIDMPI(File_read_at_all_end)(MPI_File fh, void* buf, MPI_Status* status) {
+  return gridmpi::split_end("MPI_File_read_at_all_end", PMPI_File_read_at_all_end, fh, buf, status);
+}
+int GRIDMPI(File_write)(MPI_File fh, const void* buf, int count, MPI_Datatype type, MPI_Status* status) {
+  return gridmpi::data_call<Direction::kWrite, Form::kBlocking>(
+      "MPI_File_write", [&] { return PMPI_File_write(fh, buf, count, type, status); }, fh, nullptr, buf, count, type, status);
+}
+int GRIDMPI(File_write_c)(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype type, MPI_Status* status) {
+  return gridmpi::data_call<Direction::kWrite, Form::kBlocking>(
+      "MPI_File_write_c", [&] { return PMPI_File_write_c(fh, buf, count, type, status); }, fh, nullptr, buf, count, type, status);
+}
+int GRIDMPI(File_iwrite)(MPI_File fh, const void* buf, int count, MPI_Datatype type, MPI_Request* request) {
+  return gridmpi::data_call<Direction::kWrite, Form::kNonBlocking>(
+      "MPI_File_iwrite", [&] { return PMPI_File_iwrite(fh, buf, count, type, request); }, fh, nullptr, buf, count, type, request);
+}
+int GRIDMPI(File_iwrite_c)(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype type, MPI_Request* request) {
+  return gridmpi::data_call<Direction::kWrite, Form::kNonBlocking>(
+      "MPI_File_iwrite_c", [&] { return PMPI_File_iwrite_c(fh, buf, count, type, request); }, fh, nullptr, buf, count, type, request);
+}
+int GRIDMPI(File_write_all)(MPI_File fh, const void* buf, int count, MPI_Datatype type, MPI_Status* status) {
+  return gridmpi::data_call<Direction::kWrite, Form::kBlocking>(
+      "MPI_File_write_all", [&] { return PMPI_File_write_all(fh, buf, count, type, status); }, fh, nullptr, buf, count, type, status);
+}
+int GRIDMPI(File_write_all_c)(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype type, MPI_Status* status) {
+  return gridmpi::data_call<Direction::kWrite, Form::kBlocking>(
+      "MPI_File_write_all_c", [&] { return PMPI_File_write_all_c(fh, buf, count, type, status); }, fh, nullptr, buf, count, type, status);
+}
+int GRIDMPI(File_iwrite_all)(MPI_File fh, const void* buf, int count, MPI_Datatype type, MPI_Request* request) {
+  return gridmpi::data_call<Direction::kWrite, Form::kNonBlocking>(
+      "MPI_File_iwrite_all", [&] { return PMPI_File_iwrite_all(fh, buf, count, type, request); }, fh, nullptr, buf, count, type, request);
+}
+int GRIDMPI(File_iwrite_all_c)(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype type, MPI_Request* request) {
+  return gridmpi::data_call<Direction::kWrite, Form::kNonBlocking>(
+      "MPI_File_iwrite_all_c", [&] { return PMPI_File_iwrite_all_c(fh, buf, count, type, request); }, fh, nullptr, buf, count, type, request);
+}
+int GRIDMPI(File_write_all_begin)(MPI_File fh, const void* buf, int count, MPI_Datatype type) {
+  return gridmpi::data_call<Direction::kWrite, Form::kBegin>(
+      "MPI_File_write_all_begin", [&] { return PMPI_File_write_all_begin(fh, buf, count, type); }, fh, nullptr, buf, count, type, MPI_STATUS_IGNORE);
+}
+int GRIDMPI(File_write_all_begin_c)(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype type) {
+  return gridmpi::data_call<Direction::kWrite, Form::kBegin>(
+      "MPI_File_write_all_begin_c", [&] { return PMPI_File_write_all_begin_c(fh, buf, count, type); }, fh, nullptr, buf, count, type, MPI_STATUS_IGNORE);
+}
+int GRIDMPI(File_write_all_end)(MPI_File fh, const void* buf, MPI_Status* status) {
+  return gridmpi::split_end("MPI_File_write_all_end", PMPI_File_write_all_end, fh, buf, status);
+}
+int GRIDMPI(File_write_at)(MPI_File fh, MPI_Offset offset, const void* buf, int count, MPI_Datatype type, MPI_Status* status) {
+  return gridmpi::data_call<Direction::kWrite, Form::kBlocking>(
+      "MPI_File_write_at", [&] { return PMPI_File_write_at(fh, offset, buf, count, type, status); }, fh, &offset, buf, count, type, status);
+}
+int GRIDMPI(File_write_at_c)(MPI_File fh, MPI_Offset offset, const void* buf, MPI_Count count, MPI_Datatype type, MPI_Status* status) {
+  return gridmpi::data_call<Direction::kWrite, Form::kBlocking>(
+      "MPI_File_write_at_c", [&] { return PMPI_File_write_at_c(fh, offset, buf, count, type, status); }, fh, &offset, buf, count, type, status);
+}
+int GRIDMPI(File_iwrite_at)(MPI_File fh, MPI_Offset offset, const void* buf, int count, MPI_Datatype type, MPI_Request* request) {
+  return gridmpi::data_call<Direction::kWrite, Form::kNonBlocking>(
+      "MPI_File_iwrite_at", [&] { return PMPI_File_iwrite_at(fh, offset, buf, count, type, request); }, fh, &offset, buf, count, type, request);
+}
+int GRIDMPI(File_iwrite_at_c)(MPI_File fh, MPI_Offset offset, const void* buf, MPI_Count count, MPI_Datatype type, MPI_Request* request) {
+  return gridmpi::data_call<Direction::kWrite, Form::kNonBlocking>(
+      "MPI_File_iwrite_at_c", [&] { return PMPI_File_iwrite_at_c(fh, offset, buf, count, type, request); }, fh, &offset, buf, count, type, request);
+}
+int GRIDMPI(File_write_at_all)(MPI_File fh, MPI_Offset offset, const void* buf, int count, MPI_Datatype type, MPI_Status* status) {
+  return gridmpi::data_call<Direction::kWrite, Form::kBlocking>(
+      "MPI_File_write_at_all", [&] { return PMPI_File_write_at_all(fh, offset, buf, count, type, status); }, fh, &offset, buf, count, type, status);
+}
+int GRIDMPI(File_write_at_all_c)(MPI_File fh, MPI_Offset offset, const void* buf, MPI_Count count, MPI_Datatype type, MPI_Status* status) {
+  return gridmpi::data_call<Direction::kWrite, Form::kBlocking>(
+      "MPI_File_write_at_all_c", [&] { return PMPI_File_write_at_all_c(fh, offset, buf, count, type, status); }, fh, &offset, buf, count, type, status);
+}
+int GRIDMPI(File_iwrite_at_all)(MPI_File fh, MPI_Offset offset, const void* buf, int count, MPI_Datatype type, MPI_Request* request) {
+  return gridmpi::data_call<Direction::kWrite, Form::kNonBlocking>(
+      "MPI_File_iwrite_at_all", [&] { return PMPI_File_iwrite_at_all(fh, offset, buf, count, type, request); }, fh, &offset, buf, count, type, request);
+}
+int GRIDMPI(File_iwrite_at_all_c)(MPI_File fh, MPI_Offset offset, const void* buf, MPI_Count count, MPI_Datatype type, MPI_Request* request) {
+  return gridmpi::data_call<Direction::kWrite, Form::kNonBlocking>(
+      "MPI_File_iwrite_at_all_c", [&] { return PMPI_File_iwrite_at_all_c(fh, offset, buf, count, type, request); }, fh, &offset, buf, count, type, request);
+}
+int GRIDMPI(File_write_at_all_begin)(MPI_File fh, MPI_Offset offset, const void* buf, int count, MPI_Datatype type) {
+  return gridmpi::data_call<Direction::kWrite, Form::kBegin>(
+      "MPI_File_write_at_all_begin", [&] { return PMPI_File_write_at_all_begin(fh, offset, buf, count, type); }, fh, &offset, buf, count, type, MPI_STATUS_IGNORE);
+}
+int GRIDMPI(File_write_at_all_begin_c)(MPI_File fh, MPI_Offset offset, const void* buf, MPI_Count count, MPI_Datatype type) {
+  return gridmpi::data_call<Direction::kWrite, Form::kBegin>(
+      "MPI_File_write_at_all_begin_c", [&] { return PMPI_File_write_at_all_begin_c(fh, offset, buf, count, type); }, fh, &offset, buf, count, type, MPI_STATUS_IGNORE);
+}
+int GRIDMPI(File_write_at_all_end)(MPI_File fh, const void* buf, MPI_Status* status) {
+  return gridmpi::split_end("MPI_File_write_at_all_end", PMPI_File_write_at_all_end, fh, buf, status);
+}
+
+// ---------------------------------------------------------------- the file as a whole
+
+int GRIDMPI(File_get_size)(MPI_File fh, MPI_Offset* size) {
+  GridFile* f = grid_file(fh);
+  if (!f || !f->served) return PMPI_File_get_size(fh, size);
+  return gridmpi::on_file("MPI_File_get_size", fh, [&]() -> int {
+    *size = static_cast<MPI_Offset>(gridmpi::served_size(*f));
+    return MPI_SUCCESS;
+  });
+}
+int GRIDMPI(File_set_size)(MPI_File fh, MPI_Offset size) {
+  return gridmpi::whole_file("MPI_File_set_size", fh, [&] { return PMPI_File_set_size(fh, size); });
+}
+int GRIDMPI(File_preallocate)(MPI_File fh, MPI_Offset size) {
+  return gridmpi::whole_file("MPI_File_preallocate", fh, [&] { return PMPI_File_preallocate(fh, size); });
+}
+int GRIDMPI(File_sync)(MPI_File fh) {
+  return gridmpi::whole_file("MPI_File_sync", fh, [&] { return PMPI_File_sync(fh); });
+}
+int GRIDMPI(File_set_atomicity)(MPI_File fh, int flag) {
+  GridFile* f = grid_file(fh);
+  if (f && f->served) f->atomic = flag != 0;
+  return gridmpi::whole_file("MPI_File_set_atomicity", fh, [&] { return PMPI_File_set_atomicity(fh, flag); });
+}
+int GRIDMPI(File_get_atomicity)(MPI_File fh, int* flag) {
+  GridFile* f = grid_file(fh);
+  if (!f || !f->served) return PMPI_File_get_atomicity(fh, flag);
+  *flag = f->atomic ? 1 : 0;
+  return MPI_SUCCESS;
+}
+// MPI_SEEK_END of a served file: where the view reaches the end of the file it holds.
+int GRIDMPI(File_seek)(MPI_File fh, MPI_Offset offset, int whence) {
+  GridFile* f = grid_file(fh);
+  if (!f || !f->served || whence != MPI_SEEK_END) return PMPI_File_seek(fh, offset, whence);
+  return gridmpi::on_file("MPI_File_seek", fh, [&]() -> int {
+    const MPI_Offset to = gridmpi::end_of_served(*f) + offset;
+    if (to < 0) throw gridrt::ArgumentError("a place before the start of the view (" + std::to_string(to) + ")", MPI_ERR_ARG);
+    return PMPI_File_seek(fh, to, MPI_SEEK_SET);
+  });
+}
