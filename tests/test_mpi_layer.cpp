@@ -146,12 +146,13 @@ TEST(MpiLayer, CommunicatorsGroupsAttributesTopologiesAndErrors) {
 // from a target computing for a second without calling MPI, done long before it ends.
 TEST(MpiLayer, OneSidedCommunicationInEverySynchronisationMode) { passes_everywhere("rma", {"30", "1", "strict"}); }
 
-// MPI-IO across clusters on a file system that every cluster declares (<fileSystem>): one
-// file that every process writes and reads through views, ordered and shared pointers,
-// non-blocking and split collectives, atomic mode and MPI's error classes (and from Fortran), on two and
-// three clusters of unequal sizes, on the embedded grid (whose clusters share this
-// machine's files) and with one cluster mounting the file system at another path; and a
-// file on no declared file system refused clearly.
+// MPI-IO across clusters: one file that every process writes and reads through views,
+// ordered and shared pointers, non-blocking and split collectives, atomic mode and MPI's
+// error classes (and from Fortran), on two and three clusters of unequal sizes: on a file
+// system that every cluster declares (<fileSystem>), on the embedded grid (whose clusters
+// share this machine's files), with one cluster mounting the file system at another path;
+// and where the clusters share none, the file living in one cluster (rank 0's, or the one
+// the info key gridrt_file_cluster names).
 TEST(MpiLayer, OneFileThatEveryProcessReadsAndWritesAcrossClusters) {
   char made[] = "/tmp/gridrt-files-XXXXXX";
   ASSERT_NE(::mkdtemp(made), nullptr);
@@ -177,14 +178,22 @@ TEST(MpiLayer, OneFileThatEveryProcessReadsAndWritesAcrossClusters) {
                         << "<fileSystem name=\"scratch\" path=\"" << elsewhere << "\"/></cluster>\n</grid>\n";
   passed(gridrun({"--grid", mounts, "-n", "3", program, dir, "in-c1", elsewhere}), "files", 3, "c1 mounting the file system elsewhere");
   std::filesystem::remove(elsewhere);
-  const Grid unshared = grids().front();
-  passed(run(unshared, program, {dir, "unshared"}), "files", unshared.processes, "no file system declared");
+  // Clusters that declare no file system they share: every file lives in the cluster of
+  // rank 0 (but one the program places in the last rank's), whose processes serve the
+  // others' accesses. On three clusters c1's processes name a directory they do not have:
+  // they never touch the files themselves (the last rank is c2's).
+  for (const Grid& g : {grids()[0], grids()[1]}) {
+    std::vector<std::string> args = {dir};
+    if (g.processes == 5) args = {dir, "in-c1", "/nonexistent-gridrt-dir"};
+    passed(run(g, program, args), "files", g.processes, g.what + ", no shared file system");
+    passed(run(g, kMpiTests + "/mpi_fortran_io", {dir}), "fortran_io", g.processes, g.what + ", no shared file system");
+  }
   std::filesystem::remove_all(dir);
   expect_nothing_left();
 }
 
 // A parallel HDF5 program built with Debian's HDF5 for MPICH (h5pcc.mpich), across clusters
-// that share a file system: collective create, every rank's hyperslab of one dataset, an
+// that share a file system and across clusters that do not: collective create, every rank's hyperslab of one dataset, an
 // attribute, reading back on another decomposition; its file's h5dump is that of the file
 // the same program writes under MPICH alone.
 TEST(MpiLayer, AParallelHdf5ProgramWritesTheFileMpichAloneWrites) {
@@ -200,14 +209,17 @@ TEST(MpiLayer, AParallelHdf5ProgramWritesTheFileMpichAloneWrites) {
             0)
       << shell("cat " + dir + "/build.log");
   const auto dump = [&](const std::string& file) { return shell("h5dump " + file + " | tail -n +2"); };  // (not the name)
-  for (const Grid& g : grids_sharing(dir, "-hdf5")) {
+  std::vector<Grid> all = grids_sharing(dir, "-hdf5");
+  all.push_back(grids()[0]);  // (no shared file system: the file lives in the cluster of rank 0)
+  for (Grid& g : all) {
     const std::string n = std::to_string(g.processes);
+    const std::string grid_file = dir + "/grid" + n + (&g == &all.back() ? "-in-one-cluster" : "") + ".h5";
     const std::string alone = shell("timeout 60 mpiexec.mpich -n " + n + " " + program + " " + dir + "/alone" + n + ".h5 2>&1");
     EXPECT_NE(alone.find("checks passed on " + n + " processes"), std::string::npos) << alone;
-    passed(run(g, program, {dir + "/grid" + n + ".h5"}), "hdf5", g.processes, g.what);
+    passed(run(g, program, {grid_file}), "hdf5", g.processes, g.what);
     const std::string expected = dump(dir + "/alone" + n + ".h5");
     EXPECT_NE(expected.find("DATASET \"values\""), std::string::npos) << expected;
-    EXPECT_EQ(dump(dir + "/grid" + n + ".h5"), expected) << g.what;
+    EXPECT_EQ(dump(grid_file), expected) << g.what;
   }
   std::filesystem::remove_all(dir);
   expect_nothing_left();

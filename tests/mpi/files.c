@@ -1,9 +1,8 @@
 /* MPI-IO on MPI_COMM_WORLD, whatever clusters it spans: one file that every process reads
- * and writes. files DIR [unshared | in-c1 DIR1]: the files are made in DIR (which must
- * exist). With "unshared", DIR is on no file system the grid declares shared by every
- * cluster: opening a file there across clusters must fail with MPI_ERR_UNSUPPORTED_OPERATION,
- * naming it. With "in-c1 DIR1", the processes of cluster c1 name the same directory DIR1
- * (where c1 mounts the file system: MPI lets processes name one file differently). */
+ * and writes. files DIR [in-c1 DIR1]: the files are made in DIR (which must exist). With
+ * "in-c1 DIR1", the processes of cluster c1 name the same directory DIR1 (where c1 mounts
+ * the file system: MPI lets processes name one file differently; or, where the files live
+ * in one cluster other than c1, a directory c1 does not have at all). */
 #include <string.h>
 #include <unistd.h>
 
@@ -304,28 +303,72 @@ static void errors(const char* dir, int rank) {
   if (rank == 0) CHECK(MPI_File_delete(in_dir(dir, "exclusive.dat"), MPI_INFO_NULL) == MPI_SUCCESS, "MPI_File_delete");
 }
 
+/* A file the info key gridrt_file_cluster puts in the cluster of the last rank (in a grid
+ * job): the other clusters' processes, rank 0's among them, reach it through that cluster. */
+static void placed(const char* dir, int rank, int size) {
+  char cluster[64] = "";
+  const char* mine = getenv("GRIDRT_CLUSTER");
+  if (rank == size - 1 && mine) snprintf(cluster, sizeof cluster, "%s", mine);
+  MPI_Bcast(cluster, sizeof cluster, MPI_CHAR, size - 1, MPI_COMM_WORLD);
+  if (!cluster[0]) return;
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "gridrt_file_cluster", cluster);
+  MPI_File fh;
+  int rc = MPI_File_open(MPI_COMM_WORLD, in_dir(dir, "placed.dat"), MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
+  CHECK(rc == MPI_SUCCESS, "opening placed.dat in cluster %s: class %d", cluster, error_class(rc));
+  if (rc == MPI_SUCCESS) {
+    const int value = rank * 7 + 1;
+    rc = MPI_File_write_at(fh, (MPI_Offset)rank * (MPI_Offset)sizeof(int), &value, 1, MPI_INT, MPI_STATUS_IGNORE);
+    CHECK(rc == MPI_SUCCESS, "MPI_File_write_at to placed.dat: class %d", error_class(rc));
+    MPI_File_sync(fh);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_File_sync(fh);
+    int all[64] = {0};
+    MPI_Status status;
+    rc = MPI_File_read_at(fh, 0, all, size, MPI_INT, &status);
+    int got = 0;
+    MPI_Get_count(&status, MPI_INT, &got);
+    CHECK(rc == MPI_SUCCESS && got == size, "MPI_File_read_at of placed.dat: class %d, %d of %d", error_class(rc), got, size);
+    for (int r = 0; r < size && r < 64; ++r) CHECK(all[r] == r * 7 + 1, "placed.dat holds %d for rank %d", all[r], r);
+    MPI_Offset bytes = 0;
+    MPI_File_get_size(fh, &bytes);
+    CHECK(bytes == (MPI_Offset)(size * sizeof(int)), "placed.dat has %lld bytes", (long long)bytes);
+    MPI_File_close(&fh);
+  }
+  /* What the served processes cannot do is refused as ROMIO refuses it. */
+  rc = MPI_File_open(MPI_COMM_WORLD, in_dir(dir, "placed.dat"), MPI_MODE_RDONLY, info, &fh);
+  CHECK(rc == MPI_SUCCESS, "opening placed.dat read-only: class %d", error_class(rc));
+  if (rc == MPI_SUCCESS) {
+    const int value = 0;
+    rc = MPI_File_write_at(fh, 0, &value, 1, MPI_INT, MPI_STATUS_IGNORE);
+    CHECK(error_class(rc) == MPI_ERR_READ_ONLY, "writing a file opened MPI_MODE_RDONLY: class %d", error_class(rc));
+    MPI_File_close(&fh);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) MPI_File_delete(in_dir(dir, "placed.dat"), MPI_INFO_NULL);
+  /* A name of no cluster: every process fails alike, naming it. */
+  MPI_Info_set(info, "gridrt_file_cluster", "no-such-cluster");
+  rc = MPI_File_open(MPI_COMM_WORLD, in_dir(dir, "nowhere.dat"), MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
+  CHECK(error_class(rc) == MPI_ERR_INFO_VALUE, "gridrt_file_cluster naming no cluster: class %d", error_class(rc));
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(rc, text, &length);
+  CHECK(strstr(text, "no-such-cluster") != NULL, "the error does not name the value: %s", text);
+  MPI_Info_free(&info);
+}
+
 int main(int argc, char** argv) {
   int rank, size;
   if (!start(&argc, &argv, "files", 2, &rank, &size)) return 2;
   if (argc < 2) {
-    if (rank == 0) fprintf(stderr, "usage: files DIR [unshared]\n");
+    if (rank == 0) fprintf(stderr, "usage: files DIR [in-c1 DIR1]\n");
     MPI_Finalize();
     return 2;
   }
   const char* dir = argv[1];
   const char* cluster = getenv("GRIDRT_CLUSTER");
   if (argc > 3 && strcmp(argv[2], "in-c1") == 0 && cluster && strcmp(cluster, "c1") == 0) dir = argv[3];
-  if (argc > 2 && strcmp(argv[2], "unshared") == 0) {
-    MPI_File fh = MPI_FILE_NULL;
-    const int rc = MPI_File_open(MPI_COMM_WORLD, in_dir(dir, "x.dat"), MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh);
-    CHECK(error_class(rc) == MPI_ERR_UNSUPPORTED_OPERATION, "opening a file no file system of all clusters holds: class %d",
-          error_class(rc));
-    char text[MPI_MAX_ERROR_STRING];
-    int length = 0;
-    MPI_Error_string(rc, text, &length);
-    CHECK(strstr(text, "x.dat") != NULL && strstr(text, "MPI_File_open") != NULL, "the error does not name the file: %s", text);
-    return finish("files");
-  }
   if (rank == 0) /* (what an earlier run left) */
     for (const char** name = (const char*[]){"array.dat", "ordered.dat", "shared.dat", "nonblocking.dat", "atomic.dat",
                                               "exclusive.dat", "interleaved.dat", NULL};
@@ -339,5 +382,6 @@ int main(int argc, char** argv) {
   nonblocking(dir, rank, size);
   atomic_mode(dir, rank, size);
   errors(dir, rank);
+  placed(dir, rank, size);
   return finish("files");
 }
