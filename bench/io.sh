@@ -7,6 +7,10 @@
 #              MPI layer gives ROMIO for a file opened across clusters (docs/mpi.md, "Files");
 #   grid       through gridrun on 2 clusters x 2 over the emulated WAN (10 ms, 100 Mbit/s),
 #              the file on the file system both clusters declare (the embedded grid's /);
+#   one-cluster the same grid declaring no shared file system (gridrun --unshared-files):
+#              the file lives in c0, whose two ranks serve c1's two;
+#   alone-c0   MPICH alone writing (reading) the whole file from 2 ranks, c0's share of
+#              one-cluster's bound (the other: c1's half of the file over the WAN's rate);
 # alternated RUNS times, each printing the medians of its own 7 rounds; and the contiguous
 # layout through parallel HDF5 (hdf5_bench, built here with h5pcc.mpich where Debian's HDF5
 # for MPICH is installed), alone and grid.
@@ -31,9 +35,14 @@ for r in $(seq "$runs"); do
   ROMIO_HINTS="$work/hints" timeout 600 mpiexec.mpich -n 4 build/bin/io_bench "$work/file" "$mib" 7 | sed 's/^/alone-ind  /'
   timeout 600 build/bin/gridrun --clusters 2 --ranks-per-cluster 2 --emulate-wan 10ms,100mbit -n 4 \
     build/bin/io_bench "$work/file" "$mib" 7 | sed 's/^\[c0:0\] /grid       /'
+  ROMIO_HINTS="$work/hints" timeout 600 mpiexec.mpich -n 2 build/bin/io_bench "$work/file" "$mib" 7 | sed 's/^/alone-c0   /'
+  timeout 1200 build/bin/gridrun --clusters 2 --ranks-per-cluster 2 --unshared-files --emulate-wan 10ms,100mbit -n 4 \
+    build/bin/io_bench "$work/file" "$mib" 7 | sed 's/^\[c0:0\] /one-cluster /'
   if [ -n "$hdf5" ]; then
     timeout 600 mpiexec.mpich -n 4 "$hdf5" "$work/file.h5" "$mib" 7 | sed 's/^/alone      /'
     timeout 600 build/bin/gridrun --clusters 2 --ranks-per-cluster 2 --emulate-wan 10ms,100mbit -n 4 \
       "$hdf5" "$work/file.h5" "$mib" 7 | sed 's/^\[c0:0\] /grid       /'
+    timeout 1200 build/bin/gridrun --clusters 2 --ranks-per-cluster 2 --unshared-files --emulate-wan 10ms,100mbit -n 4 \
+      "$hdf5" "$work/file.h5" "$mib" 7 | sed 's/^\[c0:0\] /one-cluster /'
   fi
 done

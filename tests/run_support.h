@@ -29,6 +29,16 @@ const std::string kBin = GRIDRT_BIN_DIR;
 const std::string kTestBin = GRIDRT_TEST_BIN_DIR;  // programs the tests run as jobs (coll_check, ...)
 #endif
 const std::string kSrc = GRIDRT_SOURCE_DIR;
+#ifdef GRIDRT_MPI_TESTS_DIR
+const std::string kMpiTests = GRIDRT_MPI_TESTS_DIR;  // the unmodified MPI programs of tests/mpi
+#endif
+
+// How many times `what` occurs in `text`.
+inline int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
 
 struct Outcome {
   int status = -1;

@@ -1966,6 +1966,46 @@ TEST(EndToEnd, TaskQueueGoesOnWithoutAClusterKilledMidRun) {
   expect_nothing_left();
 }
 
+// MPI-IO in a job that goes on without a lost cluster (<onClusterLoss>continue): every
+// rank writes and syncs its record of one file, then the last rank dies (and cluster c1
+// with it); the survivors' next calls on the file fail naming the loss and the file, and what
+// was synced is in the file — on a file system both clusters share, in the cluster of rank
+// 0 (which serves c1's processes until they are gone), and in c1 itself (its clients fail).
+TEST(EndToEnd, AFileOpenWhenItsClusterIsLostFailsLaterCallsAndKeepsWhatWasSynced) {
+  char made[] = "/tmp/gridrt-file-loss-XXXXXX";
+  ASSERT_NE(::mkdtemp(made), nullptr);
+  const std::string dir = made;
+  struct Case {
+    std::vector<std::string> grid;
+    const char* where;
+    const char* holder;
+  };
+  const std::vector<std::string> grid = {"--clusters", "2", "--ranks-per-cluster", "2", "-n", "4"};
+  std::vector<std::string> unshared = grid;
+  unshared.insert(unshared.begin(), "--unshared-files");
+  for (const Case& k : {Case{grid, "a shared file system", ""}, Case{unshared, "the cluster of rank 0", ""},
+                        Case{unshared, "the cluster lost", "holder-lost"}}) {
+    std::vector<std::string> argv = k.grid;
+    argv.push_back(edited_profile(
+        "helloworld.xml",
+        {{"file://$GRIDRT_EXAMPLES/hello<", kMpiTests + "/mpi_file_loss<"},
+         {"</executable>", "</executable><arguments><value>" + dir + "</value><value>" + k.holder +
+                               "</value></arguments><onClusterLoss>continue</onClusterLoss>"}},
+        "file-loss-job.xml"));
+    const Outcome r = gridrun(argv);
+    EXPECT_EQ(r.status, 0) << k.where << "\n" << r.out << r.err;
+    EXPECT_EQ(count(r.out, "checks passed"), 2) << k.where << "\n" << r.out << r.err;  // (c0's ranks; c1 went)
+    EXPECT_EQ(count(r.out, "a cluster of its communicator was lost while the file was open") +
+                  count(r.out, "the cluster that holds"),
+              2)
+        << k.where << "\n" << r.out;
+    EXPECT_NE(r.err.find("lost cluster c1: rank 3 (cluster c1) killed by signal 9"), std::string::npos) << r.err;
+    std::filesystem::remove(dir + "/loss.dat");
+  }
+  std::filesystem::remove_all(dir);
+  expect_nothing_left();
+}
+
 // examples/raytrace in its three modes on 3 clusters (a boss per cluster, one queue with
 // flat and with grid collectives): each checks itself (every ray's length is in the cells,
 // sample rays traced again agree, every process got the same table), and all three print

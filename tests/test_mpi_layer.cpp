@@ -15,7 +15,6 @@
 
 namespace {
 
-const std::string kMpiTests = GRIDRT_MPI_TESTS_DIR;
 const std::string kLib = GRIDRT_LIB_DIR;
 
 // The grids the programs run on: two clusters of 2 and 1 slots, three of 1, 2 and 2 at
@@ -75,13 +74,6 @@ std::string shell(const std::string& cmd) {
   for (std::size_t n; p && (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
   if (p) ::pclose(p);
   return out;
-}
-
-// How many times `what` occurs in `text`.
-int count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
-  return n;
 }
 
 }  // namespace

@@ -307,8 +307,10 @@ template <Direction D, Form F, typename Native, typename Count, typename Out>
 int data_call(const char* function, Native native, MPI_File fh, const MPI_Offset* at, const void* buf, Count count,
               MPI_Datatype type, Out out) {
   GridFile* f = grid_file(fh);
-  if (!f || !f->served) return native();
+  if (!f) return native();
   return on_file(function, fh, [&]() -> int {
+    check_clusters(*f);
+    if (!f->served) return native();
     if constexpr (F == Form::kBegin) {
       if (f->split_open) throw gridrt::ArgumentError("a split collective is already open on the file", MPI_ERR_OTHER);
       access<D>(fh, *f, at, buf, count, type, &f->split);
@@ -342,8 +344,10 @@ int split_end(const char* function, int (*native)(MPI_File, Buffer, MPI_Status*)
 template <typename Native>
 int whole_file(const char* function, MPI_File fh, Native native) {
   GridFile* f = grid_file(fh);
-  if (!f || !f->in_one_cluster) return native();
+  if (!f) return native();
   return on_file(function, fh, [&]() -> int {
+    check_clusters(*f);
+    if (!f->in_one_cluster) return native();
     worst_class(f->comm, MPI_SUCCESS);
     const int rc = f->served ? MPI_SUCCESS : native();
     if (const int worst = worst_class(f->comm, rc)) {
@@ -356,6 +360,12 @@ int whole_file(const char* function, MPI_File fh, Native native) {
 }
 
 }  // namespace
+
+void check_clusters(const GridFile& f) {
+  for (int member : f.clusters)
+    if (auto why = gridrt::detail::cluster_lost(member))
+      throw gridrt::Error("'" + f.name + "': a cluster of its communicator was lost while the file was open: " + *why, MPI_ERR_OTHER);
+}
 
 MPI_Offset end_of_served(GridFile& f) {
   const std::uint64_t data = f.view.data_below(served_size(f));

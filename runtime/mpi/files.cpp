@@ -37,6 +37,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -110,9 +111,13 @@ std::uint64_t hash_of(const std::string& s) {
   return h ? h : 1;
 }
 
-// ROMIO's error of the open, its handler run by ROMIO, said again naming the file.
+// ROMIO's error of the open, its handler run by ROMIO, said again naming the file: with its
+// class's text, not its own, which may be another process's (ROMIO hands every process
+// of the open the error code the process that opened first made; MPICH then finds no such
+// code in this process's ring of messages and says "Invalid error code" on stderr).
 int romio_open_error(int rc, const std::string& name) {
-  return error_code(gridrt::detail::mpi_error_class(rc), "MPI_File_open: '" + name + "': " + gridrt::detail::mpi_error_text(rc));
+  const int error_class = gridrt::detail::mpi_error_class(rc);
+  return error_code(error_class, "MPI_File_open: '" + name + "': " + gridrt::detail::mpi_error_text(error_class));
 }
 
 // The program's info (or none) with collective buffering of writes off, for ROMIO: a new
@@ -263,6 +268,10 @@ int GRIDMPI(File_open)(MPI_Comm comm, const char* filename, int amode, MPI_Info 
                                   MPI_ERR_INFO_VALUE);
     GridFile f;
     f.name = name;
+    std::set<std::uint32_t> seen;
+    for (int member : g->impl->members)
+      if (seen.insert(gridrt::detail::state().topo.cluster_of(static_cast<std::uint32_t>(member))).second)
+        f.clusters.push_back(member);
     f.amode = amode;
     f.sequential = (amode & MPI_MODE_SEQUENTIAL) != 0;
     f.in_one_cluster = holder != gridmpi::kNoClusterNamed || out[0] == 0 || out[0] != ~out[1];
@@ -303,6 +312,10 @@ int GRIDMPI(File_open)(MPI_Comm comm, const char* filename, int amode, MPI_Info 
     // that a file in one cluster is served).
     gridrt::detail::check_mpi(gridmpi_Comm_dup(comm, &f.comm), "the file's communicator");
     gridmpi::make_shared_pointer(f);
+    // (Their errors are the file's, said through its handler: a lost cluster must not
+    // end the job from inside MPI_File_close.)
+    PMPI_Comm_set_errhandler(f.comm, MPI_ERRORS_RETURN);
+    PMPI_Win_set_errhandler(f.pointer, MPI_ERRORS_RETURN);
     std::string serving_error;
     if (f.in_one_cluster) {
       f.service = gridrt::detail::agree_on_context(g->impl) | gridrt::detail::kOneSidedContext | gridrt::fileio::kFileServiceContext;
@@ -337,16 +350,25 @@ int GRIDMPI(File_close)(MPI_File* fh) {
     g_files.erase(file);
     // The other clusters close first: the file is deleted (MPI_MODE_DELETE_ON_CLOSE) by the
     // first cluster's ROMIO only once no cluster has it open. ROMIO's handle is closed
-    // whatever becomes of the layer's parts (a cluster lost meanwhile fails the window's
-    // free): what this process wrote is in the file either way. A served process's
-    // accesses were all answered before it came here, and the window's free waits for it.
+    // whatever becomes of the layer's parts: what this process wrote is in the file either
+    // way. A served process's accesses were all answered before it came here, and the
+    // window's free waits for it. Once a cluster of the file is lost the window is left
+    // as it is (its free, a barrier with the lost ranks, would fail in some processes and
+    // leave the others waiting for them), and the close's error says so.
     int rc = MPI_SUCCESS;
     if (!closing.first) rc = PMPI_File_close(fh);
-    const int freed = gridmpi_Win_free(&closing.pointer);
+    std::string lost;
+    try {
+      gridmpi::check_clusters(closing);
+    } catch (const gridrt::Error& e) {
+      lost = e.what();
+    }
+    const int freed = lost.empty() ? gridmpi_Win_free(&closing.pointer) : MPI_SUCCESS;
     if (closing.in_one_cluster && !closing.served) gridmpi::file_service().withdraw(closing.service);
     if (closing.first) rc = PMPI_File_close(fh);
     gridmpi_Comm_free(&closing.comm);
     *fh = MPI_FILE_NULL;
+    if (!lost.empty()) throw gridrt::Error(lost, MPI_ERR_OTHER);
     gridrt::detail::check_mpi(freed, "the shared file pointer's window");
     return rc;
   });

@@ -36,6 +36,7 @@ struct GridFile {
   bool first = false;              // this process's cluster closes last (rank 0's, or the one holding the file)
   bool sequential = false;         // MPI_MODE_SEQUENTIAL (which ROMIO was not given)
   std::string name;                // as the program named it
+  std::vector<int> clusters;       // one member (global rank) of each cluster of the communicator
 
   // A file that lives in one cluster (on no file system that all the clusters mount, or
   // placed by the info key gridrt_file_cluster): its cluster's processes open it with ROMIO
@@ -66,6 +67,9 @@ int on_file(const char* function, MPI_File fh, F&& body) {
 }
 // The largest error class of the processes of `comm` (0: none failed).
 int worst_class(MPI_Comm comm, int rc);
+// Throws, naming it, once a cluster of the file's communicator was lost: every call on the
+// file fails from then on (what was written before, and synced, stays in the file).
+void check_clusters(const GridFile& f);
 // Where the view of a served file ends, in etypes (MPI_SEEK_END).
 MPI_Offset end_of_served(GridFile& f);
 

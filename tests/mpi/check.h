@@ -42,7 +42,7 @@ static inline int start(int* argc, char*** argv, const char* program, int min_si
   return 0;
 }
 
-static int finish(const char* program) {
+static inline int finish(const char* program) {
   int failed = 0, done = 0, size = 0;
   MPI_Allreduce(&checks_failed, &failed, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   MPI_Allreduce(&checks_done, &done, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
