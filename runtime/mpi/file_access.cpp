@@ -9,6 +9,7 @@
 // once everything the others wrote before is in, and agreed by all.
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -114,94 +115,108 @@ FileService& file_service() {
 
 namespace {
 
-// Bytes of data per request: the server writes one while the next is on the way.
+// Bytes of data per request: the server writes one while the next is on the way; and the
+// requests of one access unanswered at most, so that a large access's data leaves as the
+// server takes it rather than all copied into the transport at once.
 constexpr std::uint64_t kRequestBytes = std::uint64_t{4} << 20;
+constexpr std::size_t kInFlight = 4;
 
-// Waits for the replies to `ids` (in order); a lost cluster of the server's ends the wait.
-std::vector<gridrt::fileio::Reply> replies_to(const GridFile& f, const std::vector<std::uint64_t>& ids) {
-  std::vector<gridrt::fileio::Reply> out(ids.size());
-  std::vector<bool> in(ids.size(), false);
-  std::size_t left = ids.size();
+// One request's part of an access: its extents, and a write's data.
+struct Chunk {
+  std::vector<Extent> extents;
+  std::uint64_t bytes = 0;
+  const char* data = nullptr;
+};
+
+// `extents` in chunks of kRequestBytes at most (their data from `data`, for a write).
+std::vector<Chunk> chunks_of(const std::vector<Extent>& extents, const char* data) {
+  std::vector<Chunk> out(1);
+  out.back().data = data;
+  for (Extent e : extents) {
+    while (e.length > 0) {
+      if (out.back().bytes == kRequestBytes) out.push_back({{}, 0, data ? out.back().data + kRequestBytes : nullptr});
+      const std::uint64_t take = std::min(e.length, kRequestBytes - out.back().bytes);
+      out.back().extents.push_back({e.offset, take});
+      out.back().bytes += take;
+      e.offset += take;
+      e.length -= take;
+    }
+  }
+  if (out.back().extents.empty()) out.pop_back();
+  return out;
+}
+
+// The reply to request `id`, once it came; a lost cluster of the server's ends the wait.
+gridrt::fileio::Reply reply_to(const GridFile& f, std::uint64_t id) {
+  gridrt::fileio::Reply r;
   wait_until(
       [&] {
-        for (std::size_t i = 0; i < ids.size(); ++i)
-          if (!in[i] && file_service().take_reply(ids[i], &out[i])) {
-            in[i] = true;
-            --left;
-          }
-        if (left == 0) return true;
+        if (file_service().take_reply(id, &r)) return true;
         if (auto why = gridrt::detail::cluster_lost(f.server))
           throw gridrt::Error("the cluster that holds '" + f.name + "' was lost: " + *why, MPI_ERR_OTHER);
         return false;
       },
       [] { return false; });
-  for (const auto& r : out)
-    if (r.error_class != 0) throw gridrt::Error(r.error + " (in the cluster that holds the file)", static_cast<int>(r.error_class));
-  return out;
+  return r;
 }
 
 void send_request(const GridFile& f, const std::string& head, const char* data, std::size_t bytes) {
   gridrt::detail::state().messages->send_with_head(f.server, f.service, head, data, bytes);
 }
 
-// The requests for `extents` (their data at `data` for a write), each of kRequestBytes at most.
-template <typename Head>
-std::vector<std::uint64_t> requests(const GridFile& f, const std::vector<Extent>& extents, const char* data, Head&& head) {
-  std::vector<std::uint64_t> ids;
-  std::vector<Extent> chunk;
-  std::uint64_t in_chunk = 0;
-  const char* chunk_data = data;
-  auto flush = [&] {
-    if (chunk.empty()) return;
-    const std::uint64_t id = file_service().next_id();
-    send_request(f, head(id, chunk), data ? chunk_data : nullptr, data ? in_chunk : 0);
-    ids.push_back(id);
-    if (data) chunk_data += in_chunk;
-    chunk.clear();
-    in_chunk = 0;
-  };
-  for (Extent e : extents) {
-    while (e.length > 0) {
-      const std::uint64_t take = std::min(e.length, kRequestBytes - in_chunk);
-      chunk.push_back({e.offset, take});
-      in_chunk += take;
-      e.offset += take;
-      e.length -= take;
-      if (in_chunk == kRequestBytes) flush();
+// Sends `chunks` as requests (`head(id, extents)`), kInFlight at most unanswered, and
+// hands each reply in order to `take(chunk, reply)`. The first error reply stops the
+// sending and is thrown once the requests in flight are answered.
+template <typename Head, typename Take>
+void exchange(const GridFile& f, const std::vector<Chunk>& chunks, Head&& head, Take&& take) {
+  std::deque<std::uint64_t> waiting;
+  std::size_t sent = 0, answered = 0;
+  gridrt::fileio::Reply failed;
+  while (answered < sent || (failed.error_class == 0 && sent < chunks.size())) {
+    while (failed.error_class == 0 && sent < chunks.size() && waiting.size() < kInFlight) {
+      const std::uint64_t id = file_service().next_id();
+      const Chunk& c = chunks[sent++];
+      send_request(f, head(id, c.extents), c.data, c.data ? c.bytes : 0);
+      waiting.push_back(id);
     }
+    gridrt::fileio::Reply r = reply_to(f, waiting.front());
+    waiting.pop_front();
+    if (r.error_class != 0 && failed.error_class == 0) failed = std::move(r);
+    else if (failed.error_class == 0) take(chunks[answered], r);
+    ++answered;
   }
-  flush();
-  return ids;
+  if (failed.error_class != 0)
+    throw gridrt::Error(failed.error + " (in the cluster that holds the file)", static_cast<int>(failed.error_class));
 }
 
 void write_served(const GridFile& f, const std::vector<Extent>& extents, const char* data) {
-  replies_to(f, requests(f, extents, data, [&](std::uint64_t id, const std::vector<Extent>& e) {
-               return FileService::write_head(id, f.atomic, e);
-             }));
+  exchange(
+      f, chunks_of(extents, data),
+      [&](std::uint64_t id, const std::vector<Extent>& e) { return FileService::write_head(id, f.atomic, e); },
+      [](const Chunk&, const gridrt::fileio::Reply&) {});
 }
 
 // The bytes of `extents`, up to the end of the file.
 std::string read_served(const GridFile& f, const std::vector<Extent>& extents) {
-  std::vector<std::uint64_t> asked;  // each request's bytes
-  const auto ids = requests(f, extents, nullptr, [&](std::uint64_t id, const std::vector<Extent>& e) {
-    std::uint64_t n = 0;
-    for (const Extent& x : e) n += x.length;
-    asked.push_back(n);
-    return FileService::read_head(id, f.atomic, e);
-  });
   std::string out;
-  auto replies = replies_to(f, ids);
-  for (std::size_t i = 0; i < replies.size(); ++i) {
-    out += replies[i].data;
-    if (replies[i].data.size() < asked[i]) break;  // (the end of the file)
-  }
+  bool ended = false;  // a reply came short: the end of the file
+  exchange(
+      f, chunks_of(extents, nullptr),
+      [&](std::uint64_t id, const std::vector<Extent>& e) { return FileService::read_head(id, f.atomic, e); },
+      [&](const Chunk& c, const gridrt::fileio::Reply& r) {
+        if (ended) return;
+        out += r.data;
+        ended = r.data.size() < c.bytes;
+      });
   return out;
 }
 
 std::uint64_t served_size(const GridFile& f) {
   const std::uint64_t id = file_service().next_id();
   send_request(f, FileService::size_head(id), nullptr, 0);
-  return std::stoull(replies_to(f, {id}).front().data);
+  const gridrt::fileio::Reply r = reply_to(f, id);
+  if (r.error_class != 0) throw gridrt::Error(r.error + " (in the cluster that holds the file)", static_cast<int>(r.error_class));
+  return std::stoull(r.data);
 }
 
 // Whether `count` of `type` lie in memory as one run of bytes (from the type's true lower bound).
@@ -365,6 +380,15 @@ void check_clusters(const GridFile& f) {
   for (int member : f.clusters)
     if (auto why = gridrt::detail::cluster_lost(member))
       throw gridrt::Error("'" + f.name + "': a cluster of its communicator was lost while the file was open: " + *why, MPI_ERR_OTHER);
+}
+
+void start_at_the_end(GridFile& f, MPI_File fh) {
+  MPI_Offset size = 0;
+  if (f.served) size = static_cast<MPI_Offset>(served_size(f));
+  else gridrt::detail::check_mpi(PMPI_File_get_size(fh, &size), "the file's size");
+  if (f.served) gridrt::detail::check_mpi(PMPI_File_seek(fh, size, MPI_SEEK_SET), "the individual file pointer");
+  if (grid(f.comm)->rank() == 0) set_shared_pointer(f, size);  // (the view is bytes from 0 at the open)
+  gridrt::detail::check_mpi(gridmpi_Barrier(f.comm), "the shared file pointer");
 }
 
 MPI_Offset end_of_served(GridFile& f) {

@@ -60,6 +60,12 @@ int worst_class(MPI_Comm comm, int rc) {
   return worst;
 }
 
+void set_shared_pointer(GridFile& f, MPI_Offset etypes) {
+  gridrt::detail::check_mpi(gridmpi_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, f.pointer), "the shared file pointer");
+  gridrt::detail::check_mpi(gridmpi_Put(&etypes, 1, MPI_OFFSET, 0, 0, 1, MPI_OFFSET, f.pointer), "the shared file pointer");
+  gridrt::detail::check_mpi(gridmpi_Win_unlock(0, f.pointer), "the shared file pointer");
+}
+
 namespace {
 
 // The prefixes ROMIO takes before a file name to choose its driver ("ufs:/path").
@@ -202,11 +208,6 @@ MPI_Offset fetch_and_add(GridFile& f, MPI_Offset etypes, MPI_Op op = MPI_SUM) {
   return before;
 }
 
-void set_shared_pointer(GridFile& f, MPI_Offset etypes) {
-  gridrt::detail::check_mpi(gridmpi_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, f.pointer), "the shared file pointer");
-  gridrt::detail::check_mpi(gridmpi_Put(&etypes, 1, MPI_OFFSET, 0, 0, 1, MPI_OFFSET, f.pointer), "the shared file pointer");
-  gridrt::detail::check_mpi(gridmpi_Win_unlock(0, f.pointer), "the shared file pointer");
-}
 
 // How many etypes of the file's view `count` elements of `type` make (MPI: a whole number).
 template <typename Count>
@@ -334,7 +335,8 @@ int GRIDMPI(File_open)(MPI_Comm comm, const char* filename, int amode, MPI_Info 
       if (rc != MPI_SUCCESS) return gridmpi::romio_open_error(rc, name);
       throw gridrt::ArgumentError("'" + name + "': " + gridrt::detail::mpi_error_text(other_class) + " (in another cluster)", other_class);
     }
-    g_files.emplace(*fh, std::move(f));
+    GridFile& opened = g_files.emplace(*fh, std::move(f)).first->second;
+    if (amode & MPI_MODE_APPEND) gridmpi::start_at_the_end(opened, *fh);
     return MPI_SUCCESS;
   });
 }
@@ -423,9 +425,10 @@ int GRIDMPI(File_set_view)(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI
                                       "' on a file that lives in one cluster (only \"native\")",
                                   MPI_ERR_UNSUPPORTED_DATAREP);
     const gridmpi::InfoFreed romio_info{gridmpi::without_write_buffering(info)};
+    const gridmpi::FileView view = f->served && filetype != MPI_DATATYPE_NULL ? gridmpi::FileView::of(disp, filetype) : f->view;
     const int rc = PMPI_File_set_view(fh, disp, etype, filetype, datarep, romio_info.info);
     if (rc != MPI_SUCCESS) return rc;
-    if (f->served) f->view = gridmpi::FileView::of(disp, filetype);
+    f->view = view;
     PMPI_Type_size_x(etype, &f->etype_bytes);
     if (rank0) gridmpi::set_shared_pointer(*f, 0);
     gridrt::detail::check_mpi(gridmpi_Barrier(f->comm), "the shared file pointer");

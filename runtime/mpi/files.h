@@ -65,11 +65,17 @@ int on_file(const char* function, MPI_File fh, F&& body) {
   return reporting(function, [fh](int error_class, const std::string& what) { return fail_file(fh, error_class, what); },
                    std::forward<F>(body));
 }
+// Sets the shared file pointer (etypes) at rank 0's window.
+void set_shared_pointer(GridFile& f, MPI_Offset etypes);
 // The largest error class of the processes of `comm` (0: none failed).
 int worst_class(MPI_Comm comm, int rc);
 // Throws, naming it, once a cluster of the file's communicator was lost: every call on the
 // file fails from then on (what was written before, and synced, stays in the file).
 void check_clusters(const GridFile& f);
+// MPI_MODE_APPEND: the file pointers start at the end of the file (MPI 4.0 §14.2.1), the
+// shared one (rank 0's) and a served process's individual one, which its scratch handle
+// cannot know (ROMIO puts the others'). Collective, after a successful open.
+void start_at_the_end(GridFile& f, MPI_File fh);
 // Where the view of a served file ends, in etypes (MPI_SEEK_END).
 MPI_Offset end_of_served(GridFile& f);
 

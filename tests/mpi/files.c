@@ -303,6 +303,32 @@ static void errors(const char* dir, int rank) {
   if (rank == 0) CHECK(MPI_File_delete(in_dir(dir, "exclusive.dat"), MPI_INFO_NULL) == MPI_SUCCESS, "MPI_File_delete");
 }
 
+/* MPI_MODE_APPEND: both file pointers start at the end of the file. */
+static void append_mode(const char* dir, int rank, int size) {
+  MPI_File fh;
+  int rc = MPI_File_open(MPI_COMM_WORLD, in_dir(dir, "append.dat"), MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
+  CHECK(rc == MPI_SUCCESS, "opening append.dat: class %d", error_class(rc));
+  if (rc != MPI_SUCCESS) return;
+  if (rank == 0) MPI_File_write_at(fh, 0, "0123456789", 10, MPI_CHAR, MPI_STATUS_IGNORE);
+  MPI_File_close(&fh);
+  rc = MPI_File_open(MPI_COMM_WORLD, in_dir(dir, "append.dat"), MPI_MODE_RDWR | MPI_MODE_APPEND, MPI_INFO_NULL, &fh);
+  CHECK(rc == MPI_SUCCESS, "opening append.dat MPI_MODE_APPEND: class %d", error_class(rc));
+  if (rc != MPI_SUCCESS) return;
+  MPI_Offset individual = -1, shared = -1, bytes = 0;
+  MPI_File_get_position(fh, &individual);
+  MPI_File_get_position_shared(fh, &shared);
+  CHECK(individual == 10 && shared == 10, "MPI_MODE_APPEND: the pointers start at %lld and %lld, not 10", (long long)individual,
+        (long long)shared);
+  MPI_Barrier(MPI_COMM_WORLD); /* (everyone read the shared pointer before it moves) */
+  MPI_File_write_shared(fh, &rank, 1, MPI_INT, MPI_STATUS_IGNORE);
+  MPI_File_sync(fh);
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_File_sync(fh);
+  MPI_File_get_size(fh, &bytes);
+  CHECK(bytes == 10 + (MPI_Offset)(size * sizeof(int)), "append.dat has %lld bytes after the appends", (long long)bytes);
+  MPI_File_close(&fh);
+}
+
 /* A file the info key gridrt_file_cluster puts in the cluster of the last rank (in a grid
  * job): the other clusters' processes, rank 0's among them, reach it through that cluster. */
 static void placed(const char* dir, int rank, int size) {
@@ -371,7 +397,7 @@ int main(int argc, char** argv) {
   if (argc > 3 && strcmp(argv[2], "in-c1") == 0 && cluster && strcmp(cluster, "c1") == 0) dir = argv[3];
   if (rank == 0) /* (what an earlier run left) */
     for (const char** name = (const char*[]){"array.dat", "ordered.dat", "shared.dat", "nonblocking.dat", "atomic.dat",
-                                              "exclusive.dat", "interleaved.dat", NULL};
+                                              "exclusive.dat", "interleaved.dat", "append.dat", "placed.dat", NULL};
          *name; ++name)
       MPI_File_delete(in_dir(dir, *name), MPI_INFO_NULL);
   MPI_Barrier(MPI_COMM_WORLD);
@@ -382,6 +408,7 @@ int main(int argc, char** argv) {
   nonblocking(dir, rank, size);
   atomic_mode(dir, rank, size);
   errors(dir, rank);
+  append_mode(dir, rank, size);
   placed(dir, rank, size);
   return finish("files");
 }
