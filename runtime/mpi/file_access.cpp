@@ -168,7 +168,7 @@ void send_request(const GridFile& f, const std::string& head, const char* data, 
 // hands each reply in order to `take(chunk, reply)`. The first error reply stops the
 // sending and is thrown once the requests in flight are answered.
 template <typename Head, typename Take>
-void exchange(const GridFile& f, const std::vector<Chunk>& chunks, Head&& head, Take&& take) {
+void ask_in_turn(const GridFile& f, const std::vector<Chunk>& chunks, Head&& head, Take&& take) {
   std::deque<std::uint64_t> waiting;
   std::size_t sent = 0, answered = 0;
   gridrt::fileio::Reply failed;
@@ -190,7 +190,7 @@ void exchange(const GridFile& f, const std::vector<Chunk>& chunks, Head&& head, 
 }
 
 void write_served(const GridFile& f, const std::vector<Extent>& extents, const char* data) {
-  exchange(
+  ask_in_turn(
       f, chunks_of(extents, data),
       [&](std::uint64_t id, const std::vector<Extent>& e) { return FileService::write_head(id, f.atomic, e); },
       [](const Chunk&, const gridrt::fileio::Reply&) {});
@@ -200,7 +200,7 @@ void write_served(const GridFile& f, const std::vector<Extent>& extents, const c
 std::string read_served(const GridFile& f, const std::vector<Extent>& extents) {
   std::string out;
   bool ended = false;  // a reply came short: the end of the file
-  exchange(
+  ask_in_turn(
       f, chunks_of(extents, nullptr),
       [&](std::uint64_t id, const std::vector<Extent>& e) { return FileService::read_head(id, f.atomic, e); },
       [&](const Chunk& c, const gridrt::fileio::Reply& r) {
@@ -314,6 +314,14 @@ void completed(const MPI_Status& status, MPI_Request* request) {
   PMPI_Grequest_complete(*request);
 }
 
+// ROMIO's outcome of a call on a grid file, its error (its handler run by ROMIO) said again
+// naming the function and the file.
+int romio_outcome(const char* function, const GridFile& f, int rc) {
+  if (rc == MPI_SUCCESS) return rc;
+  return error_code(gridrt::detail::mpi_error_class(rc),
+                    std::string(function) + ": '" + f.name + "': " + gridrt::detail::mpi_error_text(rc));
+}
+
 // What every form of a data access comes to: `native` where the file is ROMIO's here, else
 // the served access (blocking, then with a completed request, or split).
 enum class Form { kBlocking, kNonBlocking, kBegin };
@@ -325,7 +333,7 @@ int data_call(const char* function, Native native, MPI_File fh, const MPI_Offset
   if (!f) return native();
   return on_file(function, fh, [&]() -> int {
     check_clusters(*f);
-    if (!f->served) return native();
+    if (!f->served) return romio_outcome(function, *f, native());
     if constexpr (F == Form::kBegin) {
       if (f->split_open) throw gridrt::ArgumentError("a split collective is already open on the file", MPI_ERR_OTHER);
       access<D>(fh, *f, at, buf, count, type, &f->split);
@@ -362,9 +370,9 @@ int whole_file(const char* function, MPI_File fh, Native native) {
   if (!f) return native();
   return on_file(function, fh, [&]() -> int {
     check_clusters(*f);
-    if (!f->in_one_cluster) return native();
+    if (!f->in_one_cluster) return romio_outcome(function, *f, native());
     worst_class(f->comm, MPI_SUCCESS);
-    const int rc = f->served ? MPI_SUCCESS : native();
+    const int rc = f->served ? MPI_SUCCESS : romio_outcome(function, *f, native());
     if (const int worst = worst_class(f->comm, rc)) {
       if (rc != MPI_SUCCESS) return rc;
       throw gridrt::ArgumentError("'" + f->name + "': " + gridrt::detail::mpi_error_text(worst) + " (in the cluster that holds it)",

@@ -284,6 +284,18 @@ static void errors(const char* dir, int rank) {
   MPI_Error_string(rc, text, &length);
   CHECK(strstr(text, "missing.dat") != NULL, "the error does not name the file: %s", text);
   CHECK(fh == MPI_FILE_NULL, "a failed open gave a handle");
+  /* ROMIO's errors on the open file name it and the function (whichever cluster holds it). */
+  rc = MPI_File_open(MPI_COMM_WORLD, in_dir(dir, "array.dat"), MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
+  CHECK(rc == MPI_SUCCESS, "opening array.dat read-only: class %d", error_class(rc));
+  if (rc == MPI_SUCCESS) {
+    const int value = 0;
+    rc = MPI_File_write_at(fh, 0, &value, 1, MPI_INT, MPI_STATUS_IGNORE);
+    CHECK(error_class(rc) == MPI_ERR_READ_ONLY, "writing a file opened MPI_MODE_RDONLY: class %d", error_class(rc));
+    MPI_Error_string(rc, text, &length);
+    CHECK(strstr(text, "array.dat") != NULL && strstr(text, "MPI_File_write_at") != NULL,
+          "the error does not name the file and the function: %s", text);
+    MPI_File_close(&fh);
+  }
   rc = MPI_File_open(MPI_COMM_WORLD, in_dir(dir, "array.dat"), MPI_MODE_RDONLY | MPI_MODE_RDWR, MPI_INFO_NULL, &fh);
   CHECK(error_class(rc) == MPI_ERR_AMODE, "MPI_MODE_RDONLY | MPI_MODE_RDWR: class %d", error_class(rc));
   rc = MPI_File_open(MPI_COMM_WORLD, in_dir(dir, "array.dat"), MPI_MODE_CREATE | MPI_MODE_EXCL | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
@@ -369,6 +381,11 @@ static void placed(const char* dir, int rank, int size) {
     const int value = 0;
     rc = MPI_File_write_at(fh, 0, &value, 1, MPI_INT, MPI_STATUS_IGNORE);
     CHECK(error_class(rc) == MPI_ERR_READ_ONLY, "writing a file opened MPI_MODE_RDONLY: class %d", error_class(rc));
+    char said[MPI_MAX_ERROR_STRING];
+    int said_length = 0;
+    MPI_Error_string(rc, said, &said_length);
+    CHECK(strstr(said, "placed.dat") != NULL && strstr(said, "MPI_File_write_at") != NULL,
+          "the error does not name the file and the function: %s", said);
     MPI_File_close(&fh);
   }
   MPI_Barrier(MPI_COMM_WORLD);
