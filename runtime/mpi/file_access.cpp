@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -146,8 +147,69 @@ std::vector<Chunk> chunks_of(const std::vector<Extent>& extents, const char* dat
   return out;
 }
 
-// The reply to request `id`, once it came; a lost cluster of the server's ends the wait.
-gridrt::fileio::Reply reply_to(const GridFile& f, std::uint64_t id) {
+// The requests of one access to its server and their replies: sent kInFlight at most
+// unanswered, the replies taken in order; the first error reply stops the sending, and
+// the access is over once the requests in flight are answered. Moved on by step(), from a
+// blocking call's wait or from MPICH's progress (a non-blocking call's request).
+class Conversation {
+ public:
+  Conversation(const GridFile& f, bool write, std::vector<Chunk> chunks)
+      : server_(f.server), service_(f.service), atomic_(f.atomic), write_(write), name_(f.name), chunks_(std::move(chunks)) {}
+
+  // Sends what it may and takes the replies that came; true once it is over.
+  bool step() {
+    while (failed_.error_class == 0 && sent_ < chunks_.size() && waiting_.size() < kInFlight) {
+      const std::uint64_t id = file_service().next_id();
+      const Chunk& c = chunks_[sent_++];
+      const std::string head =
+          write_ ? FileService::write_head(id, atomic_, c.extents) : FileService::read_head(id, atomic_, c.extents);
+      gridrt::detail::state().messages->send_with_head(server_, service_, head, c.data, c.data ? c.bytes : 0);
+      waiting_.push_back(id);
+    }
+    for (gridrt::fileio::Reply r; !waiting_.empty() && file_service().take_reply(waiting_.front(), &r);) {
+      waiting_.pop_front();
+      const Chunk& c = chunks_[answered_++];
+      if (failed_.error_class != 0) continue;
+      if (r.error_class != 0) {
+        failed_ = std::move(r);
+        failed_.error += " (in the cluster that holds the file)";
+      } else if (!write_ && !ended_) {
+        data_ += r.data;
+        ended_ = r.data.size() < c.bytes;  // (the end of the file)
+      }
+    }
+    if (!waiting_.empty() && failed_.error_class == 0)
+      if (auto why = gridrt::detail::cluster_lost(server_)) {
+        failed_.error_class = MPI_ERR_OTHER;
+        failed_.error = "the cluster that holds '" + name_ + "' was lost: " + *why;
+        waiting_.clear();  // (no answer comes)
+      }
+    return waiting_.empty() && (failed_.error_class != 0 || sent_ == chunks_.size());
+  }
+  // Steps until it is over, waiting as the runtime waits; throws its error.
+  void run() {
+    wait_until([&] { return step(); }, [] { return false; });
+    if (failed_.error_class != 0) throw gridrt::Error(failed_.error, static_cast<int>(failed_.error_class));
+  }
+  const gridrt::fileio::Reply& failure() const { return failed_; }
+  const std::string& data() const { return data_; }  // a read's bytes, up to the end of the file
+
+ private:
+  int server_;
+  std::uint32_t service_;
+  bool atomic_, write_;
+  std::string name_;
+  std::vector<Chunk> chunks_;
+  std::deque<std::uint64_t> waiting_;
+  std::size_t sent_ = 0, answered_ = 0;
+  gridrt::fileio::Reply failed_;
+  std::string data_;
+  bool ended_ = false;
+};
+
+std::uint64_t served_size(const GridFile& f) {
+  const std::uint64_t id = file_service().next_id();
+  gridrt::detail::state().messages->send_with_head(f.server, f.service, FileService::size_head(id), nullptr, 0);
   gridrt::fileio::Reply r;
   wait_until(
       [&] {
@@ -157,64 +219,6 @@ gridrt::fileio::Reply reply_to(const GridFile& f, std::uint64_t id) {
         return false;
       },
       [] { return false; });
-  return r;
-}
-
-void send_request(const GridFile& f, const std::string& head, const char* data, std::size_t bytes) {
-  gridrt::detail::state().messages->send_with_head(f.server, f.service, head, data, bytes);
-}
-
-// Sends `chunks` as requests (`head(id, extents)`), kInFlight at most unanswered, and
-// hands each reply in order to `take(chunk, reply)`. The first error reply stops the
-// sending and is thrown once the requests in flight are answered.
-template <typename Head, typename Take>
-void ask_in_turn(const GridFile& f, const std::vector<Chunk>& chunks, Head&& head, Take&& take) {
-  std::deque<std::uint64_t> waiting;
-  std::size_t sent = 0, answered = 0;
-  gridrt::fileio::Reply failed;
-  while (answered < sent || (failed.error_class == 0 && sent < chunks.size())) {
-    while (failed.error_class == 0 && sent < chunks.size() && waiting.size() < kInFlight) {
-      const std::uint64_t id = file_service().next_id();
-      const Chunk& c = chunks[sent++];
-      send_request(f, head(id, c.extents), c.data, c.data ? c.bytes : 0);
-      waiting.push_back(id);
-    }
-    gridrt::fileio::Reply r = reply_to(f, waiting.front());
-    waiting.pop_front();
-    if (r.error_class != 0 && failed.error_class == 0) failed = std::move(r);
-    else if (failed.error_class == 0) take(chunks[answered], r);
-    ++answered;
-  }
-  if (failed.error_class != 0)
-    throw gridrt::Error(failed.error + " (in the cluster that holds the file)", static_cast<int>(failed.error_class));
-}
-
-void write_served(const GridFile& f, const std::vector<Extent>& extents, const char* data) {
-  ask_in_turn(
-      f, chunks_of(extents, data),
-      [&](std::uint64_t id, const std::vector<Extent>& e) { return FileService::write_head(id, f.atomic, e); },
-      [](const Chunk&, const gridrt::fileio::Reply&) {});
-}
-
-// The bytes of `extents`, up to the end of the file.
-std::string read_served(const GridFile& f, const std::vector<Extent>& extents) {
-  std::string out;
-  bool ended = false;  // a reply came short: the end of the file
-  ask_in_turn(
-      f, chunks_of(extents, nullptr),
-      [&](std::uint64_t id, const std::vector<Extent>& e) { return FileService::read_head(id, f.atomic, e); },
-      [&](const Chunk& c, const gridrt::fileio::Reply& r) {
-        if (ended) return;
-        out += r.data;
-        ended = r.data.size() < c.bytes;
-      });
-  return out;
-}
-
-std::uint64_t served_size(const GridFile& f) {
-  const std::uint64_t id = file_service().next_id();
-  send_request(f, FileService::size_head(id), nullptr, 0);
-  const gridrt::fileio::Reply r = reply_to(f, id);
   if (r.error_class != 0) throw gridrt::Error(r.error + " (in the cluster that holds the file)", static_cast<int>(r.error_class));
   return std::stoull(r.data);
 }
@@ -238,80 +242,165 @@ void set_status(MPI_Status* status, std::uint64_t bytes) {
 
 enum class Direction { kRead, kWrite };
 
-// A served process's read or write of `count` of `type` at `buf`: at etype `*at` of the view,
-// or (at null) at its individual file pointer, which it moves past what was done.
+// A served process's read or write of `count` of `type` at `buf`, checked and laid out: the
+// file's extents at etype `position` of the view, the data (packed where the type is not
+// one run of bytes), and, for a read, where it goes.
+struct Access {
+  MPI_Offset position = 0;
+  std::uint64_t requested = 0;   // bytes
+  bool write = false, dense = false;
+  char* into = nullptr;          // a dense read's destination
+  void* buf = nullptr;           // a packed read's buffer, `count` of `type` (a duplicate)
+  MPI_Count count = 0, type_bytes = 0;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  std::string packed;            // a non-dense write's data
+  std::unique_ptr<Conversation> talk;
+
+  ~Access() {
+    if (type != MPI_DATATYPE_NULL) PMPI_Type_free(&type);
+  }
+  // The bytes done once the conversation is over (a read's unpacked into its buffer).
+  std::uint64_t finish() {
+    if (write) return requested;
+    const std::string& got = talk->data();
+    if (dense) {
+      std::memcpy(into, got.data(), got.size());
+    } else if (type_bytes > 0) {
+      MPI_Count end = 0;
+      gridrt::detail::check_mpi(PMPI_Unpack_c(got.data(), static_cast<MPI_Count>(got.size()), &end, buf,
+                                              static_cast<MPI_Count>(got.size()) / type_bytes, type, MPI_COMM_SELF),
+                                "unpacking the data");
+    }
+    return got.size();
+  }
+};
+
+// At etype `*at` of the view, or (at null) at the individual file pointer.
 template <Direction D, typename Count>
-void access(MPI_File fh, GridFile& f, const MPI_Offset* at, const void* buf, Count count, MPI_Datatype type,
-            MPI_Status* status) {
+std::unique_ptr<Access> prepare(MPI_File fh, const GridFile& f, const MPI_Offset* at, const void* buf, Count count,
+                                MPI_Datatype type) {
   if (D == Direction::kWrite && (f.amode & MPI_MODE_RDONLY))
     throw gridrt::ArgumentError("'" + f.name + "' was opened MPI_MODE_RDONLY", MPI_ERR_READ_ONLY);
   if (D == Direction::kRead && (f.amode & MPI_MODE_WRONLY))
     throw gridrt::ArgumentError("'" + f.name + "' was opened MPI_MODE_WRONLY", MPI_ERR_ACCESS);
   if (count < 0) throw gridrt::ArgumentError("a negative count (" + std::to_string(count) + ")", MPI_ERR_COUNT);
   if (type == MPI_DATATYPE_NULL) throw gridrt::ArgumentError("MPI_DATATYPE_NULL is not a datatype", MPI_ERR_TYPE);
-  MPI_Count type_bytes = 0;
-  PMPI_Type_size_x(type, &type_bytes);
-  const std::uint64_t bytes = static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(type_bytes);
-  if (bytes % static_cast<std::uint64_t>(f.etype_bytes) != 0)
-    throw gridrt::ArgumentError("only a whole number of the view's etypes can be accessed (" + std::to_string(bytes) +
+  auto a = std::make_unique<Access>();
+  a->write = D == Direction::kWrite;
+  PMPI_Type_size_x(type, &a->type_bytes);
+  a->requested = static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(a->type_bytes);
+  if (a->requested % static_cast<std::uint64_t>(f.etype_bytes) != 0)
+    throw gridrt::ArgumentError("only a whole number of the view's etypes can be accessed (" + std::to_string(a->requested) +
                                     " bytes, etypes of " + std::to_string(f.etype_bytes) + ")",
                                 MPI_ERR_IO);
-  MPI_Offset position = 0;
   if (at) {
     if (*at < 0) throw gridrt::ArgumentError("a negative offset (" + std::to_string(*at) + ")", MPI_ERR_ARG);
-    position = *at;
+    a->position = *at;
   } else {
-    gridrt::detail::check_mpi(PMPI_File_get_position(fh, &position), "the individual file pointer");
+    gridrt::detail::check_mpi(PMPI_File_get_position(fh, &a->position), "the individual file pointer");
   }
-  const auto extents = f.view.extents(static_cast<std::uint64_t>(position) * static_cast<std::uint64_t>(f.etype_bytes), bytes);
+  const auto extents =
+      f.view.extents(static_cast<std::uint64_t>(a->position) * static_cast<std::uint64_t>(f.etype_bytes), a->requested);
   MPI_Aint first = 0;
-  const bool dense = contiguous(type, &first);
-  std::uint64_t done = bytes;
-  if constexpr (D == Direction::kWrite) {
-    if (dense) {
-      write_served(f, extents, static_cast<const char*>(buf) + first);
-    } else {
-      std::string packed(bytes, '\0');
-      MPI_Count end = 0;
-      gridrt::detail::check_mpi(PMPI_Pack_c(buf, count, type, packed.data(), static_cast<MPI_Count>(bytes), &end, MPI_COMM_SELF),
-                                "packing the data");
-      write_served(f, extents, packed.data());
-    }
+  a->dense = contiguous(type, &first);
+  const char* data = nullptr;
+  if (a->write && a->dense) {
+    data = static_cast<const char*>(buf) + first;
+  } else if (a->write) {
+    a->packed.assign(a->requested, '\0');
+    MPI_Count end = 0;
+    gridrt::detail::check_mpi(
+        PMPI_Pack_c(buf, count, type, a->packed.data(), static_cast<MPI_Count>(a->requested), &end, MPI_COMM_SELF),
+        "packing the data");
+    data = a->packed.data();
+  } else if (a->dense) {
+    a->into = static_cast<char*>(const_cast<void*>(buf)) + first;
   } else {
-    const std::string got = read_served(f, extents);
-    done = got.size();
-    if (dense) {
-      std::memcpy(static_cast<char*>(const_cast<void*>(buf)) + first, got.data(), got.size());
-    } else if (type_bytes > 0) {
-      MPI_Count end = 0;
-      gridrt::detail::check_mpi(PMPI_Unpack_c(got.data(), static_cast<MPI_Count>(got.size()), &end, const_cast<void*>(buf),
-                                              static_cast<MPI_Count>(got.size()) / type_bytes, type, MPI_COMM_SELF),
-                                "unpacking the data");
-    }
+    a->buf = const_cast<void*>(buf);
+    a->count = count;
+    gridrt::detail::check_mpi(PMPI_Type_dup(type, &a->type), "the datatype");  // (the program may free its own meanwhile)
   }
-  if (!at)
-    gridrt::detail::check_mpi(PMPI_File_seek(fh, position + static_cast<MPI_Offset>(done / static_cast<std::uint64_t>(f.etype_bytes)),
-                                             MPI_SEEK_SET),
-                              "the individual file pointer");
+  a->talk = std::make_unique<Conversation>(f, a->write, chunks_of(extents, data));
+  return a;
+}
+
+// The individual file pointer moved past `bytes` from where an access began.
+void move_pointer(MPI_File fh, const GridFile& f, const Access& a, std::uint64_t bytes) {
+  gridrt::detail::check_mpi(
+      PMPI_File_seek(fh, a.position + static_cast<MPI_Offset>(bytes / static_cast<std::uint64_t>(f.etype_bytes)), MPI_SEEK_SET),
+      "the individual file pointer");
+}
+
+// A blocking access: over when it returns; the individual pointer moved past what was done.
+template <Direction D, typename Count>
+void access(MPI_File fh, GridFile& f, const MPI_Offset* at, const void* buf, Count count, MPI_Datatype type, MPI_Status* status) {
+  const auto a = prepare<D>(fh, f, at, buf, count, type);
+  a->talk->run();
+  const std::uint64_t done = a->finish();
+  if (!at) move_pointer(fh, f, *a, done);
   set_status(status, done);
 }
 
-// A non-blocking access's request: MPICH's generalized request, complete already (the
-// served access is done when its replies come).
-int query_done(void* state, MPI_Status* status) {
-  *status = *static_cast<MPI_Status*>(state);
-  return MPI_SUCCESS;
-}
-int free_done(void* state) {
-  delete static_cast<MPI_Status*>(state);
-  return MPI_SUCCESS;
-}
-int cancel_done(void*, int) { return MPI_SUCCESS; }
+// A non-blocking access: its request is MPICH's extended generalized request, which MPICH's
+// progress polls (MPI_Test, MPI_Wait and the others), so that the access goes on while the
+// program computes, as ROMIO's own non-blocking accesses do; the individual pointer moves
+// past all that was asked at once (MPI 4.0 §14.4.3).
+struct InFlight {
+  std::unique_ptr<Access> access;
+  MPI_Request request = MPI_REQUEST_NULL;
+  bool over = false;
+  MPI_Status status{};
+  int code = MPI_SUCCESS;
+};
 
-void completed(const MPI_Status& status, MPI_Request* request) {
-  auto* copy = new MPI_Status(status);
-  gridrt::detail::check_mpi(PMPI_Grequest_start(query_done, free_done, cancel_done, copy, request), "the request");
-  PMPI_Grequest_complete(*request);
+int poll_in_flight(void* state, MPI_Status*) {
+  auto* s = static_cast<InFlight*>(state);
+  if (s->over || !s->access->talk->step()) return MPI_SUCCESS;
+  s->over = true;
+  const gridrt::fileio::Reply& failed = s->access->talk->failure();
+  std::uint64_t done = 0;
+  if (failed.error_class != 0) s->code = error_code(static_cast<int>(failed.error_class), failed.error);
+  else done = s->access->finish();
+  set_status(&s->status, done);
+  s->status.MPI_ERROR = s->code;
+  return PMPI_Grequest_complete(s->request);
+}
+int wait_in_flight(int count, void** states, double, MPI_Status* status) {
+  wait_until(
+      [&] {
+        bool all = true;
+        for (int i = 0; i < count; ++i) {
+          poll_in_flight(states[i], status);
+          all = all && static_cast<InFlight*>(states[i])->over;
+        }
+        return all;
+      },
+      [] { return false; });
+  return MPI_SUCCESS;
+}
+int query_in_flight(void* state, MPI_Status* status) {
+  const auto* s = static_cast<InFlight*>(state);
+  *status = s->status;
+  return s->code;
+}
+int free_in_flight(void* state) {
+  delete static_cast<InFlight*>(state);
+  return MPI_SUCCESS;
+}
+int cancel_in_flight(void*, int) { return MPI_SUCCESS; }  // (it cannot be withdrawn: MPI lets a cancel fail)
+
+template <Direction D, typename Count>
+void start_access(MPI_File fh, GridFile& f, const MPI_Offset* at, const void* buf, Count count, MPI_Datatype type,
+                  MPI_Request* request) {
+  auto state = std::make_unique<InFlight>();
+  state->access = prepare<D>(fh, f, at, buf, count, type);
+  if (!at) move_pointer(fh, f, *state->access, state->access->requested);
+  gridrt::detail::check_mpi(PMPIX_Grequest_start(query_in_flight, free_in_flight, cancel_in_flight, poll_in_flight,
+                                                 wait_in_flight, state.get(), request),
+                            "the request");
+  state->request = *request;
+  InFlight* s = state.release();
+  poll_in_flight(s, MPI_STATUS_IGNORE);  // (the first requests leave now)
 }
 
 // ROMIO's outcome of a call on a grid file, its error (its handler run by ROMIO) said again
@@ -335,13 +424,11 @@ int data_call(const char* function, Native native, MPI_File fh, const MPI_Offset
     check_clusters(*f);
     if (!f->served) return romio_outcome(function, *f, native());
     if constexpr (F == Form::kBegin) {
-      if (f->split_open) throw gridrt::ArgumentError("a split collective is already open on the file", MPI_ERR_OTHER);
-      access<D>(fh, *f, at, buf, count, type, &f->split);
-      f->split_open = true;
+      if (f->split != MPI_REQUEST_NULL)
+        throw gridrt::ArgumentError("a split collective is already open on the file", MPI_ERR_OTHER);
+      start_access<D>(fh, *f, at, buf, count, type, &f->split);
     } else if constexpr (F == Form::kNonBlocking) {
-      MPI_Status status{};
-      access<D>(fh, *f, at, buf, count, type, &status);
-      completed(status, out);
+      start_access<D>(fh, *f, at, buf, count, type, out);
     } else {
       access<D>(fh, *f, at, buf, count, type, out);
     }
@@ -354,10 +441,8 @@ int split_end(const char* function, int (*native)(MPI_File, Buffer, MPI_Status*)
   GridFile* f = grid_file(fh);
   if (!f || !f->served) return native(fh, buf, status);
   return on_file(function, fh, [&]() -> int {
-    if (!f->split_open) throw gridrt::ArgumentError("no split collective is open on the file", MPI_ERR_OTHER);
-    f->split_open = false;
-    if (status != MPI_STATUS_IGNORE) *status = f->split;
-    return MPI_SUCCESS;
+    if (f->split == MPI_REQUEST_NULL) throw gridrt::ArgumentError("no split collective is open on the file", MPI_ERR_OTHER);
+    return PMPI_Wait(&f->split, status);
   });
 }
 

@@ -51,8 +51,7 @@ struct GridFile {
   int amode = 0;
   bool atomic = false;
   FileView view;
-  MPI_Status split{};              // a split collective's outcome, from _begin to _end
-  bool split_open = false;
+  MPI_Request split = MPI_REQUEST_NULL;  // a split collective's, from _begin to _end
 };
 
 // The grid file behind a handle, or null.
