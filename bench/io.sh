@@ -11,7 +11,9 @@
 #              the file lives in c0, whose two ranks serve c1's two;
 #   alone-c0   MPICH alone writing (reading) the whole file from 2 ranks, c0's share of
 #              one-cluster's bound (the other: c1's half of the file over the WAN's rate);
-# alternated RUNS times, each printing the medians of its own 7 rounds; and the contiguous
+# alternated RUNS times, each printing the medians of its own 7 rounds; io_overlap on
+# one-cluster (4 MiB per rank written blocking and non-blocking, with 700 ms of computing
+# before the wait); and the contiguous
 # layout through parallel HDF5 (hdf5_bench, built here with h5pcc.mpich where Debian's HDF5
 # for MPICH is installed), alone and grid.
 #
@@ -38,6 +40,8 @@ for r in $(seq "$runs"); do
   ROMIO_HINTS="$work/hints" timeout 600 mpiexec.mpich -n 2 build/bin/io_bench "$work/file" "$mib" 7 | sed 's/^/alone-c0   /'
   timeout 1200 build/bin/gridrun --clusters 2 --ranks-per-cluster 2 --unshared-files --emulate-wan 10ms,100mbit -n 4 \
     build/bin/io_bench "$work/file" "$mib" 7 | sed 's/^\[c0:0\] /one-cluster /'
+  timeout 600 build/bin/gridrun --clusters 2 --ranks-per-cluster 2 --unshared-files --emulate-wan 10ms,100mbit -n 4 \
+    build/bin/io_overlap "$work/overlap" 4 5 700 | sort | sed 's/^\[c.:.\] /overlap    /'
   if [ -n "$hdf5" ]; then
     timeout 600 mpiexec.mpich -n 4 "$hdf5" "$work/file.h5" "$mib" 7 | sed 's/^/alone      /'
     timeout 600 build/bin/gridrun --clusters 2 --ranks-per-cluster 2 --emulate-wan 10ms,100mbit -n 4 \
