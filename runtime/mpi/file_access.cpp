@@ -1,7 +1,8 @@
 // A file that lives in one cluster (files.h; fileio/file_service.h), from the processes of
 // the other clusters: their view turned into the file's byte extents, their data packed and
 // sent to the process of the file's cluster that serves them, in requests of up to
-// kRequestBytes so that the server writes while the rest is on the way. Collective calls
+// kRequestBytes so that the server writes while the rest is on the way (a non-blocking
+// call's requests moved on by MPICH's progress while the program computes). Collective calls
 // are, for them, their independent ones (MPI's collective I/O promises no synchronisation;
 // each process's data crosses the wide-area network once, to the cluster where the file
 // is); the file's own processes make them with ROMIO among themselves. What changes the
@@ -412,7 +413,8 @@ int romio_outcome(const char* function, const GridFile& f, int rc) {
 }
 
 // What every form of a data access comes to: `native` where the file is ROMIO's here, else
-// the served access (blocking, then with a completed request, or split).
+// the served access (blocking; non-blocking, its request moved on by MPICH's progress; or
+// a split collective's begin, its request kept for the end).
 enum class Form { kBlocking, kNonBlocking, kBegin };
 
 template <Direction D, Form F, typename Native, typename Count, typename Out>

@@ -1,10 +1,13 @@
 // MPI-IO on grid communicators (MPI 4.0 chapter 14; docs/mpi.md, "Files").
 //
-// A file opened on a communicator that spans clusters must lie on a file system that every
-// one of those clusters mounts: the grid description's <fileSystem>, handed to the
-// processes as GRIDRT_FILE_SYSTEMS ("NAME=PATH;..."). Each cluster's processes then open it
-// with their own MPICH (ROMIO), on the grid communicator's handle — MPICH's communicator of
-// its members in this cluster — and the handle ROMIO gives is the application's: reads and
+// A file opened on a communicator that spans clusters lies either on a file system that
+// every one of those clusters mounts (the grid description's <fileSystem>, handed to the
+// processes as GRIDRT_FILE_SYSTEMS, "NAME=PATH;...") or in one cluster (any other file, or
+// one the info key gridrt_file_cluster places): then only that cluster's processes open it
+// and they serve the others (file_access.cpp; fileio/file_service.h). On a shared file
+// system each cluster's processes open it with their own MPICH (ROMIO), on the grid
+// communicator's handle — MPICH's communicator of its members in this cluster — and the
+// handle ROMIO gives is the application's: reads and
 // writes at explicit offsets and individual pointers, views of any datatype, collective
 // buffering (among the cluster's members), non-blocking and split collectives, sizes, sync
 // and atomic mode are ROMIO's, each cluster's on the one file they all see, so that every
@@ -207,7 +210,6 @@ MPI_Offset fetch_and_add(GridFile& f, MPI_Offset etypes, MPI_Op op = MPI_SUM) {
   gridrt::detail::check_mpi(gridmpi_Win_unlock(0, f.pointer), "the shared file pointer");
   return before;
 }
-
 
 // How many etypes of the file's view `count` elements of `type` make (MPI: a whole number).
 template <typename Count>
