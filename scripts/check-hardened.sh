@@ -72,8 +72,8 @@ for step in "${steps[@]}"; do
       export UCX_MEM_MALLOC_HOOKS=no UCX_MEM_EVENTS=no
       # Only the test programs that hold these tests are built (not the MPI layer, the tools
       # and the MPI programs, which no threaded test runs): the build is most of this step.
-      targets="test_units test_daemons test_channel test_rma_engine test_transport" build build-tsan -DGRIDRT_SANITIZE=thread "${unity[@]}"
-      (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j "$jobs" -R "${GRIDRT_TSAN_TESTS:-^(Transport|Channel|RmaEngine|Daemons|Links|TlsStreamTest|Watchdog|Admission)\.}")
+      targets="test_units test_daemons test_channel test_rma_engine test_file_service test_transport" build build-tsan -DGRIDRT_SANITIZE=thread "${unity[@]}"
+      (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j "$jobs" -R "${GRIDRT_TSAN_TESTS:-^(Transport|Channel|RmaEngine|FileService|Daemons|Links|TlsStreamTest|Watchdog|Admission)\.}")
       ;;
     *)
       echo "check-hardened: unknown step '$step' (fuzz, asan, tsan)" >&2
