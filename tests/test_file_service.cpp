@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -63,7 +64,7 @@ TEST(FileService, WritesExtentsInOrderAndReadsThemBackUpToTheEnd) {
   Pair p;
   p.serve();
   const std::vector<Extent> extents = {{4, 3}, {0, 2}, {10, 5}};
-  Reply w = p.ask(FileService::write_head(1, false, extents), "abcdeFGHIJ", 1);
+  Reply w = p.ask(FileService::write_head(1, extents), "abcdeFGHIJ", 1);
   EXPECT_EQ(w.error_class, 0u) << w.error;
   EXPECT_EQ(p.contents(), std::string("de\0\0abc\0\0\0FGHIJ", 15));
   Reply r = p.ask(FileService::read_head(2, false, {{10, 5}, {0, 2}, {4, 3}}), "", 2);
@@ -79,7 +80,7 @@ TEST(FileService, WritesExtentsInOrderAndReadsThemBackUpToTheEnd) {
 TEST(FileService, AServedWriteWaitsForWhoeverHoldsALockOnItsBytes) {
   Pair p;
   p.serve();
-  p.ask(FileService::write_head(1, false, {{0, 4}}), "aaaa", 1);
+  p.ask(FileService::write_head(1, {{0, 4}}), "aaaa", 1);
   // Another holder of a lock over the bytes (as ROMIO's data sieving or atomic mode in the
   // file's own processes): the served write waits until it lets go.
   const int other = ::open(p.path.c_str(), O_RDWR);
@@ -90,7 +91,7 @@ TEST(FileService, AServedWriteWaitsForWhoeverHoldsALockOnItsBytes) {
   ASSERT_EQ(::fcntl(other, F_OFD_SETLK, &l), 0);
   std::atomic<bool> written{false};
   std::thread writer([&] {
-    p.ask(FileService::write_head(2, true, {{0, 4}}), "bbbb", 2);
+    p.ask(FileService::write_head(2, {{0, 4}}), "bbbb", 2);
     written = true;
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -111,17 +112,20 @@ TEST(FileService, RequestsItCannotServeGetAClearErrorAndTheServiceGoesOn) {
   EXPECT_NE(r.error.find("not open"), std::string::npos) << r.error;
   p.serve(O_RDONLY | O_CREAT);
   // A write to a file the server may only read: the system's error, naming the file.
-  r = p.ask(FileService::write_head(2, false, {{0, 3}}), "abc", 2);
+  r = p.ask(FileService::write_head(2, {{0, 3}}), "abc", 2);
   EXPECT_EQ(r.error_class, ErrorClass::kIo);
   EXPECT_NE(r.error.find("'file'"), std::string::npos) << r.error;
   // Data that does not match its extents, and a body cut short: refused, nothing written.
-  r = p.ask(FileService::write_head(3, false, {{0, 5}}), "abc", 3);
+  r = p.ask(FileService::write_head(3, {{0, 5}}), "abc", 3);
   EXPECT_EQ(r.error_class, ErrorClass::kIntern);
   std::string cut = FileService::read_head(4, false, {{0, 5}, {9, 9}});
   cut.resize(cut.size() - 3);
   r = p.ask(cut, "", 4);
   EXPECT_EQ(r.error_class, ErrorClass::kIntern);
   EXPECT_NE(r.error.find("malformed"), std::string::npos) << r.error;
+  // A read of more than a request may hold: refused before anything is allocated.
+  r = p.ask(FileService::read_head(5, false, {{0, std::uint64_t{1} << 40}}), "", 5);
+  EXPECT_EQ(r.error_class, ErrorClass::kIntern);
   EXPECT_EQ(p.contents(), "");
   r = p.ask(FileService::size_head(5), "", 5);
   EXPECT_EQ(r.error_class, 0u);

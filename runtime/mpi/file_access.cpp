@@ -163,7 +163,7 @@ class Conversation {
       const std::uint64_t id = file_service().next_id();
       const Chunk& c = chunks_[sent_++];
       const std::string head =
-          write_ ? FileService::write_head(id, atomic_, c.extents) : FileService::read_head(id, atomic_, c.extents);
+          write_ ? FileService::write_head(id, c.extents) : FileService::read_head(id, atomic_, c.extents);
       gridrt::detail::state().messages->send_with_head(server_, service_, head, c.data, c.data ? c.bytes : 0);
       waiting_.push_back(id);
     }
@@ -422,8 +422,7 @@ int data_call(const char* function, Native native, MPI_File fh, const MPI_Offset
               MPI_Datatype type, Out out) {
   GridFile* f = grid_file(fh);
   if (!f) return native();
-  return on_file(function, fh, [&]() -> int {
-    check_clusters(*f);
+  return on_grid_file(function, fh, *f, [&]() -> int {
     if (!f->served) return romio_outcome(function, *f, native());
     if constexpr (F == Form::kBegin) {
       if (f->split != MPI_REQUEST_NULL)
@@ -442,7 +441,7 @@ template <typename Buffer>
 int split_end(const char* function, int (*native)(MPI_File, Buffer, MPI_Status*), MPI_File fh, Buffer buf, MPI_Status* status) {
   GridFile* f = grid_file(fh);
   if (!f || !f->served) return native(fh, buf, status);
-  return on_file(function, fh, [&]() -> int {
+  return on_grid_file(function, fh, *f, [&]() -> int {
     if (f->split == MPI_REQUEST_NULL) throw gridrt::ArgumentError("no split collective is open on the file", MPI_ERR_OTHER);
     return PMPI_Wait(&f->split, status);
   });
@@ -455,8 +454,7 @@ template <typename Native>
 int whole_file(const char* function, MPI_File fh, Native native) {
   GridFile* f = grid_file(fh);
   if (!f) return native();
-  return on_file(function, fh, [&]() -> int {
-    check_clusters(*f);
+  return on_grid_file(function, fh, *f, [&]() -> int {
     if (!f->in_one_cluster) return romio_outcome(function, *f, native());
     worst_class(f->comm, MPI_SUCCESS);
     const int rc = f->served ? MPI_SUCCESS : romio_outcome(function, *f, native());
@@ -685,7 +683,7 @@ int GRIDMPI(File_write_at_all_end)(MPI_File fh, const void* buf, MPI_Status* sta
 int GRIDMPI(File_get_size)(MPI_File fh, MPI_Offset* size) {
   GridFile* f = grid_file(fh);
   if (!f || !f->served) return PMPI_File_get_size(fh, size);
-  return gridmpi::on_file("MPI_File_get_size", fh, [&]() -> int {
+  return gridmpi::on_grid_file("MPI_File_get_size", fh, *f, [&]() -> int {
     *size = static_cast<MPI_Offset>(gridmpi::served_size(*f));
     return MPI_SUCCESS;
   });
@@ -714,7 +712,7 @@ int GRIDMPI(File_get_atomicity)(MPI_File fh, int* flag) {
 int GRIDMPI(File_seek)(MPI_File fh, MPI_Offset offset, int whence) {
   GridFile* f = grid_file(fh);
   if (!f || !f->served || whence != MPI_SEEK_END) return PMPI_File_seek(fh, offset, whence);
-  return gridmpi::on_file("MPI_File_seek", fh, [&]() -> int {
+  return gridmpi::on_grid_file("MPI_File_seek", fh, *f, [&]() -> int {
     const MPI_Offset to = gridmpi::end_of_served(*f) + offset;
     if (to < 0) throw gridrt::ArgumentError("a place before the start of the view (" + std::to_string(to) + ")", MPI_ERR_ARG);
     return PMPI_File_seek(fh, to, MPI_SEEK_SET);

@@ -408,7 +408,7 @@ int GRIDMPI(File_set_view)(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI
                            MPI_Info info) {
   GridFile* f = grid_file(fh);
   if (!f) return PMPI_File_set_view(fh, disp, etype, filetype, datarep, info);
-  return gridmpi::on_file("MPI_File_set_view", fh, [&]() -> int {
+  return gridmpi::on_grid_file("MPI_File_set_view", fh, *f, [&]() -> int {
     const bool rank0 = gridmpi::grid(f->comm)->rank() == 0;
     if (disp == MPI_DISPLACEMENT_CURRENT) {
       if (!f->sequential)
@@ -451,7 +451,7 @@ int shared(const char* function, int (*native)(MPI_File, Buffer, Count, MPI_Data
            MPI_Datatype type, Rest... rest) {
   GridFile* f = grid_file(fh);
   if (!f) return native(fh, buf, count, type, rest...);
-  return gridmpi::on_file(function, fh, [&]() -> int {
+  return gridmpi::on_grid_file(function, fh, *f, [&]() -> int {
     return at(fh, gridmpi::fetch_and_add(*f, gridmpi::etypes_of(*f, count, type)), buf, count, type, rest...);
   });
 }
@@ -462,7 +462,7 @@ int ordered(const char* function, int (*native)(MPI_File, Buffer, Count, MPI_Dat
             MPI_Datatype type, Rest... rest) {
   GridFile* f = grid_file(fh);
   if (!f) return native(fh, buf, count, type, rest...);
-  return gridmpi::on_file(function, fh, [&]() -> int {
+  return gridmpi::on_grid_file(function, fh, *f, [&]() -> int {
     const auto [base, before] = gridmpi::ordered_place(*f, gridmpi::etypes_of(*f, count, type));
     return at_all(fh, base + before, buf, count, type, rest...);
   });
@@ -533,7 +533,7 @@ int GRIDMPI(File_write_ordered_end)(MPI_File fh, const void* buf, MPI_Status* st
 int GRIDMPI(File_get_position_shared)(MPI_File fh, MPI_Offset* offset) {
   GridFile* f = grid_file(fh);
   if (!f) return PMPI_File_get_position_shared(fh, offset);
-  return gridmpi::on_file("MPI_File_get_position_shared", fh, [&]() -> int {
+  return gridmpi::on_grid_file("MPI_File_get_position_shared", fh, *f, [&]() -> int {
     *offset = gridmpi::fetch_and_add(*f, 0, MPI_NO_OP);
     return MPI_SUCCESS;
   });
@@ -545,7 +545,7 @@ int GRIDMPI(File_get_position_shared)(MPI_File fh, MPI_Offset* offset) {
 int GRIDMPI(File_seek_shared)(MPI_File fh, MPI_Offset offset, int whence) {
   GridFile* f = grid_file(fh);
   if (!f) return PMPI_File_seek_shared(fh, offset, whence);
-  return gridmpi::on_file("MPI_File_seek_shared", fh, [&]() -> int {
+  return gridmpi::on_grid_file("MPI_File_seek_shared", fh, *f, [&]() -> int {
     int rc = MPI_SUCCESS;
     if (gridmpi::grid(f->comm)->rank() == 0) {
       MPI_Offset to = offset;

@@ -58,19 +58,28 @@ struct GridFile {
 GridFile* grid_file(MPI_File fh);
 // The service of files in one cluster of this process (made at the first such open).
 gridrt::fileio::FileService& file_service();
-// Runs `body` for a grid file, reporting what it throws through the file's error handler.
+// Runs `body` for a file, reporting what it throws through the file's error handler.
 template <typename F>
 int on_file(const char* function, MPI_File fh, F&& body) {
   return reporting(function, [fh](int error_class, const std::string& what) { return fail_file(fh, error_class, what); },
                    std::forward<F>(body));
 }
+// Throws, naming it, once a cluster of the file's communicator was lost: every call on the
+// file fails from then on (what was written before, and synced, stays in the file).
+void check_clusters(const GridFile& f);
+// The same as on_file for a call on an open grid file, which fails first once one of its
+// clusters was lost (the layer's collectives and windows would wait on the lost ranks).
+template <typename F>
+int on_grid_file(const char* function, MPI_File fh, const GridFile& f, F&& body) {
+  return on_file(function, fh, [&]() -> int {
+    check_clusters(f);
+    return body();
+  });
+}
 // Sets the shared file pointer (etypes) at rank 0's window.
 void set_shared_pointer(GridFile& f, MPI_Offset etypes);
 // The largest error class of the processes of `comm` (0: none failed).
 int worst_class(MPI_Comm comm, int rc);
-// Throws, naming it, once a cluster of the file's communicator was lost: every call on the
-// file fails from then on (what was written before, and synced, stays in the file).
-void check_clusters(const GridFile& f);
 // MPI_MODE_APPEND: the file pointers start at the end of the file (MPI 4.0 §14.2.1), the
 // shared one (rank 0's) and a served process's individual one, which its scratch handle
 // cannot know (ROMIO puts the others'). Collective, after a successful open.

@@ -275,25 +275,34 @@ static void atomic_mode(const char* dir, int rank, int size) {
 }
 
 /* Errors name the file, with MPI's classes; files' errors are returned by default. */
+/* The text of error `rc` names `what` and, unless NULL, `also`. */
+static void error_names(int rc, const char* what, const char* also) {
+  char text[MPI_MAX_ERROR_STRING] = "";
+  int length = 0;
+  MPI_Error_string(rc, text, &length);
+  CHECK(strstr(text, what) != NULL && (!also || strstr(text, also) != NULL), "the error does not name %s%s%s: %s", what,
+        also ? " and " : "", also ? also : "", text);
+}
+
+/* A write to `fh`, opened MPI_MODE_RDONLY, fails as ROMIO's, naming the function and `name`. */
+static void read_only_write_fails(MPI_File fh, const char* name) {
+  const int value = 0;
+  const int rc = MPI_File_write_at(fh, 0, &value, 1, MPI_INT, MPI_STATUS_IGNORE);
+  CHECK(error_class(rc) == MPI_ERR_READ_ONLY, "writing %s, opened MPI_MODE_RDONLY: class %d", name, error_class(rc));
+  error_names(rc, name, "MPI_File_write_at");
+}
+
 static void errors(const char* dir, int rank) {
   MPI_File fh = MPI_FILE_NULL;
   int rc = MPI_File_open(MPI_COMM_WORLD, in_dir(dir, "missing.dat"), MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
   CHECK(error_class(rc) == MPI_ERR_NO_SUCH_FILE, "opening a missing file: class %d", error_class(rc));
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  MPI_Error_string(rc, text, &length);
-  CHECK(strstr(text, "missing.dat") != NULL, "the error does not name the file: %s", text);
+  error_names(rc, "missing.dat", NULL);
   CHECK(fh == MPI_FILE_NULL, "a failed open gave a handle");
   /* ROMIO's errors on the open file name it and the function (whichever cluster holds it). */
   rc = MPI_File_open(MPI_COMM_WORLD, in_dir(dir, "array.dat"), MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
   CHECK(rc == MPI_SUCCESS, "opening array.dat read-only: class %d", error_class(rc));
   if (rc == MPI_SUCCESS) {
-    const int value = 0;
-    rc = MPI_File_write_at(fh, 0, &value, 1, MPI_INT, MPI_STATUS_IGNORE);
-    CHECK(error_class(rc) == MPI_ERR_READ_ONLY, "writing a file opened MPI_MODE_RDONLY: class %d", error_class(rc));
-    MPI_Error_string(rc, text, &length);
-    CHECK(strstr(text, "array.dat") != NULL && strstr(text, "MPI_File_write_at") != NULL,
-          "the error does not name the file and the function: %s", text);
+    read_only_write_fails(fh, "array.dat");
     MPI_File_close(&fh);
   }
   rc = MPI_File_open(MPI_COMM_WORLD, in_dir(dir, "array.dat"), MPI_MODE_RDONLY | MPI_MODE_RDWR, MPI_INFO_NULL, &fh);
@@ -378,14 +387,7 @@ static void placed(const char* dir, int rank, int size) {
   rc = MPI_File_open(MPI_COMM_WORLD, in_dir(dir, "placed.dat"), MPI_MODE_RDONLY, info, &fh);
   CHECK(rc == MPI_SUCCESS, "opening placed.dat read-only: class %d", error_class(rc));
   if (rc == MPI_SUCCESS) {
-    const int value = 0;
-    rc = MPI_File_write_at(fh, 0, &value, 1, MPI_INT, MPI_STATUS_IGNORE);
-    CHECK(error_class(rc) == MPI_ERR_READ_ONLY, "writing a file opened MPI_MODE_RDONLY: class %d", error_class(rc));
-    char said[MPI_MAX_ERROR_STRING];
-    int said_length = 0;
-    MPI_Error_string(rc, said, &said_length);
-    CHECK(strstr(said, "placed.dat") != NULL && strstr(said, "MPI_File_write_at") != NULL,
-          "the error does not name the file and the function: %s", said);
+    read_only_write_fails(fh, "placed.dat");
     MPI_File_close(&fh);
   }
   MPI_Barrier(MPI_COMM_WORLD);
@@ -394,10 +396,7 @@ static void placed(const char* dir, int rank, int size) {
   MPI_Info_set(info, "gridrt_file_cluster", "no-such-cluster");
   rc = MPI_File_open(MPI_COMM_WORLD, in_dir(dir, "nowhere.dat"), MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh);
   CHECK(error_class(rc) == MPI_ERR_INFO_VALUE, "gridrt_file_cluster naming no cluster: class %d", error_class(rc));
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  MPI_Error_string(rc, text, &length);
-  CHECK(strstr(text, "no-such-cluster") != NULL, "the error does not name the value: %s", text);
+  error_names(rc, "no-such-cluster", NULL);
   MPI_Info_free(&info);
 }
 

@@ -15,14 +15,16 @@ namespace gridrt::fileio {
 namespace {
 
 enum class Message : std::uint8_t {
-  kWrite = 1,  // id, atomic (u8), extents, then the data
+  kWrite = 1,  // id, extents, then the data
   kRead,       // id, atomic (u8), extents          -> reply: the bytes
   kSize,       // id                                -> reply: the size
   kReply,      // id, error class, error text, then the data
 };
 
-// At most this many extents in one request (a hostile count must not make the server allocate).
+// At most this many extents, and bytes, in one request: a hostile count or length must not
+// make the server allocate (the requesters send 4 MiB at most).
 constexpr std::uint64_t kMostExtents = std::uint64_t{1} << 24;
+constexpr std::uint64_t kMostBytes = std::uint64_t{64} << 20;
 
 void put_extents(wire::Writer& w, const std::vector<Extent>& extents) {
   w.u64(extents.size());
@@ -33,15 +35,24 @@ std::vector<Extent> get_extents(wire::Reader& r) {
   const std::uint64_t n = r.u64();
   if (n > kMostExtents) throw wire::BadBody("a request of " + std::to_string(n) + " extents");
   std::vector<Extent> out(n);
+  std::uint64_t bytes = 0;
   for (Extent& e : out) {
     e.offset = r.u64();
     e.length = r.u64();
-    if (e.offset > (std::uint64_t{1} << 62) || e.length > (std::uint64_t{1} << 62)) throw wire::BadBody("an extent beyond any file");
+    if (e.offset > (std::uint64_t{1} << 62) || e.length > kMostBytes) throw wire::BadBody("an extent beyond any file");
+    if ((bytes += e.length) > kMostBytes) throw wire::BadBody("a request of more than " + std::to_string(kMostBytes) + " bytes");
   }
   return out;
 }
 
 std::uint32_t class_of(int error) { return error == ENOSPC || error == EDQUOT ? ErrorClass::kNoSpace : ErrorClass::kIo; }
+
+Reply failure(std::uint32_t error_class, const std::string& what) {
+  Reply r;
+  r.error_class = error_class;
+  r.error = what;
+  return r;
+}
 
 // The open-file-description lock over the bytes `extents` span (`take` false: none).
 class RangeLock {
@@ -53,11 +64,16 @@ class RangeLock {
       lo = std::min(lo, e.offset);
       hi = std::max(hi, e.offset + e.length);
     }
+    if (hi == lo) return;  // (nothing to lock: a length of 0 would lock to the end of the file)
     range_ = lock(exclusive ? F_WRLCK : F_RDLCK, lo, hi - lo);
-    while (fcntl(fd_, F_OFD_SETLKW, &range_) != 0 && errno == EINTR) {
+    int rc = 0;
+    while ((rc = fcntl(fd_, F_OFD_SETLKW, &range_)) != 0 && errno == EINTR) {
     }
-    held_ = true;
+    held_ = rc == 0;
+    error_ = rc == 0 ? 0 : errno;
   }
+  // Why the lock could not be taken (0: taken, or none needed).
+  int error() const { return error_; }
   ~RangeLock() {
     if (!held_) return;
     range_.l_type = F_UNLCK;
@@ -79,13 +95,12 @@ class RangeLock {
   int fd_;
   struct flock range_ {};
   bool held_ = false;
+  int error_ = 0;
 };
 
-Reply failure(std::uint32_t error_class, const std::string& what) {
-  Reply r;
-  r.error_class = error_class;
-  r.error = what;
-  return r;
+// A lock the file system refused: the access is not made (as ROMIO fails where its locks do).
+Reply lock_failure(const std::string& name, int error) {
+  return failure(ErrorClass::kIo, "'" + name + "': locking its bytes: " + std::strerror(error));
 }
 
 }  // namespace
@@ -126,7 +141,7 @@ void FileService::deliver_part(std::int32_t src, std::uint32_t context, std::str
     std::string& in = incoming_[{src, context}];
     if (first) {
       in.clear();
-      in.reserve(total);
+      in.reserve(std::min(total, kMostBytes + 4096));  // (what a request may be; the sender says `total`)
     }
     in.append(part);
     if (!last) return;
@@ -141,9 +156,9 @@ void FileService::forget(const std::function<bool(std::int32_t)>& gone) {
   std::erase_if(incoming_, [&](const auto& entry) { return gone(entry.first.first); });
 }
 
-std::string FileService::write_head(std::uint64_t id, bool atomic, const std::vector<Extent>& extents) {
+std::string FileService::write_head(std::uint64_t id, const std::vector<Extent>& extents) {
   wire::Writer w;
-  w.u8(static_cast<std::uint8_t>(Message::kWrite)).u64(id).u8(atomic ? 1 : 0);
+  w.u8(static_cast<std::uint8_t>(Message::kWrite)).u64(id);
   put_extents(w, extents);
   return w.take();
 }
@@ -199,10 +214,12 @@ void FileService::apply(std::int32_t src, std::uint32_t context, std::string_vie
       if (::fstat(file->fd, &st) != 0) reply = failure(ErrorClass::kIo, "'" + file->name + "': " + std::strerror(errno));
       else reply.data = std::to_string(st.st_size);
     } else if (type == Message::kWrite || type == Message::kRead) {
-      const bool atomic = r.u8() != 0;
-      const std::vector<Extent> extents = get_extents(r);
-      if (type == Message::kWrite) reply = write(*file, extents, body.substr(r.consumed()));
-      else {
+      if (type == Message::kWrite) {
+        const std::vector<Extent> extents = get_extents(r);
+        reply = write(*file, extents, body.substr(r.consumed()));
+      } else {
+        const bool atomic = r.u8() != 0;
+        const std::vector<Extent> extents = get_extents(r);
         r.end();
         reply = read(*file, atomic, extents);
       }
@@ -227,6 +244,7 @@ Reply FileService::write(const Descriptor& file, const std::vector<Extent>& exte
   // (data sieving) under their record lock; a served write between their read and their
   // write would be lost (MPICH's io/i_noncontig_coll2 lost 1168 values so).
   RangeLock lock(file.fd, true, true, extents);
+  if (lock.error()) return lock_failure(file.name, lock.error());
   const char* from = data.data();
   for (const Extent& e : extents) {
     for (std::uint64_t done = 0; done < e.length;) {
@@ -246,9 +264,10 @@ Reply FileService::write(const Descriptor& file, const std::vector<Extent>& exte
 Reply FileService::read(const Descriptor& file, bool atomic, const std::vector<Extent>& extents) {
   std::uint64_t total = 0;
   for (const Extent& e : extents) total += e.length;
+  RangeLock lock(file.fd, atomic, false, extents);
+  if (lock.error()) return lock_failure(file.name, lock.error());
   Reply reply;
   reply.data.resize(total);
-  RangeLock lock(file.fd, atomic, false, extents);
   std::uint64_t got = 0;
   for (const Extent& e : extents) {
     std::uint64_t done = 0;

@@ -73,9 +73,10 @@ class FileService {
   // ---- the other clusters' side: the requests, and their replies
   std::uint64_t next_id() { return ++last_id_; }
   // Writes `extents` (in order) from the data that follows the head: an acknowledgement.
-  // (Every write holds the lock; `atomic` is the file's mode, which reads follow.)
-  static std::string write_head(std::uint64_t id, bool atomic, const std::vector<Extent>& extents);
-  // Reads `extents`: their bytes, in order, up to the end of the file.
+  // (Every write holds the lock over its bytes.)
+  static std::string write_head(std::uint64_t id, const std::vector<Extent>& extents);
+  // Reads `extents`: their bytes, in order, up to the end of the file (under the lock in
+  // the file's atomic mode).
   static std::string read_head(std::uint64_t id, bool atomic, const std::vector<Extent>& extents);
   // The file's size (decimal, in `data`).
   static std::string size_head(std::uint64_t id);
