@@ -18,7 +18,7 @@ namespace gridrt {
 using wire::Frame;
 using wire::Type;
 
-// How long a job submitted with kSubmitWaitForGrid waits for missing clusters before it is
+// How long a job submitted with wire::kSubmitWaitForGrid waits for missing clusters before it is
 // mapped onto the clusters that did register.
 constexpr auto kGridWait = std::chrono::seconds(15);
 // How long the broker waits for a relay's link address to accept its probe connection.
@@ -261,9 +261,9 @@ void Broker::handle_submit(const PeerPtr& peer, const Frame& f) {
     return refuse_peer(peer, "only user certificates ('user NAME') may submit jobs; this one is '" + peer->name + "'");
   peer->kind = Peer::Kind::kLauncher;
   JobSpec spec = JobSpec::decode(f.body);
-  const bool dry_run = f.header.flags & kSubmitDryRun;
+  const bool dry_run = f.header.flags & wire::kSubmitDryRun;
   if (const std::string why = staging_refusal(peer->name, spec); !why.empty()) return refuse(peer, spec, why, 2);
-  if ((f.header.flags & kSubmitWaitForGrid) && relays_.size() < grid_.clusters.size()) {
+  if ((f.header.flags & wire::kSubmitWaitForGrid) && relays_.size() < grid_.clusters.size()) {
     pending_.push_back({peer, std::move(spec), dry_run});
     if (pending_.size() == 1) {
       pending_deadline_.expires_after(kGridWait);

@@ -24,10 +24,6 @@
 
 namespace gridrt {
 
-// Flags of a Submit frame.
-inline constexpr std::uint32_t kSubmitWaitForGrid = 1;  // hold the job until every grid cluster registered
-inline constexpr std::uint32_t kSubmitDryRun = 2;       // map only: reply JobAccepted, start nothing
-
 class Broker {
  public:
   Broker(asio::io_context& io, Grid grid, const tls::Credentials& creds, const tcp::endpoint& listen);

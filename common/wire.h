@@ -107,6 +107,10 @@ inline constexpr std::uint32_t kMpiPastGridrt = 8;
 // (a reply carries it, instead of a Credit frame of its own crossing the relays) or until a
 // frame without the flag comes on the stream (flow_control.h, credit_may_wait).
 inline constexpr std::uint32_t kCreditMayWait = 16;
+// Submit flags: hold the job until every cluster of the grid registered (for up to a while:
+// the broker's kGridWait), or map it only (the broker answers JobAccepted and starts nothing).
+inline constexpr std::uint32_t kSubmitWaitForGrid = 1;
+inline constexpr std::uint32_t kSubmitDryRun = 2;
 const char* type_name(Type t);
 
 // The fixed header. Fields that a message type does not use are zero.

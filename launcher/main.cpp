@@ -9,11 +9,12 @@
 #include <iostream>
 #include <signal.h>
 
-#include "broker/broker.h"
 #include "common/cli.h"
 #include "common/grid.h"
 #include "common/jobprofile.h"
 #include "common/ladder.h"
+#include "common/log.h"
+#include "common/wire.h"
 #include "common/wan.h"
 #include "models/grid_model.h"
 #include "launcher/ca.h"
@@ -428,7 +429,7 @@ int main(int argc, char** argv) {
       if (sub.explain) std::fputs(explain_job(t, sub.model).c_str(), stdout);
       return 0;  // (with --broker, the broker maps the job: submit_job prints the same)
     }
-    if (dry_run) sub.flags |= kSubmitDryRun;
+    if (dry_run) sub.flags |= wire::kSubmitDryRun;
     if (!embedded) return submit_job(spec, sub);
 
     // Checked before anything starts: a job the grid cannot hold is bad input.
@@ -445,7 +446,7 @@ int main(int argc, char** argv) {
     EmbeddedGrid eg(grid, grid_xml, bin_dir, relay_options);
     sub.broker = eg.broker_endpoint();
     sub.creds = eg.user_credentials();
-    sub.flags |= kSubmitWaitForGrid;
+    sub.flags |= wire::kSubmitWaitForGrid;
     sub.health = [&eg] { return eg.dead_daemon(); };
     return submit_job(spec, sub);
   } catch (const InputError& e) {

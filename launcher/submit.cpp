@@ -8,7 +8,6 @@
 #include <iomanip>
 #include <sstream>
 
-#include "broker/broker.h"
 #include "common/grid.h"
 #include "common/ladder.h"
 #include "models/grid_model.h"
@@ -107,7 +106,7 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
             job_id = f.header.job;
             printed.assign(topo.clusters.size(), 0);
             takes_jobs_back = (f.header.flags & wire::kTakesJobsBack) != 0;
-            if (opt.flags & kSubmitDryRun) {
+            if (opt.flags & wire::kSubmitDryRun) {
               std::fputs(describe_mapping(topo).c_str(), stdout);
               if (opt.explain) std::fputs(explain_job(topo, opt.model).c_str(), stdout);
               status = 0;

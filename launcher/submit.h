@@ -14,7 +14,7 @@ namespace gridrt {
 struct SubmitOptions {
   std::string broker;  // HOST:PORT
   tls::Credentials creds;
-  std::uint32_t flags = 0;  // kSubmit* flags of broker.h
+  std::uint32_t flags = 0;  // wire::kSubmit* flags (common/wire.h)
   bool verbose = false;
   bool explain = false;  // print how each pair of the job's clusters connects, and the model's logical clusters
   std::string model;     // the model gridrun --model gives the job (its text), if any
@@ -31,7 +31,7 @@ inline constexpr int kTimedOutStatus = 124;
 // Returns what gridrun exits with: the job's status, 2 when the broker refused the job
 // (bad input), 1 when the broker could not be reached or vanished, 128+N on signal N,
 // kTimedOutStatus when the time limit stopped it.
-// With kSubmitDryRun, prints the mapping the broker chose instead of running.
+// With wire::kSubmitDryRun, prints the mapping the broker chose instead of running.
 int submit_job(const JobSpec& spec, const SubmitOptions& opt);
 
 // For --explain: how each pair of the job's clusters connects (explain_links), and the

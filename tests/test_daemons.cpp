@@ -198,7 +198,7 @@ TEST_F(Daemons, UnknownClusterAndDuplicateAreRefused) {
   ASSERT_FALSE(user.connect(broker_ep_));
   JobSpec both;
   both.groups = {{"g", 2}};
-  const auto frames = user.submit(both, kSubmitDryRun);
+  const auto frames = user.submit(both, wire::kSubmitDryRun);
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_NE(frames[0].body.find("the relays of cluster(s) c1 have not registered"), std::string::npos) << frames[0].body;
 }
@@ -444,7 +444,7 @@ TEST_F(Daemons, HostileCountsAreRefusedAndTheBrokerStaysResponsive) {
       {empty_group, "job: group 'nobody' has no processes"},
   };
   for (const auto& [spec, why] : hostile)
-    for (std::uint32_t flags : {kSubmitDryRun, 0u}) {
+    for (std::uint32_t flags : {wire::kSubmitDryRun, 0u}) {
       const auto frames = submit(spec, flags);
       ASSERT_EQ(frames.size(), 1u);
       EXPECT_EQ(frames[0].header.type, wire::Type::kError);
@@ -453,13 +453,13 @@ TEST_F(Daemons, HostileCountsAreRefusedAndTheBrokerStaysResponsive) {
   // Within the limit of MPI but far beyond the grid's 2 slots: refused as too big, in 64 bits.
   JobSpec huge;
   huge.groups.assign(2147, {"g", 1'000'000});
-  auto frames = submit(huge, kSubmitDryRun);
+  auto frames = submit(huge, wire::kSubmitDryRun);
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_NE(frames[0].body.find("the job needs 2147000000 processes but the grid has 2 slots"), std::string::npos) << frames[0].body;
   // And a job that fits is still mapped.
   JobSpec fits;
   fits.groups = {{"g", 2}};
-  frames = submit(fits, kSubmitDryRun);
+  frames = submit(fits, wire::kSubmitDryRun);
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_EQ(frames[0].header.type, wire::Type::kJobAccepted);
 }
@@ -536,7 +536,7 @@ TEST_F(Daemons, StalledHandshakesAreBoundedAndOthersStillGetIn) {
   ASSERT_FALSE(user.connect(broker_ep_));
   JobSpec fits;
   fits.groups = {{"g", 2}};
-  const auto frames = user.submit(fits, kSubmitDryRun);
+  const auto frames = user.submit(fits, wire::kSubmitDryRun);
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_EQ(frames[0].header.type, wire::Type::kJobAccepted);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
