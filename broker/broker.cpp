@@ -9,7 +9,6 @@
 #include <sstream>
 
 #include "common/acceptor.h"
-#include "common/ladder.h"
 #include "common/messages.h"
 #include "common/xml.h"
 
@@ -68,7 +67,7 @@ std::string rank_ranges(const std::vector<std::uint32_t>& ranks) {
 
 Broker::Broker(asio::io_context& io, Grid grid, const tls::Credentials& creds, const tcp::endpoint& listen)
     : io_(io), grid_(std::move(grid)), tls_(tls::make_context(tls::Role::kServer, creds)), acceptor_(io, listen),
-      pending_deadline_(io), recovery_(io) {
+      held_deadline_(io), recovery_(io) {
   asio::co_spawn(io_, accept_loop(), asio::detached);
 }
 
@@ -117,7 +116,7 @@ void Broker::stop() {
   stopped_ = true;
   boost::system::error_code ec;
   acceptor_.close(ec);
-  pending_deadline_.cancel();
+  held_deadline_.cancel();
   recovery_.cancel();
   dirty_.clear();
   for (auto& [id, job] : jobs_) {
@@ -241,19 +240,19 @@ asio::awaitable<void> Broker::probe_and_register(PeerPtr peer) {
   const bool answered = !ec;
   probing_.erase(reg.cluster);
   if (peer->link->closed() || stopped_) co_return;
-  reachable_[reg.cluster] = answered;
   if (answered != declared)
     log::warn("cluster ", reg.cluster, " is declared ", declared ? "reachable" : "unreachable", " but its relay's link address ",
               ep, answered ? " answers" : " does not answer", " the broker's probe: treating it as ",
               answered ? "reachable" : "unreachable");
   relays_[reg.cluster] = peer;
+  scheduler_.relay_up(reg.cluster, reg.link_host, reg.link_port, answered);
   log::info("registered ", peer->link->peer(), " links at ", reg.link_host, ":", reg.link_port,
             answered ? " (answers probes)" : " (does not answer probes)");
   Frame registered = wire::make_frame(Type::kRegistered);
   if (store_.enabled()) registered.header.flags = wire::kTakesJobsBack;
   peer->link->send(registered);
   claim_parts(peer);
-  try_pending_submits(false);
+  try_held_submits(false);
 }
 
 void Broker::handle_submit(const PeerPtr& peer, const Frame& f) {
@@ -263,12 +262,12 @@ void Broker::handle_submit(const PeerPtr& peer, const Frame& f) {
   JobSpec spec = JobSpec::decode(f.body);
   const bool dry_run = f.header.flags & wire::kSubmitDryRun;
   if (const std::string why = staging_refusal(peer->name, spec); !why.empty()) return refuse(peer, spec, why, 2);
-  if ((f.header.flags & wire::kSubmitWaitForGrid) && relays_.size() < grid_.clusters.size()) {
-    pending_.push_back({peer, std::move(spec), dry_run});
-    if (pending_.size() == 1) {
-      pending_deadline_.expires_after(kGridWait);
-      pending_deadline_.async_wait([this](const boost::system::error_code& ec) {
-        if (!ec) try_pending_submits(true);
+  if ((f.header.flags & wire::kSubmitWaitForGrid) && !scheduler_.every_relay_up()) {
+    scheduler_.hold_for_grid({ticket_for(peer), std::move(spec), dry_run});
+    if (scheduler_.held() == 1) {
+      held_deadline_.expires_after(kGridWait);
+      held_deadline_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) try_held_submits(true);
       });
     }
     return;
@@ -276,30 +275,25 @@ void Broker::handle_submit(const PeerPtr& peer, const Frame& f) {
   start_job(peer, std::move(spec), dry_run);
 }
 
-void Broker::try_pending_submits(bool deadline_passed) {
-  if (pending_.empty() || (!deadline_passed && relays_.size() < grid_.clusters.size())) return;
-  pending_deadline_.cancel();
-  auto waiting = std::move(pending_);
-  pending_.clear();
-  for (auto& p : waiting)
-    if (!p.launcher->link->closed()) start_job(p.launcher, std::move(p.spec), p.dry_run);
+void Broker::try_held_submits(bool deadline_passed) {
+  auto released = scheduler_.release_held(deadline_passed);
+  if (released.empty()) return;
+  held_deadline_.cancel();
+  for (auto& w : released)
+    if (const PeerPtr launcher = launcher_of(w.ticket)) start_job(launcher, std::move(w.spec), w.dry_run);
 }
 
-std::vector<ClusterOffer> Broker::offers(bool free_slots_only) const {
-  std::vector<ClusterOffer> out;
-  for (const auto& c : grid_.clusters) {
-    auto it = relays_.find(c.name);
-    if (it == relays_.end()) continue;
-    const auto& reg = it->second->registration;
-    const auto busy = busy_.find(c.name);
-    const std::uint32_t used = free_slots_only && busy != busy_.end() ? busy->second : 0;
-    const auto probed = reachable_.find(c.name);
-    const bool reachable = probed != reachable_.end() ? probed->second : c.network.frontend_reachable;
-    if (used >= c.slots) continue;
-    out.push_back(offer_of(c, reg.link_host, reg.link_port, reachable));
-    out.back().slots = c.slots - used;
-  }
-  return out;
+Scheduler::Ticket Broker::ticket_for(const PeerPtr& launcher) {
+  waiting_[next_ticket_] = launcher;
+  return next_ticket_++;
+}
+
+Broker::PeerPtr Broker::launcher_of(Scheduler::Ticket t) {
+  const auto it = waiting_.find(t);
+  if (it == waiting_.end()) return nullptr;
+  PeerPtr launcher = std::move(it->second);
+  waiting_.erase(it);
+  return launcher->link->closed() ? nullptr : launcher;
 }
 
 // Refuses a job: tells the launcher why (it exits with `status`: 2 when the job is at fault,
@@ -313,39 +307,15 @@ void Broker::refuse(const PeerPtr& launcher, const JobSpec& spec, const std::str
 }
 
 void Broker::start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run) {
-  const std::vector<ClusterOffer> all = offers(false);
+  Scheduler::Placement placed = scheduler_.place(spec, dry_run);
+  if (placed.outcome == Scheduler::Placement::Outcome::kRefuse) return refuse(launcher, spec, placed.why, placed.status);
+  if (placed.outcome == Scheduler::Placement::Outcome::kWait) {
+    launcher->link->send(wire::make_frame(Type::kNotice, placed.why));
+    scheduler_.queue({ticket_for(launcher), std::move(spec), false});
+    return;
+  }
   auto job = std::make_unique<Job>();
-  try {
-    job->topology = map_job(spec, all);
-  } catch (const InputError& e) {
-    // Too big for the whole grid: bad input. Too big for the clusters up now: the grid is
-    // short of relays, not the job at fault.
-    if (all.size() == grid_.clusters.size()) return refuse(launcher, spec, e.what(), 2);
-    std::string missing;
-    for (const auto& c : grid_.clusters)
-      if (!relays_.count(c.name)) missing += (missing.empty() ? "" : ", ") + c.name;
-    return refuse(launcher, spec, e.what() + std::string("; the relays of cluster(s) ") + missing + " have not registered", 1);
-  }
-  if (!dry_run) {
-    // The grid can hold the job, but maybe not beside the jobs running now: it waits for
-    // slots, first come first served.
-    const std::vector<ClusterOffer> free = offers(true);
-    try {
-      job->topology = map_job(spec, free);
-    } catch (const InputError&) {
-      std::uint64_t slots = 0;
-      for (const auto& o : free) slots += o.slots;
-      launcher->link->send(wire::make_frame(Type::kNotice, "waiting for free slots: the job needs " +
-                                                               std::to_string(spec.total_processes()) + ", " +
-                                                               std::to_string(slots) + " are free now"));
-      queued_.push_back({launcher, std::move(spec), false});
-      return;
-    }
-  }
-  // Checked on the clusters the job will really use: the grid's declared network must be
-  // able to connect every pair of them (not the job's fault).
-  if (const std::string why = unlinkable_pairs(job->topology); !why.empty())
-    return refuse(launcher, spec, "the job cannot run across these clusters: " + why, 1);
+  job->topology = std::move(placed.topology);
   job->id = dry_run ? 0 : next_job_++;  // a dry run is not a job: it gets no id
   const std::string topo = [&] {
     wire::Writer w;
@@ -394,30 +364,16 @@ void Broker::start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run) {
     PartStart start{job->id, job->secret, job->submitter, c, job->topology, job->spec};
     job->parts[c].relay->link->send(wire::make_frame(Type::kStartPart, start.encode(), job->id));
   }
-  for (const auto& c : job->topology.clusters) busy_[c.name] += c.count;
+  scheduler_.occupy(job->topology);
   log::info("job ", job->id, " (", job->spec.app_id, ") from ", launcher->link->peer(), ": ", job->topology.size(),
             " processes on ", job->topology.clusters.size(), " cluster(s)");
   jobs_[job->id] = std::move(job);
 }
 
-// Starts queued jobs in arrival order while they fit; the first that does not fit keeps its
-// place (and those behind it wait too: no large job starves behind small ones).
+// Starts queued jobs in arrival order while the first fits (Scheduler::next_that_fits).
 void Broker::start_queued() {
-  while (!queued_.empty()) {
-    PendingSubmit& next = queued_.front();
-    if (next.launcher->link->closed()) {
-      queued_.erase(queued_.begin());
-      continue;
-    }
-    try {
-      map_job(next.spec, offers(true));
-    } catch (const InputError&) {
-      return;
-    }
-    PendingSubmit p = std::move(next);
-    queued_.erase(queued_.begin());
-    start_job(p.launcher, std::move(p.spec), false);
-  }
+  while (auto next = scheduler_.next_that_fits())
+    if (const PeerPtr launcher = launcher_of(next->ticket)) start_job(launcher, std::move(next->spec), false);
 }
 
 Broker::Job* Broker::job_of_relay_frame(const PeerPtr& peer, const Frame& f, Part** part) {
@@ -712,7 +668,7 @@ void Broker::handle_status(const PeerPtr& peer) {
     out.name = c.name;
     out.site = c.site;
     out.slots = c.slots;
-    if (auto b = busy_.find(c.name); b != busy_.end()) out.busy = b->second;
+    out.busy = scheduler_.busy(c.name);
     if (auto r = relays_.find(c.name); r != relays_.end()) {
       out.relay_up = true;
       out.relay = r->second->link->peer();
@@ -729,7 +685,7 @@ void Broker::handle_status(const PeerPtr& peer) {
     out.age_s = seconds(job->since);
     st.jobs.push_back(std::move(out));
   }
-  st.waiting = static_cast<std::uint32_t>(queued_.size() + pending_.size());
+  st.waiting = static_cast<std::uint32_t>(scheduler_.waiting());
   st.up_s = seconds(started_);
   st.takes_jobs_back = store_.enabled();
   peer->link->send(wire::make_frame(Type::kStatus, st.encode()));
@@ -788,7 +744,7 @@ void Broker::maybe_finish(Job& job) {
     journal_.record(Journal::ended(job.id) + "with status " + std::to_string(end.status) +
                     (end.summary.empty() ? "" : ": " + end.summary));
   if (job.launcher) job.launcher->link->send(wire::make_frame(Type::kJobEnd, end.encode(), job.id));
-  for (const auto& c : job.topology.clusters) busy_[c.name] -= c.count;
+  scheduler_.release(job.topology);
   store_.remove(job.id);
   dirty_.erase(job.id);
   jobs_.erase(job.id);
@@ -817,7 +773,10 @@ void Broker::on_closed(const PeerPtr& peer, const std::string& why) {
   log::info("connection ", peer->link->peer(), " closed: ", why);
   if (peer->kind == Peer::Kind::kRelay) {
     auto it = relays_.find(peer->registration.cluster);
-    if (it != relays_.end() && it->second == peer) relays_.erase(it);
+    if (it != relays_.end() && it->second == peer) {
+      relays_.erase(it);
+      scheduler_.relay_down(peer->registration.cluster);
+    }
     // Every job with a part on that cluster has lost it: its ranks count as failed, and the
     // job goes on without it if it may, else the other parts are stopped, so that nobody
     // waits for a cluster that is gone.
@@ -852,8 +811,13 @@ void Broker::on_closed(const PeerPtr& peer, const std::string& why) {
       persist(*jt->second);
     }
   }
-  std::erase_if(pending_, [&](const PendingSubmit& p) { return p.launcher == peer; });
-  std::erase_if(queued_, [&](const PendingSubmit& p) { return p.launcher == peer; });
+  for (auto it = waiting_.begin(); it != waiting_.end();)
+    if (it->second == peer) {
+      scheduler_.forget(it->first);
+      it = waiting_.erase(it);
+    } else {
+      ++it;
+    }
 }
 
 }  // namespace gridrt

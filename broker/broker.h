@@ -17,6 +17,7 @@
 
 #include "broker/job_store.h"
 #include "broker/journal.h"
+#include "broker/scheduler.h"
 #include "common/admission.h"
 #include "common/grid.h"
 #include "common/link.h"
@@ -105,12 +106,14 @@ class Broker {
   void write_dirty_states();
   void relay_gone(Job& job, std::size_t part, const std::string& what);
 
+  // Places the job (Scheduler::place) and starts it, queues it or refuses it.
   void start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run);
   void refuse(const PeerPtr& launcher, const JobSpec& spec, const std::string& why, int status);
   void start_queued();
-  // The registered clusters in grid order, with all their slots or only those free now.
-  std::vector<ClusterOffer> offers(bool free_slots_only) const;
-  void try_pending_submits(bool deadline_passed);
+  void try_held_submits(bool deadline_passed);
+  // A waiting job's ticket for the scheduler, and back (none: its launcher is gone).
+  Scheduler::Ticket ticket_for(const PeerPtr& launcher);
+  PeerPtr launcher_of(Scheduler::Ticket t);
   Job* job_of_relay_frame(const PeerPtr& peer, const wire::Frame& f, Part** part);
   void record_exit(Job& job, std::uint32_t rank, int status);
   void fail_job(Job& job, const std::string& why);
@@ -139,17 +142,11 @@ class Broker {
   std::map<std::string, PeerPtr> relays_;  // cluster name -> its registered relay
   std::vector<std::shared_ptr<TlsLink>> closing_;  // what stop() closes after its last frames
   std::set<std::string> probing_;          // clusters whose relay is being probed
-  std::map<std::string, bool> reachable_;  // cluster -> did its link address answer the probe
   std::map<std::uint64_t, std::unique_ptr<Job>> jobs_;
-  struct PendingSubmit {
-    PeerPtr launcher;
-    JobSpec spec;
-    bool dry_run;
-  };
-  std::vector<PendingSubmit> pending_;  // waiting for the grid's relays to register
-  std::vector<PendingSubmit> queued_;   // waiting for free slots
-  std::map<std::string, std::uint32_t> busy_;  // cluster -> slots used by running jobs
-  asio::steady_timer pending_deadline_;
+  Scheduler scheduler_{grid_};  // which clusters are offered, where jobs go, which wait
+  std::map<Scheduler::Ticket, PeerPtr> waiting_;  // the launchers of the jobs that wait
+  Scheduler::Ticket next_ticket_ = 1;
+  asio::steady_timer held_deadline_;  // a job held for the grid waits up to kGridWait
   asio::steady_timer recovery_;  // runs while jobs taken back wait for their relays and launchers
   bool recovering_ = false;
   std::set<std::uint64_t> dirty_;  // jobs whose state changed this turn (persist)

@@ -28,7 +28,7 @@ void Broker::set_state_dir(const std::string& dir, std::chrono::steady_clock::du
     }
     job->restored = true;
     job->printed.assign(job->parts.size(), 0);
-    for (const auto& c : job->topology.clusters) busy_[c.name] += c.count;
+    scheduler_.occupy(job->topology);
     next_job_ = std::max(next_job_, job->id + 1);
     const std::uint64_t id = job->id;
     jobs_[id] = std::move(job);
