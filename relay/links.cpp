@@ -1,5 +1,6 @@
 // Routing between clusters and the relay-to-relay links (dialled by the relay whose cluster
-// sorts first, accepted by the other; their own thread), with the emulated WAN line.
+// sorts first, accepted by the other; their own thread); across an emulated WAN, through the
+// path that emulates it (relay/emulated_path.h).
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -71,27 +72,12 @@ Relay::PeerLink& Relay::peer_link(const std::string& cluster) {
 }
 
 void Relay::send_to_cluster(const std::string& cluster, Frame& f, const std::string* wan_to_site) {
-  PeerLink* pl = &peer_link(cluster);
-  if (!opt_.wan.active() || !wan_to_site) return transmit(cluster, *pl, f);
-  if (!pl->line) {
-    pl->line = &wan_line(*wan_to_site);
-    pl->delay = opt_.wan.pair(opt_.cluster.site, *wan_to_site).delay;
-    pl->line_timer = std::make_unique<asio::steady_timer>(io_);
-  }
-  // Credits (flow control, 64 bytes) go ahead of the data queued on the line, as a router
-  // that puts small control packets first (acknowledgement prioritisation) would: queued
-  // behind a window of the other direction's data they would stall every stream across
-  // the line by that data's clocking time, which no real WAN path's short queue does.
-  // Nothing else overtakes: frames of one stream stay in order.
-  const bool ahead = f.header.type == Type::kCredit;
-  const auto now = WanLine::Clock::now();
-  const auto arrival = (ahead ? now : pl->line->clocked_out(wire::kHeaderSize + f.body.size(), now)) + pl->delay;
-  auto at = pl->on_the_line.end();
-  if (ahead)
-    at = std::upper_bound(pl->on_the_line.begin(), pl->on_the_line.end(), arrival, [](const auto& t, const auto& e) { return t < e.first; });
-  const bool first = at == pl->on_the_line.begin();
-  pl->on_the_line.emplace(at, arrival, std::move(f));
-  if (first) wait_for_the_line(cluster, *pl);
+  PeerLink& pl = peer_link(cluster);
+  if (!opt_.wan.active() || !wan_to_site) return transmit(cluster, pl, f);
+  if (!pl.emulated)
+    pl.emulated = std::make_unique<EmulatedPath>(io_, wan_line(*wan_to_site), opt_.wan.pair(opt_.cluster.site, *wan_to_site).delay,
+                                                 [this, cluster, &pl](Frame& arrived) { transmit(cluster, pl, arrived); });
+  pl.emulated->send(f);
 }
 
 // The line this site's traffic to `site` is clocked through (WanPlan::line): shared with
@@ -109,20 +95,6 @@ WanLine& Relay::wan_line(const std::string& site) {
     line = std::make_unique<WanLine>(l.bytes_per_second);
   }
   return *line;
-}
-
-void Relay::wait_for_the_line(const std::string& cluster, PeerLink& pl) {
-  pl.line_timer->expires_at(pl.on_the_line.front().first);
-  pl.line_timer->async_wait([this, cluster](const boost::system::error_code& ec) {
-    if (ec) return;  // stopping
-    PeerLink& l = peer_link(cluster);
-    const auto now = WanLine::Clock::now();
-    while (!l.on_the_line.empty() && l.on_the_line.front().first <= now) {
-      transmit(cluster, l, l.on_the_line.front().second);
-      l.on_the_line.pop_front();
-    }
-    if (!l.on_the_line.empty()) wait_for_the_line(cluster, l);
-  });
 }
 
 // Every frame for the other cluster is numbered and kept until that side acknowledges it,

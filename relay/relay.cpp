@@ -126,7 +126,7 @@ void Relay::stop() {
   std::vector<std::shared_ptr<TlsLink>> links;
   for (auto& [name, l] : links_) {
     if (l->link) links.push_back(l->link);
-    if (l->line_timer) l->line_timer->cancel();
+    if (l->emulated) l->emulated->stop();
     if (l->grace) l->grace->cancel();
     if (l->redial) l->redial->cancel();
   }

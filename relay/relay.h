@@ -144,8 +144,7 @@ class Relay {
   PeerLink& peer_link(const std::string& cluster);  // made on first use
   // wan_to_site: the site the frame crosses the WAN to, or null within this site.
   void send_to_cluster(const std::string& cluster, wire::Frame& f, const std::string* wan_to_site);
-  WanLine& wan_line(const std::string& site);
-  void wait_for_the_line(const std::string& cluster, PeerLink& pl);  // WAN emulation
+  WanLine& wan_line(const std::string& site);  // WAN emulation: the line to `site`
   void transmit(const std::string& cluster, PeerLink& pl, wire::Frame& f);
 
   // Routing and job life.

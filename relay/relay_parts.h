@@ -10,6 +10,7 @@
 #include "common/messages.h"
 #include "common/link_resume.h"
 #include "common/staging.h"
+#include "relay/emulated_path.h"
 #include "relay/part_end.h"
 #include "relay/relay.h"
 
@@ -137,12 +138,8 @@ struct Relay::PeerLink {
     grace.reset();
     if (redial) redial->cancel();
   }
-  // WAN emulation (Options::wan): frames wait here until the emulated line delivers them,
-  // in order (arrival times never decrease).
-  WanLine* line = nullptr;  // Relay::wan_line's, shared by the links to one site (or all)
-  std::chrono::nanoseconds delay{0};
-  std::deque<std::pair<WanLine::Clock::time_point, wire::Frame>> on_the_line;
-  std::unique_ptr<asio::steady_timer> line_timer;
+  // WAN emulation (Options::wan): frames to a cluster of another site take this path first.
+  std::unique_ptr<EmulatedPath> emulated;
 };
 
 }  // namespace gridrt
