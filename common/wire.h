@@ -105,7 +105,7 @@ inline constexpr std::uint32_t kMpiPastGridrt = 8;
 // kData flag, on a message of one frame that leaves its sender three quarters of its window
 // or more: the receiver may hold the frame's credit back until it next writes to the sender
 // (a reply carries it, instead of a Credit frame of its own crossing the relays) or until a
-// frame without the flag comes on the stream (flow_control.h, credit_may_wait).
+// frame without the flag comes on the stream (common/flow_control.h, credit_may_wait).
 inline constexpr std::uint32_t kCreditMayWait = 16;
 // Submit flags: hold the job until every cluster of the grid registered (for up to a while:
 // the broker's kGridWait), or map it only (the broker answers JobAccepted and starts nothing).

@@ -1,4 +1,4 @@
-// The performance models' fits and predictions (runtime/src/models), on synthetic data whose
+// The performance models' fits and predictions (models/), on synthetic data whose
 // parameters are known, and against hand-computed cases.
 #include <gtest/gtest.h>
 

@@ -295,7 +295,7 @@ TEST(Transport, SlowReceiverMakesTheSenderWaitAndNothingIsLost) {
 
 // A small message's credit waits at its receiver until the receiver writes to its sender,
 // then goes just before that frame: an answered message crosses the relays with the answer,
-// in the same write, instead of as a frame of its own (flow_control.h, credit_may_wait).
+// in the same write, instead of as a frame of its own (common/flow_control.h, credit_may_wait).
 TEST(Transport, ASmallMessagesCreditWaitsForTheAnswer) {
   FakeRelay relay;
   auto a = connect(relay, 0), b = connect(relay, 1);

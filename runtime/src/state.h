@@ -12,7 +12,7 @@
 #include "coll/choice.h"
 #include "coll/part_trees.h"
 #include "common/messages.h"
-#include "transport/flow_control.h"
+#include "common/flow_control.h"
 #include "gridrt/gridrt.hpp"
 #include "models/grid_model.h"
 #include "mpi_error.h"
@@ -47,7 +47,7 @@ struct State {
   // GRIDRT_SLICE: bytes per slice of the pipelined collectives; unset, the model's choice
   // for each call (coll/predict.cpp), or kDefaultSlice without a model.
   std::optional<std::size_t> slice;
-  flow::Window window;  // GRIDRT_WINDOW: the flow-control window per stream (transport/flow_control.h)
+  flow::Window window;  // GRIDRT_WINDOW: the flow-control window per stream (common/flow_control.h)
   // GRIDRT_ROUTE: the route of every hierarchical scatter and gather (coll/part_trees.h);
   // none: the model's least predicted, or packed without a model.
   std::optional<Route> route;

@@ -305,7 +305,7 @@ void RelayTransport::set_rank(std::int32_t rank) {
   if (control_.planned()) paths_.planned();
 }
 
-// Credit that may wait (flow_control.h, credit_may_wait) stays here until this process next
+// Credit that may wait (common/flow_control.h, credit_may_wait) stays here until this process next
 // writes to its sender, or grants on that stream credit that may not.
 void RelayTransport::grant(const Envelope& from, std::size_t bytes, bool may_wait) {
   if (bytes == 0 || !failure_.empty()) return;

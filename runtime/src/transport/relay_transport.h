@@ -32,7 +32,7 @@
 #include "common/link.h"
 #include "common/messages.h"
 #include "control_plane.h"
-#include "flow_control.h"
+#include "common/flow_control.h"
 #include "message_transport.h"
 #include "peer_paths.h"
 #include "receiver.h"
@@ -43,7 +43,7 @@ namespace gridrt::detail {
 class RelayTransport : public MessageTransport {
  public:
   // Connects to `relay` and says hello for (job, secret, local_rank); `window` is the
-  // flow-control window per stream (flow_control.h). With `listen` enabled it first opens a
+  // flow-control window per stream (common/flow_control.h). With `listen` enabled it first opens a
   // listener for direct connections (on the address it reaches the relay from, inside
   // the port range) and announces it in the hello.
   RelayTransport(const std::string& relay, std::uint64_t job, const std::string& secret, std::uint32_t local_rank,

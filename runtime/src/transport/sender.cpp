@@ -109,7 +109,7 @@ bool Sender::credit(std::int32_t dst, std::uint32_t context, std::size_t bytes) 
 }
 
 // Credit came back (s.returned): each frame it covers gives a round trip. `waiting`: frames
-// of the stream were waiting for that credit. flow_control.h says why and when the window
+// of the stream were waiting for that credit. common/flow_control.h says why and when the window
 // doubles.
 void Sender::learn(Stream& s, bool waiting) {
   Destination& d = destinations_[s.dst];

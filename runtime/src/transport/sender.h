@@ -1,10 +1,10 @@
 // The sending side of the transport, pure (no sockets, no threads: its owner calls it under
 // its own lock, as it calls the receiving side, receiver.h). Per stream (destination,
 // context) it numbers the messages, cuts each into frames, and lets frames leave as the
-// receiver's credit allows (flow_control.h): at most a window of credit on its way per
+// receiver's credit allows (common/flow_control.h): at most a window of credit on its way per
 // stream, so a slow receiver makes its senders wait and nothing is ever dropped. A
 // rendezvous message's rest waits, parked, until the receiver says it matched it; a
-// synchronous send completes only then. A growing window (flow_control.h) learns from the
+// synchronous send completes only then. A growing window (common/flow_control.h) learns from the
 // round trips of its frames' credit, timed by the owner's clock.
 #pragma once
 
@@ -20,7 +20,7 @@
 
 #include "common/frame_pool.h"
 #include "common/wire.h"
-#include "flow_control.h"
+#include "common/flow_control.h"
 #include "message_transport.h"
 
 namespace gridrt::detail {

@@ -28,12 +28,12 @@
 #include <string>
 #include <utility>
 
-#include "transport/flow_control.h"
+#include "common/flow_control.h"
 
 namespace gridrt::models {
 
 // How the transport frames a stream and what its window may be are the transport's own
-// (transport/flow_control.h); the model plays the same frames.
+// (common/flow_control.h); the model plays the same frames.
 using flow::fragment_bytes;
 using flow::kDefaultWindowBytes;
 using flow::kFrameCost;
