@@ -5,8 +5,11 @@
 
 #include <array>
 #include <cmath>
+#include <filesystem>
+#include <set>
 
 #include "algorithms.h"
+#include "catalogue.h"
 #include "costs.h"
 #include "models/grid_model.h"
 #include "models/scatter_models.h"
@@ -1051,4 +1054,45 @@ TEST(EventTimeline, ARendezvousWaitsForItsReceiveToBePosted) {
     EXPECT_NEAR(ev.at(large), (in_turn ? 95 : 80) * tau + 3 * L, 1e-9) << in_turn;
   }
   EXPECT_NEAR(reduce_binomial_cost(s, 0, 5 * mib), 159 * tau + 5 * L, 1e-9);
+}
+
+// The catalogue (coll/catalogue.h): every operation has a hierarchical and a flat algorithm on
+// any number of clusters; the routes each family takes, in the order auto weighs them and
+// the first the default; every row runs and, but for the compositions, costs; each names
+// the file that holds it.
+TEST(Catalogue, EveryOperationHasItsFamiliesAndTheRoutesTheyTake) {
+  const Coll every[] = {Coll::kBarrier, Coll::kBcast,    Coll::kReduce,   Coll::kAllreduce, Coll::kGather,
+                        Coll::kScatter, Coll::kAllgather, Coll::kAlltoall, Coll::kScan,      Coll::kReduceScatter};
+  for (Coll op : every)
+    for (int parts = 1; parts <= 4; ++parts)
+      for (Algo family : {Algo::kHier, Algo::kFlat})
+        EXPECT_EQ(algorithm_of(op, family, Route::kPacked, parts).op, op) << coll_name(op) << " on " << parts;
+  using R = Route;
+  EXPECT_EQ(routes_of(Coll::kScatter, 3), (std::vector<R>{R::kPacked, R::kOrdered, R::kBinomial, R::kChain, R::kDirect}));
+  EXPECT_EQ(routes_of(Coll::kGather, 3), (std::vector<R>{R::kPacked, R::kBinomial, R::kChain, R::kDirect}));
+  EXPECT_EQ(routes_of(Coll::kBcast, 1), (std::vector<R>{R::kPacked, R::kBinomial, R::kChain}));
+  EXPECT_EQ(routes_of(Coll::kReduce, 2), (std::vector<R>{R::kPacked, R::kBinomial, R::kChain}));
+  EXPECT_EQ(routes_of(Coll::kAllreduce, 2), (std::vector<R>{R::kHeads, R::kRooted, R::kReduceScatter}));
+  EXPECT_TRUE(routes_of(Coll::kAllreduce, 1).empty());  // MPICH's own on one cluster
+  EXPECT_EQ(routes_of(Coll::kReduceScatter, 3), (std::vector<R>{R::kHeads, R::kRooted}));
+  EXPECT_TRUE(routes_of(Coll::kReduceScatter, 1).empty());
+  EXPECT_EQ(routes_of(Coll::kAlltoall, 2), (std::vector<R>{R::kAgents, R::kGroups}));
+  EXPECT_EQ(routes_of(Coll::kAlltoall, 3), (std::vector<R>{R::kAgents}));  // the paper's rule is for two
+  for (Coll op : {Coll::kBarrier, Coll::kAllgather, Coll::kScan}) EXPECT_TRUE(routes_of(op, 3).empty()) << coll_name(op);
+  // A route the operation does not take runs its first.
+  EXPECT_EQ(algorithm_of(Coll::kAlltoall, Algo::kHier, R::kGroups, 3).route, R::kAgents);
+  EXPECT_EQ(algorithm_of(Coll::kGather, Algo::kHier, R::kOrdered, 3).route, R::kPacked);
+  // Only these fold in rank order among the reductions' routes.
+  for (Coll op : {Coll::kReduce, Coll::kAllreduce, Coll::kReduceScatter}) {
+    std::set<R> keep;
+    for (R r : routes_of(op, 3))
+      if (algorithm_of(op, Algo::kHier, r, 3).keeps_rank_order) keep.insert(r);
+    const std::set<R> expected = op == Coll::kReduce ? std::set<R>{R::kPacked} : op == Coll::kAllreduce ? std::set<R>{R::kHeads, R::kReduceScatter} : std::set<R>{R::kHeads};
+    EXPECT_EQ(keep, expected) << coll_name(op);
+  }
+  for (const Algorithm& a : catalogue()) {
+    EXPECT_NE(a.run, nullptr) << a.name;
+    EXPECT_TRUE(a.cost || a.route == R::kRooted) << a.name << ": only the rooted compositions are costed by their parts";
+    EXPECT_TRUE(std::filesystem::exists(std::string(GRIDRT_SOURCE_DIR "/runtime/src/coll/") + a.name + ".cpp")) << a.name;
+  }
 }

@@ -107,6 +107,10 @@ Async<> alltoallv_pairwise(CommImpl& c, Blocks in, Blocks out);
 // reduction, then a scatter) is collectives.cpp's.
 Async<> reduce_scatter_hier(CommImpl& c, const void* sendbuf, void* recvbuf, std::vector<int> counts, Layout element, MPI_Op op,
                             std::size_t slice);
+// The rooted route (`family` kHier) and the flat reduce-scatter (kFlat): a reduction to member
+// 0, then a scatter of its blocks.
+Async<> reduce_scatter_rooted(CommImpl& c, const void* sendbuf, void* recvbuf, std::vector<int> counts, Layout element, MPI_Op op,
+                              Algo family);
 
 // Prefix reductions (MPI_Scan, MPI_Exscan): member r gets the fold of members 0..r (or
 // 0..r-1) in rank order. Hierarchical: MPICH's scan inside each cluster, the clusters'
@@ -173,8 +177,6 @@ struct Prediction {
 // `forced`: the route GRIDRT_ROUTE names, or none; `slice`: GRIDRT_SLICE's, or none.
 Prediction predict(const CostShape& s, Coll op, std::size_t bytes, int root, std::optional<Route> forced = std::nullopt,
                    std::optional<std::size_t> slice = std::nullopt);
-// Whether the hierarchical `op` is cut into slices.
-inline bool pipelined(Coll op) { return op == Coll::kBcast || op == Coll::kReduce || op == Coll::kAllreduce; }
 // The slices a pipelined collective of m bytes is cut into where the model chooses: of
 // powers of two from kSmallestSlice bytes (or the first that cuts it into no more than
 // kMostSlices slices, costs.h) up to the first that holds the whole message,
@@ -215,8 +217,7 @@ struct SizelessChoice {
 // Powers of 8 from 8 B, and 4 MiB: the sizes the collectives are measured over.
 inline constexpr std::size_t kSizesWeighed[] = {8, 64, 512, 4096, 32768, 262144, 2097152, 4194304};
 SizelessChoice choose_without_sizes(const CostShape& s, Coll op, int root, std::optional<Route> forced = std::nullopt);
-// The routes an operation's hierarchical family can take on a communicator of `parts`
-// parts (none: it has one way).
+// The routes an operation's hierarchical family can take: routes_of, catalogue.h.
 std::vector<Route> routes_of(Coll op, int parts);
 
 }  // namespace gridrt::detail

@@ -1,13 +1,14 @@
 // The entry points of the collectives (collectives.h): arguments checked at once, the
-// algorithm chosen (choice.h), everything the algorithm keeps across its waits handed to it
-// by value. The algorithms are one per file (algorithms.h).
+// algorithm chosen (choice.h, predict.cpp), the call's arguments handed by value to the
+// catalogue's row of the algorithm chosen, which runs it (catalogue.h). The algorithms are
+// one per file (algorithms.h).
 #include "collectives.h"
 
 #include <algorithm>
 #include <numeric>
 #include <optional>
 
-#include "algorithms.h"
+#include "catalogue.h"
 #include "intercomm.h"
 
 namespace gridrt::detail {
@@ -36,18 +37,19 @@ std::vector<inter::Piece> pieces(const CommImpl& c, const void* buf, int count, 
   return pieces(c, buf, counts.data(), displs.data(), &type, false);
 }
 
-// A scatterv as `pick` says: the linear algorithm (flat, or the direct route), else the
-// hierarchical one along its route's tree.
-// `block`: every block's packed size where all are alike and every member knows it (then
-// nobody is told the sizes), else kSizeNotShared.
-Async<> scatterv_by(const Pick& pick, CommImpl& c, Blocks in, void* recvbuf, Layout recv, bool in_place, int root,
-                    std::size_t block = kSizeNotShared) {
-  if (pick.algo == Algo::kFlat || pick.route == Route::kDirect) return scatterv_linear(c, std::move(in), recvbuf, recv, in_place, root);
-  return scatterv_hier(c, std::move(in), recvbuf, recv, in_place, root, block, rooted_tree(c, Coll::kScatter, root, pick));
-}
-
-void no_scan_between_groups(const CommImpl& c) {
+// MPI_Scan and MPI_Exscan.
+Async<> scan_any(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, Algo algo, bool exclusive) {
   if (c.remote) throw ArgumentError("gridrt: scans are not defined on intercommunicators (MPI 4.0 §6.11)", MPI_ERR_COMM);
+  CallArgs a;
+  a.sendbuf = sendbuf;
+  a.recvbuf = recvbuf;
+  a.layout = Layout(type, count);
+  a.op = op;
+  a.exclusive = exclusive;
+  a.pick.algo = choose(algo, c, Coll::kScan, a.layout.packed);
+  // Hierarchical only where clusters hold runs of ranks: cluster order is then rank order.
+  if (!c.parts_contiguous) a.pick.algo = Algo::kFlat;
+  return run_picked(c, Coll::kScan, std::move(a));
 }
 // This member's block of a gather or all-gather, packed: what sendbuf holds, or, in place,
 // what is at its own place of the receive blocks.
@@ -59,128 +61,141 @@ std::vector<char> own_block(const void* sendbuf, int sendcount, MPI_Datatype sen
 
 Async<> barrier(CommImpl& c, Algo algo) {
   if (c.remote) return inter::barrier(c);
-  if (choose(algo, c, Coll::kBarrier, 0) == Algo::kFlat) return barrier_dissemination(c);
-  return barrier_hier(c);
+  CallArgs a;
+  a.pick.algo = choose(algo, c, Coll::kBarrier, 0);
+  return run_picked(c, Coll::kBarrier, std::move(a));
 }
 
 Async<> bcast(CommImpl& c, void* buf, int count, MPI_Datatype type, int root, Algo algo) {
   if (c.remote) return inter::bcast(c, buf, count, type, root);
   check_root(c, root);
-  const Layout l(type, count);
-  const Pick pick = choose_with_route(algo, c, Coll::kBcast, l.packed, root);
-  if (pick.algo == Algo::kFlat) return bcast_binomial(c, buf, l, root);
-  return bcast_hier(c, buf, l, root, rooted_tree(c, Coll::kBcast, root, pick), pick.slice);
+  CallArgs a;
+  a.recvbuf = buf;
+  a.layout = Layout(type, count);
+  a.root = root;
+  a.pick = choose_with_route(algo, c, Coll::kBcast, a.layout.packed, root);
+  return run_picked(c, Coll::kBcast, std::move(a));
 }
 
 Async<> reduce(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, Algo algo) {
   if (c.remote) return inter::reduce(c, sendbuf, recvbuf, count, type, op, root);
   check_rooted(c, root, sendbuf, "reduce");
-  const Layout l(type, count);
-  const Pick pick = choose_with_route(algo, c, Coll::kReduce, l.packed, root, !commutative(op));
-  if (pick.algo == Algo::kFlat) return reduce_binomial(c, sendbuf, recvbuf, l, op, root);
-  return reduce_hier(c, sendbuf, recvbuf, l, op, root, rooted_tree(c, Coll::kReduce, root, pick), pick.slice);
+  CallArgs a;
+  a.sendbuf = sendbuf;
+  a.recvbuf = recvbuf;
+  a.layout = Layout(type, count);
+  a.op = op;
+  a.root = root;
+  a.pick = choose_with_route(algo, c, Coll::kReduce, a.layout.packed, root, !commutative(op));
+  return run_picked(c, Coll::kReduce, std::move(a));
 }
 
 Async<> allreduce(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, Algo algo) {
   if (c.remote) return inter::allreduce(c, sendbuf, recvbuf, count, type, op);
-  const Layout l(type, count);
-  const Pick pick = choose_with_route(algo, c, Coll::kAllreduce, l.packed, 0, !commutative(op));
-  if (pick.algo == Algo::kFlat) return allreduce_doubling(c, sendbuf, recvbuf, l, op);
-  if (pick.route == Route::kRooted) return allreduce_rooted(c, sendbuf, recvbuf, l, op);
-  return allreduce_hier(c, sendbuf, recvbuf, l, op, pick.slice, pick.route);
+  CallArgs a;
+  a.sendbuf = sendbuf;
+  a.recvbuf = recvbuf;
+  a.layout = Layout(type, count);
+  a.op = op;
+  a.pick = choose_with_route(algo, c, Coll::kAllreduce, a.layout.packed, 0, !commutative(op));
+  return run_picked(c, Coll::kAllreduce, std::move(a));
 }
 
 Async<> gather(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
               int root, Algo algo) {
   if (c.remote) return inter::gather(c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root);
   check_rooted(c, root, sendbuf, "gather");
-  const bool in_place = sendbuf == MPI_IN_PLACE;
+  CallArgs a;
+  a.in_place = sendbuf == MPI_IN_PLACE;
+  a.root = root;
   // The receive side matters at the root only (MPI 4.0 §6.5).
-  Blocks out = c.me == root ? Blocks::equal(recvbuf, recvcount, c.size(), recvtype) : Blocks();
-  std::vector<char> mine = in_place ? std::vector<char>() : own_block(sendbuf, sendcount, sendtype, out, c.me);
-  const std::size_t block = in_place ? out.packed(root) : mine.size();
-  const Pick pick = choose_with_route(algo, c, Coll::kGather, block, root);
-  if (pick.algo == Algo::kFlat) return gather_binomial(c, std::move(mine), in_place, std::move(out), root, block);
-  if (pick.route == Route::kDirect) return gatherv_linear(c, std::move(mine), in_place, std::move(out), root);
-  return gatherv_hier(c, std::move(mine), in_place, std::move(out), root, block, rooted_tree(c, Coll::kGather, root, pick));
+  if (c.me == root) a.out = Blocks::equal(recvbuf, recvcount, c.size(), recvtype);
+  if (!a.in_place) a.mine = own_block(sendbuf, sendcount, sendtype, a.out, c.me);
+  a.block = a.in_place ? a.out.packed(root) : a.mine.size();
+  a.pick = choose_with_route(algo, c, Coll::kGather, a.block, root);
+  return run_picked(c, Coll::kGather, std::move(a));
 }
 
 Async<> gatherv(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int* recvcounts,
                const int* displs, MPI_Datatype recvtype, int root, Algo algo) {
   if (c.remote) return inter::gatherv(c, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root);
   check_rooted(c, root, sendbuf, "gatherv");
-  const bool in_place = sendbuf == MPI_IN_PLACE;
-  Blocks out;
+  CallArgs a;
+  a.in_place = sendbuf == MPI_IN_PLACE;
+  a.root = root;
   if (c.me == root) {
     check_counts(c, recvcounts, displs, "gatherv");
-    out = Blocks(recvbuf, recvcounts, displs, c.size(), recvtype);
+    a.out = Blocks(recvbuf, recvcounts, displs, c.size(), recvtype);
   }
-  std::vector<char> mine = in_place ? std::vector<char>() : packed_copy(Layout(sendtype, sendcount), sendbuf);
-  const Pick pick = choose_with_route(algo, c, Coll::kGather, kSizeNotShared, root);
-  if (pick.algo == Algo::kFlat || pick.route == Route::kDirect) return gatherv_linear(c, std::move(mine), in_place, std::move(out), root);
-  return gatherv_hier(c, std::move(mine), in_place, std::move(out), root, kSizeNotShared,
-                      rooted_tree(c, Coll::kGather, root, pick));
+  if (!a.in_place) a.mine = packed_copy(Layout(sendtype, sendcount), sendbuf);
+  a.pick = choose_with_route(algo, c, Coll::kGather, kSizeNotShared, root);  // (a.block: not shared)
+  return run_picked(c, Coll::kGather, std::move(a));
 }
 
 Async<> scatter(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
                int root, Algo algo) {
   if (c.remote) return inter::scatter(c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root);
   check_rooted(c, root, recvbuf, "scatter");
-  const bool in_place = recvbuf == MPI_IN_PLACE;
+  CallArgs a;
+  a.in_place = recvbuf == MPI_IN_PLACE;
+  a.root = root;
+  a.recvbuf = recvbuf;
   // The send side matters at the root only.
-  Blocks in = c.me == root ? Blocks::equal(sendbuf, sendcount, c.size(), sendtype) : Blocks();
-  const Layout recv = in_place ? Layout(sendtype, 0) : Layout(recvtype, recvcount);
-  const std::size_t block = c.me == root ? in.packed(root) : recv.packed;
-  const Pick pick = choose_with_route(algo, c, Coll::kScatter, block, root);
-  if (pick.algo == Algo::kFlat) return scatter_binomial(c, std::move(in), recvbuf, recv, in_place, root);
-  if (pick.route == Route::kDirect) return scatterv_linear(c, std::move(in), recvbuf, recv, in_place, root);
-  return scatterv_hier(c, std::move(in), recvbuf, recv, in_place, root, block, rooted_tree(c, Coll::kScatter, root, pick));
+  if (c.me == root) a.in = Blocks::equal(sendbuf, sendcount, c.size(), sendtype);
+  a.layout = a.in_place ? Layout(sendtype, 0) : Layout(recvtype, recvcount);
+  a.block = c.me == root ? a.in.packed(root) : a.layout.packed;
+  a.pick = choose_with_route(algo, c, Coll::kScatter, a.block, root);
+  return run_picked(c, Coll::kScatter, std::move(a));
 }
 
 Async<> scatterv(CommImpl& c, const void* sendbuf, const int* sendcounts, const int* displs, MPI_Datatype sendtype, void* recvbuf,
                 int recvcount, MPI_Datatype recvtype, int root, Algo algo) {
   if (c.remote) return inter::scatterv(c, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root);
   check_rooted(c, root, recvbuf, "scatterv");
-  const bool in_place = recvbuf == MPI_IN_PLACE;
-  Blocks in;
+  CallArgs a;
+  a.in_place = recvbuf == MPI_IN_PLACE;
+  a.root = root;
+  a.recvbuf = recvbuf;
   if (c.me == root) {
     check_counts(c, sendcounts, displs, "scatterv");
-    in = Blocks(sendbuf, sendcounts, displs, c.size(), sendtype);
+    a.in = Blocks(sendbuf, sendcounts, displs, c.size(), sendtype);
   }
-  const Layout recv = in_place ? Layout(sendtype, 0) : Layout(recvtype, recvcount);
-  Pick pick = choose_with_route(algo, c, Coll::kScatter, kSizeNotShared, root);
+  a.layout = a.in_place ? Layout(sendtype, 0) : Layout(recvtype, recvcount);
+  a.pick = choose_with_route(algo, c, Coll::kScatter, kSizeNotShared, root);  // (a.block: not shared)
   // Served in the order the model predicts for the mean of the blocks, which the root knows.
-  if (pick.algo == Algo::kHier && pick.route == Route::kOrdered && c.me == root) {
+  if (a.pick.algo == Algo::kHier && a.pick.route == Route::kOrdered && c.me == root) {
     std::size_t total = 0;
-    for (int i = 0; i < c.size(); ++i) total += in.packed(i);
-    pick.tree = ordered_tree(c, root, static_cast<double>(total) / c.size());
+    for (int i = 0; i < c.size(); ++i) total += a.in.packed(i);
+    a.pick.tree = ordered_tree(c, root, static_cast<double>(total) / c.size());
   }
-  return scatterv_by(pick, c, std::move(in), recvbuf, recv, in_place, root);
+  return run_picked(c, Coll::kScatter, std::move(a));
 }
 
 Async<> allgatherv(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int* recvcounts,
                   const int* displs, MPI_Datatype recvtype, Algo algo) {
   if (c.remote) return inter::allgatherv(c, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype);
   check_counts(c, recvcounts, displs, "allgatherv");
-  Blocks out(recvbuf, recvcounts, displs, c.size(), recvtype);
-  std::vector<char> mine = own_block(sendbuf, sendcount, sendtype, out, c.me);
+  CallArgs a;
+  a.out = Blocks(recvbuf, recvcounts, displs, c.size(), recvtype);
+  a.mine = own_block(sendbuf, sendcount, sendtype, a.out, c.me);
   // Every member knows every block's size: auto goes by their mean (worked out only for it).
   std::size_t mean = 0;
   if (asked_for(algo) == Algo::kAuto) {
-    for (int i = 0; i < c.size(); ++i) mean += out.packed(i);
+    for (int i = 0; i < c.size(); ++i) mean += a.out.packed(i);
     mean /= static_cast<std::size_t>(c.size());
   }
-  if (choose(algo, c, Coll::kAllgather, mean) == Algo::kFlat) return allgatherv_ring(c, std::move(mine), std::move(out));
-  return allgatherv_hier(c, std::move(mine), std::move(out));
+  a.pick.algo = choose(algo, c, Coll::kAllgather, mean);
+  return run_picked(c, Coll::kAllgather, std::move(a));
 }
 
 Async<> allgather(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                  MPI_Datatype recvtype, Algo algo) {
   if (c.remote) return inter::allgather(c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
-  Blocks out = Blocks::equal(recvbuf, recvcount, c.size(), recvtype);
-  std::vector<char> mine = own_block(sendbuf, sendcount, sendtype, out, c.me);
-  if (choose(algo, c, Coll::kAllgather, out.packed(0)) == Algo::kFlat) return allgatherv_ring(c, std::move(mine), std::move(out));
-  return allgatherv_hier(c, std::move(mine), std::move(out));
+  CallArgs a;
+  a.out = Blocks::equal(recvbuf, recvcount, c.size(), recvtype);
+  a.mine = own_block(sendbuf, sendcount, sendtype, a.out, c.me);
+  a.pick.algo = choose(algo, c, Coll::kAllgather, a.out.packed(0));
+  return run_picked(c, Coll::kAllgather, std::move(a));
 }
 
 namespace {
@@ -189,10 +204,12 @@ namespace {
 // The hierarchical one by the agents route (any number of clusters) or the groups route
 // (the paper's rule for two).
 Async<> alltoall_any(CommImpl& c, Blocks in, Blocks out, [[maybe_unused]] std::shared_ptr<Scratch> aside, bool equal, Algo algo) {
-  const Pick pick = choose_with_route(algo, c, Coll::kAlltoall, equal ? in.packed(0) : kSizeNotShared, 0);
-  if (pick.algo == Algo::kFlat) co_await alltoallv_pairwise(c, std::move(in), std::move(out));
-  else if (pick.route == Route::kGroups) co_await alltoallv_local_group_two(c, std::move(in), std::move(out), equal);
-  else co_await alltoallv_local_group(c, std::move(in), std::move(out), equal);
+  CallArgs a;
+  a.pick = choose_with_route(algo, c, Coll::kAlltoall, equal ? in.packed(0) : kSizeNotShared, 0);
+  a.in = std::move(in);
+  a.out = std::move(out);
+  a.equal = equal;
+  co_await run_picked(c, Coll::kAlltoall, std::move(a));
 }
 
 Async<> alltoall_blocks(CommImpl& c, const void* sendbuf, Blocks in, Blocks out, bool equal, Algo algo) {
@@ -234,50 +251,20 @@ Async<> alltoallv(CommImpl& c, const void* sendbuf, const int* sendcounts, const
 // ---------------------------------------------------------------- composed collectives
 
 namespace {
-// MPI_Reduce_scatter by its rooted route: a reduction of everything to member 0, then a
-// scatter of the result's blocks. kHier: each hierarchical on the route and slices the model
-// picks for it (own_pick, GRIDRT_ROUTE aside: it names the reduce-scatter's route), as the
-// rooted all-reduce does, and so as predicted; a non-commutative reduction on the packed
-// tree, or flat where that does not keep rank order. kFlat: the flat forms.
-Async<> reduce_then_scatter(CommImpl& c, const void* sendbuf, void* recvbuf, std::vector<int> counts, Layout element, MPI_Op op, Algo algo) {
-  std::vector<int> displs(counts.size(), 0);
-  std::partial_sum(counts.begin(), counts.end() - 1, displs.begin() + 1);
-  const int total = displs.back() + counts.back();
-  const Layout whole(element, total);
-  std::optional<Scratch> result;
-  if (c.me == 0) result.emplace(whole);
-  // In place, the input is recvbuf's `total` elements; this member's block then goes there.
-  const void* input = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-  const bool own_routes = algo == Algo::kHier && commutative(op);
-  const Pick reduce_by = own_routes ? own_pick(c, Coll::kReduce, whole.packed, 0) : choose_with_route(algo, c, Coll::kReduce, whole.packed, 0, !commutative(op));
-  PartTree tree = rooted_tree(c, Coll::kReduce, 0, reduce_by);
-  void* reduced = result ? result->get() : nullptr;
-  if (reduce_by.algo == Algo::kFlat) co_await reduce_binomial(c, input, reduced, whole, op, 0);
-  else co_await reduce_hier(c, input, reduced, whole, op, 0, std::move(tree), reduce_by.slice);
-  Blocks in = c.me == 0 ? Blocks(reduced, counts.data(), displs.data(), c.size(), element.type) : Blocks();
-  const Layout mine(element, counts[c.me]);
-  // Every member knows the counts: where all are alike, the scatter's is a known size.
-  const bool equal = std::all_of(counts.begin(), counts.end(), [&](int n) { return n == counts.front(); });
-  const std::size_t block = equal ? mine.packed : kSizeNotShared;
-  // (The pick held in a variable: no temporary with a destructor inside a co_await, which
-  // GCC 12 may destroy twice.)
-  const Pick pick = own_routes ? own_pick(c, Coll::kScatter, block, 0) : choose_with_route(algo, c, Coll::kScatter, block, 0);
-  co_await scatterv_by(pick, c, std::move(in), recvbuf, mine, false, 0, block);
-}
-
 // Either route: through the sites' heads (each block crossing the WAN once), or rooted.
 // The size a choice goes by is the mean block, which every member knows (MPI gives every
 // member all the counts).
 Async<> reduce_scatter_counts(CommImpl& c, const void* sendbuf, void* recvbuf, std::vector<int> counts, MPI_Datatype type, MPI_Op op,
                               Algo algo) {
-  const Layout element(type, 1);
-  const std::size_t total = element.packed * static_cast<std::size_t>(std::accumulate(counts.begin(), counts.end(), 0LL));
-  const Pick pick = choose_with_route(algo, c, Coll::kReduceScatter, total / static_cast<std::size_t>(c.size()), 0, !commutative(op));
-  if (pick.algo == Algo::kFlat) return reduce_then_scatter(c, sendbuf, recvbuf, std::move(counts), element, op, Algo::kFlat);
-  if (pick.route == Route::kRooted) return reduce_then_scatter(c, sendbuf, recvbuf, std::move(counts), element, op, Algo::kHier);
-  // Slices as its prediction plays them (no more than kMostSlices).
-  const SliceSizes sl(static_cast<double>(total), static_cast<double>(state().slice.value_or(kDefaultSlice)));
-  return reduce_scatter_hier(c, sendbuf, recvbuf, std::move(counts), element, op, static_cast<std::size_t>(sl.slice));
+  CallArgs a;
+  a.sendbuf = sendbuf;
+  a.recvbuf = recvbuf;
+  a.layout = Layout(type, 1);
+  a.op = op;
+  const std::size_t total = a.layout.packed * static_cast<std::size_t>(std::accumulate(counts.begin(), counts.end(), 0LL));
+  a.counts = std::move(counts);
+  a.pick = choose_with_route(algo, c, Coll::kReduceScatter, total / static_cast<std::size_t>(c.size()), 0, !commutative(op));
+  return run_picked(c, Coll::kReduceScatter, std::move(a));
 }
 }  // namespace
 
@@ -296,18 +283,11 @@ Async<> reduce_scatter_block(CommImpl& c, const void* sendbuf, void* recvbuf, in
 }
 
 Async<> scan(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, Algo algo) {
-  no_scan_between_groups(c);
-  const Layout l(type, count);
-  // Hierarchical only where clusters hold runs of ranks: cluster order is then rank order.
-  if (choose(algo, c, Coll::kScan, l.packed) == Algo::kFlat || !c.parts_contiguous) return scan_doubling(c, sendbuf, recvbuf, l, op, false);
-  return scan_hier(c, sendbuf, recvbuf, l, op, false);
+  return scan_any(c, sendbuf, recvbuf, count, type, op, algo, false);
 }
 
 Async<> exscan(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, Algo algo) {
-  no_scan_between_groups(c);
-  const Layout l(type, count);
-  if (choose(algo, c, Coll::kScan, l.packed) == Algo::kFlat || !c.parts_contiguous) return scan_doubling(c, sendbuf, recvbuf, l, op, true);
-  return scan_hier(c, sendbuf, recvbuf, l, op, true);
+  return scan_any(c, sendbuf, recvbuf, count, type, op, algo, true);
 }
 
 // ---------------------------------------------------------------- alltoallw

@@ -60,11 +60,6 @@ inline const char* route_name(Route r) {
   return "?";
 }
 
-// Whether a reduction on route r folds partial results in part order (and so, where parts
-// and sites are runs of consecutive ranks, in rank order): the packed tree's, and through
-// the heads, whole or in pieces (each piece folded by one head in site order).
-inline bool keeps_rank_order(Route r) { return r == Route::kPacked || r == Route::kHeads || r == Route::kReduceScatter; }
-
 // The route of that name (route_name's), or none.
 inline std::optional<Route> route_named(const std::string& name) {
   for (Route r : kEveryRoute)

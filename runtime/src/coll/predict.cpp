@@ -10,20 +10,9 @@
 #include <cstdio>
 #include <map>
 
-#include "algorithms.h"
+#include "catalogue.h"
 
 namespace gridrt::detail {
-
-std::vector<Route> routes_of(Coll op, int parts) {
-  if (op == Coll::kScatter) return {Route::kPacked, Route::kOrdered, Route::kBinomial, Route::kChain, Route::kDirect};
-  if (op == Coll::kGather) return {Route::kPacked, Route::kBinomial, Route::kChain, Route::kDirect};
-  if (op == Coll::kBcast || op == Coll::kReduce) return {Route::kPacked, Route::kBinomial, Route::kChain};
-  if (op == Coll::kAllreduce && parts > 1) return {Route::kHeads, Route::kRooted, Route::kReduceScatter};
-  if (op == Coll::kReduceScatter && parts > 1) return {Route::kHeads, Route::kRooted};
-  if (op == Coll::kAlltoall && parts == 2) return {Route::kAgents, Route::kGroups};
-  if (op == Coll::kAlltoall) return {Route::kAgents};
-  return {};
-}
 
 namespace {
 // The route an operation takes when `r` is asked for: `r` where it is one of the
@@ -35,39 +24,11 @@ Route effective(Coll op, int parts, Route r) {
   return std::find(routes.begin(), routes.end(), r) != routes.end() ? r : routes.front();
 }
 
-// The hierarchical family's cost on route r (in slices of `slice` bytes where pipelined),
-// and the flat algorithm's, for the operations that have routes.
-double route_cost(const CostShape& s, Coll op, int root, double m, Route r, double slice) {
-  if (op == Coll::kBcast) return bcast_hier_cost(s, root, m, r, slice);
-  if (op == Coll::kReduce) return reduce_hier_cost(s, root, m, r, slice);
-  if (op == Coll::kGather) return gather_hier_cost(s, root, m, r);
-  if (op == Coll::kScatter) return scatter_hier_cost(s, root, m, r);
-  if (op == Coll::kAllreduce) return allreduce_hier_cost(s, m, slice, r);  // heads or reduce-scatter
-  if (op == Coll::kReduceScatter) return reduce_scatter_hier_cost(s, m, slice);  // heads
-  return r == Route::kGroups ? alltoall_local_group_two_cost(s, m) : alltoall_local_group_cost(s, m);
-}
-double flat_cost(const CostShape& s, Coll op, int root, double m) {
-  if (op == Coll::kBcast) return bcast_binomial_cost(s, root, m);
-  if (op == Coll::kReduce) return reduce_binomial_cost(s, root, m);
-  if (op == Coll::kGather) return gather_binomial_cost(s, root, m);
-  if (op == Coll::kScatter) return scatter_binomial_cost(s, root, m);
-  if (op == Coll::kAllreduce) return allreduce_doubling_cost(s, m);
-  if (op == Coll::kReduceScatter) return reduce_binomial_cost(s, 0, s.size() * m) + scatterv_linear_cost(s, 0, m);
-  return alltoall_pairwise_cost(s, m);
-}
-
 // The model's cost of a slice of `op` on route r: its own, else the operation's, else none.
 double slice_cost_of(const CostShape& s, Coll op, Route r) {
   auto it = s.slice_costs.find(std::string(coll_name(op)) + "/" + route_name(r));
   if (it == s.slice_costs.end()) it = s.slice_costs.find(coll_name(op));
   return it == s.slice_costs.end() ? 0 : it->second;
-}
-
-Prediction two(double hier, double flat) {
-  Prediction p;
-  p.hier = hier;
-  p.flat = flat;
-  return p;
 }
 
 // A pipelined collective's least time and its slice: GRIDRT_SLICE's where set, else the
@@ -94,49 +55,39 @@ double rooted_cost(const CostShape& s, Coll op, std::size_t bytes, std::optional
                                Pick{Algo::kHier, bcast.route, bcast.slice, nullptr});
 }
 
+// The flat algorithm's prediction and the hierarchical family's on each of its routes, by
+// the catalogue's rows (catalogue.h).
 Prediction uncorrected(const CostShape& s, Coll op, std::size_t bytes, int root, std::optional<Route> forced,
                        std::optional<std::size_t> forced_slice) {
   const double m = static_cast<double>(bytes);
-  switch (op) {
-    case Coll::kBarrier: return two(barrier_hier_cost(s), barrier_dissemination_cost(s));
-    case Coll::kAllreduce:
-      if (s.parts() == 1) return two(allreduce_hier_cost(s, m), allreduce_doubling_cost(s, m));  // MPICH's own
-      [[fallthrough]];
-    case Coll::kReduceScatter:
-      if (op == Coll::kReduceScatter && s.parts() == 1)
-        return two(reduce_scatter_hier_cost(s, m, static_cast<double>(forced_slice.value_or(kDefaultSlice))), flat_cost(s, op, root, m));
-      [[fallthrough]];
-    case Coll::kBcast:
-    case Coll::kReduce:
-    case Coll::kGather:
-    case Coll::kScatter:
-    case Coll::kAlltoall: {
-      Prediction p;
-      p.flat = flat_cost(s, op, root, m);
-      std::vector<std::size_t> slices;  // each route's
-      for (Route r : routes_of(op, s.parts())) {
-        // A pipelined route's every slice also costs the model's slice cost (its steps'
-        // scheduling, which the messages' parameters do not see): more slices pipeline
-        // better on the lines and cost more in the processes and relays.
-        const double per_slice = pipelined(op) ? slice_cost_of(s, op, r) : 0.0;
-        auto on_route = [&](double slice) { return route_cost(s, op, root, m, r, slice) + per_slice * SliceSizes(m, slice).count(); };
-        const SlicePick least = r == Route::kRooted ? SlicePick{rooted_cost(s, op, bytes, forced_slice), kDefaultSlice}
-                                : pipelined(op)     ? sliced(on_route, m, forced_slice)
-                                                    : SlicePick{on_route(static_cast<double>(forced_slice.value_or(kDefaultSlice))), kDefaultSlice};
-        p.routes.emplace_back(r, least.t);
-        slices.push_back(least.slice);
-      }
-      // GRIDRT_ROUTE's, else the least predicted (the first of equals).
-      auto least = std::min_element(p.routes.begin(), p.routes.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-      p.route = forced ? effective(op, s.parts(), *forced) : least->first;
-      for (std::size_t i = 0; i < p.routes.size(); ++i)
-        if (p.routes[i].first == p.route) p.hier = p.routes[i].second, p.slice = slices[i];
-      return p;
-    }
-    case Coll::kAllgather: return two(allgather_hier_cost(s, m), allgather_ring_cost(s, m));
-    case Coll::kScan: return two(scan_hier_cost(s, m), scan_doubling_cost(s, m));
+  const double given_slice = static_cast<double>(forced_slice.value_or(kDefaultSlice));
+  Prediction p;
+  p.flat = algorithm_of(op, Algo::kFlat, Route::kPacked, s.parts()).cost(s, {root, m, Route::kPacked, given_slice});
+  const std::vector<Route> routes = routes_of(op, s.parts());
+  if (routes.empty()) {  // its one way
+    p.hier = algorithm_of(op, Algo::kHier, Route::kPacked, s.parts()).cost(s, {root, m, Route::kPacked, given_slice});
+    return p;
   }
-  return {};
+  std::vector<std::size_t> slices;  // each route's
+  for (Route r : routes) {
+    const Algorithm& a = algorithm_of(op, Algo::kHier, r, s.parts());
+    // A pipelined route's every slice also costs the model's slice cost (its steps'
+    // scheduling, which the messages' parameters do not see): more slices pipeline
+    // better on the lines and cost more in the processes and relays.
+    const double per_slice = a.pipelined ? slice_cost_of(s, op, r) : 0.0;
+    auto on_route = [&](double slice) { return a.cost(s, {root, m, r, slice}) + per_slice * SliceSizes(m, slice).count(); };
+    const SlicePick least = !a.cost      ? SlicePick{rooted_cost(s, op, bytes, forced_slice), kDefaultSlice}  // a composition
+                            : a.pipelined ? sliced(on_route, m, forced_slice)
+                                          : SlicePick{on_route(given_slice), kDefaultSlice};
+    p.routes.emplace_back(r, least.t);
+    slices.push_back(least.slice);
+  }
+  // GRIDRT_ROUTE's, else the least predicted (the first of equals).
+  auto least = std::min_element(p.routes.begin(), p.routes.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  p.route = forced ? effective(op, s.parts(), *forced) : least->first;
+  for (std::size_t i = 0; i < p.routes.size(); ++i)
+    if (p.routes[i].first == p.route) p.hier = p.routes[i].second, p.slice = slices[i];
+  return p;
 }
 }  // namespace
 
@@ -296,7 +247,7 @@ Pick with_size(const CommImpl& c, const CostShape& costs, Coll op, std::size_t b
   std::string how;
   if (!routes.empty()) how = std::string("the ") + route_name(p.route) + " route";
   // (The rooted route's reduction and broadcast say their own; one cluster's is MPICH's.)
-  if (pipelined(op) && p.route != Route::kRooted && c.parts.size() > 1)
+  if (algorithm_of(op, Algo::kHier, p.route, costs.parts()).pipelined && c.parts.size() > 1)
     how += (how.empty() ? "" : " ") + std::string("in slices of ") + std::to_string(p.slice) + " B";
   std::string chosen = pick.algo == Algo::kFlat ? "flat" : "hier";
   if (!how.empty()) chosen += pick.algo == Algo::kFlat ? " (hier's: " + how + ")" : (routes.empty() ? " " : " by ") + how;
@@ -364,6 +315,8 @@ Pick choose_with_route(Algo asked, CommImpl& c, Coll op, std::size_t bytes, int 
   Pick pick;
   // Folding in rank order, a route that does not keep it is not asked for, nor taken where
   // the model would choose it: the packed tree (the all-reduce's heads) instead.
+  const int parts = static_cast<int>(c.parts.size());
+  auto keeps_rank_order = [&](Route r) { return algorithm_of(op, Algo::kHier, r, parts).keeps_rank_order; };
   std::optional<Route> asked_route = state().route;
   if (rank_order && asked_route && !keeps_rank_order(*asked_route)) asked_route = Route::kPacked;
   std::optional<Pick> m = modelled(c, op, bytes, root, asked_route);

@@ -9,7 +9,7 @@
 //      vector, not all of it);
 //   4. each head hands its site's clusters their members' blocks, and each leader scatters
 //      them in its cluster (MPICH).
-// The composition it replaces (reduce_then_scatter in collectives.cpp, the "rooted" route:
+// The composition it replaces (reduce_scatter_rooted.cpp, the "rooted" route:
 // a reduction of the whole vector to member 0, then a scatter of its blocks) crosses the WAN
 // twice and carries the whole vector into the root's site: on S sites of n bytes in all it
 // puts n on every line into the root's site and then the blocks out again, where this one
