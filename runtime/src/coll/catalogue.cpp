@@ -8,6 +8,8 @@
 namespace gridrt::detail {
 
 namespace {
+// (Named, inside the anonymous namespace: a unity build puts other files' helpers beside these.)
+namespace rows {
 
 using A = CallArgs;
 using C = CostArgs;
@@ -179,7 +181,11 @@ const std::vector<Algorithm> kRows = {
 
 bool runs_on(const Algorithm& a, int parts) { return parts >= a.min_parts && parts <= a.max_parts; }
 
+}  // namespace rows
 }  // namespace
+
+using rows::kRows;
+using rows::runs_on;
 
 const std::vector<Algorithm>& catalogue() { return kRows; }
 
