@@ -1,5 +1,6 @@
-// Grid communicators: making them (world, split, dup), the steps of their collectives and
-// the order collectives run in. The algorithms are in coll/.
+// Grid communicators: their members and the topology below them (world, and the making of
+// one from its members), their point-to-point steps. Made over a parent with collectives:
+// comm_api.cpp; the collectives and the waiting on their steps: coll/.
 #include "comm.h"
 
 #include <algorithm>
@@ -7,8 +8,6 @@
 #include <numeric>
 #include <set>
 
-#include "coll/cluster_steps.h"
-#include "coll/collectives.h"
 
 namespace gridrt {
 namespace detail {
@@ -234,108 +233,18 @@ Step receive_from_remote(CommImpl& c, int src, int tag, void* data, std::size_t 
   return receive_on(*c.remote->channel, src, c.remote->members[src], tag, data, bytes);
 }
 
-namespace {
-void check_size(const Step& s, const ChannelStatus& st) {
-  if (s.expect == Step::kNoExpectation || (st.bytes == s.expect && !st.truncated)) return;
-  const std::string got = st.truncated ? "more than " + std::to_string(s.expect) : std::to_string(st.bytes);
-  throw Error("gridrt: a collective's message from rank " + std::to_string(s.from) + " has " + got + " bytes where " +
-              std::to_string(s.expect) + " were expected: every member must pass the same counts, datatype and root");
+std::shared_ptr<CommImpl> CommImpl::make(std::vector<int> members, int me, std::uint32_t context, MPI_Comm local) {
+  auto c = std::make_shared<CommImpl>();
+  c->members = std::move(members);
+  c->me = me;
+  c->context = context;
+  c->local = local;
+  // An MPI error inside a cluster (e.g. members passing different counts) is returned and
+  // thrown as gridrt::Error naming it, not an abort of the process.
+  MPI_Comm_set_errhandler(c->local, MPI_ERRORS_RETURN);
+  c->work_out_topology();
+  return c;
 }
-
-// Tests a step not done yet; true once it is. `pass` counts the passes over steps, for the
-// chains (cluster_steps.h).
-bool test_step(Step& s, std::uint64_t pass) {
-  if (s.done) return true;
-  if (s.op) {
-    ChannelStatus st;
-    if (!s.channel->test(*s.op, &st)) return false;
-    s.done = true;
-    check_size(s, st);
-  } else if (s.chain) {
-    s.done = advance(*s.chain, pass);
-  } else {
-    int flag = 0;
-    check_mpi(MPI_Test(&s.mpi, &flag, MPI_STATUS_IGNORE), kMpiInCluster);
-    s.done = flag != 0;
-  }
-  return s.done;
-}
-
-bool pending_on_mpi(const Step& s) { return !s.done && (s.op ? s.op->needs_mpi() : true); }
-}  // namespace
-
-bool steps_done(std::vector<Step>* all, Step* one) {
-  static std::uint64_t passes = 0;
-  const std::uint64_t pass = ++passes;
-  bool every = true;
-  if (all)
-    for (auto& s : *all) every = test_step(s, pass) && every;
-  return one ? test_step(*one, pass) : every;
-}
-
-bool steps_need_mpi(const std::vector<Step>* all, const Step* one) {
-  if (one && pending_on_mpi(*one)) return true;
-  return all && std::any_of(all->begin(), all->end(), pending_on_mpi);
-}
-
-// ---------------------------------------------------------------- the order of collectives
-
-namespace {
-// Ticket `t` of c's collectives is over (finished, or given up before it ran): the next may start.
-void collective_over(CommImpl& c, std::uint64_t t, std::set<std::uint64_t>& over) {
-  over.insert(t);
-  while (over.count(c.collectives_finished)) over.erase(c.collectives_finished++);
-}
-std::map<const CommImpl*, std::set<std::uint64_t>> over_early;  // tickets over before their turn
-}  // namespace
-
-CollectiveOp::CollectiveOp(std::shared_ptr<CommImpl> comm, Async<> task)
-    : comm_(std::move(comm)), task_(std::move(task)), ticket_(comm_->collectives_called++) {}
-
-CollectiveOp::~CollectiveOp() {
-  progress::remove(this);
-  if (!counted_) {  // given up (its caller failed): later ones must not wait for it
-    collective_over(*comm_, ticket_, over_early[comm_.get()]);
-    if (over_early[comm_.get()].empty()) over_early.erase(comm_.get());
-  }
-}
-
-bool CollectiveOp::poll() {
-  if (!started_) {
-    if (comm_->collectives_finished != ticket_) return false;
-    started_ = true;
-    task_.start(flow_);
-  }
-  if (!flow_.poll()) return false;
-  if (!counted_) {
-    counted_ = true;
-    auto& over = over_early[comm_.get()];
-    collective_over(*comm_, ticket_, over);
-    if (over.empty()) over_early.erase(comm_.get());
-  }
-  return true;
-}
-
-void CollectiveOp::rethrow() const {
-  if (flow_.error) std::rethrow_exception(flow_.error);
-}
-
-std::shared_ptr<CollectiveOp> start_collective(std::shared_ptr<CommImpl> comm, Async<> task) {
-  auto op = std::make_shared<CollectiveOp>(std::move(comm), std::move(task));
-  if (!op->poll()) progress::add(op.get());
-  return op;
-}
-
-void wait_collective(CollectiveOp& op) {
-  wait_until(state().messages, [&] { return Waited{op.poll(), false}; });
-  op.rethrow();
-}
-
-void run_collective(std::shared_ptr<CommImpl> comm, Async<> task) {
-  auto op = start_collective(std::move(comm), std::move(task));
-  wait_collective(*op);
-}
-
 }  // namespace detail
 
 using detail::CommImpl;
@@ -361,137 +270,5 @@ int Comm::cluster_of(int r) const {
 }
 
 int Comm::nodes_in_cluster() const { return std::max<int>(1, static_cast<int>(impl().nodes.nodes.size())); }
-
-namespace detail {
-// Contexts above every one that any member is in (each process's next_context is),
-// agreed by all members: no two communicators sharing a process ever share a context.
-std::uint32_t agree_on_context(const std::shared_ptr<CommImpl>& parent) {
-  unsigned mine = state().next_context, agreed = 0;
-  run_collective(parent, allreduce(*parent, &mine, &agreed, 1, MPI_UNSIGNED, MPI_MAX, Algo::kHier));
-  state().next_context = agreed + kContextsPerComm;
-  return agreed;
-}
-
-SplitMembers split_members(const std::shared_ptr<CommImpl>& parent, int color, int key) {
-  if (color < 0 && color != MPI_UNDEFINED)
-    throw ArgumentError("gridrt: split: color " + std::to_string(color) + " is negative", MPI_ERR_ARG);
-  // Every member's color and key, and the context each could take: one collective.
-  std::vector<int> all(3 * parent->size());
-  const int mine[3] = {color, key, static_cast<int>(state().next_context)};
-  run_collective(parent, allgather(*parent, mine, 3, MPI_INT, all.data(), 3, MPI_INT, Algo::kHier));
-  SplitMembers out;
-  unsigned agreed = 0;
-  for (int r = 0; r < parent->size(); ++r) agreed = std::max(agreed, static_cast<unsigned>(all[3 * r + 2]));
-  state().next_context = agreed + kContextsPerComm;
-  out.context = agreed;
-  // The new members: same color, by key, then by rank here.
-  std::vector<int> chosen;
-  for (int r = 0; r < parent->size(); ++r)
-    if (color != MPI_UNDEFINED && all[3 * r] == color) chosen.push_back(r);
-  std::stable_sort(chosen.begin(), chosen.end(), [&](int a, int b) { return all[3 * a + 1] < all[3 * b + 1]; });
-  for (std::size_t i = 0; i < chosen.size(); ++i) {
-    out.members.push_back(parent->members[chosen[i]]);
-    if (chosen[i] == parent->me) out.me = static_cast<int>(i);
-  }
-  return out;
-}
-
-std::shared_ptr<CommImpl> CommImpl::make(std::vector<int> members, int me, std::uint32_t context, MPI_Comm local) {
-  auto c = std::make_shared<CommImpl>();
-  c->members = std::move(members);
-  c->me = me;
-  c->context = context;
-  c->local = local;
-  // An MPI error inside a cluster (e.g. members passing different counts) is returned and
-  // thrown as gridrt::Error naming it, not an abort of the process.
-  MPI_Comm_set_errhandler(c->local, MPI_ERRORS_RETURN);
-  c->work_out_topology();
-  return c;
-}
-}  // namespace detail
-
-Comm Comm::split(int color, int key) const {
-  impl();  // (checks it is not the null communicator)
-  const detail::SplitMembers m = detail::split_members(impl_, color, key);
-  // Every member of the parent in this cluster takes part, as MPI_Comm_split requires.
-  MPI_Comm local = MPI_COMM_NULL;
-  detail::check_mpi(MPI_Comm_split(impl_->local, color, m.me, &local), detail::kMpiInCluster);
-  if (color == MPI_UNDEFINED) return Comm();
-  return Comm(CommImpl::make(m.members, m.me, m.context, local));
-}
-
-Comm Comm::dup() const {
-  CommImpl& parent = impl();
-  const std::uint32_t context = detail::agree_on_context(impl_);
-  MPI_Comm local = MPI_COMM_NULL;
-  MPI_Request req;
-  detail::check_mpi(MPI_Comm_idup(parent.local, &local, &req), detail::kMpiInCluster);
-  detail::wait_mpi(&req, MPI_STATUS_IGNORE);
-  return Comm(CommImpl::make(parent.members, parent.me, context, local));
-}
-
-// ---------------------------------------------------------------- Comm's collectives
-
-namespace {
-void run(const std::shared_ptr<CommImpl>& c, detail::Async<> t) { detail::run_collective(c, std::move(t)); }
-}  // namespace
-
-void Comm::barrier(Algo algo) const { run(impl_, detail::barrier(impl(), algo)); }
-
-void Comm::bcast(void* buf, int count, MPI_Datatype type, int root, Algo algo) const {
-  run(impl_, detail::bcast(impl(), buf, count, type, root, algo));
-}
-
-void Comm::reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, Algo algo) const {
-  run(impl_, detail::reduce(impl(), sendbuf, recvbuf, count, type, op, root, algo));
-}
-
-void Comm::allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, Algo algo) const {
-  run(impl_, detail::allreduce(impl(), sendbuf, recvbuf, count, type, op, algo));
-}
-
-void Comm::reduce_scatter_block(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, Algo algo) const {
-  run(impl_, detail::reduce_scatter_block(impl(), sendbuf, recvbuf, count, type, op, algo));
-}
-
-void Comm::reduce_scatter(const void* sendbuf, void* recvbuf, const int* counts, MPI_Datatype type, MPI_Op op, Algo algo) const {
-  run(impl_, detail::reduce_scatter(impl(), sendbuf, recvbuf, counts, type, op, algo));
-}
-
-void Comm::gather(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, int root, Algo algo) const {
-  run(impl_, detail::gather(impl(), sendbuf, count, type, recvbuf, count, type, root, algo));
-}
-
-void Comm::gatherv(const void* sendbuf, int sendcount, void* recvbuf, const int* recvcounts, const int* displs, MPI_Datatype type, int root,
-                   Algo algo) const {
-  run(impl_, detail::gatherv(impl(), sendbuf, sendcount, type, recvbuf, recvcounts, displs, type, root, algo));
-}
-
-void Comm::scatter(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, int root, Algo algo) const {
-  run(impl_, detail::scatter(impl(), sendbuf, count, type, recvbuf, count, type, root, algo));
-}
-
-void Comm::scatterv(const void* sendbuf, const int* sendcounts, const int* displs, void* recvbuf, int recvcount, MPI_Datatype type, int root,
-                    Algo algo) const {
-  run(impl_, detail::scatterv(impl(), sendbuf, sendcounts, displs, type, recvbuf, recvcount, type, root, algo));
-}
-
-void Comm::allgather(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, Algo algo) const {
-  run(impl_, detail::allgather(impl(), sendbuf, count, type, recvbuf, count, type, algo));
-}
-
-void Comm::allgatherv(const void* sendbuf, int sendcount, void* recvbuf, const int* recvcounts, const int* displs, MPI_Datatype type,
-                      Algo algo) const {
-  run(impl_, detail::allgatherv(impl(), sendbuf, sendcount, type, recvbuf, recvcounts, displs, type, algo));
-}
-
-void Comm::alltoall(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, Algo algo) const {
-  run(impl_, detail::alltoall(impl(), sendbuf, count, type, recvbuf, count, type, algo));
-}
-
-void Comm::alltoallv(const void* sendbuf, const int* sendcounts, const int* sdispls, void* recvbuf, const int* recvcounts, const int* rdispls,
-                     MPI_Datatype type, Algo algo) const {
-  run(impl_, detail::alltoallv(impl(), sendbuf, sendcounts, sdispls, type, recvbuf, recvcounts, rdispls, type, algo));
-}
 
 }  // namespace gridrt

@@ -11,24 +11,13 @@
 #include <vector>
 
 #include "channel/channel.h"
-#include "coll/async.h"
-#include "coll/choice.h"
+#include "async.h"
 #include "state.h"
 
 namespace gridrt::detail {
 
 struct Chain;
-struct CostShape;
-struct LogicalLevel;
-
-// What a collective call runs: the family and, for a hierarchical one that has several, its
-// route (coll/part_trees.h), and the slice size of a pipelined one.
-struct Pick {
-  Algo algo = Algo::kHier;
-  Route route = Route::kPacked;
-  std::size_t slice = kDefaultSlice;
-  std::shared_ptr<const PartTree> tree;  // the ordered route's, served as the model predicts (kept with the pick)
-};
+struct CollState;
 
 // The node level inside this process's cluster part of a communicator (Coti, Herault, Cappello 2009 §3.1): the
 // members of `local` on each node, as MPI sees them (MPI_Comm_split_type shared, so
@@ -49,17 +38,8 @@ struct NodeLevel {
   // "Node level") or logical clusters; otherwise nothing here is made and `used` stays false.
   bool used = false;
   // The nodes are the model's logical clusters (then each step composes over them or not as
-  // the model predicts: coll/cluster_steps.cpp), and the cluster's level placed as they
-  // are here, made at the first step that asks.
+  // the model predicts: coll/cluster_steps.cpp).
   bool logical = false;
-  std::shared_ptr<const LogicalLevel> placed;
-  bool placed_tried = false;
-  std::map<std::tuple<int, std::size_t, int>, bool> composes;  // by (operation, bytes, root): the choices made, kept
-  // Chains of stages in flight, in the order they were made, and the tickets of their
-  // stages on `node` and on `leaders` (cluster_steps.h).
-  std::uint64_t issued[2] = {0, 0}, started[2] = {0, 0};
-  std::vector<std::shared_ptr<Chain>> live;
-  std::uint64_t last_pass = 0;  // the wait loops' pass that last advanced them
 
   NodeLevel() = default;
   NodeLevel(const NodeLevel&) = delete;
@@ -126,17 +106,9 @@ struct CommImpl {
   // ones have finished.
   std::uint64_t collectives_called = 0, collectives_finished = 0;
 
-  // Its shape with the model's parameters (coll/costs.h), made at auto's first choice when
-  // a model is loaded; null when there is none or it lacks a pair this one needs.
-  std::shared_ptr<const CostShape> costs;
-  bool costs_tried = false;
-  // What auto chose by the model, by (operation, size, root, the route forced or -1): a
-  // prediction plays the algorithm's messages, far more work than a call should pay each
-  // time (coll/predict.cpp).
-  std::map<std::tuple<int, std::size_t, int, int>, Pick> chosen;
-  // Pieces of the hierarchical gather inside this member's cluster, by block size, as the
-  // cluster's many-to-one model says (coll/gather_paced_split.cpp).
-  std::map<std::size_t, int> gather_split;
+  // What the collectives keep of it (their choices, the node level's chains in flight),
+  // theirs alone: coll/coll_state.h.
+  std::shared_ptr<CollState> coll;
   CommImpl() = default;
   CommImpl(const CommImpl&) = delete;
   ~CommImpl();

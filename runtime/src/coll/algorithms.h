@@ -1,4 +1,4 @@
-// The collective algorithms, one per file, each an Async coroutine (async.h) over a grid communicator
+// The collective algorithms, one per file, each an Async coroutine (../async.h) over a grid communicator
 // (docs/algorithms.md gives their steps and what crosses the WAN):
 //
 //   *_hier  hierarchical: at most one WAN hop on any path, each piece of data enters a site

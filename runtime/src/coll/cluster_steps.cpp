@@ -15,7 +15,7 @@ namespace {
 using Start = std::function<int(MPI_Request*)>;
 
 // Moves one chain on as far as it can go now.
-void move_on(NodeLevel& level, Chain& ch) {
+void move_on(CollState& level, Chain& ch) {
   for (;;) {
     if (ch.current != MPI_REQUEST_NULL) {
       int flag = 0;
@@ -36,9 +36,9 @@ void move_on(NodeLevel& level, Chain& ch) {
 
 // A chain being made: stages are added in order, then it becomes a step.
 struct ChainBuilder {
-  NodeLevel& level;
+  CollState& level;
   std::shared_ptr<Chain> chain = std::make_shared<Chain>();
-  explicit ChainBuilder(NodeLevel& l) : level(l) { chain->level = &l; }
+  explicit ChainBuilder(CommImpl& c) : level(coll_state(c)) { chain->level = &level; }
   ChainBuilder& then(int on, Start start) {
     chain->stages.push_back({on, 0, std::move(start)});
     return *this;
@@ -68,13 +68,13 @@ struct Where {  // this member in its part's node level (only where the node lev
 // The cluster's level over its logical clusters, placed as its members are (every member
 // knows where each is: the node level's groups); null where the model has none for it.
 const LogicalLevel* placed_level(CommImpl& c) {
-  NodeLevel& lv = c.nodes;
+  CollState& lv = coll_state(c);
   if (!lv.placed_tried) {
     lv.placed_tried = true;
     const CostShape* s = costs_of(c);
     if (s && s->logical[c.my_part()]) {
       auto here = std::make_shared<LogicalLevel>(*s->logical[c.my_part()]);
-      here->place(lv.node_of);
+      here->place(c.nodes.node_of);
       lv.placed = std::move(here);
     }
   }
@@ -95,9 +95,10 @@ bool through_nodes(CommImpl& c, Coll op, std::size_t bytes, int root) {
   const ClusterSteps steps = state().cluster_steps;
   // Kept: a prediction plays every member's tree or rounds, a lookup is cheaper (as auto's).
   const auto key = std::make_tuple(static_cast<int>(op), bytes, root);
-  if (const auto kept = c.nodes.composes.find(key); kept != c.nodes.composes.end()) return kept->second;
+  auto& made = coll_state(c).composes;
+  if (const auto kept = made.find(key); kept != made.end()) return kept->second;
   const bool compose = composes(op, *lv, static_cast<double>(bytes), root, steps);
-  if (c.nodes.composes.size() < kChoicesKept) c.nodes.composes.emplace(key, compose);
+  if (made.size() < kChoicesKept) made.emplace(key, compose);
   if (state().explain && c.index_in_part[c.me] == 0)  // each choice made, by the part's first member (as auto's)
     std::fprintf(stderr,
                  "gridrt: cluster %s: %s of %zu B: %s (predicted %.1f us composed over its %d logical clusters, %.1f us MPICH's over "
@@ -136,7 +137,7 @@ std::vector<T> pick(const std::vector<T>& v, const std::vector<int>& which) {
 }  // namespace
 
 bool advance(Chain& chain, std::uint64_t pass) {
-  NodeLevel& level = *chain.level;
+  CollState& level = *chain.level;
   if (level.last_pass != pass) {  // once per pass over a wait's steps, however many are chains
     level.last_pass = pass;
     for (std::size_t i = 0; i < level.live.size(); ++i) move_on(level, *level.live[i]);
@@ -161,7 +162,7 @@ Step cluster_bcast(CommImpl& c, void* buf, int count, MPI_Datatype type, int roo
   const Start between = [buf, count, type, root_node, leaders = lv.leaders](MPI_Request* r) {
     return MPI_Ibcast(buf, count, type, root_node, leaders, r);
   };
-  ChainBuilder b(c.nodes);
+  ChainBuilder b(c);
   if (w.node == root_node) {
     b.then(NodeLevel::kNode, in_node(lv.rank_in_node[root]));
     if (w.leads()) b.then(NodeLevel::kLeaders, between);
@@ -185,7 +186,7 @@ Step cluster_reduce(CommImpl& c, const void* sendbuf, void* recvbuf, const Layou
   const bool is_root = w.me == root, root_leads = lv.rank_in_node[root] == 0;
   const int count = l.count;
   const MPI_Datatype type = l.type;
-  ChainBuilder b(c.nodes);
+  ChainBuilder b(c);
   // In place at the root, its contribution is in recvbuf: the node's reduction takes it
   // from there (MPI_IN_PLACE itself only where the root is that reduction's root).
   const void* mine = sendbuf == MPI_IN_PLACE && !w.leads() ? recvbuf : sendbuf;
@@ -217,7 +218,7 @@ Step cluster_allreduce(CommImpl& c, const void* sendbuf, void* recvbuf, const La
   const MPI_Comm node = c.nodes.node, leaders = c.nodes.leaders;
   const bool leads = w.leads();
   const void* mine = sendbuf == MPI_IN_PLACE && !leads ? recvbuf : sendbuf;
-  ChainBuilder b(c.nodes);
+  ChainBuilder b(c);
   b.then(NodeLevel::kNode, [=](MPI_Request* r) { return MPI_Ireduce(mine, leads ? recvbuf : nullptr, count, type, op, 0, node, r); });
   if (leads) b.then(NodeLevel::kLeaders, [=](MPI_Request* r) { return MPI_Iallreduce(MPI_IN_PLACE, recvbuf, count, type, op, leaders, r); });
   b.then(NodeLevel::kNode, [=](MPI_Request* r) { return MPI_Ibcast(recvbuf, count, type, 0, node, r); });
@@ -240,7 +241,7 @@ Step cluster_arrive(CommImpl& c) {
     MPI_Request r;
     return on_local(MPI_Ibarrier(c.local, &r), r);
   }
-  ChainBuilder b(c.nodes);
+  ChainBuilder b(c);
   node_barrier(b, c);
   leaders_barrier(b, c);
   return b.step();
@@ -248,7 +249,7 @@ Step cluster_arrive(CommImpl& c) {
 
 Step cluster_release(CommImpl& c) {
   if (!through_nodes(c, Coll::kBarrier, 0, 0)) return cluster_arrive(c);  // one barrier on `local` either way
-  ChainBuilder b(c.nodes);
+  ChainBuilder b(c);
   leaders_barrier(b, c);
   node_barrier(b, c);
   return b.step();
@@ -263,7 +264,7 @@ Async<> cluster_barrier(CommImpl& c) {
     co_await one(cluster_arrive(c));  // one barrier on `local`
     co_return;
   }
-  ChainBuilder b(c.nodes);
+  ChainBuilder b(c);
   node_barrier(b, c);
   leaders_barrier(b, c);
   node_barrier(b, c);

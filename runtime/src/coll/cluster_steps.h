@@ -26,7 +26,7 @@ struct Chain {
     std::uint64_t ticket;
     std::function<int(MPI_Request*)> start;  // starts it, returns MPI's code
   };
-  NodeLevel* level = nullptr;
+  CollState* level = nullptr;  // its communicator's: the chains in flight there
   std::vector<Stage> stages;
   std::size_t next = 0;  // the stage to start when the current one has completed
   MPI_Request current = MPI_REQUEST_NULL;

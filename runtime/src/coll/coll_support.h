@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "choice.h"
+#include "coll_state.h"
 #include "comm.h"
 #include "datatype.h"
 

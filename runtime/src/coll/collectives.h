@@ -1,7 +1,7 @@
 // The collectives over grid communicators, as MPI defines them (MPI 4.0 chapter 6), for
 // gridrt::Comm and for the MPI layer: each entry point checks its arguments at once
 // (throwing ArgumentError of the MPI error class it is), chooses the algorithm for the call
-// (choice.h; docs/algorithms.md) and returns that algorithm's coroutine (Async, async.h), which a CollectiveOp runs
+// (choice.h; docs/algorithms.md) and returns that algorithm's coroutine (Async, ../async.h), which a CollectiveOp runs
 // in its communicator's order (comm.h), to its end (a blocking call) or in the background
 // (a non-blocking one). Arguments are as MPI's, with MPI_IN_PLACE where MPI allows it; a
 // pointer argument is read or written only while it runs, as MPI allows for the

@@ -65,12 +65,13 @@ int gather_pieces(CommImpl& c, std::size_t block) {
   if (block == kSizeNotShared || n < 2 || block < 2) return 1;
   const int asked = state().gather_pieces;
   if (asked > 0) return static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(asked), block));
-  if (const auto it = c.gather_split.find(block); it != c.gather_split.end()) return it->second;
+  auto& kept = coll_state(c).gather_split;
+  if (const auto it = kept.find(block); it != kept.end()) return it->second;
   const models::ManyToOneModel* m = many_to_one_of(c);
   if (!m) return 1;
   const int pieces = m->paced_pieces(n, block);
-  if (c.gather_split.size() < kChoicesKept) {
-    c.gather_split.emplace(block, pieces);
+  if (kept.size() < kChoicesKept) {
+    kept.emplace(block, pieces);
     // Said once per size where there is a choice (from M1 on), by the cluster's first
     // member, where GRIDRT_EXPLAIN asks.
     if (state().explain && c.is_leader() && m->m1(n) > 0 && block >= m->m1(n))

@@ -204,15 +204,16 @@ std::shared_ptr<const CostShape> shape_of(const CommImpl& c) {
 
 const CostShape* costs_of(CommImpl& c) {
   if (!state().model) return nullptr;
-  if (!c.costs_tried) {
-    c.costs_tried = true;
+  CollState& kept = coll_state(c);
+  if (!kept.costs_tried) {
+    kept.costs_tried = true;
     try {
-      c.costs = shape_of(c);
+      kept.costs = shape_of(c);
     } catch (const models::ModelError& e) {
       if (c.me == 0) std::fprintf(stderr, "gridrt: auto follows its measured rules on this communicator: %s\n", e.what());
     }
   }
-  return c.costs.get();
+  return kept.costs.get();
 }
 
 const std::string& cluster_name_of(const CommImpl& c) {
@@ -291,14 +292,15 @@ std::optional<Pick> modelled(CommImpl& c, Coll op, std::size_t bytes, int root, 
   if (!costs) return std::nullopt;
   if (forced && routes_of(op, costs->parts()).empty()) forced.reset();  // nothing to fix
   const auto key = std::make_tuple(static_cast<int>(op), bytes, root, forced ? static_cast<int>(*forced) : -1);
-  if (const auto it = c.chosen.find(key); it != c.chosen.end()) return it->second;
-  const bool keep = c.chosen.size() < kChoicesKept;
+  auto& chosen = coll_state(c).chosen;
+  if (const auto it = chosen.find(key); it != chosen.end()) return it->second;
+  const bool keep = chosen.size() < kChoicesKept;
   std::string said;
   std::string* explained = keep && state().explain && c.me == 0 ? &said : nullptr;
   const Pick pick = bytes == kSizeNotShared ? without_sizes(c, *costs, op, root, forced, explained)
                                             : with_size(c, *costs, op, bytes, root, forced, explained);
   if (!keep) return pick;
-  c.chosen.emplace(key, pick);
+  chosen.emplace(key, pick);
   if (explained) std::fprintf(stderr, "%s\n", said.c_str());
   return pick;
 }
