@@ -105,7 +105,8 @@ allowed; docs/algorithms.md, "Bounds"); 0 without an emulated WAN (--emulate-wan
 the --grid file's <wan>).
 )";
 
-const std::vector<std::string> kOps = {"barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall", "reduce_scatter"};
+const std::vector<std::string> kOps = {"barrier", "bcast",     "reduce",   "allreduce",     "gather",
+                                       "scatter", "allgather", "alltoall", "reduce_scatter"};
 
 // The routes of each operation's hierarchical algorithm that --route (GRIDRT_ROUTE) can
 // name (docs/algorithms.md, "Routes"; gridbench sees the public API only, so it keeps its
@@ -122,7 +123,7 @@ bool takes_route(const std::string& op, const std::string& route) {
   const auto it = kRoutes.find(gridrt::timing::blocks_of(op));
   return it != kRoutes.end() && std::find(it->second.begin(), it->second.end(), route) != it->second.end();
 }
-using gridrt::timing::kVForms;                                   // (not in "all")
+using gridrt::timing::kVForms;                                    // (not in "all")
 const std::vector<std::string> kConstructors = {"split", "dup"};  // (nor these)
 
 [[noreturn]] void usage_error(const std::string& why) {
@@ -149,8 +150,8 @@ struct Options {
   std::string model;                                           // --model
   std::string route;                                           // --route
   bool predict_only = false;
-  int clusters = 2, ranks_per_cluster = 3;                     // --clusters, --ranks-per-cluster
-  std::vector<std::string> grid_args;                          // for gridrun
+  int clusters = 2, ranks_per_cluster = 3;  // --clusters, --ranks-per-cluster
+  std::vector<std::string> grid_args;       // for gridrun
 };
 
 std::size_t parse_size(const std::string& text) {
@@ -214,9 +215,7 @@ Options parse(int argc, char** argv) {
       try {
         gridrt::WanPlan checked;
         gridrt::apply_wan_option(checked, a, v);
-      } catch (const std::invalid_argument& e) {
-        usage_error(a + ": " + e.what());
-      }
+      } catch (const std::invalid_argument& e) { usage_error(a + ": " + e.what()); }
       o.wan_given.emplace_back(a, v);
       o.grid_args.insert(o.grid_args.end(), {a, v});
     } else if (a == "--clusters" || a == "--ranks-per-cluster" || a == "--grid" || a == "--broker" || a == "--cert" || a == "--key" ||
@@ -280,25 +279,25 @@ int predict_only(const Options& o) {
   try {
     const gridrt::flow::Window w = gridrt::models::window_from_env();
     shape.window = w.grows ? 0 : w.bytes;
-  } catch (const std::invalid_argument& e) {
-    usage_error(e.what());
-  }
+  } catch (const std::invalid_argument& e) { usage_error(e.what()); }
   const gridrt::GridPredictor predictor = gridrt::GridPredictor::from_file(o.model, shape);
   long P = 0;
   for (int r : shape.ranks) P += r;
   if (!o.json)
-    std::printf("# gridbench --predict-only: %ld processes in %zu clusters, model %s, flow-control window %s\n# %-9s %10s %14s %14s %10s %6s\n",
-                P, shape.clusters.size(), o.model.c_str(),
-                shape.window ? (std::to_string(shape.window / 1024) + " KiB").c_str() : "512 KiB, growing where a line asks for more",
-                "op", "bytes", "hier_us", "flat_us", "hier/flat", "auto");
+    std::printf(
+        "# gridbench --predict-only: %ld processes in %zu clusters, model %s, flow-control window %s\n# %-9s %10s %14s %14s %10s %6s\n", P,
+        shape.clusters.size(), o.model.c_str(),
+        shape.window ? (std::to_string(shape.window / 1024) + " KiB").c_str() : "512 KiB, growing where a line asks for more", "op",
+        "bytes", "hier_us", "flat_us", "hier/flat", "auto");
   for (const auto& op : o.ops) {
     if (std::find(kOps.begin(), kOps.end(), op) == kOps.end()) continue;  // (v-forms, split, dup: not predicted)
     for (std::size_t n : op == "barrier" ? std::vector<std::size_t>{0} : o.sizes) {
       const double hier = predictor.predicted_us(op, n, gridrt::Algo::kHier, o.root);
       const double flat = predictor.predicted_us(op, n, gridrt::Algo::kFlat, o.root);
       if (o.json)
-        std::printf("{\"op\":\"%s\",\"bytes\":%zu,\"clusters\":%zu,\"ranks\":%ld,\"hier_us\":%.1f,\"flat_us\":%.1f,\"hier_over_flat\":%.3f}\n",
-                    op.c_str(), n, shape.clusters.size(), P, hier, flat, hier / flat);
+        std::printf(
+            "{\"op\":\"%s\",\"bytes\":%zu,\"clusters\":%zu,\"ranks\":%ld,\"hier_us\":%.1f,\"flat_us\":%.1f,\"hier_over_flat\":%.3f}\n",
+            op.c_str(), n, shape.clusters.size(), P, hier, flat, hier / flat);
       else
         std::printf("  %-9s %10zu %14.1f %14.1f %10.3f %6s\n", op.c_str(), n, hier, flat, hier / flat, hier <= flat ? "hier" : "flat");
       std::fflush(stdout);
@@ -311,10 +310,11 @@ int launch(int argc, char** argv) {
   const Options o = parse(argc, argv);
   if (o.predict_only) return predict_only(o);
   const std::string gridrun = (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "gridrun").string();
-  return gridrt::run_self_as_job("gridbench", gridrun, o.grid_args, std::vector<std::string>(argv + 1, argv + argc), [](const std::string& line) {
-    std::fputs(line.c_str(), stdout);
-    std::fflush(stdout);
-  });
+  return gridrt::run_self_as_job("gridbench", gridrun, o.grid_args, std::vector<std::string>(argv + 1, argv + argc),
+                                 [](const std::string& line) {
+                                   std::fputs(line.c_str(), stdout);
+                                   std::fflush(stdout);
+                                 });
 }
 
 // ---------------------------------------------------------------- worker
@@ -339,7 +339,8 @@ int work(int argc, char** argv) {
   const int clusters = world.num_clusters();
   // The WAN lies between sites (one per cluster on the embedded grid): the bounds count the
   // processes of each site.
-  if (o.root >= P) throw gridrt::Error("--root " + std::to_string(o.root) + " is not a rank of the job (" + std::to_string(P) + " processes)");
+  if (o.root >= P)
+    throw gridrt::Error("--root " + std::to_string(o.root) + " is not a rank of the job (" + std::to_string(P) + " processes)");
   gridrt::bench::SiteShape sites;
   for (int r = 0; r < P; ++r) {
     const std::string& name = gridrt::level_name(gridrt::Level::kSite, r);
@@ -358,11 +359,14 @@ int work(int argc, char** argv) {
     for (const auto& b : sites.names)
       if (a != b) longest_delay = std::max(longest_delay, wan.pair(a, b).delay);
   // How far ahead the common start is: the broadcast announcing it crosses the WAN once.
-  gridrt::timing::CallTimer timer(world, std::chrono::duration_cast<std::chrono::steady_clock::duration>(3 * longest_delay + std::chrono::milliseconds(10)));
+  gridrt::timing::CallTimer timer(
+      world, std::chrono::duration_cast<std::chrono::steady_clock::duration>(3 * longest_delay + std::chrono::milliseconds(10)));
   if (me == 0 && !o.json)
-    std::printf("# gridbench: %d processes in %d clusters at %zu sites, %s, %d calls per size\n# %-9s %-4s %10s %12s %12s %12s %12s %9s %12s %12s %12s\n", P,
-                clusters, sites.names.size(), wan.active() ? ("emulated WAN " + wan.describe()).c_str() : "no emulated WAN",
-                o.iters, "op", "algo", "bytes", "avg_us", "min_us", "max_us", "median_us", "wan_msgs", "wan_bytes", "bound_us", "predicted_us");
+    std::printf(
+        "# gridbench: %d processes in %d clusters at %zu sites, %s, %d calls per size\n# %-9s %-4s %10s %12s %12s %12s %12s %9s %12s %12s "
+        "%12s\n",
+        P, clusters, sites.names.size(), wan.active() ? ("emulated WAN " + wan.describe()).c_str() : "no emulated WAN", o.iters, "op",
+        "algo", "bytes", "avg_us", "min_us", "max_us", "median_us", "wan_msgs", "wan_bytes", "bound_us", "predicted_us");
   for (const auto& op : o.ops) {
     std::vector<std::size_t> sizes = op == "barrier" ? std::vector<std::size_t>{0} : o.sizes;
     for (std::size_t n : sizes) {
@@ -377,16 +381,19 @@ int work(int argc, char** argv) {
         if (algo_name == "layer") {
           int n = 0;
           MPI_Comm_size(MPI_COMM_WORLD, &n);
-          if (n != P) throw gridrt::Error("--algo layer: MPI_COMM_WORLD has " + std::to_string(n) + " processes, not the job's " +
-                                          std::to_string(P) + " (is gridrt's MPI layer loaded?)");
+          if (n != P)
+            throw gridrt::Error("--algo layer: MPI_COMM_WORLD has " + std::to_string(n) + " processes, not the job's " + std::to_string(P) +
+                                " (is gridrt's MPI layer loaded?)");
         }
         auto call = [&] {
           // Communicator constructors: a split in two by rank parity, a duplicate; each freed.
           if (op == "split" || op == "dup") {
             if (through_mpi) {
               MPI_Comm made = MPI_COMM_NULL;
-              if (op == "split") MPI_Comm_split(mpi, me % 2, me, &made);
-              else MPI_Comm_dup(mpi, &made);
+              if (op == "split")
+                MPI_Comm_split(mpi, me % 2, me, &made);
+              else
+                MPI_Comm_dup(mpi, &made);
               MPI_Comm_free(&made);
             } else if (op == "split") {
               static_cast<void>(world.split(me % 2, me));
@@ -396,15 +403,24 @@ int work(int argc, char** argv) {
             return;
           }
           if (through_mpi) {
-            if (op == "barrier") MPI_Barrier(mpi);
-            else if (op == "bcast") MPI_Bcast(send.data(), count, MPI_BYTE, o.root, mpi);
-            else if (op == "reduce") MPI_Reduce(send.data(), recv.data(), count, MPI_BYTE, MPI_BOR, o.root, mpi);
-            else if (op == "allreduce") MPI_Allreduce(send.data(), recv.data(), count, MPI_BYTE, MPI_BOR, mpi);
-            else if (op == "gather") MPI_Gather(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, o.root, mpi);
-            else if (op == "scatter") MPI_Scatter(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, o.root, mpi);
-            else if (op == "allgather") MPI_Allgather(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, mpi);
-            else if (op == "alltoall") MPI_Alltoall(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, mpi);
-            else if (op == "reduce_scatter") MPI_Reduce_scatter_block(send.data(), recv.data(), count, MPI_BYTE, MPI_BOR, mpi);
+            if (op == "barrier")
+              MPI_Barrier(mpi);
+            else if (op == "bcast")
+              MPI_Bcast(send.data(), count, MPI_BYTE, o.root, mpi);
+            else if (op == "reduce")
+              MPI_Reduce(send.data(), recv.data(), count, MPI_BYTE, MPI_BOR, o.root, mpi);
+            else if (op == "allreduce")
+              MPI_Allreduce(send.data(), recv.data(), count, MPI_BYTE, MPI_BOR, mpi);
+            else if (op == "gather")
+              MPI_Gather(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, o.root, mpi);
+            else if (op == "scatter")
+              MPI_Scatter(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, o.root, mpi);
+            else if (op == "allgather")
+              MPI_Allgather(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, mpi);
+            else if (op == "alltoall")
+              MPI_Alltoall(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, mpi);
+            else if (op == "reduce_scatter")
+              MPI_Reduce_scatter_block(send.data(), recv.data(), count, MPI_BYTE, MPI_BOR, mpi);
             else if (op == "scatterv")
               MPI_Scatterv(send.data(), buffers.counts.data(), buffers.displs.data(), MPI_BYTE, recv.data(), count, MPI_BYTE, o.root, mpi);
             else if (op == "gatherv")
@@ -451,13 +467,15 @@ int work(int argc, char** argv) {
         // The route asked for, on the lines whose calls take one.
         const std::string route = takes_route(op, o.route) ? ",\"route\":\"" + o.route + "\"" : "";
         if (o.json)
-          std::printf("{\"op\":\"%s\",\"algo\":\"%s\",\"bytes\":%zu,\"clusters\":%d,\"ranks\":%d,\"iters\":%d,\"avg_us\":%.1f,"
-                      "\"min_us\":%.1f,\"max_us\":%.1f,\"median_us\":%.1f,\"wan_msgs\":%.2f,\"wan_bytes\":%.1f,\"bound_us\":%.1f,\"predicted_us\":%s%s}\n",
-                      op.c_str(), algo_name.c_str(), n, clusters, P, o.iters, sum / P, lo, hi, median, msgs, bytes, bound, predicted_text,
-                      route.c_str());
+          std::printf(
+              "{\"op\":\"%s\",\"algo\":\"%s\",\"bytes\":%zu,\"clusters\":%d,\"ranks\":%d,\"iters\":%d,\"avg_us\":%.1f,"
+              "\"min_us\":%.1f,\"max_us\":%.1f,\"median_us\":%.1f,\"wan_msgs\":%.2f,\"wan_bytes\":%.1f,\"bound_us\":%.1f,\"predicted_us\":%"
+              "s%s}\n",
+              op.c_str(), algo_name.c_str(), n, clusters, P, o.iters, sum / P, lo, hi, median, msgs, bytes, bound, predicted_text,
+              route.c_str());
         else
-          std::printf("  %-9s %-4s %10zu %12.1f %12.1f %12.1f %12.1f %9.2f %12.1f %12.1f %12s\n", op.c_str(), algo_name.c_str(), n, sum / P, lo,
-                      hi, median, msgs, bytes, bound, predicted_text);
+          std::printf("  %-9s %-4s %10zu %12.1f %12.1f %12.1f %12.1f %9.2f %12.1f %12.1f %12s\n", op.c_str(), algo_name.c_str(), n, sum / P,
+                      lo, hi, median, msgs, bytes, bound, predicted_text);
         std::fflush(stdout);
       }
     }

@@ -57,8 +57,8 @@ int main(int argc, char** argv) {
   }
   const double total = (double)(mib << 20), write = io_median(w, rounds), read = io_median(r, rounds);
   if (rank == 0)
-    printf("hdf5        %ld MiB on %d ranks: write %8.1f MB/s (%.3f s)  read %8.1f MB/s (%.3f s)\n", mib, size, total / write / 1e6,
-           write, total / read / 1e6, read);
+    printf("hdf5        %ld MiB on %d ranks: write %8.1f MB/s (%.3f s)  read %8.1f MB/s (%.3f s)\n", mib, size, total / write / 1e6, write,
+           total / read / 1e6, read);
   if (rank == 0) MPI_File_delete(argv[1], MPI_INFO_NULL);
   H5Pclose(xfer);
   H5Pclose(fapl);

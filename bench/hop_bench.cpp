@@ -143,7 +143,6 @@ asio::awaitable<void> shake(TlsStream& s, TlsStream::HandshakeType type) {
   }
 }
 
-
 // MB/s of one bandwidth run to `port`.
 double bandwidth(int port, std::uint64_t bytes, std::size_t size) {
   std::vector<char> msg(size, 'x');
@@ -246,12 +245,11 @@ int main(int argc, char** argv) {
   const std::vector<double> rtts = round_trips(ports, 2000);
   for (std::size_t i = 0; i < paths.size(); ++i) paths[i].rtt = rtts[i];
 
-  std::printf("# hop_bench: %llu bytes in %zu-byte messages, medians of %d rounds\n",
-              static_cast<unsigned long long>(bytes), size, rounds);
+  std::printf("# hop_bench: %llu bytes in %zu-byte messages, medians of %d rounds\n", static_cast<unsigned long long>(bytes), size, rounds);
   const double direct_mbs = median(paths[0].mbs), direct_rtt = paths[0].rtt;
   for (const auto& p : paths)
-    std::printf("%-10s bandwidth %8.1f MB/s (%5.1f%% of direct)   1 KiB round trip %7.1f us (%4.1fx direct)\n", p.name,
-                median(p.mbs), 100 * median(p.mbs) / direct_mbs, p.rtt, p.rtt / direct_rtt);
+    std::printf("%-10s bandwidth %8.1f MB/s (%5.1f%% of direct)   1 KiB round trip %7.1f us (%4.1fx direct)\n", p.name, median(p.mbs),
+                100 * median(p.mbs) / direct_mbs, p.rtt, p.rtt / direct_rtt);
 
   for (pid_t pid : children) ::kill(pid, SIGKILL);
   for (pid_t pid : children) ::waitpid(pid, nullptr, 0);

@@ -81,9 +81,8 @@ int main(int argc, char** argv) {
       medians[write] = io_median(samples, rounds);
     }
     if (rank == 0)
-      printf("%-11s %ld MiB on %d ranks: write %8.1f MB/s (%.3f s)  read %8.1f MB/s (%.3f s)\n",
-             interleaved ? "interleaved" : "contiguous", mib, size, total / medians[1] / 1e6, medians[1], total / medians[0] / 1e6,
-             medians[0]);
+      printf("%-11s %ld MiB on %d ranks: write %8.1f MB/s (%.3f s)  read %8.1f MB/s (%.3f s)\n", interleaved ? "interleaved" : "contiguous",
+             mib, size, total / medians[1] / 1e6, medians[1], total / medians[0] / 1e6, medians[0]);
     if (interleaved) MPI_Type_free(&view);
   }
   if (rank == 0) MPI_File_delete(argv[1], MPI_INFO_NULL);

@@ -34,15 +34,17 @@ int main(int argc, char** argv) {
       MPI_Barrier(MPI_COMM_WORLD);
       const double t0 = MPI_Wtime();
       MPI_Request r = MPI_REQUEST_NULL;
-      if (blocking) MPI_File_write_at(fh, rank * n, buf, (int)n, MPI_CHAR, MPI_STATUS_IGNORE);
-      else MPI_File_iwrite_at(fh, rank * n, buf, (int)n, MPI_CHAR, &r);
+      if (blocking)
+        MPI_File_write_at(fh, rank * n, buf, (int)n, MPI_CHAR, MPI_STATUS_IGNORE);
+      else
+        MPI_File_iwrite_at(fh, rank * n, buf, (int)n, MPI_CHAR, &r);
       compute(compute_ms);
       MPI_Wait(&r, MPI_STATUS_IGNORE);
       took[blocking][round] = MPI_Wtime() - t0;
     }
   const int done = rounds < 64 ? rounds : 64;
-  printf("rank %d: %ld MiB then %ld ms of computing: write_at %.3f s, iwrite_at %.3f s\n", rank, mib, compute_ms,
-         io_median(took[1], done), io_median(took[0], done));
+  printf("rank %d: %ld MiB then %ld ms of computing: write_at %.3f s, iwrite_at %.3f s\n", rank, mib, compute_ms, io_median(took[1], done),
+         io_median(took[0], done));
   MPI_File_close(&fh);
   free(buf);
   MPI_Finalize();

@@ -10,13 +10,11 @@
 // least 9 times the start-up: below, MPICH's small-message algorithm takes log2 n rounds,
 // not the direct exchange the model describes), with alpha and beta from the ping-pong's half
 // round trips, and predicts every other count at the saturated sizes; the table of every
-// case is printed for one count (--signature-count, default: the second largest). The many-to-one model (models/many_to_one.h): C, t and 1/beta0 from the
-// ping-pong's small sizes, kappa1 from the gathers at --kappa1 (default: the largest count,
-// the smallest size), kappa2 from those at --kappa2 (default: the largest count and size),
-// then the escalations of the whole sweep. Prints a report, then one JSON line with the
-// fitted figures and the split gather's piece count for every (n, M) swept. --model writes
-// a model file (docs/models.md) for a grid whose cluster NAME is these nodes: the pair
-// inside it from the ping-pong, its gathers from the sweep, so that gridrt's own gather
+// case is printed for one count (--signature-count, default: the second largest). The many-to-one model (models/many_to_one.h): C, t and
+// 1/beta0 from the ping-pong's small sizes, kappa1 from the gathers at --kappa1 (default: the largest count, the smallest size), kappa2
+// from those at --kappa2 (default: the largest count and size), then the escalations of the whole sweep. Prints a report, then one JSON
+// line with the fitted figures and the split gather's piece count for every (n, M) swept. --model writes a model file (docs/models.md) for
+// a grid whose cluster NAME is these nodes: the pair inside it from the ping-pong, its gathers from the sweep, so that gridrt's own gather
 // runs there as the model says.
 #include <boost/property_tree/json_parser.hpp>
 #include <boost/property_tree/ptree.hpp>
@@ -51,7 +49,7 @@ const char kUsage[] =
     "--model FILE writes them as a gridrt model file for a grid whose cluster NAME is these nodes.\n";
 
 struct Measurements {
-  std::vector<PointToPointSample> pingpong;  // medians per size
+  std::vector<PointToPointSample> pingpong;                               // medians per size
   std::map<std::pair<int, std::uint64_t>, std::vector<double>> alltoall;  // seconds per (n, m)
   std::vector<GatherSample> gathers;                                      // one gather, not paced
 };
@@ -80,9 +78,7 @@ Measurements read(std::istream& in) {
       } else if (op == "gather" && line.get<int>("pieces") == 1 && line.get<int>("paced", 0) == 0) {
         m.gathers.push_back({line.get<int>("n"), line.get<std::uint64_t>("m"), line.get<double>("us") * 1e-6});
       }
-    } catch (const std::exception& e) {
-      throw std::runtime_error("line " + std::to_string(number) + ": " + e.what());
-    }
+    } catch (const std::exception& e) { throw std::runtime_error("line " + std::to_string(number) + ": " + e.what()); }
   }
   return m;
 }
@@ -108,8 +104,11 @@ std::string percent_summary(std::vector<double> errors) {
 int main(int argc, char** argv) {
   std::string count_text, k1_text, k2_text, model_path, cluster;
   gridrt::parse_daemon_options(argc, argv, "kernel_fit", kUsage,
-                               {{"--signature-count", &count_text}, {"--kappa1", &k1_text}, {"--kappa2", &k2_text},
-                                {"--model", &model_path}, {"--cluster", &cluster}},
+                               {{"--signature-count", &count_text},
+                                {"--kappa1", &k1_text},
+                                {"--kappa2", &k2_text},
+                                {"--model", &model_path},
+                                {"--cluster", &cluster}},
                                {});
   if (model_path.empty() != cluster.empty()) {
     std::fprintf(stderr, "kernel_fit: --model and --cluster go together\n%s", kUsage);
@@ -129,8 +128,7 @@ int main(int argc, char** argv) {
     std::vector<Point> hockney;
     for (const auto& p : m.pingpong) hockney.push_back({static_cast<double>(p.M), p.half_round_trip, 1});
     const Line ab = fit_through_least_x(hockney);
-    std::printf("point to point: alpha %.1f us, beta %.2f ns/B (%.1f Mbit/s)\n", ab.intercept * 1e6, ab.slope * 1e9,
-                8e-6 / ab.slope);
+    std::printf("point to point: alpha %.1f us, beta %.2f ns/B (%.1f Mbit/s)\n", ab.intercept * 1e6, ab.slope * 1e9, 8e-6 / ab.slope);
 
     if (!m.alltoall.empty()) {
       std::set<int> counts;
@@ -163,20 +161,19 @@ int main(int argc, char** argv) {
           eq5.push_back(relative_error(sig.predict(key.first, size), measured));
           eq1.push_back(relative_error((key.first - 1) * (ab.intercept + ab.slope * size), measured));
         }
-        std::printf("  n' = %d: %s; eq. 5 %s; contention-free eq. 1 %s\n", count, describe(sig).c_str(),
-                    percent_summary(eq5).c_str(), percent_summary(eq1).c_str());
+        std::printf("  n' = %d: %s; eq. 5 %s; contention-free eq. 1 %s\n", count, describe(sig).c_str(), percent_summary(eq5).c_str(),
+                    percent_summary(eq1).c_str());
       }
       const ContentionSignature sig = fitted_at(signature_count);
       std::printf("fitted at n' = %d, every case:\n", signature_count);
-      std::printf("  %4s %9s %12s %12s %7s %12s %7s %10s\n", "n", "m", "measured_us", "eq5_us", "err", "eq1_us", "err",
-                  "per_peer_us");
+      std::printf("  %4s %9s %12s %12s %7s %12s %7s %10s\n", "n", "m", "measured_us", "eq5_us", "err", "eq1_us", "err", "per_peer_us");
       for (const auto& [key, v] : m.alltoall) {
         const auto [n, size] = key;
         const double measured = median_of(v), eq5 = sig.predict(n, static_cast<double>(size));
         const double eq1 = (n - 1) * (ab.intercept + ab.slope * static_cast<double>(size));
-        std::printf("  %4d %9llu %12.0f %12.0f %6.1f%% %12.0f %6.1f%% %10.0f%s\n", n, static_cast<unsigned long long>(size),
-                    measured * 1e6, eq5 * 1e6, 100 * relative_error(eq5, measured), eq1 * 1e6,
-                    100 * relative_error(eq1, measured), measured * 1e6 / (n - 1), n == signature_count ? "  (fitted)" : "");
+        std::printf("  %4d %9llu %12.0f %12.0f %6.1f%% %12.0f %6.1f%% %10.0f%s\n", n, static_cast<unsigned long long>(size), measured * 1e6,
+                    eq5 * 1e6, 100 * relative_error(eq5, measured), eq1 * 1e6, 100 * relative_error(eq1, measured),
+                    measured * 1e6 / (n - 1), n == signature_count ? "  (fitted)" : "");
       }
       out.put("signature.count", signature_count);
       out.put("signature.alpha_us", sig.alpha * 1e6);
@@ -193,16 +190,16 @@ int main(int argc, char** argv) {
       k1 = {at1.n, at1.M};
       k2 = {at2.n, at2.M};
       std::printf("many-to-one: C %.1f us, t %.3f ns/B, 1/beta0 %.2f ns/B, kappa1 %.2f (at %d, %llu B), kappa2 %.2f (at %d, %llu B)\n",
-                  model.C * 1e6, model.t * 1e9, model.inv_beta0 * 1e9, model.kappa1, k1.first,
-                  static_cast<unsigned long long>(k1.second), model.kappa2, k2.first, static_cast<unsigned long long>(k2.second));
+                  model.C * 1e6, model.t * 1e9, model.inv_beta0 * 1e9, model.kappa1, k1.first, static_cast<unsigned long long>(k1.second),
+                  model.kappa2, k2.first, static_cast<unsigned long long>(k2.second));
       std::string levels;
       for (const double l : model.levels) levels += " " + std::to_string(static_cast<long>(l * 1e3)) + " ms";
       std::printf("  escalation levels:%s; M2 %s\n", levels.empty() ? " none" : levels.c_str(),
                   model.M2 ? std::to_string(model.M2).c_str() : "not found (none, or still escalating at the largest size)");
       std::map<std::pair<int, std::uint64_t>, std::vector<double>> cells;
       for (const auto& g : m.gathers) cells[{g.n, g.M}].push_back(g.seconds);
-      std::printf("  %4s %9s %6s %6s %12s %12s %12s %12s %6s %6s\n", "n", "M", "M1(n)", "Mc(n)", "median_us", "linear_us",
-                  "mean_us", "expected_us", "split", "paced");
+      std::printf("  %4s %9s %6s %6s %12s %12s %12s %12s %6s %6s\n", "n", "M", "M1(n)", "Mc(n)", "median_us", "linear_us", "mean_us",
+                  "expected_us", "split", "paced");
       for (const auto& [key, v] : cells) {
         const auto [n, M] = key;
         double mean = 0;

@@ -44,7 +44,7 @@ static void nap(void) {
 }
 
 static void wait_all(int n, MPI_Request* reqs) {
-  MPI_Status statuses[128];  /* n <= 128 (two per sender at most); not MPI_STATUSES_IGNORE, which gcc 12 warns of */
+  MPI_Status statuses[128]; /* n <= 128 (two per sender at most); not MPI_STATUSES_IGNORE, which gcc 12 warns of */
   int done = 0;
   for (;;) {
     MPI_Testall(n, reqs, &done, statuses);
@@ -186,7 +186,7 @@ static double alltoall_once(MPI_Comm comm, int n, int m, char* buf) {
 
 int main(int argc, char** argv) {
   gridrt_help_if_asked(argc, argv, usage);
-  prctl(PR_SET_TIMERSLACK, 1000UL);  /* the 20 us naps are to be 20 us, not 70 */
+  prctl(PR_SET_TIMERSLACK, 1000UL); /* the 20 us naps are to be 20 us, not 70 */
   if (argc < 2) {
     fputs(usage, stderr);
     return 2;
@@ -195,12 +195,18 @@ int main(int argc, char** argv) {
   long counts[64] = {2}, sizes[64] = {0};
   int ncounts = 1, nsizes = 1, reps = 20, warmup = 2, pieces = 1, paced = 0;
   for (int i = 2; i + 1 < argc; i += 2) {
-    if (strcmp(argv[i], "--counts") == 0) ncounts = parse_list(argv[i + 1], counts, 64);
-    else if (strcmp(argv[i], "--sizes") == 0) nsizes = parse_list(argv[i + 1], sizes, 64);
-    else if (strcmp(argv[i], "--reps") == 0) reps = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--warmup") == 0) warmup = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--pieces") == 0) pieces = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--paced") == 0) paced = atoi(argv[i + 1]);
+    if (strcmp(argv[i], "--counts") == 0)
+      ncounts = parse_list(argv[i + 1], counts, 64);
+    else if (strcmp(argv[i], "--sizes") == 0)
+      nsizes = parse_list(argv[i + 1], sizes, 64);
+    else if (strcmp(argv[i], "--reps") == 0)
+      reps = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--warmup") == 0)
+      warmup = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--pieces") == 0)
+      pieces = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--paced") == 0)
+      paced = atoi(argv[i + 1]);
     else {
       fprintf(stderr, "kernel_tier: unknown option %s\n%s", argv[i], usage);
       return 2;
@@ -214,7 +220,8 @@ int main(int argc, char** argv) {
   for (int i = 0; i < nsizes; ++i) largest = sizes[i] > largest ? sizes[i] : largest;
   for (int i = 0; i < ncounts; ++i) most = counts[i] > most ? counts[i] : most;
   if (most > size || most > 64 || reps < 1 || pieces < 1) {
-    if (rank == 0) fprintf(stderr, "kernel_tier: counts up to %ld need as many processes (have %d; at most 64); reps, pieces >= 1\n", most, size);
+    if (rank == 0)
+      fprintf(stderr, "kernel_tier: counts up to %ld need as many processes (have %d; at most 64); reps, pieces >= 1\n", most, size);
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   char* buf = calloc((size_t)largest * (size_t)most * 2, 1);
@@ -233,8 +240,10 @@ int main(int argc, char** argv) {
           if (comm != MPI_COMM_NULL) us = gather ? gather_once(comm, n, m, pieces, paced, buf) : alltoall_once(comm, n, m, buf);
           barrier(MPI_COMM_WORLD);
           if (rank == 0 && i >= 0) {
-            if (gather) printf("{\"op\":\"gather\",\"n\":%d,\"m\":%d,\"pieces\":%d,\"paced\":%d,\"us\":%.1f}\n", n, m, pieces, paced, us);
-            else printf("{\"op\":\"alltoall\",\"n\":%d,\"m\":%d,\"us\":%.1f}\n", n, m, us);
+            if (gather)
+              printf("{\"op\":\"gather\",\"n\":%d,\"m\":%d,\"pieces\":%d,\"paced\":%d,\"us\":%.1f}\n", n, m, pieces, paced, us);
+            else
+              printf("{\"op\":\"alltoall\",\"n\":%d,\"m\":%d,\"us\":%.1f}\n", n, m, us);
             fflush(stdout);
           }
         }

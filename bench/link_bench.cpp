@@ -23,13 +23,15 @@ double run(Stream client, Stream server, std::size_t total, std::size_t frame_by
   std::size_t got = 0;
   const auto t0 = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point t1;
-  rx->start([&](wire::Frame& f) {
-    got += f.body.size();
-    if (got >= total) {
-      t1 = std::chrono::steady_clock::now();
-      rx->close("done");
-    }
-  }, [](const std::string&) {});
+  rx->start(
+      [&](wire::Frame& f) {
+        got += f.body.size();
+        if (got >= total) {
+          t1 = std::chrono::steady_clock::now();
+          rx->close("done");
+        }
+      },
+      [](const std::string&) {});
   tx->start([](wire::Frame&) {}, [](const std::string&) {});
   std::thread sender([&] {
     // Keep at most 8 MiB queued, as flow control would.

@@ -110,8 +110,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   for (int i = 2; i < argc; ++i) {
-    if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) rounds = atoi(argv[++i]);
-    else if (nsizes < 64) sizes[nsizes++] = strtoull(argv[i], NULL, 10);
+    if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
+      rounds = atoi(argv[++i]);
+    else if (nsizes < 64)
+      sizes[nsizes++] = strtoull(argv[i], NULL, 10);
   }
   if (nsizes == 0) {
     const size_t d[] = {8, 1024, 65536, 1048576, 4194304};
@@ -146,8 +148,7 @@ int main(int argc, char** argv) {
     qsort(mpi, (size_t)rounds, sizeof(double), cmp);
     qsort(own, (size_t)rounds, sizeof(double), cmp);
     const double m = mpi[rounds / 2], g = own[rounds / 2];
-    if (rank == 0)
-      printf("  %9zu %12.1f %12.1f %12.1f %12.1f %8.3f\n", bytes, m, g, bytes / m, bytes / g, m / g);
+    if (rank == 0) printf("  %9zu %12.1f %12.1f %12.1f %12.1f %8.3f\n", bytes, m, g, bytes / m, bytes / g, m / g);
     free(buf);
   }
   fflush(stdout);

@@ -21,8 +21,7 @@
 namespace {
 void spin_for(long us) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
-  while (std::chrono::steady_clock::now() < until) {
-  }
+  while (std::chrono::steady_clock::now() < until) {}
 }
 }  // namespace
 
@@ -43,13 +42,20 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&] { return i + 1 < argc ? std::atol(argv[++i]) : 0L; };
-    if (a == "--tasks") tasks = value();
-    else if (a == "--payload") payload = value();
-    else if (a == "--work-us") work_us = value();
-    else if (a == "--window") opts.worker_window = static_cast<int>(value());
-    else if (a == "--bosses-idle") opts.bosses_work = false;
-    else if (a == "--master-idle") opts.master_works = false;
-    else if (a == "--levels" && i + 1 < argc) levels = argv[++i];
+    if (a == "--tasks")
+      tasks = value();
+    else if (a == "--payload")
+      payload = value();
+    else if (a == "--work-us")
+      work_us = value();
+    else if (a == "--window")
+      opts.worker_window = static_cast<int>(value());
+    else if (a == "--bosses-idle")
+      opts.bosses_work = false;
+    else if (a == "--master-idle")
+      opts.master_works = false;
+    else if (a == "--levels" && i + 1 < argc)
+      levels = argv[++i];
     else {
       std::fprintf(stderr, "queue_bench: unknown argument %s\n", a.c_str());
       return 2;
@@ -96,9 +102,10 @@ int main(int argc, char** argv) {
         "{\"levels\":\"%s\",\"procs\":%d,\"clusters\":%d,\"tasks\":%ld,\"ran\":%ld,\"bosses_work\":%s,\"master_works\":%s,\"window\":%d,"
         "\"payload\":%ld,\"work_us\":%ld,\"seconds\":%.4f,\"tasks_per_s\":%.0f,\"wan_msgs\":%llu,\"wan_bytes\":%llu,"
         "\"wan_msgs_per_task\":%.4f}\n",
-        levels.c_str(), gridrt::size(), world.num_clusters(), tasks, ran_at_root, opts.bosses_work ? "true" : "false", opts.master_works ? "true" : "false",
-        opts.worker_window, payload, work_us, seconds, static_cast<double>(tasks) / seconds, static_cast<unsigned long long>(total[0]),
-        static_cast<unsigned long long>(total[1]), tasks ? static_cast<double>(total[0]) / static_cast<double>(tasks) : 0.0);
+        levels.c_str(), gridrt::size(), world.num_clusters(), tasks, ran_at_root, opts.bosses_work ? "true" : "false",
+        opts.master_works ? "true" : "false", opts.worker_window, payload, work_us, seconds, static_cast<double>(tasks) / seconds,
+        static_cast<unsigned long long>(total[0]), static_cast<unsigned long long>(total[1]),
+        tasks ? static_cast<double>(total[0]) / static_cast<double>(tasks) : 0.0);
   }
   gridrt::finalize();
   return 0;

@@ -66,8 +66,12 @@ std::string rank_ranges(const std::vector<std::uint32_t>& ranks) {
 }  // namespace
 
 Broker::Broker(asio::io_context& io, Grid grid, const tls::Credentials& creds, const tcp::endpoint& listen)
-    : io_(io), grid_(std::move(grid)), tls_(tls::make_context(tls::Role::kServer, creds)), acceptor_(io, listen),
-      held_deadline_(io), recovery_(io) {
+    : io_(io),
+      grid_(std::move(grid)),
+      tls_(tls::make_context(tls::Role::kServer, creds)),
+      acceptor_(io, listen),
+      held_deadline_(io),
+      recovery_(io) {
   asio::co_spawn(io_, accept_loop(), asio::detached);
 }
 
@@ -79,27 +83,18 @@ void Broker::prepare_for_strangers() {
   reserve_socket_state(io_, connections);
 }
 
-
 void Broker::set_journal(const std::string& path) {
   journal_ = Journal(path);
   next_job_ = std::max(next_job_, journal_.next_job_id());
   std::set<std::uint64_t> taken_back;
   for (const auto& [id, job] : jobs_) taken_back.insert(id);
-  const auto cut_off = std::count_if(journal_.cut_off().begin(), journal_.cut_off().end(),
-                                     [&](std::uint64_t id) { return !taken_back.count(id); });
+  const auto cut_off =
+      std::count_if(journal_.cut_off().begin(), journal_.cut_off().end(), [&](std::uint64_t id) { return !taken_back.count(id); });
   if (cut_off > 0)
     log::warn("the journal ", path, " holds ", cut_off,
               " job(s) that never ended (the broker stopped while they ran): they get their end line now");
   journal_.end_cut_off("the broker stopped while it ran (recorded when the broker started again)", taken_back);
 }
-
-
-
-
-
-
-
-
 
 void Broker::refuse_peer(const PeerPtr& peer, const std::string& what) {
   log::warn("refusing ", peer->link->peer(), ": ", what);
@@ -139,8 +134,8 @@ void Broker::stop() {
 asio::awaitable<void> Broker::accept_loop() {
   while (!stopped_) {
     tcp::socket socket(io_);
-    if (co_await accept_next(acceptor_, socket, [this] { return strangers_.drop_oldest("out of file descriptors"); },
-                             accept_failures_))
+    if (co_await accept_next(
+            acceptor_, socket, [this] { return strangers_.drop_oldest("out of file descriptors"); }, accept_failures_))
       co_return;
     tune_socket(socket);
     asio::co_spawn(io_, handshake(std::move(socket)), asio::detached);
@@ -168,8 +163,11 @@ asio::awaitable<void> Broker::handshake(tcp::socket socket) {
   // (a launcher is not: a gridrun suspended with Ctrl-Z must not cost its user the job).
   peer->link->keep_alive(false);
   std::weak_ptr<Peer> weak = peer;
-  peer->link->start([this, weak](Frame& f) { if (auto p = weak.lock()) on_frame(p, f); },
-                    [this, peer](const std::string& why) { on_closed(peer, why); });
+  peer->link->start(
+      [this, weak](Frame& f) {
+        if (auto p = weak.lock()) on_frame(p, f);
+      },
+      [this, peer](const std::string& why) { on_closed(peer, why); });
 }
 
 void Broker::on_frame(const PeerPtr& peer, Frame& f) {
@@ -193,8 +191,7 @@ void Broker::on_frame(const PeerPtr& peer, Frame& f) {
         if (peer->kind == Peer::Kind::kRelay && f.header.job != 0) return handle_relay_failure(peer, f);
         log::warn(peer->link->peer(), " reported an error: ", f.body);
         return;
-      default:
-        peer->link->fail(std::string("unexpected ") + wire::type_name(f.header.type) + " frame at the broker");
+      default: peer->link->fail(std::string("unexpected ") + wire::type_name(f.header.type) + " frame at the broker");
     }
   } catch (const wire::BadBody& e) {
     log::warn("dropping ", peer->link->peer(), ": bad ", wire::type_name(f.header.type), " body: ", e.what());
@@ -241,9 +238,8 @@ asio::awaitable<void> Broker::probe_and_register(PeerPtr peer) {
   probing_.erase(reg.cluster);
   if (peer->link->closed() || stopped_) co_return;
   if (answered != declared)
-    log::warn("cluster ", reg.cluster, " is declared ", declared ? "reachable" : "unreachable", " but its relay's link address ",
-              ep, answered ? " answers" : " does not answer", " the broker's probe: treating it as ",
-              answered ? "reachable" : "unreachable");
+    log::warn("cluster ", reg.cluster, " is declared ", declared ? "reachable" : "unreachable", " but its relay's link address ", ep,
+              answered ? " answers" : " does not answer", " the broker's probe: treating it as ", answered ? "reachable" : "unreachable");
   relays_[reg.cluster] = peer;
   scheduler_.relay_up(reg.cluster, reg.link_host, reg.link_port, answered);
   log::info("registered ", peer->link->peer(), " links at ", reg.link_host, ":", reg.link_port,
@@ -335,8 +331,8 @@ void Broker::start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run) {
   launcher->jobs.push_back(job->id);
   {  // journaled before any relay hears of it: a crash from here on leaves a started line
     std::ostringstream os;
-    os << Journal::started(job->id) << "for " << launcher->name << " (" << launcher->link->peer() << "): app "
-       << job->spec.app_id << ", " << job->topology.size() << " processes of " << job->spec.executable << " on";
+    os << Journal::started(job->id) << "for " << launcher->name << " (" << launcher->link->peer() << "): app " << job->spec.app_id << ", "
+       << job->topology.size() << " processes of " << job->spec.executable << " on";
     for (const auto& c : job->topology.clusters) os << ' ' << c.name << ':' << c.count;
     // Arguments in full; of the environment only the names (values may hold secrets).
     os << "; arguments [";
@@ -355,9 +351,7 @@ void Broker::start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run) {
   job->printed.assign(job->parts.size(), 0);
   try {
     store_.save_next_id(next_job_);
-  } catch (const std::exception& e) {
-    log::error(e.what(), " (job ids could repeat after a restart of the broker without its journal)");
-  }
+  } catch (const std::exception& e) { log::error(e.what(), " (job ids could repeat after a restart of the broker without its journal)"); }
   job->topology.model = model_;
   persist(*job, true);  // before any relay hears of it
   for (std::uint32_t c = 0; c < job->parts.size(); ++c) {
@@ -365,8 +359,8 @@ void Broker::start_job(const PeerPtr& launcher, JobSpec spec, bool dry_run) {
     job->parts[c].relay->link->send(wire::make_frame(Type::kStartPart, start.encode(), job->id));
   }
   scheduler_.occupy(job->topology);
-  log::info("job ", job->id, " (", job->spec.app_id, ") from ", launcher->link->peer(), ": ", job->topology.size(),
-            " processes on ", job->topology.clusters.size(), " cluster(s)");
+  log::info("job ", job->id, " (", job->spec.app_id, ") from ", launcher->link->peer(), ": ", job->topology.size(), " processes on ",
+            job->topology.clusters.size(), " cluster(s)");
   jobs_[job->id] = std::move(job);
 }
 
@@ -538,7 +532,8 @@ void Broker::handle_finalizing(const PeerPtr& peer, const Frame& f) {
   Part* part = nullptr;
   Job* job = job_of_relay_frame(peer, f, &part);
   if (!job) return;
-  if (!job->spec.survive_cluster_loss) return peer->link->fail("Finalizing for job " + std::to_string(job->id) + ", which does not go on without lost clusters");
+  if (!job->spec.survive_cluster_loss)
+    return peer->link->fail("Finalizing for job " + std::to_string(job->id) + ", which does not go on without lost clusters");
   part->finalizing = true;
   release_finalize(*job);
   persist(*job);
@@ -608,7 +603,8 @@ void Broker::lose_part(Job& job, std::size_t part, const std::string& why) {
   }
   log::warn("job ", job.id, ": lost cluster ", lost.cluster, ": ", why, "; going on without it");
   if (job.launcher)
-    job.launcher->link->send(wire::make_frame(Type::kNotice, "lost cluster " + lost.cluster + ": " + why + "; the job goes on without it", job.id));
+    job.launcher->link->send(
+        wire::make_frame(Type::kNotice, "lost cluster " + lost.cluster + ": " + why + "; the job goes on without it", job.id));
   if (!lost.done && lost.relay) lost.relay->link->send(wire::make_frame(Type::kKillJob, "cluster lost: " + why, job.id));
   for (auto& p : job.parts) {
     if (&p == &lost || p.done || !p.relay) continue;
@@ -728,8 +724,10 @@ void Broker::maybe_finish(Job& job) {
     const char* sep = "; then";
     for (const auto& [st, ranks] : others) {
       os << sep << " rank" << (ranks.size() > 1 ? "s " : " ") << rank_ranges(ranks);
-      if (st > 128 && st < 160) os << " killed by signal " << st - 128;
-      else os << " exited with status " << st;
+      if (st > 128 && st < 160)
+        os << " killed by signal " << st - 128;
+      else
+        os << " exited with status " << st;
       sep = ",";
     }
     end.summary = os.str();
@@ -741,8 +739,7 @@ void Broker::maybe_finish(Job& job) {
   }
   log::info("job ", job.id, " ended with status ", end.status);
   if (!job.end_journaled)
-    journal_.record(Journal::ended(job.id) + "with status " + std::to_string(end.status) +
-                    (end.summary.empty() ? "" : ": " + end.summary));
+    journal_.record(Journal::ended(job.id) + "with status " + std::to_string(end.status) + (end.summary.empty() ? "" : ": " + end.summary));
   if (job.launcher) job.launcher->link->send(wire::make_frame(Type::kJobEnd, end.encode(), job.id));
   scheduler_.release(job.topology);
   store_.remove(job.id);

@@ -30,7 +30,7 @@ class Broker {
   Broker(asio::io_context& io, Grid grid, const tls::Credentials& creds, const tcp::endpoint& listen);
   ~Broker();
   tcp::endpoint endpoint() const { return acceptor_.local_endpoint(); }
-  void stop();  // kills every running job and closes every connection
+  void stop();           // kills every running job and closes every connection
   bool flushed() const;  // after stop(): every connection's last frames are out, and it closed
   // What the standing daemon does before it serves (not the grid gridrun embeds): the open
   // files it may need, and the sockets' state made up front (common/acceptor.h).
@@ -139,15 +139,15 @@ class Broker {
   log::Repeated accept_failures_{"failed accepts on the broker's port"};
   std::chrono::steady_clock::duration authenticate_ = limits::kAuthenticate;
   log::Repeated failed_handshakes_{"failed TLS handshakes"};
-  std::map<std::string, PeerPtr> relays_;  // cluster name -> its registered relay
+  std::map<std::string, PeerPtr> relays_;          // cluster name -> its registered relay
   std::vector<std::shared_ptr<TlsLink>> closing_;  // what stop() closes after its last frames
-  std::set<std::string> probing_;          // clusters whose relay is being probed
+  std::set<std::string> probing_;                  // clusters whose relay is being probed
   std::map<std::uint64_t, std::unique_ptr<Job>> jobs_;
-  Scheduler scheduler_{grid_};  // which clusters are offered, where jobs go, which wait
+  Scheduler scheduler_{grid_};                    // which clusters are offered, where jobs go, which wait
   std::map<Scheduler::Ticket, PeerPtr> waiting_;  // the launchers of the jobs that wait
   Scheduler::Ticket next_ticket_ = 1;
   asio::steady_timer held_deadline_;  // a job held for the grid waits up to kGridWait
-  asio::steady_timer recovery_;  // runs while jobs taken back wait for their relays and launchers
+  asio::steady_timer recovery_;       // runs while jobs taken back wait for their relays and launchers
   bool recovering_ = false;
   std::set<std::uint64_t> dirty_;  // jobs whose state changed this turn (persist)
   std::uint64_t next_job_ = 1;

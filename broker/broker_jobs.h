@@ -14,10 +14,10 @@ namespace gridrt {
 
 struct Broker::Peer {
   std::shared_ptr<TlsLink> link;
-  std::string name;                   // the common name of its certificate: who it is
+  std::string name;  // the common name of its certificate: who it is
   enum class Kind { kUnknown, kRelay, kLauncher } kind = Kind::kUnknown;
-  RelayRegistration registration;     // relays
-  std::vector<std::uint64_t> jobs;    // launchers: jobs they submitted
+  RelayRegistration registration;   // relays
+  std::vector<std::uint64_t> jobs;  // launchers: jobs they submitted
 };
 
 // What the broker writes ahead (PartRecord, JobRecord: broker/job_store.h) and what lives
@@ -30,8 +30,8 @@ struct Broker::Part : PartRecord {
 
 struct Broker::Job : JobRecord {
   PeerPtr launcher;
-  std::vector<Part> parts;           // parallel to topology.clusters
-  bool end_journaled = false;      // stop() wrote its end line already
+  std::vector<Part> parts;     // parallel to topology.clusters
+  bool end_journaled = false;  // stop() wrote its end line already
   // When this broker accepted it (or took it back after a restart): its age in gridrun status.
   std::chrono::steady_clock::time_point since = std::chrono::steady_clock::now();
   // Taken back from the state directory: parts wait for their relays, the job for its

@@ -17,8 +17,8 @@ std::optional<ClusterLoss> next_cluster_to_lose(std::vector<UnreachableReport>& 
   std::size_t lose = 0;
   for (std::size_t p = 0; p < parts; ++p)
     if (cuts[p] >= cuts[lose]) lose = p;  // >=: the higher index on a tie
-  const auto report = std::find_if(reports.begin(), reports.end(),
-                                   [&](const UnreachableReport& u) { return u.from == lose || u.to == lose; });
+  const auto report =
+      std::find_if(reports.begin(), reports.end(), [&](const UnreachableReport& u) { return u.from == lose || u.to == lose; });
   return ClusterLoss{lose, report->from == lose ? report->to : report->from, report->what};
 }
 

@@ -29,7 +29,8 @@ std::string failure(const std::string& what, const std::string& path) {
 JobStore::JobStore(std::string dir) : dir_(std::move(dir)) {
   if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST) throw std::runtime_error(failure("make the state directory", dir_));
   struct stat st;
-  if (::stat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) throw std::runtime_error("the state directory " + dir_ + " is not a directory");
+  if (::stat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw std::runtime_error("the state directory " + dir_ + " is not a directory");
   if (st.st_mode & 077) ::chmod(dir_.c_str(), 0700);  // it holds the jobs' secrets
 }
 
@@ -66,7 +67,8 @@ JobStore::Saved JobStore::decode(std::string_view bytes) {
   j.secret = r.str();
   j.submitter = r.str();
   const std::uint32_t ranks = r.u32();
-  if (ranks != j.topology.size()) throw wire::BadBody("statuses for " + std::to_string(ranks) + " ranks in a job of " + std::to_string(j.topology.size()));
+  if (ranks != j.topology.size())
+    throw wire::BadBody("statuses for " + std::to_string(ranks) + " ranks in a job of " + std::to_string(j.topology.size()));
   for (std::uint32_t i = 0; i < ranks; ++i) j.status.push_back(r.i32());
   j.first_failure = r.i32();
   j.first_failed_rank = r.u32();
@@ -75,7 +77,8 @@ JobStore::Saved JobStore::decode(std::string_view bytes) {
   j.killed = r.u8() != 0;
   j.finalize_released = r.u8() != 0;
   const std::uint32_t nparts = r.u32();
-  if (nparts != j.topology.clusters.size()) throw wire::BadBody("a job of " + std::to_string(j.topology.clusters.size()) + " clusters with " + std::to_string(nparts) + " parts");
+  if (nparts != j.topology.clusters.size())
+    throw wire::BadBody("a job of " + std::to_string(j.topology.clusters.size()) + " clusters with " + std::to_string(nparts) + " parts");
   for (std::uint32_t i = 0; i < nparts; ++i) {
     PartRecord p;
     p.cluster = r.str();
@@ -143,9 +146,7 @@ std::vector<JobStore::Saved> JobStore::load(std::vector<std::string>& unreadable
       Saved s = decode(bytes.str());
       if (name != std::string(kPrefix) + std::to_string(s.job.id)) throw wire::BadBody("it holds job " + std::to_string(s.job.id));
       out.push_back(std::move(s));
-    } catch (const std::exception& e) {
-      unreadable.push_back(entry.path().string() + ": " + e.what());
-    }
+    } catch (const std::exception& e) { unreadable.push_back(entry.path().string() + ": " + e.what()); }
   }
   std::sort(out.begin(), out.end(), [](const Saved& a, const Saved& b) { return a.job.id < b.job.id; });
   return out;

@@ -33,9 +33,9 @@ struct JobRecord {
   JobSpec spec;
   Topology topology;
   std::string secret;
-  std::string submitter;                // its certificate's name
-  std::vector<int> status;              // per global rank, -1 while unknown
-  int first_failure = 0;                // first non-zero status seen, in arrival order
+  std::string submitter;    // its certificate's name
+  std::vector<int> status;  // per global rank, -1 while unknown
+  int first_failure = 0;    // first non-zero status seen, in arrival order
   std::uint32_t first_failed_rank = UINT32_MAX;
   std::string failure_note;             // why the job was stopped, if it was
   std::vector<std::string> lost_notes;  // clusters lost, for the summary

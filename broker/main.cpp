@@ -54,10 +54,17 @@ int main(int argc, char** argv) {
   bool quiet = false;
   tls::Credentials creds;
   parse_daemon_options(argc, argv, "gridbroker", kUsage,
-                       {{"--grid", &grid_path}, {"--listen", &listen}, {"--cert", &creds.cert}, {"--key", &creds.key},
-                        {"--ca", &creds.ca}, {"--port-file", &port_file},
-                        {"--journal", &journal}, {"--state-dir", &state_dir}, {"--model", &model},
-                        {"--stage-limit", &stage_limit}, {"--stage-quota", &stage_quota}},
+                       {{"--grid", &grid_path},
+                        {"--listen", &listen},
+                        {"--cert", &creds.cert},
+                        {"--key", &creds.key},
+                        {"--ca", &creds.ca},
+                        {"--port-file", &port_file},
+                        {"--journal", &journal},
+                        {"--state-dir", &state_dir},
+                        {"--model", &model},
+                        {"--stage-limit", &stage_limit},
+                        {"--stage-quota", &stage_quota}},
                        {"--grid", "--listen", "--cert", "--key", "--ca"}, {{"--quiet", &quiet}});
   if (quiet) log::set_notices(false);
   try {
@@ -87,8 +94,8 @@ int main(int argc, char** argv) {
     if (!state_dir.empty()) broker.set_state_dir(state_dir);  // before the journal: jobs taken back are not cut off
     if (!journal.empty()) broker.set_journal(journal);
     const auto ep = broker.endpoint();
-    log::notice("listening on ", ep.address().to_string(), ":", ep.port(), " for the ", grid.clusters.size(), " cluster(s) of ",
-                grid_path, state_dir.empty() ? "" : ", state in " + state_dir, journal.empty() ? "" : ", journal " + journal,
+    log::notice("listening on ", ep.address().to_string(), ":", ep.port(), " for the ", grid.clusters.size(), " cluster(s) of ", grid_path,
+                state_dir.empty() ? "" : ", state in " + state_dir, journal.empty() ? "" : ", journal " + journal,
                 model.empty() ? "" : ", model " + model);
     if (!port_file.empty()) {
       FILE* f = std::fopen((port_file + ".tmp").c_str(), "w");

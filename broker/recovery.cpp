@@ -53,9 +53,7 @@ void Broker::persist(Job& job, bool now) {
   for (const auto& p : job.parts) parts.push_back(&p);
   try {
     store_.save(job, parts);
-  } catch (const std::exception& e) {
-    log::error("job ", job.id, ": ", e.what(), " (the job would not survive a restart of the broker)");
-  }
+  } catch (const std::exception& e) { log::error("job ", job.id, ": ", e.what(), " (the job would not survive a restart of the broker)"); }
 }
 
 void Broker::write_dirty_states() {
@@ -113,8 +111,8 @@ void Broker::claim_parts(const PeerPtr& relay) {
   });
   for (const std::uint64_t id : unknown) {
     log::info("job ", id, " on cluster ", reg.cluster, " is not one this broker runs: telling its relay to stop it");
-    relay->link->send(wire::make_frame(Type::kKillJob, "the broker has no record of job " + std::to_string(id) +
-                                                           " (it restarted without the job's state)", id));
+    relay->link->send(wire::make_frame(
+        Type::kKillJob, "the broker has no record of job " + std::to_string(id) + " (it restarted without the job's state)", id));
   }
 }
 

@@ -96,9 +96,7 @@ std::optional<Scheduler::Waiting> Scheduler::next_that_fits() {
   if (queued_.empty()) return std::nullopt;
   try {
     map_job(queued_.front().spec, offers(true));
-  } catch (const InputError&) {
-    return std::nullopt;
-  }
+  } catch (const InputError&) { return std::nullopt; }
   Waiting next = std::move(queued_.front());
   queued_.erase(queued_.begin());
   return next;

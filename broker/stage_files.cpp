@@ -24,8 +24,8 @@ std::string Broker::staging_refusal(const std::string& user, const JobSpec& spec
   if (!carries) return "";
   const std::uint64_t bytes = spec.carried_bytes();
   if (bytes > stage_limits_.per_job)
-    return "the job's files hold " + human_bytes(bytes) + ", more than a job may carry to the grid (" +
-           human_bytes(stage_limits_.per_job) + ", gridbroker --stage-limit)";
+    return "the job's files hold " + human_bytes(bytes) + ", more than a job may carry to the grid (" + human_bytes(stage_limits_.per_job) +
+           ", gridbroker --stage-limit)";
   std::uint64_t running = 0;
   for (const auto& [id, job] : jobs_)
     if (job->submitter == user) running += job->spec.carried_bytes();
@@ -43,8 +43,8 @@ void Broker::handle_file_wanted(const PeerPtr& peer, const Frame& f) {
   Job* job = job_of_relay_frame(peer, f, &part);
   if (!job) return;
   const std::string& sha = f.body;
-  const bool known = std::any_of(job->spec.files.begin(), job->spec.files.end(),
-                                 [&](const StagedFile& s) { return s.carried() && s.sha256 == sha; });
+  const bool known =
+      std::any_of(job->spec.files.begin(), job->spec.files.end(), [&](const StagedFile& s) { return s.carried() && s.sha256 == sha; });
   if (!known) return refuse_peer(peer, "FileWanted for a content job " + std::to_string(job->id) + " does not carry");
   const std::size_t index = static_cast<std::size_t>(part - job->parts.data());
   if (!job->launcher || job->launcher->link->closed()) {
@@ -107,17 +107,16 @@ void Broker::handle_output_file(const PeerPtr& peer, Frame& f) {
   if (!job || !job->launcher) return;
   const FilePiece piece = FilePiece::decode(f.body);
   const std::size_t index = static_cast<std::size_t>(part - job->parts.data());
-  const bool named = std::any_of(job->spec.files.begin(), job->spec.files.end(), [&](const StagedFile& s) {
-    return s.role == StagedFile::Role::kOutput && s.name == piece.file;
-  });
+  const bool named = std::any_of(job->spec.files.begin(), job->spec.files.end(),
+                                 [&](const StagedFile& s) { return s.role == StagedFile::Role::kOutput && s.name == piece.file; });
   if (!named) return refuse_peer(peer, "FileData of an output file the job does not name ('" + piece.file + "')");
   if (piece.offset == 0) {
     if (job->output_bytes + piece.size > stage_limits_.per_job) {
       job->outputs_refused.insert({index, piece.file});
-      job->launcher->link->send(wire::make_frame(
-          Type::kNotice, "output file '" + piece.file + "' of cluster " + part->cluster + " (" + human_bytes(piece.size) +
-                             ") is not brought back: the job's outputs would exceed " + human_bytes(stage_limits_.per_job) +
-                             " (gridbroker --stage-limit)"));
+      job->launcher->link->send(wire::make_frame(Type::kNotice, "output file '" + piece.file + "' of cluster " + part->cluster + " (" +
+                                                                    human_bytes(piece.size) +
+                                                                    ") is not brought back: the job's outputs would exceed " +
+                                                                    human_bytes(stage_limits_.per_job) + " (gridbroker --stage-limit)"));
       return;
     }
     job->output_bytes += piece.size;

@@ -42,8 +42,7 @@ void reserve_socket_state(asio::io_context& io, std::size_t sockets) {
 
 namespace {
 bool out_of_resources(const boost::system::error_code& ec) {
-  return ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space || ec == asio::error::no_memory ||
-         ec.value() == ENFILE;
+  return ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space || ec == asio::error::no_memory || ec.value() == ENFILE;
 }
 }  // namespace
 
@@ -60,8 +59,8 @@ asio::awaitable<boost::system::error_code> accept_next(tcp::acceptor& acceptor, 
       continue;
     }
     const bool dropped = drop_a_stranger();
-    warnings.warn("accept: ", ec.message(), dropped ? "; the oldest unauthenticated connection is dropped to make room"
-                                                    : "; waiting for connections to end");
+    warnings.warn("accept: ", ec.message(),
+                  dropped ? "; the oldest unauthenticated connection is dropped to make room" : "; waiting for connections to end");
     // A moment for the dropped connection to close (its descriptor is freed then); longer
     // when only the end of authenticated connections can help.
     asio::steady_timer pause(acceptor.get_executor(), dropped ? 10ms : 250ms);

@@ -33,9 +33,7 @@ void reserve_socket_state(boost::asio::io_context& io, std::size_t sockets);
 // frees a descriptor so that a real peer still gets in (it returns false when there is
 // none), and accepting resumes a moment later. Failures are logged through `warnings`
 // (summarised when they repeat).
-boost::asio::awaitable<boost::system::error_code> accept_next(boost::asio::ip::tcp::acceptor& acceptor,
-                                                               boost::asio::ip::tcp::socket& into,
-                                                               const std::function<bool()>& drop_a_stranger,
-                                                               log::Repeated& warnings);
+boost::asio::awaitable<boost::system::error_code> accept_next(boost::asio::ip::tcp::acceptor& acceptor, boost::asio::ip::tcp::socket& into,
+                                                              const std::function<bool()>& drop_a_stranger, log::Repeated& warnings);
 
 }  // namespace gridrt

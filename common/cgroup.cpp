@@ -92,8 +92,7 @@ std::string own_cgroup_dir() {
     std::istringstream in(line);
     std::string id, parent, dev, root, point, word;
     in >> id >> parent >> dev >> root >> point;
-    while (in >> word && word != "-") {
-    }
+    while (in >> word && word != "-") {}
     std::string type;
     in >> type;
     if (type != "cgroup2") continue;
@@ -115,8 +114,9 @@ JobCgroups::JobCgroups(std::string parent) {
   if (::access(dir_.c_str(), F_OK) == 0) end_and_remove(dir_);
   if (::mkdir(dir_.c_str(), 0755) != 0) {
     const int err = errno;
-    throw std::runtime_error("cannot make cgroup " + dir_ + ": " + why(err) +
-                             (err == EACCES || err == EPERM || err == EROFS ? " (the relay must run as root, or be delegated its cgroup)" : ""));
+    throw std::runtime_error(
+        "cannot make cgroup " + dir_ + ": " + why(err) +
+        (err == EACCES || err == EPERM || err == EROFS ? " (the relay must run as root, or be delegated its cgroup)" : ""));
   }
 }
 

@@ -21,10 +21,9 @@ void answer_help_or_version(const std::string& arg, const char* program, const c
   }
 }
 
-void parse_daemon_options(int argc, char** argv, const char* program, const char* usage,
-                          const std::map<std::string, std::string*>& options, const std::vector<std::string>& required,
-                          const std::map<std::string, bool*>& flags, const std::vector<std::string>& repeated,
-                          std::vector<std::pair<std::string, std::string>>* occurrences) {
+void parse_daemon_options(int argc, char** argv, const char* program, const char* usage, const std::map<std::string, std::string*>& options,
+                          const std::vector<std::string>& required, const std::map<std::string, bool*>& flags,
+                          const std::vector<std::string>& repeated, std::vector<std::pair<std::string, std::string>>* occurrences) {
   auto fail = [&](const std::string& why) {
     std::fprintf(stderr, "%s: %s\n%s", program, why.c_str(), usage);
     std::exit(2);

@@ -20,9 +20,9 @@ void answer_help_or_version(const std::string& arg, const char* program, const c
 // option, a missing value, or a missing one of `required` prints why and `usage` and exits 2.
 // `flags` are options without a value: present sets them true. `repeated` options may
 // come several times, each occurrence's value appended, with its option, in order.
-void parse_daemon_options(int argc, char** argv, const char* program, const char* usage,
-                          const std::map<std::string, std::string*>& options, const std::vector<std::string>& required,
-                          const std::map<std::string, bool*>& flags = {}, const std::vector<std::string>& repeated = {},
+void parse_daemon_options(int argc, char** argv, const char* program, const char* usage, const std::map<std::string, std::string*>& options,
+                          const std::vector<std::string>& required, const std::map<std::string, bool*>& flags = {},
+                          const std::vector<std::string>& repeated = {},
                           std::vector<std::pair<std::string, std::string>>* occurrences = nullptr);
 
 }  // namespace gridrt

@@ -38,9 +38,7 @@ std::string endpoint_attr(const XmlFile& f, const pugi::xml_node& n, const char*
   const std::string v = f.attribute(n, name);
   try {
     parse_endpoint(v);
-  } catch (const std::invalid_argument& e) {
-    f.fail(n, std::string("attribute ") + name + ": " + e.what());
-  }
+  } catch (const std::invalid_argument& e) { f.fail(n, std::string("attribute ") + name + ": " + e.what()); }
   return v;
 }
 
@@ -84,9 +82,7 @@ WanPlan parse_wan(const XmlFile& f, const pugi::xml_node& n, const std::set<std:
   auto apply = [&](const pugi::xml_node& at, const char* option, const std::string& value) {
     try {
       apply_wan_option(plan, option, value);
-    } catch (const std::invalid_argument& e) {
-      f.fail(at, e.what());
-    }
+    } catch (const std::invalid_argument& e) { f.fail(at, e.what()); }
   };
   auto known = [&](const pugi::xml_node& at, const std::string& site) {
     if (!sites.count(site)) f.fail(at, "site '" + site + "' is not the site of any cluster declared");
@@ -165,11 +161,11 @@ Grid parse(const XmlFile& f) {
   for (pugi::xml_node fetcher : root.children("fetcher")) {
     Fetcher fe;
     fe.scheme = f.attribute(fetcher, "scheme");
-    const bool word = std::isalpha(static_cast<unsigned char>(fe.scheme[0])) &&
-                      std::all_of(fe.scheme.begin(), fe.scheme.end(), [](char ch) {
-                        return std::islower(static_cast<unsigned char>(ch)) || std::isdigit(static_cast<unsigned char>(ch)) ||
-                               ch == '+' || ch == '-' || ch == '.';
-                      });
+    const bool word =
+        std::isalpha(static_cast<unsigned char>(fe.scheme[0])) && std::all_of(fe.scheme.begin(), fe.scheme.end(), [](char ch) {
+          return std::islower(static_cast<unsigned char>(ch)) || std::isdigit(static_cast<unsigned char>(ch)) || ch == '+' || ch == '-' ||
+                 ch == '.';
+        });
     if (!word) f.fail(fetcher, "scheme '" + fe.scheme + "' is not a URL scheme (lower-case letters, digits, + - .)");
     if (fe.scheme == "file" || fe.scheme == "http" || fe.scheme == "https")
       f.fail(fetcher, "the " + fe.scheme + " scheme needs no fetcher: gridrt carries or fetches those itself");
@@ -268,9 +264,8 @@ Topology map_job(const JobSpec& spec, const std::vector<ClusterOffer>& clusters)
     if (count == 0) continue;
     auto site = std::find(t.sites.begin(), t.sites.end(), clusters[c].site);
     if (site == t.sites.end()) site = t.sites.insert(t.sites.end(), clusters[c].site);
-    t.clusters.push_back({clusters[c].name, static_cast<std::uint32_t>(site - t.sites.begin()), t.size(), count,
-                          clusters[c].link_host, clusters[c].link_port, clusters[c].reachable,
-                          clusters[c].outbound, clusters[c].accepts, clusters[c].ports});
+    t.clusters.push_back({clusters[c].name, static_cast<std::uint32_t>(site - t.sites.begin()), t.size(), count, clusters[c].link_host,
+                          clusters[c].link_port, clusters[c].reachable, clusters[c].outbound, clusters[c].accepts, clusters[c].ports});
     for (std::size_t g = 0; g < spec.groups.size(); ++g)
       t.rank_group.insert(t.rank_group.end(), placed[c][g], static_cast<std::uint32_t>(g));
   }
@@ -297,4 +292,3 @@ std::string describe_mapping(const Topology& t) {
 }
 
 }  // namespace gridrt
-

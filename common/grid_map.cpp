@@ -54,8 +54,7 @@ LocalAccount local_account(const std::string& name) {
   passwd entry{};
   passwd* found = nullptr;
   const int err = ::getpwnam_r(name.c_str(), &entry, buffer.data(), buffer.size(), &found);
-  if (!found)
-    throw std::runtime_error("no local account '" + name + "'" + (err ? std::string(": ") + std::strerror(err) : ""));
+  if (!found) throw std::runtime_error("no local account '" + name + "'" + (err ? std::string(": ") + std::strerror(err) : ""));
   if (entry.pw_uid == 0) throw std::runtime_error("local account '" + name + "' is root's (uid 0): a grid user's job never runs as root");
   LocalAccount a{name, entry.pw_uid, entry.pw_gid, {}, entry.pw_dir ? entry.pw_dir : "/"};
   int count = 32;

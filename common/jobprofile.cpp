@@ -44,9 +44,7 @@ std::string substitute(const XmlFile& f, const pugi::xml_node& n, const std::str
   return out;
 }
 
-std::string value_of(const XmlFile& f, const pugi::xml_node& n, const Variables& vars) {
-  return substitute(f, n, f.text(n), vars);
-}
+std::string value_of(const XmlFile& f, const pugi::xml_node& n, const Variables& vars) { return substitute(f, n, f.text(n), vars); }
 
 // processesCount/value, required and positive.
 std::uint32_t count_of(const XmlFile& f, const pugi::xml_node& parent, const Variables& vars) {
@@ -108,9 +106,7 @@ StagedFile local_file(const std::string& path, StagedFile::Role role, std::strin
     const FileDigest d = digest_of_file(path);
     s.sha256 = d.sha256;
     s.size = d.size;
-  } catch (const std::runtime_error& e) {
-    fail(what + ": " + e.what());
-  }
+  } catch (const std::runtime_error& e) { fail(what + ": " + e.what()); }
   return s;
 }
 
@@ -127,8 +123,8 @@ void read_executable(const XmlFile& f, const pugi::xml_node& url_node, const std
     return;
   }
   spec.executable = where;
-  spec.files.push_back(local_file(where, StagedFile::Role::kExecutable, std::filesystem::path(where).filename().string(),
-                                  "executable", [&](const std::string& why) { f.fail(url_node, why); }));
+  spec.files.push_back(local_file(where, StagedFile::Role::kExecutable, std::filesystem::path(where).filename().string(), "executable",
+                                  [&](const std::string& why) { f.fail(url_node, why); }));
 }
 
 // <stageInOut><file name="NAME" type="in|out"><location type="URL">URL</location></file>...:
@@ -214,8 +210,8 @@ JobSpec parse(const XmlFile& f, const Variables& vars, const std::set<std::strin
   if (exec.child("processesCount")) {
     const std::uint32_t n = count_of(f, exec, vars);
     if (n != spec.total_processes())
-      f.fail(exec.child("processesCount"), "execution asks for " + std::to_string(n) +
-                                               " processes but the groups hold " + std::to_string(spec.total_processes()));
+      f.fail(exec.child("processesCount"),
+             "execution asks for " + std::to_string(n) + " processes but the groups hold " + std::to_string(spec.total_processes()));
   }
   for (pugi::xml_node args : exec.children("arguments"))
     for (pugi::xml_node v : args.children())
@@ -239,8 +235,9 @@ JobSpec parse(const XmlFile& f, const Variables& vars, const std::set<std::strin
   if (pugi::xml_node wd = exec.child("workingDirectory")) {
     for (const auto& s : spec.files)
       if (s.role != StagedFile::Role::kExecutable)
-        f.fail(wd, "a job with <stageInOut> files runs in its own directory at each cluster, where they are put and "
-                   "found: remove <workingDirectory>");
+        f.fail(wd,
+               "a job with <stageInOut> files runs in its own directory at each cluster, where they are put and "
+               "found: remove <workingDirectory>");
     spec.workdir = value_of(f, wd, vars);
     std::error_code ec;  // a too long name, say, is an error here, not an exception
     if (!std::filesystem::is_directory(spec.workdir, ec))
@@ -257,8 +254,7 @@ JobSpec load_job_profile(const std::string& path, const Variables& vars, const s
   return parse(f, vars, fetched);
 }
 
-JobSpec parse_job_profile(const std::string& path, const std::string& text, const Variables& vars,
-                          const std::set<std::string>& fetched) {
+JobSpec parse_job_profile(const std::string& path, const std::string& text, const Variables& vars, const std::set<std::string>& fetched) {
   XmlFile f(path, &text);
   return parse(f, vars, fetched);
 }

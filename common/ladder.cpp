@@ -53,8 +53,9 @@ std::string explain_links(const Topology& t) {
           os << "direct, dialled by " << dialer.name << "'s processes ("
              << (both ? "both accept connections; the lower rank dials"
                       : other.name + "'s processes accept connections" +
-                            (known ? " (" + t.rank_endpoint[other.first_rank] + ", ...)"
-                                   : other.ports.empty() ? std::string() : " in ports " + other.ports) +
+                            (known                 ? " (" + t.rank_endpoint[other.first_rank] + ", ...)"
+                             : other.ports.empty() ? std::string()
+                                                   : " in ports " + other.ports) +
                             ", " + dialer.name + "'s do not; when " + other.name + " speaks first it asks " + dialer.name +
                             " to connect back")
              << ")\n";

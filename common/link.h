@@ -51,9 +51,12 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
   using FrameHandler = std::function<void(wire::Frame&)>;
   using CloseHandler = std::function<void(const std::string& why)>;
 
-  Link(Stream stream, std::string peer) : stream_(std::move(stream)), peer_(std::move(peer)),
-      wake_(stream_.get_executor(), std::chrono::steady_clock::time_point::max()), trust_deadline_(stream_.get_executor()),
-      heartbeat_(stream_.get_executor()) {}
+  Link(Stream stream, std::string peer)
+      : stream_(std::move(stream)),
+        peer_(std::move(peer)),
+        wake_(stream_.get_executor(), std::chrono::steady_clock::time_point::max()),
+        trust_deadline_(stream_.get_executor()),
+        heartbeat_(stream_.get_executor()) {}
 
   // Starts the read and write loops. on_frame sees every good frame; on_closed runs once,
   // when the connection ends for any reason (peer gone, bad frame, close()).
@@ -124,9 +127,12 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
       std::size_t done = 0;
       while (done < bytes.size()) {
         const ssize_t n = ::send(stream_.native_handle(), bytes.data() + done, bytes.size() - done, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (n > 0) done += static_cast<std::size_t>(n);
-        else if (n < 0 && errno == EINTR) continue;
-        else break;  // full, or failed: the link's thread writes the rest (and meets the error)
+        if (n > 0)
+          done += static_cast<std::size_t>(n);
+        else if (n < 0 && errno == EINTR)
+          continue;
+        else
+          break;  // full, or failed: the link's thread writes the rest (and meets the error)
       }
       if (done == bytes.size()) {
         sent_since_beat_ = true;
@@ -241,7 +247,7 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
         close(ec == asio::error::eof ? "connection closed by peer" : ec.message());
         co_return;
       }
-      if (has_output(stream_)) wake_.cancel();  // TLS answers something: the writer sends it
+      if (has_output(stream_)) wake_.cancel();            // TLS answers something: the writer sends it
       const auto now = std::chrono::steady_clock::now();  // any byte: a long frame coming slowly is life too
       // A peer heard again after missing beats: the line paused (packets dropped a while,
       // which TCP's retransmissions then carried through); said, as nothing else would.
@@ -255,8 +261,10 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
         if (st == wire::Decoder::Status::kNeedMore) break;
         if (st == wire::Decoder::Status::kBad) {
           // Strangers can send garbage as fast as they can connect: their drops are summarised.
-          if (trusted_) log::warn("dropping ", peer_, ": ", decoder_.error());
-          else dropped_strangers().warn("dropping ", peer_, ": ", decoder_.error());
+          if (trusted_)
+            log::warn("dropping ", peer_, ": ", decoder_.error());
+          else
+            dropped_strangers().warn("dropping ", peer_, ": ", decoder_.error());
           fail("protocol error: " + decoder_.error());
           co_return;
         }
@@ -333,10 +341,10 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
   };
   static constexpr std::size_t kBatchBytes = 1u << 20;
   static constexpr std::chrono::microseconds kBurstGap{100};  // write_from_any_thread
-  static constexpr std::size_t kLargeFrame = 16 * 1024;         // written at once even in a burst
+  static constexpr std::size_t kLargeFrame = 16 * 1024;       // written at once even in a burst
   static constexpr std::size_t kBatchBuffers = 64;
   static constexpr std::size_t kTrustedReadSize = 256 * 1024;  // bulk traffic: few, large reads
-  static constexpr std::size_t kUntrustedReadSize = 4 * 1024;   // a hello fits; a stranger costs little
+  static constexpr std::size_t kUntrustedReadSize = 4 * 1024;  // a hello fits; a stranger costs little
   static log::Repeated& dropped_strangers() {
     static log::Repeated warning("unauthenticated peers dropped");
     return warning;
@@ -405,7 +413,8 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
       sent_since_beat_ = true;
       if (ec)  // (closed from the executor: the caller may be iterating over its links)
         asio::post(stream_.get_executor(), [self = this->shared_from_this(), why = ec.message()] { self->close(why); });
-      else if (has_output(stream_)) wake_.cancel();  // the write loop sends what the socket did not take
+      else if (has_output(stream_))
+        wake_.cancel();  // the write loop sends what the socket did not take
       return true;
     } else {
       iovec parts[2] = {{o.head.data(), o.head.size()}, {const_cast<char*>(body.data()), body.size()}};
@@ -454,14 +463,14 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
   bool sent_since_beat_ = false;
   std::chrono::steady_clock::time_point last_heard_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point last_beat_;  // when the previous tick ran
-  Admission::Ticket stranger_;  // while not trusted
+  Admission::Ticket stranger_;                       // while not trusted
   bool trusted_ = true;
   wire::Decoder decoder_;
   std::deque<Outbound> queue_;
   std::size_t queued_bytes_ = 0;
-  std::function<void(std::string&&)> recycle_;  // recycle_written
-  std::unique_ptr<std::mutex> shared_;  // share_writing
-  bool writing_ = false;  // the link's thread has a batch out, or is about to
+  std::function<void(std::string&&)> recycle_;        // recycle_written
+  std::unique_ptr<std::mutex> shared_;                // share_writing
+  bool writing_ = false;                              // the link's thread has a batch out, or is about to
   std::chrono::steady_clock::time_point last_write_;  // the last frame given to write (kBurstGap)
   bool closing_ = false;
   bool closed_ = false;

@@ -22,10 +22,22 @@ void emit(Level l, const Args&... args) {
   (os << ... << args);
   write(l, os.str());
 }
-template <typename... Args> void error(const Args&... a) { emit(Level::kError, a...); }
-template <typename... Args> void warn(const Args&... a) { emit(Level::kWarn, a...); }
-template <typename... Args> void info(const Args&... a) { emit(Level::kInfo, a...); }
-template <typename... Args> void debug(const Args&... a) { emit(Level::kDebug, a...); }
+template <typename... Args>
+void error(const Args&... a) {
+  emit(Level::kError, a...);
+}
+template <typename... Args>
+void warn(const Args&... a) {
+  emit(Level::kWarn, a...);
+}
+template <typename... Args>
+void info(const Args&... a) {
+  emit(Level::kInfo, a...);
+}
+template <typename... Args>
+void debug(const Args&... a) {
+  emit(Level::kDebug, a...);
+}
 
 // What an operator should see at the default level though nothing is wrong: a daemon's
 // start-up ("listening on ...", "registered ..."). Shown unless GRIDRT_LOG=error, or the

@@ -143,7 +143,16 @@ std::optional<std::uint32_t> Topology::index_of(const std::string& cluster) cons
 void Topology::encode(Writer& w) const {
   w.strs(groups).strs(sites).u32(static_cast<std::uint32_t>(clusters.size()));
   for (const auto& c : clusters)
-    w.str(c.name).u32(c.site).u32(c.first_rank).u32(c.count).str(c.link_host).u32(c.link_port).u8(c.reachable).u8(c.outbound).u8(c.accepts).str(c.ports);
+    w.str(c.name)
+        .u32(c.site)
+        .u32(c.first_rank)
+        .u32(c.count)
+        .str(c.link_host)
+        .u32(c.link_port)
+        .u8(c.reachable)
+        .u8(c.outbound)
+        .u8(c.accepts)
+        .str(c.ports);
   w.u32s(rank_group).strs(nodes).u32s(rank_node).strs(rank_endpoint).str(model);
 }
 

@@ -48,7 +48,7 @@ struct JobSpec {
   std::string executable;         // absolute path on the grid's nodes
   std::vector<std::string> args;
   std::vector<std::pair<std::string, std::string>> env;
-  std::string workdir;            // empty: the relay's working directory
+  std::string workdir;  // empty: the relay's working directory
   // A cluster whose part fails (a process exits non-zero or is killed) is lost and the job
   // goes on with the others, which are told (JobProfile <onClusterLoss>continue); by
   // default one failed process stops the whole job, as mpiexec does.
@@ -97,23 +97,23 @@ struct ClusterPart {
   std::uint32_t count = 0;
   std::string link_host;
   std::uint16_t link_port = 0;
-  bool reachable = true;   // other sites can open connections to its relay's link address
-  bool outbound = true;    // its nodes can open connections to other sites
-  bool accepts = false;    // its nodes accept connections from other sites (public, inbound)
-  std::string ports;       // if they do: the port range they listen in ("" for any)
+  bool reachable = true;  // other sites can open connections to its relay's link address
+  bool outbound = true;   // its nodes can open connections to other sites
+  bool accepts = false;   // its nodes accept connections from other sites (public, inbound)
+  std::string ports;      // if they do: the port range they listen in ("" for any)
 };
 
 // Where every process of a job runs, and the names behind the colors. Built by the broker,
 // published to every process through the relays.
 struct Topology {
-  std::vector<std::string> groups;      // group color = index
-  std::vector<std::string> sites;       // site color = index
-  std::vector<ClusterPart> clusters;    // cluster color = index; ranks contiguous, grid order
+  std::vector<std::string> groups;    // group color = index
+  std::vector<std::string> sites;     // site color = index
+  std::vector<ClusterPart> clusters;  // cluster color = index; ranks contiguous, grid order
   std::vector<std::uint32_t> rank_group;
-  std::vector<std::string> nodes;       // node color = index; filled when every part is ready
+  std::vector<std::string> nodes;  // node color = index; filled when every part is ready
   std::vector<std::uint32_t> rank_node;
   std::vector<std::string> rank_endpoint;  // "HOST:PORT" where a rank accepts direct connections, or ""
-  std::string model;  // the grid's performance model its broker keeps (JSON, docs/models.md), or ""
+  std::string model;                       // the grid's performance model its broker keeps (JSON, docs/models.md), or ""
 
   std::uint32_t size() const { return static_cast<std::uint32_t>(rank_group.size()); }
   // Index of the cluster holding `rank`; size() is not a rank (returns clusters.size()).
@@ -126,10 +126,10 @@ struct Topology {
 // Broker -> relay: start this cluster's part of a job.
 struct PartStart {
   std::uint64_t job = 0;
-  std::string secret;        // processes prove membership of the job with it
-  std::string user;          // the submitter's certificate name: whose account runs the part
-  std::uint32_t cluster = 0; // index of the receiving relay's cluster in topology.clusters
-  Topology topology;         // without nodes yet
+  std::string secret;         // processes prove membership of the job with it
+  std::string user;           // the submitter's certificate name: whose account runs the part
+  std::uint32_t cluster = 0;  // index of the receiving relay's cluster in topology.clusters
+  Topology topology;          // without nodes yet
   JobSpec spec;
 
   std::string encode() const;
@@ -141,7 +141,7 @@ struct ProcHello {
   std::string secret;
   std::uint32_t local_rank = 0;  // rank in the cluster's MPI_COMM_WORLD
   std::string hostname;
-  std::string listen;            // "HOST:PORT" where it accepts direct connections, or ""
+  std::string listen;  // "HOST:PORT" where it accepts direct connections, or ""
 
   std::string encode() const;
   static ProcHello decode(std::string_view body);
@@ -171,11 +171,11 @@ struct GridStatus {
     std::uint32_t slots = 0;
     std::uint32_t busy = 0;  // slots held by running jobs
     bool relay_up = false;
-    std::string relay;       // where its relay connected from, when up
+    std::string relay;  // where its relay connected from, when up
   };
   struct Job {
     std::uint64_t id = 0;
-    std::string owner;       // the submitter's certificate name
+    std::string owner;  // the submitter's certificate name
     std::string application;
     std::uint32_t processes = 0;
     std::vector<std::string> clusters;

@@ -12,8 +12,7 @@ namespace gridrt {
 
 tcp::endpoint parse_endpoint(const std::string& text) {
   const auto colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
-    throw std::invalid_argument("'" + text + "' is not HOST:PORT");
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) throw std::invalid_argument("'" + text + "' is not HOST:PORT");
   const std::string host = text.substr(0, colon);
   const std::string port = text.substr(colon + 1);
   unsigned long p = 0;
@@ -21,9 +20,7 @@ tcp::endpoint parse_endpoint(const std::string& text) {
     std::size_t used = 0;
     p = std::stoul(port, &used);
     if (used != port.size() || p > 65535) throw std::invalid_argument(port);
-  } catch (const std::exception&) {
-    throw std::invalid_argument("'" + text + "': port '" + port + "' is not a number from 0 to 65535");
-  }
+  } catch (const std::exception&) { throw std::invalid_argument("'" + text + "': port '" + port + "' is not a number from 0 to 65535"); }
   boost::system::error_code ec;
   auto addr = asio::ip::make_address(host == "localhost" ? "127.0.0.1" : host, ec);
   if (ec) throw std::invalid_argument("'" + text + "': '" + host + "' is not an IP address");

@@ -28,7 +28,7 @@ inline void announce_joining() {
   const char* fd_text = std::getenv(kVariable);
   if (!fd_text) return;
   const int fd = std::atoi(fd_text);
-  ::unsetenv(kVariable);  // (once: what this process starts is not a process of the job)
+  ::unsetenv(kVariable);   // (once: what this process starts is not a process of the job)
   send_all(fd, kJoining);  // (if the watch is gone, gridproc says why)
 }
 

@@ -42,8 +42,8 @@ Child spawn(const std::vector<std::string>& argv, const SpawnOptions& opt) {
   // The account's own HOME, USER and LOGNAME, unless the caller sets them.
   std::vector<std::pair<std::string, std::string>> env = opt.env;
   if (opt.run_as)
-    for (const auto& entry : {std::pair<std::string, std::string>{"HOME", opt.run_as->home}, {"USER", opt.run_as->name},
-                              {"LOGNAME", opt.run_as->name}})
+    for (const auto& entry :
+         {std::pair<std::string, std::string>{"HOME", opt.run_as->home}, {"USER", opt.run_as->name}, {"LOGNAME", opt.run_as->name}})
       if (std::none_of(opt.env.begin(), opt.env.end(), [&](const auto& e) { return e.first == entry.first; })) env.push_back(entry);
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) {
@@ -71,8 +71,8 @@ Child spawn(const std::vector<std::string>& argv, const SpawnOptions& opt) {
     };
     if (opt.cgroup_procs >= 0 && ::write(opt.cgroup_procs, "0", 1) != 1) report(kEnterCgroup);
     // Groups before the user: once the user is changed, the groups can no longer be.
-    if (opt.run_as && (::setgroups(opt.run_as->groups.size(), opt.run_as->groups.data()) != 0 ||
-                       ::setgid(opt.run_as->gid) != 0 || ::setuid(opt.run_as->uid) != 0))
+    if (opt.run_as && (::setgroups(opt.run_as->groups.size(), opt.run_as->groups.data()) != 0 || ::setgid(opt.run_as->gid) != 0 ||
+                       ::setuid(opt.run_as->uid) != 0))
       report(kBecomeAccount);
     // After the account change, which clears a parent-death signal.
     if (opt.die_with_parent) {
@@ -135,9 +135,7 @@ std::string output_of(const std::vector<std::string>& argv, std::chrono::millise
   Child c;
   try {
     c = spawn(argv, opt);
-  } catch (const std::exception&) {
-    return "";
-  }
+  } catch (const std::exception&) { return ""; }
   std::string out;
   const auto deadline = std::chrono::steady_clock::now() + within;
   for (;;) {
@@ -204,8 +202,7 @@ std::vector<pid_t> children_of(pid_t parent) {
     // "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses; the last ')' ends it.
     const auto close = stat.rfind(')');
     long ppid = 0;
-    if (close != std::string::npos && std::sscanf(stat.c_str() + close + 1, " %*c %ld", &ppid) == 1 && ppid == parent)
-      found.push_back(pid);
+    if (close != std::string::npos && std::sscanf(stat.c_str() + close + 1, " %*c %ld", &ppid) == 1 && ppid == parent) found.push_back(pid);
   });
   return found;
 }
@@ -214,8 +211,7 @@ int kill_descendants(std::chrono::milliseconds within) {
   const auto deadline = std::chrono::steady_clock::now() + within;
   std::set<pid_t> killed;
   for (;;) {
-    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
-    }
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {}
     const std::vector<pid_t> children = children_of(::getpid());
     if (children.empty() || std::chrono::steady_clock::now() > deadline) return static_cast<int>(killed.size());
     for (pid_t c : children)

@@ -173,8 +173,7 @@ void IncomingFile::write(std::uint64_t offset, std::string_view data) {
   if (offset == 0 && received_ > 0) restart();  // its sender began again (a sending that broke off)
   if (offset == 0) restarting_ = false;
   if (offset != received_)
-    throw std::runtime_error(what_ + ": a piece at byte " + std::to_string(offset) + " where " + std::to_string(received_) +
-                             " was next");
+    throw std::runtime_error(what_ + ": a piece at byte " + std::to_string(offset) + " where " + std::to_string(received_) + " was next");
   if (data.size() > expected_ - received_)
     throw std::runtime_error(what_ + ": more than the " + std::to_string(expected_) + " bytes announced");
   while (!data.empty()) {
@@ -251,7 +250,8 @@ std::uint64_t parse_bytes(const std::string& text, const std::string& what) {
   while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
   const std::string unit = text.substr(end);
   int shift = -1;
-  for (const auto& [u, s] : {std::pair{"", 0}, {"K", 10}, {"KiB", 10}, {"M", 20}, {"MiB", 20}, {"G", 30}, {"GiB", 30}, {"T", 40}, {"TiB", 40}})
+  for (const auto& [u, s] :
+       {std::pair{"", 0}, {"K", 10}, {"KiB", 10}, {"M", 20}, {"MiB", 20}, {"G", 30}, {"GiB", 30}, {"T", 40}, {"TiB", 40}})
     if (unit == u) shift = s;
   if (end == 0 || end > 15 || shift < 0)
     throw std::invalid_argument(what + " takes a size (bytes, or with K, M, G or T), not '" + text + "'");

@@ -122,9 +122,8 @@ struct PskKey {
   unsigned char key[kPskLength];
 };
 int psk_index() {
-  static const int index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, [](void*, void* p, CRYPTO_EX_DATA*, int, long, void*) {
-    delete static_cast<PskKey*>(p);
-  });
+  static const int index = SSL_CTX_get_ex_new_index(
+      0, nullptr, nullptr, nullptr, [](void*, void* p, CRYPTO_EX_DATA*, int, long, void*) { delete static_cast<PskKey*>(p); });
   return index;
 }
 const PskKey* key_of(SSL* ssl) { return static_cast<PskKey*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), psk_index())); }
@@ -155,8 +154,10 @@ boost::asio::ssl::context make_psk_context(Role role, const std::string& secret)
   const std::string material = "gridrt direct connection key:" + secret;
   SHA256(reinterpret_cast<const unsigned char*>(material.data()), material.size(), k->key);
   SSL_CTX_set_ex_data(native, psk_index(), k);
-  if (role == Role::kServer) SSL_CTX_set_psk_server_callback(native, psk_server);
-  else SSL_CTX_set_psk_client_callback(native, psk_client);
+  if (role == Role::kServer)
+    SSL_CTX_set_psk_server_callback(native, psk_server);
+  else
+    SSL_CTX_set_psk_client_callback(native, psk_client);
   SSL_CTX_set_verify(native, SSL_VERIFY_NONE, nullptr);
   return ctx;
 }
@@ -200,9 +201,7 @@ Authority Authority::load(const std::string& cert_path, const std::string& key_p
 
 std::string Authority::write_key(const std::string& dir) const {
   const std::string path = dir + "/ca.key";
-  write_pem(path, true, [&](FILE* f) {
-    return PEM_write_PrivateKey(f, impl_->key.get(), nullptr, nullptr, 0, nullptr, nullptr);
-  });
+  write_pem(path, true, [&](FILE* f) { return PEM_write_PrivateKey(f, impl_->key.get(), nullptr, nullptr, 0, nullptr, nullptr); });
   return path;
 }
 
@@ -219,9 +218,7 @@ Credentials Authority::issue(const std::string& common_name, const std::string& 
   CertPtr cert = new_cert(common_name, key.get(), impl_->cert.get(), impl_->key.get(), false);
   Credentials c{dir + "/" + file + ".pem", dir + "/" + file + ".key", write_ca(dir)};
   write_pem(c.cert, false, [&](FILE* f) { return PEM_write_X509(f, cert.get()); });
-  write_pem(c.key, true, [&](FILE* f) {
-    return PEM_write_PrivateKey(f, key.get(), nullptr, nullptr, 0, nullptr, nullptr);
-  });
+  write_pem(c.key, true, [&](FILE* f) { return PEM_write_PrivateKey(f, key.get(), nullptr, nullptr, 0, nullptr, nullptr); });
   return c;
 }
 

@@ -88,8 +88,11 @@ TlsStream::TlsStream(tcp::socket socket, asio::ssl::context& ctx) : socket_(std:
 }
 
 TlsStream::TlsStream(TlsStream&& o) noexcept
-    : socket_(std::move(o.socket_)), ssl_(std::exchange(o.ssl_, nullptr)),
-      spare_output_(std::exchange(o.spare_output_, nullptr)), input_(std::move(o.input_)), staging_(std::move(o.staging_)),
+    : socket_(std::move(o.socket_)),
+      ssl_(std::exchange(o.ssl_, nullptr)),
+      spare_output_(std::exchange(o.spare_output_, nullptr)),
+      input_(std::move(o.input_)),
+      staging_(std::move(o.staging_)),
       socket_read_(o.socket_read_) {}
 
 TlsStream::~TlsStream() {
@@ -101,15 +104,18 @@ bool TlsStream::has_output() const { return ssl_ && BIO_ctrl_pending(SSL_get_wbi
 
 asio::awaitable<boost::system::error_code> TlsStream::handshake(HandshakeType type) {
   if (!ssl_) co_return boost::system::error_code{};
-  if (type == asio::ssl::stream_base::client) SSL_set_connect_state(ssl_);
-  else SSL_set_accept_state(ssl_);
+  if (type == asio::ssl::stream_base::client)
+    SSL_set_connect_state(ssl_);
+  else
+    SSL_set_accept_state(ssl_);
   boost::system::error_code ec;
   for (;;) {
     ERR_clear_error();
     const int r = SSL_do_handshake(ssl_);
     const int why = r == 1 ? SSL_ERROR_NONE : SSL_get_error(ssl_, r);
     // What OpenSSL has to say goes out first, an alert about a refused certificate included.
-    const boost::system::error_code failure = why == SSL_ERROR_NONE || why == SSL_ERROR_WANT_READ ? boost::system::error_code{} : last_tls_error();
+    const boost::system::error_code failure =
+        why == SSL_ERROR_NONE || why == SSL_ERROR_WANT_READ ? boost::system::error_code{} : last_tls_error();
     co_await flush(ec);
     if (failure) co_return failure;
     if (ec) co_return ec;
@@ -210,9 +216,12 @@ bool TlsStream::write_now(const std::vector<asio::const_buffer>& buffers, boost:
   std::size_t sent = 0;
   while (sent < data.size()) {
     const ssize_t n = ::send(socket_.native_handle(), data.data() + sent, data.size() - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (n > 0) sent += static_cast<std::size_t>(n);
-    else if (n < 0 && errno == EINTR) continue;
-    else break;  // full, or failed: write() sends the rest (and meets the error)
+    if (n > 0)
+      sent += static_cast<std::size_t>(n);
+    else if (n < 0 && errno == EINTR)
+      continue;
+    else
+      break;  // full, or failed: write() sends the rest (and meets the error)
   }
   data.erase(0, sent);
   return true;

@@ -67,7 +67,7 @@ class TlsStream {
   asio::awaitable<bool> fill(boost::system::error_code& ec);  // more ciphertext from the socket
 
   tcp::socket socket_;
-  SSL* ssl_ = nullptr;  // none when unencrypted
+  SSL* ssl_ = nullptr;           // none when unencrypted
   BIO* spare_output_ = nullptr;  // an empty memory BIO to swap in while the last one is sent
   std::vector<char> input_;      // ciphertext as read from the socket
   std::vector<char> staging_;    // small buffers gathered into one full record

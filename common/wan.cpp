@@ -14,15 +14,12 @@ namespace gridrt {
 namespace {
 
 // A non-negative number followed by one of `units` (name, factor); returns number x factor.
-double number_with_unit(const std::string& text, const std::string& what,
-                        std::initializer_list<std::pair<const char*, double>> units) {
+double number_with_unit(const std::string& text, const std::string& what, std::initializer_list<std::pair<const char*, double>> units) {
   std::size_t used = 0;
   double v = 0;
   try {
     v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
+  } catch (const std::exception&) { used = 0; }
   const std::string unit = text.substr(used);
   if (used > 0 && std::isfinite(v) && v >= 0)
     for (const auto& [name, factor] : units)
@@ -73,7 +70,8 @@ WanSpec WanPlan::pair(const std::string& a, const std::string& b) const {
 }
 
 WanPlan::Line WanPlan::line(const std::string& from, const std::string& to) const {
-  if (const auto it = access.find(from); it != access.end()) return {from + ">*", it->second > 0 ? it->second : between_sites.bytes_per_second};
+  if (const auto it = access.find(from); it != access.end())
+    return {from + ">*", it->second > 0 ? it->second : between_sites.bytes_per_second};
   if (access_for_all) return {from + ">*", between_sites.bytes_per_second};
   return {from + ">" + to, pair(from, to).bytes_per_second};
 }

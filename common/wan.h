@@ -45,7 +45,7 @@ struct WanPlan {
   WanSpec between_sites;                                         // every pair not named below
   std::map<std::pair<std::string, std::string>, WanSpec> pairs;  // (a, b) with a < b
   std::map<std::string, double> access;                          // site -> access line's bytes per second (0: the default rate)
-  bool access_for_all = false;  // every site not in `access` has one at between_sites' rate
+  bool access_for_all = false;                                   // every site not in `access` has one at between_sites' rate
 
   bool active() const;
   WanSpec pair(const std::string& a, const std::string& b) const;  // either order
@@ -57,7 +57,7 @@ struct WanPlan {
   };
   Line line(const std::string& from, const std::string& to) const;
   std::set<std::string> named_sites() const;  // the sites its pairs and access lines name
-  std::string describe() const;  // one line, for logs and --explain
+  std::string describe() const;               // one line, for logs and --explain
 };
 
 // The command-line forms, the same for gridrun, gridbench and gridrelay; each returns

@@ -5,9 +5,13 @@
 
 namespace gridrt {
 
-Watchdog::Watchdog(boost::asio::io_context& io, std::chrono::milliseconds period, std::chrono::milliseconds limit,
-                   Report on_stall, Report on_recover)
-    : timer_(io), period_(period), limit_(limit), on_stall_(std::move(on_stall)), on_recover_(std::move(on_recover)),
+Watchdog::Watchdog(boost::asio::io_context& io, std::chrono::milliseconds period, std::chrono::milliseconds limit, Report on_stall,
+                   Report on_recover)
+    : timer_(io),
+      period_(period),
+      limit_(limit),
+      on_stall_(std::move(on_stall)),
+      on_recover_(std::move(on_recover)),
       last_tick_(Clock::now().time_since_epoch().count()) {
   tick();
   thread_ = std::thread([this] { watch(); });

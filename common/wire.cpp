@@ -158,8 +158,7 @@ Decoder::Status Decoder::next(Frame& out) {
   if (h.magic != kMagic) {
     error_ = "bad magic (not a gridrt peer, or garbage on the socket)";
   } else if (h.version != kVersion) {
-    error_ = "protocol version " + std::to_string(h.version) + " not supported (this side speaks " +
-             std::to_string(kVersion) + ")";
+    error_ = "protocol version " + std::to_string(h.version) + " not supported (this side speaks " + std::to_string(kVersion) + ")";
   } else if (!known_type(type)) {
     error_ = "unknown frame type " + std::to_string(type);
   } else if (h.length > max_body_) {

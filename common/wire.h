@@ -167,8 +167,8 @@ class Decoder {
  private:
   std::uint32_t max_body_ = kMaxBody;
   std::string buf_;
-  std::size_t pos_ = 0;   // first byte not yet decoded
-  std::size_t end_ = 0;   // end of the bytes fed so far (buf_ may be larger: prepared space)
+  std::size_t pos_ = 0;  // first byte not yet decoded
+  std::size_t end_ = 0;  // end of the bytes fed so far (buf_ may be larger: prepared space)
   std::string error_;
   // A frame of at least kDirectBody bytes whose header has been read: its body fills here.
   static constexpr std::size_t kDirectBody = 16 * 1024;
@@ -205,7 +205,7 @@ class Reader {
   std::string_view view();  // what str() reads, not copied (valid as long as the input)
   std::vector<std::string> strs();
   std::vector<std::uint32_t> u32s();
-  void end() const;  // throws unless every byte was consumed
+  void end() const;                              // throws unless every byte was consumed
   std::size_t consumed() const { return pos_; }  // bytes read so far
 
  private:

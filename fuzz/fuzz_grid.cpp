@@ -12,7 +12,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const Grid grid = parse_grid("fuzz-grid.xml", text);
     (void)grid.total_slots();
-  } catch (const InputError&) {
-  }
+  } catch (const InputError&) {}
   return 0;
 }

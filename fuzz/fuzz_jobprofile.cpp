@@ -14,7 +14,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const JobSpec spec = parse_job_profile("fuzz.xml", text, {{"GRIDRT_BIN", "/bin"}, {"GRIDRT_EXAMPLES", "/bin"}, {"HOME", "/root"}});
     if (spec.groups.empty() || spec.total_processes() == 0 || spec.total_processes() > kMaxJobProcesses) std::abort();
-  } catch (const InputError&) {
-  }
+  } catch (const InputError&) {}
   return 0;
 }

@@ -65,7 +65,8 @@ std::string client_hello() {
   tcp::socket a(io);
   a.assign(tcp::v4(), fds[0]);
   TlsStream client(std::move(a), ctx);
-  asio::co_spawn(io, [&]() -> asio::awaitable<void> { co_await client.handshake(asio::ssl::stream_base::client); }, asio::detached);
+  asio::co_spawn(
+      io, [&]() -> asio::awaitable<void> { co_await client.handshake(asio::ssl::stream_base::client); }, asio::detached);
   io.run_for(std::chrono::milliseconds(200));
   std::string hello(65536, '\0');
   const ssize_t n = ::recv(fds[1], hello.data(), hello.size(), MSG_DONTWAIT);
@@ -93,15 +94,15 @@ int main(int argc, char** argv) {
   status.clusters = {{"c0", "site0", 3, 2, true, "relay c0 [127.0.0.1:41000 (relay c0)]"}, {"c1", "site1", 3, 0, false, ""}};
   status.jobs = {{7, "user alice", "hello", 4, {"c0", "c1"}, 12}};
   const std::string bodies[10] = {job.encode(),
-                                 RelayRegistration{"c0", "127.0.0.1", 7000, {7, 8}}.encode(),
-                                 start.encode(),
-                                 ProcHello{"0123456789abcdef0123456789abcdef", 1, "node-a", "127.0.0.1:5000"}.encode(),
-                                 PartReady{{"node-a", "node-b"}, {"", "127.0.0.1:5000"}}.encode(),
-                                 PartDone{{0, 0, 137}, "mpiexec exited"}.encode(),
-                                 JobEnd{137, "rank 2 killed by signal 9"}.encode(),
-                                 topo.take(),
-                                 status.encode(),
-                                 LinkHello{"c1", 0x1234567890abcdefULL, 0xfedcba0987654321ULL, 4096}.encode()};
+                                  RelayRegistration{"c0", "127.0.0.1", 7000, {7, 8}}.encode(),
+                                  start.encode(),
+                                  ProcHello{"0123456789abcdef0123456789abcdef", 1, "node-a", "127.0.0.1:5000"}.encode(),
+                                  PartReady{{"node-a", "node-b"}, {"", "127.0.0.1:5000"}}.encode(),
+                                  PartDone{{0, 0, 137}, "mpiexec exited"}.encode(),
+                                  JobEnd{137, "rank 2 killed by signal 9"}.encode(),
+                                  topo.take(),
+                                  status.encode(),
+                                  LinkHello{"c1", 0x1234567890abcdefULL, 0xfedcba0987654321ULL, 4096}.encode()};
   for (int i = 0; i < 10; ++i) seed("messages", "body-" + std::to_string(i), std::string(1, static_cast<char>(i)) + bodies[i]);
   JobSpec huge = job;
   huge.groups = {{"a", 0x7fffffff}, {"b", 1}};
@@ -110,7 +111,9 @@ int main(int argc, char** argv) {
   // Frame streams: flags byte, piece-size byte, then frames as a peer sends them.
   std::string stream;
   for (int i = 0; i < 8; ++i) {
-    wire::Frame f = wire::make_frame(i == 3 ? wire::Type::kProcHello : i == 1 ? wire::Type::kRelayRegister : wire::Type::kSubmit,
+    wire::Frame f = wire::make_frame(i == 3   ? wire::Type::kProcHello
+                                     : i == 1 ? wire::Type::kRelayRegister
+                                              : wire::Type::kSubmit,
                                      bodies[i], 7);
     stream += wire::encode(f);
   }

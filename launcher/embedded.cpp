@@ -33,7 +33,8 @@ void remove_stale_directories() {
 }  // namespace
 
 EmbeddedGrid::EmbeddedGrid(Grid grid, const std::string& grid_xml, const std::string& bin_dir,
-                           const std::vector<std::string>& relay_options) : grid_(std::move(grid)) {
+                           const std::vector<std::string>& relay_options)
+    : grid_(std::move(grid)) {
   remove_stale_directories();
   char tmpl[] = "/tmp/gridrun-XXXXXX";
   if (!::mkdtemp(tmpl)) throw std::runtime_error("cannot create a private temporary directory in /tmp");
@@ -46,8 +47,8 @@ EmbeddedGrid::EmbeddedGrid(Grid grid, const std::string& grid_xml, const std::st
     const tls::Credentials broker = ca.issue("broker", dir_, "broker");
     user_ = ca.issue("user " + std::string(getenv("USER") ? getenv("USER") : "gridrun"), dir_, "user");
     const std::string port_file = dir_ + "/broker.port";
-    broker_ = spawn({bin_dir + "/gridbroker", "--grid", grid_path, "--listen", "127.0.0.1:0", "--cert", broker.cert,
-                     "--key", broker.key, "--ca", broker.ca, "--port-file", port_file, "--quiet"},
+    broker_ = spawn({bin_dir + "/gridbroker", "--grid", grid_path, "--listen", "127.0.0.1:0", "--cert", broker.cert, "--key", broker.key,
+                     "--ca", broker.ca, "--port-file", port_file, "--quiet"},
                     {})
                   .pid;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -63,9 +64,21 @@ EmbeddedGrid::EmbeddedGrid(Grid grid, const std::string& grid_xml, const std::st
     std::ifstream(port_file) >> broker_port_;
     for (const auto& c : grid_.clusters) {
       const tls::Credentials relay = ca.issue("relay " + c.name, dir_, "relay-" + c.name);
-      std::vector<std::string> argv = {bin_dir + "/gridrelay", "--grid", grid_path, "--cluster", c.name, "--broker",
-                                       broker_endpoint(), "--cert", relay.cert, "--key", relay.key, "--ca", relay.ca,
-                                       "--single-user", "--quiet"};
+      std::vector<std::string> argv = {bin_dir + "/gridrelay",
+                                       "--grid",
+                                       grid_path,
+                                       "--cluster",
+                                       c.name,
+                                       "--broker",
+                                       broker_endpoint(),
+                                       "--cert",
+                                       relay.cert,
+                                       "--key",
+                                       relay.key,
+                                       "--ca",
+                                       relay.ca,
+                                       "--single-user",
+                                       "--quiet"};
       argv.insert(argv.end(), relay_options.begin(), relay_options.end());
       relays_.push_back(spawn(argv, {}).pid);
     }

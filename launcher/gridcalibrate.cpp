@@ -11,15 +11,13 @@
 //     nodes give (below): one pair inside each logical cluster of two nodes or more, one
 //     pair between each two of them.
 // C sites of one cluster each: C + C(C-1)/2 = C(C+1)/2 measurements, whatever the number
-// of processes; a cluster of L logical clusters adds at most L(L+1)/2. Then, for every site with two other sites, an access probe: its leader
-// streams to both at once, which takes as long as the slower stream alone on lines of
-// their own, and as long as both one after the other when the site's traffic shares one
-// line (an access line, the one-port assumption): the model then says so. Inside every
-// cluster of several nodes, first, the latency between each two nodes, from which the
-// model's logical clusters follow (nodes alike: logical_clusters() below). One pair is measured at
-// a time (the others wait in a barrier), so no measurement disturbs another. With --escalations, each cluster's gathers are swept too
-// (the many-to-one model, models/many_to_one.h: where they escalate, the hierarchical gather
-// splits its step inside the cluster).
+// of processes; a cluster of L logical clusters adds at most L(L+1)/2. Then, for every site with two other sites, an access probe: its
+// leader streams to both at once, which takes as long as the slower stream alone on lines of their own, and as long as both one after the
+// other when the site's traffic shares one line (an access line, the one-port assumption): the model then says so. Inside every cluster of
+// several nodes, first, the latency between each two nodes, from which the model's logical clusters follow (nodes alike: logical_clusters()
+// below). One pair is measured at a time (the others wait in a barrier), so no measurement disturbs another. With --escalations, each
+// cluster's gathers are swept too (the many-to-one model, models/many_to_one.h: where they escalate, the hierarchical gather splits its
+// step inside the cluster).
 //
 // For each pair and size m, through gridrt's point-to-point (the path the collectives take):
 //   RTT(m)  median round trip of m bytes answered by 0 bytes = L + g(m) + L + g(0)
@@ -55,7 +53,7 @@
 #include "models/grid_model.h"
 #include "models/least_squares.h"
 #include "coll/algorithms.h"  // the slices the model chooses among (slice_costs_from)
-#include "state.h"               // the slices and routes of the sample run's calls
+#include "state.h"            // the slices and routes of the sample run's calls
 
 namespace {
 
@@ -115,7 +113,8 @@ std::vector<double> sizes_from(const std::string& text) {
   while (from <= text.size()) {
     const std::size_t comma = std::min(text.find(',', from), text.size());
     const std::string s = text.substr(from, comma - from);
-    if (s.empty() || s.size() > 10 || s.find_first_not_of("0123456789") != std::string::npos) usage_error("--sizes takes sizes in bytes, got '" + text + "'");
+    if (s.empty() || s.size() > 10 || s.find_first_not_of("0123456789") != std::string::npos)
+      usage_error("--sizes takes sizes in bytes, got '" + text + "'");
     const double v = std::strtod(s.c_str(), nullptr);
     if (!out.empty() && v <= out.back()) usage_error("--sizes must increase, got '" + text + "'");
     out.push_back(v);
@@ -131,9 +130,9 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 struct Measurement {
-  std::string kind;      // "inside", "within_site", "between_sites" or "logical"
-  std::string name, to;  // the cluster, the site, or the sites from (a's) and to (b's)
-  int a = 0, b = 0;      // the ranks measured (a leads)
+  std::string kind;                // "inside", "within_site", "between_sites" or "logical"
+  std::string name, to;            // the cluster, the site, or the sites from (a's) and to (b's)
+  int a = 0, b = 0;                // the ranks measured (a leads)
   int group_a = -1, group_b = -1;  // "logical": the logical clusters of a and b (alike: inside one)
 };
 
@@ -171,8 +170,10 @@ double stream(int me, int from, int to, std::vector<char>& buf, std::size_t m, i
 // A double known at `from`, handed to `to` (the same process: kept).
 double hand_over(int me, int from, int to, double v, int tag) {
   if (from == to) return v;
-  if (me == from) gridrt::send(&v, sizeof v, to, tag);
-  else if (me == to) gridrt::recv(&v, sizeof v, from, tag);
+  if (me == from)
+    gridrt::send(&v, sizeof v, to, tag);
+  else if (me == to)
+    gridrt::recv(&v, sizeof v, from, tag);
   return v;
 }
 
@@ -236,18 +237,20 @@ std::vector<Row> measure_pair(int me, int a, int b, int tag, const std::vector<d
 // window would make those messages faster. `window`: the jobs' (the user's GRIDRT_WINDOW,
 // not the calibration job's own); the default grows up to its largest, and only a line
 // beyond that is said.
-void warn_if_window_limits(const Measurement& mm, const std::vector<Row>& r, const std::vector<double>& sizes, gridrt::flow::Window window) {
+void warn_if_window_limits(const Measurement& mm, const std::vector<Row>& r, const std::vector<double>& sizes,
+                           gridrt::flow::Window window) {
   const std::size_t k = sizes.size() - 1;
   const gridrt::models::WindowCheck c = gridrt::models::check_window(sizes[k], r[k][1], r[0][0], window);
   if (!c.limits) return;
   double advice = c.settled;
   while (advice < c.needed) advice *= 2;
-  std::printf("# warning: %s %s%s%s: the line carries %.1f MB/s, a stream at most the flow-control window "
-              "(%.0f KiB%s) per round trip (%.1f ms): %.1f MB/s; its large messages will go at the window's pace (the model "
-              "predicts them so); run with GRIDRT_WINDOW=%.0f or more to let them go at the line's rate "
-              "(docs/benchmarks.md, \"Flow-control window on a long line\")\n",
-              mm.kind.c_str(), mm.name.c_str(), mm.to.empty() ? "" : "|", mm.to.c_str(), c.line_rate / 1e6, c.settled / 1024,
-              window.grows ? ", the most the default grows to" : "", r[0][0] * 1e3, c.stream_rate / 1e6, advice);
+  std::printf(
+      "# warning: %s %s%s%s: the line carries %.1f MB/s, a stream at most the flow-control window "
+      "(%.0f KiB%s) per round trip (%.1f ms): %.1f MB/s; its large messages will go at the window's pace (the model "
+      "predicts them so); run with GRIDRT_WINDOW=%.0f or more to let them go at the line's rate "
+      "(docs/benchmarks.md, \"Flow-control window on a long line\")\n",
+      mm.kind.c_str(), mm.name.c_str(), mm.to.empty() ? "" : "|", mm.to.c_str(), c.line_rate / 1e6, c.settled / 1024,
+      window.grows ? ", the most the default grows to" : "", r[0][0] * 1e3, c.stream_rate / 1e6, advice);
   std::fflush(stdout);
 }
 
@@ -359,7 +362,8 @@ std::vector<Measurement> logical_clusters(const gridrt::Comm& world, const std::
       const gridrt::models::LogicalClusters& l = model.logical[cluster_name] =
           gridrt::models::LogicalClusters::of(nodes, matrix, 1.20, noise);
       group = l.group;
-      std::printf("# logical clusters of %s:\n%s", cluster_name.c_str(), gridrt::models::describe_logical_clusters(cluster_name, l).c_str());
+      std::printf("# logical clusters of %s:\n%s", cluster_name.c_str(),
+                  gridrt::models::describe_logical_clusters(cluster_name, l).c_str());
       std::fflush(stdout);
     }
     world.bcast(group.data(), k, MPI_INT, 0);
@@ -384,7 +388,8 @@ const std::vector<std::uint64_t> kGatherSizes = {1024, 2048, 4096, 8192, 16384, 
 constexpr int kGatherReps = 10;
 
 void escalation_sweep(const gridrt::Comm& world, const std::vector<std::vector<int>>& cluster_ranks,
-                      const std::map<std::string, std::vector<gridrt::models::PointToPointSample>>& pingpong, gridrt::models::GridModel& model) {
+                      const std::map<std::string, std::vector<gridrt::models::PointToPointSample>>& pingpong,
+                      gridrt::models::GridModel& model) {
   const int me = world.rank();
   std::vector<char> mine(kGatherSizes.back(), 1), all;
   for (const auto& ranks : cluster_ranks) {
@@ -399,7 +404,8 @@ void escalation_sweep(const gridrt::Comm& world, const std::vector<std::vector<i
       const bool in = std::find(ranks.begin(), ranks.begin() + n, me) != ranks.begin() + n;
       const gridrt::Comm sub = world.split(in ? 0 : MPI_UNDEFINED, me);
       if (me == 0) {
-        std::printf("# gathers inside cluster %s among %d processes (%zu sizes, %d each)\n", cluster.c_str(), n, kGatherSizes.size(), kGatherReps);
+        std::printf("# gathers inside cluster %s among %d processes (%zu sizes, %d each)\n", cluster.c_str(), n, kGatherSizes.size(),
+                    kGatherReps);
         std::fflush(stdout);
       }
       if (!in) continue;
@@ -494,7 +500,8 @@ bool slice_costs_from(const gridrt::Comm& world, const std::vector<std::size_t>&
     double predicted = 0;
     if (world.rank() == 0)
       predicted = (predictor->predicted_us(c.op, n, gridrt::Algo::kHier, 0, route, kSmallestSlice) -
-                   predictor->predicted_us(c.op, n, gridrt::Algo::kHier, 0, route, kSampleSlice)) * 1e-6;
+                   predictor->predicted_us(c.op, n, gridrt::Algo::kHier, 0, route, kSampleSlice)) *
+                  1e-6;
     std::vector<double> estimates;  // per slice more, one from each round
     for (int round = 0; round < kSliceRounds; ++round) {
       gridrt::detail::state().slice = kSmallestSlice;
@@ -509,8 +516,8 @@ bool slice_costs_from(const gridrt::Comm& world, const std::vector<std::size_t>&
     model.slice_costs[key] = per_slice;
     const auto [least, most] = std::minmax_element(estimates.begin(), estimates.end());
     char one[128];
-    std::snprintf(one, sizeof one, "%s%s %.1f us (rounds %.1f to %.1f)", said.empty() ? "" : ", ", key.c_str(), per_slice * 1e6, *least * 1e6,
-                  *most * 1e6);
+    std::snprintf(one, sizeof one, "%s%s %.1f us (rounds %.1f to %.1f)", said.empty() ? "" : ", ", key.c_str(), per_slice * 1e6,
+                  *least * 1e6, *most * 1e6);
     said += one;
   }
   gridrt::detail::state().route = route_before;  // the sample run's (GRIDRT_ROUTE, GRIDRT_SLICE)
@@ -537,7 +544,8 @@ bool slice_costs_from(const gridrt::Comm& world, const std::vector<std::size_t>&
 // 32.6: what the model misses differs between the two, and corrections fitted with the
 // large window (alltoall hier 2.09 x predicted - 12.5 ms, steered by its 256 KiB point)
 // predicted the jobs' 128 KiB all-to-all 37% long.
-void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gridrt::models::GridModel& model, gridrt::flow::Window job_window) {
+void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gridrt::models::GridModel& model,
+                gridrt::flow::Window job_window) {
   const int me = world.rank(), P = world.size();
   const gridrt::flow::Window line_window = gridrt::detail::state().window;
   gridrt::detail::use_window(job_window);
@@ -575,7 +583,8 @@ void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gri
     auto call = [&] { gridrt::timing::call_collective(comm, op, algo, n, 0, buffers); };
     double warm = timer.time(call), warmest = 0;
     world.allreduce(&warm, &warmest, 1, MPI_DOUBLE, MPI_MAX);
-    const int calls = static_cast<int>(std::clamp(kSampleSeconds / std::max(warmest, 1e-9), double(kSampleCalls), double(kSampleCallsFast)));
+    const int calls =
+        static_cast<int>(std::clamp(kSampleSeconds / std::max(warmest, 1e-9), double(kSampleCalls), double(kSampleCallsFast)));
     double mine = 0, slowest = 0;
     for (int i = 0; i < calls; ++i) mine += timer.time(call) / calls;
     world.allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX);
@@ -592,9 +601,7 @@ void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gri
         const double slowest = timed(sampled_on, op, algo, n);
         if (me == 0 && unpredicted.empty()) try {
             points.emplace_back(predictor->predicted_us(op, n, algo, 0, "packed", kSampleSlice) * 1e-6, slowest);
-          } catch (const std::exception& e) {
-            unpredicted = std::to_string(n) + " B: " + e.what();
-          }
+          } catch (const std::exception& e) { unpredicted = std::to_string(n) + " B: " + e.what(); }
       }
       if (me != 0) continue;
       if (!unpredicted.empty()) {  // the measurements are kept; this one is left uncorrected
@@ -606,8 +613,8 @@ void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gri
       model.corrections[std::string(op) + "/" + name] = c;
       double ratio = 0;
       for (const auto& [x, y] : points) ratio += y / x / points.size();
-      std::printf("# sample run: %s %s measured %.2f x predicted on average: measured = %.3f x predicted %+.0f us\n", op, name, ratio, c.scale,
-                  c.offset * 1e6);
+      std::printf("# sample run: %s %s measured %.2f x predicted on average: measured = %.3f x predicted %+.0f us\n", op, name, ratio,
+                  c.scale, c.offset * 1e6);
       std::fflush(stdout);
     }
   gridrt::detail::use_window(line_window);
@@ -618,13 +625,16 @@ int work(int argc, char** argv) {
   bool sample = true, escalations = false;
   gridrt::flow::Window job_window;  // (--job-window 0: the default)
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--grid-name") && i + 1 < argc) grid_name = argv[++i];
+    if (!std::strcmp(argv[i], "--grid-name") && i + 1 < argc)
+      grid_name = argv[++i];
     else if (!std::strcmp(argv[i], "--job-window") && i + 1 < argc) {
       if (const auto bytes = std::strtoull(argv[++i], nullptr, 10)) job_window = {bytes, false};
-    }
-    else if (!std::strcmp(argv[i], "--sizes") && i + 1 < argc) sizes_text = argv[++i];
-    else if (!std::strcmp(argv[i], "--no-sample")) sample = false;
-    else if (!std::strcmp(argv[i], "--escalations")) escalations = true;
+    } else if (!std::strcmp(argv[i], "--sizes") && i + 1 < argc)
+      sizes_text = argv[++i];
+    else if (!std::strcmp(argv[i], "--no-sample"))
+      sample = false;
+    else if (!std::strcmp(argv[i], "--escalations"))
+      escalations = true;
   }
   const std::vector<double> sizes = sizes_from(sizes_text);
   const auto start = Clock::now();
@@ -663,8 +673,8 @@ int work(int argc, char** argv) {
     const Measurement& mm = plan[i];
     const int tag = 100 + static_cast<int>(i);
     if (me == 0)
-      std::printf("# %zu/%zu: %s %s%s%s (ranks %d and %d)\n", i + 1, plan.size(), mm.kind.c_str(), mm.name.c_str(), mm.to.empty() ? "" : "|",
-                  mm.to.c_str(), mm.a, mm.b);
+      std::printf("# %zu/%zu: %s %s%s%s (ranks %d and %d)\n", i + 1, plan.size(), mm.kind.c_str(), mm.name.c_str(),
+                  mm.to.empty() ? "" : "|", mm.to.c_str(), mm.a, mm.b);
     std::fflush(stdout);
     std::vector<Row> r(sizes.size() + 1);
     if (me == mm.a || me == mm.b) r = measure_pair(me, mm.a, mm.b, tag, sizes);
@@ -675,11 +685,14 @@ int work(int argc, char** argv) {
       const gridrt::models::PLogP p = plogp_of(r, sizes, false);
       if (mm.kind == "inside") {
         model.inside[mm.name] = p;
-        for (std::size_t k = 0; k < sizes.size(); ++k) pingpong[mm.name].push_back({static_cast<std::uint64_t>(sizes[k]), r[k][0] / 2, r[k][2]});
-      }
-      else if (mm.kind == "within_site") model.within_site[mm.name] = p;
-      else if (mm.kind == "logical" && mm.group_a == mm.group_b) model.logical.at(mm.name).inside[mm.group_a] = p;
-      else if (mm.kind == "logical") model.logical.at(mm.name).between[std::minmax(mm.group_a, mm.group_b)] = p;
+        for (std::size_t k = 0; k < sizes.size(); ++k)
+          pingpong[mm.name].push_back({static_cast<std::uint64_t>(sizes[k]), r[k][0] / 2, r[k][2]});
+      } else if (mm.kind == "within_site")
+        model.within_site[mm.name] = p;
+      else if (mm.kind == "logical" && mm.group_a == mm.group_b)
+        model.logical.at(mm.name).inside[mm.group_a] = p;
+      else if (mm.kind == "logical")
+        model.logical.at(mm.name).between[std::minmax(mm.group_a, mm.group_b)] = p;
       else {
         model.between_sites[{mm.name, mm.to}] = p;
         model.between_sites[{mm.to, mm.name}] = plogp_of(r, sizes, true);
@@ -808,21 +821,21 @@ int launch(int argc, char** argv) {
   gridrt::flow::Window job_window;
   try {
     job_window = gridrt::models::window_from_env();
-  } catch (const std::invalid_argument& e) {
-    usage_error(e.what());
-  }
+  } catch (const std::invalid_argument& e) { usage_error(e.what()); }
   grid_args.insert(grid_args.end(), {"--env", "GRIDRT_WINDOW=" + std::to_string(kLineWindow)});
   worker_args.insert(worker_args.end(), {"--job-window", std::to_string(job_window.grows ? 0 : job_window.bytes)});
   const char* gridrun = std::getenv("GRIDRT_GRIDRUN");
-  const std::string launcher =
-      gridrun ? gridrun : (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "gridrun").string();
+  const std::string launcher = gridrun ? gridrun : (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "gridrun").string();
   std::string json;
   bool in_model = false;
   std::fprintf(stderr, "gridrun calibrate: measuring %s\n", grid_name.c_str());
   const int status = gridrt::run_self_as_job("gridcalibrate", launcher, grid_args, worker_args, [&](const std::string& line) {
-    if (line == "# gridrt-model\n") in_model = true;
-    else if (in_model) json += line;
-    else std::fputs(("gridrun calibrate: " + line.substr(line.rfind("# ", 0) == 0 ? 2 : 0)).c_str(), stderr);
+    if (line == "# gridrt-model\n")
+      in_model = true;
+    else if (in_model)
+      json += line;
+    else
+      std::fputs(("gridrun calibrate: " + line.substr(line.rfind("# ", 0) == 0 ? 2 : 0)).c_str(), stderr);
   });
   if (status != 0 || json.empty()) {
     std::fprintf(stderr, "gridrun calibrate: the calibration job failed (status %d); nothing written\n", status);

@@ -32,7 +32,7 @@ class OutputFiles {
  private:
   const JobSpec& spec_;
   std::map<std::pair<std::string, std::string>, std::unique_ptr<IncomingFile>> open_;  // (cluster, name)
-  std::set<std::pair<std::string, std::string>> failed_;  // the rest of their pieces is ignored
+  std::set<std::pair<std::string, std::string>> failed_;                               // the rest of their pieces is ignored
 };
 
 }  // namespace gridrt

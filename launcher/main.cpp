@@ -165,10 +165,10 @@ int cancel_command(int argc, char** argv) {
   const bool digits = !id.empty() && id.size() <= 19 && id.find_first_not_of("0123456789") == std::string::npos;
   const std::uint64_t job = digits ? std::stoull(id) : 0;
   if (job == 0) {
-    std::fprintf(stderr, "gridrun cancel: %s\n%s",
-                 id.empty() || id[0] == '-' ? "which job? Give its id first."
-                                            : ("'" + id + "' is not a job id (a positive number)").c_str(),
-                 kCancelUsage);
+    std::fprintf(
+        stderr, "gridrun cancel: %s\n%s",
+        id.empty() || id[0] == '-' ? "which job? Give its id first." : ("'" + id + "' is not a job id (a positive number)").c_str(),
+        kCancelUsage);
     return 2;
   }
   std::string broker;
@@ -247,7 +247,7 @@ int main(int argc, char** argv) {
   std::string clusters, ranks_per_cluster, timeout;
   bool unshared_files = false;
   std::vector<std::pair<std::string, std::string>> emulate_wan;  // the --emulate-wan* options, in order
-  if (const char* t = std::getenv("MPIEXEC_TIMEOUT")) {  // as mpiexec takes it; gridrun keeps the time, not mpiexec
+  if (const char* t = std::getenv("MPIEXEC_TIMEOUT")) {          // as mpiexec takes it; gridrun keeps the time, not mpiexec
     timeout = t;
     ::unsetenv("MPIEXEC_TIMEOUT");
   }
@@ -285,15 +285,15 @@ int main(int argc, char** argv) {
       try {
         sub.model = models::read_model_text(value());
         env.emplace_back("GRIDRT_MODEL_JSON", sub.model);
-      } catch (const models::ModelError& e) {
-        usage_error(std::string("--model: ") + e.what());
-      }
+      } catch (const models::ModelError& e) { usage_error(std::string("--model: ") + e.what()); }
     } else if (a == "--env") {
       const std::string kv = value();
       const auto eq = kv.find('=');
       if (eq == 0 || kv.empty()) usage_error("--env takes NAME=VALUE or NAME, got '" + kv + "'");
-      if (eq == std::string::npos) pass_on(kv);
-      else env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+      if (eq == std::string::npos)
+        pass_on(kv);
+      else
+        env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
     } else if (a == "-genv") {
       const std::string name = value();
       if (name.empty() || name.find('=') != std::string::npos) usage_error("-genv takes NAME VALUE, got '" + name + "'");
@@ -349,7 +349,8 @@ int main(int argc, char** argv) {
     }
   }
   if (profile.empty() && program.empty()) usage_error("no program or JobProfile given");
-  if (!profile.empty() && !program.empty()) usage_error("a JobProfile ('" + profile + "') and a program ('" + program + "') given: one or the other");
+  if (!profile.empty() && !program.empty())
+    usage_error("a JobProfile ('" + profile + "') and a program ('" + program + "') given: one or the other");
   if (!program.empty() && !vars.empty()) usage_error("--var fills in a JobProfile; a program takes its own arguments");
   const bool embedded = sub.broker.empty();
   if (!embedded && (sub.creds.cert.empty() || sub.creds.key.empty() || sub.creds.ca.empty()))
@@ -357,8 +358,9 @@ int main(int argc, char** argv) {
   if (!embedded && !grid_path.empty()) usage_error("--grid describes the embedded grid; it cannot go with --broker");
   const bool sized = !clusters.empty() || !ranks_per_cluster.empty() || unshared_files;
   if (sized && (!embedded || !grid_path.empty()))
-    usage_error("--clusters, --ranks-per-cluster and --unshared-files shape the default embedded grid; they cannot go with --grid or "
-                "--broker");
+    usage_error(
+        "--clusters, --ranks-per-cluster and --unshared-files shape the default embedded grid; they cannot go with --grid or "
+        "--broker");
   if (!timeout.empty()) sub.timeout_s = positive_number("--timeout (or MPIEXEC_TIMEOUT)", timeout, 31'536'000);
   const int num_clusters = clusters.empty() ? 2 : positive_number("--clusters", clusters, 64);
   const int slots_per_cluster = ranks_per_cluster.empty() ? 3 : positive_number("--ranks-per-cluster", ranks_per_cluster, 1024);
@@ -368,9 +370,7 @@ int main(int argc, char** argv) {
     if (!embedded) usage_error(option + " applies to the embedded grid; it cannot go with --broker");
     try {
       apply_wan_option(wan_check, option, value);
-    } catch (const std::invalid_argument& e) {
-      usage_error(option + ": " + e.what());
-    }
+    } catch (const std::invalid_argument& e) { usage_error(option + ": " + e.what()); }
     relay_options.insert(relay_options.end(), {option, value});
   }
   // Benchmarks measure the relay path without TLS this way (docs/benchmarks.md).
@@ -416,8 +416,8 @@ int main(int argc, char** argv) {
     // Where the processes start when the profile does not say: here, as with mpiexec and srun
     // (on clusters that see this machine's files; elsewhere in the job's directory). A job
     // with files of its own to put and find (<stageInOut>) starts in its job directory.
-    const bool has_own_files = std::any_of(spec.files.begin(), spec.files.end(),
-                                           [](const StagedFile& f) { return f.role != StagedFile::Role::kExecutable; });
+    const bool has_own_files =
+        std::any_of(spec.files.begin(), spec.files.end(), [](const StagedFile& f) { return f.role != StagedFile::Role::kExecutable; });
     if (spec.workdir.empty() && !has_own_files) {
       spec.workdir = std::filesystem::current_path().string();
       spec.workdir_is_submitters = true;

@@ -65,9 +65,7 @@ std::string explain_job(const Topology& t, const std::string& model) {
       if (const auto it = m.logical.find(c.name); it != m.logical.end()) out += models::describe_logical_clusters(c.name, it->second);
     return links + (out.empty() ? "the model splits none of the job's clusters into logical clusters (each is one)\n"
                                 : "logical clusters, from the model (the steps inside each cluster compose over them):\n" + out);
-  } catch (const models::ModelError& e) {
-    return links + "the model: " + e.what() + "\n";
-  }
+  } catch (const models::ModelError& e) { return links + "the model: " + e.what() + "\n"; }
 }
 
 int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
@@ -98,146 +96,143 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
   std::function<void()> reconnect;
   OutputFiles outputs(spec);
   const std::function<void(Frame&)> on_frame = [&](Frame& f) {
-        switch (f.header.type) {
-          case Type::kJobAccepted: {
-            wire::Reader r(f.body);
-            topo = Topology::decode(r);
-            accepted = true;
-            job_id = f.header.job;
-            printed.assign(topo.clusters.size(), 0);
-            takes_jobs_back = (f.header.flags & wire::kTakesJobsBack) != 0;
-            if (opt.flags & wire::kSubmitDryRun) {
-              std::fputs(describe_mapping(topo).c_str(), stdout);
-              if (opt.explain) std::fputs(explain_job(topo, opt.model).c_str(), stdout);
-              status = 0;
-              ended = true;
-              link->close("dry run done");
-            } else {
-              if (opt.verbose)
-                std::fprintf(stderr, "gridrun: job %llu accepted: %u processes on %zu cluster(s)\n",
-                             static_cast<unsigned long long>(f.header.job), topo.size(), topo.clusters.size());
-              if (opt.timeout_s > 0) {
-                time_limit.expires_after(std::chrono::seconds(opt.timeout_s));
-                time_limit.async_wait([&](const boost::system::error_code& ec) {
-                  if (ec || ended) return;
-                  const std::string limit = std::to_string(opt.timeout_s) + " s";
-                  stop_job(kTimedOutStatus, "time limit of " + limit + " reached, gridrun --timeout",
-                           "job " + std::to_string(job_id) + " reached its time limit of " + limit + " (--timeout): stopping it");
-                });
-              }
-            }
-            break;
+    switch (f.header.type) {
+      case Type::kJobAccepted: {
+        wire::Reader r(f.body);
+        topo = Topology::decode(r);
+        accepted = true;
+        job_id = f.header.job;
+        printed.assign(topo.clusters.size(), 0);
+        takes_jobs_back = (f.header.flags & wire::kTakesJobsBack) != 0;
+        if (opt.flags & wire::kSubmitDryRun) {
+          std::fputs(describe_mapping(topo).c_str(), stdout);
+          if (opt.explain) std::fputs(explain_job(topo, opt.model).c_str(), stdout);
+          status = 0;
+          ended = true;
+          link->close("dry run done");
+        } else {
+          if (opt.verbose)
+            std::fprintf(stderr, "gridrun: job %llu accepted: %u processes on %zu cluster(s)\n",
+                         static_cast<unsigned long long>(f.header.job), topo.size(), topo.clusters.size());
+          if (opt.timeout_s > 0) {
+            time_limit.expires_after(std::chrono::seconds(opt.timeout_s));
+            time_limit.async_wait([&](const boost::system::error_code& ec) {
+              if (ec || ended) return;
+              const std::string limit = std::to_string(opt.timeout_s) + " s";
+              stop_job(kTimedOutStatus, "time limit of " + limit + " reached, gridrun --timeout",
+                       "job " + std::to_string(job_id) + " reached its time limit of " + limit + " (--timeout): stopping it");
+            });
           }
-          case Type::kTopology: {  // complete, with where every process listens
-            wire::Reader r(f.body);
-            topo = Topology::decode(r);
-            if (opt.explain) std::fputs(explain_job(topo, opt.model).c_str(), stderr);
-            break;
-          }
-          case Type::kOutput: {
-            if (f.header.seq != 0 && f.header.context < printed.size()) {  // 0: a note, not a numbered line
-              if (f.header.seq <= printed[f.header.context]) break;  // replayed, printed already
-              printed[f.header.context] = f.header.seq;
-            }
-            FILE* out = f.header.flags == kStderr ? stderr : stdout;
-            // Rank -1: the launch command's own output (e.g. mpiexec's errors).
-            std::string line = !opt.label         ? std::string()
-                               : f.header.src >= 0 ? prefix(f.header.src)
-                               : f.header.context < topo.clusters.size() ? "[" + topo.clusters[f.header.context].name + "] "
-                                                                         : std::string("[?] ");
-            line += f.body;
-            line += '\n';
-            std::fwrite(line.data(), 1, line.size(), out);
-            break;
-          }
-          case Type::kNotice:
-            std::fprintf(stderr, "gridrun: %s\n", f.body.c_str());
-            break;
-          case Type::kFileWanted:  // a cluster's relay lacks one of the job's files
-            for (const auto& file : spec.files)
-              if (file.carried() && file.sha256 == f.body) {
-                if (opt.verbose || file.size >= (64u << 20))
-                  std::fprintf(stderr, "gridrun: sending %s (%s) to the grid\n", file.source.c_str(), human_bytes(file.size).c_str());
-                asio::co_spawn(io, send_staged_file(link, job_id, file, [&](const std::string& why) {
-                                 std::fprintf(stderr, "gridrun: %s\n", why.c_str());
-                               }),
-                               asio::detached);
-                break;
-              }
-            break;
-          case Type::kFileData: {  // a piece of an output file
-            FilePiece piece;
-            try {
-              piece = FilePiece::decode(f.body);
-            } catch (const wire::BadBody& e) {
-              std::fprintf(stderr, "gridrun: a bad piece of an output file from the broker: %s\n", e.what());
-              break;
-            }
-            if (f.header.context >= topo.clusters.size()) break;
-            const std::string said = outputs.on_piece(topo.clusters[f.header.context].name, piece, !(f.header.flags & wire::kMorePieces));
-            if (!said.empty()) std::fprintf(stderr, "gridrun: %s\n", said.c_str());
-            break;
-          }
-          case Type::kError:
-            std::fprintf(stderr, "gridrun: %s\n", f.body.c_str());
-            if (!accepted) {
-              status = f.header.tag == 2 ? 2 : 1;  // 2: the job does not fit the grid (bad input)
-              refused = true;
-            } else if (f.header.job == 0) {  // the broker hangs up on us (e.g. it does not know the job back)
-              status = 1;
-              refused = true;
-            }
-            break;
-          case Type::kJobEnd: {
-            const JobEnd end = JobEnd::decode(f.body);
-            if (!interrupted) status = end.status;
-            if (!end.summary.empty()) std::fprintf(stderr, "gridrun: %s\n", end.summary.c_str());
-            // The broker may report a lost relay before the health check sees it die: a dead
-            // daemon is the grid's failure (1), whichever is noticed first.
-            if (opt.health && end.status != 0)
-              if (const std::string why = opt.health(); !why.empty()) {
-                std::fprintf(stderr, "gridrun: %s\n", why.c_str());
-                status = 1;
-              }
-            ended = true;
-            give_up.cancel();
-            time_limit.cancel();
-            link->close("job ended");
-            break;
-          }
-          default:
-            break;
         }
+        break;
+      }
+      case Type::kTopology: {  // complete, with where every process listens
+        wire::Reader r(f.body);
+        topo = Topology::decode(r);
+        if (opt.explain) std::fputs(explain_job(topo, opt.model).c_str(), stderr);
+        break;
+      }
+      case Type::kOutput: {
+        if (f.header.seq != 0 && f.header.context < printed.size()) {  // 0: a note, not a numbered line
+          if (f.header.seq <= printed[f.header.context]) break;        // replayed, printed already
+          printed[f.header.context] = f.header.seq;
+        }
+        FILE* out = f.header.flags == kStderr ? stderr : stdout;
+        // Rank -1: the launch command's own output (e.g. mpiexec's errors).
+        std::string line = !opt.label                                ? std::string()
+                           : f.header.src >= 0                       ? prefix(f.header.src)
+                           : f.header.context < topo.clusters.size() ? "[" + topo.clusters[f.header.context].name + "] "
+                                                                     : std::string("[?] ");
+        line += f.body;
+        line += '\n';
+        std::fwrite(line.data(), 1, line.size(), out);
+        break;
+      }
+      case Type::kNotice: std::fprintf(stderr, "gridrun: %s\n", f.body.c_str()); break;
+      case Type::kFileWanted:  // a cluster's relay lacks one of the job's files
+        for (const auto& file : spec.files)
+          if (file.carried() && file.sha256 == f.body) {
+            if (opt.verbose || file.size >= (64u << 20))
+              std::fprintf(stderr, "gridrun: sending %s (%s) to the grid\n", file.source.c_str(), human_bytes(file.size).c_str());
+            asio::co_spawn(
+                io,
+                send_staged_file(link, job_id, file, [&](const std::string& why) { std::fprintf(stderr, "gridrun: %s\n", why.c_str()); }),
+                asio::detached);
+            break;
+          }
+        break;
+      case Type::kFileData: {  // a piece of an output file
+        FilePiece piece;
+        try {
+          piece = FilePiece::decode(f.body);
+        } catch (const wire::BadBody& e) {
+          std::fprintf(stderr, "gridrun: a bad piece of an output file from the broker: %s\n", e.what());
+          break;
+        }
+        if (f.header.context >= topo.clusters.size()) break;
+        const std::string said = outputs.on_piece(topo.clusters[f.header.context].name, piece, !(f.header.flags & wire::kMorePieces));
+        if (!said.empty()) std::fprintf(stderr, "gridrun: %s\n", said.c_str());
+        break;
+      }
+      case Type::kError:
+        std::fprintf(stderr, "gridrun: %s\n", f.body.c_str());
+        if (!accepted) {
+          status = f.header.tag == 2 ? 2 : 1;  // 2: the job does not fit the grid (bad input)
+          refused = true;
+        } else if (f.header.job == 0) {  // the broker hangs up on us (e.g. it does not know the job back)
+          status = 1;
+          refused = true;
+        }
+        break;
+      case Type::kJobEnd: {
+        const JobEnd end = JobEnd::decode(f.body);
+        if (!interrupted) status = end.status;
+        if (!end.summary.empty()) std::fprintf(stderr, "gridrun: %s\n", end.summary.c_str());
+        // The broker may report a lost relay before the health check sees it die: a dead
+        // daemon is the grid's failure (1), whichever is noticed first.
+        if (opt.health && end.status != 0)
+          if (const std::string why = opt.health(); !why.empty()) {
+            std::fprintf(stderr, "gridrun: %s\n", why.c_str());
+            status = 1;
+          }
+        ended = true;
+        give_up.cancel();
+        time_limit.cancel();
+        link->close("job ended");
+        break;
+      }
+      default: break;
+    }
   };
   const std::function<void(const std::string&)> on_closed = [&](const std::string& why) {
-        if (!ended && !interrupted && !refused) {
-          if (accepted && job_id != 0 && takes_jobs_back) {
-            // A broker restarted on its state directory takes the job back: try to reach
-            // it again for a while, with back-off.
-            if (!reconnecting) {
-              std::fprintf(stderr, "gridrun: lost the broker: %s; trying to reconnect for %lld s to take job %llu back\n",
-                           why.c_str(), static_cast<long long>(kReconnectFor.count()), static_cast<unsigned long long>(job_id));
-              reconnecting = true;
-              reconnect_until = std::chrono::steady_clock::now() + kReconnectFor;
-              back_off = std::chrono::milliseconds(250);
-            }
-            reconnect_timer.expires_after(back_off);
-            reconnect_timer.async_wait([&](const boost::system::error_code& ec) {
-              if (!ec) reconnect();
-            });
-            return;
-          }
-          if (accepted)
-            std::fprintf(stderr, "gridrun: lost the broker: %s\n", why.c_str());
-          else  // e.g. a certificate the grid's CA did not sign: TLS 1.3 reports it only now
-            std::fprintf(stderr, "gridrun: the broker at %s closed the connection before accepting the job: %s\n",
-                         opt.broker.c_str(), why.c_str());
-          status = 1;
+    if (!ended && !interrupted && !refused) {
+      if (accepted && job_id != 0 && takes_jobs_back) {
+        // A broker restarted on its state directory takes the job back: try to reach
+        // it again for a while, with back-off.
+        if (!reconnecting) {
+          std::fprintf(stderr, "gridrun: lost the broker: %s; trying to reconnect for %lld s to take job %llu back\n", why.c_str(),
+                       static_cast<long long>(kReconnectFor.count()), static_cast<unsigned long long>(job_id));
+          reconnecting = true;
+          reconnect_until = std::chrono::steady_clock::now() + kReconnectFor;
+          back_off = std::chrono::milliseconds(250);
         }
-        health_timer.cancel();
-        reconnect_timer.cancel();
-        time_limit.cancel();
-        io.stop();
+        reconnect_timer.expires_after(back_off);
+        reconnect_timer.async_wait([&](const boost::system::error_code& ec) {
+          if (!ec) reconnect();
+        });
+        return;
+      }
+      if (accepted)
+        std::fprintf(stderr, "gridrun: lost the broker: %s\n", why.c_str());
+      else  // e.g. a certificate the grid's CA did not sign: TLS 1.3 reports it only now
+        std::fprintf(stderr, "gridrun: the broker at %s closed the connection before accepting the job: %s\n", opt.broker.c_str(),
+                     why.c_str());
+      status = 1;
+    }
+    health_timer.cancel();
+    reconnect_timer.cancel();
+    time_limit.cancel();
+    io.stop();
   };
   // One attempt to reach the broker again; on success the job is asked back (AttachJob,
   // with where the output stands), on failure another attempt follows, later, until
@@ -381,15 +376,17 @@ std::string describe_status(const GridStatus& st, const std::string& broker) {
     site_w = std::max(site_w, c.site.size());
   }
   std::uint64_t slots = 0, free = 0;
-  os << std::left << std::setw(static_cast<int>(name_w)) << "cluster" << "  " << std::setw(static_cast<int>(site_w)) << "site"
-     << "  " << std::right << std::setw(5) << "slots" << "  " << std::setw(4) << "free" << "  relay\n";
+  os << std::left << std::setw(static_cast<int>(name_w)) << "cluster"
+     << "  " << std::setw(static_cast<int>(site_w)) << "site"
+     << "  " << std::right << std::setw(5) << "slots"
+     << "  " << std::setw(4) << "free"
+     << "  relay\n";
   for (const auto& c : st.clusters) {
     const std::uint32_t f = c.relay_up && c.busy < c.slots ? c.slots - c.busy : 0;
     slots += c.slots;
     free += f;
     os << std::left << std::setw(static_cast<int>(name_w)) << c.name << "  " << std::setw(static_cast<int>(site_w)) << c.site << "  "
-       << std::right << std::setw(5) << c.slots << "  " << std::setw(4) << f << "  " << (c.relay_up ? "up, " + c.relay : "DOWN")
-       << "\n";
+       << std::right << std::setw(5) << c.slots << "  " << std::setw(4) << f << "  " << (c.relay_up ? "up, " + c.relay : "DOWN") << "\n";
   }
   os << st.jobs.size() << " job(s) running, " << st.waiting << " waiting; " << free << " of " << slots << " slots free\n";
   if (st.jobs.empty()) return os.str();
@@ -398,15 +395,18 @@ std::string describe_status(const GridStatus& st, const std::string& broker) {
     owner_w = std::max(owner_w, j.owner.size());
     app_w = std::max(app_w, j.application.size());
   }
-  os << std::right << std::setw(6) << "job" << "  " << std::left << std::setw(static_cast<int>(owner_w)) << "owner" << "  "
-     << std::setw(static_cast<int>(app_w)) << "application" << "  " << std::right << std::setw(9) << "processes"
-     << "  " << std::setw(8) << "age" << "  clusters\n";
+  os << std::right << std::setw(6) << "job"
+     << "  " << std::left << std::setw(static_cast<int>(owner_w)) << "owner"
+     << "  " << std::setw(static_cast<int>(app_w)) << "application"
+     << "  " << std::right << std::setw(9) << "processes"
+     << "  " << std::setw(8) << "age"
+     << "  clusters\n";
   for (const auto& j : st.jobs) {
     std::string clusters;
     for (const auto& c : j.clusters) clusters += (clusters.empty() ? "" : " ") + c;
     os << std::right << std::setw(6) << j.id << "  " << std::left << std::setw(static_cast<int>(owner_w)) << j.owner << "  "
-       << std::setw(static_cast<int>(app_w)) << j.application << "  " << std::right << std::setw(9) << j.processes << "  "
-       << std::setw(8) << duration_text(j.age_s) << "  " << clusters << "\n";
+       << std::setw(static_cast<int>(app_w)) << j.application << "  " << std::right << std::setw(9) << j.processes << "  " << std::setw(8)
+       << duration_text(j.age_s) << "  " << clusters << "\n";
   }
   return os.str();
 }

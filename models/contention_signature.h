@@ -31,10 +31,10 @@
 namespace gridrt::models {
 
 struct ContentionSignature {
-  double alpha = 0;   // s: point-to-point start-up
-  double beta = 0;    // s per byte
-  double gamma = 1;   // the contention ratio
-  double delta = 0;   // s per peer, from size M on
+  double alpha = 0;                                             // s: point-to-point start-up
+  double beta = 0;                                              // s per byte
+  double gamma = 1;                                             // the contention ratio
+  double delta = 0;                                             // s per peer, from size M on
   std::uint64_t M = std::numeric_limits<std::uint64_t>::max();  // none: delta never applies
 
   // Predicted time of an all-to-all of n processes, m bytes per pair.

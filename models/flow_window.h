@@ -53,14 +53,15 @@ class FlowWindow {
  public:
   // `window`: W, bytes; `round_trip`: R, seconds from a frame's leaving to its credit's return.
   FlowWindow(double window, double round_trip)
-      : round_trip_(round_trip), window_(window), fragment_(static_cast<double>(fragment_bytes(static_cast<std::size_t>(window)))), credit_(window) {}
+      : round_trip_(round_trip),
+        window_(window),
+        fragment_(static_cast<double>(fragment_bytes(static_cast<std::size_t>(window)))),
+        credit_(window) {}
 
   // Whether a line that clocks a frame out in `frame_time` outpaces the window: sends a
   // window's frames before the first one's credit is back. Where it does not, credit is
   // back before it is needed, and a stream's every message leaves as fresh() says.
-  static bool outpaced(double window, double round_trip, double frame_time) {
-    return frames_per_window(window) * frame_time < round_trip;
-  }
+  static bool outpaced(double window, double round_trip, double frame_time) { return frames_per_window(window) * frame_time < round_trip; }
 
   // A message of a fresh stream (all its credit there), without keeping the stream: as
   // send() on a new FlowWindow where its frames are whole (a smaller last frame may fit in
@@ -111,7 +112,7 @@ class FlowWindow {
     return std::max(1.0, std::floor(window / static_cast<double>(fragment_bytes(static_cast<std::size_t>(window)) + kFrameCost)));
   }
   double round_trip_, window_, fragment_;
-  double credit_;  // not spent, nor yet back in in_flight_
+  double credit_;                                    // not spent, nor yet back in in_flight_
   std::deque<std::pair<double, double>> in_flight_;  // (its credit back at, cost) by frame, in order
   double last_ = 0;                                  // when the stream's last frame left
 };

@@ -76,10 +76,9 @@ double number(const pt::ptree& t, const std::string& what) {
   double x = 0;
   try {
     x = std::stod(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != v.size() || !std::isfinite(x) || x < 0) throw ModelError(what + " must be a non-negative number, not '" + v + "'");
+  } catch (const std::exception&) { used = 0; }
+  if (used == 0 || used != v.size() || !std::isfinite(x) || x < 0)
+    throw ModelError(what + " must be a non-negative number, not '" + v + "'");
   return x;
 }
 
@@ -191,7 +190,8 @@ LogicalClusters logical_clusters(const pt::ptree& t, const std::string& where) {
     for (double& x : us) x *= 1e-6;
     latency.push_back(std::move(us));
   }
-  if (latency.size() != nodes.size()) throw ModelError(where + ".latency_us must have a row per node (" + std::to_string(nodes.size()) + ")");
+  if (latency.size() != nodes.size())
+    throw ModelError(where + ".latency_us must have a row per node (" + std::to_string(nodes.size()) + ")");
   const double tolerance = t.get_child_optional("tolerance") ? number(t.get_child("tolerance"), where + ".tolerance") : 1.20;
   if (tolerance < 1) throw ModelError(where + ".tolerance must be at least 1");
   const double noise = t.get_child_optional("noise_us") ? number(t.get_child("noise_us"), where + ".noise_us") * 1e-6 : 0;
@@ -261,10 +261,10 @@ std::string by_count_json(const std::map<int, std::uint64_t>& t) {
 }
 
 std::string many_to_one_json(const ManyToOneModel& m) {
-  std::string out = "{\"C_us\": " + g6(m.C * 1e6) + ", \"t_us_per_byte\": " + g6(m.t * 1e6) + ", \"inv_beta0_us_per_byte\": " +
-                    g6(m.inv_beta0 * 1e6) + ", \"kappa1\": " + g6(m.kappa1) + ", \"kappa2\": " + g6(m.kappa2) +
-                    ",\n      \"M1\": " + by_count_json(m.M1) + ", \"Mc\": " + by_count_json(m.Mc) + ", \"M2\": " + std::to_string(m.M2) +
-                    ",\n      \"levels_us\": [";
+  std::string out = "{\"C_us\": " + g6(m.C * 1e6) + ", \"t_us_per_byte\": " + g6(m.t * 1e6) +
+                    ", \"inv_beta0_us_per_byte\": " + g6(m.inv_beta0 * 1e6) + ", \"kappa1\": " + g6(m.kappa1) +
+                    ", \"kappa2\": " + g6(m.kappa2) + ",\n      \"M1\": " + by_count_json(m.M1) + ", \"Mc\": " + by_count_json(m.Mc) +
+                    ", \"M2\": " + std::to_string(m.M2) + ",\n      \"levels_us\": [";
   std::string sep;
   for (const double l : m.levels) out += sep + g6(l * 1e6), sep = ", ";
   out += "],\n      \"frequencies\": [";
@@ -307,7 +307,8 @@ std::string logical_clusters_json(const LogicalClusters& l) {
   if (!l.inside.empty()) {
     out += ",\n      \"plogp_inside\": [";
     sep = "";
-    for (const auto& [g, p] : l.inside) out += sep + "{\"group\": " + std::to_string(g) + ", \"plogp\": " + plogp_json(p) + "}", sep = ",\n        ";
+    for (const auto& [g, p] : l.inside)
+      out += sep + "{\"group\": " + std::to_string(g) + ", \"plogp\": " + plogp_json(p) + "}", sep = ",\n        ";
     out += "]";
   }
   if (!l.between.empty()) {
@@ -321,7 +322,6 @@ std::string logical_clusters_json(const LogicalClusters& l) {
   return out + "}";
 }
 
-
 }  // namespace
 
 GridModel read_model_json(const std::string& text, const std::string& source) {
@@ -329,9 +329,7 @@ GridModel read_model_json(const std::string& text, const std::string& source) {
   std::istringstream in(text);
   try {
     pt::read_json(in, root);
-  } catch (const pt::json_parser_error& e) {
-    throw ModelError(source + ":" + std::to_string(e.line()) + ": not JSON: " + e.message());
-  }
+  } catch (const pt::json_parser_error& e) { throw ModelError(source + ":" + std::to_string(e.line()) + ": not JSON: " + e.message()); }
   try {
     if (root.get<std::string>("format", "") != kFormat) throw ModelError("'format' must be \"" + std::string(kFormat) + "\"");
     GridModel m;
@@ -352,7 +350,8 @@ GridModel read_model_json(const std::string& text, const std::string& source) {
         if (both) {
           for (const auto& [k, v] : child(entry, "sites", "between_sites")) sites.push_back(v.get_value<std::string>());
         } else {
-          sites = {child(entry, "from", "between_sites").get_value<std::string>(), child(entry, "to", "between_sites").get_value<std::string>()};
+          sites = {child(entry, "from", "between_sites").get_value<std::string>(),
+                   child(entry, "to", "between_sites").get_value<std::string>()};
         }
         if (sites.size() != 2 || (sites[0] == sites[1] && sites[0] != "*")) throw ModelError("between_sites: an entry must name two sites");
         const PLogP p = plogp(child(entry, "plogp", "between_sites"), "between_sites." + sites[0] + "-" + sites[1]);
@@ -375,9 +374,7 @@ GridModel read_model_json(const std::string& text, const std::string& source) {
       for (const auto& [cluster, l] : *logical) m.logical[cluster] = logical_clusters(l, "logical_clusters." + cluster);
     if (m.empty()) throw ModelError("no measurement (inside, within_site, between_sites, many_to_one or logical_clusters)");
     return m;
-  } catch (const ModelError& e) {
-    throw ModelError(source + ": " + e.what());
-  } catch (const pt::ptree_error& e) {
+  } catch (const ModelError& e) { throw ModelError(source + ": " + e.what()); } catch (const pt::ptree_error& e) {
     throw ModelError(source + ": " + e.what());
   }
 }
@@ -394,8 +391,8 @@ std::string read_model_text(const std::string& path) {
 GridModel load_model(const std::string& path) { return read_model_json(read_model_text(path), path); }
 
 std::string model_json(const GridModel& m) {
-  std::string out = "{\n  \"format\": \"" + std::string(kFormat) + "\",\n  \"grid\": " + quoted(m.grid) + ",\n  \"measured\": " + quoted(m.measured) +
-                    ",\n  \"measurements\": " + std::to_string(m.measurements);
+  std::string out = "{\n  \"format\": \"" + std::string(kFormat) + "\",\n  \"grid\": " + quoted(m.grid) +
+                    ",\n  \"measured\": " + quoted(m.measured) + ",\n  \"measurements\": " + std::to_string(m.measurements);
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3f", m.seconds);
   out += ",\n  \"seconds\": " + std::string(buf) + ",\n  \"inside\": {";
@@ -407,7 +404,8 @@ std::string model_json(const GridModel& m) {
   out += "\n  },\n  \"between_sites\": [";
   sep = "\n    ";
   for (const auto& [st, p] : m.between_sites)
-    out += sep + "{\"from\": " + quoted(st.first) + ", \"to\": " + quoted(st.second) + ", \"plogp\": " + plogp_json(p) + "}", sep = ",\n    ";
+    out += sep + "{\"from\": " + quoted(st.first) + ", \"to\": " + quoted(st.second) + ", \"plogp\": " + plogp_json(p) + "}",
+        sep = ",\n    ";
   out += "\n  ],\n  \"access\": [";
   sep = "";
   for (const auto& s : m.access) out += sep + quoted(s), sep = ", ";
@@ -460,8 +458,10 @@ std::string describe_plogp(const PLogP& p) {
 
 std::string kib(std::uint64_t bytes) {
   char buf[32];
-  if (bytes % 1024 == 0) std::snprintf(buf, sizeof buf, "%llu KiB", static_cast<unsigned long long>(bytes / 1024));
-  else std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  if (bytes % 1024 == 0)
+    std::snprintf(buf, sizeof buf, "%llu KiB", static_cast<unsigned long long>(bytes / 1024));
+  else
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
   return buf;
 }
 
@@ -471,8 +471,10 @@ std::string describe_many_to_one(const std::string& cluster, const ManyToOneMode
   char buf[200];
   std::snprintf(buf, sizeof buf, "  gathers inside cluster %s: C %.1f us, t %.3g ns/B, ", cluster.c_str(), g.C * 1e6, g.t * 1e9);
   std::string out = buf;
-  if (g.inv_beta0 > 0) std::snprintf(buf, sizeof buf, "root link %.1f MB/s, ", 1e-6 / g.inv_beta0);
-  else std::snprintf(buf, sizeof buf, "root link not resolved by the ping-pong, ");
+  if (g.inv_beta0 > 0)
+    std::snprintf(buf, sizeof buf, "root link %.1f MB/s, ", 1e-6 / g.inv_beta0);
+  else
+    std::snprintf(buf, sizeof buf, "root link not resolved by the ping-pong, ");
   out += buf;
   std::snprintf(buf, sizeof buf, "kappa1 %.2f, kappa2 %.2f\n", g.kappa1, g.kappa2);
   out += buf;
@@ -490,7 +492,8 @@ std::string describe_many_to_one(const std::string& cluster, const ManyToOneMode
 }
 
 std::string describe_model(const GridModel& m) {
-  std::string out = "model of " + (m.grid.empty() ? std::string("a grid") : m.grid) + (m.measured.empty() ? "" : ", measured " + m.measured);
+  std::string out =
+      "model of " + (m.grid.empty() ? std::string("a grid") : m.grid) + (m.measured.empty() ? "" : ", measured " + m.measured);
   char buf[96];
   std::snprintf(buf, sizeof buf, " (%d measurements, %.1f s)\n", m.measurements, m.seconds);
   out += buf;
@@ -542,8 +545,10 @@ std::string describe_logical_clusters(const std::string& cluster, const LogicalC
   for (std::size_t a = 0; a < l.nodes.size(); ++a) {
     out += "\n      " + l.nodes[a] + ":";
     for (std::size_t b = 0; b < l.nodes.size(); ++b) {
-      if (a == b) std::snprintf(buf, sizeof buf, " %8s", "-");
-      else std::snprintf(buf, sizeof buf, " %8.1f", l.latency[a][b] * 1e6);
+      if (a == b)
+        std::snprintf(buf, sizeof buf, " %8s", "-");
+      else
+        std::snprintf(buf, sizeof buf, " %8.1f", l.latency[a][b] * 1e6);
       out += buf;
     }
   }
@@ -553,7 +558,8 @@ std::string describe_logical_clusters(const std::string& cluster, const LogicalC
     out += buf;
   };
   for (const auto& [g, p] : l.inside) line("inside logical cluster " + std::to_string(g), p);
-  for (const auto& [ab, p] : l.between) line("between logical clusters " + std::to_string(ab.first) + " and " + std::to_string(ab.second), p);
+  for (const auto& [ab, p] : l.between)
+    line("between logical clusters " + std::to_string(ab.first) + " and " + std::to_string(ab.second), p);
   return out + "\n";
 }
 

@@ -64,7 +64,6 @@ struct Correction {
 // (scale 1) from none.
 Correction fit_correction(const std::vector<std::pair<double, double>>& predicted_measured);
 
-
 struct GridModel {
   std::map<std::string, PLogP> inside;
   std::map<std::string, PLogP> within_site;

@@ -23,7 +23,7 @@ struct Point {
 
 struct Line {
   double slope = 0, intercept = 0;
-  double sse = 0;  // the weighted sum of squared residuals of the points it was fitted on
+  double sse = 0;   // the weighted sum of squared residuals of the points it was fitted on
   bool ok = false;  // false for fewer than two distinct x (or one, through the origin)
   double at(double x) const { return slope * x + intercept; }
 };

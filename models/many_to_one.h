@@ -56,9 +56,9 @@ struct ManyToOneModel {
   double t = 0;          // s per byte: a node's processing per byte
   double inv_beta0 = 0;  // s per byte: the root's incoming link
   double kappa1 = 0, kappa2 = 0;
-  std::uint64_t M2 = 0;  // the least size from which no escalation; 0: none seen, or up to the largest size swept
-  std::map<int, std::uint64_t> M1, Mc;      // per process count; absent: none seen
-  std::vector<double> levels;               // tau_i, s, ascending
+  std::uint64_t M2 = 0;                 // the least size from which no escalation; 0: none seen, or up to the largest size swept
+  std::map<int, std::uint64_t> M1, Mc;  // per process count; absent: none seen
+  std::vector<double> levels;           // tau_i, s, ascending
   // f_i(n, M) as measured: one frequency per level.
   std::map<std::pair<int, std::uint64_t>, std::vector<double>> frequencies;
 
@@ -91,7 +91,8 @@ struct ManyToOneModel {
   template <typename Visit>
   void each_size(int n, std::uint64_t below, Visit&& visit) const {
     const int count = measured_count(n);
-    for (auto it = frequencies.lower_bound({count, 0}); it != frequencies.end() && it->first.first == count && it->first.second < below; ++it)
+    for (auto it = frequencies.lower_bound({count, 0}); it != frequencies.end() && it->first.first == count && it->first.second < below;
+         ++it)
       visit(it->first.second, it->second);
   }
   // The escalation frequencies for (n, M): measured_count's row at the largest size
@@ -205,10 +206,8 @@ inline void fit_kappas(ManyToOneModel& m, int n1, std::uint64_t small_M, int n2,
   };
   const double Ms = static_cast<double>(small_M), Ml = static_cast<double>(large_M);
   const double ts = median_at(n1, small_M), tl = median_at(n2, large_M);
-  if (ts > 0 && m.t > 0 && n1 > 1)
-    m.kappa1 = std::max(0.0, (ts - n1 * m.C - Ms * (m.t + m.inv_beta0)) / (Ms * (n1 - 1) * m.t));
-  if (tl > 0 && n2 > 1)
-    m.kappa2 = std::max(0.0, (tl - m.C - m.t * Ml - Ml * m.inv_beta0) / ((n2 - 1) * (m.C + m.t * Ml)));
+  if (ts > 0 && m.t > 0 && n1 > 1) m.kappa1 = std::max(0.0, (ts - n1 * m.C - Ms * (m.t + m.inv_beta0)) / (Ms * (n1 - 1) * m.t));
+  if (tl > 0 && n2 > 1) m.kappa2 = std::max(0.0, (tl - m.C - m.t * Ml - Ml * m.inv_beta0) / ((n2 - 1) * (m.C + m.t * Ml)));
 }
 
 // Thresholds, levels and frequencies from a sweep (the linear parameters fitted first).
@@ -266,13 +265,15 @@ inline void fit_escalations(ManyToOneModel& m, const std::vector<GatherSample>& 
   m.M2 = 0;
   for (const auto& [key, cell] : cells)
     if (key.second > last_escalating && (m.M2 == 0 || key.second < m.M2)) m.M2 = key.second;
-  if (last_escalating == 0) m.M2 = 0;  // no escalation at all: no medium region
+  if (last_escalating == 0) m.M2 = 0;             // no escalation at all: no medium region
   for (const auto& [n, sizes] : all_escalated) {  // Mc: from here on (below M2) always escalated
     std::uint64_t from = 0;
     for (const auto& [M, always] : sizes) {
       if (m.M2 > 0 && M >= m.M2) break;
-      if (!always) from = 0;
-      else if (from == 0) from = M;
+      if (!always)
+        from = 0;
+      else if (from == 0)
+        from = M;
     }
     if (from > 0) m.Mc[n] = from;
   }

@@ -44,8 +44,8 @@ inline BySize never_falling(BySize g) {
 }
 
 struct PLogP {
-  double L = 0;  // s
-  BySize g;      // the gap
+  double L = 0;      // s
+  BySize g;          // the gap
   BySize os, orecv;  // sender and receiver overheads
   // gridrt's own addition: how much later a message is taken by a receiver that has been
   // waiting long enough to sleep between its tests (the wait policy's back-off,

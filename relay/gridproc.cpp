@@ -104,8 +104,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc < 3 || std::strcmp(argv[1], "--") != 0) {
-    std::fprintf(stderr, "usage: gridproc -- PROGRAM [ARGS...]\n"
-                         "Started by gridrelay under the cluster's launch command; not for direct use.\n");
+    std::fprintf(stderr,
+                 "usage: gridproc -- PROGRAM [ARGS...]\n"
+                 "Started by gridrelay under the cluster's launch command; not for direct use.\n");
     return 2;
   }
   std::vector<std::string> cmd(argv + 2, argv + argc);
@@ -182,7 +183,8 @@ int main(int argc, char** argv) {
   // Forward output line by line until the program has ended and both pipes are closed, with
   // a heartbeat whenever nothing else went to the relay for a beat (Liveness: the relay
   // takes a silent monitor for hung). What the relay sends (its heartbeats) is read and dropped.
-  pollfd fds[6] = {{child.stdout_fd, POLLIN, 0}, {child.stderr_fd, POLLIN, 0}, {sock, POLLIN, 0}, {wake[0], POLLIN, 0}, {-1, 0, 0}, {-1, 0, 0}};
+  pollfd fds[6] = {
+      {child.stdout_fd, POLLIN, 0}, {child.stderr_fd, POLLIN, 0}, {sock, POLLIN, 0}, {wake[0], POLLIN, 0}, {-1, 0, 0}, {-1, 0, 0}};
   std::string partial[2];
   const std::uint32_t stream[2] = {kStdout, kStderr};
   bool relay_ok = true;
@@ -198,7 +200,7 @@ int main(int argc, char** argv) {
     send_frame(f);
   };
   int open = 2;
-  int code = -1;  // the program's exit status, once it ended
+  int code = -1;             // the program's exit status, once it ended
   bool past_gridrt = false;  // it initialised MPI without gridrt: stopped
   char buf[65536];
   while (open > 0 || code < 0) {
@@ -213,8 +215,7 @@ int main(int argc, char** argv) {
       if (g_child > 0) ::kill(g_child, SIGKILL);
     }
     if (fds[3].revents & POLLIN) {
-      while (::read(wake[0], buf, sizeof buf) > 0) {
-      }
+      while (::read(wake[0], buf, sizeof buf) > 0) {}
       // Reap the program, and the orphans handed to us that ended meanwhile.
       int st = 0;
       for (pid_t p; (p = ::waitpid(-1, &st, WNOHANG)) > 0;)
@@ -265,7 +266,8 @@ int main(int argc, char** argv) {
   // Exiting 0 tells the relay (through the launch command's status) that this rank's output
   // and status are on their way: only when they are.
   if (!relay_ok) {
-    std::fprintf(stderr, "gridproc: the relay's connection was lost; the program's output and status (%d) could not all be handed over\n", code);
+    std::fprintf(stderr, "gridproc: the relay's connection was lost; the program's output and status (%d) could not all be handed over\n",
+                 code);
     return 255;
   }
   return code;

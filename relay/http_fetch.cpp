@@ -135,9 +135,7 @@ asio::awaitable<std::uint64_t> fetch_url(std::string url, std::string path, Fetc
       } else {
         a = co_await get(tcp_stream, u, current, path, lim);
       }
-    } catch (const boost::system::system_error& e) {
-      throw std::runtime_error(current + ": " + e.code().message());
-    }
+    } catch (const boost::system::system_error& e) { throw std::runtime_error(current + ": " + e.code().message()); }
     if (a.status == 200) {
       std::error_code fec;
       co_return static_cast<std::uint64_t>(std::filesystem::file_size(path, fec));

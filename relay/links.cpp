@@ -117,8 +117,7 @@ asio::awaitable<void> Relay::dial_link(std::string cluster, tcp::endpoint ep) {
   const boost::system::error_code ec = co_await connect_tls(stream, ep, kHandshakeTimeout);
   std::string why = ec ? ec.message() : "";
   if (!ec && stream.encrypted() && tls::peer_common_name(stream.native_handle()) != tls::relay_name(cluster))
-    why = "it presents a certificate named '" + tls::peer_common_name(stream.native_handle()) + "', not '" +
-          tls::relay_name(cluster) + "'";
+    why = "it presents a certificate named '" + tls::peer_common_name(stream.native_handle()) + "', not '" + tls::relay_name(cluster) + "'";
   if (!why.empty()) {
     std::ostringstream at;
     at << "at " << ep << ": " << why;
@@ -151,9 +150,8 @@ void Relay::on_dialled(const std::string& cluster, const std::shared_ptr<TlsLink
   if (stopped_) return;
   pl.link = link;
   pl.up = false;
-  asio::post(link_io_, [link, hello = pl.session.hello(opt_.cluster.name)] {
-    link->send(wire::make_frame(Type::kLinkHello, hello.encode()));
-  });
+  asio::post(link_io_,
+             [link, hello = pl.session.hello(opt_.cluster.name)] { link->send(wire::make_frame(Type::kLinkHello, hello.encode())); });
   log::info("linked to the relay of cluster ", cluster, "; waiting for its hello");
 }
 
@@ -161,12 +159,11 @@ void Relay::on_dialled(const std::string& cluster, const std::shared_ptr<TlsLink
 void Relay::start_link(const std::string& cluster, const std::shared_ptr<TlsLink>& link) {
   link->keep_alive(true);  // a hung relay is a lost link; idle, the heartbeats keep NAT mappings open
   link->report_pauses();
-  link->start([this, cluster, weak = std::weak_ptr<TlsLink>(link)](Frame& f) {
-                if (auto l = weak.lock()) asio::post(io_, [this, cluster, l, f = std::move(f)]() mutable { on_link_frame(cluster, l, f); });
-              },
-              [this, cluster, link](const std::string& why) {
-                asio::post(io_, [this, cluster, link, why] { on_link_lost(cluster, link, why); });
-              });
+  link->start(
+      [this, cluster, weak = std::weak_ptr<TlsLink>(link)](Frame& f) {
+        if (auto l = weak.lock()) asio::post(io_, [this, cluster, l, f = std::move(f)]() mutable { on_link_frame(cluster, l, f); });
+      },
+      [this, cluster, link](const std::string& why) { asio::post(io_, [this, cluster, link, why] { on_link_lost(cluster, link, why); }); });
 }
 
 asio::awaitable<void> Relay::accept_links() {
@@ -197,8 +194,10 @@ asio::awaitable<void> Relay::serve_link(tcp::socket s) {
   ec = co_await accept_tls(stream, link_admission_, opt_.authenticate);
   if (ec) {
     // A peer that hangs up before saying anything is the broker probing this port.
-    if (ec == asio::error::eof) log::debug("TLS handshake with ", remote, " on the link port failed: ", ec.message());
-    else refused_links_.warn("TLS handshake with ", remote, " on the link port failed: ", ec.message());
+    if (ec == asio::error::eof)
+      log::debug("TLS handshake with ", remote, " on the link port failed: ", ec.message());
+    else
+      refused_links_.warn("TLS handshake with ", remote, " on the link port failed: ", ec.message());
     co_return;
   }
   const std::string cn = tls::peer_common_name(stream.native_handle());
@@ -221,9 +220,7 @@ asio::awaitable<void> Relay::serve_link(tcp::socket s) {
         LinkHello hello;
         try {
           hello = LinkHello::decode(f.body);
-        } catch (const wire::BadBody& e) {
-          return l->fail(std::string("bad LinkHello: ") + e.what());
-        }
+        } catch (const wire::BadBody& e) { return l->fail(std::string("bad LinkHello: ") + e.what()); }
         if (l->stream().encrypted() && cn != tls::relay_name(hello.cluster)) {
           log::warn("refusing a link from ", l->peer(), ": certificate '", cn, "' may not speak for cluster '", hello.cluster, "'");
           return l->fail("certificate '" + cn + "' may not speak for cluster '" + hello.cluster + "'");
@@ -288,8 +285,8 @@ void Relay::on_peer_hello(const std::string& cluster, PeerLink& pl, const LinkHe
     const std::vector<std::uint64_t> lost = pl.down_since ? pl.jobs_when_lost : jobs_across(cluster);
     cut_off(cluster, lost, "lost the link to cluster " + cluster + " (its relay " + a.why + ")");
     for (const auto& k : before)
-      if (auto it = jobs_.find(k.header.job); it != jobs_.end() && !it->second->end.stopped &&
-                                              std::find(lost.begin(), lost.end(), k.header.job) == lost.end())
+      if (auto it = jobs_.find(k.header.job);
+          it != jobs_.end() && !it->second->end.stopped && std::find(lost.begin(), lost.end(), k.header.job) == lost.end())
         pl.session.keep(Frame{k.header, *k.body});
     log::warn("the relay of cluster ", cluster, " ", a.why, ": a new link session begins");
   }
@@ -340,8 +337,9 @@ void Relay::on_link_lost(const std::string& cluster, const std::shared_ptr<TlsLi
     log::info("link with cluster ", cluster, " closed (", why, "); no job crosses it; ", pl.session.kept().size(),
               " frames it had not acknowledged wait for it: ", again, " for up to ", grace, " s");
   else
-    log::warn("link with cluster ", cluster, " broke (", why, "): ", across.size() == 1 ? "the job" : std::to_string(across.size()) + " jobs",
-              " across it pause; ", again, " for up to ", grace, " s");
+    log::warn("link with cluster ", cluster, " broke (", why,
+              "): ", across.size() == 1 ? "the job" : std::to_string(across.size()) + " jobs", " across it pause; ", again, " for up to ",
+              grace, " s");
   if (!pl.grace) {
     pl.grace = std::make_unique<asio::steady_timer>(io_);
     pl.grace->expires_after(opt_.link_grace);
@@ -435,8 +433,7 @@ void Relay::on_link_frame(const std::string& cluster, const std::shared_ptr<TlsL
   if (it == jobs_.end()) return;  // the job ended here already
   Job& job = *it->second;
   const std::uint32_t src_cluster = job.topo().cluster_of(static_cast<std::uint32_t>(f.header.src));
-  if (src_cluster >= job.topo().clusters.size() || job.topo().clusters[src_cluster].name != cluster ||
-      !job.is_local(f.header.dst)) {
+  if (src_cluster >= job.topo().clusters.size() || job.topo().clusters[src_cluster].name != cluster || !job.is_local(f.header.dst)) {
     log::warn("dropping a frame from cluster ", cluster, " with source ", f.header.src, " and destination ", f.header.dst,
               " that do not belong to it and to us");
     return;

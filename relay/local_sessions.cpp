@@ -19,8 +19,8 @@ constexpr std::size_t kLeavingReasonAtMost = 300;
 asio::awaitable<void> Relay::accept_local() {
   while (!stopped_) {
     tcp::socket s(io_);
-    if (co_await accept_next(local_acceptor_, s, [this] { return local_admission_.drop_oldest("out of file descriptors"); },
-                             local_accept_failures_))
+    if (co_await accept_next(
+            local_acceptor_, s, [this] { return local_admission_.drop_oldest("out of file descriptors"); }, local_accept_failures_))
       co_return;
     boost::system::error_code ec;
     tune_socket(s);
@@ -32,8 +32,11 @@ asio::awaitable<void> Relay::accept_local() {
     conn->link->admit_untrusted(limits::kUntrustedBody, opt_.authenticate, local_admission_, ep.address());
     conn->link->keep_alive(false);  // watched once its hello names its rank
     std::weak_ptr<LocalConn> weak = conn;
-    conn->link->start([this, weak](Frame& f) { if (auto c = weak.lock()) on_local_frame(c, f); },
-                      [this, conn](const std::string& why) { on_local_closed(conn, why); });
+    conn->link->start(
+        [this, weak](Frame& f) {
+          if (auto c = weak.lock()) on_local_frame(c, f);
+        },
+        [this, conn](const std::string& why) { on_local_closed(conn, why); });
   }
 }
 
@@ -106,8 +109,7 @@ void Relay::on_local_frame(const LocalPtr& conn, Frame& f) {
       job.unfinalized[conn->local_rank] = {f.body.empty() ? "without calling gridrt::finalize" : f.body.substr(0, kLeavingReasonAtMost),
                                            wire::ending_status(f.header.seq)};
       return;
-    default:
-      break;
+    default: break;
   }
   conn->link->fail(std::string("unexpected ") + wire::type_name(f.header.type) + " frame from a process");
 }
@@ -118,9 +120,7 @@ void Relay::on_local_hello(const LocalPtr& conn, const Frame& f) {
   ProcHello hello;
   try {
     hello = ProcHello::decode(f.body);
-  } catch (const wire::BadBody& e) {
-    return conn->link->fail(std::string("bad hello: ") + e.what());
-  }
+  } catch (const wire::BadBody& e) { return conn->link->fail(std::string("bad hello: ") + e.what()); }
   auto it = jobs_.find(f.header.job);
   // The same answer for an unknown job and a wrong secret: nothing to learn by probing.
   if (it == jobs_.end() || hello.secret != it->second->start.secret) {
@@ -137,7 +137,8 @@ void Relay::on_local_hello(const LocalPtr& conn, const Frame& f) {
   conn->monitor = monitor;
   conn->job = job.id();
   conn->local_rank = hello.local_rank;
-  conn->link->set_peer("job " + std::to_string(job.id()) + (monitor ? " monitor " : " rank ") + std::to_string(job.first + hello.local_rank));
+  conn->link->set_peer("job " + std::to_string(job.id()) + (monitor ? " monitor " : " rank ") +
+                       std::to_string(job.first + hello.local_rank));
   slot = conn;
   if (monitor) return;
   job.hostnames[hello.local_rank] = hello.hostname;

@@ -106,8 +106,10 @@ std::shared_ptr<gridrt::JobCgroups> job_cgroups(const std::string& where, bool s
   } catch (const std::exception& e) {
     if (where != "auto") throw std::invalid_argument(std::string("--cgroup: ") + e.what());
     const std::string text = std::string("jobs' processes are contained by their monitors only, not by cgroups: ") + e.what();
-    if (shared_grid) log::warn(text);
-    else log::info(text);
+    if (shared_grid)
+      log::warn(text);
+    else
+      log::info(text);
     return nullptr;
   }
 }
@@ -118,17 +120,28 @@ int main(int argc, char** argv) {
   log::set_component("relay");
   keep_freed_heap_for_reuse();
   std::string grid_path, cluster, broker, gridproc, link_encryption = "tls", link_thread = "auto", grid_map, broker_grace = "60",
-              cgroup = "auto", link_grace, cache_size, fetch_limit;
+                                                    cgroup = "auto", link_grace, cache_size, fetch_limit;
   bool single_user = false, quiet = false;
   tls::Credentials creds;
   std::vector<std::pair<std::string, std::string>> wan_options;
   parse_daemon_options(argc, argv, "gridrelay", kUsage,
-                       {{"--grid", &grid_path}, {"--cluster", &cluster}, {"--broker", &broker}, {"--cert", &creds.cert},
-                        {"--key", &creds.key}, {"--ca", &creds.ca}, {"--gridproc", &gridproc}, {"--grid-mapfile", &grid_map},
-                        {"--link-encryption", &link_encryption}, {"--link-thread", &link_thread}, {"--broker-grace", &broker_grace},
+                       {{"--grid", &grid_path},
+                        {"--cluster", &cluster},
+                        {"--broker", &broker},
+                        {"--cert", &creds.cert},
+                        {"--key", &creds.key},
+                        {"--ca", &creds.ca},
+                        {"--gridproc", &gridproc},
+                        {"--grid-mapfile", &grid_map},
+                        {"--link-encryption", &link_encryption},
+                        {"--link-thread", &link_thread},
+                        {"--broker-grace", &broker_grace},
                         {"--cgroup", &cgroup},
-                        {"--link-grace", &link_grace}, {"--cache-size", &cache_size}, {"--fetch-limit", &fetch_limit}},
-                       {"--grid", "--cluster", "--broker", "--cert", "--key", "--ca"}, {{"--single-user", &single_user}, {"--quiet", &quiet}},
+                        {"--link-grace", &link_grace},
+                        {"--cache-size", &cache_size},
+                        {"--fetch-limit", &fetch_limit}},
+                       {"--grid", "--cluster", "--broker", "--cert", "--key", "--ca"},
+                       {{"--single-user", &single_user}, {"--quiet", &quiet}},
                        {"--emulate-wan", "--emulate-wan-pair", "--emulate-wan-access"}, &wan_options);
   if (quiet) log::set_notices(false);
   if (gridproc.empty()) gridproc = (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "gridproc").string();
@@ -181,11 +194,13 @@ int main(int argc, char** argv) {
       return 2;
     }
     asio::io_context io;
-    Relay::Options options{*desc, creds, parse_endpoint(broker), gridproc, link_encryption == "tls", wan, grid_map,
-                           job_cgroups(cgroup, !grid_map.empty())};
+    Relay::Options options{
+        *desc, creds, parse_endpoint(broker), gridproc, link_encryption == "tls", wan, grid_map, job_cgroups(cgroup, !grid_map.empty())};
     options.broker_grace = std::chrono::seconds(grace);
-    if (!link_grace.empty()) options.link_grace = std::chrono::seconds(link_grace_option);
-    else if (grid.link_grace_seconds) options.link_grace = std::chrono::seconds(*grid.link_grace_seconds);
+    if (!link_grace.empty())
+      options.link_grace = std::chrono::seconds(link_grace_option);
+    else if (grid.link_grace_seconds)
+      options.link_grace = std::chrono::seconds(*grid.link_grace_seconds);
     try {
       if (!cache_size.empty()) options.cache_bytes = parse_bytes(cache_size, "--cache-size");
       if (!fetch_limit.empty()) options.fetch_limit = parse_bytes(fetch_limit, "--fetch-limit");

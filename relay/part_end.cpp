@@ -28,8 +28,8 @@ PartDone part_done(const PartEnd& end, const std::string& launch) {
     done.statuses.push_back(static_cast<std::uint32_t>(st));
   }
   if (done.message.empty() && end.launch_status != 0 && !end.stopped && !any_reported)
-    done.message = "launch command '" + launch + "' exited with status " + std::to_string(end.launch_status) +
-                   " before any process started";
+    done.message =
+        "launch command '" + launch + "' exited with status " + std::to_string(end.launch_status) + " before any process started";
   return done;
 }
 

@@ -14,11 +14,11 @@ namespace gridrt {
 
 struct PartEnd {
   bool launch_exited = false;
-  int launch_status = 0;        // the launch command's exit status, once it exited
-  bool stopped = false;         // this relay stopped the job (SIGTERM, then SIGKILL)
-  bool grace_over = false;      // the wait for reports after the launch command's exit ran out
-  std::string failure;          // set when the part could not run at all
-  std::vector<int> rank_status; // per local rank, from its monitor; -1 while unknown
+  int launch_status = 0;         // the launch command's exit status, once it exited
+  bool stopped = false;          // this relay stopped the job (SIGTERM, then SIGKILL)
+  bool grace_over = false;       // the wait for reports after the launch command's exit ran out
+  std::string failure;           // set when the part could not run at all
+  std::vector<int> rank_status;  // per local rank, from its monitor; -1 while unknown
 
   explicit PartEnd(std::size_t ranks = 0) : rank_status(ranks, -1) {}
 };

@@ -60,9 +60,7 @@ void Relay::launch(Job& job) {
   if (opt_.cgroups) try {
       so.cgroup_procs = opt_.cgroups->open_part(job.id());
       job.in_cgroup = true;
-    } catch (const std::exception& e) {
-      log::warn("job ", job.id(), ": its processes are contained by their monitors only: ", e.what());
-    }
+    } catch (const std::exception& e) { log::warn("job ", job.id(), ": its processes are contained by their monitors only: ", e.what()); }
   try {
     so.run_as = job.account;
     Child c = spawn(argv, so);
@@ -70,9 +68,7 @@ void Relay::launch(Job& job) {
     log::info("job ", job.id(), ": started ", job.count, " process(es) with ", argv[0], " (pid ", c.pid, ")");
     read_launcher_output(job, c.stdout_fd, kStdout);
     read_launcher_output(job, c.stderr_fd, kStderr);
-  } catch (const std::exception& e) {
-    fail_part(job, e.what());
-  }
+  } catch (const std::exception& e) { fail_part(job, e.what()); }
   if (so.cgroup_procs >= 0) ::close(so.cgroup_procs);
 }
 
@@ -85,13 +81,11 @@ std::optional<LocalAccount> Relay::account_for(const Job& job) const {
   const auto account = GridMap::load(opt_.grid_map).account_of(job.start.user);
   const std::string who = "grid user '" + job.start.user + "'";
   if (!account)
-    throw std::runtime_error(who + " has no local account on cluster " + opt_.cluster.name + " (not in its grid map file " +
-                             opt_.grid_map + ")");
+    throw std::runtime_error(who + " has no local account on cluster " + opt_.cluster.name + " (not in its grid map file " + opt_.grid_map +
+                             ")");
   try {
     return local_account(*account);
-  } catch (const std::runtime_error& e) {
-    throw std::runtime_error(who + " cannot run on cluster " + opt_.cluster.name + ": " + e.what());
-  }
+  } catch (const std::runtime_error& e) { throw std::runtime_error(who + " cannot run on cluster " + opt_.cluster.name + ": " + e.what()); }
 }
 
 // The launch command's own output (e.g. mpiexec's errors), forwarded line by line as output

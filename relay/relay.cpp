@@ -20,13 +20,16 @@ using wire::Frame;
 using wire::Type;
 
 Relay::Relay(asio::io_context& io, Options opt)
-    : io_(io), own_link_io_(opt.link_thread ? std::make_unique<asio::io_context>() : nullptr),
-      link_io_(own_link_io_ ? *own_link_io_ : io), opt_(std::move(opt)),
+    : io_(io),
+      own_link_io_(opt.link_thread ? std::make_unique<asio::io_context>() : nullptr),
+      link_io_(own_link_io_ ? *own_link_io_ : io),
+      opt_(std::move(opt)),
       tls_server_(tls::make_context(tls::Role::kServer, opt_.creds)),
       tls_client_(tls::make_context(tls::Role::kClient, opt_.creds)),
       link_acceptor_(io, parse_endpoint(opt_.cluster.link)),
       local_acceptor_(io, parse_endpoint(opt_.cluster.local)),
-      child_signal_(io, SIGCHLD), broker_grace_(io) {}
+      child_signal_(io, SIGCHLD),
+      broker_grace_(io) {}
 
 Relay::~Relay() {
   stop();
@@ -38,7 +41,8 @@ Relay::~Relay() {
 }
 
 void Relay::prepare_for_strangers() {
-  const std::size_t local = limits::kLocalPort.total + limits::kOtherConnections, link = limits::kDaemonPort.total + limits::kOtherConnections;
+  const std::size_t local = limits::kLocalPort.total + limits::kOtherConnections,
+                    link = limits::kDaemonPort.total + limits::kOtherConnections;
   raise_open_file_limit(local + link);
   reserve_socket_state(io_, local);      // local connections (and link ones, until moved)
   reserve_socket_state(link_io_, link);  // relay links
@@ -106,8 +110,10 @@ void Relay::stop() {
     running = false;
     for (auto& [id, job] : jobs_)
       if (job->mpiexec > 0 && !job->end.launch_exited) {
-        if (::waitpid(job->mpiexec, nullptr, WNOHANG) == job->mpiexec) job->end.launch_exited = true;
-        else running = true;
+        if (::waitpid(job->mpiexec, nullptr, WNOHANG) == job->mpiexec)
+          job->end.launch_exited = true;
+        else
+          running = true;
       }
     if (running) ::usleep(10000);
   }
@@ -161,8 +167,7 @@ asio::awaitable<void> Relay::broker_loop() {
     std::string why = ec ? ec.message() : "";
     // The grid CA signed it, but is it the broker? (docs/security.md: names are roles)
     if (!ec && tls::peer_common_name(stream.native_handle()) != tls::kBrokerName)
-      why = "it presents a certificate named '" + tls::peer_common_name(stream.native_handle()) + "', not '" +
-            tls::kBrokerName + "'";
+      why = "it presents a certificate named '" + tls::peer_common_name(stream.native_handle()) + "', not '" + tls::kBrokerName + "'";
     if (!why.empty()) {
       if (!warned) log::warn("cannot reach the broker at ", opt_.broker, ": ", why, "; retrying every second");
       warned = true;
@@ -229,8 +234,7 @@ void Relay::lost_broker(const std::string& why) {
   }
   if (!was_registered && broker_grace_.expiry() > std::chrono::steady_clock::now()) return;  // already waiting
   const auto grace = std::chrono::duration_cast<std::chrono::seconds>(opt_.broker_grace).count();
-  log::warn("lost the broker: ", why, "; its ", jobs_.size(), " job(s) here keep running for up to ", grace,
-            " s while it comes back");
+  log::warn("lost the broker: ", why, "; its ", jobs_.size(), " job(s) here keep running for up to ", grace, " s while it comes back");
   for (auto& [id, job] : jobs_) job->output_live = false;
   broker_grace_.expires_after(opt_.broker_grace);
   broker_grace_.async_wait([this, grace](const boost::system::error_code& ec) {
@@ -280,7 +284,9 @@ void Relay::handle_replay(const Frame& f) {
     std::uint64_t dropped = 0;
     const auto frames = log->after(f.header.seq, &dropped);
     if (dropped > 0) {
-      Frame note = wire::make_frame(Type::kOutput, std::to_string(dropped) + " line(s) of this cluster's output were not kept while the broker was away", f.header.job);
+      Frame note = wire::make_frame(Type::kOutput,
+                                    std::to_string(dropped) + " line(s) of this cluster's output were not kept while the broker was away",
+                                    f.header.job);
       note.header.flags = kStderr;
       note.header.src = -1;
       note.header.seq = 0;  // not a numbered line: printed whatever was printed before
@@ -311,8 +317,7 @@ void Relay::on_broker_frame(Frame& f) {
       case Type::kKillJob: return handle_kill(f);
       case Type::kReplayOutput: return handle_replay(f);
       case Type::kFileData: return handle_file_data(f);
-      default:
-        log::warn("ignoring unexpected ", wire::type_name(f.header.type), " frame from the broker");
+      default: log::warn("ignoring unexpected ", wire::type_name(f.header.type), " frame from the broker");
     }
   } catch (const wire::BadBody& e) {
     log::error("bad ", wire::type_name(f.header.type), " from the broker: ", e.what());

@@ -166,8 +166,8 @@ class Relay {
   // what stopped it (`receiver` names who went away). The file is opened as `reader` (the
   // job's account: it is in the job's directory, where the job may have put a link to
   // anything the relay could read).
-  asio::awaitable<std::string> send_file_pieces(std::uint64_t id, const std::string& path, const std::string& name,
-                                                std::int32_t tag, std::optional<LocalAccount> reader, const char* receiver,
+  asio::awaitable<std::string> send_file_pieces(std::uint64_t id, const std::string& path, const std::string& name, std::int32_t tag,
+                                                std::optional<LocalAccount> reader, const char* receiver,
                                                 std::function<std::size_t()> queued, std::function<bool()> alive,
                                                 std::function<void(const wire::Frame&)> send);
   // A cluster with a nodeDir: the part's files to a node's first process, and its node's
@@ -178,7 +178,7 @@ class Relay {
   std::optional<LocalAccount> account_for(const Job& job) const;
   void read_launcher_output(Job& job, int fd, std::uint32_t stream);
   asio::awaitable<void> forward_launcher_output(std::uint64_t id, std::shared_ptr<asio::posix::stream_descriptor> pipe,
-                                               std::uint32_t stream);
+                                                std::uint32_t stream);
   void on_child_signal();
   void cannot_reach(Job& job, std::uint32_t cluster, const std::string& why);
   // Stops the part, saying why; with tell_broker, the broker stops the job and it ends with
@@ -205,7 +205,7 @@ class Relay {
   tcp::acceptor link_acceptor_;
   tcp::acceptor local_acceptor_;
   Admission link_admission_{link_io_.get_executor(), "relay's link port", limits::kDaemonPort};  // link thread only
-  Admission local_admission_{io_.get_executor(), "relay's local port", limits::kLocalPort};     // main thread
+  Admission local_admission_{io_.get_executor(), "relay's local port", limits::kLocalPort};      // main thread
   log::Repeated link_accept_failures_{"failed accepts on the relay's link port"};
   log::Repeated local_accept_failures_{"failed accepts on the relay's local port"};
   log::Repeated refused_links_{"refused connections on the link port"};
@@ -213,7 +213,7 @@ class Relay {
   std::shared_ptr<TlsLink> broker_;
   asio::signal_set child_signal_;
   std::map<std::uint64_t, std::unique_ptr<Job>> jobs_;
-  std::unique_ptr<ContentCache> cache_;  // made on first use (cache())
+  std::unique_ptr<ContentCache> cache_;                         // made on first use (cache())
   std::map<pid_t, std::function<void(int)>> fetcher_children_;  // running fetchers: told their exit status
   std::map<std::uint64_t, Finished> finished_;
   asio::steady_timer broker_grace_;  // runs while jobs wait for the broker to come back

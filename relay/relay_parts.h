@@ -62,10 +62,10 @@ struct Relay::Job {
   PartStart start;
   std::uint32_t first = 0;
   std::uint32_t count = 0;
-  pid_t mpiexec = -1;                  // the launch command
-  PartEnd end;                         // its exit, the ranks' reports (relay/part_end.h)
-  std::vector<LocalPtr> procs;         // runtime connections, by local rank
-  std::vector<LocalPtr> monitors;      // gridproc connections, by local rank
+  pid_t mpiexec = -1;              // the launch command
+  PartEnd end;                     // its exit, the ranks' reports (relay/part_end.h)
+  std::vector<LocalPtr> procs;     // runtime connections, by local rank
+  std::vector<LocalPtr> monitors;  // gridproc connections, by local rank
   std::vector<std::string> hostnames;
   std::vector<std::string> endpoints;  // where each local rank accepts direct connections
   // By local rank: why it leaves without gridrt::finalize, as it said ("": it did not say so),
@@ -78,17 +78,17 @@ struct Relay::Job {
   std::uint32_t hellos = 0;
   // What each local rank has sent to other sites through the links (kWanCount).
   std::vector<std::pair<std::uint64_t, std::uint64_t>> wan_sent;  // messages, payload bytes
-  std::map<std::uint32_t, std::vector<wire::Frame>> pending;  // data for ranks not yet connected
+  std::map<std::uint32_t, std::vector<wire::Frame>> pending;      // data for ranks not yet connected
   std::size_t pending_bytes = 0;
-  std::string topology;                // the Topology frame body, once the broker sent it
-  OutputLog output;                    // every line printed, numbered (relay/output_log.h)
-  bool output_live = true;             // lines go to the broker as they come (not while it is away)
-  std::vector<wire::Frame> reports;          // Error, ClusterLost, Finalizing sent: said again after a restart
+  std::string topology;              // the Topology frame body, once the broker sent it
+  OutputLog output;                  // every line printed, numbered (relay/output_log.h)
+  bool output_live = true;           // lines go to the broker as they come (not while it is away)
+  std::vector<wire::Frame> reports;  // Error, ClusterLost, Finalizing sent: said again after a restart
   std::unique_ptr<asio::steady_timer> timer;
-  std::unique_ptr<asio::steady_timer> leftovers;  // armed once the ranks are over (watch_leftovers)
+  std::unique_ptr<asio::steady_timer> leftovers;                                // armed once the ranks are over (watch_leftovers)
   std::vector<std::shared_ptr<asio::posix::stream_descriptor>> launcher_pipes;  // its stdout and stderr
   int open_pipes = 0;
-  bool in_cgroup = false;              // its processes are in a cgroup of their own (Options::cgroups)
+  bool in_cgroup = false;  // its processes are in a cgroup of their own (Options::cgroups)
   // Its files (relay/stage_files.cpp): the directory they are put in ("": none), what the
   // launch command runs, where the processes start, whose account they run as; the files
   // asked of the submitter and arriving (by SHA-256), and how many are not in place yet.

@@ -53,8 +53,8 @@ ContentCache& Relay::cache() {
     if (::lstat(root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
       throw std::runtime_error("the staging directory " + root + " cannot be made: " + (ec ? ec.message() : "not a directory"));
     if (st.st_uid != ::getuid() || (st.st_mode & 022))
-      throw std::runtime_error("the staging directory " + root + " is not this relay's alone (owned by uid " +
-                               std::to_string(st.st_uid) + ", writable by others): refusing to put jobs' files there");
+      throw std::runtime_error("the staging directory " + root + " is not this relay's alone (owned by uid " + std::to_string(st.st_uid) +
+                               ", writable by others): refusing to put jobs' files there");
     // Others may pass through to their own job directories (0700 each), not list or read.
     ::chmod(root.c_str(), 0711);
     cache_ = std::make_unique<ContentCache>(root + "/cache", opt_.cache_bytes);
@@ -93,8 +93,8 @@ void Relay::prepare_part(Job& job) {
         job.executable = (job.node_dir.empty() ? job.job_dir : job.node_dir) + "/" + f.name;
       if (f.is_url()) {
         const std::string scheme = f.source.substr(0, f.source.find("://"));
-        const auto fetcher = std::find_if(opt_.fetchers.begin(), opt_.fetchers.end(),
-                                          [&](const Fetcher& fe) { return fe.scheme == scheme; });
+        const auto fetcher =
+            std::find_if(opt_.fetchers.begin(), opt_.fetchers.end(), [&](const Fetcher& fe) { return fe.scheme == scheme; });
         if (scheme != "http" && scheme != "https" && fetcher == opt_.fetchers.end())
           throw std::runtime_error("no fetcher for " + scheme + ":// URLs here (" + f.source + "; the grid description's <fetcher>)");
         ++job.awaited;
@@ -171,9 +171,7 @@ asio::awaitable<void> Relay::fetch_for(std::uint64_t id, StagedFile file) {
   try {
     const std::uint64_t bytes = co_await fetch_url(file.source, temp, FetchLimits{opt_.fetch_limit});
     log::info("job ", id, ": fetched ", file.source, " (", human_bytes(bytes), ")");
-  } catch (const std::exception& e) {
-    error = e.what();
-  }
+  } catch (const std::exception& e) { error = e.what(); }
   fetched(id, file, temp, error);
 }
 
@@ -202,8 +200,10 @@ void Relay::run_fetcher(Job& job, const Fetcher& fetcher, const StagedFile& file
     err->async_read_some(asio::buffer(*buf), [err, said, buf, read](const boost::system::error_code& ec, std::size_t n) {
       said->append(buf->data(), n);
       if (said->size() > 2048) said->erase(0, said->size() - 2048);
-      if (!ec) (*read)();
-      else *read = nullptr;  // (breaks the cycle)
+      if (!ec)
+        (*read)();
+      else
+        *read = nullptr;  // (breaks the cycle)
     });
   };
   (*read)();
@@ -236,11 +236,10 @@ void Relay::fetched(std::uint64_t id, const StagedFile& file, const std::string&
   Job& job = *it->second;
   if (error.empty()) try {
       place_file(temp, job.job_dir, file.name, file.executable, job.account);
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
+    } catch (const std::exception& e) { error = e.what(); }
   ::unlink(temp.c_str());
-  if (!error.empty()) return fail_part(job, "cannot fetch the job's file '" + file.name + "' on cluster " + opt_.cluster.name + ": " + error);
+  if (!error.empty())
+    return fail_part(job, "cannot fetch the job's file '" + file.name + "' on cluster " + opt_.cluster.name + ": " + error);
   if (--job.awaited == 0 && job.mpiexec < 0 && !job.end.stopped) launch(job);
 }
 
@@ -297,8 +296,8 @@ asio::awaitable<void> Relay::send_outputs(std::uint64_t id) {
 
 namespace gridrt {
 
-asio::awaitable<std::string> Relay::send_file_pieces(std::uint64_t id, const std::string& path, const std::string& name,
-                                                     std::int32_t tag, std::optional<LocalAccount> reader, const char* receiver,
+asio::awaitable<std::string> Relay::send_file_pieces(std::uint64_t id, const std::string& path, const std::string& name, std::int32_t tag,
+                                                     std::optional<LocalAccount> reader, const char* receiver,
                                                      std::function<std::size_t()> queued, std::function<bool()> alive,
                                                      std::function<void(const Frame&)> send) {
   std::FILE* file = nullptr;
@@ -354,8 +353,10 @@ asio::awaitable<void> Relay::send_files_to_node(std::uint64_t id, std::weak_ptr<
     auto it = jobs_.find(id);
     if (it == jobs_.end()) co_return;
     for (const auto& f : it->second->start.spec.files) {
-      if (f.role == Role::kOutput) outputs.push_back(f.name);
-      else files.push_back(f);
+      if (f.role == Role::kOutput)
+        outputs.push_back(f.name);
+      else
+        files.push_back(f);
     }
     dir = it->second->job_dir;
     account = it->second->account;
@@ -375,8 +376,8 @@ asio::awaitable<void> Relay::send_files_to_node(std::uint64_t id, std::weak_ptr<
   };
   for (const auto& f : files) {
     const std::string path = dir + "/" + f.name;
-    const std::string problem =
-        co_await send_file_pieces(id, path, f.name, f.role == Role::kExecutable ? 1 : 0, account, "the node's process", queued, alive, send);
+    const std::string problem = co_await send_file_pieces(id, path, f.name, f.role == Role::kExecutable ? 1 : 0, account,
+                                                          "the node's process", queued, alive, send);
     if (!problem.empty()) {
       if (auto c = weak.lock()) c->link->fail("the job's file '" + f.name + "' " + problem);
       co_return;
@@ -397,9 +398,7 @@ void Relay::take_node_output(Job& job, LocalConn& conn, const Frame& f) {
   FilePiece piece;
   try {
     piece = FilePiece::decode(f.body);
-  } catch (const wire::BadBody& e) {
-    return conn.link->fail(std::string("bad output piece: ") + e.what());
-  }
+  } catch (const wire::BadBody& e) { return conn.link->fail(std::string("bad output piece: ") + e.what()); }
   const auto& files = job.start.spec.files;
   if (std::none_of(files.begin(), files.end(), [&](const StagedFile& s) { return s.role == Role::kOutput && s.name == piece.file; }))
     return conn.link->fail("'" + piece.file + "' is not an output of the job");

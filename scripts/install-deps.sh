@@ -27,6 +27,7 @@ packages=(
   libnetfilter-queue-dev     # nfq_delay: delays between test nodes (iptables NFQUEUE; no netem here)
   passwd                     # useradd: the test of users' isolation makes two local accounts
   clang libclang-rt-dev      # libFuzzer and clang's sanitizers (scripts/check-hardened.sh)
+  clang-format               # the tree's format (.clang-format, scripts/check-format.sh)
   pkgconf help2man dpkg-dev  # installing: gridrt.pc checked by the app template, manual pages, the Debian package
   openssh-server openssh-client   # the ssh launch of a cluster's part (tests start their own sshd)
   slurm-wlm munge            # the Slurm launch of a cluster's part (tests start their own slurmctld, slurmd, munged)

@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
 
       long sum = 0, want = 0;
       long mine = 1000 + g;
-      for (int r = 0; r < cn; ++r) want += 1000 + r;  /* every global rank is a member */
+      for (int r = 0; r < cn; ++r) want += 1000 + r; /* every global rank is a member */
       expect(gridrt_allreduce(&mine, &sum, 1, MPI_LONG, MPI_SUM, c, algo) == GRIDRT_SUCCESS && sum == want, "allreduce sum");
 
       int value = cr == cn - 1 ? 4242 : -1;

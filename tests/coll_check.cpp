@@ -252,7 +252,6 @@ void check_allgather(const Comm& c, Algo algo, const std::string& label, const T
   expect(ok, label + " allgather derived type " + name(algo));
 }
 
-
 // Uneven counts with gaps and blocks in reverse rank order: what v-collectives must honour.
 struct Uneven {
   std::vector<int> counts, displs;
@@ -438,8 +437,7 @@ int check_predictions() {
   }
   if (!known) std::fprintf(stderr, "coll_check: rank %d: no prediction (is GRIDRT_MODEL set?)\n", gridrt::rank());
   if (!agree) std::fprintf(stderr, "coll_check: rank %d: the members' predictions differ\n", gridrt::rank());
-  if (gridrt::rank() == 0 && agree && known)
-    std::printf("coll_check: %d predictions agree on %d members\n", values, gridrt::size());
+  if (gridrt::rank() == 0 && agree && known) std::printf("coll_check: %d predictions agree on %d members\n", values, gridrt::size());
   gridrt::finalize();
   return agree && known ? 0 : 1;
 }
@@ -515,8 +513,8 @@ int main(int argc, char** argv) {
     int total = 0;
     world.allreduce(&checks, &total, 1, MPI_INT, MPI_SUM);
     if (gridrt::rank() == 0)
-      std::printf("coll_check: %d checks passed on %d processes in %d clusters (%d nodes in the first)\n", total, world.size(), world.num_clusters(),
-                  world.nodes_in_cluster());
+      std::printf("coll_check: %d checks passed on %d processes in %d clusters (%d nodes in the first)\n", total, world.size(),
+                  world.num_clusters(), world.nodes_in_cluster());
     MPI_Op_free(&t.compose);
     MPI_Type_free(&t.affine);
     MPI_Type_free(&t.strided);

@@ -23,9 +23,9 @@ class MemoryNetwork {
  public:
   explicit MemoryNetwork(int ranks) {
     for (int r = 0; r < ranks; ++r)
-      receivers_.push_back(std::make_unique<Receiver>(Receiver::Hooks{
-          [](const Envelope&, std::size_t, bool) {},
-          [this, r](const Envelope& from, std::uint64_t number) { matched(from.source, r, from.context, number); }}));
+      receivers_.push_back(std::make_unique<Receiver>(
+          Receiver::Hooks{[](const Envelope&, std::size_t, bool) {},
+                          [this, r](const Envelope& from, std::uint64_t number) { matched(from.source, r, from.context, number); }}));
   }
   int size() const { return static_cast<int>(receivers_.size()); }
 
@@ -47,7 +47,7 @@ class MemoryNetwork {
   std::condition_variable cv_;
   std::uint64_t activity_ = 0;
   std::vector<std::unique_ptr<Receiver>> receivers_;
-  std::map<int, OneSidedSink> sinks_;  // one-sided messages' (message_transport.h)
+  std::map<int, OneSidedSink> sinks_;     // one-sided messages' (message_transport.h)
   std::map<Stream, std::uint64_t> sent_;  // messages begun on each stream
   std::map<std::pair<Stream, std::uint64_t>, std::shared_ptr<RemoteOp>> unmatched_;
 };

@@ -41,8 +41,8 @@ struct held {
 static struct held table[kHeld];
 static size_t head, count;
 static int64_t delay_ns;
-static double loss;         /* probability of dropping a packet */
-static uint64_t draws = 1;  /* xorshift64 state */
+static double loss;        /* probability of dropping a packet */
+static uint64_t draws = 1; /* xorshift64 state */
 static unsigned long long held_total, undelayed, dropped;
 static volatile sig_atomic_t stopping;
 
@@ -117,10 +117,11 @@ int main(int argc, char** argv) {
       }
       loss = percent / 100;
     } else {
-      fprintf(stderr, "usage: nfq_delay --queue N --delay-us D [--loss PERCENT [--seed S]]\n"
-                      "Holds every packet iptables queues to netfilter queue N (-j NFQUEUE --queue-num N)\n"
-                      "for D microseconds, then lets it go on: a one-way delay where there is no netem;\n"
-                      "with --loss, drops each packet with that probability (seeded by S, default 1).\n");
+      fprintf(stderr,
+              "usage: nfq_delay --queue N --delay-us D [--loss PERCENT [--seed S]]\n"
+              "Holds every packet iptables queues to netfilter queue N (-j NFQUEUE --queue-num N)\n"
+              "for D microseconds, then lets it go on: a one-way delay where there is no netem;\n"
+              "with --loss, drops each packet with that probability (seeded by S, default 1).\n");
       return 2;
     }
   }
@@ -149,7 +150,7 @@ int main(int argc, char** argv) {
     perror("nfq_delay: configuring the queue");
     return 1;
   }
-  if (loss == 0) nfq_set_queue_flags(q, NFQA_CFG_F_GSO, NFQA_CFG_F_GSO);  /* with loss: segment by segment */
+  if (loss == 0) nfq_set_queue_flags(q, NFQA_CFG_F_GSO, NFQA_CFG_F_GSO); /* with loss: segment by segment */
   nfnl_rcvbufsiz(nfq_nfnlh(h), 16 << 20);
 
   struct sigaction sa;
@@ -157,8 +158,10 @@ int main(int argc, char** argv) {
   sa.sa_handler = on_signal;
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGINT, &sa, NULL);
-  if (loss > 0) printf("holding queue %ld for %ld us, dropping %g%% of packets\n", queue, delay_us, loss * 100);
-  else printf("holding queue %ld for %ld us\n", queue, delay_us);
+  if (loss > 0)
+    printf("holding queue %ld for %ld us, dropping %g%% of packets\n", queue, delay_us, loss * 100);
+  else
+    printf("holding queue %ld for %ld us\n", queue, delay_us);
   fflush(stdout);
 
   const int fd = nfq_fd(h);

@@ -134,9 +134,13 @@ inline std::vector<SeenProcess> processes_now() {
     std::error_code ec;
     const std::string stat = slurp(e.path() / "stat");  // "pid (comm) state ppid ..."
     const auto after_name = stat.rfind(") ");
-    SeenProcess p{std::stoi(pid), after_name == std::string::npos ? 0 : std::atoi(stat.c_str() + after_name + 4),
-                  fs::read_symlink(e.path() / "exe", ec).string(), slurp(e.path() / "cmdline"), slurp(e.path() / "environ"),
-                  stat.find(") Z ") != std::string::npos, false};
+    SeenProcess p{std::stoi(pid),
+                  after_name == std::string::npos ? 0 : std::atoi(stat.c_str() + after_name + 4),
+                  fs::read_symlink(e.path() / "exe", ec).string(),
+                  slurp(e.path() / "cmdline"),
+                  slurp(e.path() / "environ"),
+                  stat.find(") Z ") != std::string::npos,
+                  false};
     std::replace(p.cmdline.begin(), p.cmdline.end(), '\0', ' ');
     std::replace(p.environ.begin(), p.environ.end(), '\0', ' ');
     p.ours = p.pid == ::getpid() || (" " + p.environ + " ").find(" " + kRunMark + " ") != std::string::npos;
@@ -187,7 +191,8 @@ inline std::vector<pid_t> processes_running(const std::string& words) {
 inline std::vector<std::string> gridrt_processes() {
   std::vector<std::string> found;
   for (const auto& p : processes_now()) {
-    const bool ours = p.ours && (p.exe.rfind(kBin, 0) == 0 || p.cmdline.find(kBin + "/gridproc") != std::string::npos ||
+    const bool ours = p.ours &&
+                      (p.exe.rfind(kBin, 0) == 0 || p.cmdline.find(kBin + "/gridproc") != std::string::npos ||
                        p.cmdline.find("hydra_pmi_proxy") != std::string::npos) &&
                       p.exe.find("/test_") == std::string::npos && p.cmdline.find("/test_") == std::string::npos;
     if (ours && !p.zombie && p.pid != ::getpid()) found.push_back(std::to_string(p.pid) + ": " + p.cmdline);
@@ -204,11 +209,12 @@ inline void expect_nothing_left() {
     if (left.empty()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  EXPECT_TRUE(left.empty()) << "left behind:\n" << [&] {
-    std::string s;
-    for (auto& l : left) s += l + "\n";
-    return s;
-  }();
+  EXPECT_TRUE(left.empty()) << "left behind:\n"
+                            << [&] {
+                                 std::string s;
+                                 for (auto& l : left) s += l + "\n";
+                                 return s;
+                               }();
   for (const auto& d : gridrun_dirs()) EXPECT_TRUE(dirs_before.count(d)) << "left behind: " << d;
 }
 
@@ -222,7 +228,8 @@ inline std::string grid_with_sites(const std::vector<std::pair<std::string, int>
     xml += "  <cluster name=\"c" + std::to_string(i) + "\" site=\"" + clusters[i].first + "\" slots=\"" +
            std::to_string(clusters[i].second) +
            "\"><relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/><network nodes=\"private\" inbound=\"no\"/>"
-           "<launch>mpiexec -launcher fork -n {np}</launch>" + in_each + "</cluster>\n";
+           "<launch>mpiexec -launcher fork -n {np}</launch>" +
+           in_each + "</cluster>\n";
   xml += "</grid>\n";
   std::string name;
   for (const auto& [site, slots] : clusters) name += site + std::to_string(slots);

@@ -45,8 +45,7 @@ pid_t dead_pid() {
 
 template <typename F>
 bool eventually(F f, std::chrono::milliseconds within = 5000ms) {
-  for (auto end = std::chrono::steady_clock::now() + within; std::chrono::steady_clock::now() < end;
-       std::this_thread::sleep_for(10ms))
+  for (auto end = std::chrono::steady_clock::now() + within; std::chrono::steady_clock::now() < end; std::this_thread::sleep_for(10ms))
     if (f()) return true;
   return f();
 }
@@ -60,9 +59,8 @@ TEST(Cgroup, WhatAPartStartsStaysInItsCgroupHoweverItLeavesAndDiesWithIt) {
   so.cgroup_procs = cgroups->open_part(7);
   so.die_with_parent = false;
   // A session of its own, a double fork, an empty environment, every descriptor closed.
-  const Child c = spawn({"/bin/sh", "-c",
-                         "setsid env -i /bin/sh -c '(exec /bin/sleep 61.5 </dev/null >/dev/null 2>&1 &)'; exec /bin/sleep 61.25"},
-                        so);
+  const Child c =
+      spawn({"/bin/sh", "-c", "setsid env -i /bin/sh -c '(exec /bin/sleep 61.5 </dev/null >/dev/null 2>&1 &)'; exec /bin/sleep 61.25"}, so);
   ::close(so.cgroup_procs);
   std::vector<pid_t> in;
   // Until both sleeps run and the shells between have gone (a shell that is forking counts
@@ -76,7 +74,8 @@ TEST(Cgroup, WhatAPartStartsStaysInItsCgroupHoweverItLeavesAndDiesWithIt) {
   ASSERT_TRUE(eventually([&] {
     in = cgroups->processes(7);
     return in.size() == 2 && comm(in[0]) == "sleep" && comm(in[1]) == "sleep";
-  })) << in.size() << " processes in the part's cgroup";
+  })) << in.size()
+      << " processes in the part's cgroup";
   EXPECT_NE(std::find(in.begin(), in.end(), c.pid), in.end());
   EXPECT_EQ(cgroups->kill(7), 2);
   int status = 0;

@@ -168,7 +168,7 @@ TEST(Channel, AReceiveHeldBehindAWildcardStillTakesWhatOnlyItMatches) {
   int a = -1, b = -1;
   OpPtr any = ranks[0].irecv(&a, 1, MPI_INT, MPI_ANY_SOURCE, 5);
   OpPtr from1 = ranks[0].irecv(&b, 1, MPI_INT, 1, MPI_ANY_TAG);  // could compete with `any`: held back
-  out.send(ranks[1], 7, 0, 7);                                  // only from1 matches this one
+  out.send(ranks[1], 7, 0, 7);                                   // only from1 matches this one
   complete(ranks[0], from1);
   EXPECT_EQ(b, 7);
   EXPECT_FALSE(done(ranks[0], any));
@@ -351,9 +351,7 @@ TEST(Channel, BadRanksTagsAndCountsAreRefusedWithTheirMpiClass) {
   auto error_class = [](auto call) {
     try {
       call();
-    } catch (const Error& e) {
-      return e.error_class;
-    }
+    } catch (const Error& e) { return e.error_class; }
     return MPI_SUCCESS;
   };
   EXPECT_EQ(error_class([&] { ranks[0].isend(&x, 1, MPI_INT, 2, 0); }), MPI_ERR_RANK);

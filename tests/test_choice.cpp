@@ -10,7 +10,7 @@ using gridrt::detail::Coll;
 using gridrt::detail::kSizeNotShared;
 
 namespace {
-const Coll kAll[] = {Coll::kBarrier, Coll::kBcast,  Coll::kReduce,    Coll::kAllreduce,
+const Coll kAll[] = {Coll::kBarrier, Coll::kBcast,   Coll::kReduce,    Coll::kAllreduce,
                      Coll::kGather,  Coll::kScatter, Coll::kAllgather, Coll::kAlltoall};
 }
 
@@ -41,7 +41,8 @@ TEST(AutoChoice, WithinOneSiteItFollowsTheMeasuredCrossovers) {
 TEST(AutoChoice, UnsharedSizesGetWhatEverySizeGets) {
   for (Coll op : kAll) {
     bool everywhere = true;
-    for (std::size_t bytes = 0; bytes <= (std::size_t{1} << 26); bytes = bytes ? bytes * 2 : 1) everywhere &= auto_picks_flat(1, 3, op, bytes);
+    for (std::size_t bytes = 0; bytes <= (std::size_t{1} << 26); bytes = bytes ? bytes * 2 : 1)
+      everywhere &= auto_picks_flat(1, 3, op, bytes);
     EXPECT_EQ(auto_picks_flat(1, 3, op, kSizeNotShared), everywhere) << static_cast<int>(op);
   }
   EXPECT_TRUE(auto_picks_flat(1, 3, Coll::kScatter, kSizeNotShared));

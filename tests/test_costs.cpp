@@ -59,9 +59,7 @@ void expect_refused(const std::vector<std::pair<std::string, const char*>>& bad)
     try {
       models::read_model_json(text, "m.json");
       ADD_FAILURE() << text << " was accepted";
-    } catch (const models::ModelError& e) {
-      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << text << ": " << e.what();
-    }
+    } catch (const models::ModelError& e) { EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << text << ": " << e.what(); }
   }
 }
 
@@ -97,8 +95,9 @@ TEST(Costs, BroadcastAndReductionRoutesByHand) {
     Route least;
   };
   const double slice = 65.536 * kMs;
-  const Case cases[] = {{Coll::kBcast, bcast_hier_cost, 12 * slice + 10 * kMs, 8 * slice + 20 * kMs, 6 * slice + 30 * kMs, Route::kChain},
-                        {Coll::kReduce, reduce_hier_cost, 4 * slice + 10 * kMs, 5 * slice + 20 * kMs, 6 * slice + 30 * kMs, Route::kPacked}};
+  const Case cases[] = {
+      {Coll::kBcast, bcast_hier_cost, 12 * slice + 10 * kMs, 8 * slice + 20 * kMs, 6 * slice + 30 * kMs, Route::kChain},
+      {Coll::kReduce, reduce_hier_cost, 4 * slice + 10 * kMs, 5 * slice + 20 * kMs, 6 * slice + 30 * kMs, Route::kPacked}};
   for (const Case& c : cases) {
     SCOPED_TRACE(coll_name(c.op));
     models::GridModel m = simple_model();
@@ -212,9 +211,7 @@ TEST(Costs, AReduceScatterCrossesOnceThroughTheHeads) {
     EXPECT_NEAR(p.routes[0].second, (access ? 14 : 12) * kMs, 1e-9);
     const Prediction reduce = predict(s, Coll::kReduce, 6000, 0), scatter = predict(s, Coll::kScatter, 1000, 0);
     EXPECT_NEAR(p.routes[1].second, reduce.hier + scatter.hier, 1e-12);
-    if (!access) {
-      EXPECT_NEAR(p.routes[1].second, 28 * kMs, 1e-9);
-    }
+    if (!access) { EXPECT_NEAR(p.routes[1].second, 28 * kMs, 1e-9); }
     EXPECT_NEAR(p.flat, reduce_binomial_cost(s, 0, 6000) + scatterv_linear_cost(s, 0, 1000), 1e-12);
   }
   // One cluster: MPICH's reduction and scatter, no routes.
@@ -539,7 +536,7 @@ TEST(ModelFile, WrittenAndReadBack) {
   EXPECT_NEAR(back.link("c0", "A", "c0", "A").L, 3e-6, 1e-12);
   EXPECT_NEAR(back.link("c0", "A", "c9", "B").gap(1e6), 0.08, 1e-9);
   EXPECT_NEAR(back.link("c1", "A", "c0", "B").gap(5e5), 0.04, 1e-9);  // interpolated
-  EXPECT_NEAR(back.link("c1", "B", "c0", "A").gap(1e6), 1.0, 1e-9);    // the other direction: the typical pair's
+  EXPECT_NEAR(back.link("c1", "B", "c0", "A").gap(1e6), 1.0, 1e-9);   // the other direction: the typical pair's
   // Without typical values, what it does not name is an error naming the pair.
   models::GridModel named;
   named.inside["c0"] = line(0, 0);
@@ -595,11 +592,11 @@ TEST(ModelFile, CorrectionsFittedFromASampleRunAndApplied) {
   EXPECT_NEAR(crossing.apply(0.016), 0.0435, 1e-12);
   EXPECT_NEAR(crossing.apply(0.160), 0.160 * 0.0435 / 0.016, 1e-12);
   const models::Correction shallow = models::fit_correction({{0.01, 0.012}, {0.02, 0.020}, {0.04, 0.036}});  // 0.8 x + 4 ms
-  EXPECT_NEAR(shallow.apply(0.4), 0.4 * 0.036 / 0.04, 1e-9);  // 360 ms, not the line's 324
+  EXPECT_NEAR(shallow.apply(0.4), 0.4 * 0.036 / 0.04, 1e-9);                                                 // 360 ms, not the line's 324
   EXPECT_NEAR((models::Correction{3, -0.0045}.apply(0.0001)), 0, 1e-15);  // (as it was: no samples known)
-  EXPECT_NEAR(models::fit_correction({{0.01, 0.02}}).scale, 2, 1e-12);  // one point: its ratio
+  EXPECT_NEAR(models::fit_correction({{0.01, 0.02}}).scale, 2, 1e-12);    // one point: its ratio
   EXPECT_EQ(models::fit_correction({}).scale, 1);                         // none: none
-  EXPECT_EQ((models::Correction{1, -1}.apply(0.5)), 0);        // never below zero
+  EXPECT_EQ((models::Correction{1, -1}.apply(0.5)), 0);                   // never below zero
 
   models::GridModel m = simple_model();
   m.corrections["bcast/hier"] = {2.0, 0.001};
@@ -613,7 +610,7 @@ TEST(ModelFile, CorrectionsFittedFromASampleRunAndApplied) {
   back.corrections.erase("bcast/flat");
   const CostShape s = shape(back, {2, 2, 2}, {"A", "B", "C"});
   const Prediction p = predict(s, Coll::kBcast, 1000, 0);
-  EXPECT_NEAR(p.hier, 2 * 11 * kMs + 1 * kMs, 1e-9);      // corrected
+  EXPECT_NEAR(p.hier, 2 * 11 * kMs + 1 * kMs, 1e-9);            // corrected
   EXPECT_NEAR(p.flat, bcast_binomial_cost(s, 0, 1000), 1e-12);  // not
 }
 
@@ -653,17 +650,20 @@ TEST(ModelFile, LogicalClustersWrittenReadBackDescribedAndRefused) {
   EXPECT_EQ(noisy.logical.at("c0").groups(), 1) << "90 us is within 1.2 x 20 + 80 us";
   EXPECT_NE(models::describe_model(noisy).find("least, + 80.0 us of the measurements' noise):"), std::string::npos);
   const std::string head = R"({"format": "gridrt-model/1", "inside": {"*": {"L_us": 1, "g_us": [[0, 1]]}}, "logical_clusters": {"c0": )";
-  expect_refused({{head + R"({"nodes": ["a"], "latency_us": [[0]]}}})", "logical_clusters.c0.nodes: at least two nodes"},
-                  {head + R"({"nodes": ["a", "a"], "latency_us": [[0, 1], [1, 0]]}}})", "node names must be given, each once ('a')"},
-                  {head + R"({"nodes": ["a", "b"], "latency_us": [[0, 1]]}}})", "latency_us must have a row per node (2)"},
-                  {head + R"({"nodes": ["a", "b"], "latency_us": [[0, 1], [1]]}}})", "latency_us must be a 2 x 2 matrix"},
-                  {head + R"({"nodes": ["a", "b"], "latency_us": [[0, -1], [1, 0]]}}})", "must be a non-negative number, not '-1'"},
-                  {head + R"({"nodes": ["a", "b"], "latency_us": [[0, 1], [1, 0]], "tolerance": 0.5}}})", "tolerance must be at least 1"},
-                  {head + R"({"latency_us": [[0, 1], [1, 0]]}}})", "logical_clusters.c0: 'nodes' is missing"},
-                  {head + R"({"nodes": ["a", "b"], "latency_us": [[0, 1], [1, 0]], "plogp_inside": [{"group": 1, "plogp": {"L_us": 1, "g_us": [[0, 1]]}}]}}})",
-                   "plogp_inside.group must be a logical cluster's number, 0 to 0 (the latencies make 1)"},
-                  {head + R"({"nodes": ["a", "b"], "latency_us": [[0, 1], [1, 0]], "plogp_between": [{"groups": [0, 0], "plogp": {"L_us": 1, "g_us": [[0, 1]]}}]}}})",
-                   "plogp_between must be a list of {\"groups\": [a, b] (a < b)"}});
+  expect_refused(
+      {{head + R"({"nodes": ["a"], "latency_us": [[0]]}}})", "logical_clusters.c0.nodes: at least two nodes"},
+       {head + R"({"nodes": ["a", "a"], "latency_us": [[0, 1], [1, 0]]}}})", "node names must be given, each once ('a')"},
+       {head + R"({"nodes": ["a", "b"], "latency_us": [[0, 1]]}}})", "latency_us must have a row per node (2)"},
+       {head + R"({"nodes": ["a", "b"], "latency_us": [[0, 1], [1]]}}})", "latency_us must be a 2 x 2 matrix"},
+       {head + R"({"nodes": ["a", "b"], "latency_us": [[0, -1], [1, 0]]}}})", "must be a non-negative number, not '-1'"},
+       {head + R"({"nodes": ["a", "b"], "latency_us": [[0, 1], [1, 0]], "tolerance": 0.5}}})", "tolerance must be at least 1"},
+       {head + R"({"latency_us": [[0, 1], [1, 0]]}}})", "logical_clusters.c0: 'nodes' is missing"},
+       {head +
+            R"({"nodes": ["a", "b"], "latency_us": [[0, 1], [1, 0]], "plogp_inside": [{"group": 1, "plogp": {"L_us": 1, "g_us": [[0, 1]]}}]}}})",
+        "plogp_inside.group must be a logical cluster's number, 0 to 0 (the latencies make 1)"},
+       {head +
+            R"({"nodes": ["a", "b"], "latency_us": [[0, 1], [1, 0]], "plogp_between": [{"groups": [0, 0], "plogp": {"L_us": 1, "g_us": [[0, 1]]}}]}}})",
+        "plogp_between must be a list of {\"groups\": [a, b] (a < b)"}});
 }
 
 TEST(ModelFile, ManyToOneWrittenReadBackAndPredicting) {
@@ -760,8 +760,10 @@ TEST(Costs, ScatterRoutesOverSitesAreTheFlatChainAndBinomialFormulas) {
       EXPECT_NEAR(scatter_hier_cost(s, 0, b, Route::kOrdered), models::scatter_flat(wan, P, b), 1e-12) << at;
       EXPECT_NEAR(scatter_hier_cost(s, 0, b, Route::kChain), models::scatter_chain(wan, P, b), 1e-12) << at;
       const double binomial = scatter_hier_cost(s, 0, b, Route::kBinomial);
-      if ((P & (P - 1)) == 0) EXPECT_NEAR(binomial, models::scatter_binomial(wan, P, b), 1e-12) << at;
-      else EXPECT_LE(binomial, models::scatter_binomial(wan, P, b) + 1e-12) << at;
+      if ((P & (P - 1)) == 0)
+        EXPECT_NEAR(binomial, models::scatter_binomial(wan, P, b), 1e-12) << at;
+      else
+        EXPECT_LE(binomial, models::scatter_binomial(wan, P, b) + 1e-12) << at;
       // Direct is the flat tree too here: one block per remote process, each its own message.
       EXPECT_NEAR(scatter_hier_cost(s, 0, b, Route::kDirect), models::scatter_flat(wan, P, b), 1e-12) << at;
     }
@@ -796,7 +798,7 @@ TEST(Costs, RoutesOfGatherAndScatterByHand) {
 TEST(Costs, OrderedScatterServesTheSlowestSiteFirstOnASharedLineAndAChainBypassesIt) {
   models::GridModel m = simple_model();
   m.between_sites[{"A", "C"}] = line(40e-3, 1.0);  // C is far
-  m.access.insert("A");                             // and the root's site sends on one line
+  m.access.insert("A");                            // and the root's site sends on one line
   const CostShape s = shape(m, {1, 1, 1}, {"A", "B", "C"});
   // In part order B's message (1 ms) goes first, C's waits behind it: 1 + 1 + 40 ms. Served
   // by tail, C's goes first: 1 + 40 ms, B's at 2 + 10 ms.
@@ -818,15 +820,18 @@ TEST(Costs, GridPredictorPredictsEachRouteByName) {
   EXPECT_NEAR(predictor.predicted_us("gather", 1000, Algo::kHier, 0, "binomial"), 26000, 1e-3);
   EXPECT_NEAR(predictor.predicted_us("scatter", 1000, Algo::kHier, 0), 12000, 1e-3);
   EXPECT_NEAR(predictor.predicted_us("gather", 1000, Algo::kHier, 0, "ordered"), 12000, 1e-3);  // a gather's ordered is packed
-  EXPECT_NEAR(predictor.predicted_us("bcast", 1000, Algo::kHier, 0, "chain"), 33000, 1e-3);  // as BroadcastRoutesByHand
-  EXPECT_NEAR(predictor.predicted_us("bcast", 1000, Algo::kHier, 0, "direct"), 11000, 1e-3);  // packed
+  EXPECT_NEAR(predictor.predicted_us("bcast", 1000, Algo::kHier, 0, "chain"), 33000, 1e-3);     // as BroadcastRoutesByHand
+  EXPECT_NEAR(predictor.predicted_us("bcast", 1000, Algo::kHier, 0, "direct"), 11000, 1e-3);    // packed
   EXPECT_NEAR(predictor.predicted_us("alltoall", 1000, Algo::kHier, 0, "groups"),
               predictor.predicted_us("alltoall", 1000, Algo::kHier, 0, "agents"), 1e-3);  // four clusters: agents
   try {
     predictor.predicted_us("scatter", 1000, Algo::kHier, 0, "zigzag");
     ADD_FAILURE() << "route zigzag accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("route 'zigzag' is not one of packed, ordered, binomial, chain, direct, agents, groups, heads, rooted or reduce-scatter"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(
+                  "route 'zigzag' is not one of packed, ordered, binomial, chain, direct, agents, groups, heads, rooted or reduce-scatter"),
+              std::string::npos)
+        << e.what();
   }
 }
 
@@ -850,8 +855,7 @@ TEST(Costs, AGapThatFallsAtTheLargestSizeMeasuredPredictsEveryOperation) {
         const double us = predictor.predicted_us(op, bytes, algo);
         EXPECT_TRUE(std::isfinite(us)) << op << " " << bytes;
         const double alone = 2000 + (std::string(op) == "barrier" ? 0 : 0.1 * static_cast<double>(bytes));  // L + g(m), in us
-        EXPECT_GE(us, alone * (1 - 1e-12))
-            << op << (algo == Algo::kHier ? " hier " : " flat ") << bytes;
+        EXPECT_GE(us, alone * (1 - 1e-12)) << op << (algo == Algo::kHier ? " hier " : " flat ") << bytes;
       }
 }
 
@@ -870,7 +874,7 @@ TEST(Costs, WithoutTheSizesTheCandidateLeastSlowerThanTheBestAtItsWorstIsTaken) 
   const SizelessChoice c = choose_without_sizes(s, Coll::kScatter, 0);
   EXPECT_EQ(c.algo, Algo::kHier);
   EXPECT_EQ(c.route, Route::kPacked);  // the first of the three never slower
-  ASSERT_EQ(c.candidates.size(), 5u);       // four routes and flat
+  ASSERT_EQ(c.candidates.size(), 5u);  // four routes and flat
   for (const auto& k : c.candidates) {
     const bool at_once = k.algo == Algo::kFlat || k.route == Route::kPacked || k.route == Route::kOrdered;
     const double worst = at_once ? 1 : k.route == Route::kChain ? (70 * kMs + 6 * x) / (10 * kMs + x) : (40 * kMs + 3 * x) / (10 * kMs + x);
@@ -905,7 +909,8 @@ TEST(Costs, WithoutTheSizesTheCandidateLeastSlowerThanTheBestAtItsWorstIsTaken) 
         std::vector<double> t;
         const bool linear = op != Coll::kAlltoall;  // a scatterv's and gatherv's flat: the direct route
         for (const auto& k : got.candidates)
-          t.push_back(k.algo == Algo::kFlat ? (linear ? predict(u, op, b, root, Route::kDirect).hier : p.flat) : predict(u, op, b, root, k.route).hier);
+          t.push_back(k.algo == Algo::kFlat ? (linear ? predict(u, op, b, root, Route::kDirect).hier : p.flat)
+                                            : predict(u, op, b, root, k.route).hier);
         const double least = *std::min_element(t.begin(), t.end());
         for (std::size_t i = 0; i < t.size(); ++i) worst[i] = std::max(worst[i], t[i] / least);
       }
@@ -935,7 +940,8 @@ TEST(EventTimeline, ALoneMessageCostsWhatTheTimelineSays) {
           EventTimeline ev(s);
           const EventTimeline::Time t = ev.send(from, a, b, bytes, EventTimeline::kStart, to);
           ev.play();
-          EXPECT_NEAR(ev.at(t), tl.send(from, a, b, bytes, 0, to), 1e-9) << bytes << " B from part " << a << " to " << b << ", window " << window;
+          EXPECT_NEAR(ev.at(t), tl.send(from, a, b, bytes, 0, to), 1e-9)
+              << bytes << " B from part " << a << " to " << b << ", window " << window;
         }
     }
   }
@@ -1061,7 +1067,7 @@ TEST(EventTimeline, ARendezvousWaitsForItsReceiveToBePosted) {
 // the first the default; every row runs and, but for the compositions, costs; each names
 // the file that holds it.
 TEST(Catalogue, EveryOperationHasItsFamiliesAndTheRoutesTheyTake) {
-  const Coll every[] = {Coll::kBarrier, Coll::kBcast,    Coll::kReduce,   Coll::kAllreduce, Coll::kGather,
+  const Coll every[] = {Coll::kBarrier, Coll::kBcast,     Coll::kReduce,   Coll::kAllreduce, Coll::kGather,
                         Coll::kScatter, Coll::kAllgather, Coll::kAlltoall, Coll::kScan,      Coll::kReduceScatter};
   for (Coll op : every)
     for (int parts = 1; parts <= 4; ++parts)
@@ -1087,7 +1093,9 @@ TEST(Catalogue, EveryOperationHasItsFamiliesAndTheRoutesTheyTake) {
     std::set<R> keep;
     for (R r : routes_of(op, 3))
       if (algorithm_of(op, Algo::kHier, r, 3).keeps_rank_order) keep.insert(r);
-    const std::set<R> expected = op == Coll::kReduce ? std::set<R>{R::kPacked} : op == Coll::kAllreduce ? std::set<R>{R::kHeads, R::kReduceScatter} : std::set<R>{R::kHeads};
+    const std::set<R> expected = op == Coll::kReduce      ? std::set<R>{R::kPacked}
+                                 : op == Coll::kAllreduce ? std::set<R>{R::kHeads, R::kReduceScatter}
+                                                          : std::set<R>{R::kHeads};
     EXPECT_EQ(keep, expected) << coll_name(op);
   }
   for (const Algorithm& a : catalogue()) {

@@ -63,7 +63,8 @@ class Daemons : public ::testing::Test {
            ::testing::UnitTest::GetInstance()->current_test_info()->name();
     std::filesystem::create_directories(dir_);
     grid_ = parse_grid("test grid", default_grid_xml(2, 1));
-    broker_ = std::make_unique<Broker>(io_, grid_, ca_.issue("broker", dir_, "broker"), tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+    broker_ =
+        std::make_unique<Broker>(io_, grid_, ca_.issue("broker", dir_, "broker"), tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
     broker_ep_ = broker_->endpoint();
     work_.emplace(io_.get_executor());
     thread_ = std::thread([this] { io_.run(); });
@@ -411,9 +412,7 @@ TEST_F(Daemons, OnlyTheSubmittingUserCancelsAJobFromAnyConnection) {
 
   const std::string text = slurp(path);
   EXPECT_NE(text.find("job " + std::to_string(id) + " started for user alice"), std::string::npos) << text;
-  EXPECT_NE(text.find("arguments [\"30\", \"two words\", \"a \\\"quote\\\"\"]; environment names [API_TOKEN]"),
-            std::string::npos)
-      << text;
+  EXPECT_NE(text.find("arguments [\"30\", \"two words\", \"a \\\"quote\\\"\"]; environment names [API_TOKEN]"), std::string::npos) << text;
   EXPECT_EQ(text.find("s3cret"), std::string::npos) << text;
   EXPECT_NE(text.find("(user bob)"), std::string::npos) << text;
   EXPECT_NE(text.find(": KillJob: no job " + std::to_string(id) + " of yours is running"), std::string::npos) << text;
@@ -485,7 +484,8 @@ TEST_F(Daemons, StrangersOnTheLocalPortAreBounded) {
     const auto frames = read_until_closed(s);
     ASSERT_EQ(frames.size(), 1u);
     EXPECT_NE(frames[0].body.find("frame body of 16777215 bytes exceeds the maximum of 65536 before the peer is authenticated"),
-              std::string::npos) << frames[0].body;
+              std::string::npos)
+        << frames[0].body;
   }
   {
     tcp::socket s = connect_with_read_timeout(io, local);
@@ -527,8 +527,8 @@ TEST_F(Daemons, StalledHandshakesAreBoundedAndOthersStillGetIn) {
   // while): wait until all were, the cap kept and the oldest dropped.
   EXPECT_TRUE(eventually([&] {
     return broker_->unauthenticated_connections() == limits::kDaemonPort.per_address && broker_->dropped_unauthenticated() == extra;
-  })) << on_io([&] { return broker_->unauthenticated_connections(); }) << " unauthenticated, "
-      << on_io([&] { return broker_->dropped_unauthenticated(); }) << " dropped";
+  })) << on_io([&] { return broker_->unauthenticated_connections(); })
+      << " unauthenticated, " << on_io([&] { return broker_->dropped_unauthenticated(); }) << " dropped";
   Client user(ca_.issue("user alice", dir_, "alice"));
   // A liveness bound, not a performance figure: the handshake and the mapping take
   // milliseconds; blocked behind the strangers they would take their 2 s deadline.

@@ -87,16 +87,20 @@ std::string helloworld_running(const std::string& program, const std::string& ar
 
 // A job of two groups (a: na, b: nb processes) running a plain program, not using gridrt,
 // with `args` (XML-escaped here), written to the test's directory as `name`.
-std::string two_group_profile(const std::string& name, int na, int nb, const std::string& program,
-                              const std::vector<std::string>& args) {
+std::string two_group_profile(const std::string& name, int na, int nb, const std::string& program, const std::vector<std::string>& args) {
   const std::string path = ::testing::TempDir() + "/" + name;
   std::ofstream out(path);
   out << "<grmsJob appId=\"plain\"><task taskId=\"t\"><resourcesDescription><topology>"
          "<group groupId=\"a\"/><group groupId=\"b\"/>"
-         "<processes><groupIdReference groupId=\"a\"/><processesCount><value>" << na << "</value></processesCount></processes>"
-         "<processes><groupIdReference groupId=\"b\"/><processesCount><value>" << nb << "</value></processesCount></processes>"
+         "<processes><groupIdReference groupId=\"a\"/><processesCount><value>"
+      << na
+      << "</value></processesCount></processes>"
+         "<processes><groupIdReference groupId=\"b\"/><processesCount><value>"
+      << nb
+      << "</value></processesCount></processes>"
          "</topology></resourcesDescription><execution type=\"x\"><executable><execFile><file>"
-         "<url>" << program << "</url></file></execFile></executable><arguments>";
+         "<url>"
+      << program << "</url></file></execFile></executable><arguments>";
   for (const auto& a : args) {
     out << "<value>";
     for (const char c : a) out << (c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : std::string(1, c));
@@ -130,12 +134,8 @@ TEST(EndToEnd, TwoGroupsRunAsOneJobAcrossTwoClusters) {
     EXPECT_EQ(l.prefix_cluster, l.cluster);
     EXPECT_EQ(l.site, i < 2 ? "site0" : "site1");
     // The same bijection in every process: a group always has one color, a color one group.
-    if (color_of.count(l.group)) {
-      EXPECT_EQ(color_of[l.group], l.color);
-    }
-    if (group_of.count(l.color)) {
-      EXPECT_EQ(group_of[l.color], l.group);
-    }
+    if (color_of.count(l.group)) { EXPECT_EQ(color_of[l.group], l.color); }
+    if (group_of.count(l.color)) { EXPECT_EQ(group_of[l.color], l.group); }
     color_of[l.group] = l.color;
     group_of[l.color] = l.group;
   }
@@ -179,10 +179,11 @@ TEST(EndToEnd, ALaunchCommandThatIsAnotherMpisMpiexecIsRefusedNamingIt) {
                                      "echo 'mpiexec: Error: unknown option \"-launcher\"' >&2\nexit 1\n";
   ASSERT_EQ(::chmod((dir + "/mpiexec").c_str(), 0755), 0);
   std::ofstream(dir + "/grid.xml") << "<grid>\n"
-                                     "  <cluster name=\"c0\" slots=\"1\"><relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>"
-                                     "<launch>mpiexec -launcher fork -n {np}</launch></cluster>\n"
-                                     "  <cluster name=\"c1\" slots=\"1\"><relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>"
-                                     "<launch>" + dir + "/mpiexec -launcher fork -n {np}</launch></cluster>\n</grid>\n";
+                                      "  <cluster name=\"c0\" slots=\"1\"><relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>"
+                                      "<launch>mpiexec -launcher fork -n {np}</launch></cluster>\n"
+                                      "  <cluster name=\"c1\" slots=\"1\"><relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>"
+                                      "<launch>" +
+                                          dir + "/mpiexec -launcher fork -n {np}</launch></cluster>\n</grid>\n";
   const Outcome r = gridrun({"--grid", dir + "/grid.xml", "-n", "2", kSrc + "/jobprofiles/helloworld.xml"});
   fs::remove_all(dir);
   EXPECT_NE(r.status, 0) << r.out << r.err;
@@ -321,11 +322,14 @@ TEST(EndToEnd, CApiWithNonBlockingPointToPoint) {
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   // colors: level 0 (grid) is 0 for all, then site, cluster, node (MPICH-G2 style).
   EXPECT_NE(r.out.find("[c0:0] rank=0 size=3 group=masters color=0 cluster=c0 depth=4 colors=0,0,0,0 name_of_color=masters"),
-            std::string::npos) << r.out;
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("[c0:1] rank=1 size=3 group=masters color=0 cluster=c0 depth=4 colors=0,0,0,0 name_of_color=masters"),
-            std::string::npos) << r.out;
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("[c1:2] rank=2 size=3 group=workers color=1 cluster=c1 depth=4 colors=0,1,1,1 name_of_color=workers"),
-            std::string::npos) << r.out;
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("[c0:0] gathered ranks by isend/irecv: sum=3 expected=3"), std::string::npos) << r.out;
   expect_nothing_left();
 }
@@ -356,8 +360,9 @@ class StandingGrid {
     start_broker("127.0.0.1:0");
     for (const char* c : {"c0", "c1"}) {
       const auto relay = creds(std::string("relay-") + c);
-      std::vector<std::string> argv = {kBin + "/gridrelay", "--grid", dir + "/grid.xml", "--cluster", c, "--broker", endpoint,
-                                       "--cert", relay.cert, "--key", relay.key, "--ca", relay.ca};
+      std::vector<std::string> argv = {kBin + "/gridrelay", "--grid", dir + "/grid.xml", "--cluster", c,
+                                       "--broker",          endpoint, "--cert",          relay.cert,  "--key",
+                                       relay.key,           "--ca",   relay.ca};
       argv.insert(argv.end(), relay_args.begin(), relay_args.end());
       daemons_.push_back(gridrt::spawn(argv, {}).pid);
     }
@@ -407,11 +412,13 @@ class StandingGrid {
     const std::string port_file = dir + "/port";
     fs::remove(port_file);
     const auto broker = creds("broker");
-    std::vector<std::string> argv = {kBin + "/gridbroker", "--grid", dir + "/grid.xml", "--listen", listen, "--cert", broker.cert,
-                                     "--key", broker.key, "--ca", broker.ca, "--port-file", port_file, "--journal", journal};
+    std::vector<std::string> argv = {
+        kBin + "/gridbroker", "--grid", dir + "/grid.xml", "--listen",    listen,    "--cert",    broker.cert, "--key",
+        broker.key,           "--ca",   broker.ca,         "--port-file", port_file, "--journal", journal};
     argv.insert(argv.end(), broker_args_.begin(), broker_args_.end());
     if (broker_open_files_ > 0)
-      argv.insert(argv.begin(), {"/bin/sh", "-c", "ulimit -n " + std::to_string(broker_open_files_) + " && exec \"$0\" \"$@\" 2>>" + broker_log});
+      argv.insert(argv.begin(),
+                  {"/bin/sh", "-c", "ulimit -n " + std::to_string(broker_open_files_) + " && exec \"$0\" \"$@\" 2>>" + broker_log});
     daemons_.insert(daemons_.begin(), gridrt::spawn(argv, {}).pid);
     for (int i = 0; i < 100 && !fs::exists(port_file); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     endpoint = "127.0.0.1:" + slurp(port_file).substr(0, slurp(port_file).find('\n'));
@@ -452,7 +459,8 @@ TEST(EndToEnd, SubmitsToARunningBrokerWithUserCertificates) {
   fs::create_directories(dir + "/other");
   auto mallory = other.issue("user mallory", dir + "/other", "mallory");
   mallory.ca = user.ca;
-  r = gridrun({"--broker", endpoint, "--cert", mallory.cert, "--key", mallory.key, "--ca", mallory.ca, kSrc + "/jobprofiles/two-groups.xml"});
+  r = gridrun(
+      {"--broker", endpoint, "--cert", mallory.cert, "--key", mallory.key, "--ca", mallory.ca, kSrc + "/jobprofiles/two-groups.xml"});
   EXPECT_EQ(r.status, 1) << r.out << r.err;
   EXPECT_NE(r.err.find("unknown ca"), std::string::npos) << r.err;
   EXPECT_TRUE(hello_lines(r.out).empty());
@@ -648,8 +656,7 @@ TEST(EndToEnd, ABrokerOutOfFileDescriptorsKeepsServing) {
 TEST(EndToEnd, AUserCancelsTheirJobFromAnotherGridrun) {
   StandingGrid grid("cancel", {"alice", "bob"});
   Running job = start_gridrun(grid.as("alice", {sleep_profile("cancelled.xml", 1, 1)}), "cancelled");
-  for (int i = 0; i < 200 && find_process("gridproc", "GRIDRT_JOB=1 ") < 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (int i = 0; i < 200 && find_process("gridproc", "GRIDRT_JOB=1 ") < 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   auto cancel = [&](const std::string& user, const std::string& id) {
     std::vector<std::string> args = {"cancel", id};
     for (const auto& a : grid.as(user, {})) args.push_back(a);
@@ -759,7 +766,7 @@ TEST(EndToEnd, EachUsersJobRunsUnderTheirAccountAndCannotTouchAnothers) {
       }
   }
   ASSERT_GT(victim, 0) << "alice's job did not start:\n" << slurp(alice.err_path);
-  struct stat owner{};
+  struct stat owner {};
   ASSERT_EQ(::stat(("/proc/" + std::to_string(victim)).c_str(), &owner), 0);
   EXPECT_EQ(owner.st_uid, alice_account.uid) << "alice's process does not run under her account";
   // Her job's secret reaches her processes, and is on no command line anyone could read.
@@ -769,10 +776,12 @@ TEST(EndToEnd, EachUsersJobRunsUnderTheirAccountAndCannotTouchAnothers) {
   for (const auto& p : processes_now()) EXPECT_EQ(p.cmdline.find(secret), std::string::npos) << p.pid << ": " << p.cmdline;
 
   const std::string v = std::to_string(victim);
-  const Outcome bob = gridrun(grid.as(
-      "bob", {two_group_profile("bob.xml", 1, 1, "/bin/sh",
-                                {"-c", "id -un; cat /proc/" + v + "/environ >/dev/null 2>&1 && echo read her secret || echo cannot read; "
-                                       "kill -9 " + v + " 2>/dev/null && echo killed her || echo cannot kill"})}));
+  const Outcome bob =
+      gridrun(grid.as("bob", {two_group_profile("bob.xml", 1, 1, "/bin/sh",
+                                                {"-c", "id -un; cat /proc/" + v +
+                                                           "/environ >/dev/null 2>&1 && echo read her secret || echo cannot read; "
+                                                           "kill -9 " +
+                                                           v + " 2>/dev/null && echo killed her || echo cannot kill"})}));
   EXPECT_EQ(bob.status, 0) << bob.out << bob.err;
   for (const char* rank : {"[c0:0] ", "[c1:1] "})
     for (const char* line : {"gridrt-test-bob", "cannot read", "cannot kill"})
@@ -795,7 +804,8 @@ TEST(EndToEnd, EachUsersJobRunsUnderTheirAccountAndCannotTouchAnothers) {
   for (const char* c : {"c0", "c1"}) {
     EXPECT_EQ(slurp(results + "/" + c + "/result.txt").find("secret"), std::string::npos) << c;
     EXPECT_NE(link.err.find(std::string("[") + c + "] gridrelay: output file 'result.txt' was not written (Permission denied)"),
-              std::string::npos) << link.out << link.err;
+              std::string::npos)
+        << link.out << link.err;
   }
   fs::remove(root_only);
 
@@ -866,8 +876,8 @@ TEST(EndToEnd, RelayKilledMidJobFailsTheJobCleanly) {
 void expect_stop_noticed(const std::string& program, const std::string& words, int status, const std::string& said) {
   ::setenv("GRIDRT_DEAD_PEER_SECONDS", "3", 1);
   dirs_before = gridrun_dirs();
-  Running run = start_gridrun({two_groups_with("<value>--rounds</value><value>150</value><value>--round-ms</value><value>200</value>")},
-                              "stopped");
+  Running run =
+      start_gridrun({two_groups_with("<value>--rounds</value><value>150</value><value>--round-ms</value><value>200</value>")}, "stopped");
   ::unsetenv("GRIDRT_DEAD_PEER_SECONDS");
   pid_t stopped = -1;
   std::chrono::steady_clock::time_point at;
@@ -890,8 +900,10 @@ void expect_stop_noticed(const std::string& program, const std::string& words, i
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - at).count();
   rescue.join();
   ASSERT_GT(stopped, 0) << program << " (" << words << ") was not found running\n" << r.out << r.err;
-  if (status >= 0) EXPECT_EQ(r.status, status) << r.err;
-  else EXPECT_NE(r.status, 0) << r.err;
+  if (status >= 0)
+    EXPECT_EQ(r.status, status) << r.err;
+  else
+    EXPECT_NE(r.status, 0) << r.err;
   EXPECT_NE(r.err.find(said), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("hung or stopped"), std::string::npos) << r.err;
   EXPECT_LT(seconds, 15) << r.err;
@@ -901,18 +913,14 @@ void expect_stop_noticed(const std::string& program, const std::string& words, i
 // Two watch the stopped relay, with the same setting, and either may notice first: the
 // broker (c1's ranks are lost, as with a relay that vanished: 255) or relay c0 on its link
 // to c1 (c0 stops the job: 1). Either way the job ends naming c1 as silent.
-TEST(EndToEnd, AStoppedRelayIsNoticedAndNamed) {
-  expect_stop_noticed("gridrelay", "--cluster c1 ", -1, " cluster c1 (silent for ");
-}
+TEST(EndToEnd, AStoppedRelayIsNoticedAndNamed) { expect_stop_noticed("gridrelay", "--cluster c1 ", -1, " cluster c1 (silent for "); }
 
 // Rank 2, the only one on c1, answers rank 0's ping-pong; its relay stops the job.
 TEST(EndToEnd, AStoppedRankIsNoticedAndNamed) {
   expect_stop_noticed("hello", "GRIDRT_CLUSTER=c1 ", -1, "failed: cluster c1: rank 2: silent for ");
 }
 
-TEST(EndToEnd, AStoppedBrokerIsNoticedByTheLauncher) {
-  expect_stop_noticed("gridbroker", "", 1, "lost the broker: silent for ");
-}
+TEST(EndToEnd, AStoppedBrokerIsNoticedByTheLauncher) { expect_stop_noticed("gridbroker", "", 1, "lost the broker: silent for "); }
 
 // A job of one rank on each cluster running `script` (sh -c) that leaves processes behind,
 // each a sleep for one of `marks` seconds: gridrun's outcome, how long it took, and how many
@@ -959,9 +967,7 @@ TEST(EndToEnd, ProcessesThatLeaveTheirJobEndWithIt) {
 TEST(EndToEnd, ARankThatKillsItsMonitorLeavesNothingBehind) {
   try {
     gridrt::JobCgroups probe;
-  } catch (const std::exception& e) {
-    GTEST_SKIP() << "relays cannot make job cgroups here: " << e.what();
-  }
+  } catch (const std::exception& e) { GTEST_SKIP() << "relays cannot make job cgroups here: " << e.what(); }
   const auto [r, seconds, left] = run_escaping_job(
       "kill-monitor.xml", "setsid env -i /bin/sh -c '(/bin/sleep 32.25 &)'; kill -9 $$PPID; exec /bin/sleep 32.5", {"32.25", "32.5"});
   EXPECT_NE(r.status, 0) << r.out << r.err;
@@ -1034,8 +1040,8 @@ TEST(EndToEnd, DirectConnectionsBetweenClustersOnThisMachine) {
                          "</grid>\n";
   const Outcome r = gridrun({"--explain", "--grid", grid, kSrc + "/jobprofiles/two-groups.xml"});
   ASSERT_EQ(r.status, 0) << r.out << r.err;
-  EXPECT_NE(r.err.find("c0 <-> c1: direct, dialled by c1's processes (c0's processes accept connections (127.0.0.1:471"),
-            std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("c0 <-> c1: direct, dialled by c1's processes (c0's processes accept connections (127.0.0.1:471"), std::string::npos)
+      << r.err;
   EXPECT_NE(r.out.find("[c0:0] pingpong rank 0 <-> rank 2 (cluster c1): 4096 bytes"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("[c0:0] barrier passed by 3 processes"), std::string::npos) << r.out;
   expect_nothing_left();
@@ -1048,9 +1054,7 @@ std::vector<std::string> cgroups_of_dead_relays() {
   std::string parent;
   try {
     parent = gridrt::own_cgroup_dir();
-  } catch (const std::exception&) {
-    return found;
-  }
+  } catch (const std::exception&) { return found; }
   for (const auto& e : std::filesystem::directory_iterator(parent, ec)) {
     const std::string name = e.path().filename();
     if (name.rfind("gridrelay-", 0) == 0 && ::kill(std::stoi(name.substr(10)), 0) != 0) found.push_back(e.path());
@@ -1325,15 +1329,17 @@ TEST(EndToEnd, PipelinedCollectivesTakeTheSlicesTheModelChooses) {
     "between_sites": [{"sites": ["*", "*"], "plogp": {"L_us": 10000, "g_us": [[0, 1000], [1048576, 1049576]]}}]})";
   for (const auto& [slice, msgs] : {std::pair{"", "32.00"}, std::pair{"65536", "8.00"}}) {
     if (*slice) ::setenv("GRIDRT_SLICE", slice, 1);
-    const Outcome r = start_program("gridbench", {"--clusters", "3", "--ranks-per-cluster", "1", "--model", model, "--op", "bcast,reduce",
-                                                  "--algo", "hier", "--route", "chain", "--sizes", "262144", "--iters", "2", "--json"},
+    const Outcome r = start_program("gridbench",
+                                    {"--clusters", "3", "--ranks-per-cluster", "1", "--model", model, "--op", "bcast,reduce", "--algo",
+                                     "hier", "--route", "chain", "--sizes", "262144", "--iters", "2", "--json"},
                                     "gridbench-slices")
                           .finish();
     ::unsetenv("GRIDRT_SLICE");
     ASSERT_EQ(r.status, 0) << r.out << r.err;
     std::istringstream lines(r.out);
     int seen = 0;
-    for (std::string line; std::getline(lines, line); ++seen) EXPECT_EQ(json_field(line, "wan_msgs"), msgs) << "GRIDRT_SLICE=" << slice << ": " << line;
+    for (std::string line; std::getline(lines, line); ++seen)
+      EXPECT_EQ(json_field(line, "wan_msgs"), msgs) << "GRIDRT_SLICE=" << slice << ": " << line;
     EXPECT_EQ(seen, 2) << r.out;
   }
 }
@@ -1362,8 +1368,9 @@ TEST(EndToEnd, ScattersAndGathersMatchTheirReferencesOnTheDirectAndOrderedRoutes
   // The scatterv's and gatherv's sizes only their root knows: the model weighs the route
   // asked for against flat over all sizes (the scatterv's root serves its sites in the
   // order the model predicts for its blocks; the others' trees are the same in any order).
-  const std::string sizeless = "gridrt: auto: scatter of blocks whose sizes not every member knows, on 6 members in 5 clusters at 4 sites: "
-                               "each at its worst against the least predicted from 8 B to 4194304 B: hier by ordered ";
+  const std::string sizeless =
+      "gridrt: auto: scatter of blocks whose sizes not every member knows, on 6 members in 5 clusters at 4 sites: "
+      "each at its worst against the least predicted from 8 B to 4194304 B: hier by ordered ";
   EXPECT_NE(r.err.find(sizeless), std::string::npos) << r.err;
   // Without a route asked for, every route is weighed.
   ::setenv("GRIDRT_MODEL", model.c_str(), 1);
@@ -1445,18 +1452,19 @@ TEST(EndToEnd, GathersSplitInPacedPiecesInsideAClusterMatchTheirReferences) {
 // counted: exact numbers each algorithm must produce (docs/algorithms.md).
 TEST(EndToEnd, GridbenchReportsEveryFieldAndTheWanMessagesEachAlgorithmMustSend) {
   dirs_before = gridrun_dirs();
-  const Outcome r = start_program("gridbench", {"--clusters", "3", "--ranks-per-cluster", "2", "--emulate-wan", "5ms", "--op",
-                                                "barrier,bcast,gather,scatter,alltoall", "--algo", "hier,flat,auto", "--sizes", "8:8",
-                                                "--iters", "3", "--json"},
-                                    "gridbench")
-                        .finish();
+  const Outcome r =
+      start_program("gridbench",
+                    {"--clusters", "3", "--ranks-per-cluster", "2", "--emulate-wan", "5ms", "--op", "barrier,bcast,gather,scatter,alltoall",
+                     "--algo", "hier,flat,auto", "--sizes", "8:8", "--iters", "3", "--json"},
+                    "gridbench")
+          .finish();
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   std::map<std::string, std::string> line_of;  // "op algo" -> its line
   std::istringstream lines(r.out);
   for (std::string line; std::getline(lines, line);) {
     ASSERT_EQ(line.front(), '{') << "not a JSON line: " << line;
-    for (const char* key : {"op", "algo", "bytes", "clusters", "ranks", "iters", "avg_us", "min_us", "max_us", "median_us", "wan_msgs", "wan_bytes",
-                            "bound_us"})
+    for (const char* key : {"op", "algo", "bytes", "clusters", "ranks", "iters", "avg_us", "min_us", "max_us", "median_us", "wan_msgs",
+                            "wan_bytes", "bound_us"})
       EXPECT_NE(json_field(line, key), "") << key << " missing in " << line;
     // The median call's slowest process crossed the 5 ms line at least once.
     EXPECT_GE(std::stod(json_field(line, "median_us").empty() ? "0" : json_field(line, "median_us")), 5000) << line;
@@ -1467,14 +1475,14 @@ TEST(EndToEnd, GridbenchReportsEveryFieldAndTheWanMessagesEachAlgorithmMustSend)
   ASSERT_EQ(line_of.size(), 15u) << r.out;  // 5 ops x 3 algos
   // C = 3 clusters of p = 2, P = 6.
   const std::pair<const char*, const char*> wan_msgs[] = {
-      {"barrier hier", "6.00"},   // leaders all-to-all: C (C - 1)
-      {"bcast hier", "2.00"},     // C - 1
-      {"gather hier", "2.00"},    // C - 1
-      {"scatter hier", "2.00"},   // C - 1
-      {"alltoall hier", "24.00"}, // 2 P (C - 1): each agent's own blocks at once, the rest after
-      {"alltoall flat", "24.00"}, // P (P - p)
-      {"barrier flat", "15.00"},  // dissemination: ceil(log2 6) = 3 rounds x 6, minus the local ones
-      {"alltoall auto", "24.00"}, // across sites auto is hier
+      {"barrier hier", "6.00"},    // leaders all-to-all: C (C - 1)
+      {"bcast hier", "2.00"},      // C - 1
+      {"gather hier", "2.00"},     // C - 1
+      {"scatter hier", "2.00"},    // C - 1
+      {"alltoall hier", "24.00"},  // 2 P (C - 1): each agent's own blocks at once, the rest after
+      {"alltoall flat", "24.00"},  // P (P - p)
+      {"barrier flat", "15.00"},   // dissemination: ceil(log2 6) = 3 rounds x 6, minus the local ones
+      {"alltoall auto", "24.00"},  // across sites auto is hier
       {"bcast auto", "2.00"},
   };
   for (const auto& [key, msgs] : wan_msgs) EXPECT_EQ(json_field(line_of[key], "wan_msgs"), msgs) << key << ": " << line_of[key];
@@ -1493,10 +1501,12 @@ TEST(EndToEnd, GridbenchReportsEveryFieldAndTheWanMessagesEachAlgorithmMustSend)
 TEST(EndToEnd, GridbenchCountsOnlyWhatCrossesBetweenSites) {
   dirs_before = gridrun_dirs();
   const std::string grid = grid_with_sites({{"A", 2}, {"A", 1}, {"B", 3}});  // S = 2 sites, C = 3 clusters
-  const Outcome r = start_program("gridbench", {"--grid", grid, "--emulate-wan", "2ms", "--op", "barrier,bcast,allreduce,gather,scatter,allgather,alltoall",
-                                                "--algo", "hier", "--sizes", "8", "--iters", "2", "--json"},
-                                    "gridbench-sites")
-                        .finish();
+  const Outcome r =
+      start_program("gridbench",
+                    {"--grid", grid, "--emulate-wan", "2ms", "--op", "barrier,bcast,allreduce,gather,scatter,allgather,alltoall", "--algo",
+                     "hier", "--sizes", "8", "--iters", "2", "--json"},
+                    "gridbench-sites")
+          .finish();
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   std::map<std::string, std::string> msgs;
   std::istringstream lines(r.out);
@@ -1505,7 +1515,7 @@ TEST(EndToEnd, GridbenchCountsOnlyWhatCrossesBetweenSites) {
   // S - 1; alltoall (Local Group between clusters): the 3 members of site A get two messages
   // from site B each (their agent's own block, then the other two members'), the 3 of site B
   // two from site A's cluster of 2 and one from its cluster of 1.
-  const std::map<std::string, std::string> want = {{"barrier", "2.00"}, {"bcast", "1.00"},   {"allreduce", "2.00"}, {"gather", "1.00"},
+  const std::map<std::string, std::string> want = {{"barrier", "2.00"}, {"bcast", "1.00"},     {"allreduce", "2.00"}, {"gather", "1.00"},
                                                    {"scatter", "1.00"}, {"allgather", "2.00"}, {"alltoall", "15.00"}};
   EXPECT_EQ(msgs, want) << r.out;
   expect_nothing_left();
@@ -1518,9 +1528,10 @@ TEST(EndToEnd, GridbenchCountsOnlyWhatCrossesBetweenSites) {
 TEST(EndToEnd, TheClustersOfASiteShareItsWanLine) {
   dirs_before = gridrun_dirs();
   const std::string grid = grid_with_sites({{"A", 2}, {"A", 2}, {"B", 1}});
-  const Outcome r = start_program("gridbench", {"--grid", grid, "--emulate-wan", "1ms,20mbit", "--op", "gather,alltoall", "--root", "4",
-                                                "--algo", "hier,flat", "--sizes", "32768", "--iters", "2", "--json"},
-                                    "gridbench-shared-line")
+  const Outcome r = start_program("gridbench",
+                                  {"--grid", grid, "--emulate-wan", "1ms,20mbit", "--op", "gather,alltoall", "--root", "4", "--algo",
+                                   "hier,flat", "--sizes", "32768", "--iters", "2", "--json"},
+                                  "gridbench-shared-line")
                         .finish();
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   std::istringstream lines(r.out);
@@ -1552,15 +1563,16 @@ TEST(Calibration, MeasuresRepresentativePairsAndJobsChooseByTheModel) {
   const std::string grid = grid_with_sites({{"A", 2}, {"A", 2}, {"B", 2}});  // C = 3: at most 6 measurements
   const std::string model = ::testing::TempDir() + "/model.json";
   std::filesystem::remove(model);
-  const Outcome cal = start_program("gridrun", {"calibrate", "--grid", grid, "--emulate-wan", "2ms,100mbit", "--sizes", "0,1024,65536",
-                                                "--output", model},
-                                    "calibrate")
-                          .finish();
+  const Outcome cal =
+      start_program("gridrun", {"calibrate", "--grid", grid, "--emulate-wan", "2ms,100mbit", "--sizes", "0,1024,65536", "--output", model},
+                    "calibrate")
+          .finish();
   ASSERT_EQ(cal.status, 0) << cal.out << cal.err;
   const std::string json = read_text(model);
   // Inside c0, c1, c2; between site A's two clusters; between sites A and B: 5.
   EXPECT_NE(json.find("\"measurements\": 5"), std::string::npos) << json;
-  for (const char* part : {"\"c0\": {\"L_us\"", "\"c1\": {\"L_us\"", "\"c2\": {\"L_us\"", "\"A\": {\"L_us\"", "\"from\": \"A\", \"to\": \"B\"", "\"from\": \"B\", \"to\": \"A\""})
+  for (const char* part : {"\"c0\": {\"L_us\"", "\"c1\": {\"L_us\"", "\"c2\": {\"L_us\"", "\"A\": {\"L_us\"",
+                           "\"from\": \"A\", \"to\": \"B\"", "\"from\": \"B\", \"to\": \"A\""})
     EXPECT_NE(json.find(part), std::string::npos) << part << " missing in " << json;
   EXPECT_NE(cal.err.find("5/5: between_sites A|B"), std::string::npos) << cal.err;  // progress, one line per pair
   // 100 Mbit/s over a 4 ms round trip is 50 KB in flight: the default window covers it.
@@ -1572,7 +1584,8 @@ TEST(Calibration, MeasuresRepresentativePairsAndJobsChooseByTheModel) {
   EXPECT_NE(show.out.find("from site B to site A: L "), std::string::npos) << show.out;
 
   ::setenv("GRIDRT_EXPLAIN", "1", 1);
-  Outcome r = gridrun({"--grid", grid, "--emulate-wan", "2ms,100mbit", "--model", model, helloworld_running("coll_check", "<value>--predictions</value>")});
+  Outcome r = gridrun(
+      {"--grid", grid, "--emulate-wan", "2ms,100mbit", "--model", model, helloworld_running("coll_check", "<value>--predictions</value>")});
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("predictions agree on 6 members"), std::string::npos) << r.out << r.err;
   r = gridrun({"--grid", grid, "--emulate-wan", "2ms,100mbit", "--model", model, helloworld_running("coll_check")});
@@ -1589,7 +1602,8 @@ TEST(Calibration, MeasuresRepresentativePairsAndJobsChooseByTheModel) {
   expect_nothing_left();
 
   // A model that cannot be read stops gridrun before anything runs, naming it.
-  std::ofstream(::testing::TempDir() + "/broken.json") << "{\n  \"format\": \"gridrt-model/1\",\n  \"inside\": {\"c0\": {\"L_us\": \"soon\"}}\n}\n";
+  std::ofstream(::testing::TempDir() + "/broken.json")
+      << "{\n  \"format\": \"gridrt-model/1\",\n  \"inside\": {\"c0\": {\"L_us\": \"soon\"}}\n}\n";
   const Outcome bad = gridrun({"--model", ::testing::TempDir() + "/broken.json", "-n", "1", "/bin/true"});
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.err.find("broken.json: inside.c0.L_us must be a non-negative number, not 'soon'"), std::string::npos) << bad.err;
@@ -1598,8 +1612,9 @@ TEST(Calibration, MeasuresRepresentativePairsAndJobsChooseByTheModel) {
   EXPECT_NE(missing.err.find("/nonexistent/model.json: cannot read the model file"), std::string::npos) << missing.err;
 
   // Predictions for a grid far larger than this machine runs, at once.
-  const Outcome big = start_program("gridbench", {"--predict-only", "--model", model, "--clusters", "100", "--ranks-per-cluster", "100", "--op",
-                                                  "bcast,allreduce,gather", "--sizes", "8,1048576", "--json"},
+  const Outcome big = start_program("gridbench",
+                                    {"--predict-only", "--model", model, "--clusters", "100", "--ranks-per-cluster", "100", "--op",
+                                     "bcast,allreduce,gather", "--sizes", "8,1048576", "--json"},
                                     "predict-only")
                           .finish();
   EXPECT_EQ(big.status, 0) << big.err;
@@ -1613,16 +1628,19 @@ TEST(Calibration, MeasuresRepresentativePairsAndJobsChooseByTheModel) {
   EXPECT_EQ(lines, 6) << big.out;
   // With the jobs' window (GRIDRT_WINDOW, as theirs), said in the header; a bad one refused.
   ::setenv("GRIDRT_WINDOW", "4194304", 1);
-  const Outcome windowed = start_program("gridbench", {"--predict-only", "--model", model, "--clusters", "3", "--op", "bcast", "--sizes", "8"},
-                                         "predict-only-window")
-                               .finish();
+  const Outcome windowed =
+      start_program("gridbench", {"--predict-only", "--model", model, "--clusters", "3", "--op", "bcast", "--sizes", "8"},
+                    "predict-only-window")
+          .finish();
   ::setenv("GRIDRT_WINDOW", "lots", 1);
-  const Outcome unwindowed = start_program("gridbench", {"--predict-only", "--model", model, "--op", "bcast"}, "predict-only-bad-window").finish();
+  const Outcome unwindowed =
+      start_program("gridbench", {"--predict-only", "--model", model, "--op", "bcast"}, "predict-only-bad-window").finish();
   ::unsetenv("GRIDRT_WINDOW");
   EXPECT_EQ(windowed.status, 0) << windowed.err;
   EXPECT_NE(windowed.out.find("model " + model + ", flow-control window 4096 KiB"), std::string::npos) << windowed.out;
   EXPECT_EQ(unwindowed.status, 2);
-  EXPECT_NE(unwindowed.err.find("gridbench: GRIDRT_WINDOW='lots' must be a number of bytes from 4096 to 4294967296"), std::string::npos) << unwindowed.err;
+  EXPECT_NE(unwindowed.err.find("gridbench: GRIDRT_WINDOW='lots' must be a number of bytes from 4096 to 4294967296"), std::string::npos)
+      << unwindowed.err;
 }
 
 // Where the jobs' flow-control window holds a stream below its line's rate, calibration
@@ -1631,8 +1649,9 @@ TEST(Calibration, MeasuresRepresentativePairsAndJobsChooseByTheModel) {
 // job itself measures the line with a window that does not limit it: its 12.5 MB/s.
 TEST(Calibration, WarnsWhereTheFlowControlWindowHoldsAStreamBelowItsLinesRate) {
   ::setenv("GRIDRT_WINDOW", "65536", 1);
-  const Outcome cal = start_program("gridrun", {"calibrate", "--clusters", "2", "--ranks-per-cluster", "1", "--emulate-wan", "10ms,100mbit",
-                                                "--sizes", "0,32768", "--no-sample", "--output", ::testing::TempDir() + "/windowed.json"},
+  const Outcome cal = start_program("gridrun",
+                                    {"calibrate", "--clusters", "2", "--ranks-per-cluster", "1", "--emulate-wan", "10ms,100mbit", "--sizes",
+                                     "0,32768", "--no-sample", "--output", ::testing::TempDir() + "/windowed.json"},
                                     "calibrate-window")
                           .finish();
   ::unsetenv("GRIDRT_WINDOW");
@@ -1661,8 +1680,9 @@ TEST(Calibration, EscalationsSweepAClustersGathersIntoTheModel) {
   dirs_before = gridrun_dirs();
   const std::string model = ::testing::TempDir() + "/gathers-model.json";
   std::filesystem::remove(model);
-  const Outcome cal = start_program("gridrun", {"calibrate", "--clusters", "1", "--ranks-per-cluster", "3", "--escalations", "--no-sample",
-                                                "--sizes", "0,1024,65536", "--output", model},
+  const Outcome cal = start_program("gridrun",
+                                    {"calibrate", "--clusters", "1", "--ranks-per-cluster", "3", "--escalations", "--no-sample", "--sizes",
+                                     "0,1024,65536", "--output", model},
                                     "calibrate-escalations")
                           .finish();
   ASSERT_EQ(cal.status, 0) << cal.out << cal.err;
@@ -1696,10 +1716,11 @@ TEST(Calibration, NodesOfAClusterAreMeasuredAndTheModelsLogicalClustersUsed) {
   const std::string model = ::testing::TempDir() + "/nodes-model.json";
   std::filesystem::remove(model);
   ::setenv("MPIR_CVAR_NUM_CLIQUES", "2", 1);
-  const Outcome cal = start_program("gridrun", {"calibrate", "--clusters", "1", "--ranks-per-cluster", "4", "--no-sample", "--sizes", "0,1024",
-                                                "--output", model},
-                                    "calibrate-nodes")
-                          .finish();
+  const Outcome cal =
+      start_program("gridrun",
+                    {"calibrate", "--clusters", "1", "--ranks-per-cluster", "4", "--no-sample", "--sizes", "0,1024", "--output", model},
+                    "calibrate-nodes")
+          .finish();
   ASSERT_EQ(cal.status, 0) << cal.out << cal.err;
   EXPECT_NE(cal.err.find("1 latency probes between nodes"), std::string::npos) << cal.err;
   const gridrt::models::GridModel m = gridrt::models::load_model(model);
@@ -1722,17 +1743,20 @@ TEST(Calibration, NodesOfAClusterAreMeasuredAndTheModelsLogicalClustersUsed) {
   std::ofstream(model) << R"({"format": "gridrt-model/1",
     "inside": {"*": {"L_us": 20, "g_us": [[0, 1], [1048576, 1000]]}},
     "between_sites": [{"sites": ["*", "*"], "plogp": {"L_us": 1000, "g_us": [[0, 1], [1048576, 10000]]}}],
-    "logical_clusters": {"c0": {"nodes": [")" + h + R"(/0", ")" + h + R"(/1", ")" + h + R"(/2", ")" + h + R"(/3"],
+    "logical_clusters": {"c0": {"nodes": [")" +
+                              h + R"(/0", ")" + h + R"(/1", ")" + h + R"(/2", ")" + h + R"(/3"],
       "latency_us": [[0, 50, 10, 50], [50, 0, 50, 10], [10, 50, 0, 50], [50, 10, 50, 0]]}}})";
   ::setenv("MPIR_CVAR_NUM_CLIQUES", "4", 1);
-  const Outcome r = gridrun({"--grid", grid_with_sites({{"A", 4}, {"B", 2}}), "--model", model, "--explain", helloworld_running("coll_check")});
+  const Outcome r =
+      gridrun({"--grid", grid_with_sites({{"A", 4}, {"B", 2}}), "--model", model, "--explain", helloworld_running("coll_check")});
   ::unsetenv("MPIR_CVAR_NUM_CLIQUES");
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("checks passed on 6 processes in 2 clusters"), std::string::npos) << r.out << r.err;
-  EXPECT_NE(r.err.find("gridrt: cluster c0: its 4 nodes make 2 logical clusters (the model's): its steps compose over them"), std::string::npos)
+  EXPECT_NE(r.err.find("gridrt: cluster c0: its 4 nodes make 2 logical clusters (the model's): its steps compose over them"),
+            std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find("cluster c0: 4 nodes in 2 logical clusters (latency within 20% of each node's and group's least): {" + h + "/0 " + h +
-                       "/2} {" + h + "/1 " + h + "/3}"),
+  EXPECT_NE(r.err.find("cluster c0: 4 nodes in 2 logical clusters (latency within 20% of each node's and group's least): {" + h + "/0 " +
+                       h + "/2} {" + h + "/1 " + h + "/3}"),
             std::string::npos)
       << r.err;
   // With a pair measured inside each logical cluster and one between them, each step goes
@@ -1743,13 +1767,15 @@ TEST(Calibration, NodesOfAClusterAreMeasuredAndTheModelsLogicalClustersUsed) {
   std::ofstream(model) << R"({"format": "gridrt-model/1",
     "inside": {"*": {"L_us": 20, "g_us": [[0, 1], [1048576, 1000]]}},
     "between_sites": [{"sites": ["*", "*"], "plogp": {"L_us": 1000, "g_us": [[0, 1], [1048576, 10000]]}}],
-    "logical_clusters": {"c0": {"nodes": [")" + h + R"(/0", ")" + h + R"(/1", ")" + h + R"(/2", ")" + h + R"(/3"],
+    "logical_clusters": {"c0": {"nodes": [")" +
+                              h + R"(/0", ")" + h + R"(/1", ")" + h + R"(/2", ")" + h + R"(/3"],
       "latency_us": [[0, 50, 10, 50], [50, 0, 50, 10], [10, 50, 0, 50], [50, 10, 50, 0]],
       "plogp_inside": [{"group": 0, "plogp": {"L_us": 10, "g_us": [[0, 1], [1048576, 1000]]}},
                        {"group": 1, "plogp": {"L_us": 10, "g_us": [[0, 1], [1048576, 1000]]}}],
       "plogp_between": [{"groups": [0, 1], "plogp": {"L_us": 50, "g_us": [[0, 1], [1048576, 5000]]}}]}}})";
   ::setenv("MPIR_CVAR_NUM_CLIQUES", "4", 1);
-  const Outcome chosen = gridrun({"--grid", grid_with_sites({{"A", 4}, {"B", 2}}), "--model", model, "--explain", helloworld_running("coll_check")});
+  const Outcome chosen =
+      gridrun({"--grid", grid_with_sites({{"A", 4}, {"B", 2}}), "--model", model, "--explain", helloworld_running("coll_check")});
   ::unsetenv("MPIR_CVAR_NUM_CLIQUES");
   EXPECT_EQ(chosen.status, 0) << chosen.out << chosen.err;
   EXPECT_NE(chosen.out.find("checks passed on 6 processes in 2 clusters"), std::string::npos) << chosen.out << chosen.err;
@@ -1783,8 +1809,9 @@ TEST(Calibration, AStandingBrokerHandsItsModelToEveryJob) {
     EXPECT_NE(r.out.find("predictions agree on 6 members"), std::string::npos) << r.out << r.err;
   }
   std::ofstream(::testing::TempDir() + "/not-a-model.json") << "[1, 2";
-  const Outcome bad = start_program("gridbroker", {"--grid", kSrc + "/jobprofiles/../bench/grids/one-site-3x2.xml", "--listen", "127.0.0.1:0",
-                                                   "--cert", "x", "--key", "x", "--ca", "x", "--model", ::testing::TempDir() + "/not-a-model.json"},
+  const Outcome bad = start_program("gridbroker",
+                                    {"--grid", kSrc + "/jobprofiles/../bench/grids/one-site-3x2.xml", "--listen", "127.0.0.1:0", "--cert",
+                                     "x", "--key", "x", "--ca", "x", "--model", ::testing::TempDir() + "/not-a-model.json"},
                                     "broker-bad-model")
                           .finish();
   EXPECT_EQ(bad.status, 2);
@@ -1819,8 +1846,8 @@ TEST(EndToEnd, ACollectiveWithMismatchedCountsFailsClearly) {
 // A bad setting stops every process at init with the variable, its value and what it may be.
 TEST(EndToEnd, BadSettingsAreNamedAtInit) {
   const std::pair<const char*, const char*> bad[] = {
-      {"GRIDRT_WINDOW", "12abc"}, {"GRIDRT_SLICE", "5"}, {"GRIDRT_COLL", "fast"}, {"GRIDRT_WAIT", "nap"}, {"GRIDRT_INIT_TIMEOUT", "-3"},
-      {"GRIDRT_NODE_LEVEL", "yes"}, {"GRIDRT_GATHER_PIECES", "0"}, {"GRIDRT_ROUTE", "tree"}};
+      {"GRIDRT_WINDOW", "12abc"},    {"GRIDRT_SLICE", "5"},        {"GRIDRT_COLL", "fast"},       {"GRIDRT_WAIT", "nap"},
+      {"GRIDRT_INIT_TIMEOUT", "-3"}, {"GRIDRT_NODE_LEVEL", "yes"}, {"GRIDRT_GATHER_PIECES", "0"}, {"GRIDRT_ROUTE", "tree"}};
   for (const auto& [name, value] : bad) {
     ::setenv(name, value, 1);
     const Outcome r = gridrun({"-n", "2", kSrc + "/jobprofiles/helloworld.xml"});
@@ -1891,7 +1918,8 @@ TEST(EndToEnd, TaskQueueRunsEveryTaskExactlyOnceAndEnds) {
     const QueueRun q = run_queue_check(grid, k.args);
     EXPECT_EQ(q.outcome.status, 0) << says << "\n" << q.outcome.out << q.outcome.err;
     EXPECT_NE(q.outcome.out.find("queue checks passed: " + std::to_string(k.tasks) + " tasks"), std::string::npos)
-        << says << "\n" << q.outcome.out << q.outcome.err;
+        << says << "\n"
+        << q.outcome.out << q.outcome.err;
     EXPECT_EQ(q.processes, 6) << says;
     EXPECT_EQ(q.ran, k.tasks) << says << "\n" << q.outcome.out;
   }
@@ -1910,7 +1938,8 @@ TEST(EndToEnd, TaskQueueOnUnevenClusters) {
       const QueueRun q = run_queue_check({"--grid", grid_with_sites(shape)},
                                          {"--tasks", "150", "--max-us", "1000", "--spawn-depth", "1", "--levels", levels});
       EXPECT_EQ(q.outcome.status, 0) << levels << "\n" << q.outcome.out << q.outcome.err;
-      EXPECT_NE(q.outcome.out.find("queue checks passed: 450 tasks"), std::string::npos) << levels << "\n" << q.outcome.out << q.outcome.err;
+      EXPECT_NE(q.outcome.out.find("queue checks passed: 450 tasks"), std::string::npos) << levels << "\n"
+                                                                                         << q.outcome.out << q.outcome.err;
       EXPECT_EQ(q.processes, processes) << levels;
       EXPECT_EQ(q.ran, 450) << levels << "\n" << q.outcome.out;
     }
@@ -1928,8 +1957,8 @@ TEST(EndToEnd, TaskQueueOnUnevenClusters) {
 TEST(EndToEnd, TaskQueueGoesOnWithoutAClusterKilledMidRun) {
   const std::vector<std::string> grid = {"--clusters", "3", "--ranks-per-cluster", "2"};
   for (const char* levels : {"cluster", "single"}) {
-    const QueueRun q = run_queue_check(grid, {"--tasks", "300", "--max-us", "2000", "--levels", levels, "--die-rank", "3", "--die-after", "5"},
-                                       "continue");
+    const QueueRun q = run_queue_check(
+        grid, {"--tasks", "300", "--max-us", "2000", "--levels", levels, "--die-rank", "3", "--die-after", "5"}, "continue");
     EXPECT_EQ(q.outcome.status, 0) << levels << "\n" << q.outcome.out << q.outcome.err;
     EXPECT_NE(q.outcome.out.find("queue checks passed: 300 tasks"), std::string::npos) << levels << "\n" << q.outcome.out << q.outcome.err;
     EXPECT_NE(q.outcome.out.find("lost c1"), std::string::npos) << q.outcome.out;
@@ -1940,15 +1969,16 @@ TEST(EndToEnd, TaskQueueGoesOnWithoutAClusterKilledMidRun) {
   }
   // A site's boss (rank 1, leading site B) loses its other cluster c2 (ranks 3-4): it hands
   // what c2 held to its own cluster.
-  const QueueRun site = run_queue_check({"--grid", grid_with_sites({{"A", 1}, {"B", 2}, {"B", 2}})},
-                                        {"--tasks", "300", "--max-us", "2000", "--levels", "site", "--die-rank", "4", "--die-after", "5"},
-                                        "continue");
+  const QueueRun site =
+      run_queue_check({"--grid", grid_with_sites({{"A", 1}, {"B", 2}, {"B", 2}})},
+                      {"--tasks", "300", "--max-us", "2000", "--levels", "site", "--die-rank", "4", "--die-after", "5"}, "continue");
   EXPECT_EQ(site.outcome.status, 0) << site.outcome.out << site.outcome.err;
   EXPECT_NE(site.outcome.out.find("queue checks passed: 300 tasks"), std::string::npos) << site.outcome.out << site.outcome.err;
   EXPECT_NE(site.outcome.out.find("lost c2"), std::string::npos) << site.outcome.out;
   EXPECT_EQ(site.processes, 3) << site.outcome.out;
   EXPECT_NE(site.outcome.out.find("[c1:1] rank 1 ran "), std::string::npos) << site.outcome.out;
-  EXPECT_NE(site.outcome.out.find("tasks, took back "), std::string::npos) << "rank 4 died in a task: rank 1 took it back\n" << site.outcome.out;
+  EXPECT_NE(site.outcome.out.find("tasks, took back "), std::string::npos) << "rank 4 died in a task: rank 1 took it back\n"
+                                                                           << site.outcome.out;
   // A cluster lost while the others wait in finalize: the broker ends finalize's barrier
   // for those not lost, and they end well.
   const QueueRun late = run_queue_check(grid, {"--tasks", "300", "--die-in-finalize", "3"}, "continue");
@@ -1959,9 +1989,11 @@ TEST(EndToEnd, TaskQueueGoesOnWithoutAClusterKilledMidRun) {
   const QueueRun stopped = run_queue_check(grid, {"--tasks", "300", "--max-us", "2000", "--die-rank", "3", "--die-after", "5"});
   EXPECT_EQ(stopped.outcome.status, 128 + 9) << stopped.outcome.err;
   EXPECT_NE(stopped.outcome.err.find("failed: rank 3 (cluster c1) killed by signal 9"), std::string::npos) << stopped.outcome.err;
-  const QueueRun headless = run_queue_check(grid, {"--tasks", "300", "--max-us", "2000", "--die-rank", "0", "--die-after", "5"}, "continue");
+  const QueueRun headless =
+      run_queue_check(grid, {"--tasks", "300", "--max-us", "2000", "--die-rank", "0", "--die-after", "5"}, "continue");
   EXPECT_NE(headless.outcome.status, 0);
-  EXPECT_NE((headless.outcome.out + headless.outcome.err).find("the level above this process (rank 0) is gone: cluster c0 lost"), std::string::npos)
+  EXPECT_NE((headless.outcome.out + headless.outcome.err).find("the level above this process (rank 0) is gone: cluster c0 lost"),
+            std::string::npos)
       << headless.outcome.out << headless.outcome.err;
   expect_nothing_left();
 }
@@ -1986,19 +2018,17 @@ TEST(EndToEnd, AFileOpenWhenItsClusterIsLostFailsLaterCallsAndKeepsWhatWasSynced
   for (const Case& k : {Case{grid, "a shared file system", ""}, Case{unshared, "the cluster of rank 0", ""},
                         Case{unshared, "the cluster lost", "holder-lost"}}) {
     std::vector<std::string> argv = k.grid;
-    argv.push_back(edited_profile(
-        "helloworld.xml",
-        {{"file://$GRIDRT_EXAMPLES/hello<", kMpiTests + "/mpi_file_loss<"},
-         {"</executable>", "</executable><arguments><value>" + dir + "</value><value>" + k.holder +
-                               "</value></arguments><onClusterLoss>continue</onClusterLoss>"}},
-        "file-loss-job.xml"));
+    argv.push_back(edited_profile("helloworld.xml",
+                                  {{"file://$GRIDRT_EXAMPLES/hello<", kMpiTests + "/mpi_file_loss<"},
+                                   {"</executable>", "</executable><arguments><value>" + dir + "</value><value>" + k.holder +
+                                                         "</value></arguments><onClusterLoss>continue</onClusterLoss>"}},
+                                  "file-loss-job.xml"));
     const Outcome r = gridrun(argv);
     EXPECT_EQ(r.status, 0) << k.where << "\n" << r.out << r.err;
     EXPECT_EQ(count(r.out, "checks passed"), 2) << k.where << "\n" << r.out << r.err;  // (c0's ranks; c1 went)
-    EXPECT_EQ(count(r.out, "a cluster of its communicator was lost while the file was open") +
-                  count(r.out, "the cluster that holds"),
-              2)
-        << k.where << "\n" << r.out;
+    EXPECT_EQ(count(r.out, "a cluster of its communicator was lost while the file was open") + count(r.out, "the cluster that holds"), 2)
+        << k.where << "\n"
+        << r.out;
     EXPECT_NE(r.err.find("lost cluster c1: rank 3 (cluster c1) killed by signal 9"), std::string::npos) << r.err;
     std::filesystem::remove(dir + "/loss.dat");
   }
@@ -2014,8 +2044,9 @@ TEST(EndToEnd, RaytraceGivesTheSameAnswerInEveryMode) {
   std::string answer;
   for (const char* mode : {"vanilla", "grid", "hier"}) {
     const std::string job = helloworld_running(
-        "raytrace", std::string("<value>--mode</value><value>") + mode + "</value><value>--sources</value><value>40</value>"
-                    "<value>--receivers</value><value>30</value><value>--chunk</value><value>7</value><value>--workers-only</value>");
+        "raytrace", std::string("<value>--mode</value><value>") + mode +
+                        "</value><value>--sources</value><value>40</value>"
+                        "<value>--receivers</value><value>30</value><value>--chunk</value><value>7</value><value>--workers-only</value>");
     const Outcome r = gridrun({"--clusters", "3", "--ranks-per-cluster", "2", job});
     EXPECT_EQ(r.status, 0) << mode << "\n" << r.out << r.err;
     EXPECT_NE(r.out.find(std::string("raytrace ") + mode + ": 1200 rays"), std::string::npos) << r.out;
@@ -2026,7 +2057,8 @@ TEST(EndToEnd, RaytraceGivesTheSameAnswerInEveryMode) {
     if (answer.empty()) answer = line;
     EXPECT_EQ(line, answer) << mode;
   }
-  const Outcome shipped = gridrun({"--clusters", "2", "--ranks-per-cluster", "2", "--var", "MODE=hier", kSrc + "/jobprofiles/raytrace.xml"});
+  const Outcome shipped =
+      gridrun({"--clusters", "2", "--ranks-per-cluster", "2", "--var", "MODE=hier", kSrc + "/jobprofiles/raytrace.xml"});
   EXPECT_EQ(shipped.status, 0) << shipped.out << shipped.err;
   EXPECT_NE(shipped.out.find("checks passed"), std::string::npos) << shipped.out << shipped.err;
   expect_nothing_left();
@@ -2125,8 +2157,7 @@ TEST(Staging, TheProgramAndItsFilesTravelToEachClusterAndTheOutputsComeBack) {
   EXPECT_NE(r.err.find("sending " + program), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("sending " + job.dir + "/submit/in.txt"), std::string::npos) << r.err;
   const auto digest = gridrt::digest_of_file(program);
-  for (const char* c : {"c0", "c1"})
-    EXPECT_TRUE(fs::exists(job.dir + "/site-" + c + "/cache/" + digest.sha256)) << c;
+  for (const char* c : {"c0", "c1"}) EXPECT_TRUE(fs::exists(job.dir + "/site-" + c + "/cache/" + digest.sha256)) << c;
 
   // Again: the relays' caches hold both, nothing is sent; the outputs come back again.
   fs::remove_all(job.dir + "/results");
@@ -2159,10 +2190,13 @@ TEST(Staging, NodesWithoutASharedFileSystemEachTakeTheirOwnCopy) {
   std::ofstream(ssh) << "#!/bin/sh\n"
                         "# hydra's ssh launcher calls: ssh [-x] HOST COMMAND...\n"
                         "while [ \"${1#-}\" != \"$1\" ]; do shift; done\n"
-                        "echo \"$1\" >> " << job.dir << "/hosts.log\n"
+                        "echo \"$1\" >> "
+                     << job.dir
+                     << "/hosts.log\n"
                         "shift\n"
-                        "exec unshare --mount --propagation private sh -c 'for d in " << job.dir << "/site-c0 " << job.dir << "/site-c1 "
-                     << job.dir << "/submit " << job.dir << "/nodes; do mount -t tmpfs gridrt-node \"$d\" || exit 1; done; exec sh -c \"$0\"' \"$*\"\n";
+                        "exec unshare --mount --propagation private sh -c 'for d in "
+                     << job.dir << "/site-c0 " << job.dir << "/site-c1 " << job.dir << "/submit " << job.dir
+                     << "/nodes; do mount -t tmpfs gridrt-node \"$d\" || exit 1; done; exec sh -c \"$0\"' \"$*\"\n";
   fs::permissions(ssh, fs::perms::owner_all);
   std::string g = slurp(job.grid_with_stage_dirs());
   for (const char* c : {"c0", "c1"}) {
@@ -2313,8 +2347,9 @@ TEST(Staging, LimitsPerJobAndPerUserRefuseBeforeAnythingIsSent) {
   { std::ofstream(blob) << std::string(900 << 10, 'y'); }
   const std::string first = grid.dir + "/first.xml";
   std::string text = slurp(sleep_profile("staging-sleep.xml", 1, 1));
-  text.replace(text.find("</execution>"), 12,
-               "<stageInOut><file name=\"blob\" type=\"in\"><location type=\"URL\">" + blob + "</location></file></stageInOut></execution>");
+  text.replace(
+      text.find("</execution>"), 12,
+      "<stageInOut><file name=\"blob\" type=\"in\"><location type=\"URL\">" + blob + "</location></file></stageInOut></execution>");
   std::ofstream(first) << text;
   Running running = start_gridrun(grid.as("alice", {first}), "first");
   for (int i = 0; i < 100 && find_process("sleep", "60") <= 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -31,10 +31,8 @@ struct Pair {
     EXPECT_NE(::mkdtemp(dir), nullptr);
     path = std::string(dir) + "/file";
     for (int r = 0; r < 2; ++r)
-      services[r] = std::make_unique<FileService>(
-          [this, r](std::int32_t dst, std::uint32_t, const std::string& head, std::string_view data) {
-            deliver(dst, r, head + std::string(data));
-          });
+      services[r] = std::make_unique<FileService>([this, r](std::int32_t dst, std::uint32_t, const std::string& head,
+                                                            std::string_view data) { deliver(dst, r, head + std::string(data)); });
   }
   // A message (never empty: a head at least) from `src` to `dst`, in fragments.
   void deliver(int dst, int src, const std::string& whole) {

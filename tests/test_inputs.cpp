@@ -16,22 +16,25 @@ using namespace gridrt;
 namespace {
 
 // A profile with two groups; pieces can be replaced to make each bad case.
-std::string profile(const std::string& topology_extra = "", const std::string& count_a = "<processesCount><value>2</value></processesCount>",
-                    const std::string& url = "/bin/true", const std::string& exec_extra = "", const std::string& ref_b = "b") {
+std::string profile(const std::string& topology_extra = "",
+                    const std::string& count_a = "<processesCount><value>2</value></processesCount>", const std::string& url = "/bin/true",
+                    const std::string& exec_extra = "", const std::string& ref_b = "b") {
   return "<grmsJob appId=\"app\">\n"
          " <task taskId=\"t1\">\n"
          "  <resourcesDescription>\n"
          "   <topology>\n"
          "    <group groupId=\"a\"/>\n"
          "    <group groupId=\"b\"/>\n" +
-         topology_extra +
-         "    <processes><groupIdReference groupId=\"a\"/>" + count_a + "</processes>\n"
-         "    <processes><groupIdReference groupId=\"" + ref_b + "\"/><processesCount><value>1</value></processesCount></processes>\n"
+         topology_extra + "    <processes><groupIdReference groupId=\"a\"/>" + count_a +
+         "</processes>\n"
+         "    <processes><groupIdReference groupId=\"" +
+         ref_b +
+         "\"/><processesCount><value>1</value></processesCount></processes>\n"
          "   </topology>\n"
          "  </resourcesDescription>\n"
          "  <execution type=\"mpich\">\n"
-         "   <executable><execFile><file><url>" + url + "</url></file></execFile></executable>\n" +
-         exec_extra +
+         "   <executable><execFile><file><url>" +
+         url + "</url></file></execFile></executable>\n" + exec_extra +
          "  </execution>\n"
          " </task>\n"
          "</grmsJob>\n";
@@ -41,9 +44,7 @@ std::string profile(const std::string& topology_extra = "", const std::string& c
 std::string job_error(const std::string& text, const Variables& vars = {}) {
   try {
     parse_job_profile("job.xml", text, vars);
-  } catch (const InputError& e) {
-    return e.what();
-  }
+  } catch (const InputError& e) { return e.what(); }
   return "";
 }
 
@@ -62,8 +63,9 @@ TEST(JobProfile, GoodProfileGivesGroupsArgsEnvAndWorkdir) {
       "   <environment><variable name=\"A\">1</variable><variable name=\"B\">$X</variable></environment>\n"
       "   <workingDirectory>/tmp</workingDirectory>\n"
       "   <processesCount><value>$NPROCS</value></processesCount>\n";
-  const JobSpec s = parse_job_profile("job.xml", profile("", "<processesCount><value>2</value></processesCount>", "file:///bin/true", extra),
-                                      {{"X", "two"}, {"NPROCS", "3"}});
+  const JobSpec s =
+      parse_job_profile("job.xml", profile("", "<processesCount><value>2</value></processesCount>", "file:///bin/true", extra),
+                        {{"X", "two"}, {"NPROCS", "3"}});
   ASSERT_EQ(s.groups.size(), 2u);
   EXPECT_EQ(s.groups[0].name, "a");
   EXPECT_EQ(s.groups[0].count, 2u);
@@ -78,9 +80,7 @@ TEST(JobProfile, GoodProfileGivesGroupsArgsEnvAndWorkdir) {
 
 // <onClusterLoss>: stop (the default) or continue, and the choice survives the wire.
 TEST(JobProfile, OnClusterLossIsStopOrContinue) {
-  auto with = [](const std::string& extra) {
-    return profile("", "<processesCount><value>2</value></processesCount>", "/bin/true", extra);
-  };
+  auto with = [](const std::string& extra) { return profile("", "<processesCount><value>2</value></processesCount>", "/bin/true", extra); };
   EXPECT_FALSE(parse_job_profile("job.xml", with(""), {}).survive_cluster_loss);
   EXPECT_FALSE(parse_job_profile("job.xml", with("<onClusterLoss>stop</onClusterLoss>"), {}).survive_cluster_loss);
   const JobSpec s = parse_job_profile("job.xml", with("<onClusterLoss>$L</onClusterLoss>"), {{"L", "continue"}});
@@ -115,7 +115,8 @@ TEST(JobProfile, CountMissingZeroNegativeNotANumber) {
 
 TEST(JobProfile, UndefinedVariable) {
   const std::string msg = job_error(profile("", "<processesCount><value>$NPROCS</value></processesCount>"));
-  expect_error(msg, "job.xml:7:", "(/grmsJob/task/resourcesDescription/topology/processes/processesCount/value)", "undefined variable $NPROCS");
+  expect_error(msg, "job.xml:7:", "(/grmsJob/task/resourcesDescription/topology/processes/processesCount/value)",
+               "undefined variable $NPROCS");
   EXPECT_NE(msg.find("-n N"), std::string::npos) << msg;
   expect_error(job_error(profile("", "<processesCount><value>2</value></processesCount>", "$DIR/x")), "job.xml:12:32", "<url>",
                "undefined variable $DIR (give --var DIR=VALUE)");
@@ -160,8 +161,8 @@ TEST(JobProfile, GroupSizesThatOverflowAreRefused) {
 // is an input error at its element, not an exception from the file system library.
 TEST(JobProfile, UnusableWorkingDirectoryIsAnInputError) {
   const std::string wd = "<workingDirectory>/tmp/" + std::string(300, 'd') + "</workingDirectory>\n";
-  expect_error(job_error(profile("", "<processesCount><value>2</value></processesCount>", "/bin/true", wd)), "job.xml:13:",
-               "<workingDirectory>", "cannot be used: File name too long");
+  expect_error(job_error(profile("", "<processesCount><value>2</value></processesCount>", "/bin/true", wd)),
+               "job.xml:13:", "<workingDirectory>", "cannot be used: File name too long");
   expect_error(job_error(profile("", "<processesCount><value>2</value></processesCount>", "/bin/true",
                                  "<workingDirectory>/no/such/dir</workingDirectory>\n")),
                "job.xml:13:", "<workingDirectory>", "working directory '/no/such/dir' does not exist");
@@ -208,15 +209,14 @@ std::string cluster(const std::string& attrs, const std::string& relay = "<relay
 std::string grid_error(const std::string& body) {
   try {
     parse_grid("grid.xml", "<grid>\n" + body + "</grid>\n");
-  } catch (const InputError& e) {
-    return e.what();
-  }
+  } catch (const InputError& e) { return e.what(); }
   return "";
 }
 }  // namespace
 
 TEST(Grid, GoodGridAndDefault) {
-  const Grid g = parse_grid("grid.xml", "<grid>\n" + cluster("name=\"x\" site=\"s\" slots=\"4\"") + cluster("name=\"y\" slots=\"2\"") + "</grid>");
+  const Grid g =
+      parse_grid("grid.xml", "<grid>\n" + cluster("name=\"x\" site=\"s\" slots=\"4\"") + cluster("name=\"y\" slots=\"2\"") + "</grid>");
   ASSERT_EQ(g.clusters.size(), 2u);
   EXPECT_EQ(g.clusters[1].site, "y");  // site defaults to the cluster's name
   EXPECT_EQ(g.total_slots(), 6u);
@@ -242,8 +242,9 @@ TEST(Grid, BadInputs) {
                "missing attribute link");
   expect_error(grid_error(cluster("name=\"x\" slots=\"1\"", "<relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>", "")), "grid.xml:2:3",
                "<cluster>", "missing element <launch>");
-  expect_error(grid_error(cluster("name=\"x\" slots=\"1\"", "<relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>", "<launch>mpiexec</launch>")),
-               "grid.xml:4:5", "<launch>", "must contain {np}");
+  expect_error(
+      grid_error(cluster("name=\"x\" slots=\"1\"", "<relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>", "<launch>mpiexec</launch>")),
+      "grid.xml:4:5", "<launch>", "must contain {np}");
   expect_error(grid_error(cluster("name=\"x\" slots=\"1\" stageDir=\"/s\" nodeDir=\"tmp\"")), "grid.xml:2:3", "<cluster>",
                "nodeDir 'tmp' must be an absolute path");
   expect_error(grid_error(cluster("name=\"x\" slots=\"1\" nodeDir=\"/tmp\"")), "grid.xml:2:3", "<cluster>", "nodeDir needs a stageDir");
@@ -252,8 +253,8 @@ TEST(Grid, BadInputs) {
                "<fileSystem>", "fileSystem path 'gpfs' must be an absolute path");
   expect_error(grid_error(cluster("name=\"x\" slots=\"1\"", relay, launch + "<fileSystem name=\"a;b\" path=\"/g\"/>")), "grid.xml:5:5",
                "<fileSystem>", "must not contain '=' or ';'");
-  expect_error(grid_error(cluster("name=\"x\" slots=\"1\"", relay, launch + "<fileSystem path=\"/g\"/>")), "grid.xml:5:5",
-               "<fileSystem>", "missing attribute name");
+  expect_error(grid_error(cluster("name=\"x\" slots=\"1\"", relay, launch + "<fileSystem path=\"/g\"/>")), "grid.xml:5:5", "<fileSystem>",
+               "missing attribute name");
   expect_error(grid_error(cluster("name=\"x\" slots=\"1\"", relay,
                                   launch + "<fileSystem name=\"g\" path=\"/g\"/><fileSystem name=\"g\" path=\"/h\"/>")),
                "grid.xml:5:", "<fileSystem>", "file system 'g' is declared twice in cluster 'x'");
@@ -263,11 +264,11 @@ TEST(Grid, BadInputs) {
 // grid's clusters all share this machine's.
 TEST(Grid, FileSystemsTheClustersMount) {
   const std::string relay = "<relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>", launch = "<launch>mpiexec -n {np}</launch>";
-  const Grid g = parse_grid("grid.xml", "<grid>\n" +
-                                            cluster("name=\"a\" slots=\"1\"", relay,
-                                                    launch + "<fileSystem name=\"gpfs\" path=\"/gpfs/\"/><fileSystem name=\"home\" path=\"/home\"/>") +
-                                            cluster("name=\"b\" slots=\"1\"", relay, launch + "<fileSystem name=\"gpfs\" path=\"/mnt//gpfs\"/>") +
-                                            "</grid>");
+  const Grid g = parse_grid(
+      "grid.xml", "<grid>\n" +
+                      cluster("name=\"a\" slots=\"1\"", relay,
+                              launch + "<fileSystem name=\"gpfs\" path=\"/gpfs/\"/><fileSystem name=\"home\" path=\"/home\"/>") +
+                      cluster("name=\"b\" slots=\"1\"", relay, launch + "<fileSystem name=\"gpfs\" path=\"/mnt//gpfs\"/>") + "</grid>");
   ASSERT_EQ(g.clusters[0].file_systems.size(), 2u);
   EXPECT_EQ(g.clusters[0].file_systems[0].name, "gpfs");
   EXPECT_EQ(g.clusters[0].file_systems[0].path, "/gpfs");
@@ -291,7 +292,8 @@ JobSpec job(std::vector<GroupSpec> groups) {
 }
 std::vector<ClusterOffer> offers(std::vector<std::uint32_t> slots) {
   std::vector<ClusterOffer> o;
-  for (std::size_t i = 0; i < slots.size(); ++i) o.push_back({"c" + std::to_string(i), "s" + std::to_string(i / 2), slots[i], "h", 1, true, true, false, ""});
+  for (std::size_t i = 0; i < slots.size(); ++i)
+    o.push_back({"c" + std::to_string(i), "s" + std::to_string(i / 2), slots[i], "h", 1, true, true, false, ""});
   return o;
 }
 }  // namespace
@@ -330,9 +332,11 @@ TEST(Mapping, UnusedClustersAreLeftOutAndTooFewSlotsFail) {
 
 TEST(Grid, NetworkPolicy) {
   const Grid g = parse_grid("grid.xml", "<grid>\n" +
-                                            cluster("name=\"a\" slots=\"1\"", "<relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>\n"
+                                            cluster("name=\"a\" slots=\"1\"",
+                                                    "<relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>\n"
                                                     "    <network frontend=\"unreachable\" nodes=\"private\" inbound=\"no\"/>") +
-                                            cluster("name=\"b\" slots=\"1\"", "<relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>\n"
+                                            cluster("name=\"b\" slots=\"1\"",
+                                                    "<relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>\n"
                                                     "    <network ports=\"40000-40100\"/>") +
                                             "</grid>");
   EXPECT_FALSE(g.clusters[0].network.frontend_reachable);
@@ -342,7 +346,8 @@ TEST(Grid, NetworkPolicy) {
   EXPECT_EQ(g.clusters[1].network.port_min, 40000);
   EXPECT_EQ(g.clusters[1].network.port_max, 40100);
   auto bad = [](const std::string& attrs) {
-    return grid_error(cluster("name=\"x\" slots=\"1\"", "<relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>\n    <network " + attrs + "/>"));
+    return grid_error(
+        cluster("name=\"x\" slots=\"1\"", "<relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>\n    <network " + attrs + "/>"));
   };
   expect_error(bad("frontend=\"maybe\""), "grid.xml:4:5", "<network>", "frontend='maybe' must be 'reachable' or 'unreachable'");
   expect_error(bad("inbound=\"1\""), "grid.xml:4:5", "<network>", "inbound='1' must be 'yes' or 'no'");
@@ -367,26 +372,28 @@ TEST(Links, DialerFollowsReachabilityForEveryCombination) {
         EXPECT_EQ(d, -1);
         EXPECT_NE(unlinkable_pairs(t).find("the relays of beta and alpha both accept no connection"), std::string::npos);
       }
-      if (ra || rb) {
-        EXPECT_TRUE(unlinkable_pairs(t).empty());
-      }
+      if (ra || rb) { EXPECT_TRUE(unlinkable_pairs(t).empty()); }
     }
 }
 
 TEST(Links, ExplainNamesTheDialerAndWhy) {
   Topology t;
-  t.clusters = {{"a", 0, 0, 1, "h", 1, true, true, false, ""}, {"b", 0, 1, 1, "h", 2, true, true, false, ""},
+  t.clusters = {{"a", 0, 0, 1, "h", 1, true, true, false, ""},
+                {"b", 0, 1, 1, "h", 2, true, true, false, ""},
                 {"c", 0, 2, 1, "h", 3, false, true, false, ""}};
   const std::string e = explain_links(t);
   EXPECT_NE(e.find("a <-> b: relayed (neither side's processes can open a connection to the other's) through the relays' link, "
                    "dialled by a (both relays accept connections; the first by name dials)"),
-            std::string::npos) << e;
+            std::string::npos)
+      << e;
   EXPECT_NE(e.find("a <-> c: relayed (neither side's processes can open a connection to the other's) through the relays' link, "
                    "dialled by c (a accepts connections, c does not)"),
-            std::string::npos) << e;
+            std::string::npos)
+      << e;
   EXPECT_NE(e.find("b <-> c: relayed (neither side's processes can open a connection to the other's) through the relays' link, "
                    "dialled by c (b accepts connections, c does not)"),
-            std::string::npos) << e;
+            std::string::npos)
+      << e;
 }
 
 TEST(Ladder, PlanForEveryCombinationOfPolicy) {
@@ -422,7 +429,8 @@ TEST(Ladder, PlanForEveryCombinationOfPolicy) {
 
 // The grid map: certificate names (quoted, with their spaces) to local accounts.
 TEST(GridMap, MapsQuotedCertificateNamesToAccounts) {
-  const GridMap map = GridMap::parse("# who runs as whom\n\n  \"user alice\"\talice \r\n\"user bob smith\" bob\n\"user carl\" alice\n", "map");
+  const GridMap map =
+      GridMap::parse("# who runs as whom\n\n  \"user alice\"\talice \r\n\"user bob smith\" bob\n\"user carl\" alice\n", "map");
   EXPECT_EQ(map.size(), 3u);
   EXPECT_EQ(map.account_of("user alice"), "alice");
   EXPECT_EQ(map.account_of("user bob smith"), "bob");
@@ -444,9 +452,7 @@ TEST(GridMap, EveryMalformedLineIsNamed) {
     try {
       GridMap::parse(text, "map");
       ADD_FAILURE() << "accepted: " << text;
-    } catch (const InputError& e) {
-      EXPECT_EQ(std::string(e.what()).rfind(error, 0), 0u) << e.what();
-    }
+    } catch (const InputError& e) { EXPECT_EQ(std::string(e.what()).rfind(error, 0), 0u) << e.what(); }
   }
   try {
     GridMap::load("/nonexistent/grid-mapfile");
@@ -460,9 +466,7 @@ TEST(GridMap, NoGridUserRunsAsRootOrAsAnAccountThatIsNot) {
   try {
     local_account("root");
     ADD_FAILURE() << "root's account was given";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("is root's (uid 0)"), std::string::npos) << e.what();
-  }
+  } catch (const std::runtime_error& e) { EXPECT_NE(std::string(e.what()).find("is root's (uid 0)"), std::string::npos) << e.what(); }
   try {
     local_account("gridrt-no-such-account");
     ADD_FAILURE() << "an account that does not exist was given";

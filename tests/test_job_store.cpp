@@ -102,7 +102,7 @@ TEST(JobStore, ADamagedFileIsNamedAndLeftAlone) {
   std::ofstream(dir + "/job-2", std::ios::binary) << whole.substr(0, whole.size() / 2);  // cut short
   std::ofstream(dir + "/job-3", std::ios::binary) << "hello";                            // not ours
   std::ofstream(dir + "/job-4", std::ios::binary) << whole;                              // job 2 under another name
-  std::ofstream(dir + "/job-5.new", std::ios::binary) << "a write cut short";             // never renamed: ignored
+  std::ofstream(dir + "/job-5.new", std::ios::binary) << "a write cut short";            // never renamed: ignored
   std::vector<std::string> unreadable;
   const auto saved = store.load(unreadable);
   ASSERT_EQ(saved.size(), 1u);
@@ -125,9 +125,7 @@ TEST(JobStore, AStateDirectoryThatIsAFileIsRefusedByName) {
   try {
     JobStore s(path);
     ADD_FAILURE() << "accepted a file as its directory";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
-  }
+  } catch (const std::runtime_error& e) { EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what(); }
 }
 
 wire::Frame line(const std::string& text) { return wire::make_frame(wire::Type::kOutput, text, 1); }

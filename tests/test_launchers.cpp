@@ -171,9 +171,10 @@ class NodeCluster : public ::testing::Test {
         seconds[g].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       }
     for (auto& v : seconds) std::sort(v.begin(), v.end());
-    std::printf("startup: gridrun -n 4 helloworld.xml (1 rank on c0, 3 on the nodes' cluster), median of %d: "
-                "mpiexec's fork launcher %.3f s, %s %.3f s (ratio %.2f)\n",
-                runs, seconds[0][runs / 2], name.c_str(), seconds[1][runs / 2], seconds[1][runs / 2] / seconds[0][runs / 2]);
+    std::printf(
+        "startup: gridrun -n 4 helloworld.xml (1 rank on c0, 3 on the nodes' cluster), median of %d: "
+        "mpiexec's fork launcher %.3f s, %s %.3f s (ratio %.2f)\n",
+        runs, seconds[0][runs / 2], name.c_str(), seconds[1][runs / 2], seconds[1][runs / 2] / seconds[0][runs / 2]);
   }
 
   std::string prefix_, front_, dir_;
@@ -220,8 +221,7 @@ class SshCluster : public NodeCluster {
 // The nodes' cluster's part starts through ssh on both nodes and the job is one MPI job
 // with c0's rank: every rank sees the whole job, and the ping-pong and barrier cross.
 TEST_F(SshCluster, HydraOverSshPutsTheClustersProcessesOnEveryNode) {
-  const std::string grid =
-      write_grid("mpiexec -launcher ssh -launcher-exec " + dir_ + "/ssh -iface br0 -f " + dir_ + "/hosts -n {np}", 4);
+  const std::string grid = write_grid("mpiexec -launcher ssh -launcher-exec " + dir_ + "/ssh -iface br0 -f " + dir_ + "/hosts -n {np}", 4);
   const Outcome r = gridrun_in_front({"--grid", grid, "-n", "5", kSrc + "/jobprofiles/helloworld.xml"});
   expect_hello_on_both_nodes(r);
   EXPECT_NE(r.out.find("pingpong rank 0 <-> rank 1 (cluster nodes)"), std::string::npos) << r.out;
@@ -241,12 +241,11 @@ class SlurmCluster : public NodeCluster {
     // munge, Slurm's authentication, with this test's own key and socket.
     run_or_fail("dd if=/dev/urandom of=" + dir_ + "/munge.key bs=1024 count=1 status=none");
     fs::permissions(dir_ + "/munge.key", fs::perms::owner_read);
-    fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
-                              fs::perms::others_exec);
+    fs::permissions(dir_,
+                    fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
     start_in(front_, "", "munged",
-             "/usr/sbin/munged --foreground --force --key-file=" + dir_ + "/munge.key --socket=" + dir_ +
-                 "/munge.sock --pid-file=" + dir_ + "/munged.pid --seed-file=" + dir_ + "/munge.seed --log-file=" + dir_ +
-                 "/munged-file.log");
+             "/usr/sbin/munged --foreground --force --key-file=" + dir_ + "/munge.key --socket=" + dir_ + "/munge.sock --pid-file=" + dir_ +
+                 "/munged.pid --seed-file=" + dir_ + "/munge.seed --log-file=" + dir_ + "/munged-file.log");
     for (int t = 0; t < 50 && !fs::exists(dir_ + "/munge.sock"); ++t) std::this_thread::sleep_for(100ms);
     ASSERT_TRUE(fs::exists(dir_ + "/munge.sock")) << slurp(dir_ + "/munged.log") << slurp(dir_ + "/munged-file.log");
     write_slurm_conf();
@@ -377,7 +376,8 @@ class DelayedPairs : public SshCluster {
       start_in(node_ns(i), "", log, kTestBin + "/nfq_delay --queue 0 --delay-us " + std::to_string(kDelayUs));
       for (int j = 1; j <= nodes_; ++j)
         if (pair_of(i) != pair_of(j))
-          run_or_fail("ip netns exec " + node_ns(i) + " iptables -A OUTPUT -d " + node_addr(j) + " -j NFQUEUE --queue-num 0 --queue-bypass");
+          run_or_fail("ip netns exec " + node_ns(i) + " iptables -A OUTPUT -d " + node_addr(j) +
+                      " -j NFQUEUE --queue-num 0 --queue-bypass");
       std::string said;
       for (int t = 0; t < 50 && (said = slurp(dir_ + "/" + log + ".log")).find("holding") == std::string::npos; ++t)
         std::this_thread::sleep_for(100ms);
@@ -390,8 +390,7 @@ class DelayedPairs : public SshCluster {
   // UCX's TCP between the nodes: the namespaces share this machine's memory, and UCX, which
   // takes them for one host, would otherwise pass the messages through it, past the delay.
   std::string ssh_launch() const {
-    return "mpiexec -genv UCX_TLS tcp,self -launcher ssh -launcher-exec " + dir_ + "/ssh -iface br0 -f " + dir_ +
-           "/hosts -n {np}";
+    return "mpiexec -genv UCX_TLS tcp,self -launcher ssh -launcher-exec " + dir_ + "/ssh -iface br0 -f " + dir_ + "/hosts -n {np}";
   }
 };
 
@@ -409,7 +408,8 @@ TEST_F(DelayedPairs, CalibrationSplitsTheClusterIntoTheNodesThatAreAlike) {
   const Outcome show = gridrun_in_front({"calibrate", "--show", model});
   ASSERT_EQ(show.status, 0) << show.err;
   const std::string partition = "): {" + node_name(1) + " " + node_name(2) + "} {" + node_name(3) + " " + node_name(4) + "}\n";
-  const std::size_t said = show.out.find("cluster nodes: 4 nodes in 2 logical clusters (latency within 20% of each node's and group's least");
+  const std::size_t said =
+      show.out.find("cluster nodes: 4 nodes in 2 logical clusters (latency within 20% of each node's and group's least");
   ASSERT_NE(said, std::string::npos) << show.out;
   EXPECT_EQ(show.out.substr(show.out.find('\n', said) - partition.size() + 1, partition.size()), partition) << show.out;
   // The latencies behind it: every pair across the delay at least kDelayUs, every pair
@@ -449,7 +449,8 @@ TEST_F(DelayedPairs, CalibrationSplitsTheClusterIntoTheNodesThatAreAlike) {
 
 // The start-up figures of docs/benchmarks.md ("Launchers"), run by bench/launchers.sh.
 TEST_F(SshCluster, DISABLED_StartupTimes) {
-  print_startup_times("hydra over ssh", "mpiexec -launcher ssh -launcher-exec " + dir_ + "/ssh -iface br0 -f " + dir_ + "/hosts -n {np}", 4);
+  print_startup_times("hydra over ssh", "mpiexec -launcher ssh -launcher-exec " + dir_ + "/ssh -iface br0 -f " + dir_ + "/hosts -n {np}",
+                      4);
 }
 TEST_F(SlurmCluster, DISABLED_StartupTimes) { print_startup_times("Slurm (salloc, hydra inside)", launch(), 4); }
 

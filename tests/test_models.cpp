@@ -138,9 +138,7 @@ TEST(LogicalClusters, AnIdpotLikePlatformSplitsIntoItsSixGroupsInAnyNodeOrder) {
 
 TEST(LogicalClusters, TheToleranceIsTwentyPercentOfTheCheapestEdge) {
   const double none = std::numeric_limits<double>::infinity();
-  auto three = [&](double bc) {
-    return Matrix{{0, 100e-6, none}, {100e-6, 0, bc}, {none, bc, 0}};
-  };
+  auto three = [&](double bc) { return Matrix{{0, 100e-6, none}, {100e-6, 0, bc}, {none, bc, 0}}; };
   EXPECT_EQ(partition(three(119e-6)), (std::vector<int>{0, 0, 0})) << "1.19 times: joined";
   EXPECT_EQ(partition(three(121e-6)), (std::vector<int>{0, 0, 1})) << "1.21 times: apart";
   // Nodes with no known latency between them are never joined.
@@ -305,9 +303,7 @@ TEST(ManyToOne, TheSplitRuleCutsAMediumGatherIntoPiecesBelowM1) {
       EXPECT_LT(*std::max_element(pieces.begin(), pieces.end()), M1) << M << " " << M1;
       EXPECT_LE(*std::max_element(pieces.begin(), pieces.end()) - *std::min_element(pieces.begin(), pieces.end()), 1u);
       // One piece fewer would need a piece of M1 bytes or more.
-      if (pieces.size() > 1) {
-        EXPECT_GE((M + pieces.size() - 2) / (pieces.size() - 1), M1) << M << " " << M1;
-      }
+      if (pieces.size() > 1) { EXPECT_GE((M + pieces.size() - 2) / (pieces.size() - 1), M1) << M << " " << M1; }
     }
 }
 
@@ -335,8 +331,8 @@ TEST(ManyToOne, TheLinearPartsAreRecoveredFromPingPongAndOneGatherEach) {
   EXPECT_NEAR(fit.C, truth.C, 0.01 * truth.C);
   EXPECT_NEAR(fit.t, truth.t, 0.01 * truth.t);
   EXPECT_NEAR(fit.inv_beta0, truth.inv_beta0, 0.01 * truth.inv_beta0);
-  const std::vector<GatherSample> one_each = {{6, 4096, truth.small(6, 4096)}, {6, 4096, truth.small(6, 4096)},
-                                              {5, 1 << 20, truth.large(5, 1 << 20)}};
+  const std::vector<GatherSample> one_each = {
+      {6, 4096, truth.small(6, 4096)}, {6, 4096, truth.small(6, 4096)}, {5, 1 << 20, truth.large(5, 1 << 20)}};
   fit_kappas(fit, 6, 4096, 5, 1 << 20, one_each);
   EXPECT_NEAR(fit.kappa1, truth.kappa1, 0.01 * truth.kappa1);
   EXPECT_NEAR(fit.kappa2, truth.kappa2, 0.01 * truth.kappa2);
@@ -381,8 +377,10 @@ TEST(ManyToOne, EscalationLevelsAndThresholdsAreFoundInASweep) {
   EXPECT_EQ(fit.M2, M2);
   for (int n = 3; n <= 8; ++n) {
     EXPECT_EQ(fit.M1.at(n), M1_of(n)) << n;
-    if (n >= 7) EXPECT_EQ(fit.Mc.at(n), 16384u) << n;
-    else EXPECT_EQ(fit.Mc.count(n), 0u) << n;
+    if (n >= 7)
+      EXPECT_EQ(fit.Mc.at(n), 16384u) << n;
+    else
+      EXPECT_EQ(fit.Mc.count(n), 0u) << n;
     for (const auto M : sizes) {
       const auto& f = fit.frequencies.at({n, M});
       const double p = std::accumulate(f.begin(), f.end(), 0.0), q = p_true[{n, M}];
@@ -450,10 +448,10 @@ TEST(FlowWindow, AWindowBelowTheLinesRateTimesItsRoundTripIsFound) {
   EXPECT_NEAR(fast.stream_rate, 524288 / rtt0, 1e-6);
   EXPECT_NEAR(fast.needed, 2.5e6, 1);
   EXPECT_FALSE(check_window(m, m / 125e6, rtt0, gridrt::flow::Window{4194304, false}).limits);  // a window of 4 MiB keeps up
-  EXPECT_FALSE(check_window(m, m / 12.5e6, rtt0, fixed).limits);  // 100 Mbit/s: 250 KB per round trip
-  EXPECT_FALSE(check_window(m, m / 25e6, rtt0, fixed).limits);    // 500 KB: within 1.5 x the window
-  EXPECT_TRUE(check_window(m, m / 50e6, rtt0, fixed).limits);     // 1 MB: beyond
-  EXPECT_FALSE(check_window(m, 0, rtt0, fixed).limits);           // no rate to be had: nothing said
+  EXPECT_FALSE(check_window(m, m / 12.5e6, rtt0, fixed).limits);                                // 100 Mbit/s: 250 KB per round trip
+  EXPECT_FALSE(check_window(m, m / 25e6, rtt0, fixed).limits);                                  // 500 KB: within 1.5 x the window
+  EXPECT_TRUE(check_window(m, m / 50e6, rtt0, fixed).limits);                                   // 1 MB: beyond
+  EXPECT_FALSE(check_window(m, 0, rtt0, fixed).limits);                                         // no rate to be had: nothing said
   // Growing: 2.5 MB in flight settle at 4 MiB; 10 Gbit/s over 100 ms (125 MB) beyond 16 MiB.
   const WindowCheck grown = check_window(m, m / 125e6, rtt0, gridrt::flow::Window{});
   EXPECT_FALSE(grown.limits);

@@ -41,8 +41,8 @@ Outcome run(const Grid& g, const std::string& program, const std::vector<std::st
 void passed(const Outcome& r, const std::string& program, int processes, const std::string& what) {
   EXPECT_EQ(r.status, 0) << what << "\n" << r.out << r.err;
   EXPECT_NE(r.out.find(program + ": "), std::string::npos) << what << "\n" << r.out << r.err;
-  EXPECT_NE(r.out.find(" checks passed on " + std::to_string(processes) + " processes"), std::string::npos)
-      << what << "\n" << r.out << r.err;
+  EXPECT_NE(r.out.find(" checks passed on " + std::to_string(processes) + " processes"), std::string::npos) << what << "\n"
+                                                                                                            << r.out << r.err;
 }
 
 // Runs tests/mpi/`program` on every grid; it must pass its checks everywhere.
@@ -112,8 +112,8 @@ TEST(MpiLayer, YoricksParallelTestSuiteAcrossTwoClusters) {
   };
   const std::string alone = shell("timeout 120 mpiexec.mpich -n 4 mpy.mpich2 -batch " + dir + "/run.i 2>&1");
   ASSERT_NE(alone.find("testmp3 passed on all 4 ranks"), std::string::npos) << "under MPICH alone:\n" << alone;
-  const Outcome r = gridrun({"--clusters", "2", "--ranks-per-cluster", "2", "--no-label", "--timeout", "120", "-n", "4", "mpy.mpich2",
-                             "-batch", dir + "/run.i"});
+  const Outcome r = gridrun(
+      {"--clusters", "2", "--ranks-per-cluster", "2", "--no-label", "--timeout", "120", "-n", "4", "mpy.mpich2", "-batch", dir + "/run.i"});
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_EQ(sorted_lines(r.out), sorted_lines(alone)) << "across clusters:\n" << r.out << r.err << "\nunder MPICH alone:\n" << alone;
   expect_nothing_left();
@@ -197,7 +197,8 @@ TEST(MpiLayer, AParallelHdf5ProgramWritesTheFileMpichAloneWrites) {
   const std::string program = dir + "/hdf5";
   // (in its directory: h5pcc leaves its object file where it runs)
   ASSERT_EQ(std::system(("cd " + dir + " && h5pcc.mpich -I" + std::string(GRIDRT_MPI_SOURCES_DIR) + " -o " + program + " " +
-                         GRIDRT_MPI_SOURCES_DIR + "/hdf5.c >" + dir + "/build.log 2>&1").c_str()),
+                         GRIDRT_MPI_SOURCES_DIR + "/hdf5.c >" + dir + "/build.log 2>&1")
+                            .c_str()),
             0)
       << shell("cat " + dir + "/build.log");
   const auto dump = [&](const std::string& file) { return shell("h5dump " + file + " | tail -n +2"); };  // (not the name)
@@ -222,7 +223,8 @@ TEST(MpiLayer, AParallelHdf5ProgramWritesTheFileMpichAloneWrites) {
 // shared-memory path off: MPIR_CVAR_NOLOCAL=1, without which MPICH 4.0.2 gives coarray
 // programs wrong values here).
 TEST(MpiLayer, AFortranCoarrayProgramOfOpenCoarrays) {
-  if (::access("/usr/bin/caf.mpich", X_OK) != 0) GTEST_SKIP() << "caf.mpich is missing (scripts/install-deps.sh installs libcoarrays-mpich-dev)";
+  if (::access("/usr/bin/caf.mpich", X_OK) != 0)
+    GTEST_SKIP() << "caf.mpich is missing (scripts/install-deps.sh installs libcoarrays-mpich-dev)";
   char made[] = "/tmp/gridrt-coarray-XXXXXX";
   ASSERT_NE(::mkdtemp(made), nullptr);
   const std::string dir = made;
@@ -250,13 +252,17 @@ TEST(MpiLayer, AnArmciProgramOnArmciMpi) {
   char made[] = "/tmp/gridrt-armci-XXXXXX";
   ASSERT_NE(::mkdtemp(made), nullptr);
   const std::string dir = made, program = dir + "/armci";
-  ASSERT_EQ(std::system(("mpicc.mpich -o " + program + " " + GRIDRT_MPI_SOURCES_DIR + "/armci.c -larmci-mpich >" + dir + "/build.log 2>&1").c_str()), 0)
+  ASSERT_EQ(
+      std::system(
+          ("mpicc.mpich -o " + program + " " + GRIDRT_MPI_SOURCES_DIR + "/armci.c -larmci-mpich >" + dir + "/build.log 2>&1").c_str()),
+      0)
       << shell("cat " + dir + "/build.log");
   for (const Grid& g : grids()) {
     const Outcome r = run(g, program, {"50"});
     EXPECT_EQ(r.status, 0) << g.what << "\n" << r.out << r.err;
     EXPECT_NE(r.out.find("armci: "), std::string::npos) << g.what << "\n" << r.out << r.err;
-    EXPECT_NE(r.out.find(" checks passed on " + std::to_string(g.processes) + " processes"), std::string::npos) << g.what << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find(" checks passed on " + std::to_string(g.processes) + " processes"), std::string::npos) << g.what << "\n"
+                                                                                                                << r.out << r.err;
   }
   std::filesystem::remove_all(dir);
   expect_nothing_left();
@@ -347,8 +353,8 @@ TEST(MpiLayer, LaunchWrappersHandTheLayerOnToTheMpiProgram) {
   const std::string world = kMpiTests + "/mpi_world";
   const std::string processes = "world: " + std::to_string(g.processes) + " processes";
   const std::string passed = "world: 50 checks passed on " + std::to_string(g.processes) + " processes";
-  const std::vector<std::vector<std::string>> wrappers = {{"env", "OMP_NUM_THREADS=1"}, {execs}, {child}, {"/usr/bin/time", "-f", "%e s"},
-                                                          {"nice", "-n", "1"}};
+  const std::vector<std::vector<std::string>> wrappers = {
+      {"env", "OMP_NUM_THREADS=1"}, {execs}, {child}, {"/usr/bin/time", "-f", "%e s"}, {"nice", "-n", "1"}};
   for (const auto& wrapper : wrappers) {
     if (::access(wrapper[0].c_str(), X_OK) != 0 && wrapper[0][0] == '/') {
       ADD_FAILURE() << wrapper[0] << " is missing (scripts/install-deps.sh installs it)";
@@ -360,12 +366,8 @@ TEST(MpiLayer, LaunchWrappersHandTheLayerOnToTheMpiProgram) {
     EXPECT_EQ(r.status, 0) << wrapper[0] << "\n" << r.out << r.err;
     EXPECT_NE(r.out.find(processes), std::string::npos) << wrapper[0] << "\n" << r.out << r.err;
     EXPECT_NE(r.out.find(passed), std::string::npos) << wrapper[0] << "\n" << r.out << r.err;
-    if (wrapper[0] == execs) {
-      EXPECT_EQ(count(r.out, "before MPI: ran"), g.processes) << r.out;
-    }
-    if (wrapper[0] == child) {
-      EXPECT_EQ(count(r.out, "wrapper: the program ended with 0"), g.processes) << r.out;
-    }
+    if (wrapper[0] == execs) { EXPECT_EQ(count(r.out, "before MPI: ran"), g.processes) << r.out; }
+    if (wrapper[0] == child) { EXPECT_EQ(count(r.out, "wrapper: the program ended with 0"), g.processes) << r.out; }
   }
   expect_nothing_left();
 }
@@ -377,9 +379,10 @@ TEST(MpiLayer, AProgramThatInitialisesMpiWithoutTheLayerStopsTheJobAndSaysWhy) {
   const auto t0 = std::chrono::steady_clock::now();
   const Outcome r = run(grids()[0], "env", {"-u", "LD_PRELOAD", kMpiTests + "/mpi_world"});
   EXPECT_NE(r.status, 0) << r.out << r.err;
-  EXPECT_TRUE(std::regex_search(r.err, std::regex("gridrun: job [0-9]+ failed: cluster c[01]: rank [0-2] initialised MPI without gridrt's MPI "
-                                                  "layer and was stopped \\(it would have run as an MPI job of its cluster alone\\): "
-                                                  "did a launch wrapper take LD_PRELOAD out of the environment")))
+  EXPECT_TRUE(
+      std::regex_search(r.err, std::regex("gridrun: job [0-9]+ failed: cluster c[01]: rank [0-2] initialised MPI without gridrt's MPI "
+                                          "layer and was stopped \\(it would have run as an MPI job of its cluster alone\\): "
+                                          "did a launch wrapper take LD_PRELOAD out of the environment")))
       << r.err;
   EXPECT_EQ(r.out.find("world: 2 processes"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("world: 1 processes"), std::string::npos) << r.out;
@@ -394,9 +397,11 @@ TEST(MpiLayer, AnUnsupportedCallIsSaidOnceWhateverTheErrorHandler) {
   const Grid g = grids()[1];
   const Outcome r = run(g, kMpiTests + "/mpi_unsupported");
   EXPECT_EQ(r.status, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("unsupported: " + std::to_string(3 * g.processes + g.processes) + " checks passed on 5 processes"), std::string::npos)
+  EXPECT_NE(r.out.find("unsupported: " + std::to_string(3 * g.processes + g.processes) + " checks passed on 5 processes"),
+            std::string::npos)
       << r.out << r.err;
-  const std::string said = " MPI_Psend_init is not supported on a communicator that spans clusters (partitioned communication; docs/mpi.md)";
+  const std::string said =
+      " MPI_Psend_init is not supported on a communicator that spans clusters (partitioned communication; docs/mpi.md)";
   EXPECT_EQ(count(r.err, said), g.processes) << r.err;
   for (int rank = 0; rank < g.processes; ++rank)
     EXPECT_NE(r.err.find("gridrt: rank " + std::to_string(rank) + ":" + said), std::string::npos) << r.err;
@@ -495,9 +500,7 @@ TEST(MpiLayer, EveryFunctionIsAccountedForAndTheRuntimeCallsOnlyPmpi) {
     const std::string name = line.substr(0, line.find(' '));
     const bool layer = line.find("implemented") != std::string::npos || line.find("fails") != std::string::npos;
     ++kinds[layer ? "layer" : "mpich"];
-    if (layer) {
-      EXPECT_NE(defined.find(" T " + name + "\n"), std::string::npos) << name << " is not defined by libgridmpi";
-    }
+    if (layer) { EXPECT_NE(defined.find(" T " + name + "\n"), std::string::npos) << name << " is not defined by libgridmpi"; }
   }
   EXPECT_GE(functions, 600);
   EXPECT_GE(kinds["layer"], 250);

@@ -40,14 +40,14 @@ int sh(const std::string& cmd) {
 }
 
 struct Site {
-  std::string name;      // cluster name
-  std::string ns;        // its front-end's namespace (where the relay runs)
-  std::string addr;      // the front-end's address on the wan side
-  std::string gateway;   // the wan namespace's address towards it
-  int link_port;         // its relay's link port
-  std::string node_ns;   // the site's compute node (where the job's processes run)
-  std::string inside;    // the front-end's address on the site's own network
-  std::string node;      // the node's address
+  std::string name;     // cluster name
+  std::string ns;       // its front-end's namespace (where the relay runs)
+  std::string addr;     // the front-end's address on the wan side
+  std::string gateway;  // the wan namespace's address towards it
+  int link_port;        // its relay's link port
+  std::string node_ns;  // the site's compute node (where the job's processes run)
+  std::string inside;   // the front-end's address on the site's own network
+  std::string node;     // the node's address
 };
 
 class ThreeSites : public ::testing::Test {
@@ -126,8 +126,7 @@ class ThreeSites : public ::testing::Test {
       run_or_fail(a + "-j DROP");
     }
     // Site b: private nodes; their traffic leaves masqueraded as the front-end (NAT).
-    run_or_fail("ip netns exec " + sites_[1].ns + " iptables -t nat -A POSTROUTING -s 10.232.2.0/24 -o " + prefix_ +
-                "s1 -j MASQUERADE");
+    run_or_fail("ip netns exec " + sites_[1].ns + " iptables -t nat -A POSTROUTING -s 10.232.2.0/24 -o " + prefix_ + "s1 -j MASQUERADE");
     // Site c: private nodes, and no inbound connection from outside at all.
     for (const char* chain : {"INPUT", "FORWARD"}) {
       const std::string c = "ip netns exec " + sites_[2].ns + " iptables -A " + chain + " -i " + prefix_ + "s2 ";
@@ -158,7 +157,8 @@ class ThreeSites : public ::testing::Test {
       std::ofstream script(dir_ + "/node-disk");
       script << "#!/bin/sh\nexec unshare --mount --propagation private sh -c 'for d in";
       for (const auto& s : sites_) script << " " << dir_ << "/stage-" << s.name;
-      script << " " << dir_ << "/nodes; do mkdir -p \"$d\" && mount -t tmpfs gridrt-node \"$d\" || exit 1; done; exec \"$0\" \"$@\"' \"$@\"\n";
+      script << " " << dir_
+             << "/nodes; do mkdir -p \"$d\" && mount -t tmpfs gridrt-node \"$d\" || exit 1; done; exec \"$0\" \"$@\"' \"$@\"\n";
       script.close();
       fs::permissions(dir_ + "/node-disk", fs::perms::owner_all);
     }
@@ -205,21 +205,28 @@ class ThreeSites : public ::testing::Test {
 
   void start_daemons() {
     const std::string ca = dir_ + "/ca";
-    daemons_.push_back(start_in(wan_, "broker", {kBin + "/gridbroker", "--grid", dir_ + "/grid.xml", "--listen", "0.0.0.0:7000", "--cert",
-                                                 ca + "/broker.pem", "--key", ca + "/broker.key", "--ca", ca + "/ca.pem", "--journal",
-                                                 dir_ + "/journal"}));
+    daemons_.push_back(start_in(wan_, "broker",
+                                {kBin + "/gridbroker", "--grid", dir_ + "/grid.xml", "--listen", "0.0.0.0:7000", "--cert",
+                                 ca + "/broker.pem", "--key", ca + "/broker.key", "--ca", ca + "/ca.pem", "--journal", dir_ + "/journal"}));
     // Sites that do not see the submitting side's files: each relay (and all it starts) in a
     // mount namespace of its own where dir_/submit is an empty file system.
     std::vector<std::string> hide;
     if (staged_) {
       fs::create_directories(dir_ + "/submit");
-      hide = {"unshare", "--mount", "--propagation", "private", "sh", "-c", "mount -t tmpfs -o size=1m gridrt-hidden \"$0\" && exec \"$@\"",
+      hide = {"unshare",
+              "--mount",
+              "--propagation",
+              "private",
+              "sh",
+              "-c",
+              "mount -t tmpfs -o size=1m gridrt-hidden \"$0\" && exec \"$@\"",
               dir_ + "/submit"};
     }
     for (const auto& s : sites_)
-      daemons_.push_back(start_in(s.ns, "relay-" + s.name, hide, {kBin + "/gridrelay", "--grid", dir_ + "/grid.xml", "--cluster", s.name,
-                                                            "--broker", s.gateway + ":7000", "--cert", ca + "/relay-" + s.name + ".pem",
-                                                            "--key", ca + "/relay-" + s.name + ".key", "--ca", ca + "/ca.pem"}));
+      daemons_.push_back(
+          start_in(s.ns, "relay-" + s.name, hide,
+                   {kBin + "/gridrelay", "--grid", dir_ + "/grid.xml", "--cluster", s.name, "--broker", s.gateway + ":7000", "--cert",
+                    ca + "/relay-" + s.name + ".pem", "--key", ca + "/relay-" + s.name + ".key", "--ca", ca + "/ca.pem"}));
     // Registration: the broker's journal has nothing to say yet, so ask it for a dry run
     // until all three clusters are there.
     for (int i = 0; i < 100; ++i) {
@@ -238,8 +245,8 @@ class ThreeSites : public ::testing::Test {
   pid_t start_gridrun(std::vector<std::string> args, const std::string& log = "gridrun", const std::string& user = "user-lab",
                       const std::string& ca_dir = "ca") {
     const std::string ca = dir_ + "/" + ca_dir;
-    std::vector<std::string> argv = {kBin + "/gridrun", "--broker", "127.0.0.1:7000", "--cert", ca + "/" + user + ".pem", "--key",
-                                     ca + "/" + user + ".key", "--ca", dir_ + "/ca/ca.pem"};
+    std::vector<std::string> argv = {kBin + "/gridrun",        "--broker", "127.0.0.1:7000",   "--cert", ca + "/" + user + ".pem", "--key",
+                                     ca + "/" + user + ".key", "--ca",     dir_ + "/ca/ca.pem"};
     argv.insert(argv.end(), args.begin(), args.end());
     return start_in(wan_, log, argv);
   }
@@ -256,8 +263,9 @@ class ThreeSites : public ::testing::Test {
   pid_t start_long_job(int seconds) {
     std::string text = slurp(kSrc + "/jobprofiles/three-sites.xml");
     const std::string args = "<value>100000</value>", end = "</arguments>";
-    text.replace(text.find(args), args.size(),
-                 args + "<value>--rounds</value><value>" + std::to_string(seconds * 10) + "</value><value>--round-ms</value><value>100</value>");
+    text.replace(
+        text.find(args), args.size(),
+        args + "<value>--rounds</value><value>" + std::to_string(seconds * 10) + "</value><value>--round-ms</value><value>100</value>");
     text.replace(text.find(end), end.size(), end + "<environment><variable name=\"GRIDRT_LOG\">info</variable></environment>");
     std::ofstream(dir_ + "/long.xml") << text;
     const pid_t pid = start_gridrun({dir_ + "/long.xml"}, "long");
@@ -270,7 +278,8 @@ class ThreeSites : public ::testing::Test {
   // round: `rounds` of 64 KiB messages, 100 ms apart; returns once its first round is done.
   pid_t start_stream_job(int rounds) {
     std::string text = slurp(kSrc + "/jobprofiles/three-sites.xml");
-    const std::string program = "$GRIDRT_EXAMPLES/hello", args = "<arguments><value>--pingpong-bytes</value><value>100000</value></arguments>";
+    const std::string program = "$GRIDRT_EXAMPLES/hello",
+                      args = "<arguments><value>--pingpong-bytes</value><value>100000</value></arguments>";
     text.replace(text.find(program), program.size(), std::string(GRIDRT_MPI_TESTS_DIR) + "/mpi_stream");
     text.replace(text.find(args), args.size(),
                  "<arguments><value>" + std::to_string(rounds) + "</value><value>65536</value><value>100</value></arguments>");
@@ -278,7 +287,8 @@ class ThreeSites : public ::testing::Test {
     fs::remove(dir_ + "/stream.log");  // a job before this one's: its first round is not this one's
     const pid_t pid = start_gridrun({dir_ + "/stream.xml"}, "stream");
     for (int i = 0; i < 300 && slurp(dir_ + "/stream.log").find("round 0") == std::string::npos; ++i) std::this_thread::sleep_for(50ms);
-    EXPECT_NE(slurp(dir_ + "/stream.log").find("round 0"), std::string::npos) << "the stream did not get going:\n" << slurp(dir_ + "/stream.log");
+    EXPECT_NE(slurp(dir_ + "/stream.log").find("round 0"), std::string::npos) << "the stream did not get going:\n"
+                                                                              << slurp(dir_ + "/stream.log");
     return pid;
   }
 
@@ -295,7 +305,8 @@ class ThreeSites : public ::testing::Test {
   // goes on without a lost cluster; returns once site c's process has run 5 tasks.
   pid_t start_queue_job() {
     std::string text = slurp(kSrc + "/jobprofiles/three-sites.xml");
-    const std::string program = "$GRIDRT_EXAMPLES/hello", args = "<arguments><value>--pingpong-bytes</value><value>100000</value></arguments>";
+    const std::string program = "$GRIDRT_EXAMPLES/hello",
+                      args = "<arguments><value>--pingpong-bytes</value><value>100000</value></arguments>";
     text.replace(text.find(program), program.size(), kTestBin + "/queue_check");
     text.replace(text.find(args), args.size(),
                  "<arguments><value>--tasks</value><value>600</value><value>--max-us</value><value>20000</value>"
@@ -305,7 +316,7 @@ class ThreeSites : public ::testing::Test {
     for (int i = 0; i < 300 && slurp(dir_ + "/queue.log").find("rank 2 has run 5 tasks") == std::string::npos; ++i)
       std::this_thread::sleep_for(50ms);
     EXPECT_NE(slurp(dir_ + "/queue.log").find("rank 2 has run 5 tasks"), std::string::npos) << "the queue did not get going:\n"
-                                                                                             << slurp(dir_ + "/queue.log");
+                                                                                            << slurp(dir_ + "/queue.log");
     return pid;
   }
 
@@ -411,13 +422,16 @@ TEST_F(ThreeSites, JobSpansAllThreeSitesWithTheExpectedTechniques) {
   EXPECT_NE(r.out.find("a <-> b: direct, dialled by b's processes (a's processes accept connections (10.232.1.2:71"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("b's do not; when a speaks first it asks b to connect back)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("a <-> c: relayed (neither side's processes can open a connection to the other's) through the relays' link, dialled by c (a accepts connections, c does not)"), std::string::npos)
+  EXPECT_NE(r.out.find("a <-> c: relayed (neither side's processes can open a connection to the other's) through the relays' link, dialled "
+                       "by c (a accepts connections, c does not)"),
+            std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("b <-> c: relayed (neither side's processes can open a connection to the other's) through the relays' link, dialled by c (b accepts connections, c does not)"), std::string::npos)
+  EXPECT_NE(r.out.find("b <-> c: relayed (neither side's processes can open a connection to the other's) through the relays' link, dialled "
+                       "by c (b accepts connections, c does not)"),
+            std::string::npos)
       << r.out;
   for (const char* line : {"[a:0] rank=0 size=3 group=east color=0 cluster=a", "[b:1] rank=1 size=3 group=south color=1 cluster=b",
-                           "[c:2] rank=2 size=3 group=west color=2 cluster=c",
-                           "[a:0] pingpong rank 0 <-> rank 1 (cluster b): 100000 bytes",
+                           "[c:2] rank=2 size=3 group=west color=2 cluster=c", "[a:0] pingpong rank 0 <-> rank 1 (cluster b): 100000 bytes",
                            "[a:0] pingpong rank 0 <-> rank 2 (cluster c): 100000 bytes", "[a:0] barrier passed by 3 processes"})
     EXPECT_NE(r.out.find(line), std::string::npos) << "missing: " << line << "\n" << r.out;
   const std::string journal = slurp(dir_ + "/journal");
@@ -485,9 +499,10 @@ TEST_F(ThreeSites, StrangersAndForgeriesAreRefusedWhileTheJobRunsOn) {
   EXPECT_NE(mallory.out.find("unknown ca"), std::string::npos) << mallory.out;
 
   // 2. A relay with a certificate from another CA, claiming cluster b.
-  const pid_t rogue = start_in(sites_[1].ns, "rogue-relay",
-                               {kBin + "/gridrelay", "--grid", dir_ + "/grid.xml", "--cluster", "b", "--broker", sites_[1].gateway + ":7000",
-                                "--cert", dir_ + "/other/relay-b.pem", "--key", dir_ + "/other/relay-b.key", "--ca", dir_ + "/ca/ca.pem"});
+  const pid_t rogue =
+      start_in(sites_[1].ns, "rogue-relay",
+               {kBin + "/gridrelay", "--grid", dir_ + "/grid.xml", "--cluster", "b", "--broker", sites_[1].gateway + ":7000", "--cert",
+                dir_ + "/other/relay-b.pem", "--key", dir_ + "/other/relay-b.key", "--ca", dir_ + "/ca/ca.pem"});
   std::this_thread::sleep_for(1500ms);
   ::kill(rogue, SIGTERM);
   ::waitpid(rogue, nullptr, 0);
@@ -559,8 +574,9 @@ TEST_F(ThreeSites, ARelayLinkKilledMidTransferFailsTheJobClearly) {
   const Outcome r = finish(job, "long");
   EXPECT_NE(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("failed: cluster "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find(": lost the link to cluster "), std::string::npos) << r.out << "relay a:\n" << slurp(dir_ + "/relay-a.log") << "relay c:\n"
-                                                            << slurp(dir_ + "/relay-c.log");
+  EXPECT_NE(r.out.find(": lost the link to cluster "), std::string::npos) << r.out << "relay a:\n"
+                                                                          << slurp(dir_ + "/relay-a.log") << "relay c:\n"
+                                                                          << slurp(dir_ + "/relay-c.log");
   EXPECT_EQ(r.out.find("is wrong"), std::string::npos) << r.out;  // never wrong data
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(60)) << "must not hang";
 }
@@ -645,9 +661,7 @@ class ThreeSitesPatient : public ThreeSites {
 
 // TCP carries a link through two seconds of dropped packets by itself (retransmissions):
 // the relays only notice the silence.
-TEST_F(ThreeSitesPatient, ALinkWhosePacketsAreDroppedForTwoSecondsPausesTheJobOnly) {
-  expect_stream_survives("DROP", 2, "s of silence");
-}
+TEST_F(ThreeSitesPatient, ALinkWhosePacketsAreDroppedForTwoSecondsPausesTheJobOnly) { expect_stream_survives("DROP", 2, "s of silence"); }
 
 // A reset ends the connection: c dials a again, and each side sends what the other had not
 // received.
@@ -710,12 +724,16 @@ class ThreeSitesStaged : public ThreeSites {
       EXPECT_NE(sh("nsenter --target " + std::to_string(daemons_[i + 1]) + " --mount -- test -e " + submit + "/staged"), 0)
           << "site " << sites_[i].name << " sees the submitter's program";
     std::string text = slurp(kSrc + "/jobprofiles/three-sites.xml");
-    const std::string program = "$GRIDRT_EXAMPLES/hello", args = "<arguments><value>--pingpong-bytes</value><value>100000</value></arguments>";
+    const std::string program = "$GRIDRT_EXAMPLES/hello",
+                      args = "<arguments><value>--pingpong-bytes</value><value>100000</value></arguments>";
     text.replace(text.find(program), program.size(), "file://" + submit + "/staged");
     text.replace(text.find(args), args.size(),
                  "<arguments><value>input.txt</value><value>result.txt</value></arguments><stageInOut>"
-                 "<file name=\"input.txt\" type=\"in\"><location type=\"URL\">" + submit + "/in.txt</location></file>"
-                 "<file name=\"result.txt\" type=\"out\"><location type=\"URL\">" + dir_ + "/results</location></file></stageInOut>");
+                 "<file name=\"input.txt\" type=\"in\"><location type=\"URL\">" +
+                     submit +
+                     "/in.txt</location></file>"
+                     "<file name=\"result.txt\" type=\"out\"><location type=\"URL\">" +
+                     dir_ + "/results</location></file></stageInOut>");
     std::ofstream(dir_ + "/staged.xml") << text;
     Outcome r = finish(start_gridrun({"-v", dir_ + "/staged.xml"}, "staged"), "staged");
     ASSERT_EQ(r.status, 0) << r.out << slurp(dir_ + "/relay-a.log");
@@ -756,11 +774,14 @@ class ThreeSitesMisdeclared : public ThreeSites {
 TEST_F(ThreeSitesMisdeclared, TheBrokersProbeOverridesAWrongDeclaration) {
   const Outcome r = gridrun({"--explain", kSrc + "/jobprofiles/three-sites.xml"});
   EXPECT_EQ(r.status, 0) << r.out;
-  EXPECT_NE(r.out.find("a <-> c: relayed (neither side's processes can open a connection to the other's) through the relays' link, dialled by c (a accepts connections, c does not)"), std::string::npos)
+  EXPECT_NE(r.out.find("a <-> c: relayed (neither side's processes can open a connection to the other's) through the relays' link, dialled "
+                       "by c (a accepts connections, c does not)"),
+            std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("[a:0] barrier passed by 3 processes"), std::string::npos) << r.out;
-  EXPECT_NE(slurp(dir_ + "/broker.log").find("cluster c is declared reachable but its relay's link address 10.231.3.2:7300 does not "
-                                             "answer the broker's probe: treating it as unreachable"),
+  EXPECT_NE(slurp(dir_ + "/broker.log")
+                .find("cluster c is declared reachable but its relay's link address 10.231.3.2:7300 does not "
+                      "answer the broker's probe: treating it as unreachable"),
             std::string::npos)
       << slurp(dir_ + "/broker.log");
 }

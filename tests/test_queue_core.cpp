@@ -32,8 +32,8 @@ TEST(Ledger, EveryTaskIsDoneExactlyOnceWhateverHappens) {
   for (unsigned seed = 1; seed <= 200; ++seed) {
     std::mt19937 rng(seed);
     Ledger ledger(/*crash_limit=*/1000);
-    std::map<int, std::set<TaskId>> holds;   // the model: what each live holder holds
-    std::map<TaskId, int> lost;              // tasks a lost holder had
+    std::map<int, std::set<TaskId>> holds;  // the model: what each live holder holds
+    std::map<TaskId, int> lost;             // tasks a lost holder had
     std::set<TaskId> put, taken;
     std::uint64_t next = 0;
     int next_holder = 0;
@@ -62,9 +62,7 @@ TEST(Ledger, EveryTaskIsDoneExactlyOnceWhateverHappens) {
           EXPECT_EQ(r, Ledger::Result::kTaken);
           taken.insert(id);
         }
-        if (rng() % 5 == 0) {
-          EXPECT_EQ(ledger.complete(h, id), Ledger::Result::kDuplicate);
-        }
+        if (rng() % 5 == 0) { EXPECT_EQ(ledger.complete(h, id), Ledger::Result::kDuplicate); }
       } else if (what == 8 && live.size() > 1) {
         const std::size_t i = rng() % live.size();
         const int h = live[i];
@@ -113,10 +111,10 @@ TEST(Ledger, ALostHoldersTasksWaitAgainFirstInTheOrderTheyWereHandedOut) {
   EXPECT_EQ(ledger.lose(7), 3u);
   EXPECT_EQ(ledger.held_total(), 0u);
   EXPECT_EQ(ids(ledger.take(8, 10, 1 << 20)), (std::vector<TaskId>{50, 40, 30, 20, 10}));
-  EXPECT_EQ(ledger.complete(7, 40), Ledger::Result::kTaken);      // late, from the lost holder
-  EXPECT_EQ(ledger.complete(8, 40), Ledger::Result::kDuplicate);  // the copy handed out again
-  EXPECT_EQ(ledger.complete(9, 50), Ledger::Result::kUnknown);    // from a holder that never had it
-  EXPECT_EQ(ledger.complete(8, 12345), Ledger::Result::kUnknown); // never put
+  EXPECT_EQ(ledger.complete(7, 40), Ledger::Result::kTaken);       // late, from the lost holder
+  EXPECT_EQ(ledger.complete(8, 40), Ledger::Result::kDuplicate);   // the copy handed out again
+  EXPECT_EQ(ledger.complete(9, 50), Ledger::Result::kUnknown);     // from a holder that never had it
+  EXPECT_EQ(ledger.complete(8, 12345), Ledger::Result::kUnknown);  // never put
 }
 
 TEST(Ledger, ATaskLostTooOftenFailsInsteadOfWaitingAgain) {
@@ -173,7 +171,7 @@ TEST(Ledger, TakeKeepsToTheCountAndTheBytesButAlwaysGivesOne) {
   Ledger ledger;
   for (TaskId id = 1; id <= 5; ++id) ledger.put(task(id, 100));
   EXPECT_EQ(ledger.take(0, 10, 250).size(), 2u);
-  EXPECT_EQ(ledger.take(0, 10, 10).size(), 1u);   // bigger than the bytes: one anyway
+  EXPECT_EQ(ledger.take(0, 10, 10).size(), 1u);  // bigger than the bytes: one anyway
   EXPECT_EQ(ledger.take(0, 1, 1000).size(), 1u);
   EXPECT_EQ(ledger.take(0, 10, 230, 12).size(), 1u);  // 2 x (100 + 12) is over 230
   EXPECT_EQ(ledger.held(0), 5u);
@@ -200,7 +198,7 @@ TEST(ChunkSizer, AParentHandsEachChildAtMostItsShareSoTheLastTasksAreSpread) {
   EXPECT_EQ(gridrt::queue::fair_share(500, 10000, 2), 500u);  // plenty: what it asked for
   EXPECT_EQ(gridrt::queue::fair_share(500, 100, 2), 50u);     // its share of what is left
   EXPECT_EQ(gridrt::queue::fair_share(500, 101, 2), 51u);
-  EXPECT_EQ(gridrt::queue::fair_share(500, 1, 4), 1u);        // the last one still goes
+  EXPECT_EQ(gridrt::queue::fair_share(500, 1, 4), 1u);  // the last one still goes
   EXPECT_EQ(gridrt::queue::fair_share(500, 0, 4), 0u);
   EXPECT_EQ(gridrt::queue::fair_share(3, 100, 0), 3u);
 }
@@ -253,7 +251,5 @@ TEST(QueueProtocol, MessagesRoundTripAndGarbageIsRefused) {
   try {
     decode_up(huge_count.data(), huge_count.size());
     ADD_FAILURE() << "a count the message cannot hold was taken";
-  } catch (const ProtocolError& e) {
-    EXPECT_NE(std::string(e.what()).find("puts"), std::string::npos) << e.what();
-  }
+  } catch (const ProtocolError& e) { EXPECT_NE(std::string(e.what()).find("puts"), std::string::npos) << e.what(); }
 }

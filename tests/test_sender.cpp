@@ -168,13 +168,15 @@ struct Line {
   Sender sender;
 
   Line(double rate, double round_trip, flow::Window window)
-      : rate(rate), round_trip(round_trip),
-        sender([this](std::int32_t, std::string f) {
-                 const std::size_t cost = f.size() - wire::kHeaderSize + flow::kFrameCost;
-                 free_at = std::max(free_at, seconds()) + static_cast<double>(f.size()) / this->rate;
-                 credits.push({free_at + this->round_trip, context, cost});
-               },
-               window, [this] { return now; }) {}
+      : rate(rate),
+        round_trip(round_trip),
+        sender(
+            [this](std::int32_t, std::string f) {
+              const std::size_t cost = f.size() - wire::kHeaderSize + flow::kFrameCost;
+              free_at = std::max(free_at, seconds()) + static_cast<double>(f.size()) / this->rate;
+              credits.push({free_at + this->round_trip, context, cost});
+            },
+            window, [this] { return now; }) {}
 
   // `count` messages of `bytes` to rank 1 on `ctx`, each once the one before is all back,
   // `idle` seconds later; returns the seconds the last took (queued to all credit back).

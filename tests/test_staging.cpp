@@ -38,16 +38,14 @@ std::string profile_with(const std::string& stage, const std::string& url = "/bi
   return "<grmsJob appId=\"a\"><task taskId=\"t\"><resourcesDescription><topology><group groupId=\"g\"/>\n"
          "<processes><groupIdReference groupId=\"g\"/><processesCount><value>2</value></processesCount></processes>\n"
          "</topology></resourcesDescription><execution type=\"mpich\">\n"
-         "<executable><execFile><file><url>" + url + "</url></file></execFile></executable>\n" + stage +
-         "</execution></task></grmsJob>\n";
+         "<executable><execFile><file><url>" +
+         url + "</url></file></execFile></executable>\n" + stage + "</execution></task></grmsJob>\n";
 }
 
 std::string parse_error(const std::string& text) {
   try {
     parse_job_profile("job.xml", text, {});
-  } catch (const InputError& e) {
-    return e.what();
-  }
+  } catch (const InputError& e) { return e.what(); }
   return "";
 }
 
@@ -120,7 +118,7 @@ TEST(StagedFiles, AFileArrivesInOrderAndWhole) {
   {
     IncomingFile f(d + "/f", 6, "file 'f'");
     f.write(0, "abc");
-    EXPECT_THROW(f.write(2, "x"), std::runtime_error);    // not where the last ended
+    EXPECT_THROW(f.write(2, "x"), std::runtime_error);     // not where the last ended
     EXPECT_THROW(f.write(3, "defg"), std::runtime_error);  // past the announced size
     EXPECT_THROW(f.finish(), std::runtime_error);          // short
     f.write(3, "def");
@@ -169,13 +167,18 @@ TEST(StagedFiles, SizesAreReadAsUsersWriteThem) {
 TEST(JobProfile, StageInOutFilesAreReadWithTheirDigests) {
   const std::string d = temp_dir("staging-profile");
   write(d + "/in.txt", "abc");
-  const JobSpec s = parse_job_profile("job.xml",
-                                      profile_with("<stageInOut>"
-                                                   "<file name=\"input.txt\" type=\"in\"><location type=\"URL\">file://" + d + "/in.txt</location></file>"
-                                                   "<file name=\"data/w.csv\" type=\"in\"><location type=\"URL\">https://example.org/w.csv?v=2</location></file>"
-                                                   "<file name=\"out/r.txt\" type=\"out\"><location type=\"URL\">" + d + "/results</location></file>"
-                                                   "</stageInOut>"),
-                                      {});
+  const JobSpec s = parse_job_profile(
+      "job.xml",
+      profile_with("<stageInOut>"
+                   "<file name=\"input.txt\" type=\"in\"><location type=\"URL\">file://" +
+                   d +
+                   "/in.txt</location></file>"
+                   "<file name=\"data/w.csv\" type=\"in\"><location type=\"URL\">https://example.org/w.csv?v=2</location></file>"
+                   "<file name=\"out/r.txt\" type=\"out\"><location type=\"URL\">" +
+                   d +
+                   "/results</location></file>"
+                   "</stageInOut>"),
+      {});
   ASSERT_EQ(s.files.size(), 4u);
   EXPECT_EQ(s.files[0].role, StagedFile::Role::kExecutable);
   EXPECT_EQ(s.files[0].name, "true");
@@ -203,7 +206,8 @@ TEST(JobProfile, StageInOutFilesAreReadWithTheirDigests) {
 
 TEST(JobProfile, BadStagedFilesAreRefusedWithTheirPosition) {
   const auto file = [](const std::string& name, const std::string& type, const std::string& url) {
-    return "<stageInOut>\n<file name=\"" + name + "\" type=\"" + type + "\"><location type=\"URL\">" + url + "</location></file></stageInOut>\n";
+    return "<stageInOut>\n<file name=\"" + name + "\" type=\"" + type + "\"><location type=\"URL\">" + url +
+           "</location></file></stageInOut>\n";
   };
   std::string msg = parse_error(profile_with(file("x", "in", "gsiftp://host/~/x")));
   EXPECT_EQ(msg.rfind("job.xml:6:", 0), 0u) << msg;
@@ -232,7 +236,8 @@ TEST(JobProfile, BadStagedFilesAreRefusedWithTheirPosition) {
 TEST(StagedFiles, FetchersInTheGridDescriptionAreChecked) {
   const auto grid_with = [](const std::string& fetcher) {
     return "<grid><cluster name=\"c\" slots=\"1\"><relay link=\"127.0.0.1:0\" local=\"127.0.0.1:0\"/>"
-           "<launch>mpiexec -n {np}</launch></cluster>\n" + fetcher + "</grid>";
+           "<launch>mpiexec -n {np}</launch></cluster>\n" +
+           fetcher + "</grid>";
   };
   const Grid g = parse_grid("grid.xml", grid_with("<fetcher scheme=\"gsiftp\" command=\"globus-url-copy {url} file://{file}\"/>"));
   ASSERT_EQ(g.fetchers.size(), 1u);
@@ -241,9 +246,7 @@ TEST(StagedFiles, FetchersInTheGridDescriptionAreChecked) {
   const auto error = [&](const std::string& fetcher) {
     try {
       parse_grid("grid.xml", grid_with(fetcher));
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
+    } catch (const InputError& e) { return std::string(e.what()); }
     return std::string();
   };
   EXPECT_NE(error("<fetcher scheme=\"http\" command=\"curl {url} -o {file}\"/>").find("needs no fetcher"), std::string::npos);

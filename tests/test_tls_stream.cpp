@@ -58,7 +58,8 @@ std::string joined(const std::vector<std::string>& parts) {
 }
 
 // Writes `parts` in gather writes of up to `per_write` buffers each.
-asio::awaitable<void> write_parts(TlsStream& s, const std::vector<std::string>& parts, std::size_t per_write, boost::system::error_code& ec) {
+asio::awaitable<void> write_parts(TlsStream& s, const std::vector<std::string>& parts, std::size_t per_write,
+                                  boost::system::error_code& ec) {
   std::vector<asio::const_buffer> buffers;
   for (std::size_t i = 0; i < parts.size() && !ec; i += per_write) {
     buffers.clear();
@@ -84,9 +85,7 @@ asio::awaitable<void> asio_write(AsioTls& s, const std::string& data, boost::sys
   co_await asio::async_write(s, asio::buffer(data), asio::redirect_error(asio::use_awaitable, ec));
 }
 
-asio::awaitable<void> shake(TlsStream& s, TlsStream::HandshakeType type, boost::system::error_code& ec) {
-  ec = co_await s.handshake(type);
-}
+asio::awaitable<void> shake(TlsStream& s, TlsStream::HandshakeType type, boost::system::error_code& ec) { ec = co_await s.handshake(type); }
 
 asio::awaitable<void> asio_shake(AsioTls& s, TlsStream::HandshakeType type, boost::system::error_code& ec) {
   co_await s.async_handshake(type, asio::redirect_error(asio::use_awaitable, ec));

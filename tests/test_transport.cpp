@@ -88,8 +88,8 @@ class FakeRelay {
     t.sites = {"s"};
     for (int i = 0; i < topology_for_; ++i) {
       if (i < static_cast<int>(fake_endpoints_.size()) && !fake_endpoints_[i].empty()) endpoints_[i] = fake_endpoints_[i];
-      t.clusters.push_back({"c" + std::to_string(i), 0, static_cast<std::uint32_t>(i), 1, "h", 1, true, outbound_[i],
-                            !endpoints_[i].empty(), ""});
+      t.clusters.push_back(
+          {"c" + std::to_string(i), 0, static_cast<std::uint32_t>(i), 1, "h", 1, true, outbound_[i], !endpoints_[i].empty(), ""});
       t.rank_group.push_back(0);
       t.rank_endpoint.push_back(endpoints_[i]);
     }
@@ -139,8 +139,10 @@ class FakeRelay {
               types_[*rank].push_back(f.header.type);
             }
             auto to = links_.find(f.header.dst);
-            if (to != links_.end()) to->second->send(f);
-            else pending_[f.header.dst].push_back(f);
+            if (to != links_.end())
+              to->second->send(f);
+            else
+              pending_[f.header.dst].push_back(f);
           },
           [](const std::string&) {});
       accept();
@@ -179,7 +181,8 @@ struct JobGoesOn {
 // after its application thread took it from the topology.
 std::unique_ptr<RelayTransport> connect(FakeRelay& relay, int rank, ListenSpec listen = {},
                                         std::size_t unexpected_budget = Receiver::kUnexpectedBudget, bool rank_now = true) {
-  auto t = std::make_unique<RelayTransport>(relay.endpoint(), 1, "secret", rank, "host", flow::Window{kWindow, false}, listen, unexpected_budget);
+  auto t = std::make_unique<RelayTransport>(relay.endpoint(), 1, "secret", rank, "host", flow::Window{kWindow, false}, listen,
+                                            unexpected_budget);
   if (rank_now) t->set_rank(rank);
   return t;
 }
@@ -340,7 +343,7 @@ TEST(Transport, CreditHeldForUnansweredMessagesNeverStallsTheirSender) {
     sends.push_back(a->send(1, 0, i, m.data(), m.size()));
     if (i < kPaced) {
       std::this_thread::sleep_for(1ms);  // (a round trip through the relay takes less)
-      if (i == kPaced - 1) {  // 150 messages, 1064 bytes each, 15 of them to a quarter window
+      if (i == kPaced - 1) {             // 150 messages, 1064 bytes each, 15 of them to a quarter window
         EXPECT_TRUE(eventually([&] { return relay.credit_frames_from(1) > 0; }));
         EXPECT_LT(relay.credit_frames_from(1), kPaced / 4u);
       }
@@ -479,7 +482,7 @@ TEST(Transport, ProbesTellTheSizeOfAMessageLargerThanTheWindowAndMatchedOnesTake
 TEST(Transport, UnmatchedMessagesHoldUpNothingBehindThem) {
   FakeRelay relay;
   auto a = connect(relay, 0), b = connect(relay, 1, {}, 8 * kWindow);
-  const std::string buffered = pattern(4 * kWindow, 1);                               // within the budget
+  const std::string buffered = pattern(4 * kWindow, 1);                                 // within the budget
   const std::string huge = pattern(RelayTransport::kRendezvousAbove + 4 * kWindow, 2);  // rendezvous
   const std::string small = "small";
   std::vector<std::shared_ptr<RemoteOp>> sends;
@@ -507,8 +510,10 @@ TEST(Transport, ASynchronousSendCompletesOnlyOnceMatched) {
   for (const bool direct : {false, true}) {
     FakeRelay relay;
     std::unique_ptr<RelayTransport> a, b;
-    if (direct) std::tie(a, b) = direct_pair(relay);
-    else a = connect(relay, 0), b = connect(relay, 1);
+    if (direct)
+      std::tie(a, b) = direct_pair(relay);
+    else
+      a = connect(relay, 0), b = connect(relay, 1);
     const char x = 'x';
     auto s = a->send(1, 0, 4, &x, 1, true);
     std::this_thread::sleep_for(200ms);
@@ -694,9 +699,7 @@ TEST(Transport, InAJobThatGoesOnALostDirectConnectionIsReportedAndWaitsForTheBro
   try {
     a->wait(waiting);
     FAIL() << "expected the receive to fail";
-  } catch (const std::runtime_error& e) {
-    EXPECT_EQ(std::string(e.what()), "cluster c1 lost: cut off from cluster c0");
-  }
+  } catch (const std::runtime_error& e) { EXPECT_EQ(std::string(e.what()), "cluster c1 lost: cut off from cluster c0"); }
   EXPECT_THROW(a->wait(a->send(1, 0, 2, &x, 1)), std::runtime_error);
   EXPECT_EQ(a->lost_clusters().size(), 1u);
 }

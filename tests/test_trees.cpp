@@ -153,9 +153,7 @@ TEST(LocalGroupTwo, ThePapersExampleWithItsPartialGroupMended) {
     if (c.in_c1(m.from)) pairs.emplace_back(m.step, m.from, m.to);
   EXPECT_EQ(pairs, (std::vector<std::tuple<int, int, int>>{{1, 0, 3}, {1, 1, 4}, {1, 2, 5}, {2, 0, 6}, {2, 1, 7}, {2, 2, 8}, {3, 0, 9}}));
   for (const auto& m : lg2::wan_messages(c))
-    if (m.from == 7 && m.to == 1) {
-      EXPECT_EQ(m.senders, (std::vector<int>{6, 7, 8, 9})) << "node 7 carries the partial group's block";
-    }
+    if (m.from == 7 && m.to == 1) { EXPECT_EQ(m.senders, (std::vector<int>{6, 7, 8, 9})) << "node 7 carries the partial group's block"; }
   std::size_t messages = 0;
   EXPECT_TRUE(lg2_complete(c, false, &messages));
   EXPECT_EQ(messages, 14u) << "against 2 * 3 * 7 = 42 for the direct exchange";
@@ -176,9 +174,7 @@ TEST(LocalGroupTwo, EveryBlockCrossesOnceForEveryPairOfSizesUpTo64) {
       ASSERT_TRUE(lg2_complete(c, false, &messages)) << n1 << "+" << n2;
       ASSERT_EQ(messages, 2u * n2) << n1 << "+" << n2;
       for (const auto& m : lg2::wan_messages(c)) {
-        if (c.in_c1(m.from)) {
-          ASSERT_EQ(m.senders.size(), static_cast<std::size_t>(n1)) << n1 << "+" << n2;
-        }
+        if (c.in_c1(m.from)) { ASSERT_EQ(m.senders.size(), static_cast<std::size_t>(n1)) << n1 << "+" << n2; }
         ASSERT_LE(m.senders.size(), static_cast<std::size_t>(2 * n1 - 1)) << n1 << "+" << n2;
       }
       for (int i = 0; i < c.size(); ++i)
@@ -245,8 +241,9 @@ TEST(PartTrees, EveryRouteSpansEveryPartOnceAndEntersEachSiteOnce) {
         for (int root = 0; root < C; ++root)
           for (Route r : {Route::kPacked, Route::kBinomial, Route::kChain}) {
             const PartTree t = part_tree(l.sites, l.site_of_part, root, r);
-            const std::string at = "S=" + std::to_string(S) + " shape=" + std::to_string(shape) + " interleaved=" +
-                                   std::to_string(interleaved) + " root=" + std::to_string(root) + " route=" + route_name(r);
+            const std::string at = "S=" + std::to_string(S) + " shape=" + std::to_string(shape) +
+                                   " interleaved=" + std::to_string(interleaved) + " root=" + std::to_string(root) +
+                                   " route=" + route_name(r);
             ASSERT_EQ(t.root, root) << at;
             ASSERT_EQ(t.parent[root], -1) << at;
             // The root's subtree is every part, once each.
@@ -266,8 +263,10 @@ TEST(PartTrees, EveryRouteSpansEveryPartOnceAndEntersEachSiteOnce) {
               // its first part); its other parts hang under that speaker over the LAN.
               const int site = l.site_of_part[p];
               const int speaker = site == l.site_of_part[root] ? root : l.sites[site].front();
-              if (p != speaker) ASSERT_EQ(up, speaker) << at << ": part " << p;
-              else ASSERT_NE(l.site_of_part[up], site) << at << ": part " << p;
+              if (p != speaker)
+                ASSERT_EQ(up, speaker) << at << ": part " << p;
+              else
+                ASSERT_NE(l.site_of_part[up], site) << at << ": part " << p;
               deepest = std::max(deepest, wan_depth(t, l, p));
             }
             // WAN hops on the deepest path: one (packed), S - 1 (chain), and for the binomial

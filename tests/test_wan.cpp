@@ -36,17 +36,14 @@ TEST(WanSpec, ParsesDelayAndRate) {
 
 TEST(WanSpec, RefusesWhatItCannotReadNamingIt) {
   const std::pair<const char*, const char*> bad[] = {
-      {"", "the delay ''"},           {"10", "the delay '10'"},       {"ten ms", "the delay 'ten ms'"},
-      {"-1ms", "the delay '-1ms'"},   {"10 ms", "the delay '10 ms'"}, {"10ms,", "the rate ''"},
-      {"10ms,100", "the rate '100'"}, {"10ms,100mb", "the rate '100mb'"}, {"61s", "more than a minute"},
-      {"1ms,0.5kbit", "below 1 kbit"}, {"nanms", "the delay 'nanms'"}};
+      {"", "the delay ''"},           {"10", "the delay '10'"},        {"ten ms", "the delay 'ten ms'"}, {"-1ms", "the delay '-1ms'"},
+      {"10 ms", "the delay '10 ms'"}, {"10ms,", "the rate ''"},        {"10ms,100", "the rate '100'"},   {"10ms,100mb", "the rate '100mb'"},
+      {"61s", "more than a minute"},  {"1ms,0.5kbit", "below 1 kbit"}, {"nanms", "the delay 'nanms'"}};
   for (const auto& [text, says] : bad) {
     try {
       parse_wan_spec(text);
       ADD_FAILURE() << "'" << text << "' was accepted";
-    } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << text << ": " << e.what();
-    }
+    } catch (const std::invalid_argument& e) { EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << text << ": " << e.what(); }
   }
 }
 
@@ -149,8 +146,9 @@ TEST(WanPlan, FromTheGridDescriptionWithItsSitesChecked) {
       "<cluster name='a1' site='A' slots='1'><relay link='127.0.0.1:0' local='127.0.0.1:0'/><launch>mpiexec -n {np}</launch></cluster>"
       "<cluster name='a2' site='A' slots='1'><relay link='127.0.0.1:0' local='127.0.0.1:0'/><launch>mpiexec -n {np}</launch></cluster>"
       "<cluster name='b' site='B' slots='1'><relay link='127.0.0.1:0' local='127.0.0.1:0'/><launch>mpiexec -n {np}</launch></cluster>";
-  const Grid g = parse_grid("g.xml", "<grid>" + clusters +
-                                         "<wan delay='10ms' rate='100mbit'><between sites='A B' delay='25ms'/><access site='B' rate='1gbit'/></wan></grid>");
+  const Grid g = parse_grid(
+      "g.xml", "<grid>" + clusters +
+                   "<wan delay='10ms' rate='100mbit'><between sites='A B' delay='25ms'/><access site='B' rate='1gbit'/></wan></grid>");
   EXPECT_EQ(g.wan.pair("B", "A").delay, 25ms);
   EXPECT_EQ(g.wan.pair("B", "A").bytes_per_second, 0);  // the pair's own: no rate given
   EXPECT_EQ(g.wan.line("B", "A").name, "B>*");
@@ -167,9 +165,7 @@ TEST(WanPlan, FromTheGridDescriptionWithItsSitesChecked) {
     try {
       parse_grid("g.xml", "<grid>" + clusters + wan + "</grid>");
       ADD_FAILURE() << wan << " was accepted";
-    } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << wan << ": " << e.what();
-    }
+    } catch (const InputError& e) { EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << wan << ": " << e.what(); }
   }
 }
 
@@ -212,7 +208,7 @@ TEST(WanBounds, ByHandForPairLinesAndAnAccessLine) {
 // bounds only: a timer never fires early, while a busy machine may fire it late.)
 TEST(EmulatedPath, DeliversInOrderAfterTheLineAndTheDelayWithCreditsAhead) {
   boost::asio::io_context io;
-  WanLine line(1e6);  // 1 MB/s: a frame of 10,000 bytes takes 10 ms
+  WanLine line(1e6);                                                          // 1 MB/s: a frame of 10,000 bytes takes 10 ms
   std::vector<std::pair<std::uint64_t, WanLine::Clock::time_point>> arrived;  // seq, when
   EmulatedPath path(io, line, 20ms, [&](wire::Frame& f) { arrived.emplace_back(f.header.seq, WanLine::Clock::now()); });
   const auto start = WanLine::Clock::now();

@@ -20,9 +20,16 @@ TEST(Watchdog, SaysWhenTheLoopIsHeldAndWhenItRunsAgain) {
   std::mutex mu;
   std::vector<milliseconds> stalls, recoveries;
   {
-    gridrt::Watchdog dog(io, 20ms, 200ms,
-                         [&](milliseconds held) { std::lock_guard<std::mutex> l(mu); stalls.push_back(held); },
-                         [&](milliseconds held) { std::lock_guard<std::mutex> l(mu); recoveries.push_back(held); });
+    gridrt::Watchdog dog(
+        io, 20ms, 200ms,
+        [&](milliseconds held) {
+          std::lock_guard<std::mutex> l(mu);
+          stalls.push_back(held);
+        },
+        [&](milliseconds held) {
+          std::lock_guard<std::mutex> l(mu);
+          recoveries.push_back(held);
+        });
     std::thread loop([&] { io.run(); });
     std::this_thread::sleep_for(400ms);  // running freely
     {

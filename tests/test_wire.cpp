@@ -137,8 +137,7 @@ TEST(Messages, RoundTripAndTruncation) {
   EXPECT_EQ(back.args, s.args);
   EXPECT_EQ(back.env, s.env);
   EXPECT_EQ(back.total_processes(), 3u);
-  for (std::size_t cut = 0; cut < body.size(); ++cut)
-    EXPECT_THROW(JobSpec::decode(body.substr(0, cut)), BadBody) << "cut at " << cut;
+  for (std::size_t cut = 0; cut < body.size(); ++cut) EXPECT_THROW(JobSpec::decode(body.substr(0, cut)), BadBody) << "cut at " << cut;
   EXPECT_THROW(JobSpec::decode(body + "x"), BadBody);
 }
 
@@ -160,8 +159,7 @@ TEST(Messages, GridStatusRoundTripsAndRefusesTruncation) {
   EXPECT_EQ(back.jobs[0].clusters, (std::vector<std::string>{"c0", "c1"}));
   EXPECT_EQ(back.waiting, 1u);
   EXPECT_TRUE(back.takes_jobs_back);
-  for (std::size_t cut = 0; cut < body.size(); ++cut)
-    EXPECT_THROW(GridStatus::decode(body.substr(0, cut)), BadBody) << "cut at " << cut;
+  for (std::size_t cut = 0; cut < body.size(); ++cut) EXPECT_THROW(GridStatus::decode(body.substr(0, cut)), BadBody) << "cut at " << cut;
   EXPECT_THROW(GridStatus::decode(std::string("\xff\xff\xff\xff", 4)), BadBody) << "a count no body can hold";
 }
 

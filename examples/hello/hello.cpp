@@ -29,18 +29,25 @@ int main(int argc, char** argv) {
   int rounds = 1, round_ms = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--fail-rank" && i + 1 < argc) fail_rank = std::atoi(argv[++i]);
-    else if (a == "--exit-code" && i + 1 < argc) exit_code = std::atoi(argv[++i]);
+    if (a == "--fail-rank" && i + 1 < argc)
+      fail_rank = std::atoi(argv[++i]);
+    else if (a == "--exit-code" && i + 1 < argc)
+      exit_code = std::atoi(argv[++i]);
     else if (a == "--quit-on-cluster" && i + 1 < argc) {
       const char* mine = std::getenv("GRIDRT_CLUSTER");
       if (mine && std::string(mine) == argv[++i]) return 0;
-    } else if (a == "--signal" && i + 1 < argc) fail_signal = std::atoi(argv[++i]);
-    else if (a == "--rounds" && i + 1 < argc) rounds = std::atoi(argv[++i]);
-    else if (a == "--round-ms" && i + 1 < argc) round_ms = std::atoi(argv[++i]);
-    else if (a == "--pingpong-bytes" && i + 1 < argc) bytes = std::strtoull(argv[++i], nullptr, 10);
+    } else if (a == "--signal" && i + 1 < argc)
+      fail_signal = std::atoi(argv[++i]);
+    else if (a == "--rounds" && i + 1 < argc)
+      rounds = std::atoi(argv[++i]);
+    else if (a == "--round-ms" && i + 1 < argc)
+      round_ms = std::atoi(argv[++i]);
+    else if (a == "--pingpong-bytes" && i + 1 < argc)
+      bytes = std::strtoull(argv[++i], nullptr, 10);
     else {
-      std::fprintf(stderr, "usage: hello [--fail-rank R (--exit-code E | --signal S)] [--pingpong-bytes N] [--quit-on-cluster C] "
-                           "[--rounds N --round-ms M]\n");
+      std::fprintf(stderr,
+                   "usage: hello [--fail-rank R (--exit-code E | --signal S)] [--pingpong-bytes N] [--quit-on-cluster C] "
+                   "[--rounds N --round-ms M]\n");
       return 2;
     }
   }
@@ -48,9 +55,9 @@ int main(int argc, char** argv) {
     gridrt::init(&argc, &argv);
     using gridrt::Level;
     const int me = gridrt::rank();
-    std::printf("rank=%d size=%d group=%s color=%d cluster=%s node=%s site=%s\n", me, gridrt::size(),
-                gridrt::group_name().c_str(), gridrt::group_color(), gridrt::level_name(Level::kCluster, me).c_str(),
-                gridrt::level_name(Level::kNode, me).c_str(), gridrt::level_name(Level::kSite, me).c_str());
+    std::printf("rank=%d size=%d group=%s color=%d cluster=%s node=%s site=%s\n", me, gridrt::size(), gridrt::group_name().c_str(),
+                gridrt::group_color(), gridrt::level_name(Level::kCluster, me).c_str(), gridrt::level_name(Level::kNode, me).c_str(),
+                gridrt::level_name(Level::kSite, me).c_str());
     std::fflush(stdout);
 
     // Ping-pong: rank 0 with the first rank of every other cluster, payload checked both ways.
@@ -73,7 +80,8 @@ int main(int argc, char** argv) {
             }
           if (round == 0 || round == rounds - 1)
             std::printf("pingpong rank 0 <-> rank %d (cluster %s): %zu bytes, round trip %.0f us%s\n", st.source,
-                        gridrt::level_name(Level::kCluster, r).c_str(), st.bytes, us, rounds > 1 ? (round ? " (last round)" : " (first round)") : "");
+                        gridrt::level_name(Level::kCluster, r).c_str(), st.bytes, us,
+                        rounds > 1 ? (round ? " (last round)" : " (first round)") : "");
           std::fflush(stdout);  // seen as it happens, not when the buffer fills
         }
       } else if (me == first) {

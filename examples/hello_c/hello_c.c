@@ -20,8 +20,8 @@ int main(int argc, char** argv) {
   check(gridrt_colors(me, colors, 8), "colors");
   const char* group = gridrt_group_name();
   printf("rank=%d size=%d group=%s color=%d cluster=%s depth=%d colors=%d,%d,%d,%d name_of_color=%s\n", me, n, group,
-         gridrt_group_color(group), gridrt_level_name(GRIDRT_LEVEL_CLUSTER, me), gridrt_depth(me), colors[0], colors[1],
-         colors[2], colors[3], gridrt_color_group_name(gridrt_group_color(group)));
+         gridrt_group_color(group), gridrt_level_name(GRIDRT_LEVEL_CLUSTER, me), gridrt_depth(me), colors[0], colors[1], colors[2],
+         colors[3], gridrt_color_group_name(gridrt_group_color(group)));
   fflush(stdout);
 
   gridrt_request send_req;

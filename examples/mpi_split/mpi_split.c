@@ -62,11 +62,10 @@ int main(int argc, char** argv) {
     MPI_Comm_size(leaders, &clusters);
     MPI_Allreduce(&cluster_size, &counted, 1, MPI_INT, MPI_SUM, leaders);
   }
-  MPI_Bcast(&clusters, 1, MPI_INT, 0, MPI_COMM_WORLD);  /* world rank 0 leads its cluster */
+  MPI_Bcast(&clusters, 1, MPI_INT, 0, MPI_COMM_WORLD); /* world rank 0 leads its cluster */
   MPI_Bcast(&counted, 1, MPI_INT, 0, MPI_COMM_WORLD);
 
-  if (group_rank == 0)
-    printf("group %d '%s': %d processes, their world ranks add up to %d\n", group, group_name, group_size, group_sum);
+  if (group_rank == 0) printf("group %d '%s': %d processes, their world ranks add up to %d\n", group, group_name, group_size, group_sum);
   if (cluster_rank == 0) printf("world rank %d leads a cluster of %d processes on %s\n", rank, cluster_size, host);
   if (rank == 0) printf("%d processes in MPI_COMM_WORLD, %d clusters holding %d of them\n", size, clusters, counted);
 

@@ -91,15 +91,24 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has_value = i + 1 < argc;
-    if (a == "--mode" && has_value) mode = argv[++i];
-    else if (a == "--sources" && has_value) sources = std::atoi(argv[++i]);
-    else if (a == "--receivers" && has_value) receivers = std::atoi(argv[++i]);
-    else if (a == "--chunk" && has_value) chunk = std::atoi(argv[++i]);
-    else if (a == "--sectors" && has_value) sectors = std::atoi(argv[++i]);
-    else if (a == "--step" && has_value) step = std::atof(argv[++i]);
-    else if (a == "--workers-only") workers_only = true;
-    else if (a == "--json") json = true;
-    else return fail("unknown argument '" + a + "' (--help lists them)");
+    if (a == "--mode" && has_value)
+      mode = argv[++i];
+    else if (a == "--sources" && has_value)
+      sources = std::atoi(argv[++i]);
+    else if (a == "--receivers" && has_value)
+      receivers = std::atoi(argv[++i]);
+    else if (a == "--chunk" && has_value)
+      chunk = std::atoi(argv[++i]);
+    else if (a == "--sectors" && has_value)
+      sectors = std::atoi(argv[++i]);
+    else if (a == "--step" && has_value)
+      step = std::atof(argv[++i]);
+    else if (a == "--workers-only")
+      workers_only = true;
+    else if (a == "--json")
+      json = true;
+    else
+      return fail("unknown argument '" + a + "' (--help lists them)");
   }
   if ((mode != "vanilla" && mode != "grid" && mode != "hier") || sources < 1 || receivers < 1 || chunk < 1 || sectors < 1 || !(step > 0))
     return fail("bad --mode, --sources, --receivers, --chunk, --sectors or --step (--help)");
@@ -231,20 +240,21 @@ int main(int argc, char** argv) {
     if (!problem.empty()) return fail(problem);
     const std::uint64_t cell_hash = hash(cells.data(), static_cast<std::size_t>(model.cells()) * sizeof(std::int64_t));
     if (json) {
-      std::printf("{\"mode\":\"%s\",\"procs\":%d,\"clusters\":%d,\"rays\":%d,\"arrived\":%d,\"tasks\":%ld,\"workers_only\":%s,"
-                  "\"travel_times\":\"%016llx\",\"coverage\":\"%016llx\",\"phase1_ms\":%.1f,\"phase2_ms\":%.1f,\"phase3_ms\":%.1f,"
-                  "\"makespan_ms\":%.1f,\"queue_wan_msgs\":%llu,\"queue_wan_msgs_per_task\":%.3f}\n",
-                  mode.c_str(), size, world.num_clusters(), rays, arrived, all_tasks, workers_only ? "true" : "false",
-                  static_cast<unsigned long long>(table), static_cast<unsigned long long>(cell_hash), phase1_ms, phase2_ms, phase3_ms,
-                  makespan_ms, static_cast<unsigned long long>(all_queue_wan),
-                  static_cast<double>(all_queue_wan) / static_cast<double>(std::max(1L, all_tasks)));
+      std::printf(
+          "{\"mode\":\"%s\",\"procs\":%d,\"clusters\":%d,\"rays\":%d,\"arrived\":%d,\"tasks\":%ld,\"workers_only\":%s,"
+          "\"travel_times\":\"%016llx\",\"coverage\":\"%016llx\",\"phase1_ms\":%.1f,\"phase2_ms\":%.1f,\"phase3_ms\":%.1f,"
+          "\"makespan_ms\":%.1f,\"queue_wan_msgs\":%llu,\"queue_wan_msgs_per_task\":%.3f}\n",
+          mode.c_str(), size, world.num_clusters(), rays, arrived, all_tasks, workers_only ? "true" : "false",
+          static_cast<unsigned long long>(table), static_cast<unsigned long long>(cell_hash), phase1_ms, phase2_ms, phase3_ms, makespan_ms,
+          static_cast<unsigned long long>(all_queue_wan),
+          static_cast<double>(all_queue_wan) / static_cast<double>(std::max(1L, all_tasks)));
     } else {
-      std::printf("raytrace %s: %d rays (%d arrived) in %ld tasks on %d processes in %d clusters\n", mode.c_str(), rays, arrived,
-                  all_tasks, size, world.num_clusters());
+      std::printf("raytrace %s: %d rays (%d arrived) in %ld tasks on %d processes in %d clusters\n", mode.c_str(), rays, arrived, all_tasks,
+                  size, world.num_clusters());
       std::printf("travel times %016llx, coverage %016llx: checks passed\n", static_cast<unsigned long long>(table),
                   static_cast<unsigned long long>(cell_hash));
-      std::printf("phases: distribute %.1f ms, master-worker %.1f ms, results %.1f ms; makespan %.1f ms (at the master)\n",
-                  phase1_ms, phase2_ms, phase3_ms, makespan_ms);
+      std::printf("phases: distribute %.1f ms, master-worker %.1f ms, results %.1f ms; makespan %.1f ms (at the master)\n", phase1_ms,
+                  phase2_ms, phase3_ms, makespan_ms);
       std::printf("the queue sent %llu messages across the WAN (%.3f per task)\n", static_cast<unsigned long long>(all_queue_wan),
                   static_cast<double>(all_queue_wan) / static_cast<double>(std::max(1L, all_tasks)));
     }

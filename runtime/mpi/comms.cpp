@@ -101,13 +101,15 @@ int GRIDMPI(Comm_compare)(MPI_Comm a, MPI_Comm b, int* result) {
 int GRIDMPI(Comm_dup)(MPI_Comm comm, MPI_Comm* newcomm) {
   GridComm* g = gridmpi::grid(comm);
   if (!g) return PMPI_Comm_dup(comm, newcomm);
-  return gridmpi::call("MPI_Comm_dup", comm, [&] { return g->inter() ? gridmpi::dup_inter(*g, MPI_INFO_NULL, newcomm) : dup_grid(*g, MPI_INFO_NULL, newcomm); });
+  return gridmpi::call("MPI_Comm_dup", comm,
+                       [&] { return g->inter() ? gridmpi::dup_inter(*g, MPI_INFO_NULL, newcomm) : dup_grid(*g, MPI_INFO_NULL, newcomm); });
 }
 
 int GRIDMPI(Comm_dup_with_info)(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm) {
   GridComm* g = gridmpi::grid(comm);
   if (!g) return PMPI_Comm_dup_with_info(comm, info, newcomm);
-  return gridmpi::call("MPI_Comm_dup_with_info", comm, [&] { return g->inter() ? gridmpi::dup_inter(*g, info, newcomm) : dup_grid(*g, info, newcomm); });
+  return gridmpi::call("MPI_Comm_dup_with_info", comm,
+                       [&] { return g->inter() ? gridmpi::dup_inter(*g, info, newcomm) : dup_grid(*g, info, newcomm); });
 }
 
 namespace {
@@ -129,8 +131,10 @@ struct PendingDup {
 // shared_ptr made a cycle, p -> agreement -> coroutine -> p, that kept both, and the
 // communicator with them, for good.)
 gridrt::detail::Async<> agree_and_dup(CommImpl& c, bool inter, PendingDup& p) {
-  if (inter) co_await gridmpi::agree_on_inter_context(c, p.offer, &p.agreed);
-  else co_await gridrt::detail::allreduce(c, &p.offer, &p.agreed, 1, MPI_UNSIGNED, MPI_MAX, gridrt::Algo::kHier);
+  if (inter)
+    co_await gridmpi::agree_on_inter_context(c, p.offer, &p.agreed);
+  else
+    co_await gridrt::detail::allreduce(c, &p.offer, &p.agreed, 1, MPI_UNSIGNED, MPI_MAX, gridrt::Algo::kHier);
   gridrt::detail::Step dup;
   gridrt::detail::check_mpi(PMPI_Comm_idup(c.local, &p.local, &dup.mpi), "MPI_Comm_idup in the cluster");
   co_await gridrt::detail::one(dup);
@@ -141,8 +145,10 @@ gridrt::detail::Async<> agree_and_dup(CommImpl& c, bool inter, PendingDup& p) {
 int idup_grid(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm, MPI_Request* request) {
   std::shared_ptr<GridComm> g = gridmpi::grid_shared(comm);
   auto p = std::make_shared<PendingDup>();
-  if (info == MPI_INFO_NULL) gridrt::detail::check_mpi(PMPI_Comm_idup(g->handle, &p->handle, &p->mine), "MPI_Comm_idup in the cluster");
-  else gridrt::detail::check_mpi(PMPI_Comm_idup_with_info(g->handle, info, &p->handle, &p->mine), "MPI_Comm_idup in the cluster");
+  if (info == MPI_INFO_NULL)
+    gridrt::detail::check_mpi(PMPI_Comm_idup(g->handle, &p->handle, &p->mine), "MPI_Comm_idup in the cluster");
+  else
+    gridrt::detail::check_mpi(PMPI_Comm_idup_with_info(g->handle, info, &p->handle, &p->mine), "MPI_Comm_idup in the cluster");
   p->offer = gridrt::detail::state().next_context;
   p->agreement = gridrt::detail::start_collective(g->impl, agree_and_dup(*g->impl, g->inter(), *p));
   *newcomm = p->handle;
@@ -215,8 +221,7 @@ int GRIDMPI(Comm_split_type)(MPI_Comm comm, int split_type, int key, MPI_Info in
         const gridrt::Level next = g->impl->sites.size() > 1 ? gridrt::Level::kSite : gridrt::Level::kCluster;
         return split_grid(*g, gridrt::level_color(next, me), key, newcomm);
       }
-      default:
-        throw gridrt::ArgumentError("split type " + std::to_string(split_type) + " is not known across clusters", MPI_ERR_ARG);
+      default: throw gridrt::ArgumentError("split type " + std::to_string(split_type) + " is not known across clusters", MPI_ERR_ARG);
     }
   });
 }
@@ -236,7 +241,8 @@ std::pair<int, int> place_in(MPI_Group group, int me) {
 int GRIDMPI(Comm_create)(MPI_Comm comm, MPI_Group group, MPI_Comm* newcomm) {
   GridComm* g = gridmpi::grid(comm);
   if (!g && !gridmpi::is_layer_group(group)) return PMPI_Comm_create(comm, group, newcomm);
-  if (!g) return gridmpi::fail(comm, MPI_ERR_GROUP, "MPI_Comm_create: the group holds processes of other clusters, the communicator does not");
+  if (!g)
+    return gridmpi::fail(comm, MPI_ERR_GROUP, "MPI_Comm_create: the group holds processes of other clusters, the communicator does not");
   return gridmpi::call("MPI_Comm_create", comm, [&] {
     // (on an intercommunicator, each group gives a group of its own members, MPI 4.0 §7.4.2)
     const auto [color, key] = place_in(group, g->impl->members[g->rank()]);
@@ -248,7 +254,9 @@ int GRIDMPI(Comm_create)(MPI_Comm comm, MPI_Group group, MPI_Comm* newcomm) {
 int GRIDMPI(Comm_create_group)(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm* newcomm) {
   GridComm* g = gridmpi::grid(comm);
   if (!g && !gridmpi::is_layer_group(group)) return PMPI_Comm_create_group(comm, group, tag, newcomm);
-  if (!g) return gridmpi::fail(comm, MPI_ERR_GROUP, "MPI_Comm_create_group: the group holds processes of other clusters, the communicator does not");
+  if (!g)
+    return gridmpi::fail(comm, MPI_ERR_GROUP,
+                         "MPI_Comm_create_group: the group holds processes of other clusters, the communicator does not");
   if (g->inter()) return gridmpi::fail(comm, MPI_ERR_COMM, "MPI_Comm_create_group: not defined on an intercommunicator");
   return gridmpi::call("MPI_Comm_create_group", comm, [&] {
     // Only the group's members call: they agree on contexts among themselves, over a
@@ -260,7 +268,8 @@ int GRIDMPI(Comm_create_group)(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm
     const int my_index = static_cast<int>(it - members.begin());
     std::vector<int> here;  // the group's members in this cluster, as ranks of the parent's
     for (int m : members)
-      if (gridmpi::in_this_cluster(m)) here.push_back(static_cast<int>(std::find(g->impl->members.begin(), g->impl->members.end(), m) - g->impl->members.begin()));
+      if (gridmpi::in_this_cluster(m))
+        here.push_back(static_cast<int>(std::find(g->impl->members.begin(), g->impl->members.end(), m) - g->impl->members.begin()));
     auto local_of = [&](MPI_Comm parent_local_or_handle) {
       MPI_Group all, part;
       PMPI_Comm_group(parent_local_or_handle, &all);

@@ -26,8 +26,7 @@ using gridrt::fileio::Extent;
 using gridrt::fileio::FileService;
 
 static_assert(gridrt::fileio::ErrorClass::kFile == MPI_ERR_FILE && gridrt::fileio::ErrorClass::kIo == MPI_ERR_IO &&
-                  gridrt::fileio::ErrorClass::kNoSpace == MPI_ERR_NO_SPACE &&
-                  gridrt::fileio::ErrorClass::kIntern == MPI_ERR_INTERN,
+                  gridrt::fileio::ErrorClass::kNoSpace == MPI_ERR_NO_SPACE && gridrt::fileio::ErrorClass::kIntern == MPI_ERR_INTERN,
               "the file service's error classes are MPICH's");
 
 // ---------------------------------------------------------------- views as extents
@@ -79,8 +78,10 @@ std::vector<Extent> FileView::extents(std::uint64_t from, std::uint64_t bytes) c
     const Extent& b = blocks[i];
     const std::uint64_t at = static_cast<std::uint64_t>(disp) + tile * tile_extent + b.offset + skip;
     const std::uint64_t length = std::min(b.length - skip, bytes);
-    if (!out.empty() && out.back().offset + out.back().length == at) out.back().length += length;
-    else out.push_back({at, length});
+    if (!out.empty() && out.back().offset + out.back().length == at)
+      out.back().length += length;
+    else
+      out.push_back({at, length});
     bytes -= length;
     skip = 0;
     if (++i == blocks.size()) {
@@ -104,8 +105,8 @@ std::uint64_t FileView::data_below(std::uint64_t size) const {
 // ---------------------------------------------------------------- the service
 
 FileService& file_service() {
-  static FileService* const made = new FileService(
-      [](std::int32_t dst, std::uint32_t context, const std::string& head, std::string_view data) {
+  static FileService* const made =
+      new FileService([](std::int32_t dst, std::uint32_t context, const std::string& head, std::string_view data) {
         try {
           gridrt::detail::state().messages->send_with_head(dst, context, head, data.data(), data.size());
         } catch (const std::exception&) {
@@ -162,8 +163,7 @@ class Conversation {
     while (failed_.error_class == 0 && sent_ < chunks_.size() && waiting_.size() < kInFlight) {
       const std::uint64_t id = file_service().next_id();
       const Chunk& c = chunks_[sent_++];
-      const std::string head =
-          write_ ? FileService::write_head(id, c.extents) : FileService::read_head(id, atomic_, c.extents);
+      const std::string head = write_ ? FileService::write_head(id, c.extents) : FileService::read_head(id, atomic_, c.extents);
       gridrt::detail::state().messages->send_with_head(server_, service_, head, c.data, c.data ? c.bytes : 0);
       waiting_.push_back(id);
     }
@@ -248,13 +248,13 @@ enum class Direction { kRead, kWrite };
 // one run of bytes), and, for a read, where it goes.
 struct Access {
   MPI_Offset position = 0;
-  std::uint64_t requested = 0;   // bytes
+  std::uint64_t requested = 0;  // bytes
   bool write = false, dense = false;
-  char* into = nullptr;          // a dense read's destination
-  void* buf = nullptr;           // a packed read's buffer, `count` of `type` (a duplicate)
+  char* into = nullptr;  // a dense read's destination
+  void* buf = nullptr;   // a packed read's buffer, `count` of `type` (a duplicate)
   MPI_Count count = 0, type_bytes = 0;
   MPI_Datatype type = MPI_DATATYPE_NULL;
-  std::string packed;            // a non-dense write's data
+  std::string packed;  // a non-dense write's data
   std::unique_ptr<Conversation> talk;
 
   ~Access() {
@@ -278,8 +278,7 @@ struct Access {
 
 // At etype `*at` of the view, or (at null) at the individual file pointer.
 template <Direction D, typename Count>
-std::unique_ptr<Access> prepare(MPI_File fh, const GridFile& f, const MPI_Offset* at, const void* buf, Count count,
-                                MPI_Datatype type) {
+std::unique_ptr<Access> prepare(MPI_File fh, const GridFile& f, const MPI_Offset* at, const void* buf, Count count, MPI_Datatype type) {
   if (D == Direction::kWrite && (f.amode & MPI_MODE_RDONLY))
     throw gridrt::ArgumentError("'" + f.name + "' was opened MPI_MODE_RDONLY", MPI_ERR_READ_ONLY);
   if (D == Direction::kRead && (f.amode & MPI_MODE_WRONLY))
@@ -300,8 +299,7 @@ std::unique_ptr<Access> prepare(MPI_File fh, const GridFile& f, const MPI_Offset
   } else {
     gridrt::detail::check_mpi(PMPI_File_get_position(fh, &a->position), "the individual file pointer");
   }
-  const auto extents =
-      f.view.extents(static_cast<std::uint64_t>(a->position) * static_cast<std::uint64_t>(f.etype_bytes), a->requested);
+  const auto extents = f.view.extents(static_cast<std::uint64_t>(a->position) * static_cast<std::uint64_t>(f.etype_bytes), a->requested);
   MPI_Aint first = 0;
   a->dense = contiguous(type, &first);
   const char* data = nullptr;
@@ -310,9 +308,8 @@ std::unique_ptr<Access> prepare(MPI_File fh, const GridFile& f, const MPI_Offset
   } else if (a->write) {
     a->packed.assign(a->requested, '\0');
     MPI_Count end = 0;
-    gridrt::detail::check_mpi(
-        PMPI_Pack_c(buf, count, type, a->packed.data(), static_cast<MPI_Count>(a->requested), &end, MPI_COMM_SELF),
-        "packing the data");
+    gridrt::detail::check_mpi(PMPI_Pack_c(buf, count, type, a->packed.data(), static_cast<MPI_Count>(a->requested), &end, MPI_COMM_SELF),
+                              "packing the data");
     data = a->packed.data();
   } else if (a->dense) {
     a->into = static_cast<char*>(const_cast<void*>(buf)) + first;
@@ -360,8 +357,10 @@ int poll_in_flight(void* state, MPI_Status*) {
   s->over = true;
   const gridrt::fileio::Reply& failed = s->access->talk->failure();
   std::uint64_t done = 0;
-  if (failed.error_class != 0) s->code = error_code(static_cast<int>(failed.error_class), failed.error);
-  else done = s->access->finish();
+  if (failed.error_class != 0)
+    s->code = error_code(static_cast<int>(failed.error_class), failed.error);
+  else
+    done = s->access->finish();
   set_status(&s->status, done);
   s->status.MPI_ERROR = s->code;
   return PMPI_Grequest_complete(s->request);
@@ -391,14 +390,13 @@ int free_in_flight(void* state) {
 int cancel_in_flight(void*, int) { return MPI_SUCCESS; }  // (it cannot be withdrawn: MPI lets a cancel fail)
 
 template <Direction D, typename Count>
-void start_access(MPI_File fh, GridFile& f, const MPI_Offset* at, const void* buf, Count count, MPI_Datatype type,
-                  MPI_Request* request) {
+void start_access(MPI_File fh, GridFile& f, const MPI_Offset* at, const void* buf, Count count, MPI_Datatype type, MPI_Request* request) {
   auto state = std::make_unique<InFlight>();
   state->access = prepare<D>(fh, f, at, buf, count, type);
   if (!at) move_pointer(fh, f, *state->access, state->access->requested);
-  gridrt::detail::check_mpi(PMPIX_Grequest_start(query_in_flight, free_in_flight, cancel_in_flight, poll_in_flight,
-                                                 wait_in_flight, state.get(), request),
-                            "the request");
+  gridrt::detail::check_mpi(
+      PMPIX_Grequest_start(query_in_flight, free_in_flight, cancel_in_flight, poll_in_flight, wait_in_flight, state.get(), request),
+      "the request");
   state->request = *request;
   InFlight* s = state.release();
   poll_in_flight(s, MPI_STATUS_IGNORE);  // (the first requests leave now)
@@ -418,15 +416,14 @@ int romio_outcome(const char* function, const GridFile& f, int rc) {
 enum class Form { kBlocking, kNonBlocking, kBegin };
 
 template <Direction D, Form F, typename Native, typename Count, typename Out>
-int data_call(const char* function, Native native, MPI_File fh, const MPI_Offset* at, const void* buf, Count count,
-              MPI_Datatype type, Out out) {
+int data_call(const char* function, Native native, MPI_File fh, const MPI_Offset* at, const void* buf, Count count, MPI_Datatype type,
+              Out out) {
   GridFile* f = grid_file(fh);
   if (!f) return native();
   return on_grid_file(function, fh, *f, [&]() -> int {
     if (!f->served) return romio_outcome(function, *f, native());
     if constexpr (F == Form::kBegin) {
-      if (f->split != MPI_REQUEST_NULL)
-        throw gridrt::ArgumentError("a split collective is already open on the file", MPI_ERR_OTHER);
+      if (f->split != MPI_REQUEST_NULL) throw gridrt::ArgumentError("a split collective is already open on the file", MPI_ERR_OTHER);
       start_access<D>(fh, *f, at, buf, count, type, &f->split);
     } else if constexpr (F == Form::kNonBlocking) {
       start_access<D>(fh, *f, at, buf, count, type, out);
@@ -460,8 +457,7 @@ int whole_file(const char* function, MPI_File fh, Native native) {
     const int rc = f->served ? MPI_SUCCESS : romio_outcome(function, *f, native());
     if (const int worst = worst_class(f->comm, rc)) {
       if (rc != MPI_SUCCESS) return rc;
-      throw gridrt::ArgumentError("'" + f->name + "': " + gridrt::detail::mpi_error_text(worst) + " (in the cluster that holds it)",
-                                  worst);
+      throw gridrt::ArgumentError("'" + f->name + "': " + gridrt::detail::mpi_error_text(worst) + " (in the cluster that holds it)", worst);
     }
     return MPI_SUCCESS;
   });
@@ -477,8 +473,10 @@ void check_clusters(const GridFile& f) {
 
 void start_at_the_end(GridFile& f, MPI_File fh) {
   MPI_Offset size = 0;
-  if (f.served) size = static_cast<MPI_Offset>(served_size(f));
-  else gridrt::detail::check_mpi(PMPI_File_get_size(fh, &size), "the file's size");
+  if (f.served)
+    size = static_cast<MPI_Offset>(served_size(f));
+  else
+    gridrt::detail::check_mpi(PMPI_File_get_size(fh, &size), "the file's size");
   if (f.served) gridrt::detail::check_mpi(PMPI_File_seek(fh, size, MPI_SEEK_SET), "the individual file pointer");
   if (grid(f.comm)->rank() == 0) set_shared_pointer(f, size);  // (the view is bytes from 0 at the open)
   gridrt::detail::check_mpi(gridmpi_Barrier(f.comm), "the shared file pointer");
@@ -539,11 +537,13 @@ int GRIDMPI(File_iread_all_c)(MPI_File fh, void* buf, MPI_Count count, MPI_Datat
 }
 int GRIDMPI(File_read_all_begin)(MPI_File fh, void* buf, int count, MPI_Datatype type) {
   return gridmpi::data_call<Direction::kRead, Form::kBegin>(
-      "MPI_File_read_all_begin", [&] { return PMPI_File_read_all_begin(fh, buf, count, type); }, fh, nullptr, buf, count, type, MPI_STATUS_IGNORE);
+      "MPI_File_read_all_begin", [&] { return PMPI_File_read_all_begin(fh, buf, count, type); }, fh, nullptr, buf, count, type,
+      MPI_STATUS_IGNORE);
 }
 int GRIDMPI(File_read_all_begin_c)(MPI_File fh, void* buf, MPI_Count count, MPI_Datatype type) {
   return gridmpi::data_call<Direction::kRead, Form::kBegin>(
-      "MPI_File_read_all_begin_c", [&] { return PMPI_File_read_all_begin_c(fh, buf, count, type); }, fh, nullptr, buf, count, type, MPI_STATUS_IGNORE);
+      "MPI_File_read_all_begin_c", [&] { return PMPI_File_read_all_begin_c(fh, buf, count, type); }, fh, nullptr, buf, count, type,
+      MPI_STATUS_IGNORE);
 }
 int GRIDMPI(File_read_all_end)(MPI_File fh, void* buf, MPI_Status* status) {
   return gridmpi::split_end("MPI_File_read_all_end", PMPI_File_read_all_end, fh, buf, status);
@@ -554,39 +554,48 @@ int GRIDMPI(File_read_at)(MPI_File fh, MPI_Offset offset, void* buf, int count, 
 }
 int GRIDMPI(File_read_at_c)(MPI_File fh, MPI_Offset offset, void* buf, MPI_Count count, MPI_Datatype type, MPI_Status* status) {
   return gridmpi::data_call<Direction::kRead, Form::kBlocking>(
-      "MPI_File_read_at_c", [&] { return PMPI_File_read_at_c(fh, offset, buf, count, type, status); }, fh, &offset, buf, count, type, status);
+      "MPI_File_read_at_c", [&] { return PMPI_File_read_at_c(fh, offset, buf, count, type, status); }, fh, &offset, buf, count, type,
+      status);
 }
 int GRIDMPI(File_iread_at)(MPI_File fh, MPI_Offset offset, void* buf, int count, MPI_Datatype type, MPI_Request* request) {
   return gridmpi::data_call<Direction::kRead, Form::kNonBlocking>(
-      "MPI_File_iread_at", [&] { return PMPI_File_iread_at(fh, offset, buf, count, type, request); }, fh, &offset, buf, count, type, request);
+      "MPI_File_iread_at", [&] { return PMPI_File_iread_at(fh, offset, buf, count, type, request); }, fh, &offset, buf, count, type,
+      request);
 }
 int GRIDMPI(File_iread_at_c)(MPI_File fh, MPI_Offset offset, void* buf, MPI_Count count, MPI_Datatype type, MPI_Request* request) {
   return gridmpi::data_call<Direction::kRead, Form::kNonBlocking>(
-      "MPI_File_iread_at_c", [&] { return PMPI_File_iread_at_c(fh, offset, buf, count, type, request); }, fh, &offset, buf, count, type, request);
+      "MPI_File_iread_at_c", [&] { return PMPI_File_iread_at_c(fh, offset, buf, count, type, request); }, fh, &offset, buf, count, type,
+      request);
 }
 int GRIDMPI(File_read_at_all)(MPI_File fh, MPI_Offset offset, void* buf, int count, MPI_Datatype type, MPI_Status* status) {
   return gridmpi::data_call<Direction::kRead, Form::kBlocking>(
-      "MPI_File_read_at_all", [&] { return PMPI_File_read_at_all(fh, offset, buf, count, type, status); }, fh, &offset, buf, count, type, status);
+      "MPI_File_read_at_all", [&] { return PMPI_File_read_at_all(fh, offset, buf, count, type, status); }, fh, &offset, buf, count, type,
+      status);
 }
 int GRIDMPI(File_read_at_all_c)(MPI_File fh, MPI_Offset offset, void* buf, MPI_Count count, MPI_Datatype type, MPI_Status* status) {
   return gridmpi::data_call<Direction::kRead, Form::kBlocking>(
-      "MPI_File_read_at_all_c", [&] { return PMPI_File_read_at_all_c(fh, offset, buf, count, type, status); }, fh, &offset, buf, count, type, status);
+      "MPI_File_read_at_all_c", [&] { return PMPI_File_read_at_all_c(fh, offset, buf, count, type, status); }, fh, &offset, buf, count,
+      type, status);
 }
 int GRIDMPI(File_iread_at_all)(MPI_File fh, MPI_Offset offset, void* buf, int count, MPI_Datatype type, MPI_Request* request) {
   return gridmpi::data_call<Direction::kRead, Form::kNonBlocking>(
-      "MPI_File_iread_at_all", [&] { return PMPI_File_iread_at_all(fh, offset, buf, count, type, request); }, fh, &offset, buf, count, type, request);
+      "MPI_File_iread_at_all", [&] { return PMPI_File_iread_at_all(fh, offset, buf, count, type, request); }, fh, &offset, buf, count, type,
+      request);
 }
 int GRIDMPI(File_iread_at_all_c)(MPI_File fh, MPI_Offset offset, void* buf, MPI_Count count, MPI_Datatype type, MPI_Request* request) {
   return gridmpi::data_call<Direction::kRead, Form::kNonBlocking>(
-      "MPI_File_iread_at_all_c", [&] { return PMPI_File_iread_at_all_c(fh, offset, buf, count, type, request); }, fh, &offset, buf, count, type, request);
+      "MPI_File_iread_at_all_c", [&] { return PMPI_File_iread_at_all_c(fh, offset, buf, count, type, request); }, fh, &offset, buf, count,
+      type, request);
 }
 int GRIDMPI(File_read_at_all_begin)(MPI_File fh, MPI_Offset offset, void* buf, int count, MPI_Datatype type) {
   return gridmpi::data_call<Direction::kRead, Form::kBegin>(
-      "MPI_File_read_at_all_begin", [&] { return PMPI_File_read_at_all_begin(fh, offset, buf, count, type); }, fh, &offset, buf, count, type, MPI_STATUS_IGNORE);
+      "MPI_File_read_at_all_begin", [&] { return PMPI_File_read_at_all_begin(fh, offset, buf, count, type); }, fh, &offset, buf, count,
+      type, MPI_STATUS_IGNORE);
 }
 int GRIDMPI(File_read_at_all_begin_c)(MPI_File fh, MPI_Offset offset, void* buf, MPI_Count count, MPI_Datatype type) {
   return gridmpi::data_call<Direction::kRead, Form::kBegin>(
-      "MPI_File_read_at_all_begin_c", [&] { return PMPI_File_read_at_all_begin_c(fh, offset, buf, count, type); }, fh, &offset, buf, count, type, MPI_STATUS_IGNORE);
+      "MPI_File_read_at_all_begin_c", [&] { return PMPI_File_read_at_all_begin_c(fh, offset, buf, count, type); }, fh, &offset, buf, count,
+      type, MPI_STATUS_IGNORE);
 }
 int GRIDMPI(File_read_at_all_end)(MPI_File fh, void* buf, MPI_Status* status) {
   return gridmpi::split_end("MPI_File_read_at_all_end", PMPI_File_read_at_all_end, fh, buf, status);
@@ -621,15 +630,18 @@ int GRIDMPI(File_iwrite_all)(MPI_File fh, const void* buf, int count, MPI_Dataty
 }
 int GRIDMPI(File_iwrite_all_c)(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype type, MPI_Request* request) {
   return gridmpi::data_call<Direction::kWrite, Form::kNonBlocking>(
-      "MPI_File_iwrite_all_c", [&] { return PMPI_File_iwrite_all_c(fh, buf, count, type, request); }, fh, nullptr, buf, count, type, request);
+      "MPI_File_iwrite_all_c", [&] { return PMPI_File_iwrite_all_c(fh, buf, count, type, request); }, fh, nullptr, buf, count, type,
+      request);
 }
 int GRIDMPI(File_write_all_begin)(MPI_File fh, const void* buf, int count, MPI_Datatype type) {
   return gridmpi::data_call<Direction::kWrite, Form::kBegin>(
-      "MPI_File_write_all_begin", [&] { return PMPI_File_write_all_begin(fh, buf, count, type); }, fh, nullptr, buf, count, type, MPI_STATUS_IGNORE);
+      "MPI_File_write_all_begin", [&] { return PMPI_File_write_all_begin(fh, buf, count, type); }, fh, nullptr, buf, count, type,
+      MPI_STATUS_IGNORE);
 }
 int GRIDMPI(File_write_all_begin_c)(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype type) {
   return gridmpi::data_call<Direction::kWrite, Form::kBegin>(
-      "MPI_File_write_all_begin_c", [&] { return PMPI_File_write_all_begin_c(fh, buf, count, type); }, fh, nullptr, buf, count, type, MPI_STATUS_IGNORE);
+      "MPI_File_write_all_begin_c", [&] { return PMPI_File_write_all_begin_c(fh, buf, count, type); }, fh, nullptr, buf, count, type,
+      MPI_STATUS_IGNORE);
 }
 int GRIDMPI(File_write_all_end)(MPI_File fh, const void* buf, MPI_Status* status) {
   return gridmpi::split_end("MPI_File_write_all_end", PMPI_File_write_all_end, fh, buf, status);
@@ -640,39 +652,49 @@ int GRIDMPI(File_write_at)(MPI_File fh, MPI_Offset offset, const void* buf, int 
 }
 int GRIDMPI(File_write_at_c)(MPI_File fh, MPI_Offset offset, const void* buf, MPI_Count count, MPI_Datatype type, MPI_Status* status) {
   return gridmpi::data_call<Direction::kWrite, Form::kBlocking>(
-      "MPI_File_write_at_c", [&] { return PMPI_File_write_at_c(fh, offset, buf, count, type, status); }, fh, &offset, buf, count, type, status);
+      "MPI_File_write_at_c", [&] { return PMPI_File_write_at_c(fh, offset, buf, count, type, status); }, fh, &offset, buf, count, type,
+      status);
 }
 int GRIDMPI(File_iwrite_at)(MPI_File fh, MPI_Offset offset, const void* buf, int count, MPI_Datatype type, MPI_Request* request) {
   return gridmpi::data_call<Direction::kWrite, Form::kNonBlocking>(
-      "MPI_File_iwrite_at", [&] { return PMPI_File_iwrite_at(fh, offset, buf, count, type, request); }, fh, &offset, buf, count, type, request);
+      "MPI_File_iwrite_at", [&] { return PMPI_File_iwrite_at(fh, offset, buf, count, type, request); }, fh, &offset, buf, count, type,
+      request);
 }
 int GRIDMPI(File_iwrite_at_c)(MPI_File fh, MPI_Offset offset, const void* buf, MPI_Count count, MPI_Datatype type, MPI_Request* request) {
   return gridmpi::data_call<Direction::kWrite, Form::kNonBlocking>(
-      "MPI_File_iwrite_at_c", [&] { return PMPI_File_iwrite_at_c(fh, offset, buf, count, type, request); }, fh, &offset, buf, count, type, request);
+      "MPI_File_iwrite_at_c", [&] { return PMPI_File_iwrite_at_c(fh, offset, buf, count, type, request); }, fh, &offset, buf, count, type,
+      request);
 }
 int GRIDMPI(File_write_at_all)(MPI_File fh, MPI_Offset offset, const void* buf, int count, MPI_Datatype type, MPI_Status* status) {
   return gridmpi::data_call<Direction::kWrite, Form::kBlocking>(
-      "MPI_File_write_at_all", [&] { return PMPI_File_write_at_all(fh, offset, buf, count, type, status); }, fh, &offset, buf, count, type, status);
+      "MPI_File_write_at_all", [&] { return PMPI_File_write_at_all(fh, offset, buf, count, type, status); }, fh, &offset, buf, count, type,
+      status);
 }
 int GRIDMPI(File_write_at_all_c)(MPI_File fh, MPI_Offset offset, const void* buf, MPI_Count count, MPI_Datatype type, MPI_Status* status) {
   return gridmpi::data_call<Direction::kWrite, Form::kBlocking>(
-      "MPI_File_write_at_all_c", [&] { return PMPI_File_write_at_all_c(fh, offset, buf, count, type, status); }, fh, &offset, buf, count, type, status);
+      "MPI_File_write_at_all_c", [&] { return PMPI_File_write_at_all_c(fh, offset, buf, count, type, status); }, fh, &offset, buf, count,
+      type, status);
 }
 int GRIDMPI(File_iwrite_at_all)(MPI_File fh, MPI_Offset offset, const void* buf, int count, MPI_Datatype type, MPI_Request* request) {
   return gridmpi::data_call<Direction::kWrite, Form::kNonBlocking>(
-      "MPI_File_iwrite_at_all", [&] { return PMPI_File_iwrite_at_all(fh, offset, buf, count, type, request); }, fh, &offset, buf, count, type, request);
+      "MPI_File_iwrite_at_all", [&] { return PMPI_File_iwrite_at_all(fh, offset, buf, count, type, request); }, fh, &offset, buf, count,
+      type, request);
 }
-int GRIDMPI(File_iwrite_at_all_c)(MPI_File fh, MPI_Offset offset, const void* buf, MPI_Count count, MPI_Datatype type, MPI_Request* request) {
+int GRIDMPI(File_iwrite_at_all_c)(MPI_File fh, MPI_Offset offset, const void* buf, MPI_Count count, MPI_Datatype type,
+                                  MPI_Request* request) {
   return gridmpi::data_call<Direction::kWrite, Form::kNonBlocking>(
-      "MPI_File_iwrite_at_all_c", [&] { return PMPI_File_iwrite_at_all_c(fh, offset, buf, count, type, request); }, fh, &offset, buf, count, type, request);
+      "MPI_File_iwrite_at_all_c", [&] { return PMPI_File_iwrite_at_all_c(fh, offset, buf, count, type, request); }, fh, &offset, buf, count,
+      type, request);
 }
 int GRIDMPI(File_write_at_all_begin)(MPI_File fh, MPI_Offset offset, const void* buf, int count, MPI_Datatype type) {
   return gridmpi::data_call<Direction::kWrite, Form::kBegin>(
-      "MPI_File_write_at_all_begin", [&] { return PMPI_File_write_at_all_begin(fh, offset, buf, count, type); }, fh, &offset, buf, count, type, MPI_STATUS_IGNORE);
+      "MPI_File_write_at_all_begin", [&] { return PMPI_File_write_at_all_begin(fh, offset, buf, count, type); }, fh, &offset, buf, count,
+      type, MPI_STATUS_IGNORE);
 }
 int GRIDMPI(File_write_at_all_begin_c)(MPI_File fh, MPI_Offset offset, const void* buf, MPI_Count count, MPI_Datatype type) {
   return gridmpi::data_call<Direction::kWrite, Form::kBegin>(
-      "MPI_File_write_at_all_begin_c", [&] { return PMPI_File_write_at_all_begin_c(fh, offset, buf, count, type); }, fh, &offset, buf, count, type, MPI_STATUS_IGNORE);
+      "MPI_File_write_at_all_begin_c", [&] { return PMPI_File_write_at_all_begin_c(fh, offset, buf, count, type); }, fh, &offset, buf,
+      count, type, MPI_STATUS_IGNORE);
 }
 int GRIDMPI(File_write_at_all_end)(MPI_File fh, const void* buf, MPI_Status* status) {
   return gridmpi::split_end("MPI_File_write_at_all_end", PMPI_File_write_at_all_end, fh, buf, status);

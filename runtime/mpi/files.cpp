@@ -133,8 +133,10 @@ int romio_open_error(int rc, const std::string& name) {
 // info, the caller's to free.
 MPI_Info without_write_buffering(MPI_Info info) {
   MPI_Info out = MPI_INFO_NULL;
-  if (info == MPI_INFO_NULL) PMPI_Info_create(&out);
-  else PMPI_Info_dup(info, &out);
+  if (info == MPI_INFO_NULL)
+    PMPI_Info_create(&out);
+  else
+    PMPI_Info_dup(info, &out);
   PMPI_Info_set(out, "romio_cb_write", "disable");
   return out;
 }
@@ -166,9 +168,8 @@ std::uint64_t holder_named(MPI_Info info, const GridComm& g, std::string* named)
 // written to (removed at once: it goes with the handle, also if the process dies).
 int open_scratch(MPI_File* fh) {
   static int made = 0;
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("gridrt-file-" + std::to_string(::getpid()) + "-" + std::to_string(++made)))
-                               .string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("gridrt-file-" + std::to_string(::getpid()) + "-" + std::to_string(++made))).string();
   const int rc = PMPI_File_open(MPI_COMM_SELF, path.c_str(), MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_EXCL, MPI_INFO_NULL, fh);
   if (rc == MPI_SUCCESS) ::unlink(path.c_str());
   return rc;
@@ -262,19 +263,18 @@ int GRIDMPI(File_open)(MPI_Comm comm, const char* filename, int amode, MPI_Info 
     std::uint64_t in[4] = {mine, ~mine, holder, ~holder}, out[4] = {0, 0, 0, 0};
     gridrt::detail::check_mpi(gridmpi_Allreduce(in, out, 4, MPI_UINT64_T, MPI_MAX, comm), "the open's agreement");
     if (out[2] != ~out[3])
-      throw gridrt::ArgumentError("the processes name different clusters to hold '" + name + "' (info key " +
-                                      gridmpi::kFileClusterKey + "; here: " + (named.empty() ? "none" : named) + ")",
+      throw gridrt::ArgumentError("the processes name different clusters to hold '" + name + "' (info key " + gridmpi::kFileClusterKey +
+                                      "; here: " + (named.empty() ? "none" : named) + ")",
                                   MPI_ERR_INFO_VALUE);
     if (holder == gridmpi::kNoSuchCluster)
-      throw gridrt::ArgumentError(std::string("info key ") + gridmpi::kFileClusterKey + " names '" + named +
-                                      "', which is no cluster of the communicator",
-                                  MPI_ERR_INFO_VALUE);
+      throw gridrt::ArgumentError(
+          std::string("info key ") + gridmpi::kFileClusterKey + " names '" + named + "', which is no cluster of the communicator",
+          MPI_ERR_INFO_VALUE);
     GridFile f;
     f.name = name;
     std::set<std::uint32_t> seen;
     for (int member : g->impl->members)
-      if (seen.insert(gridrt::detail::state().topo.cluster_of(static_cast<std::uint32_t>(member))).second)
-        f.clusters.push_back(member);
+      if (seen.insert(gridrt::detail::state().topo.cluster_of(static_cast<std::uint32_t>(member))).second) f.clusters.push_back(member);
     f.amode = amode;
     f.sequential = (amode & MPI_MODE_SEQUENTIAL) != 0;
     f.in_one_cluster = holder != gridmpi::kNoClusterNamed || out[0] == 0 || out[0] != ~out[1];
@@ -304,11 +304,10 @@ int GRIDMPI(File_open)(MPI_Comm comm, const char* filename, int amode, MPI_Info 
       if (amode & MPI_MODE_EXCL)
         if (const int first_class = gridmpi::worst_class(comm, rc)) {
           if (f.first) return gridmpi::romio_open_error(rc, name);
-          throw gridrt::ArgumentError(
-              "'" + name + "': " + gridrt::detail::mpi_error_text(first_class) + " (in the cluster of rank 0)", first_class);
+          throw gridrt::ArgumentError("'" + name + "': " + gridrt::detail::mpi_error_text(first_class) + " (in the cluster of rank 0)",
+                                      first_class);
         }
-      if (!f.first)
-        rc = PMPI_File_open(comm, path.c_str(), romio_amode & ~(MPI_MODE_EXCL | MPI_MODE_DELETE_ON_CLOSE), romio_info.info, fh);
+      if (!f.first) rc = PMPI_File_open(comm, path.c_str(), romio_amode & ~(MPI_MODE_EXCL | MPI_MODE_DELETE_ON_CLOSE), romio_info.info, fh);
     }
     // The file's own communicator and shared pointer are made before the outcome is known:
     // the agreement on it then also tells every process that rank 0's pointer is set (and
@@ -364,9 +363,7 @@ int GRIDMPI(File_close)(MPI_File* fh) {
     std::string lost;
     try {
       gridmpi::check_clusters(closing);
-    } catch (const gridrt::Error& e) {
-      lost = e.what();
-    }
+    } catch (const gridrt::Error& e) { lost = e.what(); }
     const int freed = lost.empty() ? gridmpi_Win_free(&closing.pointer) : MPI_SUCCESS;
     if (closing.in_one_cluster && !closing.served) gridmpi::file_service().withdraw(closing.service);
     if (closing.first) rc = PMPI_File_close(fh);
@@ -404,15 +401,13 @@ int GRIDMPI(File_get_amode)(MPI_File fh, int* amode) {
 // MPI_File_set_view sets both file pointers to zero (MPI 4.0 §14.3): the shared one too.
 // MPI_DISPLACEMENT_CURRENT (a file opened MPI_MODE_SEQUENTIAL) is the byte where the shared
 // pointer stands by the view before, as rank 0 reads it.
-int GRIDMPI(File_set_view)(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char* datarep,
-                           MPI_Info info) {
+int GRIDMPI(File_set_view)(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char* datarep, MPI_Info info) {
   GridFile* f = grid_file(fh);
   if (!f) return PMPI_File_set_view(fh, disp, etype, filetype, datarep, info);
   return gridmpi::on_grid_file("MPI_File_set_view", fh, *f, [&]() -> int {
     const bool rank0 = gridmpi::grid(f->comm)->rank() == 0;
     if (disp == MPI_DISPLACEMENT_CURRENT) {
-      if (!f->sequential)
-        throw gridrt::ArgumentError("MPI_DISPLACEMENT_CURRENT needs a file opened with MPI_MODE_SEQUENTIAL", MPI_ERR_ARG);
+      if (!f->sequential) throw gridrt::ArgumentError("MPI_DISPLACEMENT_CURRENT needs a file opened with MPI_MODE_SEQUENTIAL", MPI_ERR_ARG);
       MPI_Offset byte = 0;
       if (rank0)
         gridrt::detail::check_mpi(PMPI_File_get_byte_offset(fh, gridmpi::fetch_and_add(*f, 0, MPI_NO_OP), &byte),
@@ -423,9 +418,9 @@ int GRIDMPI(File_set_view)(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI
     // A file in one cluster is written as the bytes it holds: its data representation is
     // this machine's (every process's, or every process fails alike).
     if (f->in_one_cluster && (!datarep || std::string(datarep) != "native"))
-      throw gridrt::ArgumentError(std::string("data representation '") + (datarep ? datarep : "") +
-                                      "' on a file that lives in one cluster (only \"native\")",
-                                  MPI_ERR_UNSUPPORTED_DATAREP);
+      throw gridrt::ArgumentError(
+          std::string("data representation '") + (datarep ? datarep : "") + "' on a file that lives in one cluster (only \"native\")",
+          MPI_ERR_UNSUPPORTED_DATAREP);
     const gridmpi::InfoFreed romio_info{gridmpi::without_write_buffering(info)};
     const gridmpi::FileView view = f->served && filetype != MPI_DATATYPE_NULL ? gridmpi::FileView::of(disp, filetype) : f->view;
     const int rc = PMPI_File_set_view(fh, disp, etype, filetype, datarep, romio_info.info);
@@ -447,8 +442,8 @@ namespace {
 
 template <typename Buffer, typename Count, typename... Rest>
 int shared(const char* function, int (*native)(MPI_File, Buffer, Count, MPI_Datatype, Rest...),
-           int (*at)(MPI_File, MPI_Offset, Buffer, Count, MPI_Datatype, Rest...), MPI_File fh, Buffer buf, Count count,
-           MPI_Datatype type, Rest... rest) {
+           int (*at)(MPI_File, MPI_Offset, Buffer, Count, MPI_Datatype, Rest...), MPI_File fh, Buffer buf, Count count, MPI_Datatype type,
+           Rest... rest) {
   GridFile* f = grid_file(fh);
   if (!f) return native(fh, buf, count, type, rest...);
   return gridmpi::on_grid_file(function, fh, *f, [&]() -> int {
@@ -514,12 +509,11 @@ int GRIDMPI(File_write_ordered_begin)(MPI_File fh, const void* buf, int count, M
   return ordered("MPI_File_write_ordered_begin", PMPI_File_write_ordered_begin, gridmpi_File_write_at_all_begin, fh, buf, count, type);
 }
 int GRIDMPI(File_read_ordered_begin_c)(MPI_File fh, void* buf, MPI_Count count, MPI_Datatype type) {
-  return ordered("MPI_File_read_ordered_begin_c", PMPI_File_read_ordered_begin_c, gridmpi_File_read_at_all_begin_c, fh, buf, count,
-                 type);
+  return ordered("MPI_File_read_ordered_begin_c", PMPI_File_read_ordered_begin_c, gridmpi_File_read_at_all_begin_c, fh, buf, count, type);
 }
 int GRIDMPI(File_write_ordered_begin_c)(MPI_File fh, const void* buf, MPI_Count count, MPI_Datatype type) {
-  return ordered("MPI_File_write_ordered_begin_c", PMPI_File_write_ordered_begin_c, gridmpi_File_write_at_all_begin_c, fh, buf,
-                 count, type);
+  return ordered("MPI_File_write_ordered_begin_c", PMPI_File_write_ordered_begin_c, gridmpi_File_write_at_all_begin_c, fh, buf, count,
+                 type);
 }
 int GRIDMPI(File_read_ordered_end)(MPI_File fh, void* buf, MPI_Status* status) {
   if (!grid_file(fh)) return PMPI_File_read_ordered_end(fh, buf, status);

@@ -47,7 +47,7 @@ struct GridFile {
   // a scratch file of this process (which carries the view, the individual file pointer,
   // info and error handlers, as ROMIO keeps them), and every access goes to `server`.
   bool served = false;
-  int server = -1;                 // global rank
+  int server = -1;  // global rank
   int amode = 0;
   bool atomic = false;
   FileView view;
@@ -61,8 +61,8 @@ gridrt::fileio::FileService& file_service();
 // Runs `body` for a file, reporting what it throws through the file's error handler.
 template <typename F>
 int on_file(const char* function, MPI_File fh, F&& body) {
-  return reporting(function, [fh](int error_class, const std::string& what) { return fail_file(fh, error_class, what); },
-                   std::forward<F>(body));
+  return reporting(
+      function, [fh](int error_class, const std::string& what) { return fail_file(fh, error_class, what); }, std::forward<F>(body));
 }
 // Throws, naming it, once a cluster of the file's communicator was lost: every call on the
 // file fails from then on (what was written before, and synced, stays in the file).

@@ -55,7 +55,8 @@ int GRIDMPI(Group_rank)(MPI_Group group, int* rank) {
 }
 
 int GRIDMPI(Group_translate_ranks)(MPI_Group group1, int n, const int ranks1[], MPI_Group group2, int ranks2[]) {
-  if (!gridmpi::is_layer_group(group1) && !gridmpi::is_layer_group(group2)) return PMPI_Group_translate_ranks(group1, n, ranks1, group2, ranks2);
+  if (!gridmpi::is_layer_group(group1) && !gridmpi::is_layer_group(group2))
+    return PMPI_Group_translate_ranks(group1, n, ranks1, group2, ranks2);
   return group_call("MPI_Group_translate_ranks", [&] {
     const Members a = gridmpi::group_members(group1), b = gridmpi::group_members(group2);
     for (int i = 0; i < n; ++i) {

@@ -62,8 +62,10 @@ void gridmpi::leave_ld_preload() {
     if (end == std::string::npos) break;
     at = end + 1;
   }
-  if (kept.empty()) ::unsetenv("LD_PRELOAD");
-  else ::setenv("LD_PRELOAD", kept.c_str(), 1);
+  if (kept.empty())
+    ::unsetenv("LD_PRELOAD");
+  else
+    ::setenv("LD_PRELOAD", kept.c_str(), 1);
 }
 
 int GRIDMPI(Init)(int* argc, char*** argv) {
@@ -77,9 +79,7 @@ int GRIDMPI(Finalize)(void) {
   if (!gridrt::initialized()) return PMPI_Finalize();
   try {
     gridrt::finalize();  // (its barrier, then the layer lets go of its state, then MPICH's)
-  } catch (const std::exception& e) {
-    gridmpi::abort_job(1, std::string("MPI_Finalize: ") + e.what());
-  }
+  } catch (const std::exception& e) { gridmpi::abort_job(1, std::string("MPI_Finalize: ") + e.what()); }
   return MPI_SUCCESS;
 }
 
@@ -89,8 +89,10 @@ int GRIDMPI(Abort)(MPI_Comm comm, int errorcode) {
   if (comm != MPI_COMM_WORLD) {
     char name[MPI_MAX_OBJECT_NAME] = {0};
     int len = 0;
-    if (comm != MPI_COMM_NULL && PMPI_Comm_get_name(comm, name, &len) == MPI_SUCCESS && len > 0) where = name;
-    else where = "a communicator";
+    if (comm != MPI_COMM_NULL && PMPI_Comm_get_name(comm, name, &len) == MPI_SUCCESS && len > 0)
+      where = name;
+    else
+      where = "a communicator";
   }
   // MPI lets an implementation end every process of the job, whatever the communicator.
   gridmpi::abort_job(errorcode, "MPI_Abort(" + where + ", " + std::to_string(errorcode) + ")");

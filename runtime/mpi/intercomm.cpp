@@ -106,8 +106,8 @@ int create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote
   int me = 0, n = static_cast<int>(local.size());
   gridmpi_Comm_rank(local_comm, &me);
   if (local_leader < 0 || local_leader >= n)
-    throw gridrt::ArgumentError("local_leader " + std::to_string(local_leader) + " is not a rank of local_comm (size " + std::to_string(n) + ")",
-                                MPI_ERR_RANK);
+    throw gridrt::ArgumentError(
+        "local_leader " + std::to_string(local_leader) + " is not a rank of local_comm (size " + std::to_string(n) + ")", MPI_ERR_RANK);
   unsigned offer = gridrt::detail::state().next_context, highest = 0;
   check_mpi(gridmpi_Allreduce(&offer, &highest, 1, MPI_UNSIGNED, MPI_MAX, local_comm), "the local group's contexts");
   // The leaders exchange {highest context, group size, leader's rank} and the members, and
@@ -116,12 +116,13 @@ int create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote
   std::vector<int> remote;
   if (me == local_leader) {
     int theirs[3];
-    check_mpi(gridmpi_Sendrecv(header, 3, MPI_INT, remote_leader, tag, theirs, 3, MPI_INT, remote_leader, tag, peer_comm, MPI_STATUS_IGNORE),
-              "the leaders' exchange over peer_comm");
+    check_mpi(
+        gridmpi_Sendrecv(header, 3, MPI_INT, remote_leader, tag, theirs, 3, MPI_INT, remote_leader, tag, peer_comm, MPI_STATUS_IGNORE),
+        "the leaders' exchange over peer_comm");
     std::copy(theirs, theirs + 3, header);
     remote.resize(static_cast<std::size_t>(header[1]));
-    check_mpi(gridmpi_Sendrecv(local.data(), n, MPI_INT, remote_leader, tag, remote.data(), header[1], MPI_INT, remote_leader, tag, peer_comm,
-                               MPI_STATUS_IGNORE),
+    check_mpi(gridmpi_Sendrecv(local.data(), n, MPI_INT, remote_leader, tag, remote.data(), header[1], MPI_INT, remote_leader, tag,
+                               peer_comm, MPI_STATUS_IGNORE),
               "the leaders' exchange over peer_comm");
   }
   check_mpi(gridmpi_Bcast(header, 3, MPI_INT, local_leader, local_comm), "the local group's broadcast");
@@ -141,7 +142,8 @@ int create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote
 
 }  // namespace
 
-int GRIDMPI(Intercomm_create)(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote_leader, int tag, MPI_Comm* newintercomm) {
+int GRIDMPI(Intercomm_create)(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote_leader, int tag,
+                              MPI_Comm* newintercomm) {
   if (!gridmpi::active()) return PMPI_Intercomm_create(local_comm, local_leader, peer_comm, remote_leader, tag, newintercomm);
   if (local_comm == MPI_COMM_NULL) return gridmpi::bad_comm("MPI_Intercomm_create");
   if (gridmpi::grid_inter(local_comm))
@@ -156,15 +158,16 @@ int GRIDMPI(Intercomm_create)(MPI_Comm local_comm, int local_leader, MPI_Comm pe
 int GRIDMPI(Intercomm_create_from_groups)(MPI_Group local_group, int local_leader, MPI_Group remote_group, int remote_leader,
                                           const char* stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm* newintercomm) {
   if (!gridmpi::active())
-    return PMPI_Intercomm_create_from_groups(local_group, local_leader, remote_group, remote_leader, stringtag, info, errhandler, newintercomm);
+    return PMPI_Intercomm_create_from_groups(local_group, local_leader, remote_group, remote_leader, stringtag, info, errhandler,
+                                             newintercomm);
   const std::vector<int> remote = gridmpi::group_members(remote_group);
   if (remote_leader < 0 || remote_leader >= static_cast<int>(remote.size()))
     return gridmpi::fail(MPI_COMM_WORLD, MPI_ERR_RANK, "MPI_Intercomm_create_from_groups: remote_leader is not a rank of remote_group");
   MPI_Comm local = MPI_COMM_NULL;
   int rc = gridmpi_Comm_create_from_group(local_group, stringtag, info, MPI_ERRHANDLER_NULL, &local);
   if (rc != MPI_SUCCESS) return rc;
-  rc = gridmpi_Intercomm_create(local, local_leader, MPI_COMM_WORLD, remote[static_cast<std::size_t>(remote_leader)], gridmpi::tag_of(stringtag),
-                                newintercomm);
+  rc = gridmpi_Intercomm_create(local, local_leader, MPI_COMM_WORLD, remote[static_cast<std::size_t>(remote_leader)],
+                                gridmpi::tag_of(stringtag), newintercomm);
   gridmpi_Comm_free(&local);
   if (rc == MPI_SUCCESS && errhandler != MPI_ERRHANDLER_NULL) PMPI_Comm_set_errhandler(*newintercomm, errhandler);
   return rc;
@@ -213,14 +216,14 @@ MPI_Comm adopt_inter_dup(const GridComm& g, std::uint32_t context, MPI_Comm hand
 // MPI_COMM_NULL. Every member of both groups takes part (MPI_UNDEFINED too): one all-gather
 // in each group, one between them, and the contexts' agreement.
 int split_inter(GridComm& g, int color, int key, MPI_Comm* newcomm) {
-  if (color < 0 && color != MPI_UNDEFINED)
-    throw gridrt::ArgumentError("color " + std::to_string(color) + " is negative", MPI_ERR_ARG);
+  if (color < 0 && color != MPI_UNDEFINED) throw gridrt::ArgumentError("color " + std::to_string(color) + " is negative", MPI_ERR_ARG);
   const auto& remote_group = *g.impl->remote;
   const int mine[2] = {color, key};
   std::vector<int> ours(2 * static_cast<std::size_t>(g.size())), theirs(2 * static_cast<std::size_t>(remote_group.size()));
   gridrt::detail::run_collective(remote_group.group, gridrt::detail::allgather(*remote_group.group, mine, 2, MPI_INT, ours.data(), 2,
                                                                                MPI_INT, gridrt::Algo::kDefault));
-  gridrt::detail::run_collective(g.impl, gridrt::detail::allgather(*g.impl, mine, 2, MPI_INT, theirs.data(), 2, MPI_INT, gridrt::Algo::kDefault));
+  gridrt::detail::run_collective(g.impl,
+                                 gridrt::detail::allgather(*g.impl, mine, 2, MPI_INT, theirs.data(), 2, MPI_INT, gridrt::Algo::kDefault));
   const std::uint32_t context = agree_on_context(g);
   reserve_contexts(context, kContextsPerInter);
   *newcomm = MPI_COMM_NULL;
@@ -251,7 +254,6 @@ int split_inter(GridComm& g, int color, int key, MPI_Comm* newcomm) {
   *newcomm = make_inter(std::move(local), me, std::move(remote), local_first, context, handle, local_part);
   return MPI_SUCCESS;
 }
-
 
 // A duplicate of a grid intercommunicator: MPICH's of its handle (copying its attributes),
 // the same groups, new contexts.

@@ -181,8 +181,10 @@ void forget(MPI_Comm comm) { g_comms.erase(comm); }
 MPI_Comm dup_in_cluster(MPI_Comm comm, MPI_Info info) {
   MPI_Comm out = MPI_COMM_NULL;
   MPI_Request r = MPI_REQUEST_NULL;
-  if (info == MPI_INFO_NULL) gridrt::detail::check_mpi(PMPI_Comm_idup(comm, &out, &r), "MPI_Comm_idup in the cluster");
-  else gridrt::detail::check_mpi(PMPI_Comm_idup_with_info(comm, info, &out, &r), "MPI_Comm_idup in the cluster");
+  if (info == MPI_INFO_NULL)
+    gridrt::detail::check_mpi(PMPI_Comm_idup(comm, &out, &r), "MPI_Comm_idup in the cluster");
+  else
+    gridrt::detail::check_mpi(PMPI_Comm_idup_with_info(comm, info, &out, &r), "MPI_Comm_idup in the cluster");
   gridrt::detail::wait_mpi(&r, MPI_STATUS_IGNORE);
   return out;
 }

@@ -139,15 +139,13 @@ int reporting(const char* function, Report&& report, F&& body) {
     return body();
   } catch (const gridrt::Error& e) {
     return report(e.error_class, std::string(function) + ": " + e.what());
-  } catch (const std::exception& e) {
-    return report(MPI_ERR_INTERN, std::string(function) + ": " + e.what());
-  }
+  } catch (const std::exception& e) { return report(MPI_ERR_INTERN, std::string(function) + ": " + e.what()); }
 }
 // The same through comm's error handler.
 template <typename F>
 int call(const char* function, MPI_Comm comm, F&& body) {
-  return reporting(function, [comm](int error_class, const std::string& what) { return fail(comm, error_class, what); },
-                   std::forward<F>(body));
+  return reporting(
+      function, [comm](int error_class, const std::string& what) { return fail(comm, error_class, what); }, std::forward<F>(body));
 }
 // An error code of `error_class` whose MPI_Error_string is `what`, no handler run (for an
 // error whose handler has run already).
@@ -251,11 +249,11 @@ std::pair<std::shared_ptr<GridComm>, gridrt::detail::MessagePtr> take_message(MP
 
 // ---------------------------------------------------------------- the runtime's hooks
 
-void on_initialized();  // gridrt::init is done: MPI_COMM_WORLD becomes the job's
-void leave_ld_preload();  // this process initialised MPI: what it starts does not load the layer
+void on_initialized();         // gridrt::init is done: MPI_COMM_WORLD becomes the job's
+void leave_ld_preload();       // this process initialised MPI: what it starts does not load the layer
 void make_topology_keyvals();  // (topology.cpp)
 void forget_topology_keyvals();
-void forget_files();  // (files.cpp: the grid files still open are forgotten, as windows are)
-void on_finalizing();   // gridrt::finalize begins: the layer's state goes
+void forget_files();   // (files.cpp: the grid files still open are forgotten, as windows are)
+void on_finalizing();  // gridrt::finalize begins: the layer's state goes
 
 }  // namespace gridmpi

@@ -53,7 +53,8 @@ gridmpi::Make exchange(MPI_Comm comm, Side send, Side receive) {
   return [g, send, receive](CommImpl& c) {
     if (g->inter()) throw gridrt::ArgumentError("neighbourhood collectives are not defined on an intercommunicator", MPI_ERR_COMM);
     const Neighborhood n = gridmpi::neighborhood(*g);
-    return gridrt::detail::neighbor_exchange(c, n.slots, send.of(n.destinations, n.destination_slots), receive.of(n.sources, n.source_slots));
+    return gridrt::detail::neighbor_exchange(c, n.slots, send.of(n.destinations, n.destination_slots),
+                                             receive.of(n.sources, n.source_slots));
   };
 }
 
@@ -66,7 +67,9 @@ gridmpi::Uses w_uses(MPI_Comm comm, const MPI_Datatype* sendtypes, const MPI_Dat
                        .recvtypes_length = grid ? gridmpi_neighbor_entries(comm, 1) : 0};
 }
 
-Side equal(const void* buf, int count, MPI_Datatype type, bool same = false) { return Side{.buf = buf, .count = count, .type = type, .same = same}; }
+Side equal(const void* buf, int count, MPI_Datatype type, bool same = false) {
+  return Side{.buf = buf, .count = count, .type = type, .same = same};
+}
 Side v(const void* buf, const int* counts, const int* displs, MPI_Datatype type) {
   return Side{.buf = buf, .type = type, .counts = counts, .displs = displs};
 }
@@ -81,67 +84,81 @@ using gridmpi::nonblocking;
 using gridmpi::persistent;
 using gridmpi::Uses;
 
-int GRIDMPI(Neighbor_allgather)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
-                                MPI_Comm comm) {
-  return blocking("MPI_Neighbor_allgather", comm,
-                  [&](CommImpl& c) { return exchange(comm, equal(sendbuf, sendcount, sendtype, true), equal(recvbuf, recvcount, recvtype))(c); },
-                  [&] { return PMPI_Neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); },
-                  [&](MPI_Request* r) { return PMPI_Ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r); });
+int GRIDMPI(Neighbor_allgather)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                                MPI_Datatype recvtype, MPI_Comm comm) {
+  return blocking(
+      "MPI_Neighbor_allgather", comm,
+      [&](CommImpl& c) { return exchange(comm, equal(sendbuf, sendcount, sendtype, true), equal(recvbuf, recvcount, recvtype))(c); },
+      [&] { return PMPI_Neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); },
+      [&](MPI_Request* r) { return PMPI_Ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r); });
 }
 int GRIDMPI(Ineighbor_allgather)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                                  MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
-  return nonblocking("MPI_Ineighbor_allgather", comm, request, Uses{.send = sendtype, .recv = recvtype},
-                     [&](CommImpl& c) { return exchange(comm, equal(sendbuf, sendcount, sendtype, true), equal(recvbuf, recvcount, recvtype))(c); },
-                     [&](MPI_Request* r) { return PMPI_Ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r); });
+  return nonblocking(
+      "MPI_Ineighbor_allgather", comm, request, Uses{.send = sendtype, .recv = recvtype},
+      [&](CommImpl& c) { return exchange(comm, equal(sendbuf, sendcount, sendtype, true), equal(recvbuf, recvcount, recvtype))(c); },
+      [&](MPI_Request* r) { return PMPI_Ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r); });
 }
 int GRIDMPI(Neighbor_allgather_init)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                                      MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
   return persistent(
       "MPI_Neighbor_allgather_init", comm, request, Uses{.send = sendtype, .recv = recvtype},
-      gridmpi::grid(comm) ? exchange(comm, equal(sendbuf, sendcount, sendtype, true), equal(recvbuf, recvcount, recvtype)) : gridmpi::Make(),
+      gridmpi::grid(comm) ? exchange(comm, equal(sendbuf, sendcount, sendtype, true), equal(recvbuf, recvcount, recvtype))
+                          : gridmpi::Make(),
       [&] { return PMPI_Neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request); });
 }
 
 int GRIDMPI(Neighbor_allgatherv)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
                                  const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
-  return blocking("MPI_Neighbor_allgatherv", comm,
-                  [&](CommImpl& c) { return exchange(comm, equal(sendbuf, sendcount, sendtype, true), v(recvbuf, recvcounts, displs, recvtype))(c); },
-                  [&] { return PMPI_Neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm); },
-                  [&](MPI_Request* r) { return PMPI_Ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, r); });
+  return blocking(
+      "MPI_Neighbor_allgatherv", comm,
+      [&](CommImpl& c) { return exchange(comm, equal(sendbuf, sendcount, sendtype, true), v(recvbuf, recvcounts, displs, recvtype))(c); },
+      [&] { return PMPI_Neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm); },
+      [&](MPI_Request* r) {
+        return PMPI_Ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, r);
+      });
 }
 int GRIDMPI(Ineighbor_allgatherv)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
                                   const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
   return nonblocking(
       "MPI_Ineighbor_allgatherv", comm, request, Uses{.send = sendtype, .recv = recvtype},
       [&](CommImpl& c) { return exchange(comm, equal(sendbuf, sendcount, sendtype, true), v(recvbuf, recvcounts, displs, recvtype))(c); },
-      [&](MPI_Request* r) { return PMPI_Ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, r); });
+      [&](MPI_Request* r) {
+        return PMPI_Ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, r);
+      });
 }
 int GRIDMPI(Neighbor_allgatherv_init)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
                                       const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
   return persistent(
       "MPI_Neighbor_allgatherv_init", comm, request, Uses{.send = sendtype, .recv = recvtype},
-      gridmpi::grid(comm) ? exchange(comm, equal(sendbuf, sendcount, sendtype, true), v(recvbuf, recvcounts, displs, recvtype)) : gridmpi::Make(),
-      [&] { return PMPI_Neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request); });
+      gridmpi::grid(comm) ? exchange(comm, equal(sendbuf, sendcount, sendtype, true), v(recvbuf, recvcounts, displs, recvtype))
+                          : gridmpi::Make(),
+      [&] {
+        return PMPI_Neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
+      });
 }
 
-int GRIDMPI(Neighbor_alltoall)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
-                               MPI_Comm comm) {
-  return blocking("MPI_Neighbor_alltoall", comm,
-                  [&](CommImpl& c) { return exchange(comm, equal(sendbuf, sendcount, sendtype), equal(recvbuf, recvcount, recvtype))(c); },
-                  [&] { return PMPI_Neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); },
-                  [&](MPI_Request* r) { return PMPI_Ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r); });
+int GRIDMPI(Neighbor_alltoall)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                               MPI_Datatype recvtype, MPI_Comm comm) {
+  return blocking(
+      "MPI_Neighbor_alltoall", comm,
+      [&](CommImpl& c) { return exchange(comm, equal(sendbuf, sendcount, sendtype), equal(recvbuf, recvcount, recvtype))(c); },
+      [&] { return PMPI_Neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); },
+      [&](MPI_Request* r) { return PMPI_Ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r); });
 }
-int GRIDMPI(Ineighbor_alltoall)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
-                                MPI_Comm comm, MPI_Request* request) {
-  return nonblocking("MPI_Ineighbor_alltoall", comm, request, Uses{.send = sendtype, .recv = recvtype},
-                     [&](CommImpl& c) { return exchange(comm, equal(sendbuf, sendcount, sendtype), equal(recvbuf, recvcount, recvtype))(c); },
-                     [&](MPI_Request* r) { return PMPI_Ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r); });
+int GRIDMPI(Ineighbor_alltoall)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                                MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+  return nonblocking(
+      "MPI_Ineighbor_alltoall", comm, request, Uses{.send = sendtype, .recv = recvtype},
+      [&](CommImpl& c) { return exchange(comm, equal(sendbuf, sendcount, sendtype), equal(recvbuf, recvcount, recvtype))(c); },
+      [&](MPI_Request* r) { return PMPI_Ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r); });
 }
 int GRIDMPI(Neighbor_alltoall_init)(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                                     MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  return persistent("MPI_Neighbor_alltoall_init", comm, request, Uses{.send = sendtype, .recv = recvtype},
-                    gridmpi::grid(comm) ? exchange(comm, equal(sendbuf, sendcount, sendtype), equal(recvbuf, recvcount, recvtype)) : gridmpi::Make(),
-                    [&] { return PMPI_Neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request); });
+  return persistent(
+      "MPI_Neighbor_alltoall_init", comm, request, Uses{.send = sendtype, .recv = recvtype},
+      gridmpi::grid(comm) ? exchange(comm, equal(sendbuf, sendcount, sendtype), equal(recvbuf, recvcount, recvtype)) : gridmpi::Make(),
+      [&] { return PMPI_Neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request); });
 }
 
 int GRIDMPI(Neighbor_alltoallv)(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void* recvbuf,
@@ -150,46 +167,66 @@ int GRIDMPI(Neighbor_alltoallv)(const void* sendbuf, const int sendcounts[], con
       "MPI_Neighbor_alltoallv", comm,
       [&](CommImpl& c) { return exchange(comm, v(sendbuf, sendcounts, sdispls, sendtype), v(recvbuf, recvcounts, rdispls, recvtype))(c); },
       [&] { return PMPI_Neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm); },
-      [&](MPI_Request* r) { return PMPI_Ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, r); });
+      [&](MPI_Request* r) {
+        return PMPI_Ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, r);
+      });
 }
 int GRIDMPI(Ineighbor_alltoallv)(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void* recvbuf,
                                  const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
   return nonblocking(
       "MPI_Ineighbor_alltoallv", comm, request, Uses{.send = sendtype, .recv = recvtype},
       [&](CommImpl& c) { return exchange(comm, v(sendbuf, sendcounts, sdispls, sendtype), v(recvbuf, recvcounts, rdispls, recvtype))(c); },
-      [&](MPI_Request* r) { return PMPI_Ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, r); });
+      [&](MPI_Request* r) {
+        return PMPI_Ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, r);
+      });
 }
 int GRIDMPI(Neighbor_alltoallv_init)(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void* recvbuf,
                                      const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                                      MPI_Request* request) {
-  return persistent(
-      "MPI_Neighbor_alltoallv_init", comm, request, Uses{.send = sendtype, .recv = recvtype},
-      gridmpi::grid(comm) ? exchange(comm, v(sendbuf, sendcounts, sdispls, sendtype), v(recvbuf, recvcounts, rdispls, recvtype)) : gridmpi::Make(),
-      [&] { return PMPI_Neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request); });
+  return persistent("MPI_Neighbor_alltoallv_init", comm, request, Uses{.send = sendtype, .recv = recvtype},
+                    gridmpi::grid(comm)
+                        ? exchange(comm, v(sendbuf, sendcounts, sdispls, sendtype), v(recvbuf, recvcounts, rdispls, recvtype))
+                        : gridmpi::Make(),
+                    [&] {
+                      return PMPI_Neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
+                                                          comm, info, request);
+                    });
 }
 
-int GRIDMPI(Neighbor_alltoallw)(const void* sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void* recvbuf,
-                                const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) {
+int GRIDMPI(Neighbor_alltoallw)(const void* sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+                                void* recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
+                                MPI_Comm comm) {
   return blocking(
       "MPI_Neighbor_alltoallw", comm,
-      [&](CommImpl& c) { return exchange(comm, w(sendbuf, sendcounts, sdispls, sendtypes), w(recvbuf, recvcounts, rdispls, recvtypes))(c); },
+      [&](CommImpl& c) {
+        return exchange(comm, w(sendbuf, sendcounts, sdispls, sendtypes), w(recvbuf, recvcounts, rdispls, recvtypes))(c);
+      },
       [&] { return PMPI_Neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm); },
-      [&](MPI_Request* r) { return PMPI_Ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, r); });
+      [&](MPI_Request* r) {
+        return PMPI_Ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, r);
+      });
 }
-int GRIDMPI(Ineighbor_alltoallw)(const void* sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void* recvbuf,
-                                 const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request* request) {
+int GRIDMPI(Ineighbor_alltoallw)(const void* sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+                                 void* recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
+                                 MPI_Comm comm, MPI_Request* request) {
   return nonblocking(
       "MPI_Ineighbor_alltoallw", comm, request, w_uses(comm, sendtypes, recvtypes),
-      [&](CommImpl& c) { return exchange(comm, w(sendbuf, sendcounts, sdispls, sendtypes), w(recvbuf, recvcounts, rdispls, recvtypes))(c); },
-      [&](MPI_Request* r) { return PMPI_Ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, r); });
+      [&](CommImpl& c) {
+        return exchange(comm, w(sendbuf, sendcounts, sdispls, sendtypes), w(recvbuf, recvcounts, rdispls, recvtypes))(c);
+      },
+      [&](MPI_Request* r) {
+        return PMPI_Ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, r);
+      });
 }
 int GRIDMPI(Neighbor_alltoallw_init)(const void* sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
-                                     void* recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
-                                     MPI_Info info, MPI_Request* request) {
-  return persistent(
-      "MPI_Neighbor_alltoallw_init", comm, request, w_uses(comm, sendtypes, recvtypes),
-      gridmpi::grid(comm) ? exchange(comm, w(sendbuf, sendcounts, sdispls, sendtypes), w(recvbuf, recvcounts, rdispls, recvtypes)) : gridmpi::Make(),
-      [&] {
-        return PMPI_Neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
-      });
+                                     void* recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
+                                     MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  return persistent("MPI_Neighbor_alltoallw_init", comm, request, w_uses(comm, sendtypes, recvtypes),
+                    gridmpi::grid(comm)
+                        ? exchange(comm, w(sendbuf, sendcounts, sdispls, sendtypes), w(recvbuf, recvcounts, rdispls, recvtypes))
+                        : gridmpi::Make(),
+                    [&] {
+                      return PMPI_Neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
+                                                          comm, info, request);
+                    });
 }

@@ -61,7 +61,8 @@ int send_any(const char* function, SendMode mode, const void* buf, int count, MP
     }
   }
   if (direct(*g, dest) && mode == SendMode::kStandard) return PMPI_Send(buf, count, type, g->p2p->local_rank_of(dest), tag, g->handle);
-  return gridmpi::call(function, comm, [&] { return complete(g, g->p2p->isend(buf, count, type, dest, tag, mode), true, MPI_STATUS_IGNORE); });
+  return gridmpi::call(function, comm,
+                       [&] { return complete(g, g->p2p->isend(buf, count, type, dest, tag, mode), true, MPI_STATUS_IGNORE); });
 }
 
 int isend_any(const char* function, SendMode mode, const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
@@ -100,7 +101,8 @@ int persistent(const char* function, MPI_Comm comm, bool send, MPI_Datatype type
 
 int send_init(const char* function, SendMode mode, const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
               MPI_Request* request) {
-  return persistent(function, comm, true, type, [=](Channel& ch) { return ch.isend(buf, count, type, dest, tag, mode); }, request);
+  return persistent(
+      function, comm, true, type, [=](Channel& ch) { return ch.isend(buf, count, type, dest, tag, mode); }, request);
 }
 
 }  // namespace
@@ -133,7 +135,8 @@ int GRIDMPI(Irsend)(const void* buf, int count, MPI_Datatype type, int dest, int
 int GRIDMPI(Recv)(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Status* status) {
   std::shared_ptr<GridComm> g = gridmpi::grid(comm) ? gridmpi::grid_shared(comm) : nullptr;
   if (!g) {
-    if (gridmpi::layer_busy()) return gridmpi::wait_native([&](MPI_Request* r) { return PMPI_Irecv(buf, count, type, source, tag, comm, r); }, status);
+    if (gridmpi::layer_busy())
+      return gridmpi::wait_native([&](MPI_Request* r) { return PMPI_Irecv(buf, count, type, source, tag, comm, r); }, status);
     return PMPI_Recv(buf, count, type, source, tag, comm, status);
   }
   if (direct(*g, source)) {
@@ -183,7 +186,8 @@ int GRIDMPI(Sendrecv)(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
 
 int GRIDMPI(Sendrecv_replace)(void* buf, int count, MPI_Datatype type, int dest, int sendtag, int source, int recvtag, MPI_Comm comm,
                               MPI_Status* status) {
-  if (!gridmpi::grid(comm) && !gridmpi::layer_busy()) return PMPI_Sendrecv_replace(buf, count, type, dest, sendtag, source, recvtag, comm, status);
+  if (!gridmpi::grid(comm) && !gridmpi::layer_busy())
+    return PMPI_Sendrecv_replace(buf, count, type, dest, sendtag, source, recvtag, comm, status);
   return gridmpi::call("MPI_Sendrecv_replace", comm, [&] {
     // What goes out is packed first; what comes in then takes its place.
     int size = 0, at = 0;
@@ -319,5 +323,6 @@ int GRIDMPI(Rsend_init)(const void* buf, int count, MPI_Datatype type, int dest,
 }
 int GRIDMPI(Recv_init)(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Request* request) {
   if (!gridmpi::grid(comm)) return PMPI_Recv_init(buf, count, type, source, tag, comm, request);
-  return persistent("MPI_Recv_init", comm, false, type, [=](Channel& ch) { return ch.irecv(buf, count, type, source, tag); }, request);
+  return persistent(
+      "MPI_Recv_init", comm, false, type, [=](Channel& ch) { return ch.irecv(buf, count, type, source, tag); }, request);
 }

@@ -275,7 +275,8 @@ int GRIDMPI(Cancel)(MPI_Request* request) {
   if (!gridmpi::is_layer_request(*request)) return PMPI_Cancel(request);
   gridmpi::Request* q = gridmpi::request(*request);
   if (!q) return gridmpi::fail(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Cancel: not a request");
-  if (q->coll || q->custom) return gridmpi::fail(q->comm ? q->comm->handle : MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Cancel: a collective cannot be cancelled");
+  if (q->coll || q->custom)
+    return gridmpi::fail(q->comm ? q->comm->handle : MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Cancel: a collective cannot be cancelled");
   if (q->op && !q->complete) q->comm->p2p->cancel(*q->op);
   return MPI_SUCCESS;
 }

@@ -26,9 +26,7 @@ __attribute__((visibility("default"))) int GRIDRT_Group_name(int color, char* na
     name[MPI_MAX_OBJECT_NAME - 1] = '\0';
     *resultlen = static_cast<int>(std::min<std::size_t>(n.size(), MPI_MAX_OBJECT_NAME - 1));
     return MPI_SUCCESS;
-  } catch (const gridrt::Error& e) {
-    return gridmpi::fail(MPI_COMM_WORLD, MPI_ERR_ARG, std::string("GRIDRT_Group_name: ") + e.what());
-  }
+  } catch (const gridrt::Error& e) { return gridmpi::fail(MPI_COMM_WORLD, MPI_ERR_ARG, std::string("GRIDRT_Group_name: ") + e.what()); }
 }
 }
 
@@ -39,8 +37,8 @@ struct Depths {
   std::vector<int> depth;
 };
 struct Colors {
-  std::vector<int> all;     // member r's colors at levels 0..3 from all[4 r]
-  std::vector<int*> rows;   // rows[r] = &all[4 r]: MPICH-G2's colors[r][level]
+  std::vector<int> all;    // member r's colors at levels 0..3 from all[4 r]
+  std::vector<int*> rows;  // rows[r] = &all[4 r]: MPICH-G2's colors[r][level]
 };
 struct GroupColors {
   std::vector<int> color;
@@ -96,7 +94,8 @@ void* exposed(int keyval, void* holder) {
 }
 
 bool ours(int keyval) {
-  return keyval != MPI_KEYVAL_INVALID && (keyval == MPICHX_TOPOLOGY_DEPTHS || keyval == MPICHX_TOPOLOGY_COLORS || keyval == GRIDRT_GROUP_COLORS);
+  return keyval != MPI_KEYVAL_INVALID &&
+         (keyval == MPICHX_TOPOLOGY_DEPTHS || keyval == MPICHX_TOPOLOGY_COLORS || keyval == GRIDRT_GROUP_COLORS);
 }
 
 int get_attr(MPI_Comm comm, int keyval, void* attribute_val, int* flag) {
@@ -135,7 +134,9 @@ void make_topology_keyvals() {
 }
 }  // namespace gridmpi
 
-int GRIDMPI(Comm_get_attr)(MPI_Comm comm, int comm_keyval, void* attribute_val, int* flag) { return get_attr(comm, comm_keyval, attribute_val, flag); }
+int GRIDMPI(Comm_get_attr)(MPI_Comm comm, int comm_keyval, void* attribute_val, int* flag) {
+  return get_attr(comm, comm_keyval, attribute_val, flag);
+}
 int GRIDMPI(Attr_get)(MPI_Comm comm, int keyval, void* attribute_val, int* flag) { return get_attr(comm, keyval, attribute_val, flag); }
 
 // ---------------------------------------------------------------- virtual topologies
@@ -158,8 +159,10 @@ int rank_at(const GridComm::Cart& cart, std::vector<int> coords) {
   int rank = 0;
   for (std::size_t d = 0; d < cart.dims.size(); ++d) {
     int c = coords[d];
-    if (cart.periods[d]) c = ((c % cart.dims[d]) + cart.dims[d]) % cart.dims[d];
-    else if (c < 0 || c >= cart.dims[d]) return -1;
+    if (cart.periods[d])
+      c = ((c % cart.dims[d]) + cart.dims[d]) % cart.dims[d];
+    else if (c < 0 || c >= cart.dims[d])
+      return -1;
     rank = rank * cart.dims[d] + c;
   }
   return rank;
@@ -181,7 +184,8 @@ GridComm::Graph& graph_of(MPI_Comm comm) {
 // topology (on a grid result) or makes MPICH's (on a result inside one cluster).
 int first_members(GridComm& g, int n, MPI_Comm* newcomm, const std::function<void(GridComm&)>& attach,
                   const std::function<int(MPI_Comm, MPI_Comm*)>& native) {
-  if (n > g.size()) throw gridrt::ArgumentError("the topology has more processes (" + std::to_string(n) + ") than the communicator", MPI_ERR_ARG);
+  if (n > g.size())
+    throw gridrt::ArgumentError("the topology has more processes (" + std::to_string(n) + ") than the communicator", MPI_ERR_ARG);
   MPI_Comm made = MPI_COMM_NULL;
   gridrt::detail::check_mpi(gridmpi_Comm_split(g.handle, g.rank() < n ? 0 : MPI_UNDEFINED, g.rank(), &made), "MPI_Comm_split");
   *newcomm = made;
@@ -210,8 +214,9 @@ int GRIDMPI(Cart_create)(MPI_Comm comm, int ndims, const int dims[], const int p
       n *= d;
     }
     // (reorder is allowed, not required: ranks stay as they are)
-    return first_members(*g, n, comm_cart, [&](GridComm& r) { r.cart = cart; },
-                         [&](MPI_Comm made, MPI_Comm* out) { return PMPI_Cart_create(made, ndims, dims, periods, 0, out); });
+    return first_members(
+        *g, n, comm_cart, [&](GridComm& r) { r.cart = cart; },
+        [&](MPI_Comm made, MPI_Comm* out) { return PMPI_Cart_create(made, ndims, dims, periods, 0, out); });
   });
 }
 
@@ -224,8 +229,9 @@ int GRIDMPI(Graph_create)(MPI_Comm comm, int nnodes, const int index[], const in
     GridComm::Graph graph{std::vector<int>(index, index + nnodes), std::vector<int>(edges, edges + (nnodes ? index[nnodes - 1] : 0))};
     for (int e : graph.edges)
       if (e < 0 || e >= nnodes) throw gridrt::ArgumentError("an edge to " + std::to_string(e) + ", not a node", MPI_ERR_ARG);
-    return first_members(*g, nnodes, comm_graph, [&](GridComm& r) { r.graph = graph; },
-                         [&](MPI_Comm made, MPI_Comm* out) { return PMPI_Graph_create(made, nnodes, index, edges, 0, out); });
+    return first_members(
+        *g, nnodes, comm_graph, [&](GridComm& r) { r.graph = graph; },
+        [&](MPI_Comm made, MPI_Comm* out) { return PMPI_Graph_create(made, nnodes, index, edges, 0, out); });
   });
 }
 
@@ -372,7 +378,8 @@ int GRIDMPI(Graph_get)(MPI_Comm comm, int maxindex, int maxedges, int index[], i
 
 namespace {
 std::pair<int, int> neighbours_span(const GridComm::Graph& graph, int rank) {
-  if (rank < 0 || rank >= static_cast<int>(graph.index.size())) throw gridrt::ArgumentError(std::to_string(rank) + " is not a node", MPI_ERR_RANK);
+  if (rank < 0 || rank >= static_cast<int>(graph.index.size()))
+    throw gridrt::ArgumentError(std::to_string(rank) + " is not a node", MPI_ERR_RANK);
   return {rank == 0 ? 0 : graph.index[rank - 1], graph.index[rank]};
 }
 }  // namespace
@@ -407,7 +414,8 @@ std::vector<int> weights_or_none(const int* weights, int n) {
 
 void check_ranks(const std::vector<int>& ranks, int size, const char* what) {
   for (int r : ranks)
-    if (r < 0 || r >= size) throw gridrt::ArgumentError(std::string(what) + " " + std::to_string(r) + " is not a rank of the communicator", MPI_ERR_ARG);
+    if (r < 0 || r >= size)
+      throw gridrt::ArgumentError(std::string(what) + " " + std::to_string(r) + " is not a rank of the communicator", MPI_ERR_ARG);
 }
 
 // A duplicate of `comm` carrying `graph`: a grid communicator's, or MPICH's own distributed
@@ -421,8 +429,9 @@ int with_dist_graph(MPI_Comm comm, GridComm::DistGraph graph, MPI_Comm* out) {
   MPI_Comm plain = *out;
   const int* sw = graph.weighted ? (graph.sourceweights.empty() ? MPI_WEIGHTS_EMPTY : graph.sourceweights.data()) : MPI_UNWEIGHTED;
   const int* dw = graph.weighted ? (graph.destweights.empty() ? MPI_WEIGHTS_EMPTY : graph.destweights.data()) : MPI_UNWEIGHTED;
-  const int rc = PMPI_Dist_graph_create_adjacent(plain, static_cast<int>(graph.sources.size()), graph.sources.data(), sw,
-                                                 static_cast<int>(graph.destinations.size()), graph.destinations.data(), dw, MPI_INFO_NULL, 0, out);
+  const int rc =
+      PMPI_Dist_graph_create_adjacent(plain, static_cast<int>(graph.sources.size()), graph.sources.data(), sw,
+                                      static_cast<int>(graph.destinations.size()), graph.destinations.data(), dw, MPI_INFO_NULL, 0, out);
   PMPI_Comm_free(&plain);
   return rc;
 }
@@ -436,7 +445,8 @@ GridComm::DistGraph& dist_graph_of(MPI_Comm comm) {
 }  // namespace
 
 int GRIDMPI(Dist_graph_create_adjacent)(MPI_Comm comm_old, int indegree, const int sources[], const int sourceweights[], int outdegree,
-                                        const int destinations[], const int destweights[], MPI_Info info, int reorder, MPI_Comm* comm_dist_graph) {
+                                        const int destinations[], const int destweights[], MPI_Info info, int reorder,
+                                        MPI_Comm* comm_dist_graph) {
   GridComm* g = gridmpi::grid(comm_old);
   if (!g)
     return PMPI_Dist_graph_create_adjacent(comm_old, indegree, sources, sourceweights, outdegree, destinations, destweights, info, reorder,
@@ -489,8 +499,9 @@ int GRIDMPI(Dist_graph_create)(MPI_Comm comm_old, int n, const int sources[], co
       rdispls[p] = p ? rdispls[p - 1] + their[p - 1] : 0;
     }
     in.resize(static_cast<std::size_t>(rdispls[size - 1] + their[size - 1]));
-    gridrt::detail::check_mpi(gridmpi_Alltoallv(out.data(), counts.data(), sdispls.data(), MPI_INT, in.data(), their.data(), rdispls.data(), MPI_INT, comm_old),
-                              "MPI_Alltoallv");
+    gridrt::detail::check_mpi(
+        gridmpi_Alltoallv(out.data(), counts.data(), sdispls.data(), MPI_INT, in.data(), their.data(), rdispls.data(), MPI_INT, comm_old),
+        "MPI_Alltoallv");
     GridComm::DistGraph graph;
     graph.weighted = weighted;
     const int me = g->rank();
@@ -522,11 +533,13 @@ int GRIDMPI(Dist_graph_neighbors_count)(MPI_Comm comm, int* indegree, int* outde
 
 int GRIDMPI(Dist_graph_neighbors)(MPI_Comm comm, int maxindegree, int sources[], int sourceweights[], int maxoutdegree, int destinations[],
                                   int destweights[]) {
-  if (!gridmpi::grid(comm)) return PMPI_Dist_graph_neighbors(comm, maxindegree, sources, sourceweights, maxoutdegree, destinations, destweights);
+  if (!gridmpi::grid(comm))
+    return PMPI_Dist_graph_neighbors(comm, maxindegree, sources, sourceweights, maxoutdegree, destinations, destweights);
   return gridmpi::call("MPI_Dist_graph_neighbors", comm, [&] {
     const GridComm::DistGraph& graph = dist_graph_of(comm);
     const auto copy = [](const std::vector<int>& from, int max, int* to) {
-      if (to && to != MPI_UNWEIGHTED && to != MPI_WEIGHTS_EMPTY) std::copy_n(from.begin(), std::min<std::size_t>(static_cast<std::size_t>(std::max(max, 0)), from.size()), to);
+      if (to && to != MPI_UNWEIGHTED && to != MPI_WEIGHTS_EMPTY)
+        std::copy_n(from.begin(), std::min<std::size_t>(static_cast<std::size_t>(std::max(max, 0)), from.size()), to);
     };
     copy(graph.sources, maxindegree, sources);
     copy(graph.destinations, maxoutdegree, destinations);

@@ -64,18 +64,18 @@ const std::map<MPI_Datatype, Kind>& predefined_kinds() {
       k.size = k.extent = static_cast<std::uint8_t>(size);
       m[t] = k;
     };
-    for (MPI_Datatype t : {MPI_CHAR, MPI_SIGNED_CHAR, MPI_SHORT, MPI_INT, MPI_LONG, MPI_LONG_LONG_INT, MPI_LONG_LONG, MPI_INT8_T,
-                           MPI_INT16_T, MPI_INT32_T, MPI_INT64_T, MPI_AINT, MPI_OFFSET, MPI_COUNT, MPI_WCHAR, MPI_INTEGER,
-                           MPI_INTEGER1, MPI_INTEGER2, MPI_INTEGER4, MPI_INTEGER8})
+    for (MPI_Datatype t : {MPI_CHAR,   MPI_SIGNED_CHAR, MPI_SHORT,    MPI_INT,      MPI_LONG,     MPI_LONG_LONG_INT, MPI_LONG_LONG,
+                           MPI_INT8_T, MPI_INT16_T,     MPI_INT32_T,  MPI_INT64_T,  MPI_AINT,     MPI_OFFSET,        MPI_COUNT,
+                           MPI_WCHAR,  MPI_INTEGER,     MPI_INTEGER1, MPI_INTEGER2, MPI_INTEGER4, MPI_INTEGER8})
       plain(t, Category::kSigned);
-    for (MPI_Datatype t : {MPI_UNSIGNED_CHAR, MPI_UNSIGNED_SHORT, MPI_UNSIGNED, MPI_UNSIGNED_LONG, MPI_UNSIGNED_LONG_LONG,
-                           MPI_UINT8_T, MPI_UINT16_T, MPI_UINT32_T, MPI_UINT64_T})
+    for (MPI_Datatype t : {MPI_UNSIGNED_CHAR, MPI_UNSIGNED_SHORT, MPI_UNSIGNED, MPI_UNSIGNED_LONG, MPI_UNSIGNED_LONG_LONG, MPI_UINT8_T,
+                           MPI_UINT16_T, MPI_UINT32_T, MPI_UINT64_T})
       plain(t, Category::kUnsigned);
     for (MPI_Datatype t : {MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE, MPI_REAL, MPI_DOUBLE_PRECISION, MPI_REAL4, MPI_REAL8})
       plain(t, Category::kFloat);
-    for (MPI_Datatype t : {MPI_C_FLOAT_COMPLEX, MPI_C_COMPLEX, MPI_C_DOUBLE_COMPLEX, MPI_C_LONG_DOUBLE_COMPLEX, MPI_COMPLEX,
-                           MPI_DOUBLE_COMPLEX, MPI_COMPLEX8, MPI_COMPLEX16, MPI_CXX_FLOAT_COMPLEX, MPI_CXX_DOUBLE_COMPLEX,
-                           MPI_CXX_LONG_DOUBLE_COMPLEX})
+    for (MPI_Datatype t :
+         {MPI_C_FLOAT_COMPLEX, MPI_C_COMPLEX, MPI_C_DOUBLE_COMPLEX, MPI_C_LONG_DOUBLE_COMPLEX, MPI_COMPLEX, MPI_DOUBLE_COMPLEX,
+          MPI_COMPLEX8, MPI_COMPLEX16, MPI_CXX_FLOAT_COMPLEX, MPI_CXX_DOUBLE_COMPLEX, MPI_CXX_LONG_DOUBLE_COMPLEX})
       plain(t, Category::kComplex);
     for (MPI_Datatype t : {MPI_C_BOOL, MPI_CXX_BOOL}) plain(t, Category::kBool);
     plain(MPI_LOGICAL, Category::kLogical);
@@ -240,9 +240,7 @@ TypeMap flatten_one(MPI_Datatype t) {
     case MPI_COMBINER_DUP:
     case MPI_COMBINER_RESIZED:  // (only its extent differs, which the caller reads)
       return flatten_one(old);
-    case MPI_COMBINER_CONTIGUOUS:
-      place(out, flatten_one(old), type_extent(old), ints[0], 0);
-      return out;
+    case MPI_COMBINER_CONTIGUOUS: place(out, flatten_one(old), type_extent(old), ints[0], 0); return out;
     case MPI_COMBINER_VECTOR:
     case MPI_COMBINER_HVECTOR: {
       const TypeMap e = flatten_one(old);
@@ -275,10 +273,8 @@ TypeMap flatten_one(MPI_Datatype t) {
     case MPI_COMBINER_STRUCT:
       for (int i = 0; i < ints[0]; ++i) place(out, flatten_one(types[i]), type_extent(types[i]), ints[1 + i], aints[i]);
       return out;
-    case MPI_COMBINER_SUBARRAY:
-      return subarray(ints.data(), old);
-    case MPI_COMBINER_DARRAY:
-      return darray(ints.data(), old);
+    case MPI_COMBINER_SUBARRAY: return subarray(ints.data(), old);
+    case MPI_COMBINER_DARRAY: return darray(ints.data(), old);
     case MPI_COMBINER_F90_REAL:
     case MPI_COMBINER_F90_COMPLEX:
     case MPI_COMBINER_F90_INTEGER: {  // (MPI_Type_create_f90_*: a predefined type of the size it asked for)

@@ -19,8 +19,8 @@ using gridrt::detail::Layout;
 using rma::Location;
 using rma::Message;
 
-static_assert(rma::ErrorClass::kRange == MPI_ERR_RMA_RANGE && rma::ErrorClass::kOp == MPI_ERR_OP &&
-                  rma::ErrorClass::kWin == MPI_ERR_WIN && rma::ErrorClass::kIntern == MPI_ERR_INTERN,
+static_assert(rma::ErrorClass::kRange == MPI_ERR_RMA_RANGE && rma::ErrorClass::kOp == MPI_ERR_OP && rma::ErrorClass::kWin == MPI_ERR_WIN &&
+                  rma::ErrorClass::kIntern == MPI_ERR_INTERN,
               "the engine's error classes are MPICH's");
 
 namespace {
@@ -29,7 +29,6 @@ std::unordered_map<MPI_Win, std::unique_ptr<GridWin>> g_windows;
 
 // (MPI_Type_size: MPI_Pack_size, which Layout::packed may hold, is only a bound.)
 std::size_t data_bytes(const Layout& l) { return static_cast<std::size_t>(l.size) * static_cast<std::size_t>(l.count); }
-
 
 // The process's one-sided engine, made with its first grid window, before any other process
 // can send to it (a window's making ends with an exchange that needs every member), and kept
@@ -64,8 +63,8 @@ rma::Engine& engine() {
 // handler as "FUNCTION: what".
 template <typename F>
 int on_window(const char* function, MPI_Win win, F&& body) {
-  return reporting(function, [win](int error_class, const std::string& what) { return fail_window(win, error_class, what); },
-                   std::forward<F>(body));
+  return reporting(
+      function, [win](int error_class, const std::string& what) { return fail_window(win, error_class, what); }, std::forward<F>(body));
 }
 
 // Waits, as the runtime waits, until done() holds; a lost cluster holding one of `targets`
@@ -99,9 +98,7 @@ void send_paced(GridWin& w, int target, const std::string& head, const char* dat
   auto left = [transport](const std::shared_ptr<gridrt::detail::RemoteOp>& op) {
     try {
       return transport->test(op);
-    } catch (const std::runtime_error&) {
-      return true;
-    }
+    } catch (const std::runtime_error&) { return true; }
   };
   w.leaving.emplace_back(transport->send_with_head(dst, w.id, head, data, bytes), head.size() + bytes);
   w.leaving_bytes += head.size() + bytes;
@@ -172,16 +169,17 @@ char* near_memory(const GridWin& w, int target, MPI_Aint disp) {
 // for a target reached in memory).
 void start_access(GridWin& w, int target) {
   if (target < 0 || target >= static_cast<int>(w.members.size()))
-    throw gridrt::ArgumentError("rank " + std::to_string(target) + " is not in the window (of " +
-                                    std::to_string(w.members.size()) + ")",
+    throw gridrt::ArgumentError("rank " + std::to_string(target) + " is not in the window (of " + std::to_string(w.members.size()) + ")",
                                 MPI_ERR_RANK);
   if (!(w.fence_open || w.lock_all || w.locks.count(target) || (w.accessing && contains(w.access, target))))
     throw gridrt::Error("no access epoch to rank " + std::to_string(target) +
                             " is open (MPI_Win_fence, MPI_Win_start, MPI_Win_lock or MPI_Win_lock_all first)",
                         MPI_ERR_RMA_SYNC);
   if (w.lock_all && !w.lock_all_nocheck && !w.locks.count(target) && w.lock_all_asked.insert(target).second) {
-    if (w.near_target(target)) lock_near(w, target, false);
-    else engine().send(w.global(target), w.id, rma::lock_message(false));
+    if (w.near_target(target))
+      lock_near(w, target, false);
+    else
+      engine().send(w.global(target), w.id, rma::lock_message(false));
   }
   if (w.fence_open) w.touched.insert(target);
 }
@@ -227,9 +225,9 @@ void append_origin(std::string& out, const void* buf, int count, MPI_Datatype ty
 
 rma::Op op_of(MPI_Op op) {
   static const std::pair<MPI_Op, rma::Op> ops[] = {
-      {MPI_SUM, rma::Op::kSum},       {MPI_PROD, rma::Op::kProd},     {MPI_MAX, rma::Op::kMax},       {MPI_MIN, rma::Op::kMin},
-      {MPI_LAND, rma::Op::kLand},     {MPI_LOR, rma::Op::kLor},       {MPI_LXOR, rma::Op::kLxor},     {MPI_BAND, rma::Op::kBand},
-      {MPI_BOR, rma::Op::kBor},       {MPI_BXOR, rma::Op::kBxor},     {MPI_MAXLOC, rma::Op::kMaxloc}, {MPI_MINLOC, rma::Op::kMinloc},
+      {MPI_SUM, rma::Op::kSum},         {MPI_PROD, rma::Op::kProd}, {MPI_MAX, rma::Op::kMax},       {MPI_MIN, rma::Op::kMin},
+      {MPI_LAND, rma::Op::kLand},       {MPI_LOR, rma::Op::kLor},   {MPI_LXOR, rma::Op::kLxor},     {MPI_BAND, rma::Op::kBand},
+      {MPI_BOR, rma::Op::kBor},         {MPI_BXOR, rma::Op::kBxor}, {MPI_MAXLOC, rma::Op::kMaxloc}, {MPI_MINLOC, rma::Op::kMinloc},
       {MPI_REPLACE, rma::Op::kReplace}, {MPI_NO_OP, rma::Op::kNoOp}};
   for (const auto& [mpi, ours] : ops)
     if (mpi == op) return ours;
@@ -372,8 +370,8 @@ GridWin::Near map_near(pid_t pid, int lock_fd, int memory_fd, std::uint64_t offs
   return near;
 }
 
-int make_window(const char* function, MPI_Comm comm, MPI_Info info, int flavor, MPI_Aint size, int disp_unit, void* base,
-                void* baseptr, MPI_Win* win) {
+int make_window(const char* function, MPI_Comm comm, MPI_Info info, int flavor, MPI_Aint size, int disp_unit, void* base, void* baseptr,
+                MPI_Win* win) {
   return call(function, comm, [&] {
     if (grid(comm)->inter()) throw gridrt::ArgumentError("a window is made on an intracommunicator", MPI_ERR_COMM);
     if (size < 0) throw gridrt::ArgumentError("a negative size (" + std::to_string(size) + ")", MPI_ERR_SIZE);
@@ -399,16 +397,15 @@ int make_window(const char* function, MPI_Comm comm, MPI_Info info, int flavor, 
       try {
         w->own = rma::NodeSegment::make(bytes);
         return true;
-      } catch (const std::runtime_error&) {
-        return false;
-      }
+      } catch (const std::runtime_error&) { return false; }
     };
     int rc = MPI_SUCCESS;
     switch (flavor) {  // (on the application's communicator: MPICH makes its own of it)
       case MPI_WIN_FLAVOR_CREATE:
         if ((memory = allocated_around(static_cast<char*>(base), size)) && make_segment(0))
           offset = static_cast<std::uint64_t>(static_cast<char*>(base) - memory->memory());
-        else memory = nullptr;
+        else
+          memory = nullptr;
         rc = PMPI_Win_create(base, size, disp_unit, info, comm, &w->handle);
         break;
       case MPI_WIN_FLAVOR_ALLOCATE:
@@ -422,8 +419,7 @@ int make_window(const char* function, MPI_Comm comm, MPI_Info info, int flavor, 
         }
         if (rc == MPI_SUCCESS) *static_cast<void**>(baseptr) = base;
         break;
-      default:
-        rc = PMPI_Win_create_dynamic(info, comm, &w->handle);
+      default: rc = PMPI_Win_create_dynamic(info, comm, &w->handle);
     }
     if (rc != MPI_SUCCESS) return rc;
     engine().expose(w->id, static_cast<char*>(base), static_cast<std::uint64_t>(size), static_cast<std::uint32_t>(disp_unit), w->dynamic,
@@ -443,8 +439,8 @@ int make_window(const char* function, MPI_Comm comm, MPI_Info info, int flavor, 
                                        offset,
                                        memory ? memory->bytes() : 0};
     std::vector<std::uint64_t> all(kEach * w->members.size());
-    gridrt::detail::run_collective(w->comm, gridrt::detail::allgather(*w->comm, mine, kEach, MPI_UINT64_T, all.data(), kEach,
-                                                                      MPI_UINT64_T, gridrt::Algo::kDefault));
+    gridrt::detail::run_collective(
+        w->comm, gridrt::detail::allgather(*w->comm, mine, kEach, MPI_UINT64_T, all.data(), kEach, MPI_UINT64_T, gridrt::Algo::kDefault));
     w->near.resize(w->members.size());
     for (std::size_t i = 0; i < w->members.size(); ++i) {
       const std::uint64_t* theirs = &all[kEach * i];
@@ -453,8 +449,8 @@ int make_window(const char* function, MPI_Comm comm, MPI_Info info, int flavor, 
       if (static_cast<int>(i) == w->me) {
         if (!w->dynamic) w->near[i] = {engine().lock_of(w->id), static_cast<char*>(base)};
       } else if (theirs[2] == mine[2] && theirs[4] != none && theirs[5] != none) {
-        w->near[i] = map_near(static_cast<pid_t>(theirs[3]), static_cast<int>(theirs[4]), static_cast<int>(theirs[5]), theirs[6],
-                              theirs[7], w->mapped);
+        w->near[i] = map_near(static_cast<pid_t>(theirs[3]), static_cast<int>(theirs[4]), static_cast<int>(theirs[5]), theirs[6], theirs[7],
+                              w->mapped);
       }
     }
     // Once the node's processes mapped them, the descriptors are closed, after a barrier of
@@ -518,9 +514,7 @@ int GRIDMPI(Alloc_mem)(MPI_Aint size, MPI_Info info, void* baseptr) {
   rma::NodeSegment s;
   try {
     s = rma::NodeSegment::make(static_cast<std::uint64_t>(size));
-  } catch (const std::runtime_error&) {
-    return PMPI_Alloc_mem(size, info, baseptr);
-  }
+  } catch (const std::runtime_error&) { return PMPI_Alloc_mem(size, info, baseptr); }
   char* memory = s.memory();
   gridmpi::g_allocated.emplace(memory, std::move(s));
   *static_cast<void**>(baseptr) = memory;
@@ -625,8 +619,8 @@ namespace gridmpi {
 namespace {
 
 // Put and accumulate: the data packed now (the origin's buffer is free again at once).
-int write_op(const char* function, MPI_Win win, GridWin& w, const void* origin, int origin_count, MPI_Datatype origin_type,
-             int target, MPI_Aint disp, int target_count, MPI_Datatype target_type, const rma::Op* op) {
+int write_op(const char* function, MPI_Win win, GridWin& w, const void* origin, int origin_count, MPI_Datatype origin_type, int target,
+             MPI_Aint disp, int target_count, MPI_Datatype target_type, const rma::Op* op) {
   return on_window(function, win, [&] {
     if (target == MPI_PROC_NULL) return MPI_SUCCESS;
     start_access(w, target);
@@ -639,8 +633,10 @@ int write_op(const char* function, MPI_Win win, GridWin& w, const void* origin, 
     if (const GridWin::Near* near = w.near_target(target)) {  // applied in place, as its engine would
       char* mem = near_memory(w, target, disp);
       rma::SpinGuard guard(*near->lock);
-      if (!op || *op == rma::Op::kReplace) at.map.scatter(data.data(), mem);
-      else at.map.accumulate(*op, data.data(), mem);
+      if (!op || *op == rma::Op::kReplace)
+        at.map.scatter(data.data(), mem);
+      else
+        at.map.accumulate(*op, data.data(), mem);
       return MPI_SUCCESS;
     }
     send_paced(w, target, op ? rma::accumulate_head(*op, at, n) : rma::put_head(at, n), data.data(), data.size());
@@ -669,8 +665,10 @@ std::shared_ptr<PendingResult> read_op(GridWin& w, const void* origin, int origi
     {
       rma::SpinGuard guard(*near->lock);
       at.map.gather(mem, before.data());
-      if (op == rma::Op::kReplace) at.map.scatter(data.data(), mem);
-      else if (op != rma::Op::kNoOp) at.map.accumulate(op, data.data(), mem);
+      if (op == rma::Op::kReplace)
+        at.map.scatter(data.data(), mem);
+      else if (op != rma::Op::kNoOp)
+        at.map.accumulate(op, data.data(), mem);
     }
     gridrt::detail::unpack(l, before.data(), result);
     return nullptr;
@@ -708,21 +706,21 @@ int GRIDMPI(Put)(const void* origin_addr, int origin_count, MPI_Datatype origin_
                            target_datatype, nullptr);
 }
 
-int GRIDMPI(Accumulate)(const void* origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
-                        MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) {
+int GRIDMPI(Accumulate)(const void* origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                        int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) {
   GridWin* w = gridmpi::grid_window(win);
   if (!w)
     return PMPI_Accumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win);
   return on_window("MPI_Accumulate", win, [&] {
     const rma::Op o = gridmpi::op_of(op);
     if (o == rma::Op::kNoOp) return MPI_SUCCESS;  // (MPI_NO_OP changes nothing)
-    return gridmpi::write_op("MPI_Accumulate", win, *w, origin_addr, origin_count, origin_datatype, target_rank, target_disp,
-                             target_count, target_datatype, &o);
+    return gridmpi::write_op("MPI_Accumulate", win, *w, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+                             target_datatype, &o);
   });
 }
 
-int GRIDMPI(Get)(void* origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
-                 int target_count, MPI_Datatype target_datatype, MPI_Win win) {
+int GRIDMPI(Get)(void* origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count,
+                 MPI_Datatype target_datatype, MPI_Win win) {
   GridWin* w = gridmpi::grid_window(win);
   if (!w) return PMPI_Get(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win);
   return on_window("MPI_Get", win, [&] {
@@ -732,16 +730,16 @@ int GRIDMPI(Get)(void* origin_addr, int origin_count, MPI_Datatype origin_dataty
   });
 }
 
-int GRIDMPI(Get_accumulate)(const void* origin_addr, int origin_count, MPI_Datatype origin_datatype, void* result_addr,
-                            int result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp,
-                            int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) {
+int GRIDMPI(Get_accumulate)(const void* origin_addr, int origin_count, MPI_Datatype origin_datatype, void* result_addr, int result_count,
+                            MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, int target_count,
+                            MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) {
   GridWin* w = gridmpi::grid_window(win);
   if (!w)
     return PMPI_Get_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank,
                                target_disp, target_count, target_datatype, op, win);
   return on_window("MPI_Get_accumulate", win, [&] {
-    gridmpi::read_op(*w, origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank,
-                     target_disp, target_count, target_datatype, gridmpi::op_of(op), false);
+    gridmpi::read_op(*w, origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp,
+                     target_count, target_datatype, gridmpi::op_of(op), false);
     return MPI_SUCCESS;
   });
 }
@@ -751,14 +749,14 @@ int GRIDMPI(Fetch_and_op)(const void* origin_addr, void* result_addr, MPI_Dataty
   GridWin* w = gridmpi::grid_window(win);
   if (!w) return PMPI_Fetch_and_op(origin_addr, result_addr, datatype, target_rank, target_disp, op, win);
   return on_window("MPI_Fetch_and_op", win, [&] {
-    gridmpi::read_op(*w, origin_addr, 1, datatype, result_addr, 1, datatype, target_rank, target_disp, 1, datatype,
-                     gridmpi::op_of(op), false);
+    gridmpi::read_op(*w, origin_addr, 1, datatype, result_addr, 1, datatype, target_rank, target_disp, 1, datatype, gridmpi::op_of(op),
+                     false);
     return MPI_SUCCESS;
   });
 }
 
-int GRIDMPI(Compare_and_swap)(const void* origin_addr, const void* compare_addr, void* result_addr, MPI_Datatype datatype,
-                              int target_rank, MPI_Aint target_disp, MPI_Win win) {
+int GRIDMPI(Compare_and_swap)(const void* origin_addr, const void* compare_addr, void* result_addr, MPI_Datatype datatype, int target_rank,
+                              MPI_Aint target_disp, MPI_Win win) {
   GridWin* w = gridmpi::grid_window(win);
   if (!w) return PMPI_Compare_and_swap(origin_addr, compare_addr, result_addr, datatype, target_rank, target_disp, win);
   return on_window("MPI_Compare_and_swap", win, [&] {
@@ -781,9 +779,9 @@ int GRIDMPI(Compare_and_swap)(const void* origin_addr, const void* compare_addr,
       return MPI_SUCCESS;
     }
     auto p = gridmpi::expect_result(*w, target_rank, result_addr, 1, datatype);
-    engine().send(w->global(target_rank), w->id,
-                  rma::compare_swap_message(p->id, at, {static_cast<const char*>(compare_addr), n},
-                                            {static_cast<const char*>(origin_addr), n}));
+    engine().send(
+        w->global(target_rank), w->id,
+        rma::compare_swap_message(p->id, at, {static_cast<const char*>(compare_addr), n}, {static_cast<const char*>(origin_addr), n}));
     w->unflushed.insert(target_rank);
     return MPI_SUCCESS;
   });
@@ -799,13 +797,12 @@ int GRIDMPI(Rput)(const void* origin_addr, int origin_count, MPI_Datatype origin
   return gridmpi::result_request(*w, nullptr, request);  // (complete at once: the data left the origin's buffer)
 }
 
-int GRIDMPI(Raccumulate)(const void* origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
-                         MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
-                         MPI_Request* request) {
+int GRIDMPI(Raccumulate)(const void* origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                         int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request* request) {
   GridWin* w = gridmpi::grid_window(win);
   if (!w)
-    return PMPI_Raccumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op,
-                            win, request);
+    return PMPI_Raccumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win,
+                            request);
   const int rc =
       gridmpi_Accumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win);
   if (rc != MPI_SUCCESS) return rc;
@@ -818,15 +815,15 @@ int GRIDMPI(Rget)(void* origin_addr, int origin_count, MPI_Datatype origin_datat
   if (!w)
     return PMPI_Rget(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, request);
   return on_window("MPI_Rget", win, [&] {
-    auto p = gridmpi::read_op(*w, nullptr, 0, MPI_BYTE, origin_addr, origin_count, origin_datatype, target_rank, target_disp,
-                              target_count, target_datatype, rma::Op::kNoOp, true);
+    auto p = gridmpi::read_op(*w, nullptr, 0, MPI_BYTE, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+                              target_datatype, rma::Op::kNoOp, true);
     return gridmpi::result_request(*w, p, request);
   });
 }
 
-int GRIDMPI(Rget_accumulate)(const void* origin_addr, int origin_count, MPI_Datatype origin_datatype, void* result_addr,
-                             int result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp,
-                             int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request* request) {
+int GRIDMPI(Rget_accumulate)(const void* origin_addr, int origin_count, MPI_Datatype origin_datatype, void* result_addr, int result_count,
+                             MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, int target_count,
+                             MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request* request) {
   GridWin* w = gridmpi::grid_window(win);
   if (!w)
     return PMPI_Rget_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank,
@@ -869,8 +866,7 @@ int GRIDMPI(Win_fence)(int assert, MPI_Win win) {
   GridWin* w = gridmpi::grid_window(win);
   if (!w) return PMPI_Win_fence(assert, win);
   return on_window("MPI_Win_fence", win, [&] {
-    if (!w->locks.empty() || w->lock_all)
-      throw gridrt::Error("a passive-target epoch is open (MPI_Win_unlock first)", MPI_ERR_RMA_SYNC);
+    if (!w->locks.empty() || w->lock_all) throw gridrt::Error("a passive-target epoch is open (MPI_Win_unlock first)", MPI_ERR_RMA_SYNC);
     // Thakur, Gropp and Toonen's fence (2005): each origin marks the end of its epoch on the
     // stream to every target it used (the mark arrives after its operations), and one
     // reduce-scatter tells each target how many marks to wait for. No flush's round trip
@@ -892,7 +888,7 @@ int GRIDMPI(Win_fence)(int assert, MPI_Win win) {
     gridmpi::wait_for(*w, everyone, [&] { return engine().take_marks(w->id, fence, expected); });
     gridmpi::complete_locally(*w, gridmpi::outstanding(*w));  // (this origin's gets: their answers)
     w->unflushed.clear();
-    w->fence_open = !(assert & MPI_MODE_NOSUCCEED);
+    w->fence_open = !(assert& MPI_MODE_NOSUCCEED);
     return MPI_SUCCESS;
   });
 }
@@ -908,12 +904,15 @@ int GRIDMPI(Win_lock)(int lock_type, int rank, int assert, MPI_Win win) {
       throw gridrt::ArgumentError("the lock type is neither MPI_LOCK_EXCLUSIVE nor MPI_LOCK_SHARED", MPI_ERR_LOCKTYPE);
     if (w->locks.count(rank) || w->lock_all)
       throw gridrt::Error("rank " + std::to_string(rank) + "'s window is locked already by this process", MPI_ERR_RMA_SYNC);
-    GridWin::Held held{lock_type == MPI_LOCK_EXCLUSIVE, (assert & MPI_MODE_NOCHECK) != 0};
+    GridWin::Held held{lock_type == MPI_LOCK_EXCLUSIVE, (assert& MPI_MODE_NOCHECK) != 0};
     w->locks[rank] = held;
     if (held.nocheck) return MPI_SUCCESS;
-    if (w->near_target(rank)) gridmpi::lock_near(*w, rank, held.exclusive);
-    else if (rank == w->me) gridmpi::lock_own(*w, held.exclusive);
-    else engine().send(w->global(rank), w->id, rma::lock_message(held.exclusive));
+    if (w->near_target(rank))
+      gridmpi::lock_near(*w, rank, held.exclusive);
+    else if (rank == w->me)
+      gridmpi::lock_own(*w, held.exclusive);
+    else
+      engine().send(w->global(rank), w->id, rma::lock_message(held.exclusive));
     return MPI_SUCCESS;
   });
 }
@@ -924,7 +923,8 @@ int GRIDMPI(Win_unlock)(int rank, MPI_Win win) {
   return on_window("MPI_Win_unlock", win, [&] {
     if (rank == MPI_PROC_NULL) return MPI_SUCCESS;
     auto it = w->locks.find(rank);
-    if (it == w->locks.end()) throw gridrt::Error("rank " + std::to_string(rank) + "'s window is not locked by this process", MPI_ERR_RMA_SYNC);
+    if (it == w->locks.end())
+      throw gridrt::Error("rank " + std::to_string(rank) + "'s window is not locked by this process", MPI_ERR_RMA_SYNC);
     const bool nocheck = it->second.nocheck;
     w->locks.erase(it);
     if (w->near_target(rank)) {  // (its operations are complete: applied in place)
@@ -942,14 +942,16 @@ int GRIDMPI(Win_lock_all)(int assert, MPI_Win win) {
   return on_window("MPI_Win_lock_all", win, [&] {
     if (w->lock_all || !w->locks.empty()) throw gridrt::Error("a passive-target epoch is open already", MPI_ERR_RMA_SYNC);
     w->lock_all = true;
-    w->lock_all_nocheck = (assert & MPI_MODE_NOCHECK) != 0;
+    w->lock_all_nocheck = (assert& MPI_MODE_NOCHECK) != 0;
     w->lock_all_asked.clear();
     if (w->lock_all_nocheck) return MPI_SUCCESS;
     // Each target's shared lock is asked for with the first operation to it; this process's
     // own now, since the application may touch its memory once we return.
     w->lock_all_asked.insert(w->me);
-    if (w->near_target(w->me)) gridmpi::lock_near(*w, w->me, false);
-    else gridmpi::lock_own(*w, false);
+    if (w->near_target(w->me))
+      gridmpi::lock_near(*w, w->me, false);
+    else
+      gridmpi::lock_own(*w, false);
     return MPI_SUCCESS;
   });
 }
@@ -962,8 +964,10 @@ int GRIDMPI(Win_unlock_all)(MPI_Win win) {
     w->lock_all = false;
     std::vector<int> locked, others;
     for (int t : w->lock_all_asked) {
-      if (w->near_target(t)) gridmpi::unlock_near(*w, t);
-      else locked.push_back(t);
+      if (w->near_target(t))
+        gridmpi::unlock_near(*w, t);
+      else
+        locked.push_back(t);
     }
     for (int t : gridmpi::outstanding(*w))
       if (!w->lock_all_asked.count(t)) others.push_back(t);
@@ -973,7 +977,6 @@ int GRIDMPI(Win_unlock_all)(MPI_Win win) {
     return MPI_SUCCESS;
   });
 }
-
 
 int GRIDMPI(Win_flush)(int rank, MPI_Win win) {
   GridWin* w = gridmpi::grid_window(win);

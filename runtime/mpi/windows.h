@@ -41,18 +41,18 @@ struct PendingResult {
 };
 
 struct GridWin {
-  MPI_Win handle = MPI_WIN_NULL;       // the application's: MPICH's window of this cluster's members
+  MPI_Win handle = MPI_WIN_NULL;  // the application's: MPICH's window of this cluster's members
   // The window's own communicator inside the layer (its fences' barriers, its context on the
   // transport), over one MPICH communicator of its members in this cluster: with MPICH's
   // window's own, two of MPICH's context ids per window, as programs that make a thousand
   // windows need (MPICH has 2048).
   std::shared_ptr<CommImpl> comm;
-  std::shared_ptr<GridComm> errors;    // whose error handler a request's error goes to (the window's communicator)
-  std::uint32_t id = 0;                // its context on the transport (with kOneSidedContext)
-  std::vector<int> members;            // global ranks, by rank in the window
+  std::shared_ptr<GridComm> errors;  // whose error handler a request's error goes to (the window's communicator)
+  std::uint32_t id = 0;              // its context on the transport (with kOneSidedContext)
+  std::vector<int> members;          // global ranks, by rank in the window
   int me = -1;
   bool dynamic = false;
-  std::vector<std::uint64_t> sizes;    // every member's exposed bytes (not a dynamic window's)
+  std::vector<std::uint64_t> sizes;  // every member's exposed bytes (not a dynamic window's)
   std::vector<std::uint32_t> disp_units;
 
   // Targets this process reaches in memory, applying its operations in place under their spin
@@ -72,17 +72,17 @@ struct GridWin {
   // Epochs (MPI 4.0 §12.5): a fence's, passive-target locks (by target), lock_all, and
   // generalised active target's access (start) and exposure (post) groups.
   bool fence_open = false;
-  std::uint64_t fences = 0;            // fences so far (each one's marks carry its number)
-  std::set<int> touched;               // targets of this fence epoch's operations
+  std::uint64_t fences = 0;  // fences so far (each one's marks carry its number)
+  std::set<int> touched;     // targets of this fence epoch's operations
   struct Held {
     bool exclusive = false, nocheck = false;
   };
   std::map<int, Held> locks;
   bool lock_all = false, lock_all_nocheck = false;
-  std::set<int> lock_all_asked;        // targets lock_all's shared lock was asked of (lazily)
+  std::set<int> lock_all_asked;  // targets lock_all's shared lock was asked of (lazily)
   bool accessing = false, exposing = false;
-  std::vector<int> access, exposure;   // window ranks
-  std::vector<bool> completed;         // of `exposure`: its completion has come (MPI_Win_test)
+  std::vector<int> access, exposure;  // window ranks
+  std::vector<bool> completed;        // of `exposure`: its completion has come (MPI_Win_test)
 
   // What is outstanding: targets written to since their last flush, and answers to come.
   std::set<int> unflushed;

@@ -39,9 +39,9 @@ bool steps_need_mpi(const std::vector<Step>* all, const Step* one);
 struct Flow {
   std::vector<Step>* all = nullptr;  // every step here, or, when `one` is set, its background
   Step* one = nullptr;
-  std::coroutine_handle<> waiting;   // resumed when that wait is over
-  std::exception_ptr failure;        // testing the steps failed: thrown into the coroutine
-  std::exception_ptr error;          // the collective failed with this
+  std::coroutine_handle<> waiting;  // resumed when that wait is over
+  std::exception_ptr failure;       // testing the steps failed: thrown into the coroutine
+  std::exception_ptr error;         // the collective failed with this
   bool done = false;
 
   // Tests what it waits for and resumes it as far as it goes; true once it is done.
@@ -50,9 +50,7 @@ struct Flow {
       if (!waiting) return false;  // not started
       try {
         if (!steps_done(all, one)) return false;
-      } catch (...) {
-        failure = std::current_exception();
-      }
+      } catch (...) { failure = std::current_exception(); }
       std::coroutine_handle<> h = std::exchange(waiting, nullptr);
       all = nullptr;
       one = nullptr;

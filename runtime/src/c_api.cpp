@@ -81,8 +81,12 @@ void handle(gridrt_comm* out, gridrt::Comm c) { *out = c.valid() ? new gridrt_co
 
 extern "C" {
 
-int gridrt_init(int* argc, char*** argv) { return guarded(GRIDRT_ERR_STATE, [&] { gridrt::init(argc, argv); }); }
-int gridrt_finalize(void) { return guarded(GRIDRT_ERR_STATE, [] { gridrt::finalize(); }); }
+int gridrt_init(int* argc, char*** argv) {
+  return guarded(GRIDRT_ERR_STATE, [&] { gridrt::init(argc, argv); });
+}
+int gridrt_finalize(void) {
+  return guarded(GRIDRT_ERR_STATE, [] { gridrt::finalize(); });
+}
 const char* gridrt_last_error(void) { return last_error.c_str(); }
 
 int gridrt_rank(void) { return gridrt::initialized() ? gridrt::rank() : -1; }
@@ -161,7 +165,9 @@ int gridrt_test(gridrt_request* req, int* done, gridrt_status* status) {
     }
   });
 }
-int gridrt_barrier(void) { return guarded(GRIDRT_ERR_COMM, [] { gridrt::barrier(); }); }
+int gridrt_barrier(void) {
+  return guarded(GRIDRT_ERR_COMM, [] { gridrt::barrier(); });
+}
 
 int gridrt_wan_traffic(unsigned long long* messages, unsigned long long* bytes) {
   return guarded(GRIDRT_ERR_COMM, [&] {
@@ -170,7 +176,6 @@ int gridrt_wan_traffic(unsigned long long* messages, unsigned long long* bytes) 
     *bytes = t.bytes;
   });
 }
-
 
 int gridrt_comm_world(gridrt_comm* out) {
   return run([&] { handle(out_param(out, "gridrt_comm_world"), gridrt::Comm::world()); }, GRIDRT_ERR_ARG, GRIDRT_ERR_STATE);
@@ -188,8 +193,12 @@ int gridrt_comm_free(gridrt_comm* comm) {
   }
   return GRIDRT_SUCCESS;
 }
-int gridrt_comm_rank(gridrt_comm comm, int* rank) { return guarded(GRIDRT_ERR_ARG, [&] { *rank = comm_of(comm).rank(); }); }
-int gridrt_comm_size(gridrt_comm comm, int* size) { return guarded(GRIDRT_ERR_ARG, [&] { *size = comm_of(comm).size(); }); }
+int gridrt_comm_rank(gridrt_comm comm, int* rank) {
+  return guarded(GRIDRT_ERR_ARG, [&] { *rank = comm_of(comm).rank(); });
+}
+int gridrt_comm_size(gridrt_comm comm, int* size) {
+  return guarded(GRIDRT_ERR_ARG, [&] { *size = comm_of(comm).size(); });
+}
 int gridrt_comm_global_rank(gridrt_comm comm, int rank, int* global_rank) {
   return guarded(GRIDRT_ERR_ARG, [&] { *global_rank = comm_of(comm).global_rank(rank); });
 }
@@ -208,8 +217,8 @@ int gridrt_allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype
 int gridrt_gather(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, int root, gridrt_comm comm, int algo) {
   return collective(comm, algo, [&](const gridrt::Comm& c, gridrt::Algo a) { c.gather(sendbuf, recvbuf, count, type, root, a); });
 }
-int gridrt_gatherv(const void* sendbuf, int sendcount, void* recvbuf, const int* recvcounts, const int* displs, MPI_Datatype type,
-                   int root, gridrt_comm comm, int algo) {
+int gridrt_gatherv(const void* sendbuf, int sendcount, void* recvbuf, const int* recvcounts, const int* displs, MPI_Datatype type, int root,
+                   gridrt_comm comm, int algo) {
   return collective(comm, algo, [&](const gridrt::Comm& c, gridrt::Algo a) {
     c.gatherv(sendbuf, sendcount, recvbuf, recvcounts, displs, type, root, a);
   });
@@ -228,9 +237,8 @@ int gridrt_allgather(const void* sendbuf, void* recvbuf, int count, MPI_Datatype
 }
 int gridrt_allgatherv(const void* sendbuf, int sendcount, void* recvbuf, const int* recvcounts, const int* displs, MPI_Datatype type,
                       gridrt_comm comm, int algo) {
-  return collective(comm, algo, [&](const gridrt::Comm& c, gridrt::Algo a) {
-    c.allgatherv(sendbuf, sendcount, recvbuf, recvcounts, displs, type, a);
-  });
+  return collective(comm, algo,
+                    [&](const gridrt::Comm& c, gridrt::Algo a) { c.allgatherv(sendbuf, sendcount, recvbuf, recvcounts, displs, type, a); });
 }
 int gridrt_alltoall(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, gridrt_comm comm, int algo) {
   return collective(comm, algo, [&](const gridrt::Comm& c, gridrt::Algo a) { c.alltoall(sendbuf, recvbuf, count, type, a); });
@@ -243,7 +251,8 @@ int gridrt_alltoallv(const void* sendbuf, const int* sendcounts, const int* sdis
 }
 
 int gridrt_reduce_scatter_block(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, gridrt_comm comm, int algo) {
-  return collective(comm, algo, [&](const gridrt::Comm& c, gridrt::Algo a) { c.reduce_scatter_block(sendbuf, recvbuf, count, type, op, a); });
+  return collective(comm, algo,
+                    [&](const gridrt::Comm& c, gridrt::Algo a) { c.reduce_scatter_block(sendbuf, recvbuf, count, type, op, a); });
 }
 
 int gridrt_reduce_scatter(const void* sendbuf, void* recvbuf, const int* counts, MPI_Datatype type, MPI_Op op, gridrt_comm comm, int algo) {

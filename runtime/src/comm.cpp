@@ -8,7 +8,6 @@
 #include <numeric>
 #include <set>
 
-
 namespace gridrt {
 namespace detail {
 
@@ -123,7 +122,9 @@ void NodeLevel::work_out(MPI_Comm local) {
       static bool said = false;  // once per process, by the cluster's first
       if (state().explain && state().local_rank == 0 && !said) {
         said = true;
-        std::fprintf(stderr, "gridrt: cluster %s: its %zu nodes make %d logical clusters (the model's): its steps compose over them where the model predicts it faster\n",
+        std::fprintf(stderr,
+                     "gridrt: cluster %s: its %zu nodes make %d logical clusters (the model's): its steps compose over them where the "
+                     "model predicts it faster\n",
                      state().cluster_names[state().cluster].c_str(), logical->nodes.size(), logical->groups());
       }
     }
@@ -260,7 +261,8 @@ int Comm::rank() const { return impl().me; }
 int Comm::size() const { return impl().size(); }
 int Comm::global_rank(int r) const {
   CommImpl& c = impl();
-  if (r < 0 || r >= c.size()) throw ArgumentError("gridrt: " + std::to_string(r) + " is not a rank of this communicator (size " + std::to_string(c.size()) + ")");
+  if (r < 0 || r >= c.size())
+    throw ArgumentError("gridrt: " + std::to_string(r) + " is not a rank of this communicator (size " + std::to_string(c.size()) + ")");
   return c.members[r];
 }
 int Comm::num_clusters() const { return static_cast<int>(impl().parts.size()); }

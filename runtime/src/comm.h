@@ -28,11 +28,11 @@ struct CollState;
 // below is then a logical cluster.
 struct NodeLevel {
   enum { kNode = 0, kLeaders = 1 };
-  MPI_Comm node = MPI_COMM_NULL;     // this node's members of `local`, in local order
-  MPI_Comm leaders = MPI_COMM_NULL;  // each node's first member (its leader), in local order; null elsewhere
+  MPI_Comm node = MPI_COMM_NULL;           // this node's members of `local`, in local order
+  MPI_Comm leaders = MPI_COMM_NULL;        // each node's first member (its leader), in local order; null elsewhere
   std::vector<std::vector<int>> nodes;     // each node's local ranks; nodes numbered by their leaders' order
   std::vector<int> node_of, rank_in_node;  // of every local rank
-  bool contiguous = true;  // every node is a run of consecutive local ranks
+  bool contiguous = true;                  // every node is a run of consecutive local ranks
   // Several nodes, not all of one process: the steps inside the cluster go through the node
   // level. Worked out only with GRIDRT_NODE_LEVEL=on (off by default: docs/algorithms.md,
   // "Node level") or logical clusters; otherwise nothing here is made and `used` stays false.
@@ -75,8 +75,8 @@ struct CommImpl {
   // members' own point-to-point (the MPI layer's user channel), context + 2 the making of
   // communicators over some of its members (MPI_Comm_create_group).
   std::uint32_t context = 0;
-  MPI_Comm local = MPI_COMM_NULL;  // the members in this process's cluster, in rank order here
-  NodeLevel nodes;                 // and on each node
+  MPI_Comm local = MPI_COMM_NULL;    // the members in this process's cluster, in rank order here
+  NodeLevel nodes;                   // and on each node
   std::shared_ptr<Channel> channel;  // its collectives' point-to-point, on `local` and `context`
   // An intercommunicator's remote group (then `members` is the local group); null for an
   // intracommunicator.

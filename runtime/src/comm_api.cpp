@@ -107,8 +107,8 @@ void Comm::scatter(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t
   run(impl_, detail::scatter(impl(), sendbuf, count, type, recvbuf, count, type, root, algo));
 }
 
-void Comm::scatterv(const void* sendbuf, const int* sendcounts, const int* displs, void* recvbuf, int recvcount, MPI_Datatype type, int root,
-                    Algo algo) const {
+void Comm::scatterv(const void* sendbuf, const int* sendcounts, const int* displs, void* recvbuf, int recvcount, MPI_Datatype type,
+                    int root, Algo algo) const {
   run(impl_, detail::scatterv(impl(), sendbuf, sendcounts, displs, type, recvbuf, recvcount, type, root, algo));
 }
 
@@ -125,8 +125,8 @@ void Comm::alltoall(const void* sendbuf, void* recvbuf, int count, MPI_Datatype 
   run(impl_, detail::alltoall(impl(), sendbuf, count, type, recvbuf, count, type, algo));
 }
 
-void Comm::alltoallv(const void* sendbuf, const int* sendcounts, const int* sdispls, void* recvbuf, const int* recvcounts, const int* rdispls,
-                     MPI_Datatype type, Algo algo) const {
+void Comm::alltoallv(const void* sendbuf, const int* sendcounts, const int* sdispls, void* recvbuf, const int* recvcounts,
+                     const int* rdispls, MPI_Datatype type, Algo algo) const {
   run(impl_, detail::alltoallv(impl(), sendbuf, sendcounts, sdispls, type, recvbuf, recvcounts, rdispls, type, algo));
 }
 

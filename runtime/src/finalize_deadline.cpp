@@ -132,8 +132,9 @@ void FinalizeDeadline::watch() {
     if (!pmi_exchange(pmi_fd_, "cmd=barrier_in\n", "cmd=barrier_out", kBarrierLimit)) {
       // Not through stdio: the held thread may hold stderr's lock.
       char said[160];
-      const int n = std::snprintf(said, sizeof said, "gridrt: rank %d: nobody else came to the barrier in %lld s: the others had finalized\n",
-                                  rank_, static_cast<long long>(kBarrierLimit.count()));
+      const int n =
+          std::snprintf(said, sizeof said, "gridrt: rank %d: nobody else came to the barrier in %lld s: the others had finalized\n", rank_,
+                        static_cast<long long>(kBarrierLimit.count()));
       if (n > 0) static_cast<void>(!::write(STDERR_FILENO, said, std::min<std::size_t>(static_cast<std::size_t>(n), sizeof said - 1)));
     }
     pmi_exchange(pmi_fd_, "cmd=finalize\n", "cmd=finalize_ack", kPmiStepLimit);

@@ -58,11 +58,11 @@ class Pollable {
 };
 
 namespace progress {
-void add(Pollable* p);     // (once; a Pollable removes itself before it goes)
+void add(Pollable* p);  // (once; a Pollable removes itself before it goes)
 void remove(Pollable* p);
-bool poll_all();           // one pass over everything registered; true if anything moved
-bool needs_mpi();          // something registered waits on MPI
-bool idle();               // nothing registered
+bool poll_all();   // one pass over everything registered; true if anything moved
+bool needs_mpi();  // something registered waits on MPI
+bool idle();       // nothing registered
 // For in-process tests that run several ranks as threads: each thread its own registry.
 void one_registry_per_thread();
 }  // namespace progress
@@ -93,8 +93,10 @@ void wait_until(MessageTransport* transport, Test test) {
     progress::poll_all();
     const Waited w = test();
     if (w.done) return;
-    if (w.mpi || progress::needs_mpi() || !transport) pause();
-    else sleep_on(transport, seen);
+    if (w.mpi || progress::needs_mpi() || !transport)
+      pause();
+    else
+      sleep_on(transport, seen);
   }
 }
 

@@ -140,16 +140,18 @@ void init(int* argc, char*** argv, int required) {
   const char* secret = std::getenv("GRIDRT_SECRET");
   const char* cluster = std::getenv("GRIDRT_CLUSTER");
   if (!relay || !job || !secret || !cluster)
-    throw Error("gridrt: this program must be started by gridrun (GRIDRT_RELAY, GRIDRT_JOB, GRIDRT_SECRET and "
-                "GRIDRT_CLUSTER are not set)");
+    throw Error(
+        "gridrt: this program must be started by gridrun (GRIDRT_RELAY, GRIDRT_JOB, GRIDRT_SECRET and "
+        "GRIDRT_CLUSTER are not set)");
   int provided = 0;
   gridrt::pmi_watch::announce_joining();  // (before MPI_Init speaks to the process manager)
   MPI_Init_thread(argc, argv, required, &provided);
-  if (provided < required) throw Error("gridrt: MPI provides thread level " + std::to_string(provided) + " < required " + std::to_string(required));
+  if (provided < required)
+    throw Error("gridrt: MPI provides thread level " + std::to_string(provided) + " < required " + std::to_string(required));
   auto s = std::make_unique<detail::State>();
   using detail::WaitPolicy;
-  detail::wait_policy =
-      detail::choice_from_env<WaitPolicy>("GRIDRT_WAIT", {{"yield", WaitPolicy::kYield}, {"spin", WaitPolicy::kSpin}, {"sleep", WaitPolicy::kSleep}});
+  detail::wait_policy = detail::choice_from_env<WaitPolicy>(
+      "GRIDRT_WAIT", {{"yield", WaitPolicy::kYield}, {"spin", WaitPolicy::kSpin}, {"sleep", WaitPolicy::kSleep}});
   s->algo = detail::choice_from_env<Algo>("GRIDRT_COLL", {{"auto", Algo::kAuto}, {"hier", Algo::kHier}, {"flat", Algo::kFlat}});
   using detail::Route;
   std::vector<std::pair<std::string, std::optional<Route>>> routes{{"auto", std::nullopt}};
@@ -160,7 +162,8 @@ void init(int* argc, char*** argv, int required) {
     s->gather_pieces = static_cast<int>(detail::number_from_env("GRIDRT_GATHER_PIECES", 0, 1, 65536, "pieces (or auto)"));
   s->node_level = detail::choice_from_env<bool>("GRIDRT_NODE_LEVEL", {{"off", false}, {"on", true}});
   s->cluster_steps = detail::choice_from_env<detail::ClusterSteps>(
-      "GRIDRT_CLUSTER_STEPS", {{"model", detail::ClusterSteps::kModel}, {"composed", detail::ClusterSteps::kComposed}, {"mpich", detail::ClusterSteps::kMpich}});
+      "GRIDRT_CLUSTER_STEPS",
+      {{"model", detail::ClusterSteps::kModel}, {"composed", detail::ClusterSteps::kComposed}, {"mpich", detail::ClusterSteps::kMpich}});
   s->explain = detail::choice_from_env<bool>("GRIDRT_EXPLAIN", {{"0", false}, {"1", true}});
   // The grid's model (docs/models.md): a file named by GRIDRT_MODEL, the text gridrun
   // --model hands over (GRIDRT_MODEL_JSON), or the one the broker keeps (with the topology).
@@ -169,14 +172,10 @@ void init(int* argc, char*** argv, int required) {
       s->model = std::make_shared<const models::GridModel>(models::load_model(model));
     else if (const char* json = std::getenv("GRIDRT_MODEL_JSON"); json && *json)
       s->model = std::make_shared<const models::GridModel>(models::read_model_json(json, "GRIDRT_MODEL_JSON"));
-  } catch (const models::ModelError& e) {
-    throw Error(std::string("gridrt: ") + e.what());
-  }
+  } catch (const models::ModelError& e) { throw Error(std::string("gridrt: ") + e.what()); }
   try {
     s->window = models::window_from_env();
-  } catch (const std::invalid_argument& e) {
-    throw Error(std::string("gridrt: ") + e.what());
-  }
+  } catch (const std::invalid_argument& e) { throw Error(std::string("gridrt: ") + e.what()); }
   const flow::Window window = s->window;
   const long timeout_s = static_cast<long>(detail::number_from_env("GRIDRT_INIT_TIMEOUT", 300, 1, 1000000, "seconds"));
   s->finalize_timeout = std::chrono::seconds(detail::number_from_env("GRIDRT_FINALIZE_TIMEOUT", 20, 1, 1000000, "seconds"));
@@ -194,20 +193,16 @@ void init(int* argc, char*** argv, int required) {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   try {
-    s->transport = std::make_unique<detail::RelayTransport>(relay, std::strtoull(job, nullptr, 10), secret,
-                                                            static_cast<std::uint32_t>(s->local_rank), host, window,
-                                                            detail::ListenSpec::parse(std::getenv("GRIDRT_LISTEN")));
+    s->transport =
+        std::make_unique<detail::RelayTransport>(relay, std::strtoull(job, nullptr, 10), secret, static_cast<std::uint32_t>(s->local_rank),
+                                                 host, window, detail::ListenSpec::parse(std::getenv("GRIDRT_LISTEN")));
     s->topo = s->transport->wait_topology(std::chrono::seconds(timeout_s));
     if (!s->model && !s->topo.model.empty()) {
       try {
         s->model = std::make_shared<const models::GridModel>(models::read_model_json(s->topo.model, "the broker's model"));
-      } catch (const models::ModelError& e) {
-        std::fprintf(stderr, "gridrt: auto follows its measured rules: %s\n", e.what());
-      }
+      } catch (const models::ModelError& e) { std::fprintf(stderr, "gridrt: auto follows its measured rules: %s\n", e.what()); }
     }
-  } catch (const std::runtime_error& e) {
-    throw Error(std::string("gridrt: init: ") + e.what());
-  }
+  } catch (const std::runtime_error& e) { throw Error(std::string("gridrt: init: ") + e.what()); }
   const auto& clusters = s->topo.clusters;
   auto it = std::find_if(clusters.begin(), clusters.end(), [&](const ClusterPart& c) { return c.name == cluster; });
   if (it == clusters.end()) throw Error(std::string("gridrt: cluster '") + cluster + "' is not part of the job's topology");
@@ -325,9 +320,7 @@ int depth(int r) {
   detail::check_rank(r, "rank");
   return 4;
 }
-std::vector<int> colors(int r) {
-  return {0, level_color(Level::kSite, r), level_color(Level::kCluster, r), level_color(Level::kNode, r)};
-}
+std::vector<int> colors(int r) { return {0, level_color(Level::kSite, r), level_color(Level::kCluster, r), level_color(Level::kNode, r)}; }
 
 namespace detail {
 // One of gridrt's point-to-point operations, on the channel between global ranks.
@@ -421,9 +414,7 @@ WanTraffic wan_traffic() {
   try {
     const auto c = state().transport->wan_count();
     return {c.messages, c.bytes};
-  } catch (const std::runtime_error& e) {
-    throw Error(std::string("gridrt: wan_traffic: ") + e.what());
-  }
+  } catch (const std::runtime_error& e) { throw Error(std::string("gridrt: wan_traffic: ") + e.what()); }
 }
 
 }  // namespace gridrt

@@ -37,13 +37,13 @@ struct State {
   int rank = -1;
   std::uint32_t cluster = 0;  // index in topo.clusters
   int local_rank = -1;
-  MPI_Comm p2p = MPI_COMM_NULL;   // gridrt's point-to-point inside the cluster
-  MPI_Comm world = MPI_COMM_NULL; // a plain duplicate handed to the application (cluster_comm)
+  MPI_Comm p2p = MPI_COMM_NULL;    // gridrt's point-to-point inside the cluster
+  MPI_Comm world = MPI_COMM_NULL;  // a plain duplicate handed to the application (cluster_comm)
   int tag_ub = 32767;
   std::unique_ptr<RelayTransport> transport;
   MessageTransport* messages = nullptr;  // the same transport, as channels and waits see it
   std::vector<std::string> cluster_names;
-  Algo algo = Algo::kAuto;           // GRIDRT_COLL: what Algo::kDefault means
+  Algo algo = Algo::kAuto;  // GRIDRT_COLL: what Algo::kDefault means
   // GRIDRT_SLICE: bytes per slice of the pipelined collectives; unset, the model's choice
   // for each call (coll/predict.cpp), or kDefaultSlice without a model.
   std::optional<std::size_t> slice;
@@ -51,15 +51,15 @@ struct State {
   // GRIDRT_ROUTE: the route of every hierarchical scatter and gather (coll/part_trees.h);
   // none: the model's least predicted, or packed without a model.
   std::optional<Route> route;
-  int gather_pieces = 0;             // GRIDRT_GATHER_PIECES: pieces of a gather inside a cluster; 0: as the model says
-  bool node_level = false;           // GRIDRT_NODE_LEVEL: collectives compose over nodes inside a cluster
+  int gather_pieces = 0;    // GRIDRT_GATHER_PIECES: pieces of a gather inside a cluster; 0: as the model says
+  bool node_level = false;  // GRIDRT_NODE_LEVEL: collectives compose over nodes inside a cluster
   // GRIDRT_CLUSTER_STEPS: inside a cluster of several logical clusters, each step composed
   // over them or MPICH's over the whole cluster, as the model predicts faster (model), or always one.
   ClusterSteps cluster_steps = ClusterSteps::kModel;
   // GRIDRT_MODEL: the grid's calibrated model (docs/models.md), from which auto chooses;
   // null without one (auto then follows its measured rules, choice.h).
   std::shared_ptr<const models::GridModel> model;
-  bool explain = false;              // GRIDRT_EXPLAIN: log auto's choices with their predictions
+  bool explain = false;  // GRIDRT_EXPLAIN: log auto's choices with their predictions
   // GRIDRT_FINALIZE_TIMEOUT: how long MPI_Finalize may take once the whole job has reached
   // finalize, before the process leaves without it (finalize, runtime.cpp).
   std::chrono::seconds finalize_timeout{20};
@@ -67,9 +67,9 @@ struct State {
   // This process's node as the model's logical clusters name it (models::node_names), where
   // the model has some for this cluster; else empty (name_this_node).
   std::string node_name;
-  std::shared_ptr<CommImpl> world_comm;             // Comm::world()
-  std::shared_ptr<Channel> p2p_channel;             // gridrt::send and friends, between global ranks
-  std::uint32_t next_context = kFirstCommContext;   // above every context this process is in
+  std::shared_ptr<CommImpl> world_comm;            // Comm::world()
+  std::shared_ptr<Channel> p2p_channel;            // gridrt::send and friends, between global ranks
+  std::uint32_t next_context = kFirstCommContext;  // above every context this process is in
 
   State();
   ~State();  // (where RelayTransport is known)

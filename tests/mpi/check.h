@@ -11,15 +11,15 @@
 
 static int checks_done, checks_failed, check_rank = -1;
 
-#define CHECK(cond, ...)                                                              \
-  do {                                                                                \
-    ++checks_done;                                                                    \
-    if (!(cond)) {                                                                    \
-      ++checks_failed;                                                                \
+#define CHECK(cond, ...)                                                                 \
+  do {                                                                                   \
+    ++checks_done;                                                                       \
+    if (!(cond)) {                                                                       \
+      ++checks_failed;                                                                   \
       fprintf(stderr, "rank %d: %s:%d: check failed: ", check_rank, __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                                                   \
-      fputc('\n', stderr);                                                            \
-    }                                                                                 \
+      fprintf(stderr, __VA_ARGS__);                                                      \
+      fputc('\n', stderr);                                                               \
+    }                                                                                    \
   } while (0)
 
 /* The error class of an MPI return code. */
@@ -48,8 +48,10 @@ static inline int finish(const char* program) {
   MPI_Allreduce(&checks_done, &done, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (check_rank == 0) {
-    if (failed) printf("%s: %d of %d checks FAILED on %d processes\n", program, failed, done, size);
-    else printf("%s: %d checks passed on %d processes\n", program, done, size);
+    if (failed)
+      printf("%s: %d of %d checks FAILED on %d processes\n", program, failed, done, size);
+    else
+      printf("%s: %d checks passed on %d processes\n", program, done, size);
   }
   MPI_Finalize();
   return failed ? 1 : 0;

@@ -86,7 +86,7 @@ static void splits(void) {
   MPI_Comm_size(parity, &psize);
   const int expect_size = (size + 1 - rank % 2) / 2;
   CHECK(psize == expect_size, "parity size %d", psize);
-  int top = rank;  /* the highest rank of my parity comes first */
+  int top = rank; /* the highest rank of my parity comes first */
   MPI_Bcast(&top, 1, MPI_INT, 0, parity);
   const int first = size - 1 - ((size - 1) % 2 != rank % 2);
   CHECK(top == first && prank == (first - rank) / 2, "parity: rank %d of %d, first %d", prank, psize, top);
@@ -126,12 +126,12 @@ static void splits(void) {
     int mine = colors[rank][MPICHX_LEVEL_CLUSTER], others = 0;
     for (int r = 0; r < size; ++r) others += colors[r][MPICHX_LEVEL_CLUSTER] == mine;
     CHECK(others == csize, "%d processes share my cluster color, the cluster communicator has %d", others, csize);
-    int *groups;
+    int* groups;
     MPI_Comm_get_attr(MPI_COMM_WORLD, GRIDRT_GROUP_COLORS, &groups, &flag);
     char group[MPI_MAX_OBJECT_NAME];
     int len = 0;
     CHECK(flag && GRIDRT_Group_name(groups[rank], group, &len) == MPI_SUCCESS && len > 0, "my JobProfile group has a name");
-    int *cluster_depths;
+    int* cluster_depths;
     MPI_Comm_get_attr(cluster, MPICHX_TOPOLOGY_DEPTHS, &cluster_depths, &flag);
     CHECK(flag && cluster_depths[0] == MPICHX_LEVELS, "every communicator has the attributes");
   }
@@ -177,8 +177,10 @@ static void groups_and_create(void) {
   CHECK(gsize == size && grank == rank, "world group: %d of %d", grank, gsize);
   int even[64], odd[64], ne = 0, no = 0;
   for (int r = 0; r < size; ++r) {
-    if (r % 2) odd[no++] = r;
-    else even[ne++] = r;
+    if (r % 2)
+      odd[no++] = r;
+    else
+      even[ne++] = r;
   }
   MPI_Group_incl(world, ne, even, &evens);
   MPI_Group_excl(world, ne, even, &odds);
@@ -247,7 +249,8 @@ static void cartesian_and_graph(void) {
   MPI_Comm_rank(cart, &crank);
   MPI_Cart_coords(cart, crank, 2, coords);
   MPI_Cart_rank(cart, coords, &back);
-  CHECK(back == crank && coords[0] == crank / dims[1] && coords[1] == crank % dims[1], "cart coords of %d: %d %d", crank, coords[0], coords[1]);
+  CHECK(back == crank && coords[0] == crank / dims[1] && coords[1] == crank % dims[1], "cart coords of %d: %d %d", crank, coords[0],
+        coords[1]);
   int up, down;
   MPI_Cart_shift(cart, 0, 1, &up, &down);
   int got = -1;

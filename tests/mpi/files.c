@@ -177,14 +177,13 @@ static void ordered(const char* dir, int rank, int size) {
 static void shared(const char* dir, int rank, int size) {
   enum { kRecords = 5 };
   MPI_File fh;
-  MPI_File_open(MPI_COMM_WORLD, in_dir(dir, "shared.dat"), MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE,
-                MPI_INFO_NULL, &fh);
+  MPI_File_open(MPI_COMM_WORLD, in_dir(dir, "shared.dat"), MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE, MPI_INFO_NULL, &fh);
   MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL);
   for (int i = 0; i < kRecords; ++i) {
     int record[2] = {rank, i};
     MPI_Request req;
-    const int rc = i % 2 ? MPI_File_write_shared(fh, record, 2, MPI_INT, MPI_STATUS_IGNORE)
-                         : MPI_File_iwrite_shared(fh, record, 2, MPI_INT, &req);
+    const int rc =
+        i % 2 ? MPI_File_write_shared(fh, record, 2, MPI_INT, MPI_STATUS_IGNORE) : MPI_File_iwrite_shared(fh, record, 2, MPI_INT, &req);
     if (i % 2 == 0 && rc == MPI_SUCCESS) MPI_Wait(&req, MPI_STATUS_IGNORE);
     CHECK(rc == MPI_SUCCESS, "MPI_File_(i)write_shared: class %d", error_class(rc));
   }
@@ -268,8 +267,8 @@ static void atomic_mode(const char* dir, int rank, int size) {
     MPI_File_read_at(fh, 0, there, kBytes, MPI_CHAR, MPI_STATUS_IGNORE);
     int mixed = 0;
     for (int i = 1; i < kBytes; ++i) mixed += there[i] != there[0];
-    CHECK(mixed == 0 && (there[0] == 'a' || there[0] == 'a' + (size - 1) % 26), "round %d: %d bytes differ from the first ('%c')",
-          round, mixed, there[0]);
+    CHECK(mixed == 0 && (there[0] == 'a' || there[0] == 'a' + (size - 1) % 26), "round %d: %d bytes differ from the first ('%c')", round,
+          mixed, there[0]);
   }
   MPI_File_close(&fh);
 }
@@ -310,8 +309,7 @@ static void errors(const char* dir, int rank) {
   rc = MPI_File_open(MPI_COMM_WORLD, in_dir(dir, "array.dat"), MPI_MODE_CREATE | MPI_MODE_EXCL | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
   CHECK(error_class(rc) == MPI_ERR_FILE_EXISTS, "MPI_MODE_EXCL on a file that exists: class %d", error_class(rc));
   /* MPI_MODE_EXCL on a new file: created once, by one cluster, and opened by all. */
-  rc = MPI_File_open(MPI_COMM_WORLD, in_dir(dir, "exclusive.dat"), MPI_MODE_CREATE | MPI_MODE_EXCL | MPI_MODE_WRONLY,
-                     MPI_INFO_NULL, &fh);
+  rc = MPI_File_open(MPI_COMM_WORLD, in_dir(dir, "exclusive.dat"), MPI_MODE_CREATE | MPI_MODE_EXCL | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
   CHECK(rc == MPI_SUCCESS, "MPI_MODE_EXCL on a new file: class %d", error_class(rc));
   if (rc == MPI_SUCCESS) MPI_File_close(&fh);
   /* ROMIO's driver prefix before the name. */
@@ -412,8 +410,8 @@ int main(int argc, char** argv) {
   const char* cluster = getenv("GRIDRT_CLUSTER");
   if (argc > 3 && strcmp(argv[2], "in-c1") == 0 && cluster && strcmp(cluster, "c1") == 0) dir = argv[3];
   if (rank == 0) /* (what an earlier run left) */
-    for (const char** name = (const char*[]){"array.dat", "ordered.dat", "shared.dat", "nonblocking.dat", "atomic.dat",
-                                              "exclusive.dat", "interleaved.dat", "append.dat", "placed.dat", NULL};
+    for (const char** name = (const char*[]){"array.dat", "ordered.dat", "shared.dat", "nonblocking.dat", "atomic.dat", "exclusive.dat",
+                                             "interleaved.dat", "append.dat", "placed.dat", NULL};
          *name; ++name)
       MPI_File_delete(in_dir(dir, *name), MPI_INFO_NULL);
   MPI_Barrier(MPI_COMM_WORLD);

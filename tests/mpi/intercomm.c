@@ -55,8 +55,10 @@ static void collectives(MPI_Comm inter, int color, int me, int n, int remote_n) 
     int root = color == from ? (me == root_local ? MPI_ROOT : MPI_PROC_NULL) : root_local;
     if (root == MPI_ROOT) value = 1000 + from;
     MPI_Bcast(&value, 1, MPI_INT, root, inter);
-    if (color != from) CHECK(value == 1000 + from, "bcast from group %d gave %d", from, value);
-    else if (root == MPI_PROC_NULL) CHECK(value == -1, "bcast changed a non-root's buffer of the root's group");
+    if (color != from)
+      CHECK(value == 1000 + from, "bcast from group %d gave %d", from, value);
+    else if (root == MPI_PROC_NULL)
+      CHECK(value == -1, "bcast changed a non-root's buffer of the root's group");
   }
 
   /* All-reduce: each group gets the other's sum. */
@@ -238,7 +240,8 @@ int main(int argc, char** argv) {
   MPI_Comm_remote_size(idup, &dup_remote);
   sum = -1;
   MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, idup);
-  CHECK(dup_remote == remote_n && sum == expected && isum == expected, "the idup: remote size %d, allreduce %d and %d", dup_remote, sum, isum);
+  CHECK(dup_remote == remote_n && sum == expected && isum == expected, "the idup: remote size %d, allreduce %d and %d", dup_remote, sum,
+        isum);
   MPI_Comm_free(&idup);
 
   /* Merged with the odd ranks high: the even ones first. Merged with the same `high`

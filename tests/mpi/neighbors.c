@@ -91,7 +91,8 @@ static void star(void) {
   int status = -1, in = -1, out = -1, weighted = -1;
   MPI_Topo_test(adjacent, &status);
   MPI_Dist_graph_neighbors_count(adjacent, &in, &out, &weighted);
-  CHECK(status == MPI_DIST_GRAPH && in == degree && out == degree && !weighted, "adjacent graph: topology %d, degrees %d %d", status, in, out);
+  CHECK(status == MPI_DIST_GRAPH && in == degree && out == degree && !weighted, "adjacent graph: topology %d, degrees %d %d", status, in,
+        out);
   /* Process 0 gives every edge, both ways, weighted by the leaf's rank. */
   int sources[128], degrees[128], dests[128], weights[128], ns = 0, ne = 0;
   if (rank == 0) {
@@ -104,7 +105,8 @@ static void star(void) {
   CHECK(in == degree && out == degree && weighted, "general graph: degrees %d %d, weighted %d", in, out, weighted);
   int srcs[64], sw[64], dsts[64], dw[64];
   MPI_Dist_graph_neighbors(general, 64, srcs, sw, 64, dsts, dw);
-  if (rank != 0) CHECK(srcs[0] == 0 && dsts[0] == 0 && sw[0] == rank && dw[0] == rank, "a leaf's edges: %d %d w %d %d", srcs[0], dsts[0], sw[0], dw[0]);
+  if (rank != 0)
+    CHECK(srcs[0] == 0 && dsts[0] == 0 && sw[0] == rank && dw[0] == rank, "a leaf's edges: %d %d w %d %d", srcs[0], dsts[0], sw[0], dw[0]);
   /* Leaves send the centre their rank squared; the centre sends each leaf its own value. */
   int send[64], recv[64];
   for (int i = 0; i < degree; ++i) send[i] = rank == 0 ? value(0, peers[i]) : rank * rank;
@@ -112,7 +114,8 @@ static void star(void) {
   MPI_Ineighbor_alltoall(send, 1, MPI_INT, recv, 1, MPI_INT, adjacent, &r);
   MPI_Wait(&r, MPI_STATUS_IGNORE);
   if (rank == 0)
-    for (int i = 0; i < degree; ++i) CHECK(recv[i] == peers[i] * peers[i], "dist graph alltoall at the centre: %d from %d", recv[i], peers[i]);
+    for (int i = 0; i < degree; ++i)
+      CHECK(recv[i] == peers[i] * peers[i], "dist graph alltoall at the centre: %d from %d", recv[i], peers[i]);
   else
     CHECK(recv[0] == value(0, rank), "dist graph alltoall at a leaf: %d", recv[0]);
   /* Persistent, three rounds, on the general one (the centre lists its neighbours in the order given). */

@@ -260,7 +260,8 @@ static void mixed_completion(void) {
     MPI_Waitsome(size, rs, &outcount, indices, sts);
     for (int i = 0; i < outcount; ++i) {
       const int k = indices[i];
-      CHECK(k >= 1 && k < size && !seen[k] && sts[i].MPI_SOURCE == k && got[k] == k, "Waitsome gave index %d, source %d", k, sts[i].MPI_SOURCE);
+      CHECK(k >= 1 && k < size && !seen[k] && sts[i].MPI_SOURCE == k && got[k] == k, "Waitsome gave index %d, source %d", k,
+            sts[i].MPI_SOURCE);
       if (k >= 0 && k < kMax) seen[k] = 1;
     }
     left -= outcount;
@@ -297,7 +298,8 @@ static void bottom_large_counts_and_status_error(void) {
   MPI_Recv_c(in, (MPI_Count)3, MPI_INT, from, 96, MPI_COMM_WORLD, &st);
   MPI_Count count = -1;
   MPI_Get_count_c(&st, MPI_INT, &count);
-  CHECK(count == 3 && in[1] == value(from, rank, 1) && st.MPI_ERROR == -7, "MPI_Recv_c: %lld ints, error field %d", (long long)count, st.MPI_ERROR);
+  CHECK(count == 3 && in[1] == value(from, rank, 1) && st.MPI_ERROR == -7, "MPI_Recv_c: %lld ints, error field %d", (long long)count,
+        st.MPI_ERROR);
   MPI_Wait(&r, MPI_STATUS_IGNORE);
 
   MPI_Send(out, 1, MPI_INT, to, 97, MPI_COMM_WORLD);

@@ -62,8 +62,8 @@ static int receive_all(MPI_Comm comm, int size, int messages, enum Mode mode) {
     int count = -1;
     MPI_Get_count(&probed, MPI_INT, &count);
     int* buf = malloc(sizeof(int) * (size_t)(count > 0 ? count : 1));
-    const int rc = matched ? MPI_Mrecv(buf, count, MPI_INT, &message, &got)
-                           : MPI_Recv(buf, count, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &got);
+    const int rc =
+        matched ? MPI_Mrecv(buf, count, MPI_INT, &message, &got) : MPI_Recv(buf, count, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &got);
     int got_count = -1;
     MPI_Get_count(&got, MPI_INT, &got_count);
     if (rc != MPI_SUCCESS || got.MPI_SOURCE != probed.MPI_SOURCE || got.MPI_TAG != probed.MPI_TAG || got_count != count) {

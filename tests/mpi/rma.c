@@ -114,8 +114,10 @@ static void fetch_and_op_counter(void) {
     CHECK(*counter == total, "counter: %ld after %d increments", *counter, total);
     int twice = 0, outside = 0;
     for (int i = 0; i < total; ++i) {
-      if (all[i] < 0 || all[i] >= total) ++outside;
-      else if (seen[all[i]]++) ++twice;
+      if (all[i] < 0 || all[i] >= total)
+        ++outside;
+      else if (seen[all[i]]++)
+        ++twice;
     }
     CHECK(!twice && !outside, "counter: %d values fetched twice, %d out of range", twice, outside);
   }
@@ -278,8 +280,7 @@ static void dynamic_window(void) {
   MPI_Put(data, 2, MPI_INT, right, MPI_Aint_add(addrs[right], sizeof(int)), 2, MPI_INT, win);
   MPI_Win_unlock(right, win);
   MPI_Barrier(MPI_COMM_WORLD);
-  CHECK(mem[0] == -1 && mem[1] == left && mem[2] == left * left && mem[3] == -1, "dynamic: %d %d %d %d", mem[0], mem[1], mem[2],
-        mem[3]);
+  CHECK(mem[0] == -1 && mem[1] == left && mem[2] == left * left && mem[3] == -1, "dynamic: %d %d %d %d", mem[0], mem[1], mem[2], mem[3]);
   /* A request's error goes through the window's handler: a get from memory not attached
    * (strict only: MPICH alone reads whatever lies there). */
   if (strict) {
@@ -313,7 +314,7 @@ static void progress_without_target(void) {
     volatile double x = 0;
     while (now() < until)
       for (int i = 0; i < 100000; ++i) x += i * 0.5;
-  } else if (rank == size - 1 || rank == 1) {  /* (from another cluster, and from the target's where it holds 2) */
+  } else if (rank == size - 1 || rank == 1) { /* (from another cluster, and from the target's where it holds 2) */
     double got = 0;
     const double start_ = now();
     MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
@@ -321,7 +322,8 @@ static void progress_without_target(void) {
     MPI_Win_unlock(0, win);
     const double took = now() - start_;
     CHECK(got == 42.5, "progress: got %g", got);
-    CHECK(!strict || took < compute_seconds / 2, "progress: the get took %.3f s while the target computed for %.1f s", took, compute_seconds);
+    CHECK(!strict || took < compute_seconds / 2, "progress: the get took %.3f s while the target computed for %.1f s", took,
+          compute_seconds);
     printf("rma: a get from a computing target took %.1f ms at rank %d\n", took * 1e3, rank);
   }
   MPI_Win_free(&win);
@@ -338,12 +340,12 @@ static void distributed_array(void) {
   int* mem;
   MPI_Win win;
   MPI_Win_allocate(N * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win);
-  const int gsizes[2] = {ROWS, COLS}, distribs[2] = {MPI_DISTRIBUTE_CYCLIC, MPI_DISTRIBUTE_BLOCK},
-            dargs[2] = {2, MPI_DISTRIBUTE_DFLT_DARG}, psizes[2] = {2, 2};
+  const int gsizes[2] = {ROWS, COLS}, distribs[2] = {MPI_DISTRIBUTE_CYCLIC, MPI_DISTRIBUTE_BLOCK}, dargs[2] = {2, MPI_DISTRIBUTE_DFLT_DARG},
+            psizes[2] = {2, 2};
   const int right = (rank + 1) % size, left = (rank + size - 1) % size;
   for (int order = 0; order < 2; ++order) {
     const int o = order ? MPI_ORDER_FORTRAN : MPI_ORDER_C;
-    MPI_Datatype mine, lefts;  /* this rank's share (its type at the target), its left neighbour's */
+    MPI_Datatype mine, lefts; /* this rank's share (its type at the target), its left neighbour's */
     MPI_Type_create_darray(4, rank % 4, 2, gsizes, distribs, dargs, psizes, o, MPI_INT, &mine);
     MPI_Type_create_darray(4, left % 4, 2, gsizes, distribs, dargs, psizes, o, MPI_INT, &lefts);
     MPI_Type_commit(&mine);
@@ -374,8 +376,8 @@ static void distributed_array(void) {
     for (int i = 0; i < N; ++i)
       if (mem[i] != expect[i] && wrong++ == 0) first = i;
     MPI_Win_unlock(rank, win);
-    CHECK(wrong == 0, "darray put (%s order): %d of %d elements differ from MPI_Unpack's, the first at %d", order ? "Fortran" : "C",
-          wrong, N, first);
+    CHECK(wrong == 0, "darray put (%s order): %d of %d elements differ from MPI_Unpack's, the first at %d", order ? "Fortran" : "C", wrong,
+          N, first);
     MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win);
     MPI_Get(back, n, MPI_INT, right, 0, 1, mine, win);
     MPI_Win_unlock(right, win);

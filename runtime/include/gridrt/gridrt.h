@@ -13,9 +13,9 @@ extern "C" {
 #endif
 
 #define GRIDRT_SUCCESS 0
-#define GRIDRT_ERR_ARG 1     /* a bad argument: unknown group, color, rank or level */
-#define GRIDRT_ERR_STATE 2   /* not initialised, or initialised twice */
-#define GRIDRT_ERR_COMM 3    /* the relay or a peer is gone, or a message was truncated */
+#define GRIDRT_ERR_ARG 1   /* a bad argument: unknown group, color, rank or level */
+#define GRIDRT_ERR_STATE 2 /* not initialised, or initialised twice */
+#define GRIDRT_ERR_COMM 3  /* the relay or a peer is gone, or a message was truncated */
 #define GRIDRT_ANY_TAG (-1)
 
 #define GRIDRT_LEVEL_SITE 0
@@ -40,7 +40,7 @@ const char* gridrt_group_name(void);
 int gridrt_group_color(const char* name);       /* -1 for an unknown group */
 const char* gridrt_color_group_name(int color); /* NULL for an unknown color */
 int gridrt_group_of(int rank);
-int gridrt_level_color(int level, int rank);    /* -1 for a bad level or rank */
+int gridrt_level_color(int level, int rank); /* -1 for a bad level or rank */
 const char* gridrt_level_name(int level, int rank);
 int gridrt_depth(int rank);
 int gridrt_colors(int rank, int* colors, int capacity); /* fills depth colors */
@@ -60,8 +60,8 @@ int gridrt_wan_traffic(unsigned long long* messages, unsigned long long* bytes);
  * are in elements of the datatype; MPI_IN_PLACE follows MPI's rules. `algo` is one of: */
 #define GRIDRT_ALGO_DEFAULT 0 /* what GRIDRT_COLL says (auto when unset) */
 #define GRIDRT_ALGO_AUTO 1
-#define GRIDRT_ALGO_HIER 2    /* hierarchical: the WAN crossed once on every path */
-#define GRIDRT_ALGO_FLAT 3    /* topology-unaware, the baseline */
+#define GRIDRT_ALGO_HIER 2 /* hierarchical: the WAN crossed once on every path */
+#define GRIDRT_ALGO_FLAT 3 /* topology-unaware, the baseline */
 typedef struct gridrt_comm_s* gridrt_comm;
 int gridrt_comm_world(gridrt_comm* out);
 int gridrt_comm_split(gridrt_comm comm, int color, int key, gridrt_comm* out);
@@ -72,25 +72,22 @@ int gridrt_comm_size(gridrt_comm comm, int* size);
 int gridrt_comm_global_rank(gridrt_comm comm, int rank, int* global_rank);
 int gridrt_comm_barrier(gridrt_comm comm, int algo);
 int gridrt_bcast(void* buf, int count, MPI_Datatype type, int root, gridrt_comm comm, int algo);
-int gridrt_reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, gridrt_comm comm,
-                  int algo);
+int gridrt_reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, gridrt_comm comm, int algo);
 int gridrt_allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, gridrt_comm comm, int algo);
 int gridrt_gather(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, int root, gridrt_comm comm, int algo);
-int gridrt_gatherv(const void* sendbuf, int sendcount, void* recvbuf, const int* recvcounts, const int* displs,
-                   MPI_Datatype type, int root, gridrt_comm comm, int algo);
+int gridrt_gatherv(const void* sendbuf, int sendcount, void* recvbuf, const int* recvcounts, const int* displs, MPI_Datatype type, int root,
+                   gridrt_comm comm, int algo);
 int gridrt_scatter(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, int root, gridrt_comm comm, int algo);
-int gridrt_scatterv(const void* sendbuf, const int* sendcounts, const int* displs, void* recvbuf, int recvcount,
-                    MPI_Datatype type, int root, gridrt_comm comm, int algo);
+int gridrt_scatterv(const void* sendbuf, const int* sendcounts, const int* displs, void* recvbuf, int recvcount, MPI_Datatype type,
+                    int root, gridrt_comm comm, int algo);
 int gridrt_allgather(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, gridrt_comm comm, int algo);
-int gridrt_allgatherv(const void* sendbuf, int sendcount, void* recvbuf, const int* recvcounts, const int* displs,
-                      MPI_Datatype type, gridrt_comm comm, int algo);
+int gridrt_allgatherv(const void* sendbuf, int sendcount, void* recvbuf, const int* recvcounts, const int* displs, MPI_Datatype type,
+                      gridrt_comm comm, int algo);
 int gridrt_alltoall(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, gridrt_comm comm, int algo);
 int gridrt_alltoallv(const void* sendbuf, const int* sendcounts, const int* sdispls, void* recvbuf, const int* recvcounts,
                      const int* rdispls, MPI_Datatype type, gridrt_comm comm, int algo);
-int gridrt_reduce_scatter_block(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, gridrt_comm comm,
-                                int algo);
-int gridrt_reduce_scatter(const void* sendbuf, void* recvbuf, const int* counts, MPI_Datatype type, MPI_Op op, gridrt_comm comm,
-                          int algo);
+int gridrt_reduce_scatter_block(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, gridrt_comm comm, int algo);
+int gridrt_reduce_scatter(const void* sendbuf, void* recvbuf, const int* counts, MPI_Datatype type, MPI_Op op, gridrt_comm comm, int algo);
 
 /* The multi-level task queue (gridrt::TaskQueue, gridrt/queue.hpp; docs/queues.md).
  * gridrt_queue_create is collective over `comm`; options NULL takes the defaults (a boss
@@ -116,7 +113,7 @@ void gridrt_queue_options_init(gridrt_queue_options* options); /* the defaults *
 int gridrt_queue_create(gridrt_comm comm, const gridrt_queue_options* options, gridrt_queue* out);
 int gridrt_queue_free(gridrt_queue* queue);
 int gridrt_queue_is_master(gridrt_queue queue, int* is_master);
-int gridrt_queue_on_result(gridrt_queue queue, gridrt_result_fn fn, void* arg); /* at the super-master */
+int gridrt_queue_on_result(gridrt_queue queue, gridrt_result_fn fn, void* arg);         /* at the super-master */
 int gridrt_queue_put(gridrt_queue queue, const void* data, size_t bytes, uint64_t* id); /* id may be NULL */
 /* *got is 1 with *task filled, or 0 once every task of the job is done. */
 int gridrt_queue_next(gridrt_queue queue, gridrt_task* task, int* got);

@@ -55,7 +55,7 @@ struct CommImpl;
 struct CostShape;
 class QueueNode;
 void finalize_barrier();
-}
+}  // namespace detail
 class Request {
  public:
   Request() = default;
@@ -80,11 +80,11 @@ int size();
 // Logical topology: the JobProfile's groups. Colors are the groups' indices in JobProfile
 // order: a bijection, the same in every process of the job.
 int num_groups();
-const std::string& group_name();                  // this process's group
-int group_color();                                // this process's group's color
-int group_of(int rank);                           // color of any rank's group
-int group_color(const std::string& name);         // throws Error for an unknown group
-const std::string& group_name_of(int color);      // throws Error for an unknown color
+const std::string& group_name();              // this process's group
+int group_color();                            // this process's group's color
+int group_of(int rank);                       // color of any rank's group
+int group_color(const std::string& name);     // throws Error for an unknown group
+const std::string& group_name_of(int color);  // throws Error for an unknown color
 
 // Physical topology: site, cluster and node of any rank, as colors (indices) and names.
 int level_color(Level level, int rank);
@@ -185,7 +185,7 @@ class GridPredictor {
 // (user-defined and non-commutative ones included: the result is always the rank-order one).
 class Comm {
  public:
-  Comm() = default;  // the null communicator (what split gives for MPI_UNDEFINED)
+  Comm() = default;     // the null communicator (what split gives for MPI_UNDEFINED)
   static Comm world();  // every process of the job, in global rank order
 
   // Collective over this communicator. Members with the same color form a new one, ordered
@@ -208,11 +208,9 @@ class Comm {
   void barrier(Algo algo = Algo::kDefault) const;
   void bcast(void* buf, int count, MPI_Datatype type, int root, Algo algo = Algo::kDefault) const;
   // sendbuf may be MPI_IN_PLACE at the root (its recvbuf holds its contribution).
-  void reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
-              Algo algo = Algo::kDefault) const;
+  void reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, Algo algo = Algo::kDefault) const;
   // sendbuf may be MPI_IN_PLACE (recvbuf holds the contribution).
-  void allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
-                 Algo algo = Algo::kDefault) const;
+  void allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, Algo algo = Algo::kDefault) const;
   // recvbuf gets `count` elements from every member in rank order; sendbuf may be
   // MPI_IN_PLACE (the contribution is already at this member's place in recvbuf).
   void allgather(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, Algo algo = Algo::kDefault) const;
@@ -222,22 +220,21 @@ class Comm {
   // The root's recvbuf gets `count` elements from every member in rank order; sendbuf may be
   // MPI_IN_PLACE at the root (its block is already in place).
   void gather(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, int root, Algo algo = Algo::kDefault) const;
-  void gatherv(const void* sendbuf, int sendcount, void* recvbuf, const int* recvcounts, const int* displs, MPI_Datatype type,
-               int root, Algo algo = Algo::kDefault) const;
+  void gatherv(const void* sendbuf, int sendcount, void* recvbuf, const int* recvcounts, const int* displs, MPI_Datatype type, int root,
+               Algo algo = Algo::kDefault) const;
   // Member r gets the r-th `count` elements of the root's sendbuf; recvbuf may be
   // MPI_IN_PLACE at the root (its block stays where it is).
   void scatter(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, int root, Algo algo = Algo::kDefault) const;
-  void scatterv(const void* sendbuf, const int* sendcounts, const int* displs, void* recvbuf, int recvcount, MPI_Datatype type,
-                int root, Algo algo = Algo::kDefault) const;
+  void scatterv(const void* sendbuf, const int* sendcounts, const int* displs, void* recvbuf, int recvcount, MPI_Datatype type, int root,
+                Algo algo = Algo::kDefault) const;
   // Member i's j-th block goes to member j's i-th place; sendbuf may be MPI_IN_PLACE (the
   // data sent is what recvbuf holds, laid out as the receive).
   void alltoall(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, Algo algo = Algo::kDefault) const;
-  void alltoallv(const void* sendbuf, const int* sendcounts, const int* sdispls, void* recvbuf, const int* recvcounts,
-                 const int* rdispls, MPI_Datatype type, Algo algo = Algo::kDefault) const;
+  void alltoallv(const void* sendbuf, const int* sendcounts, const int* sdispls, void* recvbuf, const int* recvcounts, const int* rdispls,
+                 MPI_Datatype type, Algo algo = Algo::kDefault) const;
   // Member r's recvbuf gets the r-th `count` elements of the fold of everyone's sendbuf
   // (size() * count elements); sendbuf may be MPI_IN_PLACE (recvbuf holds the contribution).
-  void reduce_scatter_block(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
-                            Algo algo = Algo::kDefault) const;
+  void reduce_scatter_block(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, Algo algo = Algo::kDefault) const;
   // The v form: member r's block is counts[r] elements, the blocks laid end to end.
   void reduce_scatter(const void* sendbuf, void* recvbuf, const int* counts, MPI_Datatype type, MPI_Op op,
                       Algo algo = Algo::kDefault) const;

@@ -65,11 +65,11 @@ struct QueueOptions {
   // per cluster (default); {kSite, kCluster} also one per site; {} one queue for the whole
   // grid (the classic master-worker).
   std::vector<Level> levels = {Level::kCluster};
-  int root = 0;              // the super-master, a member of the communicator
-  bool bosses_work = true;   // bosses run tasks too
-  bool master_works = true;  // the super-master runs tasks too
-  int worker_window = 0;     // tasks a worker holds (the one running and the next); 0: 2
-                             // under a boss, 1 in a single queue (the classic)
+  int root = 0;                       // the super-master, a member of the communicator
+  bool bosses_work = true;            // bosses run tasks too
+  bool master_works = true;           // the super-master runs tasks too
+  int worker_window = 0;              // tasks a worker holds (the one running and the next); 0: 2
+                                      // under a boss, 1 in a single queue (the classic)
   std::size_t max_message = 1 << 20;  // bytes of one queue message (bounds a chunk's payloads)
   std::size_t first_chunk = 8;        // tasks a boss asks for before it knows its rate
   std::size_t max_chunk = 4096;       // most tasks a boss holds (its memory)
@@ -79,13 +79,13 @@ struct QueueOptions {
 };
 
 struct QueueStats {
-  std::uint64_t run = 0;          // tasks this process ran
-  std::uint64_t put = 0;          // tasks this process put
-  std::uint64_t sent_up = 0;      // messages to its parent
-  std::uint64_t sent_down = 0;    // messages to its children
-  std::uint64_t results = 0;      // at the super-master: results taken (once per task)
-  std::uint64_t duplicates = 0;   // at the super-master: results ignored as duplicates
-  std::uint64_t requeued = 0;     // tasks handed out again after a lost cluster (super-master, site bosses)
+  std::uint64_t run = 0;         // tasks this process ran
+  std::uint64_t put = 0;         // tasks this process put
+  std::uint64_t sent_up = 0;     // messages to its parent
+  std::uint64_t sent_down = 0;   // messages to its children
+  std::uint64_t results = 0;     // at the super-master: results taken (once per task)
+  std::uint64_t duplicates = 0;  // at the super-master: results ignored as duplicates
+  std::uint64_t requeued = 0;    // tasks handed out again after a lost cluster (super-master, site bosses)
 };
 
 namespace detail {

@@ -122,9 +122,7 @@ OpPtr Channel::isend(const void* buf, int count, MPI_Datatype type, int dst, int
   }
   try {
     op->remote_ = transport_->send(peers_[dst], context_, tag, data, l.packed, mode == SendMode::kSynchronous);
-  } catch (const std::runtime_error& e) {
-    throw Error("gridrt: send to rank " + std::to_string(peers_[dst]) + ": " + e.what());
-  }
+  } catch (const std::runtime_error& e) { throw Error("gridrt: send to rank " + std::to_string(peers_[dst]) + ": " + e.what()); }
   op->path_ = mode == SendMode::kBuffered ? ChannelOp::Path::kDone : ChannelOp::Path::kRemote;
   return op;
 }
@@ -319,7 +317,8 @@ bool Channel::poll() {
 
 void Channel::finish_mpi(ChannelOp& op, const MPI_Status& st, bool truncated) {
   if (op.receive_) {
-    op.status_.source = st.MPI_SOURCE >= 0 && st.MPI_SOURCE < static_cast<int>(peer_of_local_.size()) ? peer_of_local_[st.MPI_SOURCE] : st.MPI_SOURCE;
+    op.status_.source =
+        st.MPI_SOURCE >= 0 && st.MPI_SOURCE < static_cast<int>(peer_of_local_.size()) ? peer_of_local_[st.MPI_SOURCE] : st.MPI_SOURCE;
     op.status_.tag = st.MPI_TAG;
     op.status_.bytes = bytes_of(st);
     op.status_.truncated = truncated;
@@ -396,9 +395,7 @@ void Channel::cancel(ChannelOp& op) {
       op.path_ = ChannelOp::Path::kDone;
       op.status_.cancelled = true;
       return;
-    case ChannelOp::Path::kMpi:
-      check_mpi(MPI_Cancel(&op.mpi_), kMpiInCluster);
-      return;
+    case ChannelOp::Path::kMpi: check_mpi(MPI_Cancel(&op.mpi_), kMpiInCluster); return;
     case ChannelOp::Path::kRemote:
       if (op.receive_ && transport_->cancel(op.remote_)) {
         op.remote_.reset();
@@ -417,9 +414,7 @@ bool Channel::abandon(ChannelOp& op) {
       MPI_Request_free(&op.mpi_);
       op.path_ = ChannelOp::Path::kDone;
       return true;
-    case ChannelOp::Path::kHeld:
-      cancel(op);
-      return false;
+    case ChannelOp::Path::kHeld: cancel(op); return false;
     case ChannelOp::Path::kRemote:
       if (op.receive_ && !transport_->cancel(op.remote_)) return true;  // matched: data still comes in
       return false;

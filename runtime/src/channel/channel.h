@@ -43,8 +43,8 @@ enum class SendMode { kStandard, kSynchronous, kBuffered, kReady };
 struct ChannelStatus {
   int source = MPI_ANY_SOURCE;  // the sender's rank in the channel, or MPI_PROC_NULL
   int tag = MPI_ANY_TAG;
-  std::size_t bytes = 0;        // received
-  bool truncated = false;       // the message was longer than the receive's buffer (MPI_ERR_TRUNCATE)
+  std::size_t bytes = 0;   // received
+  bool truncated = false;  // the message was longer than the receive's buffer (MPI_ERR_TRUNCATE)
   bool cancelled = false;
 };
 
@@ -63,7 +63,7 @@ class ChannelOp {
   friend class Channel;
   Path path_ = Path::kDone;
   bool receive_ = false;
-  bool complete_ = false;   // its status is final
+  bool complete_ = false;  // its status is final
   ChannelStatus status_;
   // What it moves: the caller's buffer, as `count` elements of `type`.
   void* buf_ = nullptr;

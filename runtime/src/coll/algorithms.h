@@ -65,8 +65,7 @@ Async<> gatherv_linear(CommImpl& c, std::vector<char> mine, bool in_place, Block
 // from every member (the root's own is `mine`, none when in place) in `pieces` gathers, each
 // paced by the root (`root` a member of this part; `tag` the collective's). Returns the
 // blocks in local rank order at the root, nothing elsewhere.
-Async<std::vector<char>> cluster_gather_paced(CommImpl& c, const std::vector<char>& mine, int root, std::size_t block, int pieces,
-                                              int tag);
+Async<std::vector<char>> cluster_gather_paced(CommImpl& c, const std::vector<char>& mine, int root, std::size_t block, int pieces, int tag);
 // How many pieces this member's cluster gathers a block of `block` bytes in (1: MPICH's one
 // gather): GRIDRT_GATHER_PIECES when set, else the cluster's many-to-one model (none: 1).
 int gather_pieces(CommImpl& c, std::size_t block);

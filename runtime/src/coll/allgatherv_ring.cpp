@@ -27,7 +27,8 @@ Async<> allgatherv_ring(CommImpl& c, std::vector<char> mine, Blocks out) {
 // the left in the step before.
 double allgather_ring_cost(const CostShape& s, double b) {
   const int P = s.size();
-  return rounds_cost(s, P - 1, [P](int i, int) { return (i + 1) % P; }, b);
+  return rounds_cost(
+      s, P - 1, [P](int i, int) { return (i + 1) % P; }, b);
 }
 
 }  // namespace gridrt::detail

@@ -30,7 +30,9 @@ struct Pieces {
   int first(int t) const { return static_cast<int>(static_cast<long long>(n) * t / S); }
   int count(int t) const { return first(t + 1) - first(t); }
   Layout layout(const Layout& slice, int t) const { return Layout(slice, count(t)); }
-  char* at(const Layout& slice, void* base, int t) const { return static_cast<char*>(base) + static_cast<MPI_Aint>(first(t)) * slice.extent; }
+  char* at(const Layout& slice, void* base, int t) const {
+    return static_cast<char*>(base) + static_cast<MPI_Aint>(first(t)) * slice.extent;
+  }
 };
 }  // namespace
 

@@ -25,7 +25,8 @@ Async<> alltoallv_pairwise(CommImpl& c, Blocks in, Blocks out) {
 // on once it has what rank - k sent.
 double alltoall_pairwise_cost(const CostShape& s, double b) {
   const int P = s.size();
-  return rounds_cost(s, P - 1, [P](int i, int k) { return (i + k) % P; }, b);
+  return rounds_cost(
+      s, P - 1, [P](int i, int k) { return (i + k) % P; }, b);
 }
 
 }  // namespace gridrt::detail

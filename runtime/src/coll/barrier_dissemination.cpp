@@ -24,7 +24,8 @@ Async<> barrier_dissemination(CommImpl& c) {
 // it has heard from rank - 2^k.
 double barrier_dissemination_cost(const CostShape& s) {
   const int P = s.size();
-  return rounds_cost(s, ceil_log2(P), [P](int i, int k) { return (i + (1 << (k - 1))) % P; }, 1);
+  return rounds_cost(
+      s, ceil_log2(P), [P](int i, int k) { return (i + (1 << (k - 1))) % P; }, 1);
 }
 
 }  // namespace gridrt::detail

@@ -38,8 +38,7 @@ Async<> bcast_hier(CommImpl& c, void* buf, Layout l, int root, PartTree t, std::
   const std::vector<int> onward = is_entry ? t.children[p] : std::vector<int>{};
   std::vector<Step> arrivals;
   if (from_relays)
-    for (int k = 0; k < slices; ++k)
-      arrivals.push_back(receive_from(c, c.entry(t.parent[p], root), tag, sl.at(data, k), sl.count(k)));
+    for (int k = 0; k < slices; ++k) arrivals.push_back(receive_from(c, c.entry(t.parent[p], root), tag, sl.at(data, k), sl.count(k)));
   const int local_root = c.index_in_part[c.entry(p, root)];
   for (int k = 0; k < slices; ++k) {
     if (from_relays) co_await amid(arrivals[k], steps);

@@ -31,9 +31,7 @@ Async<> run_reduce_hier(CommImpl& c, A a) {
 }
 Async<> run_reduce_binomial(CommImpl& c, A a) { return reduce_binomial(c, a.sendbuf, a.recvbuf, a.layout, a.op, a.root); }
 
-Async<> run_allreduce_hier(CommImpl& c, A a) {
-  return allreduce_hier(c, a.sendbuf, a.recvbuf, a.layout, a.op, a.pick.slice, a.pick.route);
-}
+Async<> run_allreduce_hier(CommImpl& c, A a) { return allreduce_hier(c, a.sendbuf, a.recvbuf, a.layout, a.op, a.pick.slice, a.pick.route); }
 Async<> run_allreduce_rooted(CommImpl& c, A a) { return allreduce_rooted(c, a.sendbuf, a.recvbuf, a.layout, a.op); }
 Async<> run_allreduce_doubling(CommImpl& c, A a) { return allreduce_doubling(c, a.sendbuf, a.recvbuf, a.layout, a.op); }
 
@@ -63,9 +61,7 @@ Async<> run_allgatherv_hier(CommImpl& c, A a) { return allgatherv_hier(c, std::m
 Async<> run_allgatherv_ring(CommImpl& c, A a) { return allgatherv_ring(c, std::move(a.mine), std::move(a.out)); }
 
 Async<> run_alltoallv_local_group(CommImpl& c, A a) { return alltoallv_local_group(c, std::move(a.in), std::move(a.out), a.equal); }
-Async<> run_alltoallv_local_group_two(CommImpl& c, A a) {
-  return alltoallv_local_group_two(c, std::move(a.in), std::move(a.out), a.equal);
-}
+Async<> run_alltoallv_local_group_two(CommImpl& c, A a) { return alltoallv_local_group_two(c, std::move(a.in), std::move(a.out), a.equal); }
 Async<> run_alltoallv_pairwise(CommImpl& c, A a) { return alltoallv_pairwise(c, std::move(a.in), std::move(a.out)); }
 
 Async<> run_scan_hier(CommImpl& c, A a) { return scan_hier(c, a.sendbuf, a.recvbuf, a.layout, a.op, a.exclusive); }
@@ -139,8 +135,7 @@ const std::vector<Algorithm> kRows = {
     {Coll::kAllreduce, H, std::nullopt, "allreduce_hier", 1, 1, kOneShot, kRankOrder, cost_allreduce_one_cluster, run_allreduce_hier},
     {Coll::kAllreduce, H, R::kHeads, "allreduce_hier", 2, kAny, kPipelined, kRankOrder, cost_allreduce_hier, run_allreduce_hier},
     {Coll::kAllreduce, H, R::kRooted, "allreduce_rooted", 2, kAny, kOneShot, kAnyOrder, nullptr, run_allreduce_rooted},
-    {Coll::kAllreduce, H, R::kReduceScatter, "allreduce_hier", 2, kAny, kPipelined, kRankOrder, cost_allreduce_hier,
-     run_allreduce_hier},
+    {Coll::kAllreduce, H, R::kReduceScatter, "allreduce_hier", 2, kAny, kPipelined, kRankOrder, cost_allreduce_hier, run_allreduce_hier},
     {Coll::kAllreduce, F, std::nullopt, "allreduce_doubling", 1, kAny, kOneShot, kRankOrder, cost_allreduce_doubling,
      run_allreduce_doubling},
 
@@ -164,8 +159,7 @@ const std::vector<Algorithm> kRows = {
      run_alltoallv_local_group},
     {Coll::kAlltoall, H, R::kGroups, "alltoallv_local_group_two", 2, 2, kOneShot, kRankOrder, cost_alltoall_local_group_two,
      run_alltoallv_local_group_two},
-    {Coll::kAlltoall, F, std::nullopt, "alltoallv_pairwise", 1, kAny, kOneShot, kRankOrder, cost_alltoall_pairwise,
-     run_alltoallv_pairwise},
+    {Coll::kAlltoall, F, std::nullopt, "alltoallv_pairwise", 1, kAny, kOneShot, kRankOrder, cost_alltoall_pairwise, run_alltoallv_pairwise},
 
     {Coll::kScan, H, std::nullopt, "scan_hier", 1, kAny, kOneShot, kRankOrder, cost_scan_hier, run_scan_hier},
     {Coll::kScan, F, std::nullopt, "scan_doubling", 1, kAny, kOneShot, kRankOrder, cost_scan_doubling, run_scan_doubling},
@@ -203,8 +197,9 @@ const Algorithm& algorithm_of(Coll op, Algo family, Route route, int parts) {
     if (!a.route || *a.route == route) return a;
     if (!first) first = &a;
   }
-  if (!first) throw std::logic_error(std::string("gridrt: no ") + (family == Algo::kFlat ? "flat" : "hierarchical") + " " + coll_name(op) +
-                                     " algorithm for " + std::to_string(parts) + " clusters in the catalogue");
+  if (!first)
+    throw std::logic_error(std::string("gridrt: no ") + (family == Algo::kFlat ? "flat" : "hierarchical") + " " + coll_name(op) +
+                           " algorithm for " + std::to_string(parts) + " clusters in the catalogue");
   return *first;
 }
 

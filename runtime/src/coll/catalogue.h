@@ -36,24 +36,24 @@ struct CallArgs {
   Layout layout{MPI_BYTE, 0};
   MPI_Op op = MPI_OP_NULL;
   int root = 0;
-  Blocks in, out;            // the blocks sent and received (v-collectives, all-to-all)
-  std::vector<char> mine;    // gathers and all-gathers: this member's block, packed
-  bool in_place = false;     // gathers and scatters: MPI_IN_PLACE at the root
+  Blocks in, out;                      // the blocks sent and received (v-collectives, all-to-all)
+  std::vector<char> mine;              // gathers and all-gathers: this member's block, packed
+  bool in_place = false;               // gathers and scatters: MPI_IN_PLACE at the root
   std::size_t block = kSizeNotShared;  // every block's packed size where every member knows it
-  bool equal = false;        // all-to-all: all blocks alike
-  bool exclusive = false;    // MPI_Exscan
-  std::vector<int> counts;   // reduce-scatter: every member's count of elements
-  Pick pick;                 // the route, slices and tree chosen
+  bool equal = false;                  // all-to-all: all blocks alike
+  bool exclusive = false;              // MPI_Exscan
+  std::vector<int> counts;             // reduce-scatter: every member's count of elements
+  Pick pick;                           // the route, slices and tree chosen
 };
 
 struct Algorithm {
   Coll op;
-  Algo family;                 // kHier or kFlat
-  std::optional<Route> route;  // the hierarchical family's way between clusters; none: its one way
-  const char* name;            // its file's name
+  Algo family;                             // kHier or kFlat
+  std::optional<Route> route;              // the hierarchical family's way between clusters; none: its one way
+  const char* name;                        // its file's name
   int min_parts = 1, max_parts = 1 << 30;  // the communicators (by clusters) it runs on
-  bool pipelined = false;      // cut into slices: its cost is weighed slice size by slice size
-  bool keeps_rank_order = true;  // folds partial results in rank order (where parts and sites are runs of ranks)
+  bool pipelined = false;                  // cut into slices: its cost is weighed slice size by slice size
+  bool keeps_rank_order = true;            // folds partial results in rank order (where parts and sites are runs of ranks)
   // Its cost: predicted seconds of one call. None: a composition of other operations, each
   // predicted on its own (the rooted routes; predict.cpp).
   double (*cost)(const CostShape&, const CostArgs&) = nullptr;

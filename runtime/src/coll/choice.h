@@ -42,16 +42,16 @@ struct FlatRange {
 inline FlatRange flat_within_one_site(Coll op) {
   constexpr std::size_t kNever = SIZE_MAX, kAll = SIZE_MAX;
   switch (op) {
-    case Coll::kBarrier: return {kNever, kNever};         // hier 1.23x faster
-    case Coll::kBcast: return {0, kAll};                  // flat 1.06-1.43x faster at every size
-    case Coll::kReduce: return {0, kAll};                 // flat faster or equal at every size
-    case Coll::kAllreduce: return {0, 64 * 1024};         // flat up to 16 KiB, hier from 64 KiB
-    case Coll::kGather: return {1024 * 1024, kAll};       // equal up to 256 KiB, flat at 1 MiB
-    case Coll::kScatter: return {0, kAll};                // flat at every size
-    case Coll::kAllgather: return {256 * 1024, kAll};     // hier up to 64 KiB, flat from 256 KiB
-    case Coll::kAlltoall: return {256 * 1024, kAll};      // hier up to 64 KiB, flat from 256 KiB
-    case Coll::kScan: return {kNever, kNever};            // not measured: one latency against log2 n rounds
-    case Coll::kReduceScatter: return {0, kAll};          // as the reduction and the scatter it is made of there
+    case Coll::kBarrier: return {kNever, kNever};      // hier 1.23x faster
+    case Coll::kBcast: return {0, kAll};               // flat 1.06-1.43x faster at every size
+    case Coll::kReduce: return {0, kAll};              // flat faster or equal at every size
+    case Coll::kAllreduce: return {0, 64 * 1024};      // flat up to 16 KiB, hier from 64 KiB
+    case Coll::kGather: return {1024 * 1024, kAll};    // equal up to 256 KiB, flat at 1 MiB
+    case Coll::kScatter: return {0, kAll};             // flat at every size
+    case Coll::kAllgather: return {256 * 1024, kAll};  // hier up to 64 KiB, flat from 256 KiB
+    case Coll::kAlltoall: return {256 * 1024, kAll};   // hier up to 64 KiB, flat from 256 KiB
+    case Coll::kScan: return {kNever, kNever};         // not measured: one latency against log2 n rounds
+    case Coll::kReduceScatter: return {0, kAll};       // as the reduction and the scatter it is made of there
   }
   return {kNever, kNever};
 }

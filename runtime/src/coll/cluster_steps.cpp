@@ -105,7 +105,8 @@ bool through_nodes(CommImpl& c, Coll op, std::size_t bytes, int root) {
                  "the cluster)%s\n",
                  cluster_name_of(c).c_str(), coll_name(op), bytes, compose ? "composed" : "MPICH's steps",
                  composed_cost(op, *lv, static_cast<double>(bytes), 0) * 1e6, lv->groups,
-                 spread_cost(op, *lv, static_cast<double>(bytes), 0, root) * 1e6, steps == ClusterSteps::kModel ? "" : " (GRIDRT_CLUSTER_STEPS)");
+                 spread_cost(op, *lv, static_cast<double>(bytes), 0, root) * 1e6,
+                 steps == ClusterSteps::kModel ? "" : " (GRIDRT_CLUSTER_STEPS)");
   return compose;
 }
 
@@ -158,7 +159,9 @@ Step cluster_bcast(CommImpl& c, void* buf, int count, MPI_Datatype type, int roo
   const Where w(c);
   const NodeLevel& lv = c.nodes;
   const int root_node = lv.node_of[root];
-  auto in_node = [buf, count, type, node = lv.node](int from) { return [=](MPI_Request* r) { return MPI_Ibcast(buf, count, type, from, node, r); }; };
+  auto in_node = [buf, count, type, node = lv.node](int from) {
+    return [=](MPI_Request* r) { return MPI_Ibcast(buf, count, type, from, node, r); };
+  };
   const Start between = [buf, count, type, root_node, leaders = lv.leaders](MPI_Request* r) {
     return MPI_Ibcast(buf, count, type, root_node, leaders, r);
   };
@@ -195,7 +198,8 @@ Step cluster_reduce(CommImpl& c, const void* sendbuf, void* recvbuf, const Layou
   if (w.leads()) {
     void* result = is_root ? recvbuf : w.node == root_node ? b.scratch(l) : nullptr;
     const void* in = is_root ? MPI_IN_PLACE : partial;
-    b.then(NodeLevel::kLeaders, [=, leaders = lv.leaders](MPI_Request* r) { return MPI_Ireduce(in, result, count, type, op, root_node, leaders, r); });
+    b.then(NodeLevel::kLeaders,
+           [=, leaders = lv.leaders](MPI_Request* r) { return MPI_Ireduce(in, result, count, type, op, root_node, leaders, r); });
     if (w.node == root_node && !root_leads)
       b.then(NodeLevel::kNode, [=, to = lv.rank_in_node[root], node = lv.node](MPI_Request* r) {
         return MPI_Isend(result, count, type, to, kNodeTag, node, r);
@@ -220,7 +224,8 @@ Step cluster_allreduce(CommImpl& c, const void* sendbuf, void* recvbuf, const La
   const void* mine = sendbuf == MPI_IN_PLACE && !leads ? recvbuf : sendbuf;
   ChainBuilder b(c);
   b.then(NodeLevel::kNode, [=](MPI_Request* r) { return MPI_Ireduce(mine, leads ? recvbuf : nullptr, count, type, op, 0, node, r); });
-  if (leads) b.then(NodeLevel::kLeaders, [=](MPI_Request* r) { return MPI_Iallreduce(MPI_IN_PLACE, recvbuf, count, type, op, leaders, r); });
+  if (leads)
+    b.then(NodeLevel::kLeaders, [=](MPI_Request* r) { return MPI_Iallreduce(MPI_IN_PLACE, recvbuf, count, type, op, leaders, r); });
   b.then(NodeLevel::kNode, [=](MPI_Request* r) { return MPI_Ibcast(recvbuf, count, type, 0, node, r); });
   return b.step();
 }
@@ -274,8 +279,8 @@ Async<> cluster_barrier(CommImpl& c) {
 namespace {
 // Bytes of every member at `root` of `comm`, one after the other, `sizes` (known at the root) each.
 // `into`: where the root wants them (then the result is empty), or null.
-Async<std::vector<char>> gather_bytes(const std::vector<char>& mine, const std::vector<std::size_t>& sizes, int root, bool at_root, MPI_Comm comm,
-                                      char* into = nullptr) {
+Async<std::vector<char>> gather_bytes(const std::vector<char>& mine, const std::vector<std::size_t>& sizes, int root, bool at_root,
+                                      MPI_Comm comm, char* into = nullptr) {
   const ByteCounts bc(sizes);
   std::vector<char> all(at_root && !into ? bc.total() : 0);
   char* to = into ? into : all.data();
@@ -289,7 +294,8 @@ Async<std::vector<char>> gather_bytes(const std::vector<char>& mine, const std::
 Async<> scatter_bytes(const char* all, const std::vector<std::size_t>& sizes, int root, MPI_Comm comm, char* got, std::size_t got_bytes) {
   const ByteCounts bc(sizes);
   MPI_Request r;
-  check_mpi(MPI_Iscatterv(all, bc.counts.data(), bc.displs.data(), MPI_BYTE, got, byte_count(got_bytes), MPI_BYTE, root, comm, &r), kMpiInCluster);
+  check_mpi(MPI_Iscatterv(all, bc.counts.data(), bc.displs.data(), MPI_BYTE, got, byte_count(got_bytes), MPI_BYTE, root, comm, &r),
+            kMpiInCluster);
   co_await one(local_step(r));
 }
 
@@ -318,7 +324,8 @@ Async<std::vector<std::size_t>> gather_sizes(std::size_t mine, int members, bool
 
 // Members' blocks, sizes[m] bytes for member m, laid one after the other in the order `from`
 // lists the members, laid out again in the order `to` lists them.
-std::vector<char> reorder(const char* blob, const std::vector<std::size_t>& sizes, const std::vector<int>& from, const std::vector<int>& to) {
+std::vector<char> reorder(const char* blob, const std::vector<std::size_t>& sizes, const std::vector<int>& from,
+                          const std::vector<int>& to) {
   std::vector<std::size_t> offset(sizes.size());
   std::size_t at = 0;
   for (int m : from) {
@@ -365,8 +372,10 @@ Async<std::vector<char>> cluster_gatherv(CommImpl& c, const std::vector<char>& m
   const bool at_root = c.index_in_part[c.me] == root;
   if (!through_nodes(c, Coll::kGather, block, root)) {
     std::vector<std::size_t> sizes;
-    if (known) sizes = *known;
-    else sizes = co_await gather_sizes(mine.size(), n, at_root, root, c.local);
+    if (known)
+      sizes = *known;
+    else
+      sizes = co_await gather_sizes(mine.size(), n, at_root, root, c.local);
     if (at_root && sum(sizes) != room) into = nullptr;  // (counts that do not agree: returned, as they came)
     co_return co_await gather_bytes(mine, sizes, root, at_root, c.local, into);
   }
@@ -376,8 +385,10 @@ Async<std::vector<char>> cluster_gatherv(CommImpl& c, const std::vector<char>& m
   const bool here = w.node == root_node;  // in the root's node
   const auto& node = lv.nodes[w.node];
   std::vector<std::size_t> node_sizes;
-  if (known) node_sizes = pick(*known, node);
-  else node_sizes = co_await gather_sizes(mine.size(), static_cast<int>(node.size()), w.leads(), 0, lv.node);
+  if (known)
+    node_sizes = pick(*known, node);
+  else
+    node_sizes = co_await gather_sizes(mine.size(), static_cast<int>(node.size()), w.leads(), 0, lv.node);
   const std::vector<char> node_blob = co_await gather_bytes(mine, node_sizes, 0, w.leads(), lv.node);
   std::vector<std::size_t> all_sizes(n);
   std::vector<char> all;
@@ -423,8 +434,8 @@ Async<std::vector<char>> cluster_allgatherv(CommImpl& c, const std::vector<char>
   const ByteCounts bc(sizes);
   std::vector<char> all(into ? 0 : bc.total());
   MPI_Request r;
-  check_mpi(MPI_Iallgatherv(mine.data(), byte_count(mine.size()), MPI_BYTE, into ? into : all.data(), bc.counts.data(), bc.displs.data(), MPI_BYTE,
-                           c.local, &r),
+  check_mpi(MPI_Iallgatherv(mine.data(), byte_count(mine.size()), MPI_BYTE, into ? into : all.data(), bc.counts.data(), bc.displs.data(),
+                            MPI_BYTE, c.local, &r),
             kMpiInCluster);
   co_await one(local_step(r));
   co_return all;
@@ -485,7 +496,7 @@ Async<Parked> park_in_part(CommImpl& c, const Blocks& in, bool equal, const Park
   const int m = static_cast<int>(part.size());
   const int ix = c.index_in_part[c.me];
   Parked p;
-  std::vector<std::vector<int>> sent(m);  // what I park on a
+  std::vector<std::vector<int>> sent(m);          // what I park on a
   std::vector<std::vector<int>>& kept = p.ranks;  // what k parks on me
   kept.resize(m);
   for (int a = 0; a < m; ++a) {

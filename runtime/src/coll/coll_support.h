@@ -24,7 +24,8 @@ struct Slices {
   int n = 1;    // slices
   Slices(const Layout& l, std::size_t bytes) : whole(l) {
     const std::size_t element = l.count > 0 ? l.packed / static_cast<std::size_t>(l.count) : 0;
-    per = element > 0 ? static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(bytes / element, INT32_MAX))) : std::max(1, l.count);
+    per =
+        element > 0 ? static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(bytes / element, INT32_MAX))) : std::max(1, l.count);
     n = l.count > 0 ? (l.count + per - 1) / per : 1;
   }
   int count(int k) const { return std::min(per, whole.count - k * per); }
@@ -128,16 +129,18 @@ inline void combine(const Layout& l, MPI_Op op, const void* earlier, void* later
 // and for each other one packed[p], the partial result of a run of parts starting at p (a
 // part, or a whole site whose head is p). With contiguous parts and sites, part order is
 // rank order.
-inline void fold_parts(const Layout& l, MPI_Op op, const std::vector<int>& present, int mine,
-                       const std::vector<std::vector<char>>& packed, void* result) {
+inline void fold_parts(const Layout& l, MPI_Op op, const std::vector<int>& present, int mine, const std::vector<std::vector<char>>& packed,
+                       void* result) {
   Scratch acc(l), next(l);
   void* a = acc.get();
   void* b = next.get();
   bool first = true;
   for (int p : present) {
     void* value = first ? a : b;
-    if (p == mine) copy_elements(l, result, value);
-    else unpack(l, packed[p].data(), value);
+    if (p == mine)
+      copy_elements(l, result, value);
+    else
+      unpack(l, packed[p].data(), value);
     if (!first) {
       combine(l, op, a, b);  // b = a op b
       std::swap(a, b);
@@ -195,8 +198,9 @@ inline Algo choose(Algo asked, CommImpl& c, Coll op, std::size_t bytes) {
 
 inline void check_root(const CommImpl& c, int root) {
   if (root < 0 || root >= c.size())
-    throw ArgumentError("gridrt: root " + std::to_string(root) + " is not a rank of the communicator (size " + std::to_string(c.size()) + ")",
-                        MPI_ERR_ROOT);
+    throw ArgumentError(
+        "gridrt: root " + std::to_string(root) + " is not a rank of the communicator (size " + std::to_string(c.size()) + ")",
+        MPI_ERR_ROOT);
 }
 // A rooted collective's checks: the root is a member, and MPI_IN_PLACE (given as `buffer`, the
 // one MPI lets the root replace) is for the root only.
@@ -210,8 +214,9 @@ inline void check_counts(const CommImpl& c, const int* counts, const int* displs
   if (!counts || !displs) throw ArgumentError(std::string("gridrt: ") + what + ": counts and displacements are needed", MPI_ERR_ARG);
   for (int i = 0; i < c.size(); ++i)
     if (counts[i] < 0)
-      throw ArgumentError(std::string("gridrt: ") + what + ": count " + std::to_string(counts[i]) + " of member " + std::to_string(i) + " is negative",
-                          MPI_ERR_COUNT);
+      throw ArgumentError(
+          std::string("gridrt: ") + what + ": count " + std::to_string(counts[i]) + " of member " + std::to_string(i) + " is negative",
+          MPI_ERR_COUNT);
 }
 
 }  // namespace gridrt::detail

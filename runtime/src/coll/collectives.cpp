@@ -37,14 +37,21 @@ std::vector<inter::Piece> pieces(const CommImpl& c, const void* buf, int count, 
   return pieces(c, buf, counts.data(), displs.data(), &type, false);
 }
 
-// MPI_Scan and MPI_Exscan.
-Async<> scan_any(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, Algo algo, bool exclusive) {
-  if (c.remote) throw ArgumentError("gridrt: scans are not defined on intercommunicators (MPI 4.0 §6.11)", MPI_ERR_COMM);
+// A reduction's arguments (reduce, all-reduce, scans, reduce-scatter's element).
+CallArgs reduction(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root = 0) {
   CallArgs a;
   a.sendbuf = sendbuf;
   a.recvbuf = recvbuf;
   a.layout = Layout(type, count);
   a.op = op;
+  a.root = root;
+  return a;
+}
+
+// MPI_Scan and MPI_Exscan.
+Async<> scan_any(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, Algo algo, bool exclusive) {
+  if (c.remote) throw ArgumentError("gridrt: scans are not defined on intercommunicators (MPI 4.0 §6.11)", MPI_ERR_COMM);
+  CallArgs a = reduction(sendbuf, recvbuf, count, type, op);
   a.exclusive = exclusive;
   a.pick.algo = choose(algo, c, Coll::kScan, a.layout.packed);
   // Hierarchical only where clusters hold runs of ranks: cluster order is then rank order.
@@ -80,29 +87,20 @@ Async<> bcast(CommImpl& c, void* buf, int count, MPI_Datatype type, int root, Al
 Async<> reduce(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, Algo algo) {
   if (c.remote) return inter::reduce(c, sendbuf, recvbuf, count, type, op, root);
   check_rooted(c, root, sendbuf, "reduce");
-  CallArgs a;
-  a.sendbuf = sendbuf;
-  a.recvbuf = recvbuf;
-  a.layout = Layout(type, count);
-  a.op = op;
-  a.root = root;
+  CallArgs a = reduction(sendbuf, recvbuf, count, type, op, root);
   a.pick = choose_with_route(algo, c, Coll::kReduce, a.layout.packed, root, !commutative(op));
   return run_picked(c, Coll::kReduce, std::move(a));
 }
 
 Async<> allreduce(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, Algo algo) {
   if (c.remote) return inter::allreduce(c, sendbuf, recvbuf, count, type, op);
-  CallArgs a;
-  a.sendbuf = sendbuf;
-  a.recvbuf = recvbuf;
-  a.layout = Layout(type, count);
-  a.op = op;
+  CallArgs a = reduction(sendbuf, recvbuf, count, type, op);
   a.pick = choose_with_route(algo, c, Coll::kAllreduce, a.layout.packed, 0, !commutative(op));
   return run_picked(c, Coll::kAllreduce, std::move(a));
 }
 
 Async<> gather(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
-              int root, Algo algo) {
+               int root, Algo algo) {
   if (c.remote) return inter::gather(c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root);
   check_rooted(c, root, sendbuf, "gather");
   CallArgs a;
@@ -117,7 +115,7 @@ Async<> gather(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sen
 }
 
 Async<> gatherv(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int* recvcounts,
-               const int* displs, MPI_Datatype recvtype, int root, Algo algo) {
+                const int* displs, MPI_Datatype recvtype, int root, Algo algo) {
   if (c.remote) return inter::gatherv(c, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root);
   check_rooted(c, root, sendbuf, "gatherv");
   CallArgs a;
@@ -133,7 +131,7 @@ Async<> gatherv(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype se
 }
 
 Async<> scatter(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
-               int root, Algo algo) {
+                int root, Algo algo) {
   if (c.remote) return inter::scatter(c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root);
   check_rooted(c, root, recvbuf, "scatter");
   CallArgs a;
@@ -149,7 +147,7 @@ Async<> scatter(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype se
 }
 
 Async<> scatterv(CommImpl& c, const void* sendbuf, const int* sendcounts, const int* displs, MPI_Datatype sendtype, void* recvbuf,
-                int recvcount, MPI_Datatype recvtype, int root, Algo algo) {
+                 int recvcount, MPI_Datatype recvtype, int root, Algo algo) {
   if (c.remote) return inter::scatterv(c, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root);
   check_rooted(c, root, recvbuf, "scatterv");
   CallArgs a;
@@ -172,7 +170,7 @@ Async<> scatterv(CommImpl& c, const void* sendbuf, const int* sendcounts, const 
 }
 
 Async<> allgatherv(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int* recvcounts,
-                  const int* displs, MPI_Datatype recvtype, Algo algo) {
+                   const int* displs, MPI_Datatype recvtype, Algo algo) {
   if (c.remote) return inter::allgatherv(c, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype);
   check_counts(c, recvcounts, displs, "allgatherv");
   CallArgs a;
@@ -189,7 +187,7 @@ Async<> allgatherv(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype
 }
 
 Async<> allgather(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                 MPI_Datatype recvtype, Algo algo) {
+                  MPI_Datatype recvtype, Algo algo) {
   if (c.remote) return inter::allgather(c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
   CallArgs a;
   a.out = Blocks::equal(recvbuf, recvcount, c.size(), recvtype);
@@ -227,8 +225,8 @@ Async<> alltoall_blocks(CommImpl& c, const void* sendbuf, Blocks in, Blocks out,
 }
 }  // namespace
 
-Async<> alltoall(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
-                Algo algo) {
+Async<> alltoall(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                 MPI_Datatype recvtype, Algo algo) {
   if (c.remote) return inter::alltoall(c, pieces(c, sendbuf, sendcount, sendtype), pieces(c, recvbuf, recvcount, recvtype));
   Blocks out = Blocks::equal(recvbuf, recvcount, c.size(), recvtype);
   Blocks in = sendbuf == MPI_IN_PLACE ? Blocks() : Blocks::equal(sendbuf, sendcount, c.size(), sendtype);
@@ -236,8 +234,10 @@ Async<> alltoall(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype s
 }
 
 Async<> alltoallv(CommImpl& c, const void* sendbuf, const int* sendcounts, const int* sdispls, MPI_Datatype sendtype, void* recvbuf,
-                 const int* recvcounts, const int* rdispls, MPI_Datatype recvtype, Algo algo) {
-  if (c.remote) return inter::alltoall(c, pieces(c, sendbuf, sendcounts, sdispls, &sendtype, false), pieces(c, recvbuf, recvcounts, rdispls, &recvtype, false));
+                  const int* recvcounts, const int* rdispls, MPI_Datatype recvtype, Algo algo) {
+  if (c.remote)
+    return inter::alltoall(c, pieces(c, sendbuf, sendcounts, sdispls, &sendtype, false),
+                           pieces(c, recvbuf, recvcounts, rdispls, &recvtype, false));
   check_counts(c, recvcounts, rdispls, "alltoallv");
   Blocks out(recvbuf, recvcounts, rdispls, c.size(), recvtype);
   Blocks in;
@@ -256,11 +256,7 @@ namespace {
 // member all the counts).
 Async<> reduce_scatter_counts(CommImpl& c, const void* sendbuf, void* recvbuf, std::vector<int> counts, MPI_Datatype type, MPI_Op op,
                               Algo algo) {
-  CallArgs a;
-  a.sendbuf = sendbuf;
-  a.recvbuf = recvbuf;
-  a.layout = Layout(type, 1);
-  a.op = op;
+  CallArgs a = reduction(sendbuf, recvbuf, 1, type, op);  // the layout: one element
   const std::size_t total = a.layout.packed * static_cast<std::size_t>(std::accumulate(counts.begin(), counts.end(), 0LL));
   a.counts = std::move(counts);
   a.pick = choose_with_route(algo, c, Coll::kReduceScatter, total / static_cast<std::size_t>(c.size()), 0, !commutative(op));
@@ -269,7 +265,8 @@ Async<> reduce_scatter_counts(CommImpl& c, const void* sendbuf, void* recvbuf, s
 }  // namespace
 
 Async<> reduce_scatter(CommImpl& c, const void* sendbuf, void* recvbuf, const int* recvcounts, MPI_Datatype type, MPI_Op op, Algo algo) {
-  if (c.remote && recvcounts) return inter::reduce_scatter(c, sendbuf, recvbuf, std::vector<int>(recvcounts, recvcounts + c.size()), type, op);
+  if (c.remote && recvcounts)
+    return inter::reduce_scatter(c, sendbuf, recvbuf, std::vector<int>(recvcounts, recvcounts + c.size()), type, op);
   if (!recvcounts) throw ArgumentError("gridrt: reduce_scatter: counts are needed", MPI_ERR_ARG);
   for (int i = 0; i < c.size(); ++i)
     if (recvcounts[i] < 0) throw ArgumentError("gridrt: reduce_scatter: a negative count", MPI_ERR_COUNT);
@@ -296,7 +293,7 @@ namespace {
 // MPI_Alltoallw by pairwise exchange: every block has its own datatype and a displacement
 // in bytes. In place, every block sent is what recvbuf holds, packed before any arrives.
 Async<> alltoallw_pairwise(CommImpl& c, std::vector<std::vector<char>> out_blocks, char* recvbuf, std::vector<int> recvcounts,
-                          std::vector<int> rdispls, std::vector<MPI_Datatype> recvtypes) {
+                           std::vector<int> rdispls, std::vector<MPI_Datatype> recvtypes) {
   const int tag = c.next_tag();
   const int n = c.size();
   auto receive_layout = [&](int i) { return Layout(recvtypes[i], recvcounts[i]); };
@@ -315,8 +312,10 @@ Async<> alltoallw_pairwise(CommImpl& c, std::vector<std::vector<char>> out_block
 }  // namespace
 
 Async<> alltoallw(CommImpl& c, const void* sendbuf, const int* sendcounts, const int* sdispls, const MPI_Datatype* sendtypes, void* recvbuf,
-                 const int* recvcounts, const int* rdispls, const MPI_Datatype* recvtypes) {
-  if (c.remote) return inter::alltoall(c, pieces(c, sendbuf, sendcounts, sdispls, sendtypes, true), pieces(c, recvbuf, recvcounts, rdispls, recvtypes, true));
+                  const int* recvcounts, const int* rdispls, const MPI_Datatype* recvtypes) {
+  if (c.remote)
+    return inter::alltoall(c, pieces(c, sendbuf, sendcounts, sdispls, sendtypes, true),
+                           pieces(c, recvbuf, recvcounts, rdispls, recvtypes, true));
   const int n = c.size();
   check_counts(c, recvcounts, rdispls, "alltoallw");
   if (!recvtypes) throw ArgumentError("gridrt: alltoallw: datatypes are needed", MPI_ERR_TYPE);

@@ -17,24 +17,24 @@ Async<> bcast(CommImpl& c, void* buf, int count, MPI_Datatype type, int root, Al
 Async<> reduce(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, Algo algo);
 Async<> allreduce(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, Algo algo);
 Async<> gather(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
-              int root, Algo algo);
-Async<> gatherv(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int* recvcounts,
-               const int* displs, MPI_Datatype recvtype, int root, Algo algo);
-Async<> scatter(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
                int root, Algo algo);
+Async<> gatherv(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int* recvcounts,
+                const int* displs, MPI_Datatype recvtype, int root, Algo algo);
+Async<> scatter(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                int root, Algo algo);
 Async<> scatterv(CommImpl& c, const void* sendbuf, const int* sendcounts, const int* displs, MPI_Datatype sendtype, void* recvbuf,
-                int recvcount, MPI_Datatype recvtype, int root, Algo algo);
+                 int recvcount, MPI_Datatype recvtype, int root, Algo algo);
 Async<> allgather(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                 MPI_Datatype recvtype, Algo algo);
+                  MPI_Datatype recvtype, Algo algo);
 Async<> allgatherv(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int* recvcounts,
-                  const int* displs, MPI_Datatype recvtype, Algo algo);
-Async<> alltoall(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
-                Algo algo);
+                   const int* displs, MPI_Datatype recvtype, Algo algo);
+Async<> alltoall(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                 MPI_Datatype recvtype, Algo algo);
 Async<> alltoallv(CommImpl& c, const void* sendbuf, const int* sendcounts, const int* sdispls, MPI_Datatype sendtype, void* recvbuf,
-                 const int* recvcounts, const int* rdispls, MPI_Datatype recvtype, Algo algo);
+                  const int* recvcounts, const int* rdispls, MPI_Datatype recvtype, Algo algo);
 // Per-block datatypes, displacements in bytes.
 Async<> alltoallw(CommImpl& c, const void* sendbuf, const int* sendcounts, const int* sdispls, const MPI_Datatype* sendtypes, void* recvbuf,
-                 const int* recvcounts, const int* rdispls, const MPI_Datatype* recvtypes);
+                  const int* recvcounts, const int* rdispls, const MPI_Datatype* recvtypes);
 Async<> reduce_scatter(CommImpl& c, const void* sendbuf, void* recvbuf, const int* recvcounts, MPI_Datatype type, MPI_Op op, Algo algo);
 Async<> reduce_scatter_block(CommImpl& c, const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type, MPI_Op op, Algo algo);
 Async<> scan(CommImpl& c, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, Algo algo);

@@ -32,7 +32,8 @@ CostShape::CostShape(const models::GridModel& model, std::vector<int> members_pa
   for (std::size_t t = 0; t < sites.size(); ++t) site_access[t] = model.access.count(site_name[t]) > 0;
   gathers.resize(C);
   for (int p = 0; p < C; ++p)
-    if (const models::ManyToOneModel* g = model.gathers_of(part_cluster[p])) gathers[p] = std::make_shared<const models::ManyToOneModel>(*g);
+    if (const models::ManyToOneModel* g = model.gathers_of(part_cluster[p]))
+      gathers[p] = std::make_shared<const models::ManyToOneModel>(*g);
   link.assign(C, std::vector<models::PLogP>(C));
   for (int a = 0; a < C; ++a)
     for (int b = 0; b < C; ++b) {
@@ -145,7 +146,9 @@ double binomial_tree_cost(Coll op, int n, int root, const std::vector<int>& grou
   };
   auto bytes = [&](int subtree) { return blocks ? subtree * m : m; };
   Times clock;
-  if (!down) return binomial_up(n, clock, [&](int rel, int parent, int subtree, double ready, double) { return ready + edge(rel, parent, bytes(subtree)); });
+  if (!down)
+    return binomial_up(n, clock,
+                       [&](int rel, int parent, int subtree, double ready, double) { return ready + edge(rel, parent, bytes(subtree)); });
   std::vector<double> free(n, 0);  // when each sender is done handing over its last
   return binomial_down(n, clock, [&](int rel, int child, int subtree, double ready) {
     const double start = std::max(ready, free[rel]);
@@ -248,7 +251,8 @@ double Timeline::send(int from, int a, int b, double m, double t, int to, double
   auto it = pw.outpaced ? streams_.find(stream) : streams_.end();
   if (pw.outpaced && it == streams_.end() && streams_.size() < kMaxStreams)
     it = streams_.emplace(stream, models::FlowWindow(pw.window, pw.round_trip)).first;
-  const double left = it != streams_.end() ? it->second.send(m, start, gap) : models::FlowWindow::fresh(pw.window, pw.round_trip, m, start, gap);
+  const double left =
+      it != streams_.end() ? it->second.send(m, start, gap) : models::FlowWindow::fresh(pw.window, pw.round_trip, m, start, gap);
   return std::max(clocked, left) + p.L;
 }
 
@@ -285,13 +289,10 @@ std::vector<double> from_heads(Timeline& tl, const CostShape& s, const std::vect
   const int S = static_cast<int>(s.sites.size());
   std::vector<double> done(s.parts(), 0);
   for (int t = 0; t < S; ++t)
-    for (int p : s.sites[t])
-      done[p] = p == s.head(t) ? everything[t] : tl.send(s.leader(s.head(t)), s.head(t), p, down[p], everything[t]);
+    for (int p : s.sites[t]) done[p] = p == s.head(t) ? everything[t] : tl.send(s.leader(s.head(t)), s.head(t), p, down[p], everything[t]);
   return done;
 }
 
-double local_cost(Coll op, int n, const models::PLogP& p, double m, double at) {
-  return n <= 1 ? 0 : rounds_cost(op, n, {}, p, p, m, at);
-}
+double local_cost(Coll op, int n, const models::PLogP& p, double m, double at) { return n <= 1 ? 0 : rounds_cost(op, n, {}, p, p, m, at); }
 
 }  // namespace gridrt::detail

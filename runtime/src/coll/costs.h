@@ -65,15 +65,15 @@ double composed_cost(Coll op, const LogicalLevel& lv, double m, double at);
 bool composes(Coll op, const LogicalLevel& lv, double m, int root, ClusterSteps steps);
 
 struct CostShape {
-  std::vector<int> part_size;            // members of each part (cluster), parts numbered as in CommImpl
-  std::vector<int> site_of_part;         // and the site of each, sites numbered by their first part
-  std::vector<std::vector<int>> sites;   // each site's parts, in order
-  std::vector<int> part_of;              // of every member
-  std::vector<std::vector<int>> members; // of every part, in order
-  std::vector<bool> site_access;         // the site's outgoing WAN traffic shares one line
-  std::vector<std::vector<models::PLogP>> link;  // [a][b] between members of parts a and b ([a][a]: inside a)
+  std::vector<int> part_size;                             // members of each part (cluster), parts numbered as in CommImpl
+  std::vector<int> site_of_part;                          // and the site of each, sites numbered by their first part
+  std::vector<std::vector<int>> sites;                    // each site's parts, in order
+  std::vector<int> part_of;                               // of every member
+  std::vector<std::vector<int>> members;                  // of every part, in order
+  std::vector<bool> site_access;                          // the site's outgoing WAN traffic shares one line
+  std::vector<std::vector<models::PLogP>> link;           // [a][b] between members of parts a and b ([a][a]: inside a)
   std::map<std::string, models::Correction> corrections;  // the model's, by "op/algo"
-  std::map<std::string, double> slice_costs;  // the model's (models::GridModel::slice_costs)
+  std::map<std::string, double> slice_costs;              // the model's (models::GridModel::slice_costs)
   // Each part's cluster's gathers (models/many_to_one.h), where the model has them.
   std::vector<std::shared_ptr<const models::ManyToOneModel>> gathers;
   // Where a part's cluster makes several logical clusters whose pairs the model measured:
@@ -172,8 +172,8 @@ class Timeline : public Times {
 
  private:
   const CostShape& s_;
-  std::vector<double> sender_free_;  // by member
-  std::vector<double> line_free_;    // by line (line_of)
+  std::vector<double> sender_free_;                            // by member
+  std::vector<double> line_free_;                              // by line (line_of)
   std::map<std::pair<int, int>, models::FlowWindow> streams_;  // by (from, to) member
   static constexpr std::size_t kMaxStreams = 1 << 16;
 };

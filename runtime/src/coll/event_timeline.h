@@ -78,8 +78,8 @@ class EventTimeline {
   struct Message {
     int from, to, a, b;
     double m;
-    int node;  // its arrival
-    int handed = -1;  // the point it is handed over whole, where asked for
+    int node;             // its arrival
+    int handed = -1;      // the point it is handed over whole, where asked for
     int posted = kStart;  // the point its receive is posted
     int stream = -1;
     bool ready = false;
@@ -135,7 +135,7 @@ class EventTimeline {
   std::vector<Stream> streams_;
   std::map<std::pair<int, int>, int> stream_of_;  // (from, to) member -> index
   std::vector<Line> lines_;
-  std::vector<Frame> grants_;  // by the id of their kGrant event
+  std::vector<Frame> grants_;         // by the id of their kGrant event
   std::multimap<int, int> unposted_;  // rendezvous whose first frame is in, by the point their receive is posted
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   long seq_ = 0;

@@ -16,7 +16,8 @@ Async<> gather_binomial(CommImpl& c, std::vector<char> mine, bool in_place, Bloc
   std::copy(mine.begin(), mine.end(), sub.begin());
   std::vector<Step> steps;
   for (int child : trees::binomial_children(rel, n))
-    steps.push_back(receive_from(c, (child + root) % n, tag, sub.data() + block * (child - rel), block * trees::binomial_subtree_size(child, n)));
+    steps.push_back(
+        receive_from(c, (child + root) % n, tag, sub.data() + block * (child - rel), block * trees::binomial_subtree_size(child, n)));
   co_await all(steps);
   if (rel != 0) {
     co_await one(send_to(c, (trees::binomial_parent(rel) + root) % n, tag, sub.data(), sub.size()));
@@ -33,7 +34,9 @@ Async<> gather_binomial(CommImpl& c, std::vector<char> mine, bool in_place, Bloc
 // to its lowest set bit's worth) once its children's are in; at least what the root
 // cluster's many-to-one model says of its members' blocks.
 double gather_binomial_cost(const CostShape& s, int root, double b) {
-  return std::max(binomial_up_cost(s, root, [b](int subtree) { return subtree * b; }, false), root_cluster_gather_cost(s, root, b));
+  return std::max(binomial_up_cost(
+                      s, root, [b](int subtree) { return subtree * b; }, false),
+                  root_cluster_gather_cost(s, root, b));
 }
 
 }  // namespace gridrt::detail

@@ -75,9 +75,11 @@ int gather_pieces(CommImpl& c, std::size_t block) {
     // Said once per size where there is a choice (from M1 on), by the cluster's first
     // member, where GRIDRT_EXPLAIN asks.
     if (state().explain && c.is_leader() && m->m1(n) > 0 && block >= m->m1(n))
-      std::fprintf(stderr, "gridrt: gather inside cluster %s of %zu B per member among %d: one gather %.1f us expected, %d paced pieces %.1f us -> %s\n",
-                   cluster_name_of(c).c_str(), block, n, m->expected(n, block) * 1e6, static_cast<int>(m->paced_sizes(n, block).size()),
-                   m->paced_split(n, block) * 1e6, pieces > 1 ? "paced pieces" : "one gather");
+      std::fprintf(
+          stderr,
+          "gridrt: gather inside cluster %s of %zu B per member among %d: one gather %.1f us expected, %d paced pieces %.1f us -> %s\n",
+          cluster_name_of(c).c_str(), block, n, m->expected(n, block) * 1e6, static_cast<int>(m->paced_sizes(n, block).size()),
+          m->paced_split(n, block) * 1e6, pieces > 1 ? "paced pieces" : "one gather");
   }
   return pieces;
 }

@@ -34,7 +34,7 @@ Async<> gatherv_hier(CommImpl& c, std::vector<char> mine, bool in_place, Blocks 
     blob = std::move(mine);
   }
   auto unpack_own_cluster = [&] {  // at the root
-    if (in_recvbuf) return;  // there already
+    if (in_recvbuf) return;        // there already
     std::vector<int> members = part;
     if (in_place) members.erase(std::find(members.begin(), members.end(), root));
     out.unpack_all(members, blob.data());
@@ -49,8 +49,10 @@ Async<> gatherv_hier(CommImpl& c, std::vector<char> mine, bool in_place, Blocks 
   std::vector<std::vector<char>> from(c.parts.size());
   for (int q : below) {
     std::uint64_t size = 0;
-    if (told_sizes) co_await one(receive_from(c, c.leader(q), tag, &size, sizeof size));
-    else size = c.me == root ? out.packed(cover(q)) : block * cover(q).size();
+    if (told_sizes)
+      co_await one(receive_from(c, c.leader(q), tag, &size, sizeof size));
+    else
+      size = c.me == root ? out.packed(cover(q)) : block * cover(q).size();
     from[q].resize(size);
   }
   std::vector<Step> steps;
@@ -77,8 +79,7 @@ double gather_tree_cost(const CostShape& s, double b, const PartTree& t) {
   const int C = s.parts();
   Timeline tl(s);
   std::vector<double> ready(C);
-  for (int q = 0; q < C; ++q)
-    ready[q] = s.gathers[q] ? paced_gather_cost(*s.gathers[q], s.part_size[q], b) : s.local(Coll::kGather, q, b);
+  for (int q = 0; q < C; ++q) ready[q] = s.gathers[q] ? paced_gather_cost(*s.gathers[q], s.part_size[q], b) : s.local(Coll::kGather, q, b);
   const std::vector<int> order = t.top_down(t.root);
   for (auto it = order.rbegin(); it != order.rend(); ++it)
     if (const int q = *it; q != t.root)

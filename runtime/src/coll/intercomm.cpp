@@ -32,8 +32,8 @@ Side side_of(const CommImpl& c, int root) {
   if (root == MPI_PROC_NULL) return Side::kRootsGroup;
   if (root < 0 || root >= c.remote->size())
     throw ArgumentError("gridrt: root " + std::to_string(root) +
-                            " is neither MPI_ROOT, MPI_PROC_NULL nor a rank of the remote group (size " +
-                            std::to_string(c.remote->size()) + ")",
+                            " is neither MPI_ROOT, MPI_PROC_NULL nor a rank of the remote group (size " + std::to_string(c.remote->size()) +
+                            ")",
                         MPI_ERR_ROOT);
   return Side::kOtherGroup;
 }

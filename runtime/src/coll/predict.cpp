@@ -76,7 +76,7 @@ Prediction uncorrected(const CostShape& s, Coll op, std::size_t bytes, int root,
     // better on the lines and cost more in the processes and relays.
     const double per_slice = a.pipelined ? slice_cost_of(s, op, r) : 0.0;
     auto on_route = [&](double slice) { return a.cost(s, {root, m, r, slice}) + per_slice * SliceSizes(m, slice).count(); };
-    const SlicePick least = !a.cost      ? SlicePick{rooted_cost(s, op, bytes, forced_slice), kDefaultSlice}  // a composition
+    const SlicePick least = !a.cost       ? SlicePick{rooted_cost(s, op, bytes, forced_slice), kDefaultSlice}  // a composition
                             : a.pipelined ? sliced(on_route, m, forced_slice)
                                           : SlicePick{on_route(given_slice), kDefaultSlice};
     p.routes.emplace_back(r, least.t);
@@ -134,7 +134,8 @@ SizelessChoice choose_without_sizes(const CostShape& s, Coll op, int root, std::
   std::vector<Candidate> candidates;
   const std::vector<Route> routes = routes_of(op, s.parts());
   for (Route r : routes)
-    if ((!forced || r == effective(op, s.parts(), *forced)) && !(flat_is_direct && r == Route::kDirect)) candidates.push_back({Algo::kHier, r});
+    if ((!forced || r == effective(op, s.parts(), *forced)) && !(flat_is_direct && r == Route::kDirect))
+      candidates.push_back({Algo::kHier, r});
   if (routes.empty()) candidates.push_back({Algo::kHier, Route::kPacked});
   candidates.push_back({Algo::kFlat, Route::kPacked});
   for (std::size_t b : kSizesWeighed) {
@@ -226,14 +227,15 @@ const models::ManyToOneModel* many_to_one_of(const CommImpl& c) {
   return state().model->gathers_of(cluster_name_of(c));
 }
 
-
 namespace {
 // What the model picks for a call of `bytes` every member knows; `said`, where not null,
 // gets what GRIDRT_EXPLAIN says of it (every route's prediction, the slices).
-Pick with_size(const CommImpl& c, const CostShape& costs, Coll op, std::size_t bytes, int root, std::optional<Route> forced, std::string* said) {
+Pick with_size(const CommImpl& c, const CostShape& costs, Coll op, std::size_t bytes, int root, std::optional<Route> forced,
+               std::string* said) {
   const Prediction p = predict(costs, op, bytes, root, forced, state().slice);
   Pick pick{p.flat < p.hier ? Algo::kFlat : Algo::kHier, p.route, p.slice, nullptr};
-  if (p.route == Route::kOrdered) pick.tree = std::make_shared<const PartTree>(scatter_tree(costs, root, static_cast<double>(bytes), p.route));
+  if (p.route == Route::kOrdered)
+    pick.tree = std::make_shared<const PartTree>(scatter_tree(costs, root, static_cast<double>(bytes), p.route));
   if (!said) return pick;
   std::string routes;  // the hierarchical family's routes, where it has several
   for (const auto& [r, t] : p.routes.size() > 1 ? p.routes : std::vector<std::pair<Route, double>>{}) {
@@ -253,8 +255,8 @@ Pick with_size(const CommImpl& c, const CostShape& costs, Coll op, std::size_t b
   std::string chosen = pick.algo == Algo::kFlat ? "flat" : "hier";
   if (!how.empty()) chosen += pick.algo == Algo::kFlat ? " (hier's: " + how + ")" : (routes.empty() ? " " : " by ") + how;
   char head[192], flat[64];
-  std::snprintf(head, sizeof head, "gridrt: auto: %s of %zu B on %d members in %d clusters at %zu sites: hier %.1f us", coll_name(op), bytes,
-                c.size(), static_cast<int>(c.parts.size()), c.sites.size(), p.hier * 1e6);
+  std::snprintf(head, sizeof head, "gridrt: auto: %s of %zu B on %d members in %d clusters at %zu sites: hier %.1f us", coll_name(op),
+                bytes, c.size(), static_cast<int>(c.parts.size()), c.sites.size(), p.hier * 1e6);
   std::snprintf(flat, sizeof flat, ", flat %.1f us -> ", p.flat * 1e6);
   *said = head + routes + flat + chosen;
   return pick;
@@ -267,7 +269,9 @@ Pick without_sizes(const CommImpl& c, const CostShape& costs, Coll op, int root,
   const Pick pick{choice.algo, choice.route, kDefaultSlice, nullptr};
   if (!said) return pick;
   const bool routes = !routes_of(op, costs.parts()).empty();
-  auto name = [&](Algo a, Route r) { return a == Algo::kFlat ? std::string("flat") : routes ? std::string("hier by ") + route_name(r) : "hier"; };
+  auto name = [&](Algo a, Route r) {
+    return a == Algo::kFlat ? std::string("flat") : routes ? std::string("hier by ") + route_name(r) : "hier";
+  };
   std::string candidates;
   for (const auto& k : choice.candidates) {
     char worst[64] = "never slower";
@@ -330,8 +334,8 @@ Pick choose_with_route(Algo asked, CommImpl& c, Coll op, std::size_t bytes, int 
     const std::vector<Route> routes = routes_of(op, static_cast<int>(c.parts.size()));
     const Route route = asked_route.value_or(rank_order || routes.empty() ? Route::kPacked : routes.front());
     const bool flat = a == Algo::kAuto && auto_picks_flat(c.sites.size(), c.parts.size(), op, bytes);
-    pick = {flat ? Algo::kFlat : Algo::kHier, effective(op, static_cast<int>(c.parts.size()), route),
-            state().slice.value_or(kDefaultSlice), nullptr};
+    pick = {flat ? Algo::kFlat : Algo::kHier, effective(op, static_cast<int>(c.parts.size()), route), state().slice.value_or(kDefaultSlice),
+            nullptr};
   }
   if (rank_order && pick.algo == Algo::kHier && !folds_keep_rank_order(c)) pick.algo = Algo::kFlat;
   return pick;
@@ -408,15 +412,12 @@ std::shared_ptr<const detail::CostShape> shape_of(const models::GridModel& model
   return shape;
 }
 
-
 // A model read by `read`, its errors as the API's.
 template <class Read>
 std::shared_ptr<const detail::CostShape> shape_from(Read read, const GridShape& grid) {
   try {
     return shape_of(read(), grid);
-  } catch (const models::ModelError& e) {
-    throw Error(std::string("gridrt: ") + e.what());
-  }
+  } catch (const models::ModelError& e) { throw Error(std::string("gridrt: ") + e.what()); }
 }
 }  // namespace
 
@@ -433,8 +434,7 @@ double GridPredictor::predicted_us(const std::string& op, std::size_t bytes, Alg
   const detail::Coll which = detail::coll_named(op);
   if (root < 0 || root >= shape_->size()) throw Error("gridrt: predicted_us: root " + std::to_string(root) + " is not a rank");
   const std::optional<detail::Route> r = detail::route_named(route);
-  if (!route.empty() && !r)
-    throw Error("gridrt: predicted_us: route '" + route + "' is not one of " + detail::route_names());
+  if (!route.empty() && !r) throw Error("gridrt: predicted_us: route '" + route + "' is not one of " + detail::route_names());
   return detail::pick(detail::predict(*shape_, which, bytes, root, r, slice ? std::optional<std::size_t>(slice) : std::nullopt), algo);
 }
 

@@ -45,7 +45,8 @@ Async<> reduce_binomial(CommImpl& c, const void* sendbuf, void* recvbuf, Layout 
 // parent once its children's partial results are in, and receives them one after the
 // other (a rendezvous's rest waits for its receive).
 double reduce_binomial_cost(const CostShape& s, int root, double m) {
-  return binomial_up_cost(s, root, [m](int) { return m; }, true);
+  return binomial_up_cost(
+      s, root, [m](int) { return m; }, true);
 }
 
 }  // namespace gridrt::detail

@@ -32,7 +32,8 @@ Async<> reduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, M
   if (local_size(c) > 1) {
     const int local_root = c.index_in_part[c.entry(p, root)];
     for (int k = 0; k < sl.n; ++k)
-      local[k] = cluster_reduce(c, in_place ? MPI_IN_PLACE : sl.at(sendbuf, k), is_entry ? sl.at(target, k) : nullptr, sl.layout(k), op, local_root);
+      local[k] = cluster_reduce(c, in_place ? MPI_IN_PLACE : sl.at(sendbuf, k), is_entry ? sl.at(target, k) : nullptr, sl.layout(k), op,
+                                local_root);
   } else {
     if (!in_place) copy_elements(l, sendbuf, target);
     for (auto& s : local) s.done = true;
@@ -82,7 +83,8 @@ double reduce_hier_cost(const CostShape& s, int root, double m, Route r, double 
   for (int q : order) {
     if (q == rp) continue;
     const int parent = t.parent[q];
-    for (int k = 0; k < slices; ++k) ready[parent][k] = std::max(ready[parent][k], tl.send(s.leader(q), q, parent, sl.bytes(k), ready[q][k]));
+    for (int k = 0; k < slices; ++k)
+      ready[parent][k] = std::max(ready[parent][k], tl.send(s.leader(q), q, parent, sl.bytes(k), ready[q][k]));
   }
   return *std::max_element(ready[rp].begin(), ready[rp].end());
 }

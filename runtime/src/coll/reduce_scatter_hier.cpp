@@ -55,8 +55,10 @@ Async<> reduce_scatter_hier(CommImpl& c, const void* sendbuf, void* recvbuf, std
   if (c.is_leader()) partial.emplace(whole);
   std::vector<Step> local(sl.n);
   for (int k = 0; k < sl.n; ++k) {
-    if (many) local[k] = cluster_reduce(c, sl.at(input, k), partial ? sl.at(partial->get(), k) : nullptr, sl.layout(k), op, 0);
-    else local[k].done = true;
+    if (many)
+      local[k] = cluster_reduce(c, sl.at(input, k), partial ? sl.at(partial->get(), k) : nullptr, sl.layout(k), op, 0);
+    else
+      local[k].done = true;
   }
   if (!many) copy_elements(whole, input, partial->get());
   std::vector<Step> sends;
@@ -123,7 +125,8 @@ Async<> reduce_scatter_hier(CommImpl& c, const void* sendbuf, void* recvbuf, std
       std::size_t at = 0;
       for (int q : c.sites[site]) {
         const std::size_t bytes = vector.packed(c.parts[q]);
-        to_parts[q].assign(site_blob.begin() + static_cast<std::ptrdiff_t>(at), site_blob.begin() + static_cast<std::ptrdiff_t>(at + bytes));
+        to_parts[q].assign(site_blob.begin() + static_cast<std::ptrdiff_t>(at),
+                           site_blob.begin() + static_cast<std::ptrdiff_t>(at + bytes));
         at += bytes;
         if (q != p) sends.push_back(send_to(c, c.leader(q), tag, to_parts[q].data(), to_parts[q].size()));
       }

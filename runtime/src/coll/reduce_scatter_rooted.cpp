@@ -29,7 +29,8 @@ Async<> reduce_scatter_rooted(CommImpl& c, const void* sendbuf, void* recvbuf, s
   reduce.recvbuf = result ? result->get() : nullptr;
   reduce.layout = whole;
   reduce.op = op;
-  reduce.pick = own_routes ? own_pick(c, Coll::kReduce, whole.packed, 0) : choose_with_route(family, c, Coll::kReduce, whole.packed, 0, !commutative(op));
+  reduce.pick = own_routes ? own_pick(c, Coll::kReduce, whole.packed, 0)
+                           : choose_with_route(family, c, Coll::kReduce, whole.packed, 0, !commutative(op));
   co_await run_picked(c, Coll::kReduce, std::move(reduce));
   const Layout mine(element, counts[c.me]);
   // Every member knows the counts: where all are alike, the scatter's is a known size.
@@ -39,7 +40,8 @@ Async<> reduce_scatter_rooted(CommImpl& c, const void* sendbuf, void* recvbuf, s
   scatter.recvbuf = recvbuf;
   scatter.layout = mine;
   scatter.block = equal ? mine.packed : kSizeNotShared;
-  scatter.pick = own_routes ? own_pick(c, Coll::kScatter, scatter.block, 0) : choose_with_route(family, c, Coll::kScatter, scatter.block, 0);
+  scatter.pick =
+      own_routes ? own_pick(c, Coll::kScatter, scatter.block, 0) : choose_with_route(family, c, Coll::kScatter, scatter.block, 0);
   // The flat one is the linear scatter whatever the sizes (as predicted), not the binomial
   // tree a scatter of known sizes takes.
   if (scatter.pick.algo == Algo::kFlat) scatter.pick = Pick{Algo::kHier, Route::kDirect, kDefaultSlice, nullptr};

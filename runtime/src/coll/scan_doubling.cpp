@@ -25,8 +25,10 @@ Async<> scan_doubling(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l,
     co_await all(steps);
     unpack(l, wire.data(), incoming.get());
     if (peer < me) {  // a lower block: on the left
-      if (have) combine(l, op, incoming.get(), recvbuf);
-      else copy_elements(l, incoming.get(), recvbuf);
+      if (have)
+        combine(l, op, incoming.get(), recvbuf);
+      else
+        copy_elements(l, incoming.get(), recvbuf);
       have = true;
       combine(l, op, incoming.get(), partial.get());
     } else {  // a higher one: on the right of my block's fold
@@ -39,7 +41,8 @@ Async<> scan_doubling(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l,
 // Cost: ceil(log2 P) rounds; in round k a member sends its partial result to rank + 2^k.
 double scan_doubling_cost(const CostShape& s, double m) {
   const int P = s.size();
-  return rounds_cost(s, ceil_log2(P), [P](int i, int k) { return i + (1 << (k - 1)) < P ? i + (1 << (k - 1)) : -1; }, m);
+  return rounds_cost(
+      s, ceil_log2(P), [P](int i, int k) { return i + (1 << (k - 1)) < P ? i + (1 << (k - 1)) : -1; }, m);
 }
 
 }  // namespace gridrt::detail

@@ -23,7 +23,8 @@ Async<> scatter_binomial(CommImpl& c, Blocks in, void* recvbuf, Layout recv, boo
   }
   std::vector<Step> steps;
   for (int child : trees::binomial_children(rel, n))
-    steps.push_back(send_to(c, (child + root) % n, tag, sub.data() + block * (child - rel), block * trees::binomial_subtree_size(child, n)));
+    steps.push_back(
+        send_to(c, (child + root) % n, tag, sub.data() + block * (child - rel), block * trees::binomial_subtree_size(child, n)));
   co_await all(steps);
   if (!(rel == 0 && in_place)) unpack(recv, sub.data(), recvbuf);
 }

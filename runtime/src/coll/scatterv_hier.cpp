@@ -29,8 +29,8 @@ Async<> scatterv_hier(CommImpl& c, Blocks in, void* recvbuf, Layout recv, bool i
   const auto& part = c.parts[p];
   const int block_bytes = static_cast<int>(recv.packed);
   auto cover = [&](int q) { return c.members_of(tree.subtree(q)); };
-  std::vector<int> sizes;  // of `cover(p)`'s members, in order
-  std::vector<char> blob;  // their blocks, where they had to be packed or were received
+  std::vector<int> sizes;        // of `cover(p)`'s members, in order
+  std::vector<char> blob;        // their blocks, where they had to be packed or were received
   const char* blocks = nullptr;  // their blocks: blob's, or the caller's where they lie packed
   std::vector<std::vector<int>> sizes_to(c.parts.size());
   std::vector<Step> sends;  // (from `blocks`, which stay until the end)
@@ -73,7 +73,8 @@ Async<> scatterv_hier(CommImpl& c, Blocks in, void* recvbuf, Layout recv, bool i
   const Layout got_layout(recv, keep ? 0 : recv.count);
   PackedArrival got(got_layout, recvbuf);
   if (part.size() > 1) {
-    co_await cluster_scatterv(c, blocks, std::vector<std::size_t>(sizes.begin(), sizes.end()), local_root, got.data(), got_layout.packed, block);
+    co_await cluster_scatterv(c, blocks, std::vector<std::size_t>(sizes.begin(), sizes.end()), local_root, got.data(), got_layout.packed,
+                              block);
   } else if (got_layout.packed > 0) {
     std::memcpy(got.data(), blocks, got_layout.packed);
   }

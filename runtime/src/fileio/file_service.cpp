@@ -67,8 +67,7 @@ class RangeLock {
     if (hi == lo) return;  // (nothing to lock: a length of 0 would lock to the end of the file)
     range_ = lock(exclusive ? F_WRLCK : F_RDLCK, lo, hi - lo);
     int rc = 0;
-    while ((rc = fcntl(fd_, F_OFD_SETLKW, &range_)) != 0 && errno == EINTR) {
-    }
+    while ((rc = fcntl(fd_, F_OFD_SETLKW, &range_)) != 0 && errno == EINTR) {}
     held_ = rc == 0;
     error_ = rc == 0 ? 0 : errno;
   }
@@ -132,8 +131,7 @@ void FileService::withdraw(std::uint32_t context) {
   }
 }
 
-void FileService::deliver_part(std::int32_t src, std::uint32_t context, std::string_view part, std::uint64_t total, bool first,
-                               bool last) {
+void FileService::deliver_part(std::int32_t src, std::uint32_t context, std::string_view part, std::uint64_t total, bool first, bool last) {
   if (first && last) return apply(src, context, part);
   std::string whole;
   {
@@ -211,8 +209,10 @@ void FileService::apply(std::int32_t src, std::uint32_t context, std::string_vie
     } else if (type == Message::kSize) {
       r.end();
       struct stat st {};
-      if (::fstat(file->fd, &st) != 0) reply = failure(ErrorClass::kIo, "'" + file->name + "': " + std::strerror(errno));
-      else reply.data = std::to_string(st.st_size);
+      if (::fstat(file->fd, &st) != 0)
+        reply = failure(ErrorClass::kIo, "'" + file->name + "': " + std::strerror(errno));
+      else
+        reply.data = std::to_string(st.st_size);
     } else if (type == Message::kWrite || type == Message::kRead) {
       if (type == Message::kWrite) {
         const std::vector<Extent> extents = get_extents(r);
@@ -226,9 +226,7 @@ void FileService::apply(std::int32_t src, std::uint32_t context, std::string_vie
     } else {
       reply = failure(ErrorClass::kIntern, "a file request of unknown type " + std::to_string(static_cast<int>(type)));
     }
-  } catch (const wire::BadBody& e) {
-    reply = failure(ErrorClass::kIntern, std::string("a malformed file request: ") + e.what());
-  }
+  } catch (const wire::BadBody& e) { reply = failure(ErrorClass::kIntern, std::string("a malformed file request: ") + e.what()); }
   wire::Writer w;
   w.u8(static_cast<std::uint8_t>(Message::kReply)).u64(id).u32(reply.error_class).str(reply.error);
   send_(src, context, w.take(), reply.data);
@@ -251,9 +249,9 @@ Reply FileService::write(const Descriptor& file, const std::vector<Extent>& exte
       const ssize_t n = ::pwrite(file.fd, from + done, e.length - done, static_cast<off_t>(e.offset + done));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0)
-        return failure(n < 0 ? class_of(errno) : ErrorClass::kIo,
-                       "'" + file.name + "': writing " + std::to_string(e.length) + " bytes at " + std::to_string(e.offset) + ": " +
-                           (n < 0 ? std::strerror(errno) : "nothing written"));
+        return failure(n < 0 ? class_of(errno) : ErrorClass::kIo, "'" + file.name + "': writing " + std::to_string(e.length) +
+                                                                      " bytes at " + std::to_string(e.offset) + ": " +
+                                                                      (n < 0 ? std::strerror(errno) : "nothing written"));
       done += static_cast<std::uint64_t>(n);
     }
     from += e.length;

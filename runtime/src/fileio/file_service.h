@@ -35,10 +35,10 @@ inline constexpr std::uint32_t kFileServiceContext = 0x40000000u;
 
 // MPI's error classes a server reports (numbers as MPICH's mpi.h; checked where MPI is known).
 struct ErrorClass {
-  static constexpr std::uint32_t kFile = 27;      // MPI_ERR_FILE
-  static constexpr std::uint32_t kIo = 32;        // MPI_ERR_IO
-  static constexpr std::uint32_t kNoSpace = 36;   // MPI_ERR_NO_SPACE
-  static constexpr std::uint32_t kIntern = 16;    // MPI_ERR_INTERN
+  static constexpr std::uint32_t kFile = 27;     // MPI_ERR_FILE
+  static constexpr std::uint32_t kIo = 32;       // MPI_ERR_IO
+  static constexpr std::uint32_t kNoSpace = 36;  // MPI_ERR_NO_SPACE
+  static constexpr std::uint32_t kIntern = 16;   // MPI_ERR_INTERN
 };
 
 // `length` bytes of the file from byte `offset`.

@@ -16,10 +16,10 @@
 namespace gridrt::queue {
 
 struct ChunkLimits {
-  std::size_t first = 8;      // tasks to ask for while the rate is not known yet
+  std::size_t first = 8;  // tasks to ask for while the rate is not known yet
   std::size_t min = 1;
-  std::size_t max = 4096;     // bounds what a boss keeps (its memory)
-  double horizon_s = 0.25;    // how long a chunk should last beyond a round trip
+  std::size_t max = 4096;   // bounds what a boss keeps (its memory)
+  double horizon_s = 0.25;  // how long a chunk should last beyond a round trip
 };
 
 // One boss's consumption rate and round trip to the level above, smoothed.

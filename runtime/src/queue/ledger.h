@@ -82,9 +82,9 @@ class Ledger {
   int producers_ = 0;
   std::uint64_t handed_ = 0;
   std::deque<Task> waiting_;
-  std::unordered_map<TaskId, Where> open_;                            // waiting or held
+  std::unordered_map<TaskId, Where> open_;                             // waiting or held
   std::unordered_map<int, std::unordered_map<TaskId, Task>> holding_;  // holder -> its tasks
-  std::unordered_map<TaskId, std::vector<int>> lost_by_;              // tasks lost holders had: which ones
+  std::unordered_map<TaskId, std::vector<int>> lost_by_;               // tasks lost holders had: which ones
   std::unordered_set<TaskId> done_;
   std::unordered_set<TaskId> failed_set_;
   std::size_t held_count_ = 0;

@@ -38,9 +38,7 @@ constexpr double kFlushAge = 0.05;
 constexpr std::chrono::microseconds kIdleYield{50};
 constexpr int kIdleSleepMax = 250;
 
-double seconds_now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double seconds_now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 }  // namespace
 
 class QueueNode : public ReleasedAtFinalize {
@@ -149,7 +147,8 @@ QueueNode::QueueNode(const Comm& comm, QueueOptions o)
       ledger_(o_.crash_limit),
       own_(queue::ChunkLimits{o_.first_chunk, 1, o_.max_chunk, o_.horizon_s}) {
   if (o_.root < 0 || o_.root >= c_->size())
-    throw ArgumentError("gridrt: task queue root " + std::to_string(o_.root) + " is not a member (size " + std::to_string(c_->size()) + ")");
+    throw ArgumentError("gridrt: task queue root " + std::to_string(o_.root) + " is not a member (size " + std::to_string(c_->size()) +
+                        ")");
   if (o_.max_message < 4096) throw ArgumentError("gridrt: task queue max_message below 4096 bytes");
   if (o_.max_chunk < 1 || o_.first_chunk < 1) throw ArgumentError("gridrt: task queue chunks of no task");
   if (o_.worker_window < 0) throw ArgumentError("gridrt: negative task queue worker_window");
@@ -230,7 +229,8 @@ void QueueNode::post(Inbox& in) {
   if (!in.buf) in.buf.reset(new char[o_.max_message]);  // not zeroed: untouched pages cost nothing
   Channel& ch = *c_->channel;
   const int size = static_cast<int>(o_.max_message);
-  in.op = in.from < 0 ? ch.irecv_from_cluster(in.buf.get(), size, MPI_BYTE, in.tag) : ch.irecv(in.buf.get(), size, MPI_BYTE, in.from, in.tag);
+  in.op =
+      in.from < 0 ? ch.irecv_from_cluster(in.buf.get(), size, MPI_BYTE, in.tag) : ch.irecv(in.buf.get(), size, MPI_BYTE, in.from, in.tag);
 }
 
 bool QueueNode::test(Inbox& in, int* from, std::size_t* bytes) {
@@ -249,14 +249,15 @@ void QueueNode::cancel(Inbox& in) {
   // Matched already, its data is on its way into the buffer, which must outlive it.
   try {
     wait_until(state().messages, [&] { return Waited{ch.test(*in.op), in.op->needs_mpi()}; });
-  } catch (const Error&) {
-  }
+  } catch (const Error&) {}
   in.op.reset();
 }
 
 void QueueNode::send(int to, int tag, std::string bytes) {
-  if (to == parent_) ++stats_.sent_up;
-  else ++stats_.sent_down;
+  if (to == parent_)
+    ++stats_.sent_up;
+  else
+    ++stats_.sent_down;
   Outgoing s;
   s.to = to;
   s.bytes = std::move(bytes);
@@ -269,8 +270,10 @@ void QueueNode::complete_sends(bool wait) {
   while (!sending_.empty()) {
     Outgoing& s = sending_.front();
     try {
-      if (wait) wait_until(state().messages, [&] { return Waited{ch.test(*s.op), s.op->needs_mpi()}; });
-      else if (!ch.test(*s.op)) return;
+      if (wait)
+        wait_until(state().messages, [&] { return Waited{ch.test(*s.op), s.op->needs_mpi()}; });
+      else if (!ch.test(*s.op))
+        return;
     } catch (const Error&) {
       // To a lost cluster: its loss is dealt with where its messages are awaited.
       if (!cluster_lost(c_->members[s.to])) throw;
@@ -381,8 +384,8 @@ void QueueNode::take_result(int holder, TaskId id, const char* data, std::size_t
       break;
     case queue::Ledger::Result::kDuplicate: ++stats_.duplicates; break;
     case queue::Ledger::Result::kUnknown:
-      throw Error("gridrt: task queue: rank " + std::to_string(c_->members[holder]) + " returned a result for task " +
-                  std::to_string(id) + ", which it was never given");
+      throw Error("gridrt: task queue: rank " + std::to_string(c_->members[holder]) + " returned a result for task " + std::to_string(id) +
+                  ", which it was never given");
   }
 }
 
@@ -440,9 +443,7 @@ bool QueueNode::serve() {
 
 // Processes whose tasks this node runs or hands down: its children not lost and, if it
 // works, itself.
-int QueueNode::consumers() const {
-  return static_cast<int>(live_children()) + (works() ? 1 : 0);
-}
+int QueueNode::consumers() const { return static_cast<int>(live_children()) + (works() ? 1 : 0); }
 
 std::size_t QueueNode::live_children() const {
   return static_cast<std::size_t>(std::count_if(children_.begin(), children_.end(), [](const Child& c) { return !c.lost; }));
@@ -465,9 +466,9 @@ bool QueueNode::send_up() {
       want = static_cast<std::uint32_t>(std::min(o_.max_chunk - std::min(o_.max_chunk - 1, pool_.size()), chunk));
     }
   }
-  const bool urgent = !out_.puts.empty() || out_.producers_done > 0 ||
-                      (!out_.results.empty() && (pool_.empty() || seconds_now() - out_since_ > kFlushAge ||
-                                                 out_.results.size() >= o_.max_chunk));
+  const bool urgent =
+      !out_.puts.empty() || out_.producers_done > 0 ||
+      (!out_.results.empty() && (pool_.empty() || seconds_now() - out_since_ > kFlushAge || out_.results.size() >= o_.max_chunk));
   if (want == 0 && !(urgent && !out_.empty())) return false;
   // Cut into messages that fit, puts before results; the request rides on the last.
   const std::size_t room = o_.max_message - queue::kHeaderCost;
@@ -534,8 +535,8 @@ void QueueNode::child_lost(Child& c, const std::string& error) {
     return;
   }
   if (!c.holds.empty() && consumers() == 0)
-    throw Error("gridrt: task queue: " + *why + "; no other process below rank " + std::to_string(c_->members[c_->me]) +
-                " can run the " + std::to_string(c.holds.size()) + " task(s) it held");
+    throw Error("gridrt: task queue: " + *why + "; no other process below rank " + std::to_string(c_->members[c_->me]) + " can run the " +
+                std::to_string(c.holds.size()) + " task(s) it held");
   std::vector<std::pair<std::uint64_t, queue::Task>> back;
   for (auto& [id, held] : c.holds) back.push_back(std::move(held));
   c.holds.clear();
@@ -552,14 +553,17 @@ TaskId QueueNode::put(const void* data, std::size_t bytes) {
     id = queue::child_id(*running_, spawned_++);
   } else {
     if (said_done_putting_)
-      throw ArgumentError("gridrt: TaskQueue::put outside a task after this process's first next(): put tasks before it, or "
-                          "from inside a task (as its children)");
+      throw ArgumentError(
+          "gridrt: TaskQueue::put outside a task after this process's first next(): put tasks before it, or "
+          "from inside a task (as its children)");
     id = queue::root_id(c_->me, root_puts_++);
   }
   queue::Task t{id, std::vector<char>(static_cast<const char*>(data), static_cast<const char*>(data) + bytes)};
   ++stats_.put;
-  if (is_master()) ledger_.put(std::move(t));
-  else outbox().puts.push_back(std::move(t));
+  if (is_master())
+    ledger_.put(std::move(t));
+  else
+    outbox().puts.push_back(std::move(t));
   return id;
 }
 
@@ -567,8 +571,10 @@ std::optional<Task> QueueNode::next() {
   if (running_) throw ArgumentError("gridrt: TaskQueue::next before done() of task " + std::to_string(*running_));
   if (!said_done_putting_) {
     said_done_putting_ = true;
-    if (is_master()) ledger_.producers_done();
-    else ++outbox().producers_done;
+    if (is_master())
+      ledger_.producers_done();
+    else
+      ++outbox().producers_done;
   }
   std::optional<Pause> pause;
   while (true) {
@@ -602,8 +608,10 @@ std::optional<Task> QueueNode::next() {
     if (moved || !pause) {
       // Workers that hold a next task do not wait for a server that wakes a little late;
       // a worker of the classic single queue (window 1) does: serve it with the usual wait.
-      if (o_.worker_window >= 2) pause.emplace(kIdleYield, kIdleSleepMax);
-      else pause.emplace();
+      if (o_.worker_window >= 2)
+        pause.emplace(kIdleYield, kIdleSleepMax);
+      else
+        pause.emplace();
     } else {
       (*pause)();
     }
@@ -616,8 +624,10 @@ void QueueNode::done(const Task& t, const void* result, std::size_t bytes) {
   check_size(bytes, "result");
   running_.reset();
   const char* p = static_cast<const char*>(result);
-  if (is_master()) take_result(c_->me, t.id, p, bytes);
-  else outbox().results.push_back(queue::Result{t.id, std::vector<char>(p, p + bytes)});
+  if (is_master())
+    take_result(c_->me, t.id, p, bytes);
+  else
+    outbox().results.push_back(queue::Result{t.id, std::vector<char>(p, p + bytes)});
   progress();
 }
 

@@ -70,19 +70,18 @@ T combine(Op op, T a, T b) {
 
 template <typename T>
 void combine_all(Op op, char* target, const char* in, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i, target += sizeof(T), in += sizeof(T))
-    store<T>(target, combine<T>(op, load<T>(target), load<T>(in)));
+  for (std::size_t i = 0; i < n; ++i, target += sizeof(T), in += sizeof(T)) store<T>(target, combine<T>(op, load<T>(target), load<T>(in)));
 }
 
 // A Fortran LOGICAL or C bool of `size` bytes: true is any non-zero value; results are 1 or 0.
 template <typename T>
 void logical_all(Op op, char* target, const char* in, std::size_t n) {
   if constexpr (std::is_integral_v<T>)
-  for (std::size_t i = 0; i < n; ++i, target += sizeof(T), in += sizeof(T)) {
-    const bool a = load<T>(target) != 0, b = load<T>(in) != 0;
-    const bool r = op == Op::kLand ? (a && b) : op == Op::kLor ? (a || b) : (a != b);
-    store<T>(target, static_cast<T>(r ? 1 : 0));
-  }
+    for (std::size_t i = 0; i < n; ++i, target += sizeof(T), in += sizeof(T)) {
+      const bool a = load<T>(target) != 0, b = load<T>(in) != 0;
+      const bool r = op == Op::kLand ? (a && b) : op == Op::kLor ? (a || b) : (a != b);
+      store<T>(target, static_cast<T>(r ? 1 : 0));
+    }
 }
 
 template <typename Fn>
@@ -113,8 +112,7 @@ bool by_size(Category c, std::size_t size, Fn&& fn) {
       if (size == 16) return fn(std::complex<double>{}), true;
       if (size == 2 * sizeof(long double)) return fn(std::complex<long double>{}), true;
       return false;
-    case Category::kPair:
-      return false;
+    case Category::kPair: return false;
   }
   return false;
 }
@@ -152,8 +150,8 @@ std::string Kind::name() const {
 }
 
 const char* op_name(Op op) {
-  static const char* names[] = {"MPI_SUM", "MPI_PROD", "MPI_MAX",    "MPI_MIN",    "MPI_LAND",    "MPI_LOR",    "MPI_LXOR",
-                                "MPI_BAND", "MPI_BOR", "MPI_BXOR", "MPI_MAXLOC", "MPI_MINLOC", "MPI_REPLACE", "MPI_NO_OP"};
+  static const char* names[] = {"MPI_SUM",  "MPI_PROD", "MPI_MAX",  "MPI_MIN",    "MPI_LAND",   "MPI_LOR",     "MPI_LXOR",
+                                "MPI_BAND", "MPI_BOR",  "MPI_BXOR", "MPI_MAXLOC", "MPI_MINLOC", "MPI_REPLACE", "MPI_NO_OP"};
   return names[static_cast<int>(op)];
 }
 
@@ -163,30 +161,19 @@ std::string check(Op op, const Kind& k) {
   bool ok = false;
   switch (op) {
     case Op::kReplace:
-    case Op::kNoOp:
-      return "";
+    case Op::kNoOp: return "";
     case Op::kSum:
-    case Op::kProd:
-      ok = arithmetic(k.category);
-      break;
+    case Op::kProd: ok = arithmetic(k.category); break;
     case Op::kMax:
-    case Op::kMin:
-      ok = integer(k.category) || k.category == Category::kFloat;
-      break;
+    case Op::kMin: ok = integer(k.category) || k.category == Category::kFloat; break;
     case Op::kLand:
     case Op::kLor:
-    case Op::kLxor:
-      ok = integer(k.category) || k.category == Category::kLogical || k.category == Category::kBool;
-      break;
+    case Op::kLxor: ok = integer(k.category) || k.category == Category::kLogical || k.category == Category::kBool; break;
     case Op::kBand:
     case Op::kBor:
-    case Op::kBxor:
-      ok = integer(k.category) || k.category == Category::kByte;
-      break;
+    case Op::kBxor: ok = integer(k.category) || k.category == Category::kByte; break;
     case Op::kMaxloc:
-    case Op::kMinloc:
-      ok = k.category == Category::kPair;
-      break;
+    case Op::kMinloc: ok = k.category == Category::kPair; break;
   }
   if (!ok) return std::string(op_name(op)) + " is not defined on " + k.name() + " elements";
   if (k.category != Category::kPair && !by_size(k.category, k.size, [](auto) {}))
@@ -199,8 +186,7 @@ void accumulate(Op op, const Kind& k, void* target, const char* in, std::size_t 
   if (op == Op::kNoOp || n == 0) return;
   if (op == Op::kReplace) return unpack_elements(k, in, target, n);
   if (k.category == Category::kPair) return pair_all(op, k, t, in, n);
-  if ((k.category == Category::kLogical || k.category == Category::kBool) &&
-      (op == Op::kLand || op == Op::kLor || op == Op::kLxor)) {
+  if ((k.category == Category::kLogical || k.category == Category::kBool) && (op == Op::kLand || op == Op::kLor || op == Op::kLxor)) {
     by_size(Category::kUnsigned, k.size, [&](auto v) { logical_all<decltype(v)>(op, t, in, n); });
     return;
   }

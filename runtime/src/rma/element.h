@@ -13,20 +13,20 @@ namespace gridrt::rma {
 
 // What an element is, as accumulate-type operations see it.
 enum class Category : std::uint8_t {
-  kSigned,    // C and Fortran integers
+  kSigned,  // C and Fortran integers
   kUnsigned,
-  kFloat,     // float, double, long double (size 4, 8, or 16 for the x87 80-bit type)
-  kComplex,   // pairs of floats (size 8, 16, 32)
-  kBool,      // C's _Bool and C++ bool: any non-zero byte is true
-  kLogical,   // Fortran LOGICAL (4 bytes, gfortran's .true. is 1)
-  kByte,      // MPI_BYTE, MPI_CHAR, MPI_PACKED: bitwise operations and replacement only
-  kPair,      // MPI_DOUBLE_INT and the others of MAXLOC/MINLOC: a value and an int index
+  kFloat,    // float, double, long double (size 4, 8, or 16 for the x87 80-bit type)
+  kComplex,  // pairs of floats (size 8, 16, 32)
+  kBool,     // C's _Bool and C++ bool: any non-zero byte is true
+  kLogical,  // Fortran LOGICAL (4 bytes, gfortran's .true. is 1)
+  kByte,     // MPI_BYTE, MPI_CHAR, MPI_PACKED: bitwise operations and replacement only
+  kPair,     // MPI_DOUBLE_INT and the others of MAXLOC/MINLOC: a value and an int index
 };
 
 struct Kind {
   Category category = Category::kByte;
-  std::uint8_t size = 1;         // bytes of the element packed (a pair: value + index)
-  std::uint8_t extent = 1;       // bytes it spans in memory (a pair: with its padding)
+  std::uint8_t size = 1;    // bytes of the element packed (a pair: value + index)
+  std::uint8_t extent = 1;  // bytes it spans in memory (a pair: with its padding)
   // A pair's value and index (category and size of each) and where its index lies in memory.
   Category value = Category::kByte, index = Category::kByte;
   std::uint8_t value_size = 0, index_size = 0, index_offset = 0;
@@ -40,9 +40,7 @@ struct Kind {
 };
 
 // The predefined operations one-sided communication allows (user-defined ones it does not).
-enum class Op : std::uint8_t {
-  kSum, kProd, kMax, kMin, kLand, kLor, kLxor, kBand, kBor, kBxor, kMaxloc, kMinloc, kReplace, kNoOp
-};
+enum class Op : std::uint8_t { kSum, kProd, kMax, kMin, kLand, kLor, kLxor, kBand, kBor, kBxor, kMaxloc, kMinloc, kReplace, kNoOp };
 const char* op_name(Op op);
 bool valid_op(std::uint8_t v);
 

@@ -31,8 +31,7 @@ std::string op_applies(Op op, const TypeMap& map) {
 
 Engine::Engine(std::int32_t me, Send send) : me_(me), send_(std::move(send)) {}
 
-void Engine::expose(std::uint32_t window, char* base, std::uint64_t size, std::uint32_t disp_unit, bool dynamic,
-                    SharedLock* shared) {
+void Engine::expose(std::uint32_t window, char* base, std::uint64_t size, std::uint32_t disp_unit, bool dynamic, SharedLock* shared) {
   std::lock_guard<std::mutex> lock(mu_);
   Exposed& w = windows_[window];
   w.base = base;
@@ -88,8 +87,7 @@ void Engine::deliver(std::int32_t src, std::uint32_t window, std::string_view bo
 // larger message's buffer grows as it comes).
 constexpr std::uint64_t kReserveAtMost = std::uint64_t{64} << 20;
 
-void Engine::deliver_part(std::int32_t src, std::uint32_t window, std::string_view part, std::uint64_t total, bool first,
-                          bool last) {
+void Engine::deliver_part(std::int32_t src, std::uint32_t window, std::string_view part, std::uint64_t total, bool first, bool last) {
   if (first && last) return deliver(src, window, part);
   std::string whole;
   {
@@ -112,7 +110,8 @@ void Engine::deliver_part(std::int32_t src, std::uint32_t window, std::string_vi
       if (last) {
         if (in.left != 0 || n != part.size())  // (never from a sound origin: its head said the size)
           if (auto w = windows_.find(window); w != windows_.end())
-            w->second.errors.emplace(src, std::make_pair(ErrorClass::kIntern, std::string("a put of another size than its target datatype")));
+            w->second.errors.emplace(src,
+                                     std::make_pair(ErrorClass::kIntern, std::string("a put of another size than its target datatype")));
         incoming_.erase(key);
       }
       return;
@@ -195,8 +194,10 @@ void Engine::forget(const std::function<bool(std::int32_t)>& gone) {
 
 void Engine::flush_out(std::vector<Out>& out) {
   for (Out& o : out) {
-    if (o.dst == me_) deliver(me_, o.window, o.body);  // (a reply to ourselves makes nothing more)
-    else send_(o.dst, o.window, std::move(o.body));
+    if (o.dst == me_)
+      deliver(me_, o.window, o.body);  // (a reply to ourselves makes nothing more)
+    else
+      send_(o.dst, o.window, std::move(o.body));
   }
 }
 
@@ -249,9 +250,7 @@ bool Engine::take_marks(std::uint32_t window, std::uint64_t fence, int expected)
   return true;
 }
 
-void Engine::synchronize() {
-  std::lock_guard<std::mutex> lock(mu_);
-}
+void Engine::synchronize() { std::lock_guard<std::mutex> lock(mu_); }
 
 // ---------------------------------------------------------------- applying
 
@@ -304,8 +303,10 @@ char* Engine::locate(Exposed& w, const Location& at, std::string* why) {
     std::uintptr_t covered = 0;  // the end of the run of regions from the one holding lo
     for (const auto& [base, size] : w.attached) {
       const auto b = reinterpret_cast<std::uintptr_t>(base);
-      if (covered ? b == covered : lo >= b && lo < b + size) covered = b + size;
-      else if (covered) break;
+      if (covered ? b == covered : lo >= b && lo < b + size)
+        covered = b + size;
+      else if (covered)
+        break;
       if (covered && hi <= covered && lo <= hi) return reinterpret_cast<char*>(address);
     }
     *why = "address " + std::to_string(address) + " (bytes " + std::to_string(lo) + " to " + std::to_string(hi) +
@@ -330,8 +331,10 @@ void Engine::apply_to(Exposed& w, std::int32_t src, std::uint32_t window, std::s
   // A request that fails here: answered with the error when it has an answer, else kept for
   // its origin's next flush, unlock or completion.
   auto fail = [&](std::uint32_t error_class, const std::string& why, bool answered) {
-    if (answered) out.push_back({src, window, reply_message(id, error_class, why, {})});
-    else w.errors.emplace(src, std::make_pair(error_class, why));
+    if (answered)
+      out.push_back({src, window, reply_message(id, error_class, why, {})});
+    else
+      w.errors.emplace(src, std::make_pair(error_class, why));
   };
   auto answer_sync = [&] {
     std::uint32_t error_class = 0;
@@ -356,8 +359,10 @@ void Engine::apply_to(Exposed& w, std::int32_t src, std::uint32_t window, std::s
         std::string why;
         char* mem = locate(w, at, &why);
         if (!mem) return fail(ErrorClass::kRange, why, false);
-        if (op == Op::kReplace) at.map.scatter(data.data(), mem);
-        else at.map.accumulate(op, data.data(), mem);
+        if (op == Op::kReplace)
+          at.map.scatter(data.data(), mem);
+        else
+          at.map.accumulate(op, data.data(), mem);
         return;
       }
       case Message::kGet:
@@ -412,8 +417,10 @@ void Engine::apply_to(Exposed& w, std::int32_t src, std::uint32_t window, std::s
       case Message::kUnlock: {
         id = r.u64();
         r.end();
-        if (w.word->exclusive == src) w.word->exclusive = -1;
-        else if (take_one(w.lock.shared, src)) --w.word->shared;
+        if (w.word->exclusive == src)
+          w.word->exclusive = -1;
+        else if (take_one(w.lock.shared, src))
+          --w.word->shared;
         answer_sync();
         return grant_waiting(w, window, out);
       }
@@ -433,15 +440,10 @@ void Engine::apply_to(Exposed& w, std::int32_t src, std::uint32_t window, std::s
         ++w.marks[r.u64()];
         r.end();
         return;
-      case Message::kWake:
-        r.end();
-        return grant_waiting(w, window, out);
-      case Message::kReply:
-        return;  // (handled in apply)
+      case Message::kWake: r.end(); return grant_waiting(w, window, out);
+      case Message::kReply: return;  // (handled in apply)
     }
-  } catch (const wire::BadBody& e) {
-    fail(ErrorClass::kIntern, std::string("a malformed one-sided request: ") + e.what(), id != 0);
-  }
+  } catch (const wire::BadBody& e) { fail(ErrorClass::kIntern, std::string("a malformed one-sided request: ") + e.what(), id != 0); }
 }
 
 // After an unlock (here, or by an origin of this node, which sends kWake): the lock goes to

@@ -54,8 +54,7 @@ class Engine {
   // a dynamic window exposes what is attached to it (addresses as displacements). Its
   // passive-target lock is `shared` where the processes of this node share it (shared_lock.h),
   // else the engine's own.
-  void expose(std::uint32_t window, char* base, std::uint64_t size, std::uint32_t disp_unit, bool dynamic,
-              SharedLock* shared = nullptr);
+  void expose(std::uint32_t window, char* base, std::uint64_t size, std::uint32_t disp_unit, bool dynamic, SharedLock* shared = nullptr);
   // The window's lock (the engine's own or the shared one), for this process's own operations
   // on its window, which it applies in place as an origin of its node does; null for no window.
   SharedLock* lock_of(std::uint32_t window);
@@ -100,7 +99,7 @@ class Engine {
   // origins take and release themselves); here the shared holds the engine granted, by
   // origin, and the requests waiting with what their origins sent meanwhile.
   struct Lock {
-    std::map<std::int32_t, int> shared;   // origins it granted the lock shared (and how many times)
+    std::map<std::int32_t, int> shared;  // origins it granted the lock shared (and how many times)
     struct Waiting {
       std::int32_t origin;
       bool exclusive;
@@ -115,12 +114,12 @@ class Engine {
     bool dynamic = false;
     std::map<const char*, std::uint64_t> attached;  // a dynamic window's regions
     Lock lock;
-    SharedLock own;               // the lock, where the node's processes do not share it
-    SharedLock* word = &own;      // the lock and the spin lock over the memory
+    SharedLock own;                                                        // the lock, where the node's processes do not share it
+    SharedLock* word = &own;                                               // the lock and the spin lock over the memory
     std::map<std::int32_t, std::pair<std::uint32_t, std::string>> errors;  // an origin's first since its last sync
-    std::map<std::int32_t, int> completes;  // PSCW completions per origin, not yet waited for
-    std::map<std::int32_t, int> posts;      // PSCW posts per target, not yet started on
-    std::map<std::uint64_t, int> marks;     // fence marks per fence number, not yet waited for
+    std::map<std::int32_t, int> completes;                                 // PSCW completions per origin, not yet waited for
+    std::map<std::int32_t, int> posts;                                     // PSCW posts per target, not yet started on
+    std::map<std::uint64_t, int> marks;                                    // fence marks per fence number, not yet waited for
   };
   struct Out {
     std::int32_t dst;
@@ -130,7 +129,7 @@ class Engine {
 
   // A message of one origin on one window on its way in fragments.
   struct Incoming {
-    std::string bytes;       // what came so far (without a streamed put's data)
+    std::string bytes;  // what came so far (without a streamed put's data)
     std::uint64_t total = 0;
     bool decided = false;    // whether it streams is known
     char* to = nullptr;      // streaming: where the put's next byte goes

@@ -32,7 +32,7 @@ class NodeSegment {
   SharedLock* lock() const { return static_cast<SharedLock*>(map_); }
   char* memory() const { return static_cast<char*>(map_) + kHeader; }
   std::uint64_t bytes() const { return length_ - kHeader; }  // the memory's
-  int fd() const { return fd_; }  // this process's own segment's descriptor (-1 for another's, or closed)
+  int fd() const { return fd_; }                             // this process's own segment's descriptor (-1 for another's, or closed)
   // Closes this process's descriptor, keeping the memory (once the node's processes mapped it:
   // a program that makes a thousand windows would otherwise hold a thousand descriptors).
   void close_descriptor();

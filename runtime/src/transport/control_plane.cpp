@@ -17,14 +17,9 @@ ControlPlane::Heard ControlPlane::hear(const Frame& f) {
         wire::Reader r(f.body);
         topology_ = Topology::decode(r);
         return {What::kTopology, 0, {}};
-      } catch (const wire::BadBody& e) {
-        return {What::kFailure, 0, std::string("bad topology from the relay: ") + e.what()};
-      }
-    case Type::kClusterLost:
-      return {What::kLoss, static_cast<std::uint32_t>(f.header.tag), f.body};
-    case Type::kFinalizing:
-      released_ = true;
-      return {What::kReleased, 0, {}};
+      } catch (const wire::BadBody& e) { return {What::kFailure, 0, std::string("bad topology from the relay: ") + e.what()}; }
+    case Type::kClusterLost: return {What::kLoss, static_cast<std::uint32_t>(f.header.tag), f.body};
+    case Type::kFinalizing: released_ = true; return {What::kReleased, 0, {}};
     case Type::kWanCount:
       try {
         wire::Reader r(f.body);
@@ -34,13 +29,9 @@ ControlPlane::Heard ControlPlane::hear(const Frame& f) {
         r.end();
         wan_answer_ = c;
         return {What::kWanCount, 0, {}};
-      } catch (const wire::BadBody& e) {
-        return {What::kFailure, 0, std::string("bad WanCount from the relay: ") + e.what()};
-      }
-    case Type::kError:
-      return {What::kFailure, 0, "the relay refused this process: " + f.body};
-    default:
-      return {};
+      } catch (const wire::BadBody& e) { return {What::kFailure, 0, std::string("bad WanCount from the relay: ") + e.what()}; }
+    case Type::kError: return {What::kFailure, 0, "the relay refused this process: " + f.body};
+    default: return {};
   }
 }
 

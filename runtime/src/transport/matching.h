@@ -89,8 +89,10 @@ class MatchQueue {
   std::list<Posted> take_posted_if(Pred pred) {
     std::list<Posted> out;
     for (auto it = posted_.begin(); it != posted_.end();)
-      if (pred(**it)) out.push_back(std::move(*it)), it = posted_.erase(it);
-      else ++it;
+      if (pred(**it))
+        out.push_back(std::move(*it)), it = posted_.erase(it);
+      else
+        ++it;
     return out;
   }
   // Removes every posted receive (on failure, to fail them all).

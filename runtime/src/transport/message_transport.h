@@ -20,11 +20,11 @@ namespace gridrt::detail {
 
 // One remote send or receive; the transport fills in the outcome.
 struct RemoteOp {
-  Envelope pattern;        // receive: what it waits for (source kAnySource, tag < 0: any)
-  void* buf = nullptr;     // receive: where the data goes
+  Envelope pattern;     // receive: what it waits for (source kAnySource, tag < 0: any)
+  void* buf = nullptr;  // receive: where the data goes
   std::size_t capacity = 0;
   bool done = false;
-  std::string error;       // set instead of done when it failed
+  std::string error;  // set instead of done when it failed
   // Receive, once matched:
   Envelope got;            // what matched
   std::size_t bytes = 0;   // bytes delivered into buf
@@ -40,16 +40,16 @@ struct RemoteOp {
 // (to a posted receive, or by a matched probe); until then the fragments wait here.
 struct Arrival {
   Envelope env;
-  std::size_t total = 0;        // the whole message's size, known from its first fragment
-  std::uint64_t number = 0;     // its place among the messages of its stream (source, context)
-  bool synchronous = false;     // its sender waits to hear that it was matched
-  bool rendezvous = false;      // its rest comes once it is matched
-  std::string data;             // fragments not yet delivered (while nobody took it)
-  std::size_t withheld = 0;     // flow-control credit owed for them, granted when delivered
-  std::size_t buffered = 0;     // credit granted already for them (the receiver's unexpected budget)
-  std::size_t filled = 0;       // bytes delivered into the bound receive
+  std::size_t total = 0;     // the whole message's size, known from its first fragment
+  std::uint64_t number = 0;  // its place among the messages of its stream (source, context)
+  bool synchronous = false;  // its sender waits to hear that it was matched
+  bool rendezvous = false;   // its rest comes once it is matched
+  std::string data;          // fragments not yet delivered (while nobody took it)
+  std::size_t withheld = 0;  // flow-control credit owed for them, granted when delivered
+  std::size_t buffered = 0;  // credit granted already for them (the receiver's unexpected budget)
+  std::size_t filled = 0;    // bytes delivered into the bound receive
   std::shared_ptr<RemoteOp> bound;
-  bool complete = false;        // its last fragment is here
+  bool complete = false;  // its last fragment is here
 };
 
 // One-sided communication's traffic (rma/engine.h) travels on contexts with this bit set:
@@ -75,8 +75,8 @@ class MessageTransport {
 
   // Sends a copy of `bytes` from `buf` (free again when this returns). The op completes
   // when the message has left, or, `synchronous`, once the receiver has also matched it.
-  virtual std::shared_ptr<RemoteOp> send(std::int32_t dst, std::uint32_t context, std::int32_t tag, const void* buf,
-                                         std::size_t bytes, bool synchronous = false) = 0;
+  virtual std::shared_ptr<RemoteOp> send(std::int32_t dst, std::uint32_t context, std::int32_t tag, const void* buf, std::size_t bytes,
+                                         bool synchronous = false) = 0;
   // The same for a message of `head` followed by `bytes` from `buf` (one-sided messages:
   // an operation's head and the origin's data, not first copied together), tag 0.
   virtual std::shared_ptr<RemoteOp> send_with_head(std::int32_t dst, std::uint32_t context, std::string_view head, const void* buf,
@@ -86,8 +86,7 @@ class MessageTransport {
     return send(dst, context, 0, whole.data(), whole.size());
   }
   // Posts a receive (src may be kAnySource, tag kAnyTag).
-  virtual std::shared_ptr<RemoteOp> recv(void* buf, std::size_t capacity, std::int32_t src, std::uint32_t context,
-                                         std::int32_t tag) = 0;
+  virtual std::shared_ptr<RemoteOp> recv(void* buf, std::size_t capacity, std::int32_t src, std::uint32_t context, std::int32_t tag) = 0;
   // A matched probe: the oldest message here that a receive (src, context, tag) would match,
   // taken so that no other receive can match it; receive it with mrecv. Null if none came.
   virtual std::shared_ptr<Arrival> improbe(std::int32_t src, std::uint32_t context, std::int32_t tag) = 0;

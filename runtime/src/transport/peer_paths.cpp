@@ -60,8 +60,10 @@ void PeerPaths::open(const ListenSpec& spec, const asio::ip::address& host) {
     acceptor_->open(tcp::v4(), ec);
     acceptor_->bind(tcp::endpoint(host, static_cast<unsigned short>(port)), ec);
     if (!ec) acceptor_->listen(asio::socket_base::max_listen_connections, ec);
-    if (!ec) listening_ = host.to_string() + ":" + std::to_string(acceptor_->local_endpoint(ec).port());
-    else acceptor_->close(ec);
+    if (!ec)
+      listening_ = host.to_string() + ":" + std::to_string(acceptor_->local_endpoint(ec).port());
+    else
+      acceptor_->close(ec);
   }
   if (listening_.empty()) {
     log::warn("no free port in ", spec.port_min, "-", spec.port_max, " for direct connections: using the relays");
@@ -87,8 +89,7 @@ void PeerPaths::write(std::int32_t dst, std::string bytes) {
   Peer& p = peers_[dst];
   if (p.path == Peer::Path::kUndecided) decide(dst, p);
   switch (p.path) {
-    case Peer::Path::kRelay:
-      return host_.write_relay(std::move(bytes));
+    case Peer::Path::kRelay: return host_.write_relay(std::move(bytes));
     case Peer::Path::kDirect: {
       // Kept until the peer acknowledges it: should the connection break, it goes again.
       const KeptFrames::Kept& k = p.sent.keep_encoded(std::move(bytes));
@@ -121,9 +122,7 @@ void PeerPaths::decide(std::int32_t dst, Peer& p) {
     tcp::endpoint ep;
     try {
       ep = parse_endpoint(topology->rank_endpoint[dst]);
-    } catch (const std::invalid_argument&) {
-      return fall_back(dst, p, "bad endpoint '" + topology->rank_endpoint[dst] + "'");
-    }
+    } catch (const std::invalid_argument&) { return fall_back(dst, p, "bad endpoint '" + topology->rank_endpoint[dst] + "'"); }
     asio::co_spawn(io_, dial(dst, ep), asio::detached);
     return;
   }
@@ -155,8 +154,10 @@ void PeerPaths::call_back(std::int32_t peer) {
   const auto& topology = control_.topology();
   if (peer < 0 || !topology || static_cast<std::uint32_t>(peer) >= topology->size()) return;
   Peer& p = peers_[peer];
-  if (p.path == Peer::Path::kUndecided) decide(peer, p);
-  else if (p.path == Peer::Path::kRelay) signal_peer(Type::kDirectFailed, peer);
+  if (p.path == Peer::Path::kUndecided)
+    decide(peer, p);
+  else if (p.path == Peer::Path::kRelay)
+    signal_peer(Type::kDirectFailed, peer);
 }
 
 void PeerPaths::direct_failed(std::int32_t peer) {
@@ -203,8 +204,8 @@ asio::awaitable<void> PeerPaths::dial(std::int32_t rank, tcp::endpoint ep) {
   std::lock_guard<std::mutex> lock(mu_);
   Peer& p = peers_[rank];
   if (ec || closing_) {
-    fall_back(rank, p, ec ? "connecting to " + ep.address().to_string() + ":" + std::to_string(ep.port()) + ": " + ec.message()
-                          : "closing");
+    fall_back(rank, p,
+              ec ? "connecting to " + ep.address().to_string() + ":" + std::to_string(ep.port()) + ": " + ec.message() : "closing");
     signal_peer(Type::kDirectFailed, rank);  // it may be waiting for our call
     co_return;
   }
@@ -221,7 +222,8 @@ asio::awaitable<void> PeerPaths::dial(std::int32_t rank, tcp::endpoint ep) {
 asio::awaitable<void> PeerPaths::accept_loop() {
   for (;;) {
     tcp::socket s(io_);
-    if (co_await accept_next(*acceptor_, s, [this] { return strangers_.drop_oldest("out of file descriptors"); }, accept_failures_))
+    if (co_await accept_next(
+            *acceptor_, s, [this] { return strangers_.drop_oldest("out of file descriptors"); }, accept_failures_))
       co_return;  // closed
     tune_socket(s);
     asio::co_spawn(io_, serve_direct(std::move(s)), asio::detached);
@@ -265,8 +267,8 @@ asio::awaitable<void> PeerPaths::serve_direct(tcp::socket s) {
         std::lock_guard<std::mutex> lock(mu_);
         const std::int32_t r = f.header.src, me = control_.rank();
         const auto& topology = control_.topology();
-        const bool valid = f.header.type == Type::kDirectHello && f.header.job == job_ && control_.planned() &&
-                           f.header.dst == me && r >= 0 && static_cast<std::uint32_t>(r) < topology->size() &&
+        const bool valid = f.header.type == Type::kDirectHello && f.header.job == job_ && control_.planned() && f.header.dst == me &&
+                           r >= 0 && static_cast<std::uint32_t>(r) < topology->size() &&
                            plan_pair(*topology, static_cast<std::uint32_t>(me), static_cast<std::uint32_t>(r)).dialer == r;
         if (!valid || (peers_[r].link && !peers_[r].link->closed())) return l->fail("not a direct connection expected here");
         *who = r;
@@ -281,7 +283,7 @@ asio::awaitable<void> PeerPaths::serve_direct(tcp::socket s) {
 // Handlers of a direct connection we dialled.
 void PeerPaths::start_direct(std::int32_t rank, const std::shared_ptr<TlsLink>& link) {
   auto received = std::make_shared<ReceivedCount>();  // I/O thread only
-  link->keep_alive(true);  // a hung peer process
+  link->keep_alive(true);                             // a hung peer process
   link->start(
       [this, rank, weak = std::weak_ptr<TlsLink>(link), received](Frame& f) {
         if (auto l = weak.lock()) on_peer_frame(rank, f, *l, *received);
@@ -297,7 +299,8 @@ void PeerPaths::on_peer_frame(std::int32_t rank, Frame& f, TlsLink& link, Receiv
   }
   if (f.header.type == Type::kLinkAck) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!peers_[rank].sent.acknowledged(f.header.seq)) link.fail("LinkAck of " + std::to_string(f.header.seq) + " frames, which were not sent");
+    if (!peers_[rank].sent.acknowledged(f.header.seq))
+      link.fail("LinkAck of " + std::to_string(f.header.seq) + " frames, which were not sent");
     return;
   }
   // Every other frame the peer sent counts, as the peer counted it.
@@ -308,8 +311,7 @@ void PeerPaths::on_peer_frame(std::int32_t rank, Frame& f, TlsLink& link, Receiv
   }
   // A direct connection carries its peer's traffic and nothing else.
   if (f.header.job != job_ || f.header.src != rank || f.header.dst != control_.rank() ||
-      (f.header.type != Type::kData && f.header.type != Type::kRest && f.header.type != Type::kCredit &&
-       f.header.type != Type::kMatched)) {
+      (f.header.type != Type::kData && f.header.type != Type::kRest && f.header.type != Type::kCredit && f.header.type != Type::kMatched)) {
     log::warn("rank ", control_.rank(), ": dropping a ", wire::type_name(f.header.type), " frame from rank ", rank,
               " that is not its traffic to us");
     return;
@@ -372,8 +374,9 @@ void PeerPaths::direct_resume(std::int32_t peer, std::uint64_t count) {
 void PeerPaths::finish_resume(std::int32_t rank, Peer& p) {
   if (p.timer) p.timer->cancel();
   if (!p.sent.acknowledged(*p.peer_received))
-    return give_up_direct(rank, p, "rank " + std::to_string(rank) + " says it received " + std::to_string(*p.peer_received) +
-                                       " frames of the " + std::to_string(p.sent.sent()) + " sent");
+    return give_up_direct(rank, p,
+                          "rank " + std::to_string(rank) + " says it received " + std::to_string(*p.peer_received) + " frames of the " +
+                              std::to_string(p.sent.sent()) + " sent");
   const std::size_t again = p.sent.kept().size();
   for (const auto& k : p.sent.kept()) host_.write_relay(std::string(*k.body));
   p.sent.clear();
@@ -391,8 +394,10 @@ void PeerPaths::give_up_direct(std::int32_t rank, Peer& p, const std::string& wh
   p.path = Peer::Path::kClosed;
   p.held.clear();
   p.sent.clear();
-  if (survive_loss_) host_.write_relay(control_.direct_lost(rank, why));
-  else host_.fail("the direct connection to rank " + std::to_string(rank) + " is closed (" + why + ")");
+  if (survive_loss_)
+    host_.write_relay(control_.direct_lost(rank, why));
+  else
+    host_.fail("the direct connection to rank " + std::to_string(rank) + " is closed (" + why + ")");
 }
 
 }  // namespace gridrt::detail

@@ -30,7 +30,7 @@ namespace gridrt::detail {
 // as the relay sets it from the cluster's declared policy: "none", "any" or "LOW-HIGH").
 struct ListenSpec {
   bool enabled = false;
-  std::uint16_t port_min = 0, port_max = 0;  // 0: any port
+  std::uint16_t port_min = 0, port_max = 0;   // 0: any port
   static ListenSpec parse(const char* text);  // throws std::runtime_error on a bad value
 };
 
@@ -46,8 +46,8 @@ class PeerPaths {
   // job that goes on without lost clusters, a direct connection that closes is reported to the
   // relay as a loss (the broker decides which cluster goes) and frames to that peer are
   // dropped; otherwise sending to it fails the transport.
-  PeerPaths(asio::io_context& io, std::mutex& mu, const ControlPlane& control, std::uint64_t job, const std::string& secret,
-            bool allowed, bool survive_loss, Host host);
+  PeerPaths(asio::io_context& io, std::mutex& mu, const ControlPlane& control, std::uint64_t job, const std::string& secret, bool allowed,
+            bool survive_loss, Host host);
 
   // Makes the TLS contexts and, if `spec` is enabled, opens the listener for direct
   // connections on `host` (the address this node reaches its relay from: its address on the
@@ -64,7 +64,7 @@ class PeerPaths {
   // The peer's direct connection with us broke; it had received `count` frames on it
   // (DirectResume): the rest go through the relays.
   void direct_resume(std::int32_t peer, std::uint64_t count);
-  void planned();                         // topology and rank are known now: answer waiting ConnectBacks
+  void planned();                            // topology and rank are known now: answer waiting ConnectBacks
   void finalizing() { finalizing_ = true; }  // direct connections closing now are peers done with the job
   // The transport is closing: no more accepting or dialling; what is queued goes out, then
   // the connections close.
@@ -84,7 +84,7 @@ class PeerPaths {
     // DirectResume), when that came before this side saw the connection break.
     KeptFrames sent;
     std::optional<std::uint64_t> peer_received;
-    std::string broke;  // why it broke
+    std::string broke;      // why it broke
     bool said_bye = false;  // the peer closes it on purpose (an Error frame: it leaves, or finalizes)
   };
 
@@ -95,7 +95,7 @@ class PeerPaths {
   // `received`: the frames the connection brought (I/O thread only), final once it closed.
   void on_direct_closed(std::int32_t rank, const std::string& why, const ReceivedCount& received);
   void on_peer_frame(std::int32_t rank, wire::Frame& f, TlsLink& link, ReceivedCount& received);
-  void finish_resume(std::int32_t rank, Peer& p);  // lock held
+  void finish_resume(std::int32_t rank, Peer& p);                           // lock held
   void give_up_direct(std::int32_t rank, Peer& p, const std::string& why);  // lock held
   // With the lock held:
   void decide(std::int32_t dst, Peer& p);

@@ -42,13 +42,13 @@ class Receiver {
     Envelope env;
     const char* data = nullptr;
     std::size_t size = 0;
-    std::size_t total = 0;     // the whole message's size (first part)
-    bool last = false;         // no more fragments of this part of the message follow
-    bool synchronous = false;  // (first fragment) its sender waits for the match
-    bool rendezvous = false;   // (first fragment) its rest comes as a second part, once matched
-    bool rest = false;         // a fragment of such a second part ...
-    std::uint64_t number = 0;  // ... of this message of the stream
-    std::size_t cost = 0;      // the credit it took from the sender's window
+    std::size_t total = 0;         // the whole message's size (first part)
+    bool last = false;             // no more fragments of this part of the message follow
+    bool synchronous = false;      // (first fragment) its sender waits for the match
+    bool rendezvous = false;       // (first fragment) its rest comes as a second part, once matched
+    bool rest = false;             // a fragment of such a second part ...
+    std::uint64_t number = 0;      // ... of this message of the stream
+    std::size_t cost = 0;          // the credit it took from the sender's window
     bool credit_may_wait = false;  // ... and the sender can do without it a while
   };
   // True when waiters should look again: a message began to arrive or a receive completed.
@@ -82,8 +82,8 @@ class Receiver {
   const std::size_t budget_;
   std::size_t buffered_ = 0;  // credit granted for data nobody has taken yet
   MatchQueue<RemoteOp, Arrival> queue_;
-  std::map<StreamKey, std::shared_ptr<Arrival>> current_;  // the message each stream is sending (first parts)
-  std::map<StreamKey, std::uint64_t> started_;             // messages each stream began so far
+  std::map<StreamKey, std::shared_ptr<Arrival>> current_;                         // the message each stream is sending (first parts)
+  std::map<StreamKey, std::uint64_t> started_;                                    // messages each stream began so far
   std::map<std::pair<StreamKey, std::uint64_t>, std::shared_ptr<Arrival>> rest_;  // rendezvous ones awaiting their rest
 };
 

@@ -23,9 +23,8 @@ bool env_is(const char* name, const char* value) {
 }
 }  // namespace
 
-RelayTransport::RelayTransport(const std::string& relay, std::uint64_t job, const std::string& secret,
-                               std::uint32_t local_rank, const std::string& hostname, flow::Window window, ListenSpec listen,
-                               std::size_t unexpected_budget)
+RelayTransport::RelayTransport(const std::string& relay, std::uint64_t job, const std::string& secret, std::uint32_t local_rank,
+                               const std::string& hostname, flow::Window window, ListenSpec listen, std::size_t unexpected_budget)
     : job_(job),
       control_(job),
       receiver_({[this](const Envelope& from, std::size_t bytes, bool may_wait) { grant(from, bytes, may_wait); },
@@ -204,14 +203,13 @@ std::shared_ptr<RemoteOp> RelayTransport::send(std::int32_t dst, std::uint32_t c
   return send_message(dst, context, tag, {}, buf, bytes, synchronous);
 }
 
-std::shared_ptr<RemoteOp> RelayTransport::send_with_head(std::int32_t dst, std::uint32_t context, std::string_view head,
-                                                         const void* buf, std::size_t bytes) {
+std::shared_ptr<RemoteOp> RelayTransport::send_with_head(std::int32_t dst, std::uint32_t context, std::string_view head, const void* buf,
+                                                         std::size_t bytes) {
   return send_message(dst, context, 0, head, buf, bytes, false);
 }
 
-std::shared_ptr<RemoteOp> RelayTransport::send_message(std::int32_t dst, std::uint32_t context, std::int32_t tag,
-                                                       std::string_view head, const void* buf, std::size_t bytes,
-                                                       bool synchronous) {
+std::shared_ptr<RemoteOp> RelayTransport::send_message(std::int32_t dst, std::uint32_t context, std::int32_t tag, std::string_view head,
+                                                       const void* buf, std::size_t bytes, bool synchronous) {
   // A very large message goes as rendezvous: one fragment now, the rest once the receiver
   // matched it, so that while it is unmatched it holds up nothing behind it (receiver.h).
   // One-sided messages never: the target's engine takes every one as it comes.
@@ -234,7 +232,8 @@ std::shared_ptr<RemoteOp> RelayTransport::send_message(std::int32_t dst, std::ui
   h.dst = dst;
   h.context = context;
   h.tag = tag;
-  Sender::Frames frames = Sender::encode(h, slot, head, buf, bytes, synchronous, rendezvous, op, frame_pool_.get());  // (no lock: the only copy)
+  Sender::Frames frames =
+      Sender::encode(h, slot, head, buf, bytes, synchronous, rendezvous, op, frame_pool_.get());  // (no lock: the only copy)
   std::lock_guard<std::mutex> lock(mu_);
   if (!failure_.empty()) throw std::runtime_error(failure_);
   if (sender_.queue(dst, context, std::move(frames), op, synchronous, rendezvous)) notify();
@@ -339,8 +338,7 @@ void RelayTransport::write_to(std::int32_t dst, std::string frame) {
 
 // ---------------------------------------------------------------- receiving
 
-std::shared_ptr<RemoteOp> RelayTransport::recv(void* buf, std::size_t capacity, std::int32_t src, std::uint32_t context,
-                                               std::int32_t tag) {
+std::shared_ptr<RemoteOp> RelayTransport::recv(void* buf, std::size_t capacity, std::int32_t src, std::uint32_t context, std::int32_t tag) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!failure_.empty()) {
     auto op = std::make_shared<RemoteOp>();
@@ -431,10 +429,8 @@ void RelayTransport::on_data(Frame& f) {
 void RelayTransport::on_frame(Frame& f) {
   switch (f.header.type) {
     case Type::kData:
-    case Type::kRest:
-      return on_data(f);
-    case Type::kMatched:
-      return on_matched(f);
+    case Type::kRest: return on_data(f);
+    case Type::kMatched: return on_matched(f);
     case Type::kCredit: {
       bool changed;
       {
@@ -473,14 +469,11 @@ void RelayTransport::on_control(const Frame& f) {
     case What::kTopology:
       if (control_.planned()) paths_.planned();
       break;
-    case What::kLoss:
-      lock.unlock();
-      return mark_lost(heard.cluster, heard.why);
+    case What::kLoss: lock.unlock(); return mark_lost(heard.cluster, heard.why);
     case What::kFailure:
       if (failure_.empty()) failure_ = heard.why;
       break;
-    default:
-      break;
+    default: break;
   }
   notify();
 }

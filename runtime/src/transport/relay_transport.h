@@ -118,8 +118,8 @@ class RelayTransport : public MessageTransport {
   static constexpr std::size_t kFrameCost = flow::kFrameCost;  // credit charged per frame beyond its body
 
  private:
-  std::shared_ptr<RemoteOp> send_message(std::int32_t dst, std::uint32_t context, std::int32_t tag, std::string_view head,
-                                         const void* buf, std::size_t bytes, bool synchronous);
+  std::shared_ptr<RemoteOp> send_message(std::int32_t dst, std::uint32_t context, std::int32_t tag, std::string_view head, const void* buf,
+                                         std::size_t bytes, bool synchronous);
   void on_frame(wire::Frame& f);
   void on_data(wire::Frame& f);
   void on_one_sided(wire::Frame& f);
@@ -163,19 +163,19 @@ class RelayTransport : public MessageTransport {
   std::thread thread_;
   std::mutex turn_mu_;  // the turn's state, below; never held while io_ runs
   std::condition_variable turn_cv_;
-  bool app_has_io_ = false;        // an application thread took io_ over (and may hold it still)
-  bool app_in_io_ = false;         // ... and is running it now
+  bool app_has_io_ = false;         // an application thread took io_ over (and may hold it still)
+  bool app_in_io_ = false;          // ... and is running it now
   bool io_thread_running_ = false;  // the I/O thread is inside io_.run()
-  bool io_stop_asked_ = false;     // an application thread stopped io_ to take it over
-  bool io_quit_ = false;           // halt(): the I/O thread ends
+  bool io_stop_asked_ = false;      // an application thread stopped io_ to take it over
+  bool io_quit_ = false;            // halt(): the I/O thread ends
   std::chrono::steady_clock::time_point app_left_io_;
   const std::uint64_t job_;
   std::mutex mu_;
   std::condition_variable cv_;
   ControlPlane control_;
   std::string failure_;
-  std::uint64_t activity_ = 0;  // bumped, with cv_ notified, by every completion and arrival
-  std::vector<std::pair<Envelope, std::size_t>> owed_;  // credit for data that came before our rank was known
+  std::uint64_t activity_ = 0;                                                // bumped, with cv_ notified, by every completion and arrival
+  std::vector<std::pair<Envelope, std::size_t>> owed_;                        // credit for data that came before our rank was known
   std::map<std::int32_t, std::map<std::uint32_t, std::size_t>> held_credit_;  // by sender and context: waits for our next frame to it
   Receiver receiver_;
   Sender sender_;

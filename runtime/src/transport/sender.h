@@ -47,10 +47,10 @@ class Sender {
   Slot slot(std::int32_t dst, std::uint32_t context);
 
   struct Outgoing {
-    std::string bytes;      // an encoded frame
-    std::size_t cost = 0;   // the credit it takes
+    std::string bytes;                    // an encoded frame
+    std::size_t cost = 0;                 // the credit it takes
     std::shared_ptr<RemoteOp> completes;  // on the last frame of a message
-    bool whole = false;     // the message's only frame
+    bool whole = false;                   // the message's only frame
   };
   struct Frames {
     std::vector<Outgoing> first, rest;  // (rest: a rendezvous message's, sent once matched)
@@ -59,8 +59,8 @@ class Sender {
   // without any lock, in the sender's thread, whose buffer is free once this returns. The
   // message is `head` (if any) followed by `bytes` from `buf`, copied once, into the frames.
   // `pool`: where the frames' buffers come from (written frames' kept ones), or null.
-  static Frames encode(wire::Header h, const Slot& slot, std::string_view head, const void* buf, std::size_t bytes,
-                       bool synchronous, bool rendezvous, const std::shared_ptr<RemoteOp>& op, FramePool* pool = nullptr);
+  static Frames encode(wire::Header h, const Slot& slot, std::string_view head, const void* buf, std::size_t bytes, bool synchronous,
+                       bool rendezvous, const std::shared_ptr<RemoteOp>& op, FramePool* pool = nullptr);
   static Frames encode(wire::Header h, const Slot& slot, const void* buf, std::size_t bytes, bool synchronous, bool rendezvous,
                        const std::shared_ptr<RemoteOp>& op) {
     return encode(h, slot, {}, buf, bytes, synchronous, rendezvous, op);
@@ -101,9 +101,9 @@ class Sender {
     };
     std::deque<InFlight> in_flight;
     std::deque<Outgoing> queue;
-    std::uint64_t messages = 0;  // begun so far: the receiver numbers them alike
+    std::uint64_t messages = 0;                                    // begun so far: the receiver numbers them alike
     std::map<std::uint64_t, std::shared_ptr<RemoteOp>> unmatched;  // synchronous and rendezvous sends, by number
-    std::map<std::uint64_t, std::vector<Outgoing>> parked;          // rendezvous ones' rest, until matched
+    std::map<std::uint64_t, std::vector<Outgoing>> parked;         // rendezvous ones' rest, until matched
   };
   Stream& stream(std::int32_t dst, std::uint32_t context);
   bool pump(Stream& s, bool clocked = false);  // clocked: by credit that came back
