@@ -216,7 +216,5 @@ struct SizelessChoice {
 // Powers of 8 from 8 B, and 4 MiB: the sizes the collectives are measured over.
 inline constexpr std::size_t kSizesWeighed[] = {8, 64, 512, 4096, 32768, 262144, 2097152, 4194304};
 SizelessChoice choose_without_sizes(const CostShape& s, Coll op, int root, std::optional<Route> forced = std::nullopt);
-// The routes an operation's hierarchical family can take: routes_of, catalogue.h.
-std::vector<Route> routes_of(Coll op, int parts);
 
 }  // namespace gridrt::detail

@@ -171,7 +171,7 @@ const char* coll_name(Coll op);
 // operation's first where it lacks that one; else the model's least predicted, else the
 // operation's first) and slices; with auto, the family as auto_choice's. `rank_order`: the
 // operation folds in rank order (a non-commutative reduction), which only the routes that
-// keep_rank_order keep (the packed tree; the all-reduce's heads, whole or in pieces), and
+// keep it (the catalogue's rows say which: the packed tree; the all-reduce's heads, whole or in pieces), and
 // those only where folds_keep_rank_order.
 Pick choose_with_route(Algo asked, CommImpl& c, Coll op, std::size_t bytes, int root, bool rank_order = false);
 // The hierarchical pick of `op` by the model alone, GRIDRT_ROUTE aside (the rooted

@@ -19,9 +19,7 @@ namespace {
 // operation's, else its first (a gather has no order to schedule, its root receiving what
 // arrives, so ordered is packed there; the paper's two-cluster all-to-all needs two parts).
 Route effective(Coll op, int parts, Route r) {
-  const std::vector<Route> routes = routes_of(op, parts);
-  if (routes.empty()) return Route::kPacked;  // one way (a Pick's default)
-  return std::find(routes.begin(), routes.end(), r) != routes.end() ? r : routes.front();
+  return algorithm_of(op, Algo::kHier, r, parts).route.value_or(Route::kPacked);  // one way: a Pick's default
 }
 
 // The model's cost of a slice of `op` on route r: its own, else the operation's, else none.
