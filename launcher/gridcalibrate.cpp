@@ -52,8 +52,7 @@
 #include "models/flow_window.h"
 #include "models/grid_model.h"
 #include "models/least_squares.h"
-#include "coll/algorithms.h"  // the slices the model chooses among (slice_costs_from)
-#include "state.h"            // the slices and routes of the sample run's calls
+#include "runtime/src/calibration.h"  // the routes, slices and window of the sample run's calls
 
 namespace {
 
@@ -444,7 +443,7 @@ void escalation_sweep(const gridrt::Comm& world, const std::vector<std::vector<i
 
 // The slices of the sample run's pipelined collectives (GRIDRT_SLICE, the runtime's default),
 // and of the predictions its corrections are fitted against.
-constexpr std::size_t kSampleSlice = gridrt::detail::kDefaultSlice;
+const std::size_t kSampleSlice = gridrt::calibration::default_slice();
 // The flow-control window of the calibration job's own streams: more than is ever in flight
 // in its streams at the default sizes (4 x 1 MiB), and more than a line of 10 Gbit/s carries
 // in a 50 ms round trip, so that the gaps it measures are the lines' own, whatever window
@@ -476,26 +475,23 @@ constexpr int kSliceRounds = 3;  // slice_costs_from's (odd: a median of its own
 template <typename Timed>
 bool slice_costs_from(const gridrt::Comm& world, const std::vector<std::size_t>& sampled, gridrt::models::GridModel& model,
                       const std::optional<gridrt::GridPredictor>& predictor, Timed&& timed) {
-  using gridrt::detail::kSmallestSlice;
+  using gridrt::calibration::CollectiveTuning;
+  const std::size_t kSmallestSlice = gridrt::calibration::smallest_slice();
   if (sampled.empty() || gridrt::num_colors(gridrt::Level::kCluster) < 2) return false;  // one cluster: MPICH's own, no slices
   const std::size_t n = sampled.back();
-  auto slices = [n](std::size_t slice) { return gridrt::detail::SliceSizes(static_cast<double>(n), static_cast<double>(slice)).count(); };
+  auto slices = [n](std::size_t slice) { return gridrt::calibration::slice_count(n, slice); };
   if (slices(kSmallestSlice) <= slices(kSampleSlice)) return false;
-  using gridrt::detail::Route;
   struct Case {
     const char* op;
-    Route route;
+    const char* route;
     bool own;  // the route's own cost (the all-reduce's routes differ), else the operation's
   };
   std::string said;
-  const auto route_before = gridrt::detail::state().route;
-  const auto slice_before = gridrt::detail::state().slice;
-  for (const Case& c : {Case{"bcast", Route::kPacked, false}, Case{"reduce", Route::kPacked, false}, Case{"allreduce", Route::kHeads, true},
-                        Case{"allreduce", Route::kReduceScatter, true}}) {
-    const std::string route = gridrt::detail::route_name(c.route), key = c.own ? c.op + ("/" + route) : c.op;
+  for (const Case& c : {Case{"bcast", "packed", false}, Case{"reduce", "packed", false}, Case{"allreduce", "heads", true},
+                        Case{"allreduce", "reduce-scatter", true}}) {
+    const std::string route = c.route, key = c.own ? c.op + ("/" + route) : c.op;
     // Each on a communicator of its own: where the job has a model (a standing broker's),
     // a communicator keeps the choice of its first call of a size, slices and all.
-    gridrt::detail::state().route = c.route;
     const gridrt::Comm in_small = world.dup(), in_large = world.dup();
     double predicted = 0;
     if (world.rank() == 0)
@@ -504,10 +500,15 @@ bool slice_costs_from(const gridrt::Comm& world, const std::vector<std::size_t>&
                   1e-6;
     std::vector<double> estimates;  // per slice more, one from each round
     for (int round = 0; round < kSliceRounds; ++round) {
-      gridrt::detail::state().slice = kSmallestSlice;
-      const double small = timed(in_small, c.op, gridrt::Algo::kHier, n);
-      gridrt::detail::state().slice = kSampleSlice;
-      const double large = timed(in_large, c.op, gridrt::Algo::kHier, n);
+      double small = 0, large = 0;
+      {
+        CollectiveTuning tuning(route, kSmallestSlice);
+        small = timed(in_small, c.op, gridrt::Algo::kHier, n);
+      }
+      {
+        CollectiveTuning tuning(route, kSampleSlice);
+        large = timed(in_large, c.op, gridrt::Algo::kHier, n);
+      }
       estimates.push_back((small - large - predicted) / (slices(kSmallestSlice) - slices(kSampleSlice)));
     }
     if (world.rank() != 0) continue;
@@ -520,8 +521,6 @@ bool slice_costs_from(const gridrt::Comm& world, const std::vector<std::size_t>&
                   *least * 1e6, *most * 1e6);
     said += one;
   }
-  gridrt::detail::state().route = route_before;  // the sample run's (GRIDRT_ROUTE, GRIDRT_SLICE)
-  gridrt::detail::state().slice = slice_before;
   if (world.rank() == 0) {
     std::printf("# sample run: every slice of a pipelined collective beyond its messages (%zu B in slices of %zu and %zu B): %s\n", n,
                 kSmallestSlice, kSampleSlice, said.c_str());
@@ -547,8 +546,7 @@ bool slice_costs_from(const gridrt::Comm& world, const std::vector<std::size_t>&
 void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gridrt::models::GridModel& model,
                 gridrt::flow::Window job_window) {
   const int me = world.rank(), P = world.size();
-  const gridrt::flow::Window line_window = gridrt::detail::state().window;
-  gridrt::detail::use_window(job_window);
+  const gridrt::calibration::StreamWindow jobs_window(job_window);  // until the sample run ends
   const gridrt::Comm sampled_on = world.dup();
   double widest = 0;  // the longest one-way latency: how far ahead to name a common start
   if (me == 0)
@@ -617,7 +615,6 @@ void sample_run(const gridrt::Comm& world, const std::vector<double>& sizes, gri
                   c.scale, c.offset * 1e6);
       std::fflush(stdout);
     }
-  gridrt::detail::use_window(line_window);
 }
 
 int work(int argc, char** argv) {

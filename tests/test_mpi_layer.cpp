@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -482,6 +483,52 @@ TEST(MpiLayer, WithoutGridrunTheLayerLeavesMpichAsItIs) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(plain, m, passed)) << plain;
   EXPECT_EQ(p2p, m.str()) << p2p;
+}
+
+// The shared libraries export their interfaces and nothing else (runtime/exports/*.map):
+// libgridrt what its installed headers declare (GRIDRT_0) and the interface the MPI layer
+// and the calibration job call (GRIDRT_LAYER_0), none of its internals, Boost, OpenSSL or
+// the standard library's code compiled into it; libgridmpi the MPI API alone.
+TEST(MpiLayer, TheLibrariesExportTheirInterfacesAndNothingElse) {
+  std::string headers;
+  for (const char* h : {"gridrt.hpp", "queue.hpp", "gridrt.h"})
+    headers += slurp(std::string(GRIDRT_SOURCE_DIR) + "/runtime/include/gridrt/" + h);
+  std::istringstream rt(shell("nm -D --defined-only --with-symbol-versions " + kLib + "/libgridrt.so | c++filt"));
+  int public_names = 0, layer_names = 0;
+  for (std::string line; std::getline(rt, line);) {
+    const std::size_t at = line.rfind("@@");
+    if (line.size() < 20 || line[17] == 'A') continue;  // the version nodes themselves
+    ASSERT_NE(at, std::string::npos) << "an export without a version: " << line;
+    std::string name = line.substr(19, at - 19);
+    const std::string version = line.substr(at + 2);
+    if (version == "GRIDRT_LAYER_0") {
+      ++layer_names;
+      EXPECT_TRUE(std::regex_search(name, std::regex("^gridrt::(detail|rma|fileio|calibration|Topology)::"))) << line;
+      continue;
+    }
+    ASSERT_EQ(version, "GRIDRT_0") << line;
+    ++public_names;
+    // The name the header declares: the last component before the arguments, without the
+    // prefixes of a class's type information and the ABI tags.
+    for (const char* prefix : {"typeinfo name for ", "typeinfo for ", "vtable for "})
+      if (name.rfind(prefix, 0) == 0) name = name.substr(std::strlen(prefix));
+    name = std::regex_replace(name.substr(0, name.find('(')), std::regex("\\[abi:[a-z0-9]+\\]"), "");
+    if (name.rfind("gridrt::", 0) != 0) {
+      EXPECT_EQ(name.rfind("gridrt_", 0), 0u) << "a C symbol outside the C API: " << line;
+    } else {
+      name = name.substr(name.rfind("::") + 2);
+      if (name[0] == '~') name = name.substr(1);  // (a destructor: its class's name)
+    }
+    EXPECT_TRUE(std::regex_search(headers, std::regex("\\b" + name + "\\b"))) << name << " is exported but no installed header declares it";
+  }
+  EXPECT_GE(public_names, 100);
+  EXPECT_GE(layer_names, 50);
+  std::istringstream mpi(shell("nm -D --defined-only " + kLib + "/libgridmpi.so"));
+  for (std::string line; std::getline(mpi, line);) {
+    if (line.size() > 19 && line[17] != 'A') {
+      EXPECT_TRUE(std::regex_search(line.substr(19), std::regex("^(MPI_|MPIX_|MPICHX_|GRIDRT_|mpi_)"))) << "libgridmpi exports " << line;
+    }
+  }
 }
 
 // Every MPI function of the installed MPICH is accounted for (mpi_api.py's coverage table):

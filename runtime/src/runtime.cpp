@@ -9,6 +9,7 @@
 #include <cstring>
 #include <thread>
 
+#include "access.h"
 #include "comm.h"
 #include "common/pmi_watch.h"
 #include "finalize_deadline.h"
@@ -340,7 +341,7 @@ int byte_count(std::size_t bytes) {
 Request start(detail::OpPtr op) {
   auto r = std::make_shared<detail::RequestState>();
   r->op = std::move(op);
-  return Request(r);
+  return detail::Access::request(r);
 }
 
 // Tests a request; a message longer than its receive's buffer is an error, as a lost peer is.
@@ -373,14 +374,14 @@ Request irecv(void* buf, std::size_t capacity, int src, int tag) {
 
 Status wait(Request& req) {
   if (!req.valid()) throw Error("gridrt: wait on an empty request");
-  detail::RequestState& r = *req.state();
+  detail::RequestState& r = *detail::Access::state(req);
   detail::wait_until(state().messages, [&] { return detail::Waited{test_request(r), r.op->needs_mpi()}; });
   return r.status;
 }
 
 bool test(Request& req, Status* status) {
   if (!req.valid()) throw Error("gridrt: test on an empty request");
-  detail::RequestState& r = *req.state();
+  detail::RequestState& r = *detail::Access::state(req);
   detail::progress::poll_all();
   const bool done = test_request(r);
   if (done && status) *status = r.status;

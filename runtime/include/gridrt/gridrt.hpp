@@ -49,21 +49,25 @@ struct Status {
   std::size_t bytes = 0;
 };
 
+// The handles below keep their implementations private (the runtime reaches them through
+// one internal door, detail::Access); nothing in this header hands out an internal type.
 namespace detail {
+struct Access;
 struct RequestState;
 struct CommImpl;
 struct CostShape;
-class QueueNode;
-void finalize_barrier();
 }  // namespace detail
+
+// A point-to-point operation in flight (isend, irecv), completed by wait or test. Empty
+// (valid() false) when made by its default constructor.
 class Request {
  public:
   Request() = default;
-  explicit Request(std::shared_ptr<detail::RequestState> s) : state_(std::move(s)) {}
   bool valid() const { return state_ != nullptr; }
-  detail::RequestState* state() const { return state_.get(); }
 
  private:
+  friend struct detail::Access;
+  explicit Request(std::shared_ptr<detail::RequestState> s) : state_(std::move(s)) {}
   std::shared_ptr<detail::RequestState> state_;
 };
 
@@ -249,8 +253,7 @@ class Comm {
   double predicted_us(const std::string& op, std::size_t bytes, Algo algo = Algo::kAuto, int root = 0) const;
 
  private:
-  friend class detail::QueueNode;  // the task queue (gridrt/queue.hpp) talks over a Comm's members
-  friend void detail::finalize_barrier();
+  friend struct detail::Access;  // (the task queue talks over a Comm's members)
   explicit Comm(std::shared_ptr<detail::CommImpl> impl) : impl_(std::move(impl)) {}
   detail::CommImpl& impl() const;
   std::shared_ptr<detail::CommImpl> impl_;

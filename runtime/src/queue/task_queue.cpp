@@ -17,6 +17,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "access.h"
 #include "comm.h"
 #include "chunking.h"
 #include "ledger.h"
@@ -142,7 +143,7 @@ class QueueNode : public ReleasedAtFinalize {
 
 QueueNode::QueueNode(const Comm& comm, QueueOptions o)
     : comm_(comm.dup()),
-      c_(&comm_.impl()),
+      c_(&Access::impl(comm_)),
       o_(std::move(o)),
       ledger_(o_.crash_limit),
       own_(queue::ChunkLimits{o_.first_chunk, 1, o_.max_chunk, o_.horizon_s}) {
