@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "common/settings.h"
 #include "gridrt/version.h"
 
 namespace gridrt {
@@ -28,9 +29,11 @@ void parse_daemon_options(int argc, char** argv, const char* program, const char
     std::fprintf(stderr, "%s: %s\n%s", program, why.c_str(), usage);
     std::exit(2);
   };
+  // --help: the options, then the settings the daemons read (common/settings.h).
+  const std::string help = std::string(usage) + "\n" + settings::help(settings::kDaemons);
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    answer_help_or_version(a, program, usage);
+    answer_help_or_version(a, program, help.c_str());
     if (const auto flag = flags.find(a); flag != flags.end()) {
       *flag->second = true;
       continue;
@@ -49,6 +52,10 @@ void parse_daemon_options(int argc, char** argv, const char* program, const char
   for (const auto& r : required)
     if (options.at(r)->empty()) missing += (missing.empty() ? "" : ", ") + r;
   if (!missing.empty()) fail("missing " + missing);
+  if (const auto bad = settings::first_bad(settings::kDaemons)) {
+    std::fprintf(stderr, "%s: %s\n", program, bad->c_str());
+    std::exit(2);
+  }
 }
 
 }  // namespace gridrt

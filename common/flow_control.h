@@ -8,7 +8,10 @@
 #include <cstddef>
 #include <cstdlib>
 #include <stdexcept>
+#include <optional>
 #include <string>
+
+#include "common/settings.h"
 
 namespace gridrt::flow {
 
@@ -47,14 +50,9 @@ struct Window {
 // naming the variable, its value and what it may be otherwise. The runtime reads it so, and
 // so do the tools that predict for jobs (gridbench --predict-only, gridrun calibrate).
 inline Window window_from_env() {
-  const char* v = std::getenv("GRIDRT_WINDOW");
-  if (!v) return {};
-  char* end = nullptr;
-  const unsigned long long n = std::strtoull(v, &end, 10);
-  if (!*v || *end || *v == '-' || n < kMinWindowBytes || n > kMaxWindowBytes)
-    throw std::invalid_argument(std::string("GRIDRT_WINDOW='") + v + "' must be a number of bytes from " + std::to_string(kMinWindowBytes) +
-                                " to " + std::to_string(kMaxWindowBytes));
-  return {static_cast<std::size_t>(n), false};
+  const std::optional<unsigned long long> n = settings::number("GRIDRT_WINDOW");  // (its range: kMinWindowBytes to kMaxWindowBytes)
+  if (!n) return {};
+  return {static_cast<std::size_t>(*n), false};
 }
 
 // The window a stream settles at on a line of `rate` bytes per second and `round_trip`

@@ -1,5 +1,7 @@
 #include "common/log.h"
 
+#include "common/settings.h"
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,11 +17,15 @@ std::string& component() {
 }
 Level threshold() {
   static const Level l = [] {
-    const char* v = std::getenv("GRIDRT_LOG");
-    if (!v) return Level::kWarn;
-    if (!std::strcmp(v, "error")) return Level::kError;
-    if (!std::strcmp(v, "info")) return Level::kInfo;
-    if (!std::strcmp(v, "debug")) return Level::kDebug;
+    // (The programs check it before they start; a process that logs before gridrt::init
+    // checked it is told here, once.)
+    std::optional<std::string> v;
+    try {
+      v = settings::value("GRIDRT_LOG");
+    } catch (const std::invalid_argument& e) { std::fprintf(stderr, "gridrt: %s; logging at warn\n", e.what()); }
+    if (v == "error") return Level::kError;
+    if (v == "info") return Level::kInfo;
+    if (v == "debug") return Level::kDebug;
     return Level::kWarn;
   }();
   return l;

@@ -3,10 +3,12 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 
 #include "common/link.h"
+#include "common/settings.h"
 
 namespace gridrt {
 
@@ -29,9 +31,13 @@ tcp::endpoint parse_endpoint(const std::string& text) {
 
 int dead_peer_seconds() {
   static const int seconds = [] {
-    const char* v = std::getenv("GRIDRT_DEAD_PEER_SECONDS");
-    const int s = v ? std::atoi(v) : 30;
-    return s > 0 ? std::max(s, 3) : 30;
+    // (Checked by the programs before they start and by gridrt::init.)
+    try {
+      return static_cast<int>(settings::number("GRIDRT_DEAD_PEER_SECONDS").value_or(30));
+    } catch (const std::invalid_argument& e) {
+      std::fprintf(stderr, "gridrt: %s; taking 30\n", e.what());
+      return 30;
+    }
   }();
   return seconds;
 }

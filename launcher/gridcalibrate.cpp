@@ -49,6 +49,7 @@
 #include "gridrt/gridrt.hpp"
 #include "launcher/self_job.h"
 #include "launcher/timed_call.h"
+#include "common/settings.h"
 #include "models/flow_window.h"
 #include "models/grid_model.h"
 #include "models/least_squares.h"
@@ -821,8 +822,8 @@ int launch(int argc, char** argv) {
   } catch (const std::invalid_argument& e) { usage_error(e.what()); }
   grid_args.insert(grid_args.end(), {"--env", "GRIDRT_WINDOW=" + std::to_string(kLineWindow)});
   worker_args.insert(worker_args.end(), {"--job-window", std::to_string(job_window.grows ? 0 : job_window.bytes)});
-  const char* gridrun = std::getenv("GRIDRT_GRIDRUN");
-  const std::string launcher = gridrun ? gridrun : (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "gridrun").string();
+  const std::string launcher = gridrt::settings::value("GRIDRT_GRIDRUN")
+                                   .value_or((std::filesystem::read_symlink("/proc/self/exe").parent_path() / "gridrun").string());
   std::string json;
   bool in_model = false;
   std::fprintf(stderr, "gridrun calibrate: measuring %s\n", grid_name.c_str());

@@ -14,6 +14,7 @@
 #include "common/jobprofile.h"
 #include "common/ladder.h"
 #include "common/log.h"
+#include "common/settings.h"
 #include "common/wire.h"
 #include "common/wan.h"
 #include "models/grid_model.h"
@@ -29,6 +30,7 @@ const char* kUsage = R"(usage: gridrun [options] -n N PROGRAM [ARGS...]
        gridrun cancel JOB --broker HOST:PORT --cert PEM --key PEM --ca PEM
        gridrun ca ...      (the grid's certificate authority: gridrun ca --help)
        gridrun calibrate [grid options] [--output FILE]   (measure the grid: --help)
+       gridrun settings [--markdown]   (the settings gridrt reads from the environment)
 
 Runs an MPI program, or the job a JobProfile describes, as one MPI job across the clusters
 of a grid: every cluster runs its part as an ordinary MPICH job behind its relay, and
@@ -220,6 +222,23 @@ int calibrate_command(int argc, char** argv) {
   return 127;
 }
 
+// gridrun settings: every setting of the table (common/settings.h), as --help lists them or,
+// with --markdown, as docs/settings.md has them.
+int settings_command(int argc, char** argv) {
+  const std::string a = argc > 1 ? argv[1] : "";
+  if (a == "--markdown") {
+    std::fputs(gridrt::settings::markdown().c_str(), stdout);
+    return 0;
+  }
+  if (!a.empty() && a != "--help" && a != "-h") {
+    std::fprintf(stderr, "gridrun settings: unknown option '%s'\nusage: gridrun settings [--markdown]\n", a.c_str());
+    return 2;
+  }
+  using gridrt::settings::Reader;
+  std::fputs(gridrt::settings::help(Reader::kProcesses | Reader::kDaemons | Reader::kGridrun | Reader::kTools).c_str(), stdout);
+  return 0;
+}
+
 // Where the example programs are: their installed directory, or gridrun's own in a build tree.
 std::string examples_dir(const std::string& bin_dir) {
   const auto installed = (std::filesystem::path(bin_dir) / GRIDRT_EXAMPLES_FROM_BIN).lexically_normal();
@@ -236,6 +255,9 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "cancel") return cancel_command(argc - 1, argv + 1);
   if (argc > 1 && std::string(argv[1]) == "status") return status_command(argc - 1, argv + 1);
   if (argc > 1 && std::string(argv[1]) == "calibrate") return calibrate_command(argc - 1, argv + 1);
+  if (argc > 1 && std::string(argv[1]) == "settings") return settings_command(argc - 1, argv + 1);
+  // --help: the options, then the settings gridrun and the job's processes read.
+  const std::string usage = std::string(kUsage) + "\n" + settings::help(settings::kGridrun | settings::kProcesses);
   // The job's lines appear as they come, also when gridrun's output goes to a file or pipe.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::string profile, program, grid_path, nprocs;
@@ -247,8 +269,8 @@ int main(int argc, char** argv) {
   std::string clusters, ranks_per_cluster, timeout;
   bool unshared_files = false;
   std::vector<std::pair<std::string, std::string>> emulate_wan;  // the --emulate-wan* options, in order
-  if (const char* t = std::getenv("MPIEXEC_TIMEOUT")) {          // as mpiexec takes it; gridrun keeps the time, not mpiexec
-    timeout = t;
+  if (const auto t = settings::value("MPIEXEC_TIMEOUT")) {       // as mpiexec takes it; gridrun keeps the time, not mpiexec
+    timeout = *t;
     ::unsetenv("MPIEXEC_TIMEOUT");
   }
   std::vector<std::pair<std::string, std::string>> env;  // --env and its kin, in order
@@ -263,7 +285,7 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) usage_error(a + " needs a value");
       return argv[++i];
     };
-    answer_help_or_version(a, "gridrun", kUsage);
+    answer_help_or_version(a, "gridrun", usage.c_str());
     if (a == "-n" || a == "-np") {
       nprocs = value();
     } else if (a == "--") {
@@ -373,10 +395,13 @@ int main(int argc, char** argv) {
     } catch (const std::invalid_argument& e) { usage_error(option + ": " + e.what()); }
     relay_options.insert(relay_options.end(), {option, value});
   }
+  // gridrun's settings, and the processes' (on the embedded grid their environment is
+  // gridrun's): a bad one is bad input, refused before anything starts.
+  if (const auto bad = settings::first_bad(settings::kGridrun | settings::kProcesses)) usage_error(*bad);
   // Benchmarks measure the relay path without TLS this way (docs/benchmarks.md).
-  if (const char* e = std::getenv("GRIDRT_LINK_ENCRYPTION")) relay_options.insert(relay_options.end(), {"--link-encryption", e});
-  if (const char* t = std::getenv("GRIDRT_LINK_THREAD")) relay_options.insert(relay_options.end(), {"--link-thread", t});
-  if (sub.verbose && !std::getenv("GRIDRT_LOG")) ::setenv("GRIDRT_LOG", "info", 1);
+  if (const auto e = settings::value("GRIDRT_LINK_ENCRYPTION")) relay_options.insert(relay_options.end(), {"--link-encryption", *e});
+  if (const auto t = settings::value("GRIDRT_LINK_THREAD")) relay_options.insert(relay_options.end(), {"--link-thread", *t});
+  if (sub.verbose && !settings::value("GRIDRT_LOG")) ::setenv("GRIDRT_LOG", "info", 1);
 
   const std::string bin_dir = std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
   try {

@@ -38,6 +38,7 @@
 #include "common/messages.h"
 #include "common/pmi_watch.h"
 #include "common/process.h"
+#include "common/settings.h"
 #include "relay/node_files.h"
 #include "pmi_proxy.h"
 
@@ -110,9 +111,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<std::string> cmd(argv + 2, argv + argc);
-  const char* relay = std::getenv("GRIDRT_RELAY");
-  const char* job_text = std::getenv("GRIDRT_JOB");
-  const char* secret = std::getenv("GRIDRT_SECRET");
+  std::optional<std::string> relay, job_text, secret, wanted_layer, node_dir;
+  try {
+    relay = gridrt::settings::value("GRIDRT_RELAY"), job_text = gridrt::settings::value("GRIDRT_JOB");
+    secret = gridrt::settings::value("GRIDRT_SECRET"), wanted_layer = gridrt::settings::value("GRIDRT_MPI_LAYER");
+    node_dir = gridrt::settings::value("GRIDRT_NODE_DIR");
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "gridproc: %s\n", e.what());
+    return 2;
+  }
   const int rank = local_rank();
   if (!relay || !job_text || !secret || rank < 0) {
     std::fprintf(stderr, "gridproc: GRIDRT_RELAY, GRIDRT_JOB, GRIDRT_SECRET and a rank (PMI_RANK) must be set\n");
@@ -120,9 +127,9 @@ int main(int argc, char** argv) {
   }
   // If the process manager's helper above us dies, stop too (and so does our child).
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-  const std::uint64_t job = std::strtoull(job_text, nullptr, 10);
-  const int sock = connect_relay(relay);
-  ProcHello hello{secret, static_cast<std::uint32_t>(rank), "", ""};
+  const std::uint64_t job = std::strtoull(job_text->c_str(), nullptr, 10);
+  const int sock = connect_relay(*relay);
+  ProcHello hello{*secret, static_cast<std::uint32_t>(rank), "", ""};
   gridrt::send_all(sock, wire::encode(wire::make_frame(wire::Type::kMonitorHello, hello.encode(), job)));
 
   SpawnOptions so;
@@ -130,8 +137,7 @@ int main(int argc, char** argv) {
   // GRIDRT_MPI_LAYER=off leaves the application with MPICH alone (each cluster its own
   // MPI_COMM_WORLD): for measuring what the layer costs, and for programs that must not
   // have it.
-  const char* wanted = std::getenv("GRIDRT_MPI_LAYER");
-  const std::string layer = wanted && std::strcmp(wanted, "off") == 0 ? "" : mpi_layer();
+  const std::string layer = wanted_layer == "off" ? "" : mpi_layer();
   std::unique_ptr<PmiProxy> pmi;
   if (!layer.empty()) {
     const char* before = std::getenv("LD_PRELOAD");
@@ -159,8 +165,8 @@ int main(int argc, char** argv) {
   Child child;
   std::unique_ptr<NodeFiles> node;  // a node that sees none of the job's files: its own copy
   try {
-    if (const char* dir = std::getenv("GRIDRT_NODE_DIR"); dir && *dir) {
-      node = std::make_unique<NodeFiles>(sock, job, dir, static_cast<std::uint32_t>(rank));
+    if (node_dir) {
+      node = std::make_unique<NodeFiles>(sock, job, *node_dir, static_cast<std::uint32_t>(rank));
       so.workdir = node->dir();
     }
     child = spawn(cmd, so);

@@ -1102,8 +1102,8 @@ TEST(EndToEnd, UnencryptedRelayLinksForBenchmarksCarryTrafficIntactAndSaySo) {
   ::setenv("GRIDRT_LINK_ENCRYPTION", "rot13", 1);
   const Outcome bad = gridrun({kSrc + "/jobprofiles/two-groups.xml"});
   ::unsetenv("GRIDRT_LINK_ENCRYPTION");
-  EXPECT_NE(bad.status, 0);
-  EXPECT_NE(bad.err.find("--link-encryption must be tls or none, not 'rot13'"), std::string::npos) << bad.err;
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("gridrun: GRIDRT_LINK_ENCRYPTION='rot13' must be one of tls or none"), std::string::npos) << bad.err;
   expect_nothing_left();
 }
 
@@ -1120,8 +1120,8 @@ TEST(EndToEnd, RelayLinksOnTheRelaysOneThreadCarryTrafficIntact) {
   ::setenv("GRIDRT_LINK_THREAD", "sometimes", 1);
   const Outcome bad = gridrun({kSrc + "/jobprofiles/two-groups.xml"});
   ::unsetenv("GRIDRT_LINK_THREAD");
-  EXPECT_NE(bad.status, 0);
-  EXPECT_NE(bad.err.find("--link-thread must be auto, on or off, not 'sometimes'"), std::string::npos) << bad.err;
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("gridrun: GRIDRT_LINK_THREAD='sometimes' must be one of auto, on or off"), std::string::npos) << bad.err;
   expect_nothing_left();
 }
 
@@ -1843,17 +1843,25 @@ TEST(EndToEnd, ACollectiveWithMismatchedCountsFailsClearly) {
   expect_nothing_left();
 }
 
-// A bad setting stops every process at init with the variable, its value and what it may be.
+// A bad setting stops every process at init with the variable, its value and what it may be;
+// in gridrun's own environment, gridrun refuses it before anything starts.
 TEST(EndToEnd, BadSettingsAreNamedAtInit) {
   const std::pair<const char*, const char*> bad[] = {
       {"GRIDRT_WINDOW", "12abc"},    {"GRIDRT_SLICE", "5"},        {"GRIDRT_COLL", "fast"},       {"GRIDRT_WAIT", "nap"},
       {"GRIDRT_INIT_TIMEOUT", "-3"}, {"GRIDRT_NODE_LEVEL", "yes"}, {"GRIDRT_GATHER_PIECES", "0"}, {"GRIDRT_ROUTE", "tree"}};
   for (const auto& [name, value] : bad) {
-    ::setenv(name, value, 1);
-    const Outcome r = gridrun({"-n", "2", kSrc + "/jobprofiles/helloworld.xml"});
-    ::unsetenv(name);
+    // Handed to the processes (as a profile's <environment> or a standing grid's relay
+    // would): each names it in MPI_Init.
+    const Outcome r = gridrun({"-n", "2", "--env", std::string(name) + "=" + value, kSrc + "/jobprofiles/helloworld.xml"});
     EXPECT_NE(r.status, 0) << name;
     EXPECT_NE(r.err.find(std::string("gridrt: ") + name + "='" + value + "'"), std::string::npos) << r.err;
+    // In gridrun's own environment (which the embedded grid's processes take): bad input,
+    // refused before anything starts.
+    ::setenv(name, value, 1);
+    const Outcome early = gridrun({"-n", "2", kSrc + "/jobprofiles/helloworld.xml"});
+    ::unsetenv(name);
+    EXPECT_EQ(early.status, 2) << name;
+    EXPECT_NE(early.err.find(std::string("gridrun: ") + name + "='" + value + "'"), std::string::npos) << early.err;
   }
   expect_nothing_left();
 }

@@ -503,7 +503,7 @@ TEST(MpiLayer, TheLibrariesExportTheirInterfacesAndNothingElse) {
     const std::string version = line.substr(at + 2);
     if (version == "GRIDRT_LAYER_0") {
       ++layer_names;
-      EXPECT_TRUE(std::regex_search(name, std::regex("^gridrt::(detail|rma|fileio|calibration|Topology)::"))) << line;
+      EXPECT_TRUE(std::regex_search(name, std::regex("^gridrt::(detail|rma|fileio|calibration|settings|Topology)::"))) << line;
       continue;
     }
     ASSERT_EQ(version, "GRIDRT_0") << line;

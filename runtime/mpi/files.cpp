@@ -46,6 +46,7 @@
 
 #include "files.h"
 #include "mpi_error.h"
+#include "common/settings.h"
 
 namespace gridmpi {
 
@@ -91,10 +92,9 @@ std::filesystem::path absolute_name(const std::string& name) {
 // Where the file `p` (absolute) lies: "FILESYSTEM:path inside it" for the longest of this
 // cluster's file systems that holds it, "" for none.
 std::string place_of(const std::filesystem::path& p) {
-  const char* declared = std::getenv("GRIDRT_FILE_SYSTEMS");
   std::string best_name, best_inside;
   std::size_t best_length = 0;
-  for (std::string rest = declared ? declared : ""; !rest.empty();) {
+  for (std::string rest = gridrt::settings::value("GRIDRT_FILE_SYSTEMS").value_or(""); !rest.empty();) {
     const auto semi = rest.find(';');
     const std::string entry = rest.substr(0, semi);
     rest = semi == std::string::npos ? "" : rest.substr(semi + 1);

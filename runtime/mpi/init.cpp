@@ -7,11 +7,18 @@
 #include <dlfcn.h>
 #include <string>
 
+#include "common/settings.h"
 #include "layer.h"
 
 namespace {
 
-bool started_by_gridrun() { return std::getenv("GRIDRT_JOB") && std::getenv("GRIDRT_RELAY"); }
+// Whether gridrun started this process: whether it set these, right or not (gridrt::init
+// checks them, and says what is wrong).
+bool started_by_gridrun() {
+  try {
+    return gridrt::settings::value("GRIDRT_JOB") && gridrt::settings::value("GRIDRT_RELAY");
+  } catch (const std::invalid_argument&) { return true; }
+}
 
 // The thread levels across clusters: the runtime's waits and registries are the process's,
 // moved by one thread at a time (its own I/O thread never calls MPI): up to

@@ -12,6 +12,7 @@
 #include "access.h"
 #include "comm.h"
 #include "common/pmi_watch.h"
+#include "common/settings.h"
 #include "finalize_deadline.h"
 #include "state.h"
 #include "coll/cluster_steps.h"
@@ -86,33 +87,32 @@ void wait_mpi(MPI_Request* req, MPI_Status* st) {
   });
 }
 
-// The settings of the README's table, read once at init. A bad value is an error naming the
+// The settings (common/settings.h), read once at init: a bad value is an Error naming the
 // variable, its value and what it may be.
-
-// One of `choices` by name; the first when the variable is unset.
-template <typename T>
-T choice_from_env(const char* name, const std::vector<std::pair<std::string, T>>& choices) {
-  const char* v = std::getenv(name);
-  if (!v) return choices.begin()->second;
-  std::string names;
-  for (const auto& [text, value] : choices) {
-    if (text == v) return value;
-    names += (names.empty() ? "" : ", ") + text;
-  }
-  throw Error(std::string("gridrt: ") + name + "='" + v + "' is not one of " + names);
+std::optional<std::string> setting(const char* name) {
+  try {
+    return settings::value(name);
+  } catch (const std::invalid_argument& e) { throw Error(std::string("gridrt: ") + e.what()); }
 }
 
-// A whole number from `low` to `high`; `otherwise` when the variable is unset.
-unsigned long long number_from_env(const char* name, unsigned long long otherwise, unsigned long long low, unsigned long long high,
-                                   const char* unit) {
-  const char* v = std::getenv(name);
-  if (!v) return otherwise;
-  char* end = nullptr;
-  const unsigned long long n = std::strtoull(v, &end, 10);
-  if (!*v || *end || *v == '-' || n < low || n > high)
-    throw Error(std::string("gridrt: ") + name + "='" + v + "' must be a number of " + unit + " from " + std::to_string(low) + " to " +
-                std::to_string(high));
-  return n;
+// One of `choices` by name; the first (the table's default) when the variable is unset. The
+// table and `choices` name the same values, or the runtime was built wrong.
+template <typename T>
+T choice_from_env(const char* name, const std::vector<std::pair<std::string, T>>& choices) {
+  const settings::Setting& row = settings::find(name);
+  bool same = row.words.size() == choices.size() && row.fallback == choices.front().first;
+  for (const auto& choice : choices) same = same && std::find(row.words.begin(), row.words.end(), choice.first) != row.words.end();
+  if (!same) throw std::logic_error(std::string("gridrt: the settings table and the runtime differ on ") + name);
+  const std::optional<std::string> v = setting(name);
+  for (const auto& [text, value] : choices)
+    if (v && text == *v) return value;
+  return choices.front().second;
+}
+
+// The number set, or `otherwise` where the variable is unset (or one of its words).
+unsigned long long number_from_env(const char* name, unsigned long long otherwise) {
+  setting(name);
+  return settings::number(name).value_or(otherwise);
 }
 
 std::optional<std::string> cluster_lost(int rank) { return state().transport->lost(rank); }
@@ -136,10 +136,8 @@ using detail::state;
 
 void init(int* argc, char*** argv, int required) {
   if (g) throw Error("gridrt: init called twice");
-  const char* relay = std::getenv("GRIDRT_RELAY");
-  const char* job = std::getenv("GRIDRT_JOB");
-  const char* secret = std::getenv("GRIDRT_SECRET");
-  const char* cluster = std::getenv("GRIDRT_CLUSTER");
+  const auto relay = detail::setting("GRIDRT_RELAY"), job = detail::setting("GRIDRT_JOB"), secret = detail::setting("GRIDRT_SECRET"),
+             cluster = detail::setting("GRIDRT_CLUSTER");
   if (!relay || !job || !secret || !cluster)
     throw Error(
         "gridrt: this program must be started by gridrun (GRIDRT_RELAY, GRIDRT_JOB, GRIDRT_SECRET and "
@@ -149,6 +147,8 @@ void init(int* argc, char*** argv, int required) {
   MPI_Init_thread(argc, argv, required, &provided);
   if (provided < required)
     throw Error("gridrt: MPI provides thread level " + std::to_string(provided) + " < required " + std::to_string(required));
+  // Every setting the processes read, checked before any is used.
+  if (const auto bad = settings::first_bad(settings::kProcesses | settings::kByGridrt)) throw Error("gridrt: " + *bad);
   auto s = std::make_unique<detail::State>();
   using detail::WaitPolicy;
   detail::wait_policy = detail::choice_from_env<WaitPolicy>(
@@ -158,9 +158,8 @@ void init(int* argc, char*** argv, int required) {
   std::vector<std::pair<std::string, std::optional<Route>>> routes{{"auto", std::nullopt}};
   for (Route r : detail::kEveryRoute) routes.emplace_back(detail::route_name(r), r);
   s->route = detail::choice_from_env<std::optional<Route>>("GRIDRT_ROUTE", routes);
-  if (std::getenv("GRIDRT_SLICE")) s->slice = detail::number_from_env("GRIDRT_SLICE", 0, 1024, 1ull << 30, "bytes");
-  if (const char* pieces = std::getenv("GRIDRT_GATHER_PIECES"); pieces && std::strcmp(pieces, "auto") != 0)
-    s->gather_pieces = static_cast<int>(detail::number_from_env("GRIDRT_GATHER_PIECES", 0, 1, 65536, "pieces (or auto)"));
+  if (detail::setting("GRIDRT_SLICE")) s->slice = detail::number_from_env("GRIDRT_SLICE", 0);
+  if (const auto pieces = detail::number_from_env("GRIDRT_GATHER_PIECES", 0)) s->gather_pieces = static_cast<int>(pieces);
   s->node_level = detail::choice_from_env<bool>("GRIDRT_NODE_LEVEL", {{"off", false}, {"on", true}});
   s->cluster_steps = detail::choice_from_env<detail::ClusterSteps>(
       "GRIDRT_CLUSTER_STEPS",
@@ -169,17 +168,17 @@ void init(int* argc, char*** argv, int required) {
   // The grid's model (docs/models.md): a file named by GRIDRT_MODEL, the text gridrun
   // --model hands over (GRIDRT_MODEL_JSON), or the one the broker keeps (with the topology).
   try {
-    if (const char* model = std::getenv("GRIDRT_MODEL"); model && *model)
-      s->model = std::make_shared<const models::GridModel>(models::load_model(model));
-    else if (const char* json = std::getenv("GRIDRT_MODEL_JSON"); json && *json)
-      s->model = std::make_shared<const models::GridModel>(models::read_model_json(json, "GRIDRT_MODEL_JSON"));
+    if (const auto model = detail::setting("GRIDRT_MODEL"))
+      s->model = std::make_shared<const models::GridModel>(models::load_model(*model));
+    else if (const auto json = detail::setting("GRIDRT_MODEL_JSON"))
+      s->model = std::make_shared<const models::GridModel>(models::read_model_json(*json, "GRIDRT_MODEL_JSON"));
   } catch (const models::ModelError& e) { throw Error(std::string("gridrt: ") + e.what()); }
   try {
     s->window = models::window_from_env();
   } catch (const std::invalid_argument& e) { throw Error(std::string("gridrt: ") + e.what()); }
   const flow::Window window = s->window;
-  const long timeout_s = static_cast<long>(detail::number_from_env("GRIDRT_INIT_TIMEOUT", 300, 1, 1000000, "seconds"));
-  s->finalize_timeout = std::chrono::seconds(detail::number_from_env("GRIDRT_FINALIZE_TIMEOUT", 20, 1, 1000000, "seconds"));
+  const long timeout_s = static_cast<long>(detail::number_from_env("GRIDRT_INIT_TIMEOUT", 300));
+  s->finalize_timeout = std::chrono::seconds(detail::number_from_env("GRIDRT_FINALIZE_TIMEOUT", 20));
   s->pmi_fd = detail::pmi_fd_from_env();
   MPI_Comm_rank(MPI_COMM_WORLD, &s->local_rank);
   int local_size = 0;
@@ -194,9 +193,9 @@ void init(int* argc, char*** argv, int required) {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   try {
-    s->transport =
-        std::make_unique<detail::RelayTransport>(relay, std::strtoull(job, nullptr, 10), secret, static_cast<std::uint32_t>(s->local_rank),
-                                                 host, window, detail::ListenSpec::parse(std::getenv("GRIDRT_LISTEN")));
+    s->transport = std::make_unique<detail::RelayTransport>(
+        *relay, *settings::number("GRIDRT_JOB"), *secret, static_cast<std::uint32_t>(s->local_rank), host, window,
+        detail::ListenSpec::parse(detail::setting("GRIDRT_LISTEN").value_or("none").c_str()));
     s->topo = s->transport->wait_topology(std::chrono::seconds(timeout_s));
     if (!s->model && !s->topo.model.empty()) {
       try {
@@ -205,8 +204,8 @@ void init(int* argc, char*** argv, int required) {
     }
   } catch (const std::runtime_error& e) { throw Error(std::string("gridrt: init: ") + e.what()); }
   const auto& clusters = s->topo.clusters;
-  auto it = std::find_if(clusters.begin(), clusters.end(), [&](const ClusterPart& c) { return c.name == cluster; });
-  if (it == clusters.end()) throw Error(std::string("gridrt: cluster '") + cluster + "' is not part of the job's topology");
+  auto it = std::find_if(clusters.begin(), clusters.end(), [&](const ClusterPart& c) { return c.name == *cluster; });
+  if (it == clusters.end()) throw Error("gridrt: cluster '" + *cluster + "' is not part of the job's topology");
   if (static_cast<int>(it->count) != local_size)
     throw Error("gridrt: the cluster's MPI job has " + std::to_string(local_size) + " processes, the topology says " +
                 std::to_string(it->count));

@@ -6,6 +6,8 @@
 
 #include <openssl/crypto.h>
 
+#include "common/settings.h"
+
 namespace gridrt::detail {
 
 using wire::Frame;
@@ -17,10 +19,8 @@ flow::Window at_least_min(flow::Window w) {
   return w;
 }
 
-bool env_is(const char* name, const char* value) {
-  const char* v = std::getenv(name);
-  return v && std::string(v) == value;
-}
+// (Checked by gridrt::init before the transport is made: settings::value does not throw here.)
+bool setting_is(const char* name, const char* value) { return settings::value(name) == std::optional<std::string>(value); }
 }  // namespace
 
 RelayTransport::RelayTransport(const std::string& relay, std::uint64_t job, const std::string& secret, std::uint32_t local_rank,
@@ -31,8 +31,8 @@ RelayTransport::RelayTransport(const std::string& relay, std::uint64_t job, cons
                  [this](const Envelope& from, std::uint64_t number) { tell_matched(from, number); }},
                 unexpected_budget),
       sender_([this](std::int32_t dst, std::string frame) { write_to(dst, std::move(frame)); }, at_least_min(window)),
-      survive_cluster_loss_(env_is("GRIDRT_ON_CLUSTER_LOSS", "continue")),
-      paths_(io_, mu_, control_, job, secret, !env_is("GRIDRT_DIRECT", "off"), survive_cluster_loss_,
+      survive_cluster_loss_(setting_is("GRIDRT_ON_CLUSTER_LOSS", "continue")),
+      paths_(io_, mu_, control_, job, secret, !setting_is("GRIDRT_DIRECT", "off"), survive_cluster_loss_,
              {[this](std::string bytes) { write_relay(std::move(bytes)); }, [this](Frame& f) { on_frame(f); },
               [this](const std::string& why) { fail_all(why); }}) {
   // OpenSSL frees its global state in an atexit handler of its own. A process that exits
