@@ -20,6 +20,7 @@
 #include "algorithms.h"
 #include "costs.h"
 #include "cluster_steps.h"
+#include "pipeline.h"
 
 namespace gridrt::detail {
 
@@ -34,6 +35,91 @@ struct Pieces {
     return static_cast<char*>(base) + static_cast<MPI_Aint>(first(t)) * slice.extent;
   }
 };
+
+// Stages 2 and 3 and the start of 4, at a cluster's leader: through the site's head and
+// between the heads, slice by slice (`local`: stage 1's reduction of each slice here).
+Async<> through_the_heads(CommImpl& c, int tag, const Slices& sl, MPI_Op op, void* recvbuf, std::vector<Step>& local, bool many,
+                          Route between) {
+  enum Stage { kFromSite, kFromHeads, kFolded, kBack, kStages };
+  const int p = c.my_part(), site = c.site_of_part[p], head = c.site_head(site), S = static_cast<int>(c.sites.size());
+  const bool is_head = p == head, split = between == Route::kReduceScatter;
+  const std::vector<int> in_site = c.site_mates(p), sites_away = c.other_sites(p);
+  std::vector<int> heads, head_leaders, site_leaders;  // (heads: of the other sites, used at this site's head)
+  for (int t : sites_away) heads.push_back(c.site_head(t));
+  for (int q : heads) head_leaders.push_back(c.leader(q));
+  for (int q : in_site) site_leaders.push_back(c.leader(q));
+  Pipeline pipe(c, tag, sl.n, kStages);
+  for (int k = 0; k < sl.n; ++k) {
+    const std::size_t bytes = sl.layout(k).packed;
+    if (!is_head) {
+      pipe.expect(kBack, k, head, c.leader(head), bytes);
+      continue;
+    }
+    for (int q : in_site) pipe.expect(kFromSite, k, q, c.leader(q), bytes);
+    // From each other head: its site's partial result (heads), or the piece this site folds
+    // (reduce-scatter).
+    const std::size_t in_bytes = split ? Pieces{sl.count(k), S}.layout(sl.layout(k), site).packed : bytes;
+    for (int q : heads) pipe.expect(kFromHeads, k, q, c.leader(q), in_bytes);
+  }
+  // The folded pieces come after every slice's pieces (each head sends them in that order).
+  if (split && is_head)
+    for (int k = 0; k < sl.n; ++k)
+      for (std::size_t i = 0; i < heads.size(); ++i)
+        pipe.expect(kFolded, k, heads[i], head_leaders[i], Pieces{sl.count(k), S}.layout(sl.layout(k), sites_away[i]).packed);
+  // Going out: each slice's partial result leaves as soon as it is ready, without waiting
+  // for the previous slice's answers (so the slices cross the WAN together).
+  for (int k = 0; k < sl.n; ++k) {
+    const Layout lk = sl.layout(k);
+    void* slice = sl.at(recvbuf, k);
+    co_await pipe.arrived(kFromSite, k, &local[k]);
+    if (!is_head) {
+      pipe.send(c.leader(head), packed_copy(lk, slice));
+      continue;
+    }
+    fold_parts(lk, op, with_part(in_site, p), p, pipe.received(kFromSite, k), slice);
+    if (!split) {
+      pipe.send(head_leaders, packed_copy(lk, slice));
+      continue;
+    }
+    const Pieces pc{lk.count, S};
+    for (std::size_t i = 0; i < heads.size(); ++i)
+      pipe.send(head_leaders[i], packed_copy(pc.layout(lk, sites_away[i]), pc.at(lk, slice, sites_away[i])));
+  }
+  // In pieces: each slice's piece of this site, folded in site order as soon as every other
+  // head's is here, goes to every other head, without waiting for their folded pieces of the
+  // earlier slices (waiting would cost a WAN latency per slice).
+  if (split && is_head)
+    for (int k = 0; k < sl.n; ++k) {
+      const Layout lk = sl.layout(k);
+      const Pieces pc{lk.count, S};
+      const Layout own = pc.layout(lk, site);
+      char* piece = pc.at(lk, sl.at(recvbuf, k), site);
+      co_await pipe.arrived(kFromHeads, k);
+      fold_parts(own, op, with_part(heads, p), p, pipe.received(kFromHeads, k), piece);
+      pipe.send(head_leaders, packed_copy(own, piece));
+    }
+  // Coming back: each slice as soon as its answers are here, then into the cluster.
+  for (int k = 0; k < sl.n; ++k) {
+    const Layout lk = sl.layout(k);
+    void* slice = sl.at(recvbuf, k);
+    if (!is_head) {
+      co_await pipe.arrived(kBack, k);
+      unpack(lk, pipe.received(kBack, k, head).data(), slice);
+    } else if (!split) {
+      co_await pipe.arrived(kFromHeads, k);
+      fold_parts(lk, op, with_part(heads, p), p, pipe.received(kFromHeads, k), slice);
+    } else {  // the other heads' folded pieces into place
+      const Pieces pc{lk.count, S};
+      co_await pipe.arrived(kFolded, k);
+      for (std::size_t i = 0; i < heads.size(); ++i)
+        unpack(pc.layout(lk, sites_away[i]), pipe.received(kFolded, k, heads[i]).data(), pc.at(lk, slice, sites_away[i]));
+    }
+    if (is_head) pipe.send(site_leaders, packed_copy(lk, slice));
+    if (many) pipe.start(cluster_bcast(c, slice, sl.count(k), sl.whole.type, 0));
+  }
+  co_await pipe.finish();
+}
+
 }  // namespace
 
 Async<> allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI_Op op, std::size_t slice, Route between) {
@@ -65,118 +151,13 @@ Async<> allreduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l
                               sl.layout(k), op, 0);
   }
   if (!many && !in_place) copy_elements(l, sendbuf, recvbuf);
-  std::vector<Step> steps;  // sends and the broadcasts inside the cluster, waited at the end
   if (c.is_leader()) {
-    const int p = c.my_part(), site = c.site_of_part[p], head = c.site_head(site);
-    const std::vector<int> in_site = c.site_mates(p);
-    const std::vector<int> sites_away = c.other_sites(p);
-    std::vector<int> heads;  // of the other sites (used at this site's head)
-    for (int t : sites_away) heads.push_back(c.site_head(t));
-    const bool split = between == Route::kReduceScatter;
-    const int S = static_cast<int>(c.sites.size());
-    std::vector<std::vector<std::vector<char>>> from(sl.n, std::vector<std::vector<char>>(c.parts.size()));
-    // The reduce-scatter route's: the pieces going out and the folded ones coming back, by part.
-    std::vector<std::vector<std::vector<char>>> pieces_out(sl.n, std::vector<std::vector<char>>(c.parts.size())), folded_in = pieces_out;
-    std::vector<std::vector<char>> out(sl.n), result(sl.n);
-    std::vector<std::vector<Step>> site_in(sl.n), heads_in(sl.n), folded_back(sl.n), back(sl.n);
-    // Every receive is posted at once; slices then flow through the stages one after the other.
-    for (int k = 0; k < sl.n; ++k) {
-      const std::size_t bytes = sl.layout(k).packed;
-      if (p != head) {
-        result[k].resize(bytes);
-        back[k].push_back(receive_from(c, c.leader(head), tag, result[k].data(), bytes));
-        continue;
-      }
-      for (int q : in_site) {
-        from[k][q].resize(bytes);
-        site_in[k].push_back(receive_from(c, c.leader(q), tag, from[k][q].data(), bytes));
-      }
-      // From each other head: its site's partial result (heads), or the piece this site
-      // folds (reduce-scatter).
-      const std::size_t in_bytes = split ? Pieces{sl.count(k), S}.layout(sl.layout(k), site).packed : bytes;
-      for (int q : heads) {
-        from[k][q].resize(in_bytes);
-        heads_in[k].push_back(receive_from(c, c.leader(q), tag, from[k][q].data(), in_bytes));
-      }
-    }
-    // The folded pieces come after every slice's pieces (each head sends them in that
-    // order, and one pair's messages of one tag match in the order they were posted).
-    if (split && p == head)
-      for (int k = 0; k < sl.n; ++k)
-        for (std::size_t i = 0; i < heads.size(); ++i) {
-          const int q = heads[i];
-          folded_in[k][q].resize(Pieces{sl.count(k), S}.layout(sl.layout(k), sites_away[i]).packed);
-          folded_back[k].push_back(receive_from(c, c.leader(q), tag, folded_in[k][q].data(), folded_in[k][q].size()));
-        }
-    // Going out: each slice's partial result leaves as soon as it is ready, without
-    // waiting for the previous slice's answers (so the slices cross the WAN together).
-    for (int k = 0; k < sl.n; ++k) {
-      const Layout lk = sl.layout(k);
-      void* slice = sl.at(recvbuf, k);
-      co_await amid(local[k], steps);
-      if (p == head) {
-        for (auto& s : site_in[k]) co_await amid(s, steps);
-        fold_parts(lk, op, with_part(in_site, p), p, from[k], slice);
-      }
-      if (p != head) {
-        out[k] = packed_copy(lk, slice);
-        steps.push_back(send_to(c, c.leader(head), tag, out[k].data(), out[k].size()));
-      } else if (!split) {
-        out[k] = packed_copy(lk, slice);
-        for (int q : heads) steps.push_back(send_to(c, c.leader(q), tag, out[k].data(), out[k].size()));
-      } else {
-        const Pieces pc{lk.count, S};
-        for (std::size_t i = 0; i < heads.size(); ++i) {
-          const int q = heads[i], t = sites_away[i];
-          pieces_out[k][q] = packed_copy(pc.layout(lk, t), pc.at(lk, slice, t));
-          steps.push_back(send_to(c, c.leader(q), tag, pieces_out[k][q].data(), pieces_out[k][q].size()));
-        }
-      }
-    }
-    // In pieces: each slice's piece of this site, folded in site order as soon as every
-    // other head's is here, goes to every other head, without waiting for their folded
-    // pieces of the earlier slices (waiting would cost a WAN latency per slice).
-    if (split && p == head)
-      for (int k = 0; k < sl.n; ++k) {
-        const Layout lk = sl.layout(k);
-        const Pieces pc{lk.count, S};
-        const Layout own = pc.layout(lk, site);
-        char* piece = pc.at(lk, sl.at(recvbuf, k), site);
-        for (auto& s : heads_in[k]) co_await amid(s, steps);
-        fold_parts(own, op, with_part(heads, p), p, from[k], piece);
-        out[k] = packed_copy(own, piece);
-        for (int q : heads) steps.push_back(send_to(c, c.leader(q), tag, out[k].data(), out[k].size()));
-      }
-    // Coming back: each slice as soon as its answers are here.
-    for (int k = 0; k < sl.n; ++k) {
-      const Layout lk = sl.layout(k);
-      void* slice = sl.at(recvbuf, k);
-      if (p != head) {
-        for (auto& s : back[k]) co_await amid(s, steps);
-        unpack(lk, result[k].data(), slice);
-      } else if (!split) {
-        for (auto& s : heads_in[k]) co_await amid(s, steps);
-        fold_parts(lk, op, with_part(heads, p), p, from[k], slice);
-      } else {
-        // The other heads' folded pieces into place.
-        const Pieces pc{lk.count, S};
-        for (auto& s : folded_back[k]) co_await amid(s, steps);
-        for (std::size_t i = 0; i < heads.size(); ++i) {
-          const int t = sites_away[i];
-          unpack(pc.layout(lk, t), folded_in[k][heads[i]].data(), pc.at(lk, slice, t));
-        }
-      }
-      if (p == head) {
-        result[k] = packed_copy(lk, slice);
-        for (int q : in_site) steps.push_back(send_to(c, c.leader(q), tag, result[k].data(), result[k].size()));
-      }
-      if (many) steps.push_back(cluster_bcast(c, slice, sl.count(k), l.type, 0));
-    }
-    co_await all(steps);
+    co_await through_the_heads(c, tag, sl, op, recvbuf, local, many, between);
     co_return;
   }
+  // 4. The others take every slice from their leader's broadcast.
+  std::vector<Step> steps = std::move(local);
   for (int k = 0; k < sl.n; ++k) steps.push_back(cluster_bcast(c, sl.at(recvbuf, k), sl.count(k), l.type, 0));
-  steps.insert(steps.end(), local.begin(), local.end());
   co_await all(steps);
 }
 
