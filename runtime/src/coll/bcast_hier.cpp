@@ -15,6 +15,7 @@
 #include "algorithms.h"
 #include "costs.h"
 #include "cluster_steps.h"
+#include "pipeline.h"
 
 namespace gridrt::detail {
 
@@ -32,20 +33,19 @@ Async<> bcast_hier(CommImpl& c, void* buf, Layout l, int root, PartTree t, std::
   const Slices sl(bytes, slice);
   const int slices = l.packed ? sl.n : 0;  // nothing to send for no data
   const int root_part = c.part_of[root], p = c.my_part();
-  std::vector<Step> steps;
   const bool is_entry = c.me == c.entry(p, root);
-  const bool from_relays = is_entry && p != root_part;
   const std::vector<int> onward = is_entry ? t.children[p] : std::vector<int>{};
-  std::vector<Step> arrivals;
-  if (from_relays)
-    for (int k = 0; k < slices; ++k) arrivals.push_back(receive_from(c, c.entry(t.parent[p], root), tag, sl.at(data, k), sl.count(k)));
+  // One stage: each slice from the entry above, in place (the root's entry has it already).
+  Pipeline pipe(c, tag, slices, 1);
+  if (is_entry && p != root_part)
+    for (int k = 0; k < slices; ++k) pipe.expect_into(0, k, c.entry(t.parent[p], root), sl.at(data, k), sl.count(k));
   const int local_root = c.index_in_part[c.entry(p, root)];
   for (int k = 0; k < slices; ++k) {
-    if (from_relays) co_await amid(arrivals[k], steps);
-    for (int q : onward) steps.push_back(send_to(c, c.leader(q), tag, sl.at(data, k), sl.count(k)));
-    if (local_size(c) > 1) steps.push_back(cluster_bcast(c, sl.at(data, k), sl.count(k), MPI_BYTE, local_root));
+    co_await pipe.arrived(0, k);
+    for (int q : onward) pipe.send(c.leader(q), sl.at(data, k), sl.count(k));
+    if (local_size(c) > 1) pipe.start(cluster_bcast(c, sl.at(data, k), sl.count(k), MPI_BYTE, local_root));
   }
-  co_await all(steps);
+  co_await pipe.finish();
   if (!l.contiguous && c.me != root) unpack(l, data, buf);
 }
 

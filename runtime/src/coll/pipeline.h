@@ -36,6 +36,10 @@ class Pipeline {
     buffer.resize(bytes);
     arrivals_[stage][k].push_back(receive_from(c_, member, tag_, buffer.data(), bytes));
   }
+  // The same, received in place: `place` holds `bytes` until the stage has arrived.
+  void expect_into(int stage, int k, int member, void* place, std::size_t bytes) {
+    arrivals_[stage][k].push_back(receive_from(c_, member, tag_, place, bytes));
+  }
   // What stage `stage` of slice `k` received, by part (empty for the parts it expects nothing from).
   const std::vector<std::vector<char>>& received(int stage, int k) const { return received_[stage][k]; }
   const std::vector<char>& received(int stage, int k, int part) const { return received_[stage][k][part]; }
@@ -51,6 +55,8 @@ class Pipeline {
     const std::vector<char>& kept = sent_.emplace_back(std::move(bytes));
     started_.push_back(send_to(c_, member, tag_, kept.data(), kept.size()));
   }
+  // `bytes` at `data`, which the caller keeps until `finish`.
+  void send(int member, const void* data, std::size_t bytes) { started_.push_back(send_to(c_, member, tag_, data, bytes)); }
   // The same bytes to several members.
   void send(const std::vector<int>& members, std::vector<char> bytes) {
     const std::vector<char>& kept = sent_.emplace_back(std::move(bytes));

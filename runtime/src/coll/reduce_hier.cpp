@@ -15,6 +15,7 @@
 #include "algorithms.h"
 #include "costs.h"
 #include "cluster_steps.h"
+#include "pipeline.h"
 
 namespace gridrt::detail {
 
@@ -42,28 +43,19 @@ Async<> reduce_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, M
     co_await all(local);
     co_return;
   }
-  // 2. Up the tree, slice by slice.
+  // 2. Up the tree, slice by slice (one stage: the partial results from below).
   const std::vector<int>& below = t.children[p];
-  std::vector<std::vector<std::vector<char>>> from(sl.n, std::vector<std::vector<char>>(c.parts.size()));
-  std::vector<std::vector<Step>> arrivals(sl.n);
+  Pipeline pipe(c, tag, sl.n, 1);
   for (int k = 0; k < sl.n; ++k)
-    for (int q : below) {
-      from[k][q].resize(sl.layout(k).packed);
-      arrivals[k].push_back(receive_from(c, c.leader(q), tag, from[k][q].data(), from[k][q].size()));
-    }
-  std::vector<std::vector<char>> up(sl.n);
-  std::vector<Step> sends;
+    for (int q : below) pipe.expect(0, k, q, c.leader(q), sl.layout(k).packed);
   const std::vector<int> order = with_part(below, p);
   for (int k = 0; k < sl.n; ++k) {
-    arrivals[k].push_back(local[k]);
-    co_await all(arrivals[k]);
+    co_await pipe.arrived(0, k, &local[k]);
     const Layout lk = sl.layout(k);
-    fold_parts(lk, op, order, p, from[k], sl.at(target, k));
-    if (c.me == root) continue;
-    up[k] = packed_copy(lk, sl.at(target, k));
-    sends.push_back(send_to(c, c.entry(t.parent[p], root), tag, up[k].data(), up[k].size()));
+    fold_parts(lk, op, order, p, pipe.received(0, k), sl.at(target, k));
+    if (c.me != root) pipe.send(c.entry(t.parent[p], root), packed_copy(lk, sl.at(target, k)));
   }
-  co_await all(sends);
+  co_await pipe.finish();
 }
 
 // Cost: MPICH's reduce of each slice to every part's entry, one slice after the other; then
