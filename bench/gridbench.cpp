@@ -298,8 +298,7 @@ int predict_only(const Options& o) {
         std::printf(
             "{\"op\":\"%s\",\"bytes\":%zu,\"clusters\":%zu,\"ranks\":%ld,\"hier_us\":%.1f,\"flat_us\":%.1f,\"hier_over_flat\":%.3f}\n",
             op.c_str(), n, shape.clusters.size(), P, hier, flat, hier / flat);
-      else
-        std::printf("  %-9s %10zu %14.1f %14.1f %10.3f %6s\n", op.c_str(), n, hier, flat, hier / flat, hier <= flat ? "hier" : "flat");
+      else std::printf("  %-9s %10zu %14.1f %14.1f %10.3f %6s\n", op.c_str(), n, hier, flat, hier / flat, hier <= flat ? "hier" : "flat");
       std::fflush(stdout);
     }
   }
@@ -390,10 +389,8 @@ int work(int argc, char** argv) {
           if (op == "split" || op == "dup") {
             if (through_mpi) {
               MPI_Comm made = MPI_COMM_NULL;
-              if (op == "split")
-                MPI_Comm_split(mpi, me % 2, me, &made);
-              else
-                MPI_Comm_dup(mpi, &made);
+              if (op == "split") MPI_Comm_split(mpi, me % 2, me, &made);
+              else MPI_Comm_dup(mpi, &made);
               MPI_Comm_free(&made);
             } else if (op == "split") {
               static_cast<void>(world.split(me % 2, me));
@@ -403,24 +400,15 @@ int work(int argc, char** argv) {
             return;
           }
           if (through_mpi) {
-            if (op == "barrier")
-              MPI_Barrier(mpi);
-            else if (op == "bcast")
-              MPI_Bcast(send.data(), count, MPI_BYTE, o.root, mpi);
-            else if (op == "reduce")
-              MPI_Reduce(send.data(), recv.data(), count, MPI_BYTE, MPI_BOR, o.root, mpi);
-            else if (op == "allreduce")
-              MPI_Allreduce(send.data(), recv.data(), count, MPI_BYTE, MPI_BOR, mpi);
-            else if (op == "gather")
-              MPI_Gather(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, o.root, mpi);
-            else if (op == "scatter")
-              MPI_Scatter(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, o.root, mpi);
-            else if (op == "allgather")
-              MPI_Allgather(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, mpi);
-            else if (op == "alltoall")
-              MPI_Alltoall(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, mpi);
-            else if (op == "reduce_scatter")
-              MPI_Reduce_scatter_block(send.data(), recv.data(), count, MPI_BYTE, MPI_BOR, mpi);
+            if (op == "barrier") MPI_Barrier(mpi);
+            else if (op == "bcast") MPI_Bcast(send.data(), count, MPI_BYTE, o.root, mpi);
+            else if (op == "reduce") MPI_Reduce(send.data(), recv.data(), count, MPI_BYTE, MPI_BOR, o.root, mpi);
+            else if (op == "allreduce") MPI_Allreduce(send.data(), recv.data(), count, MPI_BYTE, MPI_BOR, mpi);
+            else if (op == "gather") MPI_Gather(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, o.root, mpi);
+            else if (op == "scatter") MPI_Scatter(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, o.root, mpi);
+            else if (op == "allgather") MPI_Allgather(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, mpi);
+            else if (op == "alltoall") MPI_Alltoall(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, mpi);
+            else if (op == "reduce_scatter") MPI_Reduce_scatter_block(send.data(), recv.data(), count, MPI_BYTE, MPI_BOR, mpi);
             else if (op == "scatterv")
               MPI_Scatterv(send.data(), buffers.counts.data(), buffers.displs.data(), MPI_BYTE, recv.data(), count, MPI_BYTE, o.root, mpi);
             else if (op == "gatherv")

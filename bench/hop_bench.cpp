@@ -77,8 +77,7 @@ void serve(int fd) {
 
 // A forwarder moves bytes both ways between what it accepts and what it dials, on one
 // thread. `tls_in` / `tls_out`: that side speaks TLS (server / client).
-template <typename In, typename Out>
-asio::awaitable<void> pump(In& in, Out& out) {
+template <typename In, typename Out> asio::awaitable<void> pump(In& in, Out& out) {
   std::vector<char> buf(256 * 1024);
   std::vector<asio::const_buffer> piece(1);
   for (;;) {
@@ -101,8 +100,7 @@ struct ForwarderSpec {
   asio::ssl::context* tls_out = nullptr;  // dial TLS with this context
 };
 
-template <typename In, typename Out>
-void forward_pair(asio::io_context& io, In& in, Out& out) {
+template <typename In, typename Out> void forward_pair(asio::io_context& io, In& in, Out& out) {
   asio::co_spawn(io, pump(in, out), asio::detached);
   asio::co_spawn(io, pump(out, in), asio::detached);
   io.run();

@@ -34,10 +34,8 @@ int main(int argc, char** argv) {
       MPI_Barrier(MPI_COMM_WORLD);
       const double t0 = MPI_Wtime();
       MPI_Request r = MPI_REQUEST_NULL;
-      if (blocking)
-        MPI_File_write_at(fh, rank * n, buf, (int)n, MPI_CHAR, MPI_STATUS_IGNORE);
-      else
-        MPI_File_iwrite_at(fh, rank * n, buf, (int)n, MPI_CHAR, &r);
+      if (blocking) MPI_File_write_at(fh, rank * n, buf, (int)n, MPI_CHAR, MPI_STATUS_IGNORE);
+      else MPI_File_iwrite_at(fh, rank * n, buf, (int)n, MPI_CHAR, &r);
       compute(compute_ms);
       MPI_Wait(&r, MPI_STATUS_IGNORE);
       took[blocking][round] = MPI_Wtime() - t0;

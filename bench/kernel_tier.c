@@ -195,18 +195,12 @@ int main(int argc, char** argv) {
   long counts[64] = {2}, sizes[64] = {0};
   int ncounts = 1, nsizes = 1, reps = 20, warmup = 2, pieces = 1, paced = 0;
   for (int i = 2; i + 1 < argc; i += 2) {
-    if (strcmp(argv[i], "--counts") == 0)
-      ncounts = parse_list(argv[i + 1], counts, 64);
-    else if (strcmp(argv[i], "--sizes") == 0)
-      nsizes = parse_list(argv[i + 1], sizes, 64);
-    else if (strcmp(argv[i], "--reps") == 0)
-      reps = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--warmup") == 0)
-      warmup = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--pieces") == 0)
-      pieces = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--paced") == 0)
-      paced = atoi(argv[i + 1]);
+    if (strcmp(argv[i], "--counts") == 0) ncounts = parse_list(argv[i + 1], counts, 64);
+    else if (strcmp(argv[i], "--sizes") == 0) nsizes = parse_list(argv[i + 1], sizes, 64);
+    else if (strcmp(argv[i], "--reps") == 0) reps = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--warmup") == 0) warmup = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--pieces") == 0) pieces = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--paced") == 0) paced = atoi(argv[i + 1]);
     else {
       fprintf(stderr, "kernel_tier: unknown option %s\n%s", argv[i], usage);
       return 2;
@@ -240,10 +234,8 @@ int main(int argc, char** argv) {
           if (comm != MPI_COMM_NULL) us = gather ? gather_once(comm, n, m, pieces, paced, buf) : alltoall_once(comm, n, m, buf);
           barrier(MPI_COMM_WORLD);
           if (rank == 0 && i >= 0) {
-            if (gather)
-              printf("{\"op\":\"gather\",\"n\":%d,\"m\":%d,\"pieces\":%d,\"paced\":%d,\"us\":%.1f}\n", n, m, pieces, paced, us);
-            else
-              printf("{\"op\":\"alltoall\",\"n\":%d,\"m\":%d,\"us\":%.1f}\n", n, m, us);
+            if (gather) printf("{\"op\":\"gather\",\"n\":%d,\"m\":%d,\"pieces\":%d,\"paced\":%d,\"us\":%.1f}\n", n, m, pieces, paced, us);
+            else printf("{\"op\":\"alltoall\",\"n\":%d,\"m\":%d,\"us\":%.1f}\n", n, m, us);
             fflush(stdout);
           }
         }

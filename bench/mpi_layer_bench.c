@@ -110,10 +110,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   for (int i = 2; i < argc; ++i) {
-    if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
-      rounds = atoi(argv[++i]);
-    else if (nsizes < 64)
-      sizes[nsizes++] = strtoull(argv[i], NULL, 10);
+    if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) rounds = atoi(argv[++i]);
+    else if (nsizes < 64) sizes[nsizes++] = strtoull(argv[i], NULL, 10);
   }
   if (nsizes == 0) {
     const size_t d[] = {8, 1024, 65536, 1048576, 4194304};

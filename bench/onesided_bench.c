@@ -174,10 +174,8 @@ int main(int argc, char** argv) {
         start = MPI_Wtime();
         if (!epoch) MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
         MPI_Get(&got, 1, MPI_LONG, 0, 0, 1, MPI_LONG, win);
-        if (!epoch)
-          MPI_Win_unlock(0, win);
-        else
-          MPI_Win_flush(0, win);
+        if (!epoch) MPI_Win_unlock(0, win);
+        else MPI_Win_flush(0, win);
         t[r * TESTS + 7 + epoch] = (MPI_Wtime() - start) * 1e6;
         if (epoch) MPI_Win_unlock_all(win);
       }

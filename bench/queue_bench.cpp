@@ -42,20 +42,13 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&] { return i + 1 < argc ? std::atol(argv[++i]) : 0L; };
-    if (a == "--tasks")
-      tasks = value();
-    else if (a == "--payload")
-      payload = value();
-    else if (a == "--work-us")
-      work_us = value();
-    else if (a == "--window")
-      opts.worker_window = static_cast<int>(value());
-    else if (a == "--bosses-idle")
-      opts.bosses_work = false;
-    else if (a == "--master-idle")
-      opts.master_works = false;
-    else if (a == "--levels" && i + 1 < argc)
-      levels = argv[++i];
+    if (a == "--tasks") tasks = value();
+    else if (a == "--payload") payload = value();
+    else if (a == "--work-us") work_us = value();
+    else if (a == "--window") opts.worker_window = static_cast<int>(value());
+    else if (a == "--bosses-idle") opts.bosses_work = false;
+    else if (a == "--master-idle") opts.master_works = false;
+    else if (a == "--levels" && i + 1 < argc) levels = argv[++i];
     else {
       std::fprintf(stderr, "queue_bench: unknown argument %s\n", a.c_str());
       return 2;

@@ -90,14 +90,10 @@ int main(int argc, char** argv) {
       const std::string v = argv[++i];
       min_size = std::strtoull(v.c_str(), nullptr, 10);
       max_size = std::strtoull(v.substr(v.find(':') + 1).c_str(), nullptr, 10);
-    } else if (a == "--bytes-per-size" && i + 1 < argc)
-      bytes_per_size = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "--latency-iters" && i + 1 < argc)
-      latency_iters = std::atoi(argv[++i]);
-    else if (a == "--rounds" && i + 1 < argc)
-      rounds = std::atoi(argv[++i]);
-    else if (a == "--all-to-all" && i + 1 < argc)
-      all_to_all = std::atof(argv[++i]);
+    } else if (a == "--bytes-per-size" && i + 1 < argc) bytes_per_size = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--latency-iters" && i + 1 < argc) latency_iters = std::atoi(argv[++i]);
+    else if (a == "--rounds" && i + 1 < argc) rounds = std::atoi(argv[++i]);
+    else if (a == "--all-to-all" && i + 1 < argc) all_to_all = std::atof(argv[++i]);
     else {
       std::fprintf(stderr, "usage: relay_bench [--sizes MIN:MAX] [--bytes-per-size N] [--latency-iters N] [--rounds R]\n");
       return 2;
@@ -213,23 +209,15 @@ int main(int argc, char** argv) {
         gridrt::barrier();
         const auto t0 = Clock::now();
         for (std::size_t i = 0; i < count; ++i) {
-          if (relay && sender)
-            gridrt::send(buf.data(), size, peer, 2);
-          else if (relay)
-            gridrt::recv(buf.data(), size, peer, 2);
-          else if (sender)
-            bench::write_all(tcp, buf.data(), size);
-          else
-            bench::read_exactly(tcp, buf.data(), size);
+          if (relay && sender) gridrt::send(buf.data(), size, peer, 2);
+          else if (relay) gridrt::recv(buf.data(), size, peer, 2);
+          else if (sender) bench::write_all(tcp, buf.data(), size);
+          else bench::read_exactly(tcp, buf.data(), size);
         }
-        if (relay && sender)
-          gridrt::recv(&ack, 1, peer, 3);
-        else if (relay)
-          gridrt::send(&ack, 1, peer, 3);
-        else if (sender)
-          bench::read_exactly(tcp, &ack, 1);
-        else
-          bench::write_all(tcp, &ack, 1);
+        if (relay && sender) gridrt::recv(&ack, 1, peer, 3);
+        else if (relay) gridrt::send(&ack, 1, peer, 3);
+        else if (sender) bench::read_exactly(tcp, &ack, 1);
+        else bench::write_all(tcp, &ack, 1);
         const double s = std::chrono::duration<double>(Clock::now() - t0).count();
         double rate = sender ? count * size / s / 1e6 : 0;  // MB/s of this pair
         // The aggregate over all pairs, gathered at rank 0.

@@ -47,18 +47,12 @@ inline std::vector<std::vector<double>> bytes_between_sites(const std::string& o
     for (std::size_t j = 0; j < C; ++j) {
       if (i == j) continue;
       const bool from_root = static_cast<int>(i) == s.root, to_root = static_cast<int>(j) == s.root;
-      if (op == "reduce")
-        B[i][j] = to_root ? n : 0;
-      else if (op == "gather")
-        B[i][j] = to_root ? s.procs[i] * n : 0;
-      else if (op == "scatter")
-        B[i][j] = from_root ? s.procs[j] * n : 0;
-      else if (op == "allgather")
-        B[i][j] = s.procs[i] * n;
-      else if (op == "alltoall")
-        B[i][j] = static_cast<double>(s.procs[i]) * s.procs[j] * n;
-      else if (op == "reduce_scatter")
-        B[i][j] = s.procs[j] * n;  // j's members' blocks, folded once
+      if (op == "reduce") B[i][j] = to_root ? n : 0;
+      else if (op == "gather") B[i][j] = to_root ? s.procs[i] * n : 0;
+      else if (op == "scatter") B[i][j] = from_root ? s.procs[j] * n : 0;
+      else if (op == "allgather") B[i][j] = s.procs[i] * n;
+      else if (op == "alltoall") B[i][j] = static_cast<double>(s.procs[i]) * s.procs[j] * n;
+      else if (op == "reduce_scatter") B[i][j] = s.procs[j] * n;  // j's members' blocks, folded once
     }
   return B;
 }

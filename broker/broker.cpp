@@ -724,10 +724,8 @@ void Broker::maybe_finish(Job& job) {
     const char* sep = "; then";
     for (const auto& [st, ranks] : others) {
       os << sep << " rank" << (ranks.size() > 1 ? "s " : " ") << rank_ranges(ranks);
-      if (st > 128 && st < 160)
-        os << " killed by signal " << st - 128;
-      else
-        os << " exited with status " << st;
+      if (st > 128 && st < 160) os << " killed by signal " << st - 128;
+      else os << " exited with status " << st;
       sep = ",";
     }
     end.summary = os.str();

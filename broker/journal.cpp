@@ -20,10 +20,8 @@ Journal::Journal(const std::string& path) {
       if (!std::regex_search(line, m, job_line)) continue;  // refusals, or a line a crash cut short
       const std::uint64_t id = std::stoull(m[1]);
       if (id > last_id_) last_id_ = id;
-      if (m[2] == "started")
-        open[id] = true;
-      else
-        open.erase(id);
+      if (m[2] == "started") open[id] = true;
+      else open.erase(id);
     }
     for (const auto& [id, running] : open) cut_off_.push_back(id);
   }

@@ -24,8 +24,7 @@ std::size_t raise_open_file_limit(std::size_t wanted) {
     log::warn("open files are limited to ", limit, ", fewer than the ", wanted,
               " connections it may hold at once; past the limit it drops the oldest unauthenticated ones "
               "(raise the hard limit: ulimit -Hn, or LimitNOFILE= for a systemd service)");
-  else
-    log::info("open files limited to ", limit);
+  else log::info("open files limited to ", limit);
   return limit;
 }
 

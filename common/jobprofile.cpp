@@ -149,10 +149,8 @@ void read_staged_files(const XmlFile& f, const pugi::xml_node& exec, const Varia
       const auto fail = [&](const std::string& why) { f.fail(location, why); };
       if (type == "in") {
         const std::string where = local_or_url(f, location, url, true, fetched);
-        if (where.find("://") != std::string::npos)
-          spec.files.push_back({StagedFile::Role::kInput, name, where, "", 0, false});
-        else
-          spec.files.push_back(local_file(where, StagedFile::Role::kInput, name, "input file", fail));
+        if (where.find("://") != std::string::npos) spec.files.push_back({StagedFile::Role::kInput, name, where, "", 0, false});
+        else spec.files.push_back(local_file(where, StagedFile::Role::kInput, name, "input file", fail));
         continue;
       }
       const std::string dir = local_or_url(f, location, url, false);

@@ -45,8 +45,7 @@ struct Liveness {
   }
 };
 
-template <typename Stream>
-class Link : public std::enable_shared_from_this<Link<Stream>> {
+template <typename Stream> class Link : public std::enable_shared_from_this<Link<Stream>> {
  public:
   using FrameHandler = std::function<void(wire::Frame&)>;
   using CloseHandler = std::function<void(const std::string& why)>;
@@ -127,12 +126,9 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
       std::size_t done = 0;
       while (done < bytes.size()) {
         const ssize_t n = ::send(stream_.native_handle(), bytes.data() + done, bytes.size() - done, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (n > 0)
-          done += static_cast<std::size_t>(n);
-        else if (n < 0 && errno == EINTR)
-          continue;
-        else
-          break;  // full, or failed: the link's thread writes the rest (and meets the error)
+        if (n > 0) done += static_cast<std::size_t>(n);
+        else if (n < 0 && errno == EINTR) continue;
+        else break;  // full, or failed: the link's thread writes the rest (and meets the error)
       }
       if (done == bytes.size()) {
         sent_since_beat_ = true;
@@ -261,10 +257,8 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
         if (st == wire::Decoder::Status::kNeedMore) break;
         if (st == wire::Decoder::Status::kBad) {
           // Strangers can send garbage as fast as they can connect: their drops are summarised.
-          if (trusted_)
-            log::warn("dropping ", peer_, ": ", decoder_.error());
-          else
-            dropped_strangers().warn("dropping ", peer_, ": ", decoder_.error());
+          if (trusted_) log::warn("dropping ", peer_, ": ", decoder_.error());
+          else dropped_strangers().warn("dropping ", peer_, ": ", decoder_.error());
           fail("protocol error: " + decoder_.error());
           co_return;
         }
@@ -413,8 +407,7 @@ class Link : public std::enable_shared_from_this<Link<Stream>> {
       sent_since_beat_ = true;
       if (ec)  // (closed from the executor: the caller may be iterating over its links)
         asio::post(stream_.get_executor(), [self = this->shared_from_this(), why = ec.message()] { self->close(why); });
-      else if (has_output(stream_))
-        wake_.cancel();  // the write loop sends what the socket did not take
+      else if (has_output(stream_)) wake_.cancel();  // the write loop sends what the socket did not take
       return true;
     } else {
       iovec parts[2] = {{o.head.data(), o.head.size()}, {const_cast<char*>(body.data()), body.size()}};

@@ -163,8 +163,7 @@ int exit_code_of(int wait_status) {
 
 namespace {
 // Calls f(pid, its /proc directory) for every process on this machine but the caller.
-template <typename F>
-void for_each_other_process(F f) {
+template <typename F> void for_each_other_process(F f) {
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
     const std::string name = e.path().filename();

@@ -267,10 +267,8 @@ std::string human_bytes(std::uint64_t bytes) {
     ++u;
   }
   char buf[32];
-  if (u == 0)
-    std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(bytes));
-  else
-    std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  if (u == 0) std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(bytes));
+  else std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
   return buf;
 }
 

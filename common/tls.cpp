@@ -30,8 +30,7 @@ namespace {
   throw TlsError(text);
 }
 
-template <typename T, void (*F)(T*)>
-struct Deleter {
+template <typename T, void (*F)(T*)> struct Deleter {
   void operator()(T* p) const { F(p); }
 };
 using KeyPtr = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY, EVP_PKEY_free>>;
@@ -154,10 +153,8 @@ boost::asio::ssl::context make_psk_context(Role role, const std::string& secret)
   const std::string material = "gridrt direct connection key:" + secret;
   SHA256(reinterpret_cast<const unsigned char*>(material.data()), material.size(), k->key);
   SSL_CTX_set_ex_data(native, psk_index(), k);
-  if (role == Role::kServer)
-    SSL_CTX_set_psk_server_callback(native, psk_server);
-  else
-    SSL_CTX_set_psk_client_callback(native, psk_client);
+  if (role == Role::kServer) SSL_CTX_set_psk_server_callback(native, psk_server);
+  else SSL_CTX_set_psk_client_callback(native, psk_client);
   SSL_CTX_set_verify(native, SSL_VERIFY_NONE, nullptr);
   return ctx;
 }

@@ -104,10 +104,8 @@ bool TlsStream::has_output() const { return ssl_ && BIO_ctrl_pending(SSL_get_wbi
 
 asio::awaitable<boost::system::error_code> TlsStream::handshake(HandshakeType type) {
   if (!ssl_) co_return boost::system::error_code{};
-  if (type == asio::ssl::stream_base::client)
-    SSL_set_connect_state(ssl_);
-  else
-    SSL_set_accept_state(ssl_);
+  if (type == asio::ssl::stream_base::client) SSL_set_connect_state(ssl_);
+  else SSL_set_accept_state(ssl_);
   boost::system::error_code ec;
   for (;;) {
     ERR_clear_error();
@@ -216,12 +214,9 @@ bool TlsStream::write_now(const std::vector<asio::const_buffer>& buffers, boost:
   std::size_t sent = 0;
   while (sent < data.size()) {
     const ssize_t n = ::send(socket_.native_handle(), data.data() + sent, data.size() - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (n > 0)
-      sent += static_cast<std::size_t>(n);
-    else if (n < 0 && errno == EINTR)
-      continue;
-    else
-      break;  // full, or failed: write() sends the rest (and meets the error)
+    if (n > 0) sent += static_cast<std::size_t>(n);
+    else if (n < 0 && errno == EINTR) continue;
+    else break;  // full, or failed: write() sends the rest (and meets the error)
   }
   data.erase(0, sent);
   return true;

@@ -50,10 +50,8 @@ WanSpec parse_wan_spec(const std::string& text) {
 std::string describe(const WanSpec& spec) {
   char buf[96];
   const double ms = std::chrono::duration<double, std::milli>(spec.delay).count();
-  if (spec.bytes_per_second > 0)
-    std::snprintf(buf, sizeof buf, "%g ms one way, %g Mbit/s", ms, spec.bytes_per_second * 8 / 1e6);
-  else
-    std::snprintf(buf, sizeof buf, "%g ms one way, no rate limit", ms);
+  if (spec.bytes_per_second > 0) std::snprintf(buf, sizeof buf, "%g ms one way, %g Mbit/s", ms, spec.bytes_per_second * 8 / 1e6);
+  else std::snprintf(buf, sizeof buf, "%g ms one way, no rate limit", ms);
   return buf;
 }
 

@@ -170,10 +170,8 @@ double stream(int me, int from, int to, std::vector<char>& buf, std::size_t m, i
 // A double known at `from`, handed to `to` (the same process: kept).
 double hand_over(int me, int from, int to, double v, int tag) {
   if (from == to) return v;
-  if (me == from)
-    gridrt::send(&v, sizeof v, to, tag);
-  else if (me == to)
-    gridrt::recv(&v, sizeof v, from, tag);
+  if (me == from) gridrt::send(&v, sizeof v, to, tag);
+  else if (me == to) gridrt::recv(&v, sizeof v, from, tag);
   return v;
 }
 
@@ -623,16 +621,12 @@ int work(int argc, char** argv) {
   bool sample = true, escalations = false;
   gridrt::flow::Window job_window;  // (--job-window 0: the default)
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--grid-name") && i + 1 < argc)
-      grid_name = argv[++i];
+    if (!std::strcmp(argv[i], "--grid-name") && i + 1 < argc) grid_name = argv[++i];
     else if (!std::strcmp(argv[i], "--job-window") && i + 1 < argc) {
       if (const auto bytes = std::strtoull(argv[++i], nullptr, 10)) job_window = {bytes, false};
-    } else if (!std::strcmp(argv[i], "--sizes") && i + 1 < argc)
-      sizes_text = argv[++i];
-    else if (!std::strcmp(argv[i], "--no-sample"))
-      sample = false;
-    else if (!std::strcmp(argv[i], "--escalations"))
-      escalations = true;
+    } else if (!std::strcmp(argv[i], "--sizes") && i + 1 < argc) sizes_text = argv[++i];
+    else if (!std::strcmp(argv[i], "--no-sample")) sample = false;
+    else if (!std::strcmp(argv[i], "--escalations")) escalations = true;
   }
   const std::vector<double> sizes = sizes_from(sizes_text);
   const auto start = Clock::now();
@@ -685,12 +679,9 @@ int work(int argc, char** argv) {
         model.inside[mm.name] = p;
         for (std::size_t k = 0; k < sizes.size(); ++k)
           pingpong[mm.name].push_back({static_cast<std::uint64_t>(sizes[k]), r[k][0] / 2, r[k][2]});
-      } else if (mm.kind == "within_site")
-        model.within_site[mm.name] = p;
-      else if (mm.kind == "logical" && mm.group_a == mm.group_b)
-        model.logical.at(mm.name).inside[mm.group_a] = p;
-      else if (mm.kind == "logical")
-        model.logical.at(mm.name).between[std::minmax(mm.group_a, mm.group_b)] = p;
+      } else if (mm.kind == "within_site") model.within_site[mm.name] = p;
+      else if (mm.kind == "logical" && mm.group_a == mm.group_b) model.logical.at(mm.name).inside[mm.group_a] = p;
+      else if (mm.kind == "logical") model.logical.at(mm.name).between[std::minmax(mm.group_a, mm.group_b)] = p;
       else {
         model.between_sites[{mm.name, mm.to}] = p;
         model.between_sites[{mm.to, mm.name}] = plogp_of(r, sizes, true);
@@ -828,12 +819,9 @@ int launch(int argc, char** argv) {
   bool in_model = false;
   std::fprintf(stderr, "gridrun calibrate: measuring %s\n", grid_name.c_str());
   const int status = gridrt::run_self_as_job("gridcalibrate", launcher, grid_args, worker_args, [&](const std::string& line) {
-    if (line == "# gridrt-model\n")
-      in_model = true;
-    else if (in_model)
-      json += line;
-    else
-      std::fputs(("gridrun calibrate: " + line.substr(line.rfind("# ", 0) == 0 ? 2 : 0)).c_str(), stderr);
+    if (line == "# gridrt-model\n") in_model = true;
+    else if (in_model) json += line;
+    else std::fputs(("gridrun calibrate: " + line.substr(line.rfind("# ", 0) == 0 ? 2 : 0)).c_str(), stderr);
   });
   if (status != 0 || json.empty()) {
     std::fprintf(stderr, "gridrun calibrate: the calibration job failed (status %d); nothing written\n", status);

@@ -312,10 +312,8 @@ int main(int argc, char** argv) {
       const std::string kv = value();
       const auto eq = kv.find('=');
       if (eq == 0 || kv.empty()) usage_error("--env takes NAME=VALUE or NAME, got '" + kv + "'");
-      if (eq == std::string::npos)
-        pass_on(kv);
-      else
-        env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+      if (eq == std::string::npos) pass_on(kv);
+      else env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
     } else if (a == "-genv") {
       const std::string name = value();
       if (name.empty() || name.find('=') != std::string::npos) usage_error("-genv takes NAME VALUE, got '" + name + "'");

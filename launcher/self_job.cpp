@@ -17,14 +17,10 @@ namespace {
 std::string xml_escape(const std::string& s) {
   std::string out;
   for (char ch : s) {
-    if (ch == '&')
-      out += "&amp;";
-    else if (ch == '<')
-      out += "&lt;";
-    else if (ch == '>')
-      out += "&gt;";
-    else
-      out += ch;
+    if (ch == '&') out += "&amp;";
+    else if (ch == '<') out += "&lt;";
+    else if (ch == '>') out += "&gt;";
+    else out += ch;
   }
   return out;
 }

@@ -222,8 +222,7 @@ int submit_job(const JobSpec& spec, const SubmitOptions& opt) {
         });
         return;
       }
-      if (accepted)
-        std::fprintf(stderr, "gridrun: lost the broker: %s\n", why.c_str());
+      if (accepted) std::fprintf(stderr, "gridrun: lost the broker: %s\n", why.c_str());
       else  // e.g. a certificate the grid's CA did not sign: TLS 1.3 reports it only now
         std::fprintf(stderr, "gridrun: the broker at %s closed the connection before accepting the job: %s\n", opt.broker.c_str(),
                      why.c_str());

@@ -46,28 +46,17 @@ struct Buffers {
 // allgather, alltoall, reduce_scatter, scatterv, gatherv, alltoallv) on `world` with `n` bytes, by `algo`, rooted at `root`.
 inline void call_collective(const Comm& world, const std::string& op, Algo algo, std::size_t n, int root, Buffers& b) {
   const int count = static_cast<int>(n);
-  if (op == "barrier")
-    world.barrier(algo);
-  else if (op == "bcast")
-    world.bcast(b.send.data(), count, MPI_BYTE, root, algo);
-  else if (op == "reduce")
-    world.reduce(b.send.data(), b.recv.data(), count, MPI_BYTE, MPI_BOR, root, algo);
-  else if (op == "allreduce")
-    world.allreduce(b.send.data(), b.recv.data(), count, MPI_BYTE, MPI_BOR, algo);
-  else if (op == "gather")
-    world.gather(b.send.data(), b.recv.data(), count, MPI_BYTE, root, algo);
-  else if (op == "scatter")
-    world.scatter(b.send.data(), b.recv.data(), count, MPI_BYTE, root, algo);
-  else if (op == "allgather")
-    world.allgather(b.send.data(), b.recv.data(), count, MPI_BYTE, algo);
-  else if (op == "alltoall")
-    world.alltoall(b.send.data(), b.recv.data(), count, MPI_BYTE, algo);
-  else if (op == "reduce_scatter")
-    world.reduce_scatter_block(b.send.data(), b.recv.data(), count, MPI_BYTE, MPI_BOR, algo);
-  else if (op == "scatterv")
-    world.scatterv(b.send.data(), b.counts.data(), b.displs.data(), b.recv.data(), count, MPI_BYTE, root, algo);
-  else if (op == "gatherv")
-    world.gatherv(b.send.data(), count, b.recv.data(), b.counts.data(), b.displs.data(), MPI_BYTE, root, algo);
+  if (op == "barrier") world.barrier(algo);
+  else if (op == "bcast") world.bcast(b.send.data(), count, MPI_BYTE, root, algo);
+  else if (op == "reduce") world.reduce(b.send.data(), b.recv.data(), count, MPI_BYTE, MPI_BOR, root, algo);
+  else if (op == "allreduce") world.allreduce(b.send.data(), b.recv.data(), count, MPI_BYTE, MPI_BOR, algo);
+  else if (op == "gather") world.gather(b.send.data(), b.recv.data(), count, MPI_BYTE, root, algo);
+  else if (op == "scatter") world.scatter(b.send.data(), b.recv.data(), count, MPI_BYTE, root, algo);
+  else if (op == "allgather") world.allgather(b.send.data(), b.recv.data(), count, MPI_BYTE, algo);
+  else if (op == "alltoall") world.alltoall(b.send.data(), b.recv.data(), count, MPI_BYTE, algo);
+  else if (op == "reduce_scatter") world.reduce_scatter_block(b.send.data(), b.recv.data(), count, MPI_BYTE, MPI_BOR, algo);
+  else if (op == "scatterv") world.scatterv(b.send.data(), b.counts.data(), b.displs.data(), b.recv.data(), count, MPI_BYTE, root, algo);
+  else if (op == "gatherv") world.gatherv(b.send.data(), count, b.recv.data(), b.counts.data(), b.displs.data(), MPI_BYTE, root, algo);
   else if (op == "alltoallv")
     world.alltoallv(b.send.data(), b.counts.data(), b.displs.data(), b.recv.data(), b.counts.data(), b.displs.data(), MPI_BYTE, algo);
 }
@@ -106,10 +95,8 @@ class CallTimer {
       if (std::chrono::steady_clock::now() > start) ++late_;
     }
     before();
-    if (one_clock_)
-      std::this_thread::sleep_until(start);
-    else
-      start = std::chrono::steady_clock::now();
+    if (one_clock_) std::this_thread::sleep_until(start);
+    else start = std::chrono::steady_clock::now();
     call();
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }

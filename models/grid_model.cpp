@@ -458,10 +458,8 @@ std::string describe_plogp(const PLogP& p) {
 
 std::string kib(std::uint64_t bytes) {
   char buf[32];
-  if (bytes % 1024 == 0)
-    std::snprintf(buf, sizeof buf, "%llu KiB", static_cast<unsigned long long>(bytes / 1024));
-  else
-    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  if (bytes % 1024 == 0) std::snprintf(buf, sizeof buf, "%llu KiB", static_cast<unsigned long long>(bytes / 1024));
+  else std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
   return buf;
 }
 
@@ -471,10 +469,8 @@ std::string describe_many_to_one(const std::string& cluster, const ManyToOneMode
   char buf[200];
   std::snprintf(buf, sizeof buf, "  gathers inside cluster %s: C %.1f us, t %.3g ns/B, ", cluster.c_str(), g.C * 1e6, g.t * 1e9);
   std::string out = buf;
-  if (g.inv_beta0 > 0)
-    std::snprintf(buf, sizeof buf, "root link %.1f MB/s, ", 1e-6 / g.inv_beta0);
-  else
-    std::snprintf(buf, sizeof buf, "root link not resolved by the ping-pong, ");
+  if (g.inv_beta0 > 0) std::snprintf(buf, sizeof buf, "root link %.1f MB/s, ", 1e-6 / g.inv_beta0);
+  else std::snprintf(buf, sizeof buf, "root link not resolved by the ping-pong, ");
   out += buf;
   std::snprintf(buf, sizeof buf, "kappa1 %.2f, kappa2 %.2f\n", g.kappa1, g.kappa2);
   out += buf;
@@ -545,10 +541,8 @@ std::string describe_logical_clusters(const std::string& cluster, const LogicalC
   for (std::size_t a = 0; a < l.nodes.size(); ++a) {
     out += "\n      " + l.nodes[a] + ":";
     for (std::size_t b = 0; b < l.nodes.size(); ++b) {
-      if (a == b)
-        std::snprintf(buf, sizeof buf, " %8s", "-");
-      else
-        std::snprintf(buf, sizeof buf, " %8.1f", l.latency[a][b] * 1e6);
+      if (a == b) std::snprintf(buf, sizeof buf, " %8s", "-");
+      else std::snprintf(buf, sizeof buf, " %8.1f", l.latency[a][b] * 1e6);
       out += buf;
     }
   }

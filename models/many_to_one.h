@@ -88,8 +88,7 @@ struct ManyToOneModel {
   }
   // For each size measured for n processes (measured_count's) below `below`, ascending:
   // visit(size, frequencies).
-  template <typename Visit>
-  void each_size(int n, std::uint64_t below, Visit&& visit) const {
+  template <typename Visit> void each_size(int n, std::uint64_t below, Visit&& visit) const {
     const int count = measured_count(n);
     for (auto it = frequencies.lower_bound({count, 0}); it != frequencies.end() && it->first.first == count && it->first.second < below;
          ++it)
@@ -270,10 +269,8 @@ inline void fit_escalations(ManyToOneModel& m, const std::vector<GatherSample>& 
     std::uint64_t from = 0;
     for (const auto& [M, always] : sizes) {
       if (m.M2 > 0 && M >= m.M2) break;
-      if (!always)
-        from = 0;
-      else if (from == 0)
-        from = M;
+      if (!always) from = 0;
+      else if (from == 0) from = M;
     }
     if (from > 0) m.Mc[n] = from;
   }

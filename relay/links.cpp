@@ -194,10 +194,8 @@ asio::awaitable<void> Relay::serve_link(tcp::socket s) {
   ec = co_await accept_tls(stream, link_admission_, opt_.authenticate);
   if (ec) {
     // A peer that hangs up before saying anything is the broker probing this port.
-    if (ec == asio::error::eof)
-      log::debug("TLS handshake with ", remote, " on the link port failed: ", ec.message());
-    else
-      refused_links_.warn("TLS handshake with ", remote, " on the link port failed: ", ec.message());
+    if (ec == asio::error::eof) log::debug("TLS handshake with ", remote, " on the link port failed: ", ec.message());
+    else refused_links_.warn("TLS handshake with ", remote, " on the link port failed: ", ec.message());
     co_return;
   }
   const std::string cn = tls::peer_common_name(stream.native_handle());

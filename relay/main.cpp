@@ -106,10 +106,8 @@ std::shared_ptr<gridrt::JobCgroups> job_cgroups(const std::string& where, bool s
   } catch (const std::exception& e) {
     if (where != "auto") throw std::invalid_argument(std::string("--cgroup: ") + e.what());
     const std::string text = std::string("jobs' processes are contained by their monitors only, not by cgroups: ") + e.what();
-    if (shared_grid)
-      log::warn(text);
-    else
-      log::info(text);
+    if (shared_grid) log::warn(text);
+    else log::info(text);
     return nullptr;
   }
 }
@@ -197,10 +195,8 @@ int main(int argc, char** argv) {
     Relay::Options options{
         *desc, creds, parse_endpoint(broker), gridproc, link_encryption == "tls", wan, grid_map, job_cgroups(cgroup, !grid_map.empty())};
     options.broker_grace = std::chrono::seconds(grace);
-    if (!link_grace.empty())
-      options.link_grace = std::chrono::seconds(link_grace_option);
-    else if (grid.link_grace_seconds)
-      options.link_grace = std::chrono::seconds(*grid.link_grace_seconds);
+    if (!link_grace.empty()) options.link_grace = std::chrono::seconds(link_grace_option);
+    else if (grid.link_grace_seconds) options.link_grace = std::chrono::seconds(*grid.link_grace_seconds);
     try {
       if (!cache_size.empty()) options.cache_bytes = parse_bytes(cache_size, "--cache-size");
       if (!fetch_limit.empty()) options.fetch_limit = parse_bytes(fetch_limit, "--fetch-limit");

@@ -54,10 +54,8 @@ PmiProxy::Seen PmiProxy::move(const pollfd* two) {
   char buf[16384];
   if (two[1].fd >= 0 && (two[1].revents & (POLLIN | POLLHUP | POLLERR))) {
     const ssize_t n = ::read(ours_, buf, sizeof buf);
-    if (n > 0)
-      from_program(buf, static_cast<std::size_t>(n));
-    else if (n == 0 || errno != EINTR)
-      close_ours();  // every process holding the program's end is gone
+    if (n > 0) from_program(buf, static_cast<std::size_t>(n));
+    else if (n == 0 || errno != EINTR) close_ours();  // every process holding the program's end is gone
   }
   if (two[0].fd >= 0 && ours_ >= 0 && (two[0].revents & (POLLIN | POLLHUP | POLLERR))) {
     const ssize_t n = ::read(manager_, buf, sizeof buf);

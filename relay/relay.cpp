@@ -110,10 +110,8 @@ void Relay::stop() {
     running = false;
     for (auto& [id, job] : jobs_)
       if (job->mpiexec > 0 && !job->end.launch_exited) {
-        if (::waitpid(job->mpiexec, nullptr, WNOHANG) == job->mpiexec)
-          job->end.launch_exited = true;
-        else
-          running = true;
+        if (::waitpid(job->mpiexec, nullptr, WNOHANG) == job->mpiexec) job->end.launch_exited = true;
+        else running = true;
       }
     if (running) ::usleep(10000);
   }

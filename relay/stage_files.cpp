@@ -98,10 +98,8 @@ void Relay::prepare_part(Job& job) {
         if (scheme != "http" && scheme != "https" && fetcher == opt_.fetchers.end())
           throw std::runtime_error("no fetcher for " + scheme + ":// URLs here (" + f.source + "; the grid description's <fetcher>)");
         ++job.awaited;
-        if (fetcher != opt_.fetchers.end())
-          run_fetcher(job, *fetcher, f);
-        else
-          asio::co_spawn(io_, fetch_for(job.id(), f), asio::detached);
+        if (fetcher != opt_.fetchers.end()) run_fetcher(job, *fetcher, f);
+        else asio::co_spawn(io_, fetch_for(job.id(), f), asio::detached);
       } else if (!carried_here) {
         // The nodes see the submitting machine's file where it is.
         if (f.role == Role::kInput) link_file(f.source, job.job_dir, f.name);
@@ -200,10 +198,8 @@ void Relay::run_fetcher(Job& job, const Fetcher& fetcher, const StagedFile& file
     err->async_read_some(asio::buffer(*buf), [err, said, buf, read](const boost::system::error_code& ec, std::size_t n) {
       said->append(buf->data(), n);
       if (said->size() > 2048) said->erase(0, said->size() - 2048);
-      if (!ec)
-        (*read)();
-      else
-        *read = nullptr;  // (breaks the cycle)
+      if (!ec) (*read)();
+      else *read = nullptr;  // (breaks the cycle)
     });
   };
   (*read)();
@@ -353,10 +349,8 @@ asio::awaitable<void> Relay::send_files_to_node(std::uint64_t id, std::weak_ptr<
     auto it = jobs_.find(id);
     if (it == jobs_.end()) co_return;
     for (const auto& f : it->second->start.spec.files) {
-      if (f.role == Role::kOutput)
-        outputs.push_back(f.name);
-      else
-        files.push_back(f);
+      if (f.role == Role::kOutput) outputs.push_back(f.name);
+      else files.push_back(f);
     }
     dir = it->second->job_dir;
     account = it->second->account;

@@ -101,12 +101,9 @@ static long number_arg(const char* name, const char* text, long least, long most
 int main(int argc, char** argv) {
   long queue = -1, delay_us = -1;
   for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--queue") && i + 1 < argc)
-      queue = number_arg("--queue", argv[++i], 0, 65535);
-    else if (!strcmp(argv[i], "--delay-us") && i + 1 < argc)
-      delay_us = number_arg("--delay-us", argv[++i], 0, 10000000);
-    else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
-      draws = (uint64_t)number_arg("--seed", argv[++i], 1, 2147483647L);
+    if (!strcmp(argv[i], "--queue") && i + 1 < argc) queue = number_arg("--queue", argv[++i], 0, 65535);
+    else if (!strcmp(argv[i], "--delay-us") && i + 1 < argc) delay_us = number_arg("--delay-us", argv[++i], 0, 10000000);
+    else if (!strcmp(argv[i], "--seed") && i + 1 < argc) draws = (uint64_t)number_arg("--seed", argv[++i], 1, 2147483647L);
     else if (!strcmp(argv[i], "--loss") && i + 1 < argc) {
       const char* text = argv[++i];
       char* end = NULL;
@@ -158,10 +155,8 @@ int main(int argc, char** argv) {
   sa.sa_handler = on_signal;
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGINT, &sa, NULL);
-  if (loss > 0)
-    printf("holding queue %ld for %ld us, dropping %g%% of packets\n", queue, delay_us, loss * 100);
-  else
-    printf("holding queue %ld for %ld us\n", queue, delay_us);
+  if (loss > 0) printf("holding queue %ld for %ld us, dropping %g%% of packets\n", queue, delay_us, loss * 100);
+  else printf("holding queue %ld for %ld us\n", queue, delay_us);
   fflush(stdout);
 
   const int fd = nfq_fd(h);

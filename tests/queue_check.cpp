@@ -54,16 +54,14 @@ std::uint64_t mix(std::uint64_t x) {
 }
 
 // A Job or Answer followed by `pad` bytes that depend on `seed`.
-template <typename T>
-std::vector<char> padded(const T& head, std::uint64_t seed, long pad) {
+template <typename T> std::vector<char> padded(const T& head, std::uint64_t seed, long pad) {
   std::vector<char> out(sizeof head + static_cast<std::size_t>(pad));
   std::memcpy(out.data(), &head, sizeof head);
   for (long i = 0; i < pad; ++i)
     out[sizeof head + static_cast<std::size_t>(i)] = static_cast<char>((seed + static_cast<std::uint64_t>(i)) * 31);
   return out;
 }
-template <typename T>
-bool unpad(const char* data, std::size_t n, std::uint64_t T::*seed_of, long pad, T* head) {
+template <typename T> bool unpad(const char* data, std::size_t n, std::uint64_t T::*seed_of, long pad, T* head) {
   if (n != sizeof(T) + static_cast<std::size_t>(pad)) return false;
   std::memcpy(head, data, sizeof(T));
   return padded(*head, head->*seed_of, pad) == std::vector<char>(data, data + n);
@@ -93,36 +91,22 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&] { return i + 1 < argc ? std::atol(argv[++i]) : 0L; };
-    if (a == "--tasks")
-      tasks = value();
-    else if (a == "--spawn-depth")
-      depth_limit = value();
-    else if (a == "--max-us")
-      max_us = value();
-    else if (a == "--every-rank-puts")
-      every_rank_puts = true;
-    else if (a == "--bosses-idle")
-      opts.bosses_work = opts.master_works = false;
-    else if (a == "--die-rank")
-      die_rank = value();
-    else if (a == "--die-after")
-      die_after = value();
-    else if (a == "--pad")
-      pad = value();
-    else if (a == "--progress")
-      progress = value();
-    else if (a == "--die-in-finalize")
-      die_in_finalize = value();
-    else if (a == "--finalize-in-scope")
-      finalize_in_scope = true;
+    if (a == "--tasks") tasks = value();
+    else if (a == "--spawn-depth") depth_limit = value();
+    else if (a == "--max-us") max_us = value();
+    else if (a == "--every-rank-puts") every_rank_puts = true;
+    else if (a == "--bosses-idle") opts.bosses_work = opts.master_works = false;
+    else if (a == "--die-rank") die_rank = value();
+    else if (a == "--die-after") die_after = value();
+    else if (a == "--pad") pad = value();
+    else if (a == "--progress") progress = value();
+    else if (a == "--die-in-finalize") die_in_finalize = value();
+    else if (a == "--finalize-in-scope") finalize_in_scope = true;
     else if (a == "--levels" && i + 1 < argc) {
       const std::string l = argv[++i];
-      if (l == "single")
-        opts.levels = {};
-      else if (l == "site")
-        opts.levels = {gridrt::Level::kSite, gridrt::Level::kCluster};
-      else if (l != "cluster")
-        return fail("--levels takes cluster, site or single, not '" + l + "'");
+      if (l == "single") opts.levels = {};
+      else if (l == "site") opts.levels = {gridrt::Level::kSite, gridrt::Level::kCluster};
+      else if (l != "cluster") return fail("--levels takes cluster, site or single, not '" + l + "'");
     } else {
       return fail("unknown argument " + a);
     }

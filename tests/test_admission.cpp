@@ -15,29 +15,36 @@ using namespace gridrt;
 namespace {
 const auto kA = boost::asio::ip::make_address("10.0.0.1");
 const auto kB = boost::asio::ip::make_address("10.0.0.2");
+
+// A port with its caps, the connections admitted and held, and the numbers of those it
+// dropped, in the order it dropped them.
+struct Port {
+  boost::asio::io_context io;
+  Admission port;
+  std::vector<int> dropped;
+  std::vector<Admission::Ticket> held;
+  explicit Port(Admission::Limits limits) : port(io.get_executor(), "test port", limits) {}
+  void admit(const boost::asio::ip::address& from, int number) {
+    held.push_back(port.admit(from, [this, number] { dropped.push_back(number); }));
+  }
+};
 }  // namespace
 
 TEST(Admission, TheOldestOfAnAddressMakesRoomAtItsCap) {
-  boost::asio::io_context io;
-  Admission port(io.get_executor(), "test port", {2, 10});
-  std::vector<int> dropped;
-  std::vector<Admission::Ticket> held;
-  for (int i = 0; i < 4; ++i) held.push_back(port.admit(kA, [&dropped, i] { dropped.push_back(i); }));
-  held.push_back(port.admit(kB, [&dropped] { dropped.push_back(100); }));
-  EXPECT_EQ(dropped, (std::vector<int>{0, 1}));  // a's oldest two; b is not touched
-  EXPECT_EQ(port.pending(), 3u);
-  EXPECT_EQ(port.dropped(), 2u);
+  Port p({2, 10});
+  for (int i = 0; i < 4; ++i) p.admit(kA, i);
+  p.admit(kB, 100);
+  EXPECT_EQ(p.dropped, (std::vector<int>{0, 1}));  // a's oldest two; b is not touched
+  EXPECT_EQ(p.port.pending(), 3u);
+  EXPECT_EQ(p.port.dropped(), 2u);
 }
 
 TEST(Admission, TheOldestOfAllMakesRoomAtTheTotalCap) {
-  boost::asio::io_context io;
-  Admission port(io.get_executor(), "test port", {10, 3});
-  std::vector<int> dropped;
-  std::vector<Admission::Ticket> held;
-  held.push_back(port.admit(kB, [&dropped] { dropped.push_back(100); }));
-  for (int i = 0; i < 3; ++i) held.push_back(port.admit(kA, [&dropped, i] { dropped.push_back(i); }));
-  EXPECT_EQ(dropped, (std::vector<int>{100}));
-  EXPECT_EQ(port.pending(), 3u);
+  Port p({10, 3});
+  p.admit(kB, 100);
+  for (int i = 0; i < 3; ++i) p.admit(kA, i);
+  EXPECT_EQ(p.dropped, (std::vector<int>{100}));
+  EXPECT_EQ(p.port.pending(), 3u);
 }
 
 TEST(Admission, AuthenticatedOrGoneConnectionsNoLongerCountAndAreNeverDropped) {
@@ -61,16 +68,13 @@ TEST(Admission, AuthenticatedOrGoneConnectionsNoLongerCountAndAreNeverDropped) {
 
 // A process out of file descriptors frees one of a stranger's, the oldest first.
 TEST(Admission, TheOldestIsDroppedOnDemand) {
-  boost::asio::io_context io;
-  Admission port(io.get_executor(), "test port", {10, 10});
-  std::vector<int> dropped;
-  std::vector<Admission::Ticket> held;
-  for (int i = 0; i < 2; ++i) held.push_back(port.admit(kA, [&dropped, i] { dropped.push_back(i); }));
-  EXPECT_TRUE(port.drop_oldest("out of file descriptors"));
-  EXPECT_TRUE(port.drop_oldest("out of file descriptors"));
-  EXPECT_FALSE(port.drop_oldest("out of file descriptors"));
-  EXPECT_EQ(dropped, (std::vector<int>{0, 1}));
-  EXPECT_EQ(port.dropped(), 2u);
+  Port p({10, 10});
+  for (int i = 0; i < 2; ++i) p.admit(kA, i);
+  EXPECT_TRUE(p.port.drop_oldest("out of file descriptors"));
+  EXPECT_TRUE(p.port.drop_oldest("out of file descriptors"));
+  EXPECT_FALSE(p.port.drop_oldest("out of file descriptors"));
+  EXPECT_EQ(p.dropped, (std::vector<int>{0, 1}));
+  EXPECT_EQ(p.port.dropped(), 2u);
 }
 
 // Memory goes back to the system after strangers have gone and the port has been quiet a

@@ -43,8 +43,7 @@ pid_t dead_pid() {
   return p;
 }
 
-template <typename F>
-bool eventually(F f, std::chrono::milliseconds within = 5000ms) {
+template <typename F> bool eventually(F f, std::chrono::milliseconds within = 5000ms) {
   for (auto end = std::chrono::steady_clock::now() + within; std::chrono::steady_clock::now() < end; std::this_thread::sleep_for(10ms))
     if (f()) return true;
   return f();

@@ -760,10 +760,8 @@ TEST(Costs, ScatterRoutesOverSitesAreTheFlatChainAndBinomialFormulas) {
       EXPECT_NEAR(scatter_hier_cost(s, 0, b, Route::kOrdered), models::scatter_flat(wan, P, b), 1e-12) << at;
       EXPECT_NEAR(scatter_hier_cost(s, 0, b, Route::kChain), models::scatter_chain(wan, P, b), 1e-12) << at;
       const double binomial = scatter_hier_cost(s, 0, b, Route::kBinomial);
-      if ((P & (P - 1)) == 0)
-        EXPECT_NEAR(binomial, models::scatter_binomial(wan, P, b), 1e-12) << at;
-      else
-        EXPECT_LE(binomial, models::scatter_binomial(wan, P, b) + 1e-12) << at;
+      if ((P & (P - 1)) == 0) EXPECT_NEAR(binomial, models::scatter_binomial(wan, P, b), 1e-12) << at;
+      else EXPECT_LE(binomial, models::scatter_binomial(wan, P, b) + 1e-12) << at;
       // Direct is the flat tree too here: one block per remote process, each its own message.
       EXPECT_NEAR(scatter_hier_cost(s, 0, b, Route::kDirect), models::scatter_flat(wan, P, b), 1e-12) << at;
     }

@@ -23,8 +23,7 @@ using namespace std::chrono_literals;
 namespace {
 
 // Reads frames from a blocking stream until the peer closes it (or `most` have come).
-template <typename Stream>
-std::vector<wire::Frame> read_until_closed(Stream& s, std::size_t most = SIZE_MAX) {
+template <typename Stream> std::vector<wire::Frame> read_until_closed(Stream& s, std::size_t most = SIZE_MAX) {
   std::vector<wire::Frame> frames;
   wire::Decoder d;
   char buf[4096];
@@ -42,15 +41,13 @@ std::vector<wire::Frame> read_until_closed(Stream& s, std::size_t most = SIZE_MA
 class Daemons : public ::testing::Test {
  protected:
   // Runs f on the daemons' thread and returns its result (the daemons are single-threaded).
-  template <typename F>
-  auto on_io(F f) {
+  template <typename F> auto on_io(F f) {
     std::packaged_task<decltype(f())()> task(std::move(f));
     auto fut = task.get_future();
     asio::post(io_, [&task] { task(); });
     return fut.get();
   }
-  template <typename F>
-  bool eventually(F cond) {
+  template <typename F> bool eventually(F cond) {
     for (int i = 0; i < 500; ++i) {
       if (on_io(cond)) return true;
       std::this_thread::sleep_for(10ms);

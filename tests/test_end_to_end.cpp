@@ -900,10 +900,8 @@ void expect_stop_noticed(const std::string& program, const std::string& words, i
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - at).count();
   rescue.join();
   ASSERT_GT(stopped, 0) << program << " (" << words << ") was not found running\n" << r.out << r.err;
-  if (status >= 0)
-    EXPECT_EQ(r.status, status) << r.err;
-  else
-    EXPECT_NE(r.status, 0) << r.err;
+  if (status >= 0) EXPECT_EQ(r.status, status) << r.err;
+  else EXPECT_NE(r.status, 0) << r.err;
   EXPECT_NE(r.err.find(said), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("hung or stopped"), std::string::npos) << r.err;
   EXPECT_LT(seconds, 15) << r.err;

@@ -425,10 +425,8 @@ TEST_F(DelayedPairs, CalibrationSplitsTheClusterIntoTheNodesThatAreAlike) {
     for (int j = 1; j <= nodes_; ++j) {
       if (i == j) continue;
       const double us = latency.at(node_name(i)).at(j - 1);
-      if (pair_of(i) == pair_of(j))
-        EXPECT_LT(us, kDelayUs / 2) << node_name(i) << " - " << node_name(j) << "\n" << show.out;
-      else
-        EXPECT_GE(us, kDelayUs) << node_name(i) << " - " << node_name(j) << "\n" << show.out;
+      if (pair_of(i) == pair_of(j)) EXPECT_LT(us, kDelayUs / 2) << node_name(i) << " - " << node_name(j) << "\n" << show.out;
+      else EXPECT_GE(us, kDelayUs) << node_name(i) << " - " << node_name(j) << "\n" << show.out;
     }
   // pLogP measured on one pair inside each logical cluster and one between them, besides
   // the cluster's own pair and the pair of sites (none inside c0, of one process): five.

@@ -377,10 +377,8 @@ TEST(ManyToOne, EscalationLevelsAndThresholdsAreFoundInASweep) {
   EXPECT_EQ(fit.M2, M2);
   for (int n = 3; n <= 8; ++n) {
     EXPECT_EQ(fit.M1.at(n), M1_of(n)) << n;
-    if (n >= 7)
-      EXPECT_EQ(fit.Mc.at(n), 16384u) << n;
-    else
-      EXPECT_EQ(fit.Mc.count(n), 0u) << n;
+    if (n >= 7) EXPECT_EQ(fit.Mc.at(n), 16384u) << n;
+    else EXPECT_EQ(fit.Mc.count(n), 0u) << n;
     for (const auto M : sizes) {
       const auto& f = fit.frequencies.at({n, M});
       const double p = std::accumulate(f.begin(), f.end(), 0.0), q = p_true[{n, M}];

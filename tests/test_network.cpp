@@ -471,8 +471,7 @@ TEST_F(ThreeSites, ProcessesRunOnTheSitesNodesAndConnectDirectlyWhereTheyCan) {
 
 namespace {
 // Reads frames until the peer closes; returns the bodies of the Error frames.
-template <typename Stream>
-std::string errors_until_closed(Stream& s) {
+template <typename Stream> std::string errors_until_closed(Stream& s) {
   std::string errors;
   gridrt::wire::Decoder d;
   char buf[4096];

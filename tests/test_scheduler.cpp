@@ -30,13 +30,22 @@ void all_up(Scheduler& s) {
   s.relay_up("c", "10.0.0.3", 7003, true);
 }
 
+using Outcome = Scheduler::Placement::Outcome;
+
+// Every relay up, and a job of `processes` placed and running (its slots busy).
+Scheduler::Placement run_on_all_up(Scheduler& s, std::uint32_t processes) {
+  all_up(s);
+  Scheduler::Placement running = s.place(job_of(processes), false);
+  EXPECT_EQ(running.outcome, Outcome::kRun);
+  s.occupy(running.topology);
+  return running;
+}
+
 std::vector<std::string> names(const std::vector<ClusterOffer>& offers) {
   std::vector<std::string> out;
   for (const auto& o : offers) out.push_back(o.name + ":" + std::to_string(o.slots));
   return out;
 }
-
-using Outcome = Scheduler::Placement::Outcome;
 
 }  // namespace
 
@@ -111,10 +120,7 @@ TEST(Scheduler, RefusesWhatTheGridCannotHoldAndSaysWhoseFaultItIs) {
 TEST(Scheduler, AJobThatFitsTheGridButNotBesideTheRunningOnesWaitsAndADryRunDoesNot) {
   const Grid grid = three_clusters();
   Scheduler s(grid);
-  all_up(s);
-  const Scheduler::Placement running = s.place(job_of(7), false);
-  ASSERT_EQ(running.outcome, Outcome::kRun);
-  s.occupy(running.topology);
+  run_on_all_up(s, 7);
   const Scheduler::Placement p = s.place(job_of(3), false);
   EXPECT_EQ(p.outcome, Outcome::kWait);
   EXPECT_EQ(p.why, "waiting for free slots: the job needs 3, 2 are free now");
@@ -127,10 +133,7 @@ TEST(Scheduler, AJobThatFitsTheGridButNotBesideTheRunningOnesWaitsAndADryRunDoes
 TEST(Scheduler, QueuedJobsStartFirstComeFirstServedAndTheFirstHoldsBackTheOthers) {
   const Grid grid = three_clusters();
   Scheduler s(grid);
-  all_up(s);
-  const Scheduler::Placement first = s.place(job_of(8), false);
-  ASSERT_EQ(first.outcome, Outcome::kRun);
-  s.occupy(first.topology);
+  const Scheduler::Placement first = run_on_all_up(s, 8);
   // 1 slot free: a job of 6, then one of 1 and one of 2 queue behind it.
   s.queue({1, job_of(6), false});
   s.queue({2, job_of(1), false});
@@ -157,9 +160,7 @@ TEST(Scheduler, QueuedJobsStartFirstComeFirstServedAndTheFirstHoldsBackTheOthers
 TEST(Scheduler, AJobWhoseSubmitterIsGoneNoLongerWaits) {
   const Grid grid = three_clusters();
   Scheduler s(grid);
-  all_up(s);
-  const Scheduler::Placement full = s.place(job_of(9), false);
-  s.occupy(full.topology);
+  const Scheduler::Placement full = run_on_all_up(s, 9);
   s.queue({1, job_of(9), false});
   s.queue({2, job_of(1), false});
   s.hold_for_grid({3, job_of(1), false});

@@ -30,10 +30,8 @@ class Env {
     ::setenv(name, value, 1);
   }
   ~Env() {
-    if (before_)
-      ::setenv(name_, before_->c_str(), 1);
-    else
-      ::unsetenv(name_);
+    if (before_) ::setenv(name_, before_->c_str(), 1);
+    else ::unsetenv(name_);
   }
 
  private:

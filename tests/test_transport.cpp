@@ -139,10 +139,8 @@ class FakeRelay {
               types_[*rank].push_back(f.header.type);
             }
             auto to = links_.find(f.header.dst);
-            if (to != links_.end())
-              to->second->send(f);
-            else
-              pending_[f.header.dst].push_back(f);
+            if (to != links_.end()) to->second->send(f);
+            else pending_[f.header.dst].push_back(f);
           },
           [](const std::string&) {});
       accept();
@@ -210,8 +208,7 @@ std::pair<std::unique_ptr<RelayTransport>, std::unique_ptr<RelayTransport>> dire
 }
 
 // Waits until cond() holds (up to 5 s).
-template <typename F>
-bool eventually(F cond) {
+template <typename F> bool eventually(F cond) {
   for (int i = 0; i < 500 && !cond(); ++i) std::this_thread::sleep_for(10ms);
   return cond();
 }
@@ -510,10 +507,8 @@ TEST(Transport, ASynchronousSendCompletesOnlyOnceMatched) {
   for (const bool direct : {false, true}) {
     FakeRelay relay;
     std::unique_ptr<RelayTransport> a, b;
-    if (direct)
-      std::tie(a, b) = direct_pair(relay);
-    else
-      a = connect(relay, 0), b = connect(relay, 1);
+    if (direct) std::tie(a, b) = direct_pair(relay);
+    else a = connect(relay, 0), b = connect(relay, 1);
     const char x = 'x';
     auto s = a->send(1, 0, 4, &x, 1, true);
     std::this_thread::sleep_for(200ms);

@@ -263,10 +263,8 @@ TEST(PartTrees, EveryRouteSpansEveryPartOnceAndEntersEachSiteOnce) {
               // its first part); its other parts hang under that speaker over the LAN.
               const int site = l.site_of_part[p];
               const int speaker = site == l.site_of_part[root] ? root : l.sites[site].front();
-              if (p != speaker)
-                ASSERT_EQ(up, speaker) << at << ": part " << p;
-              else
-                ASSERT_NE(l.site_of_part[up], site) << at << ": part " << p;
+              if (p != speaker) ASSERT_EQ(up, speaker) << at << ": part " << p;
+              else ASSERT_NE(l.site_of_part[up], site) << at << ": part " << p;
               deepest = std::max(deepest, wan_depth(t, l, p));
             }
             // WAN hops on the deepest path: one (packed), S - 1 (chain), and for the binomial

@@ -29,21 +29,15 @@ int main(int argc, char** argv) {
   int rounds = 1, round_ms = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--fail-rank" && i + 1 < argc)
-      fail_rank = std::atoi(argv[++i]);
-    else if (a == "--exit-code" && i + 1 < argc)
-      exit_code = std::atoi(argv[++i]);
+    if (a == "--fail-rank" && i + 1 < argc) fail_rank = std::atoi(argv[++i]);
+    else if (a == "--exit-code" && i + 1 < argc) exit_code = std::atoi(argv[++i]);
     else if (a == "--quit-on-cluster" && i + 1 < argc) {
       const char* mine = std::getenv("GRIDRT_CLUSTER");
       if (mine && std::string(mine) == argv[++i]) return 0;
-    } else if (a == "--signal" && i + 1 < argc)
-      fail_signal = std::atoi(argv[++i]);
-    else if (a == "--rounds" && i + 1 < argc)
-      rounds = std::atoi(argv[++i]);
-    else if (a == "--round-ms" && i + 1 < argc)
-      round_ms = std::atoi(argv[++i]);
-    else if (a == "--pingpong-bytes" && i + 1 < argc)
-      bytes = std::strtoull(argv[++i], nullptr, 10);
+    } else if (a == "--signal" && i + 1 < argc) fail_signal = std::atoi(argv[++i]);
+    else if (a == "--rounds" && i + 1 < argc) rounds = std::atoi(argv[++i]);
+    else if (a == "--round-ms" && i + 1 < argc) round_ms = std::atoi(argv[++i]);
+    else if (a == "--pingpong-bytes" && i + 1 < argc) bytes = std::strtoull(argv[++i], nullptr, 10);
     else {
       std::fprintf(stderr,
                    "usage: hello [--fail-rank R (--exit-code E | --signal S)] [--pingpong-bytes N] [--quit-on-cluster C] "

@@ -91,24 +91,15 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has_value = i + 1 < argc;
-    if (a == "--mode" && has_value)
-      mode = argv[++i];
-    else if (a == "--sources" && has_value)
-      sources = std::atoi(argv[++i]);
-    else if (a == "--receivers" && has_value)
-      receivers = std::atoi(argv[++i]);
-    else if (a == "--chunk" && has_value)
-      chunk = std::atoi(argv[++i]);
-    else if (a == "--sectors" && has_value)
-      sectors = std::atoi(argv[++i]);
-    else if (a == "--step" && has_value)
-      step = std::atof(argv[++i]);
-    else if (a == "--workers-only")
-      workers_only = true;
-    else if (a == "--json")
-      json = true;
-    else
-      return fail("unknown argument '" + a + "' (--help lists them)");
+    if (a == "--mode" && has_value) mode = argv[++i];
+    else if (a == "--sources" && has_value) sources = std::atoi(argv[++i]);
+    else if (a == "--receivers" && has_value) receivers = std::atoi(argv[++i]);
+    else if (a == "--chunk" && has_value) chunk = std::atoi(argv[++i]);
+    else if (a == "--sectors" && has_value) sectors = std::atoi(argv[++i]);
+    else if (a == "--step" && has_value) step = std::atof(argv[++i]);
+    else if (a == "--workers-only") workers_only = true;
+    else if (a == "--json") json = true;
+    else return fail("unknown argument '" + a + "' (--help lists them)");
   }
   if ((mode != "vanilla" && mode != "grid" && mode != "hier") || sources < 1 || receivers < 1 || chunk < 1 || sectors < 1 || !(step > 0))
     return fail("bad --mode, --sources, --receivers, --chunk, --sectors or --step (--help)");

@@ -131,10 +131,8 @@ struct PendingDup {
 // shared_ptr made a cycle, p -> agreement -> coroutine -> p, that kept both, and the
 // communicator with them, for good.)
 gridrt::detail::Async<> agree_and_dup(CommImpl& c, bool inter, PendingDup& p) {
-  if (inter)
-    co_await gridmpi::agree_on_inter_context(c, p.offer, &p.agreed);
-  else
-    co_await gridrt::detail::allreduce(c, &p.offer, &p.agreed, 1, MPI_UNSIGNED, MPI_MAX, gridrt::Algo::kHier);
+  if (inter) co_await gridmpi::agree_on_inter_context(c, p.offer, &p.agreed);
+  else co_await gridrt::detail::allreduce(c, &p.offer, &p.agreed, 1, MPI_UNSIGNED, MPI_MAX, gridrt::Algo::kHier);
   gridrt::detail::Step dup;
   gridrt::detail::check_mpi(PMPI_Comm_idup(c.local, &p.local, &dup.mpi), "MPI_Comm_idup in the cluster");
   co_await gridrt::detail::one(dup);
@@ -145,10 +143,8 @@ gridrt::detail::Async<> agree_and_dup(CommImpl& c, bool inter, PendingDup& p) {
 int idup_grid(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm, MPI_Request* request) {
   std::shared_ptr<GridComm> g = gridmpi::grid_shared(comm);
   auto p = std::make_shared<PendingDup>();
-  if (info == MPI_INFO_NULL)
-    gridrt::detail::check_mpi(PMPI_Comm_idup(g->handle, &p->handle, &p->mine), "MPI_Comm_idup in the cluster");
-  else
-    gridrt::detail::check_mpi(PMPI_Comm_idup_with_info(g->handle, info, &p->handle, &p->mine), "MPI_Comm_idup in the cluster");
+  if (info == MPI_INFO_NULL) gridrt::detail::check_mpi(PMPI_Comm_idup(g->handle, &p->handle, &p->mine), "MPI_Comm_idup in the cluster");
+  else gridrt::detail::check_mpi(PMPI_Comm_idup_with_info(g->handle, info, &p->handle, &p->mine), "MPI_Comm_idup in the cluster");
   p->offer = gridrt::detail::state().next_context;
   p->agreement = gridrt::detail::start_collective(g->impl, agree_and_dup(*g->impl, g->inter(), *p));
   *newcomm = p->handle;

@@ -78,10 +78,8 @@ std::vector<Extent> FileView::extents(std::uint64_t from, std::uint64_t bytes) c
     const Extent& b = blocks[i];
     const std::uint64_t at = static_cast<std::uint64_t>(disp) + tile * tile_extent + b.offset + skip;
     const std::uint64_t length = std::min(b.length - skip, bytes);
-    if (!out.empty() && out.back().offset + out.back().length == at)
-      out.back().length += length;
-    else
-      out.push_back({at, length});
+    if (!out.empty() && out.back().offset + out.back().length == at) out.back().length += length;
+    else out.push_back({at, length});
     bytes -= length;
     skip = 0;
     if (++i == blocks.size()) {
@@ -357,10 +355,8 @@ int poll_in_flight(void* state, MPI_Status*) {
   s->over = true;
   const gridrt::fileio::Reply& failed = s->access->talk->failure();
   std::uint64_t done = 0;
-  if (failed.error_class != 0)
-    s->code = error_code(static_cast<int>(failed.error_class), failed.error);
-  else
-    done = s->access->finish();
+  if (failed.error_class != 0) s->code = error_code(static_cast<int>(failed.error_class), failed.error);
+  else done = s->access->finish();
   set_status(&s->status, done);
   s->status.MPI_ERROR = s->code;
   return PMPI_Grequest_complete(s->request);
@@ -447,8 +443,7 @@ int split_end(const char* function, int (*native)(MPI_File, Buffer, MPI_Status*)
 // A call that changes the file as a whole, collective: made by the file's cluster (ROMIO's
 // `native`) once every process is in (what the others wrote before is then in the file),
 // its outcome agreed by all.
-template <typename Native>
-int whole_file(const char* function, MPI_File fh, Native native) {
+template <typename Native> int whole_file(const char* function, MPI_File fh, Native native) {
   GridFile* f = grid_file(fh);
   if (!f) return native();
   return on_grid_file(function, fh, *f, [&]() -> int {
@@ -473,10 +468,8 @@ void check_clusters(const GridFile& f) {
 
 void start_at_the_end(GridFile& f, MPI_File fh) {
   MPI_Offset size = 0;
-  if (f.served)
-    size = static_cast<MPI_Offset>(served_size(f));
-  else
-    gridrt::detail::check_mpi(PMPI_File_get_size(fh, &size), "the file's size");
+  if (f.served) size = static_cast<MPI_Offset>(served_size(f));
+  else gridrt::detail::check_mpi(PMPI_File_get_size(fh, &size), "the file's size");
   if (f.served) gridrt::detail::check_mpi(PMPI_File_seek(fh, size, MPI_SEEK_SET), "the individual file pointer");
   if (grid(f.comm)->rank() == 0) set_shared_pointer(f, size);  // (the view is bytes from 0 at the open)
   gridrt::detail::check_mpi(gridmpi_Barrier(f.comm), "the shared file pointer");

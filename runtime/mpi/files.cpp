@@ -133,10 +133,8 @@ int romio_open_error(int rc, const std::string& name) {
 // info, the caller's to free.
 MPI_Info without_write_buffering(MPI_Info info) {
   MPI_Info out = MPI_INFO_NULL;
-  if (info == MPI_INFO_NULL)
-    PMPI_Info_create(&out);
-  else
-    PMPI_Info_dup(info, &out);
+  if (info == MPI_INFO_NULL) PMPI_Info_create(&out);
+  else PMPI_Info_dup(info, &out);
   PMPI_Info_set(out, "romio_cb_write", "disable");
   return out;
 }
@@ -213,8 +211,7 @@ MPI_Offset fetch_and_add(GridFile& f, MPI_Offset etypes, MPI_Op op = MPI_SUM) {
 }
 
 // How many etypes of the file's view `count` elements of `type` make (MPI: a whole number).
-template <typename Count>
-MPI_Offset etypes_of(const GridFile& f, Count count, MPI_Datatype type) {
+template <typename Count> MPI_Offset etypes_of(const GridFile& f, Count count, MPI_Datatype type) {
   MPI_Count type_bytes = 0;
   PMPI_Type_size_x(type, &type_bytes);
   return f.etype_bytes > 0 ? static_cast<MPI_Offset>(static_cast<MPI_Count>(count) * type_bytes / f.etype_bytes) : 0;

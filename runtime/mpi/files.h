@@ -59,8 +59,7 @@ GridFile* grid_file(MPI_File fh);
 // The service of files in one cluster of this process (made at the first such open).
 gridrt::fileio::FileService& file_service();
 // Runs `body` for a file, reporting what it throws through the file's error handler.
-template <typename F>
-int on_file(const char* function, MPI_File fh, F&& body) {
+template <typename F> int on_file(const char* function, MPI_File fh, F&& body) {
   return reporting(
       function, [fh](int error_class, const std::string& what) { return fail_file(fh, error_class, what); }, std::forward<F>(body));
 }
@@ -69,8 +68,7 @@ int on_file(const char* function, MPI_File fh, F&& body) {
 void check_clusters(const GridFile& f);
 // The same as on_file for a call on an open grid file, which fails first once one of its
 // clusters was lost (the layer's collectives and windows would wait on the lost ranks).
-template <typename F>
-int on_grid_file(const char* function, MPI_File fh, const GridFile& f, F&& body) {
+template <typename F> int on_grid_file(const char* function, MPI_File fh, const GridFile& f, F&& body) {
   return on_file(function, fh, [&]() -> int {
     check_clusters(f);
     return body();

@@ -30,8 +30,7 @@ Members expand(const Members& m, int n, int ranges[][3]) {
   return out;
 }
 
-template <typename F>
-int group_call(const char* function, F&& body) {
+template <typename F> int group_call(const char* function, F&& body) {
   return gridmpi::call(function, MPI_COMM_WORLD, [&] {
     body();
     return MPI_SUCCESS;

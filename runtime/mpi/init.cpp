@@ -69,10 +69,8 @@ void gridmpi::leave_ld_preload() {
     if (end == std::string::npos) break;
     at = end + 1;
   }
-  if (kept.empty())
-    ::unsetenv("LD_PRELOAD");
-  else
-    ::setenv("LD_PRELOAD", kept.c_str(), 1);
+  if (kept.empty()) ::unsetenv("LD_PRELOAD");
+  else ::setenv("LD_PRELOAD", kept.c_str(), 1);
 }
 
 int GRIDMPI(Init)(int* argc, char*** argv) {
@@ -96,10 +94,8 @@ int GRIDMPI(Abort)(MPI_Comm comm, int errorcode) {
   if (comm != MPI_COMM_WORLD) {
     char name[MPI_MAX_OBJECT_NAME] = {0};
     int len = 0;
-    if (comm != MPI_COMM_NULL && PMPI_Comm_get_name(comm, name, &len) == MPI_SUCCESS && len > 0)
-      where = name;
-    else
-      where = "a communicator";
+    if (comm != MPI_COMM_NULL && PMPI_Comm_get_name(comm, name, &len) == MPI_SUCCESS && len > 0) where = name;
+    else where = "a communicator";
   }
   // MPI lets an implementation end every process of the job, whatever the communicator.
   gridmpi::abort_job(errorcode, "MPI_Abort(" + where + ", " + std::to_string(errorcode) + ")");
@@ -118,10 +114,7 @@ namespace {
   std::fflush(nullptr);
   std::_Exit(2);
 }
-template <typename F>
-F mpich_f08(const char* name) {
-  return reinterpret_cast<F>(::dlsym(RTLD_NEXT, name));
-}
+template <typename F> F mpich_f08(const char* name) { return reinterpret_cast<F>(::dlsym(RTLD_NEXT, name)); }
 }  // namespace
 
 extern "C" void mpi_init_f08_(int* ierror) {

@@ -30,8 +30,7 @@ constexpr int kMessageBits = 0x2e000000;
 constexpr int kIndexMask = 0x01ffffff;
 
 // A table of objects behind handles, reusing freed slots.
-template <typename T>
-class Table {
+template <typename T> class Table {
  public:
   int add(T v) {
     if (!free_.empty()) {
@@ -181,10 +180,8 @@ void forget(MPI_Comm comm) { g_comms.erase(comm); }
 MPI_Comm dup_in_cluster(MPI_Comm comm, MPI_Info info) {
   MPI_Comm out = MPI_COMM_NULL;
   MPI_Request r = MPI_REQUEST_NULL;
-  if (info == MPI_INFO_NULL)
-    gridrt::detail::check_mpi(PMPI_Comm_idup(comm, &out, &r), "MPI_Comm_idup in the cluster");
-  else
-    gridrt::detail::check_mpi(PMPI_Comm_idup_with_info(comm, info, &out, &r), "MPI_Comm_idup in the cluster");
+  if (info == MPI_INFO_NULL) gridrt::detail::check_mpi(PMPI_Comm_idup(comm, &out, &r), "MPI_Comm_idup in the cluster");
+  else gridrt::detail::check_mpi(PMPI_Comm_idup_with_info(comm, info, &out, &r), "MPI_Comm_idup in the cluster");
   gridrt::detail::wait_mpi(&r, MPI_STATUS_IGNORE);
   return out;
 }
@@ -345,20 +342,15 @@ std::map<MPI_Datatype, Use> g_types_in_use;
 std::map<MPI_Op, Use> g_ops_in_use;
 
 // MPICH 4.0.2's handles say their kind in their top two bits; 1 is a predefined object.
-template <typename Handle>
-bool predefined_handle(Handle h) {
-  return (static_cast<unsigned>(h) >> 30) == 1u;
-}
+template <typename Handle> bool predefined_handle(Handle h) { return (static_cast<unsigned>(h) >> 30) == 1u; }
 
-template <typename Handle>
-void take_lease(std::map<Handle, Use>& uses, std::vector<Handle>& held, Handle h, Handle null) {
+template <typename Handle> void take_lease(std::map<Handle, Use>& uses, std::vector<Handle>& held, Handle h, Handle null) {
   if (h == null || predefined_handle(h)) return;
   ++uses[h].leases;
   held.push_back(h);
 }
 
-template <typename Handle, typename Free>
-void end_lease(std::map<Handle, Use>& uses, Handle h, Free free) {
+template <typename Handle, typename Free> void end_lease(std::map<Handle, Use>& uses, Handle h, Free free) {
   auto it = uses.find(h);
   if (it == uses.end() || --it->second.leases > 0) return;
   const bool freed = it->second.freed;
@@ -367,8 +359,7 @@ void end_lease(std::map<Handle, Use>& uses, Handle h, Free free) {
 }
 
 // MPI_Type_free or MPI_Op_free: MPICH's now, or when the last lease ends.
-template <typename Handle, typename Free>
-int free_or_defer(std::map<Handle, Use>& uses, Handle* h, Handle null, Free free) {
+template <typename Handle, typename Free> int free_or_defer(std::map<Handle, Use>& uses, Handle* h, Handle null, Free free) {
   auto it = uses.find(*h);
   if (it == uses.end()) return free(h);
   it->second.freed = true;

@@ -133,8 +133,7 @@ int fail(MPI_Comm comm, int error_class, const std::string& what);
 [[noreturn]] void abort_job(int status, const std::string& why);
 // Runs `body`; a gridrt error it throws is reported by report(error class, text) as
 // "FUNCTION: what" with the error's MPI class (anything else as MPI_ERR_INTERN).
-template <typename Report, typename F>
-int reporting(const char* function, Report&& report, F&& body) {
+template <typename Report, typename F> int reporting(const char* function, Report&& report, F&& body) {
   try {
     return body();
   } catch (const gridrt::Error& e) {
@@ -142,8 +141,7 @@ int reporting(const char* function, Report&& report, F&& body) {
   } catch (const std::exception& e) { return report(MPI_ERR_INTERN, std::string(function) + ": " + e.what()); }
 }
 // The same through comm's error handler.
-template <typename F>
-int call(const char* function, MPI_Comm comm, F&& body) {
+template <typename F> int call(const char* function, MPI_Comm comm, F&& body) {
   return reporting(
       function, [comm](int error_class, const std::string& what) { return fail(comm, error_class, what); }, std::forward<F>(body));
 }

@@ -159,8 +159,7 @@ struct Some {
   }
 };
 
-template <typename Step>
-void wait_for(int n, MPI_Request* r, Step&& step) {
+template <typename Step> void wait_for(int n, MPI_Request* r, Step&& step) {
   gridmpi::wait_until([&] { return step(); }, [&] { return pending_on_mpi(n, r); });
 }
 

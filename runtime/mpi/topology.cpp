@@ -44,8 +44,7 @@ struct GroupColors {
   std::vector<int> color;
 };
 
-template <typename T>
-int free_attribute(MPI_Comm, int, void* value, void*) {
+template <typename T> int free_attribute(MPI_Comm, int, void* value, void*) {
   delete static_cast<T*>(value);
   return MPI_SUCCESS;
 }
@@ -159,10 +158,8 @@ int rank_at(const GridComm::Cart& cart, std::vector<int> coords) {
   int rank = 0;
   for (std::size_t d = 0; d < cart.dims.size(); ++d) {
     int c = coords[d];
-    if (cart.periods[d])
-      c = ((c % cart.dims[d]) + cart.dims[d]) % cart.dims[d];
-    else if (c < 0 || c >= cart.dims[d])
-      return -1;
+    if (cart.periods[d]) c = ((c % cart.dims[d]) + cart.dims[d]) % cart.dims[d];
+    else if (c < 0 || c >= cart.dims[d]) return -1;
     rank = rank * cart.dims[d] + c;
   }
   return rank;

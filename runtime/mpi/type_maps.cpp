@@ -30,14 +30,12 @@ MPI_Aint type_extent(MPI_Datatype t) {
   return extent;
 }
 
-template <typename V, typename I>
-struct PairOf {
+template <typename V, typename I> struct PairOf {
   V value;
   I index;
 };
 
-template <typename V, typename I>
-Kind pair_kind(Category value, Category index) {
+template <typename V, typename I> Kind pair_kind(Category value, Category index) {
   Kind k;
   k.category = Category::kPair;
   k.value = value;

@@ -61,8 +61,7 @@ rma::Engine& engine() {
 
 // Runs a window call's body; a gridrt error it throws goes through the window's error
 // handler as "FUNCTION: what".
-template <typename F>
-int on_window(const char* function, MPI_Win win, F&& body) {
+template <typename F> int on_window(const char* function, MPI_Win win, F&& body) {
   return reporting(
       function, [win](int error_class, const std::string& what) { return fail_window(win, error_class, what); }, std::forward<F>(body));
 }
@@ -176,10 +175,8 @@ void start_access(GridWin& w, int target) {
                             " is open (MPI_Win_fence, MPI_Win_start, MPI_Win_lock or MPI_Win_lock_all first)",
                         MPI_ERR_RMA_SYNC);
   if (w.lock_all && !w.lock_all_nocheck && !w.locks.count(target) && w.lock_all_asked.insert(target).second) {
-    if (w.near_target(target))
-      lock_near(w, target, false);
-    else
-      engine().send(w.global(target), w.id, rma::lock_message(false));
+    if (w.near_target(target)) lock_near(w, target, false);
+    else engine().send(w.global(target), w.id, rma::lock_message(false));
   }
   if (w.fence_open) w.touched.insert(target);
 }
@@ -404,8 +401,7 @@ int make_window(const char* function, MPI_Comm comm, MPI_Info info, int flavor, 
       case MPI_WIN_FLAVOR_CREATE:
         if ((memory = allocated_around(static_cast<char*>(base), size)) && make_segment(0))
           offset = static_cast<std::uint64_t>(static_cast<char*>(base) - memory->memory());
-        else
-          memory = nullptr;
+        else memory = nullptr;
         rc = PMPI_Win_create(base, size, disp_unit, info, comm, &w->handle);
         break;
       case MPI_WIN_FLAVOR_ALLOCATE:
@@ -633,10 +629,8 @@ int write_op(const char* function, MPI_Win win, GridWin& w, const void* origin, 
     if (const GridWin::Near* near = w.near_target(target)) {  // applied in place, as its engine would
       char* mem = near_memory(w, target, disp);
       rma::SpinGuard guard(*near->lock);
-      if (!op || *op == rma::Op::kReplace)
-        at.map.scatter(data.data(), mem);
-      else
-        at.map.accumulate(*op, data.data(), mem);
+      if (!op || *op == rma::Op::kReplace) at.map.scatter(data.data(), mem);
+      else at.map.accumulate(*op, data.data(), mem);
       return MPI_SUCCESS;
     }
     send_paced(w, target, op ? rma::accumulate_head(*op, at, n) : rma::put_head(at, n), data.data(), data.size());
@@ -665,10 +659,8 @@ std::shared_ptr<PendingResult> read_op(GridWin& w, const void* origin, int origi
     {
       rma::SpinGuard guard(*near->lock);
       at.map.gather(mem, before.data());
-      if (op == rma::Op::kReplace)
-        at.map.scatter(data.data(), mem);
-      else if (op != rma::Op::kNoOp)
-        at.map.accumulate(op, data.data(), mem);
+      if (op == rma::Op::kReplace) at.map.scatter(data.data(), mem);
+      else if (op != rma::Op::kNoOp) at.map.accumulate(op, data.data(), mem);
     }
     gridrt::detail::unpack(l, before.data(), result);
     return nullptr;
@@ -907,12 +899,9 @@ int GRIDMPI(Win_lock)(int lock_type, int rank, int assert, MPI_Win win) {
     GridWin::Held held{lock_type == MPI_LOCK_EXCLUSIVE, (assert& MPI_MODE_NOCHECK) != 0};
     w->locks[rank] = held;
     if (held.nocheck) return MPI_SUCCESS;
-    if (w->near_target(rank))
-      gridmpi::lock_near(*w, rank, held.exclusive);
-    else if (rank == w->me)
-      gridmpi::lock_own(*w, held.exclusive);
-    else
-      engine().send(w->global(rank), w->id, rma::lock_message(held.exclusive));
+    if (w->near_target(rank)) gridmpi::lock_near(*w, rank, held.exclusive);
+    else if (rank == w->me) gridmpi::lock_own(*w, held.exclusive);
+    else engine().send(w->global(rank), w->id, rma::lock_message(held.exclusive));
     return MPI_SUCCESS;
   });
 }
@@ -948,10 +937,8 @@ int GRIDMPI(Win_lock_all)(int assert, MPI_Win win) {
     // Each target's shared lock is asked for with the first operation to it; this process's
     // own now, since the application may touch its memory once we return.
     w->lock_all_asked.insert(w->me);
-    if (w->near_target(w->me))
-      gridmpi::lock_near(*w, w->me, false);
-    else
-      gridmpi::lock_own(*w, false);
+    if (w->near_target(w->me)) gridmpi::lock_near(*w, w->me, false);
+    else gridmpi::lock_own(*w, false);
     return MPI_SUCCESS;
   });
 }
@@ -964,10 +951,8 @@ int GRIDMPI(Win_unlock_all)(MPI_Win win) {
     w->lock_all = false;
     std::vector<int> locked, others;
     for (int t : w->lock_all_asked) {
-      if (w->near_target(t))
-        gridmpi::unlock_near(*w, t);
-      else
-        locked.push_back(t);
+      if (w->near_target(t)) gridmpi::unlock_near(*w, t);
+      else locked.push_back(t);
     }
     for (int t : gridmpi::outstanding(*w))
       if (!w->lock_all_asked.count(t)) others.push_back(t);

@@ -68,8 +68,7 @@ struct PromiseBase {
   std::suspend_always initial_suspend() noexcept { return {}; }
   struct Final {
     bool await_ready() noexcept { return false; }
-    template <typename P>
-    std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) noexcept {
+    template <typename P> std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) noexcept {
       PromiseBase& p = h.promise();
       if (p.continuation) return p.continuation;
       p.flow->error = p.error;
@@ -84,8 +83,7 @@ struct PromiseBase {
 
 // A coroutine's owner, what every Async is: awaited by another Async (it then runs in the
 // awaiter's Flow and resumes it at its end) or started by its Flow as the outermost one.
-template <typename Promise>
-class AsyncOwner {
+template <typename Promise> class AsyncOwner {
  public:
   AsyncOwner() = default;
   explicit AsyncOwner(std::coroutine_handle<Promise> h) : h_(h) {}
@@ -101,8 +99,7 @@ class AsyncOwner {
     if (h_) h_.destroy();
   }
   bool await_ready() const noexcept { return false; }
-  template <typename P>
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> parent) noexcept {
+  template <typename P> std::coroutine_handle<> await_suspend(std::coroutine_handle<P> parent) noexcept {
     h_.promise().flow = parent.promise().flow;
     h_.promise().continuation = parent;
     return h_;
@@ -123,34 +120,29 @@ class AsyncOwner {
   std::coroutine_handle<Promise> h_;
 };
 
-template <typename T>
-struct AsyncPromise;
+template <typename T> struct AsyncPromise;
 
-template <typename T = void>
-class [[nodiscard]] Async : public AsyncOwner<AsyncPromise<T>> {
+template <typename T = void> class [[nodiscard]] Async : public AsyncOwner<AsyncPromise<T>> {
  public:
   using promise_type = AsyncPromise<T>;
   using AsyncOwner<promise_type>::AsyncOwner;
   T await_resume() { return std::move(*this->finished().value); }
 };
 
-template <>
-class [[nodiscard]] Async<void> : public AsyncOwner<AsyncPromise<void>> {
+template <> class [[nodiscard]] Async<void> : public AsyncOwner<AsyncPromise<void>> {
  public:
   using promise_type = AsyncPromise<void>;
   using AsyncOwner<promise_type>::AsyncOwner;
   void await_resume() { this->finished(); }
 };
 
-template <typename T>
-struct AsyncPromise : PromiseBase {
+template <typename T> struct AsyncPromise : PromiseBase {
   std::optional<T> value;
   Async<T> get_return_object() { return Async<T>(std::coroutine_handle<AsyncPromise>::from_promise(*this)); }
   void return_value(T v) { value = std::move(v); }
 };
 
-template <>
-struct AsyncPromise<void> : PromiseBase {
+template <> struct AsyncPromise<void> : PromiseBase {
   Async<void> get_return_object() { return Async<void>(std::coroutine_handle<AsyncPromise>::from_promise(*this)); }
   void return_void() {}
 };
@@ -162,8 +154,7 @@ struct StepWait {
   Step* one;
   Flow* flow = nullptr;
   bool await_ready() { return steps_done(all, one); }
-  template <typename P>
-  void await_suspend(std::coroutine_handle<P> h) {
+  template <typename P> void await_suspend(std::coroutine_handle<P> h) {
     flow = h.promise().flow;
     flow->all = all;
     flow->one = one;

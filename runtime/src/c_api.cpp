@@ -25,8 +25,7 @@ thread_local std::string last_error;
 
 // Runs f; an exception becomes `on_argument` (gridrt::ArgumentError) or `on_other`, its
 // message kept for gridrt_last_error().
-template <typename F>
-int run(F&& f, int on_argument, int on_other) {
+template <typename F> int run(F&& f, int on_argument, int on_other) {
   try {
     f();
     return GRIDRT_SUCCESS;
@@ -38,10 +37,7 @@ int run(F&& f, int on_argument, int on_other) {
     return on_other;
   }
 }
-template <typename F>
-int guarded(int code_on_error, F&& f) {
-  return run(std::forward<F>(f), code_on_error, code_on_error);
-}
+template <typename F> int guarded(int code_on_error, F&& f) { return run(std::forward<F>(f), code_on_error, code_on_error); }
 void fill(gridrt_status* out, const gridrt::Status& s) {
   if (out) *out = {s.source, s.tag, s.bytes};
 }
@@ -62,17 +58,12 @@ gridrt::Algo algo_of(int algo) {
 }
 // Collectives and the task queue fail with GRIDRT_ERR_ARG for what the caller got wrong
 // (gridrt::ArgumentError), GRIDRT_ERR_COMM for the rest (a peer or relay gone).
-template <typename F>
-int classified(F&& f) {
-  return run(std::forward<F>(f), GRIDRT_ERR_ARG, GRIDRT_ERR_COMM);
-}
-template <typename F>
-int collective(gridrt_comm c, int algo, F&& f) {
+template <typename F> int classified(F&& f) { return run(std::forward<F>(f), GRIDRT_ERR_ARG, GRIDRT_ERR_COMM); }
+template <typename F> int collective(gridrt_comm c, int algo, F&& f) {
   return classified([&] { f(comm_of(c), algo_of(algo)); });
 }
 // Where a call's result goes: a NULL one is the caller's error.
-template <typename T>
-T* out_param(T* out, const char* call) {
+template <typename T> T* out_param(T* out, const char* call) {
   if (!out) throw gridrt::ArgumentError(std::string(call) + ": out is NULL");
   return out;
 }

@@ -26,8 +26,7 @@ struct Grouping {
   std::vector<int> group_of, index_in_group;  // of every position
   bool contiguous = true;                     // every group is a run of consecutive positions
 };
-template <typename Key>
-Grouping group_by(const std::vector<Key>& keys) {
+template <typename Key> Grouping group_by(const std::vector<Key>& keys) {
   Grouping g;
   std::map<Key, int> number;
   for (int i = 0; i < static_cast<int>(keys.size()); ++i) {

@@ -76,8 +76,7 @@ struct Waited {
 // Waits under the wait policy until test() says done, polling the registry each turn.
 // When neither the test nor the registry needs MPI, it sleeps on `transport`'s activity
 // instead (waking now and then to let MPI move what the application left pending).
-template <typename Test>
-void wait_until(MessageTransport* transport, Test test);
+template <typename Test> void wait_until(MessageTransport* transport, Test test);
 
 // Sleeps until `transport` reports activity after `seen`, or a millisecond has gone by,
 // then lets MPI move (a standard send of the application's into this cluster may need this
@@ -85,18 +84,15 @@ void wait_until(MessageTransport* transport, Test test);
 void sleep_on(MessageTransport* transport, std::uint64_t seen);
 std::uint64_t activity_of(MessageTransport* transport);
 
-template <typename Test>
-void wait_until(MessageTransport* transport, Test test) {
+template <typename Test> void wait_until(MessageTransport* transport, Test test) {
   Pause pause;
   for (;;) {
     const std::uint64_t seen = activity_of(transport);  // before testing: no wake-up is missed
     progress::poll_all();
     const Waited w = test();
     if (w.done) return;
-    if (w.mpi || progress::needs_mpi() || !transport)
-      pause();
-    else
-      sleep_on(transport, seen);
+    if (w.mpi || progress::needs_mpi() || !transport) pause();
+    else sleep_on(transport, seen);
   }
 }
 

@@ -97,8 +97,7 @@ std::optional<std::string> setting(const char* name) {
 
 // One of `choices` by name; the first (the table's default) when the variable is unset. The
 // table and `choices` name the same values, or the runtime was built wrong.
-template <typename T>
-T choice_from_env(const char* name, const std::vector<std::pair<std::string, T>>& choices) {
+template <typename T> T choice_from_env(const char* name, const std::vector<std::pair<std::string, T>>& choices) {
   const settings::Setting& row = settings::find(name);
   bool same = row.words.size() == choices.size() && row.fallback == choices.front().first;
   for (const auto& choice : choices) same = same && std::find(row.words.begin(), row.words.end(), choice.first) != row.words.end();

@@ -110,10 +110,8 @@ int main(int argc, char** argv) {
   MPI_Allreduce(&failed, &all_failed, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   MPI_Allreduce(&done, &all_done, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (rank == 0) {
-    if (all_failed)
-      printf("armci: %d of %d checks FAILED on %d processes\n", all_failed, all_done, size);
-    else
-      printf("armci: %d checks passed on %d processes\n", all_done, size);
+    if (all_failed) printf("armci: %d of %d checks FAILED on %d processes\n", all_failed, all_done, size);
+    else printf("armci: %d checks passed on %d processes\n", all_done, size);
   }
   ARMCI_Finalize();
   MPI_Finalize();

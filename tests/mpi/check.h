@@ -48,10 +48,8 @@ static inline int finish(const char* program) {
   MPI_Allreduce(&checks_done, &done, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (check_rank == 0) {
-    if (failed)
-      printf("%s: %d of %d checks FAILED on %d processes\n", program, failed, done, size);
-    else
-      printf("%s: %d checks passed on %d processes\n", program, done, size);
+    if (failed) printf("%s: %d of %d checks FAILED on %d processes\n", program, failed, done, size);
+    else printf("%s: %d checks passed on %d processes\n", program, done, size);
   }
   MPI_Finalize();
   return failed ? 1 : 0;

@@ -177,10 +177,8 @@ static void groups_and_create(void) {
   CHECK(gsize == size && grank == rank, "world group: %d of %d", grank, gsize);
   int even[64], odd[64], ne = 0, no = 0;
   for (int r = 0; r < size; ++r) {
-    if (r % 2)
-      odd[no++] = r;
-    else
-      even[ne++] = r;
+    if (r % 2) odd[no++] = r;
+    else even[ne++] = r;
   }
   MPI_Group_incl(world, ne, even, &evens);
   MPI_Group_excl(world, ne, even, &odds);

@@ -67,10 +67,8 @@ int main(int argc, char** argv) {
     for (int r = 0; r < size && r < 64; ++r) CHECK(all[r] == r * 7 + 1, "record %d is %d after the loss", r, all[r]);
   }
   MPI_File_close(&fh);
-  if (checks_failed)
-    printf("file_loss: rank %d: %d of %d checks FAILED\n", rank, checks_failed, checks_done);
-  else
-    printf("file_loss: rank %d: %d checks passed\n", rank, checks_done);
+  if (checks_failed) printf("file_loss: rank %d: %d of %d checks FAILED\n", rank, checks_failed, checks_done);
+  else printf("file_loss: rank %d: %d checks passed\n", rank, checks_done);
   MPI_Finalize();
   return checks_failed ? 1 : 0;
 }

@@ -55,10 +55,8 @@ static void collectives(MPI_Comm inter, int color, int me, int n, int remote_n) 
     int root = color == from ? (me == root_local ? MPI_ROOT : MPI_PROC_NULL) : root_local;
     if (root == MPI_ROOT) value = 1000 + from;
     MPI_Bcast(&value, 1, MPI_INT, root, inter);
-    if (color != from)
-      CHECK(value == 1000 + from, "bcast from group %d gave %d", from, value);
-    else if (root == MPI_PROC_NULL)
-      CHECK(value == -1, "bcast changed a non-root's buffer of the root's group");
+    if (color != from) CHECK(value == 1000 + from, "bcast from group %d gave %d", from, value);
+    else if (root == MPI_PROC_NULL) CHECK(value == -1, "bcast changed a non-root's buffer of the root's group");
   }
 
   /* All-reduce: each group gets the other's sum. */

@@ -67,8 +67,7 @@ static void star(void) {
   for (int p = 0; p < size; ++p) {
     if (p == 0)
       for (int q = 1; q < size; ++q) edges[n++] = q;
-    else
-      edges[n++] = 0;
+    else edges[n++] = 0;
     index[p] = n;
   }
   MPI_Comm graph;
@@ -77,15 +76,13 @@ static void star(void) {
   MPI_Neighbor_allgather(&rank, 1, MPI_INT, got, 1, MPI_INT, graph);
   if (rank == 0)
     for (int q = 1; q < size; ++q) CHECK(got[q - 1] == q, "graph allgather at the centre: %d from %d", got[q - 1], q);
-  else
-    CHECK(got[0] == 0, "graph allgather at a leaf: %d", got[0]);
+  else CHECK(got[0] == 0, "graph allgather at a leaf: %d", got[0]);
   MPI_Comm_free(&graph);
 
   int peers[64], degree = 0;
   if (rank == 0)
     for (int q = 1; q < size; ++q) peers[degree++] = q;
-  else
-    peers[degree++] = 0;
+  else peers[degree++] = 0;
   MPI_Comm adjacent, general;
   MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, degree, peers, MPI_UNWEIGHTED, degree, peers, MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &adjacent);
   int status = -1, in = -1, out = -1, weighted = -1;
@@ -116,8 +113,7 @@ static void star(void) {
   if (rank == 0)
     for (int i = 0; i < degree; ++i)
       CHECK(recv[i] == peers[i] * peers[i], "dist graph alltoall at the centre: %d from %d", recv[i], peers[i]);
-  else
-    CHECK(recv[0] == value(0, rank), "dist graph alltoall at a leaf: %d", recv[0]);
+  else CHECK(recv[0] == value(0, rank), "dist graph alltoall at a leaf: %d", recv[0]);
   /* Persistent, three rounds, on the general one (the centre lists its neighbours in the order given). */
   MPI_Request p;
   int round_value = 0, from_neighbours[64];

@@ -114,10 +114,8 @@ static void fetch_and_op_counter(void) {
     CHECK(*counter == total, "counter: %ld after %d increments", *counter, total);
     int twice = 0, outside = 0;
     for (int i = 0; i < total; ++i) {
-      if (all[i] < 0 || all[i] >= total)
-        ++outside;
-      else if (seen[all[i]]++)
-        ++twice;
+      if (all[i] < 0 || all[i] >= total) ++outside;
+      else if (seen[all[i]]++) ++twice;
     }
     CHECK(!twice && !outside, "counter: %d values fetched twice, %d out of range", twice, outside);
   }

@@ -48,8 +48,7 @@ struct Task {
   TaskId id = 0;
   std::vector<char> payload;
   // The payload as one T (put with put(const T&)); ArgumentError if the sizes differ.
-  template <typename T>
-  T as() const {
+  template <typename T> T as() const {
     static_assert(std::is_trivially_copyable_v<T>, "Task::as needs a trivially copyable type");
     if (payload.size() != sizeof(T))
       throw ArgumentError("gridrt: task " + std::to_string(id) + " has " + std::to_string(payload.size()) + " bytes, not " +
@@ -110,8 +109,7 @@ class TaskQueue {
   // A new task. Inside a task (between next() and done()) it is that task's child; outside
   // one, only before this process's first next(). Returns its id.
   TaskId put(const void* data, std::size_t bytes);
-  template <typename T>
-  TaskId put(const T& value) {
+  template <typename T> TaskId put(const T& value) {
     static_assert(std::is_trivially_copyable_v<T>, "TaskQueue::put(T) needs a trivially copyable type");
     return put(&value, sizeof value);
   }

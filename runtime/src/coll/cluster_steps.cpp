@@ -128,8 +128,7 @@ int byte_count(std::size_t bytes) {
 }
 
 // The elements of `v` at `which`, in that order.
-template <typename T>
-std::vector<T> pick(const std::vector<T>& v, const std::vector<int>& which) {
+template <typename T> std::vector<T> pick(const std::vector<T>& v, const std::vector<int>& which) {
   std::vector<T> out;
   for (int i : which) out.push_back(v[i]);
   return out;
@@ -372,10 +371,8 @@ Async<std::vector<char>> cluster_gatherv(CommImpl& c, const std::vector<char>& m
   const bool at_root = c.index_in_part[c.me] == root;
   if (!through_nodes(c, Coll::kGather, block, root)) {
     std::vector<std::size_t> sizes;
-    if (known)
-      sizes = *known;
-    else
-      sizes = co_await gather_sizes(mine.size(), n, at_root, root, c.local);
+    if (known) sizes = *known;
+    else sizes = co_await gather_sizes(mine.size(), n, at_root, root, c.local);
     if (at_root && sum(sizes) != room) into = nullptr;  // (counts that do not agree: returned, as they came)
     co_return co_await gather_bytes(mine, sizes, root, at_root, c.local, into);
   }
@@ -385,10 +382,8 @@ Async<std::vector<char>> cluster_gatherv(CommImpl& c, const std::vector<char>& m
   const bool here = w.node == root_node;  // in the root's node
   const auto& node = lv.nodes[w.node];
   std::vector<std::size_t> node_sizes;
-  if (known)
-    node_sizes = pick(*known, node);
-  else
-    node_sizes = co_await gather_sizes(mine.size(), static_cast<int>(node.size()), w.leads(), 0, lv.node);
+  if (known) node_sizes = pick(*known, node);
+  else node_sizes = co_await gather_sizes(mine.size(), static_cast<int>(node.size()), w.leads(), 0, lv.node);
   const std::vector<char> node_blob = co_await gather_bytes(mine, node_sizes, 0, w.leads(), lv.node);
   std::vector<std::size_t> all_sizes(n);
   std::vector<char> all;

@@ -137,10 +137,8 @@ inline void fold_parts(const Layout& l, MPI_Op op, const std::vector<int>& prese
   bool first = true;
   for (int p : present) {
     void* value = first ? a : b;
-    if (p == mine)
-      copy_elements(l, result, value);
-    else
-      unpack(l, packed[p].data(), value);
+    if (p == mine) copy_elements(l, result, value);
+    else unpack(l, packed[p].data(), value);
     if (!first) {
       combine(l, op, a, b);  // b = a op b
       std::swap(a, b);

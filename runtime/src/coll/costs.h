@@ -145,8 +145,7 @@ struct Times {
 };
 
 // The latest of a schedule's points `all` (the clock's start where there are none).
-template <typename Clock>
-typename Clock::Time latest_of(Clock& clock, const std::vector<typename Clock::Time>& all) {
+template <typename Clock> typename Clock::Time latest_of(Clock& clock, const std::vector<typename Clock::Time>& all) {
   typename Clock::Time last{};
   for (const auto& t : all) last = clock.latest(last, t);
   return last;
@@ -184,8 +183,7 @@ class Timeline : public Times {
 // sends to its children once it has received, largest subtree first; edge(parent, child,
 // subtree, ready) returns when the child has it, `ready` when the parent had it. Returns
 // when the last has it.
-template <typename Clock, typename Edge>
-typename Clock::Time binomial_down(int P, Clock& clock, Edge&& edge) {
+template <typename Clock, typename Edge> typename Clock::Time binomial_down(int P, Clock& clock, Edge&& edge) {
   using Time = typename Clock::Time;
   std::vector<Time> got(P, Time{});
   for (int rel = 0; rel < P; ++rel) {  // a member's parent comes first
@@ -201,8 +199,7 @@ typename Clock::Time binomial_down(int P, Clock& clock, Edge&& edge) {
 // posted when the one before it has arrived (`posted`, the clock's start for the first):
 // edge(child, parent, subtree, ready, posted) says when it arrives. Returns when the root
 // has everything.
-template <typename Clock, typename Edge>
-typename Clock::Time binomial_up(int P, Clock& clock, Edge&& edge) {
+template <typename Clock, typename Edge> typename Clock::Time binomial_up(int P, Clock& clock, Edge&& edge) {
   using Time = typename Clock::Time;
   std::vector<Time> ready(P, Time{});
   for (int parent = P - 1; parent >= 0; --parent) {  // a member's children come first

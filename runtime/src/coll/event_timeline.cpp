@@ -58,10 +58,8 @@ void EventTimeline::play() {
         // A rendezvous's first frame is in: its Matched goes back with its credit where the
         // receive is posted, else once it is (reach()).
         if (g.index == 0 && models::goes_as_rendezvous(mm.m)) {
-          if (nodes_[mm.posted].reached)
-            g.matched = true;
-          else
-            unposted_.emplace(mm.posted, g.message);
+          if (nodes_[mm.posted].reached) g.matched = true;
+          else unposted_.emplace(mm.posted, g.message);
         }
         enqueue(s_.line_of(mm.b, mm.a), mm.stream, g, e.t);
         break;
@@ -109,10 +107,8 @@ void EventTimeline::reach(int node, double t) {
       }
       Message& mm = messages_[msg];
       mm.ready = true;
-      if (mm.from < 0)
-        begin(msg, t);
-      else
-        pump(mm.from, t);
+      if (mm.from < 0) begin(msg, t);
+      else pump(mm.from, t);
     }
   }
 }

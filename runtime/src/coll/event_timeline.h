@@ -150,8 +150,7 @@ constexpr double kMostFrames = 1 << 16;
 // (EventTimeline) where its `messages` of at most `largest` bytes each make at most
 // kMostFrames frames, else first come, first served (Timeline, whose Time is the time).
 // Returns when the last point is reached.
-template <typename Schedule>
-double played(const CostShape& s, double messages, double largest, Schedule&& schedule) {
+template <typename Schedule> double played(const CostShape& s, double messages, double largest, Schedule&& schedule) {
   if (messages * models::frames_in(largest, s.window) <= kMostFrames) {
     EventTimeline ev(s);
     const EventTimeline::Time last = schedule(ev);
@@ -167,8 +166,7 @@ double played(const CostShape& s, double messages, double largest, Schedule&& sc
 // m bytes once its own previous round is done; a member's round is done when what it
 // receives in it has arrived and what it sends has been handed over. Returns when the last
 // member is done.
-template <typename To>
-double rounds_cost(const CostShape& s, int rounds, To&& to, double m) {
+template <typename To> double rounds_cost(const CostShape& s, int rounds, To&& to, double m) {
   return played(s, static_cast<double>(rounds) * s.size(), m, [&](auto& tl) {
     using Time = typename std::decay_t<decltype(tl)>::Time;
     std::vector<Time> ready(s.size(), Time{}), next;
@@ -189,8 +187,7 @@ double rounds_cost(const CostShape& s, int rounds, To&& to, double m) {
 
 // MPICH's binomial trees (binomial_down, binomial_up) over all members of the shape from
 // `root`, their messages played over its lines; bytes(subtree) is what an edge carries.
-template <typename Bytes>
-double binomial_down_cost(const CostShape& s, int root, Bytes&& bytes) {
+template <typename Bytes> double binomial_down_cost(const CostShape& s, int root, Bytes&& bytes) {
   return played(s, s.size() - 1, bytes(s.size() / 2), [&](auto& tl) {
     using Time = typename std::decay_t<decltype(tl)>::Time;
     return binomial_down(s.size(), tl, [&](int rel_from, int rel_to, int subtree, Time ready) {
@@ -201,8 +198,7 @@ double binomial_down_cost(const CostShape& s, int root, Bytes&& bytes) {
 }
 // Up, the parent's receives posted `in_turn` (each once the child before has arrived: a
 // reduction folds its children in order) or all at once (a gather).
-template <typename Bytes>
-double binomial_up_cost(const CostShape& s, int root, Bytes&& bytes, bool in_turn) {
+template <typename Bytes> double binomial_up_cost(const CostShape& s, int root, Bytes&& bytes, bool in_turn) {
   return played(s, s.size() - 1, bytes(s.size() / 2), [&](auto& tl) {
     using Time = typename std::decay_t<decltype(tl)>::Time;
     return binomial_up(s.size(), tl, [&](int rel_from, int rel_to, int subtree, Time ready, Time posted) {

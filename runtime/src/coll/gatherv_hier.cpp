@@ -49,10 +49,8 @@ Async<> gatherv_hier(CommImpl& c, std::vector<char> mine, bool in_place, Blocks 
   std::vector<std::vector<char>> from(c.parts.size());
   for (int q : below) {
     std::uint64_t size = 0;
-    if (told_sizes)
-      co_await one(receive_from(c, c.leader(q), tag, &size, sizeof size));
-    else
-      size = c.me == root ? out.packed(cover(q)) : block * cover(q).size();
+    if (told_sizes) co_await one(receive_from(c, c.leader(q), tag, &size, sizeof size));
+    else size = c.me == root ? out.packed(cover(q)) : block * cover(q).size();
     from[q].resize(size);
   }
   std::vector<Step> steps;

@@ -411,8 +411,7 @@ std::shared_ptr<const detail::CostShape> shape_of(const models::GridModel& model
 }
 
 // A model read by `read`, its errors as the API's.
-template <class Read>
-std::shared_ptr<const detail::CostShape> shape_from(Read read, const GridShape& grid) {
+template <class Read> std::shared_ptr<const detail::CostShape> shape_from(Read read, const GridShape& grid) {
   try {
     return shape_of(read(), grid);
   } catch (const models::ModelError& e) { throw Error(std::string("gridrt: ") + e.what()); }

@@ -55,10 +55,8 @@ Async<> reduce_scatter_hier(CommImpl& c, const void* sendbuf, void* recvbuf, std
   if (c.is_leader()) partial.emplace(whole);
   std::vector<Step> local(sl.n);
   for (int k = 0; k < sl.n; ++k) {
-    if (many)
-      local[k] = cluster_reduce(c, sl.at(input, k), partial ? sl.at(partial->get(), k) : nullptr, sl.layout(k), op, 0);
-    else
-      local[k].done = true;
+    if (many) local[k] = cluster_reduce(c, sl.at(input, k), partial ? sl.at(partial->get(), k) : nullptr, sl.layout(k), op, 0);
+    else local[k].done = true;
   }
   if (!many) copy_elements(whole, input, partial->get());
   std::vector<Step> sends;

@@ -25,10 +25,8 @@ Async<> scan_doubling(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l,
     co_await all(steps);
     unpack(l, wire.data(), incoming.get());
     if (peer < me) {  // a lower block: on the left
-      if (have)
-        combine(l, op, incoming.get(), recvbuf);
-      else
-        copy_elements(l, incoming.get(), recvbuf);
+      if (have) combine(l, op, incoming.get(), recvbuf);
+      else copy_elements(l, incoming.get(), recvbuf);
       have = true;
       combine(l, op, incoming.get(), partial.get());
     } else {  // a higher one: on the right of my block's fold

@@ -28,10 +28,8 @@ Async<> scan_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI
   }
   // 1. Inside the cluster.
   MPI_Request r;
-  if (exclusive)
-    check_mpi(MPI_Iexscan(input, recvbuf, l.count, l.type, op, c.local, &r), kMpiInCluster);
-  else
-    check_mpi(MPI_Iscan(input, recvbuf, l.count, l.type, op, c.local, &r), kMpiInCluster);
+  if (exclusive) check_mpi(MPI_Iexscan(input, recvbuf, l.count, l.type, op, c.local, &r), kMpiInCluster);
+  else check_mpi(MPI_Iscan(input, recvbuf, l.count, l.type, op, c.local, &r), kMpiInCluster);
   co_await one(local_step(r));
   if (c.parts.size() == 1) co_return;
   // 2. Clusters' totals to every later cluster's leader.
@@ -65,10 +63,8 @@ Async<> scan_hier(CommImpl& c, const void* sendbuf, void* recvbuf, Layout l, MPI
     }
   }
   if (part.size() > 1) co_await one(cluster_bcast(c, prefix.get(), l.count, l.type, 0));
-  if (exclusive && first_in_part)
-    copy_elements(l, prefix.get(), recvbuf);  // its own exclusive result was undefined
-  else
-    combine(l, op, prefix.get(), recvbuf);
+  if (exclusive && first_in_part) copy_elements(l, prefix.get(), recvbuf);  // its own exclusive result was undefined
+  else combine(l, op, prefix.get(), recvbuf);
 }
 
 // Cost: MPICH's scan in every part, each part's total to the leader of every later part,

@@ -209,10 +209,8 @@ void FileService::apply(std::int32_t src, std::uint32_t context, std::string_vie
     } else if (type == Message::kSize) {
       r.end();
       struct stat st {};
-      if (::fstat(file->fd, &st) != 0)
-        reply = failure(ErrorClass::kIo, "'" + file->name + "': " + std::strerror(errno));
-      else
-        reply.data = std::to_string(st.st_size);
+      if (::fstat(file->fd, &st) != 0) reply = failure(ErrorClass::kIo, "'" + file->name + "': " + std::strerror(errno));
+      else reply.data = std::to_string(st.st_size);
     } else if (type == Message::kWrite || type == Message::kRead) {
       if (type == Message::kWrite) {
         const std::vector<Extent> extents = get_extents(r);

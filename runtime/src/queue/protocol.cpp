@@ -10,8 +10,7 @@ enum Kind : std::uint8_t { kUp = 0x51, kTasks = 0x52, kFinish = 0x53 };
 class Writer {
  public:
   explicit Writer(Kind k) { out_.push_back(static_cast<char>(k)); }
-  template <typename T>
-  void number(T v) {
+  template <typename T> void number(T v) {
     char b[sizeof v];
     std::memcpy(b, &v, sizeof v);
     out_.append(b, sizeof v);
@@ -36,8 +35,7 @@ class Reader {
       throw ProtocolError("not a queue message of this direction (kind byte " + std::to_string(static_cast<int>(kind_)) + ")");
   }
   Kind kind() const { return kind_; }
-  template <typename T>
-  T number(const char* what) {
+  template <typename T> T number(const char* what) {
     T v;
     need(sizeof v, what);
     std::memcpy(&v, p_, sizeof v);
@@ -45,8 +43,7 @@ class Reader {
     return v;
   }
   // `count` items of id, length, bytes.
-  template <typename Item>
-  std::vector<Item> items(const char* what) {
+  template <typename Item> std::vector<Item> items(const char* what) {
     const auto count = number<std::uint32_t>(what);
     // Every item takes at least kItemCost bytes: a count the rest cannot hold is garbage,
     // refused before anything is reserved for it.

@@ -91,8 +91,7 @@ class QueueNode : public ReleasedAtFinalize {
   void cancel(Inbox& in);
   void send(int to, int tag, std::string bytes);
   bool progress();
-  template <typename Message>
-  Message decoded(const Inbox& in, int from, std::size_t bytes, Message (*decode)(const char*, std::size_t));
+  template <typename Message> Message decoded(const Inbox& in, int from, std::size_t bytes, Message (*decode)(const char*, std::size_t));
   void from_child(Inbox& in, int from, std::size_t bytes);
   void on_up(Child& c, queue::UpMessage m);
   void on_down(queue::DownMessage m);
@@ -255,10 +254,8 @@ void QueueNode::cancel(Inbox& in) {
 }
 
 void QueueNode::send(int to, int tag, std::string bytes) {
-  if (to == parent_)
-    ++stats_.sent_up;
-  else
-    ++stats_.sent_down;
+  if (to == parent_) ++stats_.sent_up;
+  else ++stats_.sent_down;
   Outgoing s;
   s.to = to;
   s.bytes = std::move(bytes);
@@ -271,10 +268,8 @@ void QueueNode::complete_sends(bool wait) {
   while (!sending_.empty()) {
     Outgoing& s = sending_.front();
     try {
-      if (wait)
-        wait_until(state().messages, [&] { return Waited{ch.test(*s.op), s.op->needs_mpi()}; });
-      else if (!ch.test(*s.op))
-        return;
+      if (wait) wait_until(state().messages, [&] { return Waited{ch.test(*s.op), s.op->needs_mpi()}; });
+      else if (!ch.test(*s.op)) return;
     } catch (const Error&) {
       // To a lost cluster: its loss is dealt with where its messages are awaited.
       if (!cluster_lost(c_->members[s.to])) throw;
@@ -561,10 +556,8 @@ TaskId QueueNode::put(const void* data, std::size_t bytes) {
   }
   queue::Task t{id, std::vector<char>(static_cast<const char*>(data), static_cast<const char*>(data) + bytes)};
   ++stats_.put;
-  if (is_master())
-    ledger_.put(std::move(t));
-  else
-    outbox().puts.push_back(std::move(t));
+  if (is_master()) ledger_.put(std::move(t));
+  else outbox().puts.push_back(std::move(t));
   return id;
 }
 
@@ -572,10 +565,8 @@ std::optional<Task> QueueNode::next() {
   if (running_) throw ArgumentError("gridrt: TaskQueue::next before done() of task " + std::to_string(*running_));
   if (!said_done_putting_) {
     said_done_putting_ = true;
-    if (is_master())
-      ledger_.producers_done();
-    else
-      ++outbox().producers_done;
+    if (is_master()) ledger_.producers_done();
+    else ++outbox().producers_done;
   }
   std::optional<Pause> pause;
   while (true) {
@@ -609,10 +600,8 @@ std::optional<Task> QueueNode::next() {
     if (moved || !pause) {
       // Workers that hold a next task do not wait for a server that wakes a little late;
       // a worker of the classic single queue (window 1) does: serve it with the usual wait.
-      if (o_.worker_window >= 2)
-        pause.emplace(kIdleYield, kIdleSleepMax);
-      else
-        pause.emplace();
+      if (o_.worker_window >= 2) pause.emplace(kIdleYield, kIdleSleepMax);
+      else pause.emplace();
     } else {
       (*pause)();
     }
@@ -625,10 +614,8 @@ void QueueNode::done(const Task& t, const void* result, std::size_t bytes) {
   check_size(bytes, "result");
   running_.reset();
   const char* p = static_cast<const char*>(result);
-  if (is_master())
-    take_result(c_->me, t.id, p, bytes);
-  else
-    outbox().results.push_back(queue::Result{t.id, std::vector<char>(p, p + bytes)});
+  if (is_master()) take_result(c_->me, t.id, p, bytes);
+  else outbox().results.push_back(queue::Result{t.id, std::vector<char>(p, p + bytes)});
   progress();
 }
 

@@ -29,19 +29,14 @@ bool integer(Category c) { return c == Category::kSigned || c == Category::kUnsi
 
 // Elements are read and written through memcpy: a window's memory need not be aligned for
 // the element type (MPI lets any displacement be used).
-template <typename T>
-T load(const char* p) {
+template <typename T> T load(const char* p) {
   T v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-template <typename T>
-void store(char* p, T v) {
-  std::memcpy(p, &v, sizeof v);
-}
+template <typename T> void store(char* p, T v) { std::memcpy(p, &v, sizeof v); }
 
-template <typename T>
-T combine(Op op, T a, T b) {
+template <typename T> T combine(Op op, T a, T b) {
   if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>> ||
                 std::is_same_v<T, std::complex<long double>>) {
     return op == Op::kSum ? a + b : a * b;  // (check() allows nothing else on complex)
@@ -68,14 +63,12 @@ T combine(Op op, T a, T b) {
   }
 }
 
-template <typename T>
-void combine_all(Op op, char* target, const char* in, std::size_t n) {
+template <typename T> void combine_all(Op op, char* target, const char* in, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i, target += sizeof(T), in += sizeof(T)) store<T>(target, combine<T>(op, load<T>(target), load<T>(in)));
 }
 
 // A Fortran LOGICAL or C bool of `size` bytes: true is any non-zero value; results are 1 or 0.
-template <typename T>
-void logical_all(Op op, char* target, const char* in, std::size_t n) {
+template <typename T> void logical_all(Op op, char* target, const char* in, std::size_t n) {
   if constexpr (std::is_integral_v<T>)
     for (std::size_t i = 0; i < n; ++i, target += sizeof(T), in += sizeof(T)) {
       const bool a = load<T>(target) != 0, b = load<T>(in) != 0;
@@ -84,8 +77,7 @@ void logical_all(Op op, char* target, const char* in, std::size_t n) {
     }
 }
 
-template <typename Fn>
-bool by_size(Category c, std::size_t size, Fn&& fn) {
+template <typename Fn> bool by_size(Category c, std::size_t size, Fn&& fn) {
   switch (c) {
     case Category::kSigned:
     case Category::kLogical:

@@ -194,10 +194,8 @@ void Engine::forget(const std::function<bool(std::int32_t)>& gone) {
 
 void Engine::flush_out(std::vector<Out>& out) {
   for (Out& o : out) {
-    if (o.dst == me_)
-      deliver(me_, o.window, o.body);  // (a reply to ourselves makes nothing more)
-    else
-      send_(o.dst, o.window, std::move(o.body));
+    if (o.dst == me_) deliver(me_, o.window, o.body);  // (a reply to ourselves makes nothing more)
+    else send_(o.dst, o.window, std::move(o.body));
   }
 }
 
@@ -303,10 +301,8 @@ char* Engine::locate(Exposed& w, const Location& at, std::string* why) {
     std::uintptr_t covered = 0;  // the end of the run of regions from the one holding lo
     for (const auto& [base, size] : w.attached) {
       const auto b = reinterpret_cast<std::uintptr_t>(base);
-      if (covered ? b == covered : lo >= b && lo < b + size)
-        covered = b + size;
-      else if (covered)
-        break;
+      if (covered ? b == covered : lo >= b && lo < b + size) covered = b + size;
+      else if (covered) break;
       if (covered && hi <= covered && lo <= hi) return reinterpret_cast<char*>(address);
     }
     *why = "address " + std::to_string(address) + " (bytes " + std::to_string(lo) + " to " + std::to_string(hi) +
@@ -331,10 +327,8 @@ void Engine::apply_to(Exposed& w, std::int32_t src, std::uint32_t window, std::s
   // A request that fails here: answered with the error when it has an answer, else kept for
   // its origin's next flush, unlock or completion.
   auto fail = [&](std::uint32_t error_class, const std::string& why, bool answered) {
-    if (answered)
-      out.push_back({src, window, reply_message(id, error_class, why, {})});
-    else
-      w.errors.emplace(src, std::make_pair(error_class, why));
+    if (answered) out.push_back({src, window, reply_message(id, error_class, why, {})});
+    else w.errors.emplace(src, std::make_pair(error_class, why));
   };
   auto answer_sync = [&] {
     std::uint32_t error_class = 0;
@@ -359,10 +353,8 @@ void Engine::apply_to(Exposed& w, std::int32_t src, std::uint32_t window, std::s
         std::string why;
         char* mem = locate(w, at, &why);
         if (!mem) return fail(ErrorClass::kRange, why, false);
-        if (op == Op::kReplace)
-          at.map.scatter(data.data(), mem);
-        else
-          at.map.accumulate(op, data.data(), mem);
+        if (op == Op::kReplace) at.map.scatter(data.data(), mem);
+        else at.map.accumulate(op, data.data(), mem);
         return;
       }
       case Message::kGet:
@@ -417,10 +409,8 @@ void Engine::apply_to(Exposed& w, std::int32_t src, std::uint32_t window, std::s
       case Message::kUnlock: {
         id = r.u64();
         r.end();
-        if (w.word->exclusive == src)
-          w.word->exclusive = -1;
-        else if (take_one(w.lock.shared, src))
-          --w.word->shared;
+        if (w.word->exclusive == src) w.word->exclusive = -1;
+        else if (take_one(w.lock.shared, src)) --w.word->shared;
         answer_sync();
         return grant_waiting(w, window, out);
       }

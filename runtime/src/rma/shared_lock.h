@@ -45,16 +45,12 @@ class SpinGuard {
 // requests are queued: the return value).
 inline bool lock_free(const SharedLock& l, bool exclusive) { return l.exclusive < 0 && (!exclusive || l.shared == 0); }
 inline void take_lock(SharedLock& l, bool exclusive, std::int32_t who) {
-  if (exclusive)
-    l.exclusive = who;
-  else
-    ++l.shared;
+  if (exclusive) l.exclusive = who;
+  else ++l.shared;
 }
 inline bool release_lock(SharedLock& l, std::int32_t who) {
-  if (l.exclusive == who)
-    l.exclusive = -1;
-  else if (l.shared > 0)
-    --l.shared;
+  if (l.exclusive == who) l.exclusive = -1;
+  else if (l.shared > 0) --l.shared;
   return l.queued > 0;
 }
 

@@ -32,8 +32,7 @@ inline bool envelope_matches(const Envelope& pattern, const Envelope& e) {
 }
 
 // R has an Envelope `pattern` (the receive); A has an Envelope `env` (the message).
-template <typename R, typename A>
-class MatchQueue {
+template <typename R, typename A> class MatchQueue {
  public:
   using Posted = std::shared_ptr<R>;
   using Arrived = std::shared_ptr<A>;
@@ -85,14 +84,11 @@ class MatchQueue {
     return false;
   }
   // Removes the posted receives `pred` holds for (those from a lost peer, to fail them).
-  template <typename Pred>
-  std::list<Posted> take_posted_if(Pred pred) {
+  template <typename Pred> std::list<Posted> take_posted_if(Pred pred) {
     std::list<Posted> out;
     for (auto it = posted_.begin(); it != posted_.end();)
-      if (pred(**it))
-        out.push_back(std::move(*it)), it = posted_.erase(it);
-      else
-        ++it;
+      if (pred(**it)) out.push_back(std::move(*it)), it = posted_.erase(it);
+      else ++it;
     return out;
   }
   // Removes every posted receive (on failure, to fail them all).

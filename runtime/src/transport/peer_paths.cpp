@@ -60,10 +60,8 @@ void PeerPaths::open(const ListenSpec& spec, const asio::ip::address& host) {
     acceptor_->open(tcp::v4(), ec);
     acceptor_->bind(tcp::endpoint(host, static_cast<unsigned short>(port)), ec);
     if (!ec) acceptor_->listen(asio::socket_base::max_listen_connections, ec);
-    if (!ec)
-      listening_ = host.to_string() + ":" + std::to_string(acceptor_->local_endpoint(ec).port());
-    else
-      acceptor_->close(ec);
+    if (!ec) listening_ = host.to_string() + ":" + std::to_string(acceptor_->local_endpoint(ec).port());
+    else acceptor_->close(ec);
   }
   if (listening_.empty()) {
     log::warn("no free port in ", spec.port_min, "-", spec.port_max, " for direct connections: using the relays");
@@ -154,10 +152,8 @@ void PeerPaths::call_back(std::int32_t peer) {
   const auto& topology = control_.topology();
   if (peer < 0 || !topology || static_cast<std::uint32_t>(peer) >= topology->size()) return;
   Peer& p = peers_[peer];
-  if (p.path == Peer::Path::kUndecided)
-    decide(peer, p);
-  else if (p.path == Peer::Path::kRelay)
-    signal_peer(Type::kDirectFailed, peer);
+  if (p.path == Peer::Path::kUndecided) decide(peer, p);
+  else if (p.path == Peer::Path::kRelay) signal_peer(Type::kDirectFailed, peer);
 }
 
 void PeerPaths::direct_failed(std::int32_t peer) {
@@ -394,10 +390,8 @@ void PeerPaths::give_up_direct(std::int32_t rank, Peer& p, const std::string& wh
   p.path = Peer::Path::kClosed;
   p.held.clear();
   p.sent.clear();
-  if (survive_loss_)
-    host_.write_relay(control_.direct_lost(rank, why));
-  else
-    host_.fail("the direct connection to rank " + std::to_string(rank) + " is closed (" + why + ")");
+  if (survive_loss_) host_.write_relay(control_.direct_lost(rank, why));
+  else host_.fail("the direct connection to rank " + std::to_string(rank) + " is closed (" + why + ")");
 }
 
 }  // namespace gridrt::detail

@@ -87,10 +87,8 @@ bool Sender::pump(Stream& s, bool clocked) {
       // A frame that could not go (the peer's direct connection is gone) fails its send.
       RemoteOp& op = *o.completes;
       op.written = true;
-      if (!failure_.empty())
-        op.error = failure_;
-      else if (!op.synchronous || op.matched)
-        op.done = true;
+      if (!failure_.empty()) op.error = failure_;
+      else if (!op.synchronous || op.matched) op.done = true;
       completed = true;
     }
     s.queue.pop_front();
@@ -126,10 +124,8 @@ void Sender::learn(Stream& s, bool waiting) {
     // A whole window of frames in a row must come back as fast as on an idle line: one
     // lucky frame among queued ones (a busy machine's scheduling) is not a line held by its
     // window.
-    if (round_trip <= d.least_round_trip * flow::kGrowWithin)
-      s.unqueued += f.cost;
-    else
-      s.unqueued = 0;
+    if (round_trip <= d.least_round_trip * flow::kGrowWithin) s.unqueued += f.cost;
+    else s.unqueued = 0;
   }
   if (!waiting || s.unqueued < s.window || s.window >= flow::kMaxGrownWindowBytes ||
       d.least_round_trip < std::chrono::duration<double>(flow::kGrowFrom))
