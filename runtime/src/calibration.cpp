@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "coll/algorithms.h"
+#include "common/settings.h"
 #include "coll/part_trees.h"
 #include "state.h"
 
@@ -16,10 +17,12 @@ struct CollectiveTuning::Before {
 CollectiveTuning::CollectiveTuning(const std::string& route, std::size_t slice) {
   const std::optional<detail::Route> r = detail::route_named(route);
   if (!r) throw ArgumentError("gridrt: calibration: no route named '" + route + "' (" + detail::route_names() + ")");
-  if (slice < 1024 || slice > (std::size_t{1} << 30))
-    throw ArgumentError("gridrt: calibration: a slice of " + std::to_string(slice) + " bytes is not from 1024 to 1 GiB");
+  const settings::Setting& range = settings::find("GRIDRT_SLICE");
+  if (slice < range.low || slice > range.high)
+    throw ArgumentError("gridrt: calibration: a slice of " + std::to_string(slice) + " bytes is not from " + std::to_string(range.low) +
+                        " to " + std::to_string(range.high));
   detail::State& s = detail::state();
-  before_ = new Before{s.route, s.slice};
+  before_ = std::make_unique<Before>(Before{s.route, s.slice});
   s.route = r;
   s.slice = slice;
 }
@@ -29,7 +32,6 @@ CollectiveTuning::~CollectiveTuning() {
     detail::g->route = before_->route;
     detail::g->slice = before_->slice;
   }
-  delete before_;
 }
 
 StreamWindow::StreamWindow(flow::Window window) : before_(detail::state().window) { detail::use_window(window); }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 
 #include "common/flow_control.h"
@@ -25,8 +26,8 @@ class CollectiveTuning {
   CollectiveTuning& operator=(const CollectiveTuning&) = delete;
 
  private:
-  struct Before;
-  Before* before_;
+  struct Before;  // what it put back
+  std::unique_ptr<Before> before_;
 };
 
 // The streams this process opens from now on (a communicator made later, the streams to
