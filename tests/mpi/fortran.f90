@@ -4,6 +4,7 @@
 program fortran_across_clusters
   use mpi
   implicit none
+  character(len=*), parameter :: test_name = 'fortran'
   integer :: ierr, rank, size, left, right, got, total, half, hrank, hsize, failed, all_failed
   integer :: status(MPI_STATUS_SIZE), values(4)
   failed = 0
@@ -33,14 +34,5 @@ program fortran_across_clusters
   if (hrank /= rank / 2) failed = failed + 1
   call MPI_Recv(got, 1, MPI_INTEGER, MPI_PROC_NULL, 0, half, MPI_STATUS_IGNORE, ierr)
   call MPI_Comm_free(half, ierr)
-  call MPI_Allreduce(failed, all_failed, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
-  if (rank == 0) then
-    if (all_failed == 0) then
-      print '(a,i0,a)', 'fortran: checks passed on ', size, ' processes'
-    else
-      print '(a,i0,a)', 'fortran: ', all_failed, ' checks FAILED'
-    end if
-  end if
-  call MPI_Finalize(ierr)
-  if (all_failed /= 0) stop 1
+  include 'report_checks.inc'
 end program fortran_across_clusters

@@ -5,6 +5,7 @@
 program fortran_io
   use mpi
   implicit none
+  character(len=*), parameter :: test_name = 'fortran_io'
   integer :: ierr, rank, size, fh, failed, all_failed, r, i, k
   integer :: mine(64), all(64 * 65 / 2)
   integer(kind=MPI_OFFSET_KIND) :: where
@@ -43,14 +44,5 @@ program fortran_io
   end do
   call MPI_File_close(fh, ierr)
   if (fh /= MPI_FILE_NULL) failed = failed + 1
-  call MPI_Allreduce(failed, all_failed, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
-  if (rank == 0) then
-    if (all_failed == 0) then
-      print '(a,i0,a)', 'fortran_io: checks passed on ', size, ' processes'
-    else
-      print '(a,i0,a)', 'fortran_io: ', all_failed, ' checks FAILED'
-    end if
-  end if
-  call MPI_Finalize(ierr)
-  if (all_failed /= 0) stop 1
+  include 'report_checks.inc'
 end program fortran_io
