@@ -25,6 +25,7 @@ constexpr std::uint32_t kWindow = 7;
 
 // Engines 0..n-1, each delivering straight into the others.
 struct Ranks {
+  std::int64_t own_cell = 0;  // (before the engines: it outlives them)
   std::vector<std::unique_ptr<Engine>> engines;
   explicit Ranks(int n) {
     for (int r = 0; r < n; ++r)
@@ -38,6 +39,12 @@ struct Ranks {
   void expose_cell(std::int64_t& cell, SharedLock* word = nullptr) {
     (*this)[0].expose(kWindow, reinterpret_cast<char*>(&cell), sizeof cell, 8, false, word);
     for (std::size_t r = 1; r < engines.size(); ++r) engines[r]->expose(kWindow, nullptr, 0, 1, false);
+  }
+  // The same for a cell of its own holding `value`, which lives as long as these ranks.
+  std::int64_t& expose_new_cell(std::int64_t value) {
+    own_cell = value;
+    expose_cell(own_cell);
+    return own_cell;
   }
   void send(int from, int to, std::uint32_t window, std::string body) { (*this)[from].send(to, window, std::move(body)); }
   // Sends a flush and returns its answer.
@@ -54,8 +61,7 @@ std::string bytes_of(std::int64_t v) { return std::string(reinterpret_cast<const
 
 TEST(RmaEngine, AccumulatesOnOneElementFromEveryOriginAtOnceLoseNothing) {
   Ranks ranks(5);
-  std::int64_t cell = 0;
-  ranks.expose_cell(cell);
+  std::int64_t& cell = ranks.expose_new_cell(0);
   const Location at{0, TypeMap(int64_kind(), 1)};
   std::vector<std::thread> origins;
   for (int r = 0; r < 5; ++r)  // (rank 0 accumulates on its own memory too, as a local origin)
@@ -68,8 +74,7 @@ TEST(RmaEngine, AccumulatesOnOneElementFromEveryOriginAtOnceLoseNothing) {
 
 TEST(RmaEngine, AnExclusiveLockHoldsBackAnotherOriginsOperationsUntilItIsReleased) {
   Ranks ranks(3);
-  std::int64_t cell = 1;
-  ranks.expose_cell(cell);
+  std::int64_t& cell = ranks.expose_new_cell(1);
   const Location at{0, TypeMap(int64_kind(), 1)};
   ranks.send(1, 0, kWindow, lock_message(true));
   EXPECT_TRUE(ranks[0].holds_lock(kWindow, 1));
@@ -170,8 +175,7 @@ TEST(RmaEngine, AccumulatesInPlaceAndThroughTheEngineOnOneElementLoseNothing) {
 
 TEST(RmaEngine, SharedLocksGoTogetherAndAnExclusiveOneWaitsForThemAll) {
   Ranks ranks(4);
-  std::int64_t cell = 0;
-  ranks.expose_cell(cell);
+  ranks.expose_new_cell(0);
   ranks.send(1, 0, kWindow, lock_message(false));
   ranks.send(2, 0, kWindow, lock_message(false));
   EXPECT_TRUE(ranks[0].holds_lock(kWindow, 1));
@@ -186,8 +190,7 @@ TEST(RmaEngine, SharedLocksGoTogetherAndAnExclusiveOneWaitsForThemAll) {
 
 TEST(RmaEngine, ALostOriginsLockGoesToTheNextAndItsWaitingRequestsAreDropped) {
   Ranks ranks(4);
-  std::int64_t cell = 0;
-  ranks.expose_cell(cell);
+  std::int64_t& cell = ranks.expose_new_cell(0);
   ranks.send(1, 0, kWindow, lock_message(true));  // rank 1 holds it and is then lost
   ranks.send(3, 0, kWindow, lock_message(true));  // rank 3 waits, and is lost too
   ranks.send(3, 0, kWindow, put_message({0, TypeMap(int64_kind(), 1)}, bytes_of(33)));

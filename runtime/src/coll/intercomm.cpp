@@ -242,19 +242,29 @@ Async<> gather(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sen
   return gather_run(c, std::move(mine), recvbuf, all, side, root);
 }
 
-Async<> gatherv(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int* recvcounts,
-                const int* displs, MPI_Datatype recvtype, int root) {
+// The v forms (gatherv, scatterv): the root moves one block of `root_blocks` (its counts
+// checked) with each member of the other group, each of them its one block with the root;
+// `to_root`: the gather's direction.
+Async<> rooted_v(CommImpl& c, int root, bool to_root, const Blocks& root_blocks, const void* other_buf, const Layout& other_block) {
   const Side side = side_of(c, root);
-  no_in_place(sendbuf, "gatherv");
   std::vector<Piece> send(c.remote->size()), receive(c.remote->size());
+  std::vector<Piece>& at_root = to_root ? receive : send;
+  std::vector<Piece>& at_other = to_root ? send : receive;
   if (side == Side::kRoot) {
-    check_remote_counts(c, recvcounts, displs, "gatherv");
-    const Blocks out(recvbuf, recvcounts, displs, c.remote->size(), recvtype);
-    for (int i = 0; i < c.remote->size(); ++i) receive[i] = {out.at(i), out.layout(i), true};
+    for (int i = 0; i < c.remote->size(); ++i) at_root[i] = {root_blocks.at(i), root_blocks.layout(i), true};
   } else if (side == Side::kOtherGroup) {
-    send[root] = {static_cast<char*>(const_cast<void*>(sendbuf)), Layout(sendtype, sendcount), true};
+    at_other[root] = {static_cast<char*>(const_cast<void*>(other_buf)), other_block, true};
   }
   return direct_run(c, std::move(send), std::move(receive));
+}
+
+Async<> gatherv(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int* recvcounts,
+                const int* displs, MPI_Datatype recvtype, int root) {
+  no_in_place(sendbuf, "gatherv");
+  const bool is_root = side_of(c, root) == Side::kRoot;
+  if (is_root) check_remote_counts(c, recvcounts, displs, "gatherv");
+  const Blocks out = is_root ? Blocks(recvbuf, recvcounts, displs, c.remote->size(), recvtype) : Blocks();
+  return rooted_v(c, root, true, out, sendbuf, Layout(sendtype, sendcount));
 }
 
 Async<> scatter(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
@@ -268,17 +278,11 @@ Async<> scatter(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype se
 
 Async<> scatterv(CommImpl& c, const void* sendbuf, const int* sendcounts, const int* displs, MPI_Datatype sendtype, void* recvbuf,
                  int recvcount, MPI_Datatype recvtype, int root) {
-  const Side side = side_of(c, root);
   no_in_place(recvbuf, "scatterv");
-  std::vector<Piece> send(c.remote->size()), receive(c.remote->size());
-  if (side == Side::kRoot) {
-    check_remote_counts(c, sendcounts, displs, "scatterv");
-    const Blocks in(sendbuf, sendcounts, displs, c.remote->size(), sendtype);
-    for (int i = 0; i < c.remote->size(); ++i) send[i] = {in.at(i), in.layout(i), true};
-  } else if (side == Side::kOtherGroup) {
-    receive[root] = {static_cast<char*>(recvbuf), Layout(recvtype, recvcount), true};
-  }
-  return direct_run(c, std::move(send), std::move(receive));
+  const bool is_root = side_of(c, root) == Side::kRoot;
+  if (is_root) check_remote_counts(c, sendcounts, displs, "scatterv");
+  const Blocks in = is_root ? Blocks(sendbuf, sendcounts, displs, c.remote->size(), sendtype) : Blocks();
+  return rooted_v(c, root, false, in, recvbuf, Layout(recvtype, recvcount));
 }
 
 Async<> allgather(CommImpl& c, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
