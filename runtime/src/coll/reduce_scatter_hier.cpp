@@ -25,6 +25,7 @@
 #include "algorithms.h"
 #include "cluster_steps.h"
 #include "costs.h"
+#include "pipeline.h"
 
 namespace gridrt::detail {
 
@@ -59,79 +60,64 @@ Async<> reduce_scatter_hier(CommImpl& c, const void* sendbuf, void* recvbuf, std
     else local[k].done = true;
   }
   if (!many) copy_elements(whole, input, partial->get());
-  std::vector<Step> sends;
+  // The pipeline's stages: each slice of the site's clusters' partial results (at the head);
+  // the other heads' shares of this site, and this cluster's blocks back from the head, each
+  // one message (slice 0).
+  enum Stage { kFromSite, kShares, kBack, kStages };
+  Pipeline pipe(c, tag, sl.n, kStages);
   std::vector<char> mine_blob;  // this part's members' blocks, packed in rank order (at its leader)
-  // What the sends carry, kept until they are done (at the end).
-  std::vector<std::vector<char>> out(sl.n), shares, to_parts(c.parts.size());
-  std::vector<char> site_blob;
   if (c.is_leader()) {
     const Blocks vector(partial->get(), counts.data(), displs.data(), c.size(), element.type);
     if (p != head) {
       // 2. Each slice to the site's head as soon as it is reduced; 4. this cluster's blocks
       // back from it.
-      mine_blob.resize(vector.packed(c.parts[p]));
-      Step back = receive_from(c, c.leader(head), tag, mine_blob.data(), mine_blob.size());
+      pipe.expect(kBack, 0, head, c.leader(head), vector.packed(c.parts[p]));
       for (int k = 0; k < sl.n; ++k) {
-        co_await amid(local[k], sends);
-        out[k] = packed_copy(sl.layout(k), sl.at(partial->get(), k));
-        sends.push_back(send_to(c, c.leader(head), tag, out[k].data(), out[k].size()));
+        co_await pipe.arrived(kFromSite, k, &local[k]);
+        pipe.send(c.leader(head), packed_copy(sl.layout(k), sl.at(partial->get(), k)));
       }
-      co_await amid(back, sends);
+      co_await pipe.arrived(kBack, 0);
+      mine_blob = pipe.received(kBack, 0, head);
     } else {
       const std::vector<int> in_site = c.site_mates(p), sites_away = c.other_sites(p);
       std::vector<int> heads;  // of the other sites
       for (int t : sites_away) heads.push_back(c.site_head(t));
       const std::vector<int> my_site = c.members_of(c.sites[site]);
-      std::vector<std::vector<std::vector<char>>> slices_from(sl.n, std::vector<std::vector<char>>(c.parts.size()));
-      std::vector<std::vector<char>> from(c.parts.size());
-      std::vector<std::vector<Step>> site_in(sl.n);
-      std::vector<Step> heads_in;
       for (int k = 0; k < sl.n; ++k)
-        for (int q : in_site) {
-          slices_from[k][q].resize(sl.layout(k).packed);
-          site_in[k].push_back(receive_from(c, c.leader(q), tag, slices_from[k][q].data(), slices_from[k][q].size()));
-        }
-      for (int q : heads) {
-        from[q].resize(vector.packed(my_site));
-        heads_in.push_back(receive_from(c, c.leader(q), tag, from[q].data(), from[q].size()));
-      }
+        for (int q : in_site) pipe.expect(kFromSite, k, q, c.leader(q), sl.layout(k).packed);
+      for (int q : heads) pipe.expect(kShares, 0, q, c.leader(q), vector.packed(my_site));
       // 2. The site's partial result slice by slice; 3. each other site's share to its head
       // as soon as the slices that hold it are folded.
       std::vector<std::vector<int>> members_away;
       for (int t : sites_away) members_away.push_back(c.members_of(c.sites[t]));
-      shares.resize(sites_away.size());
       for (int k = 0; k < sl.n; ++k) {
-        co_await amid(local[k], sends);
-        for (auto& s : site_in[k]) co_await amid(s, sends);
-        fold_parts(sl.layout(k), op, with_part(in_site, p), p, slices_from[k], sl.at(partial->get(), k));
+        co_await pipe.arrived(kFromSite, k, &local[k]);
+        fold_parts(sl.layout(k), op, with_part(in_site, p), p, pipe.received(kFromSite, k), sl.at(partial->get(), k));
         for (std::size_t i = 0; i < sites_away.size(); ++i)
-          if (last_slice_of(members_away[i], counts, displs, sl.per) == k) {
-            shares[i] = vector.pack_all(members_away[i]);
-            sends.push_back(send_to(c, c.leader(heads[i]), tag, shares[i].data(), shares[i].size()));
-          }
+          if (last_slice_of(members_away[i], counts, displs, sl.per) == k) pipe.send(c.leader(heads[i]), vector.pack_all(members_away[i]));
       }
       // This site's share, folded with the other heads' in site order (as whole elements of
       // the datatype, one after the other: the blocks packed).
       const Layout share(element, std::accumulate(my_site.begin(), my_site.end(), 0, [&](int n, int m) { return n + counts[m]; }));
       Scratch folded(share);
       unpack(share, vector.pack_all(my_site).data(), folded.get());
-      for (auto& s : heads_in) co_await amid(s, sends);
-      fold_parts(share, op, with_part(heads, p), p, from, folded.get());
-      site_blob = packed_copy(share, folded.get());
+      co_await pipe.arrived(kShares, 0);
+      fold_parts(share, op, with_part(heads, p), p, pipe.received(kShares, 0), folded.get());
+      const std::vector<char> site_blob = packed_copy(share, folded.get());
       // 4. Each of the site's clusters its members' blocks (the site's members are its
       // parts' one after the other).
       std::size_t at = 0;
       for (int q : c.sites[site]) {
         const std::size_t bytes = vector.packed(c.parts[q]);
-        to_parts[q].assign(site_blob.begin() + static_cast<std::ptrdiff_t>(at),
-                           site_blob.begin() + static_cast<std::ptrdiff_t>(at + bytes));
+        std::vector<char> blocks(site_blob.begin() + static_cast<std::ptrdiff_t>(at),
+                                 site_blob.begin() + static_cast<std::ptrdiff_t>(at + bytes));
         at += bytes;
-        if (q != p) sends.push_back(send_to(c, c.leader(q), tag, to_parts[q].data(), to_parts[q].size()));
+        if (q == p) mine_blob = std::move(blocks);
+        else pipe.send(c.leader(q), std::move(blocks));
       }
-      mine_blob = std::move(to_parts[p]);
     }
   } else {
-    for (auto& step : local) co_await amid(step, sends);
+    for (int k = 0; k < sl.n; ++k) co_await pipe.arrived(kFromSite, k, &local[k]);
   }
   // 4. The cluster's blocks scattered inside it.
   const Layout mine(element, counts[c.me]);
@@ -145,7 +131,7 @@ Async<> reduce_scatter_hier(CommImpl& c, const void* sendbuf, void* recvbuf, std
   } else {
     unpack(mine, mine_blob.data(), recvbuf);
   }
-  co_await all(sends);
+  co_await pipe.finish();
 }
 
 // Cost, slice by slice: MPICH's reduction of each slice to every leader (posted at once,
