@@ -15,9 +15,10 @@ std::string version_line(const char* program);
 // `usage` or the version line of `program` and exits 0. Returns for any other argument.
 void answer_help_or_version(const std::string& arg, const char* program, const char* usage);
 
-// Fills the strings of `options` from argv. "--help" prints `usage` and exits 0, "--version"
-// the version line; an unknown
-// option, a missing value, or a missing one of `required` prints why and `usage` and exits 2.
+// Fills the strings of `options` from argv. "--help" prints `usage` and the settings the
+// daemons read (common/settings.h) and exits 0, "--version" the version line; an unknown
+// option, a missing value, or a missing one of `required` prints why and `usage` and exits 2,
+// as does a bad setting of the daemons' (checked once the options are read).
 // `flags` are options without a value: present sets them true. `repeated` options may
 // come several times, each occurrence's value appended, with its option, in order.
 void parse_daemon_options(int argc, char** argv, const char* program, const char* usage, const std::map<std::string, std::string*>& options,
