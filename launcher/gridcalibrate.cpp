@@ -39,10 +39,12 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/cli.h"
@@ -272,17 +274,16 @@ gridrt::models::PLogP plogp_of(const std::vector<Row>& r, const std::vector<doub
 // latency between each two nodes' first processes, from round trips of no data (the least
 // of kLatencyReps after one not counted, in each of kLatencyPasses passes over the pairs:
 // the path's own time, without the scheduling noise that a median of a few keeps and that
-// the 20% tolerance would take for a difference between nodes; that noise, the median
-// pair's half median less half least, is kept as the partition's allowance), one pair at a
-// time (the cluster's other processes wait in its own barrier, which crosses no WAN), one
-// cluster at a time. Two passes, apart in time: on a loaded machine a pair's every round
-// trip in one pass was once held up (a pair of nodes alike read 291 us apart, the other pair
-// 6); the other pass then has it. The
-// cluster's first process hands rank 0 the latencies, from which it draws the cluster's
-// logical clusters (models::partition, tolerance 1.20) into the model, and hands every
-// process the partition. Returns the pairs of processes whose pLogP parameters then stand
-// for each logical cluster and each pair of them (models::measurement_pairs: §5.2), and
-// counts the latency probes in `probed`.
+// the 20% tolerance would take for a difference between nodes), one pair at a time (the cluster's other processes wait in its own barrier,
+// which crosses no WAN), one cluster at a time. Two passes, apart in time: on a loaded machine a pair's every round trip in one pass was
+// once held up (a pair of nodes alike read 291 us apart, the other pair 6); the other pass then has it. How far a pair's least moves from
+// one pass to the next (half of it, one way; the median pair's) is the measurements' noise, which the partition allows beyond the
+// tolerance: it is the noise of the very figure compared. (Half the median round trip less half the least, taken first, is the noise of
+// single round trips: on a loaded machine the delayed pairs of a test, whose packets wait in a queue, spread by a millisecond and more
+// while their least stayed within tens of microseconds, and that allowance joined nodes 0.6 ms apart.) The cluster's first process hands
+// rank 0 the latencies, from which it draws the cluster's logical clusters (models::partition, tolerance 1.20) into the model, and hands
+// every process the partition. Returns the pairs of processes whose pLogP parameters then stand for each logical cluster and each pair of
+// them (models::measurement_pairs: §5.2), and counts the latency probes in `probed`.
 constexpr int kLatencyReps = 7, kLatencyPasses = 2;
 
 std::vector<Measurement> logical_clusters(const gridrt::Comm& world, const std::vector<std::vector<int>>& cluster_ranks,
@@ -321,27 +322,31 @@ std::vector<Measurement> logical_clusters(const gridrt::Comm& world, const std::
     probed += k * (k - 1) / 2;
     const int tag = 3000;
     // At the cluster's first process (a node leader: leader[0]): each pair's one-way latency,
-    // then its spread (half the median round trip less the least: the measurement's noise).
+    // then its noise (half its passes' leasts' spread).
     std::vector<double> latency(2 * k * k, 0);
     if (std::find(ranks.begin(), ranks.end(), me) != ranks.end()) {
-      std::vector<std::vector<double>> rtt(k * k);  // by pair a * k + b, at its two leaders
+      // Each pass's least round trip, by pair a * k + b, at its two leaders.
+      std::vector<std::vector<double>> least_of_pass(k * k);
       for (int pass = 0; pass < kLatencyPasses; ++pass)
         for (int a = 0; a < k; ++a)
           for (int b = a + 1; b < k; ++b) {
-            if (me == leader[a] || me == leader[b])
+            if (me == leader[a] || me == leader[b]) {
+              double least = std::numeric_limits<double>::infinity();
               for (int r = 0; r <= kLatencyReps; ++r) {
                 const double t = round_trip(me, leader[a], leader[b], none, 0, tag).first;
-                if (r > 0) rtt[a * k + b].push_back(t);
+                if (r > 0) least = std::min(least, t);
               }
+              least_of_pass[a * k + b].push_back(least);
+            }
             cluster.barrier();
           }
       for (int a = 0; a < k; ++a)
         for (int b = a + 1; b < k; ++b) {
-          std::vector<double>& t = rtt[a * k + b];
-          std::sort(t.begin(), t.end());
-          const double least = t.empty() ? 0 : t.front(), median = t.empty() ? 0 : t[t.size() / 2];
-          latency[a * k + b] = latency[b * k + a] = hand_over(me, leader[a], leader[0], least / 2, tag);
-          latency[k * k + a * k + b] = hand_over(me, leader[a], leader[0], (median - least) / 2, tag);
+          const std::vector<double>& t = least_of_pass[a * k + b];
+          const auto [lo, hi] =
+              t.empty() ? std::pair(0.0, 0.0) : std::pair(*std::min_element(t.begin(), t.end()), *std::max_element(t.begin(), t.end()));
+          latency[a * k + b] = latency[b * k + a] = hand_over(me, leader[a], leader[0], lo / 2, tag);
+          latency[k * k + a * k + b] = hand_over(me, leader[a], leader[0], (hi - lo) / 2, tag);
         }
       if (me == leader[0] && me != 0) gridrt::send(latency.data(), latency.size() * sizeof(double), 0, tag);
     }
@@ -351,7 +356,7 @@ std::vector<Measurement> logical_clusters(const gridrt::Comm& world, const std::
     if (me == 0) {
       std::vector<std::vector<double>> matrix(k);
       for (int a = 0; a < k; ++a) matrix[a].assign(latency.begin() + a * k, latency.begin() + (a + 1) * k);
-      // The noise: the median pair's spread (one pair's scheduling hiccup does not make it).
+      // The noise: the median pair's (one pair's scheduling hiccup does not make it).
       std::vector<double> spread;
       for (int a = 0; a < k; ++a)
         for (int b = a + 1; b < k; ++b) spread.push_back(latency[k * k + a * k + b]);
