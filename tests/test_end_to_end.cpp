@@ -2252,9 +2252,11 @@ TEST(Staging, OutputsComeBackFromAFailedJobAndAMissingOneIsNamed) {
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_NE(r.err.find("input file '/no/such/input' does not exist"), std::string::npos) << r.err;
   // Two processes, both on c0 (two slots), run input.txt as a script that writes result.txt
-  // and fails; never.txt, also named as an output, nobody writes.
+  // and fails; never.txt, also named as an output, nobody writes. Each writes a file of its
+  // own and renames it: the first to fail has the other killed, and a process killed between
+  // opening result.txt and writing it would have left it empty.
   StagedJob shell("staging-failed-shell", "/bin/sh", "", 2);
-  std::ofstream(shell.dir + "/submit/in.txt") << "echo written by $(hostname) > result.txt; exit 3\n";
+  std::ofstream(shell.dir + "/submit/in.txt") << "echo written by $(hostname) > result.$$ && mv result.$$ result.txt; exit 3\n";
   std::string text = slurp(shell.profile);
   text.replace(text.find("<value>result.txt</value>"), 25, "");
   const std::string out = "<file name=\"result.txt\" type=\"out\">";
