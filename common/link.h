@@ -45,7 +45,33 @@ struct Liveness {
   }
 };
 
-template <typename Stream> class Link : public std::enable_shared_from_this<Link<Stream>> {
+// Frames handed on together. While a link's reader hands on the frames that one read brought
+// (Link::read_loop), a daemon's link given one of them holds it, and when the reader is done
+// each such link writes all it holds in one system call from the same thread. A relay's
+// forwarded frames came in a read of their own and went out one write each (a ping-pong's
+// answer and the credit before it: two writes on each relay, the second after a turn of the
+// event loop that woke the link's write loop); now what one read brought leaves in one write.
+namespace held_writes {
+struct Holder {
+  virtual ~Holder() = default;
+  virtual void write_held() = 0;
+};
+inline thread_local int depth = 0;  // readers handing frames on, on this thread (one, or none)
+inline thread_local std::vector<std::shared_ptr<Holder>> holders;
+// For the duration of one read's frames: links hold what they are given, and write it at the end.
+class Scope {
+ public:
+  Scope() { ++depth; }
+  ~Scope() {
+    if (--depth > 0) return;
+    for (auto& h : std::exchange(holders, {})) h->write_held();
+  }
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
+};
+}  // namespace held_writes
+
+template <typename Stream> class Link : public held_writes::Holder, public std::enable_shared_from_this<Link<Stream>> {
  public:
   using FrameHandler = std::function<void(wire::Frame&)>;
   using CloseHandler = std::function<void(const std::string& why)>;
@@ -252,6 +278,7 @@ template <typename Stream> class Link : public std::enable_shared_from_this<Link
                   " s of silence");
       last_heard_ = now;
       decoder_.commit(n);
+      const held_writes::Scope together;  // (no co_await within: it ends before the next read)
       for (;;) {
         const auto st = decoder_.next(frame);
         if (st == wire::Decoder::Status::kNeedMore) break;
@@ -279,7 +306,7 @@ template <typename Stream> class Link : public std::enable_shared_from_this<Link
       auto lock = writers_lock();
       if (queue_.empty() && has_output(stream_)) {  // (TLS: never shared)
         boost::system::error_code ec;
-        writing_ = true;  // (write_at_once waits for this)
+        writing_ = true;  // (may_write_at_once and write_held wait for this)
         co_await gridrt::write(stream_, {}, ec);
         if (ec) {
           close(ec.message());
@@ -381,57 +408,95 @@ template <typename Stream> class Link : public std::enable_shared_from_this<Link
     {
       const auto lock = writers_lock();
       if (closed_) return;
-      if (!shared_ && write_at_once(o)) return;
+      if (!shared_ && held_writes::depth > 0) {  // (a daemon's link: its thread is the reader's)
+        push(std::move(o));
+        if (!holding_) {
+          holding_ = true;
+          held_writes::holders.push_back(this->shared_from_this());
+        }
+        return;
+      }
+      const bool at_once = !shared_ && may_write_at_once(all_bytes(o));
       push(std::move(o));
+      if (at_once) write_queue_now();
+      if (queue_.empty() && !has_output(stream_)) return;
     }
     wake_.cancel();
   }
+  // The reader is done (held_writes): what this link holds goes in one write, unless one is under
+  // way; what the socket does not take, the write loop sends.
+  void write_held() override {
+    holding_ = false;
+    if (closed_) return;
+    if (!writing_ && !closing_ && !has_output(stream_)) write_queue_now();
+    if (!queue_.empty() || has_output(stream_) || closing_) wake_.cancel();
+  }
+  static std::size_t all_bytes(const Outbound& o) { return o.head.size() + (o.shared ? o.shared->size() : o.body.size()); }
+
   // A link of one thread writes a lone or large frame from the caller (a relay forwarding what
   // it just read) when nothing is queued or being written and it was quiet for kBurstGap (or
   // the frame is kLargeFrame or more), as write_from_any_thread does: no wake-up of the write loop, whose resumption, and the
   // handlers around it, cost more than the write itself (the relay polled its reactor three
   // times per forwarded frame, against one and a half for a bare forwarder). A burst's frames
-  // still go to the write loop, together. True when `o` is gone (taken by the socket or by
-  // TLS, whose leftover the write loop sends); otherwise `o` holds what is left to write.
-  bool write_at_once(Outbound& o) {
+  // still go to the write loop, together.
+  bool may_write_at_once(std::size_t bytes) {
     const auto now = std::chrono::steady_clock::now();
-    const bool lone = now - last_write_ >= kBurstGap || o.head.size() + (o.shared ? o.shared->size() : o.body.size()) >= kLargeFrame;
+    const bool lone = now - last_write_ >= kBurstGap || bytes >= kLargeFrame;
     last_write_ = now;
-    if (!lone || writing_ || closing_ || !queue_.empty() || has_output(stream_)) return false;
-    const std::string& body = o.shared ? *o.shared : o.body;
-    std::vector<asio::const_buffer> buffers{asio::buffer(o.head)};
-    if (!body.empty()) buffers.push_back(asio::buffer(body));
+    return lone && !writing_ && !closing_ && queue_.empty() && !has_output(stream_);
+  }
+  // What is queued, written by the calling thread in one gathering write (no write under way):
+  // what the socket takes now leaves the queue; the rest stays for the write loop (a TLS
+  // stream takes it all and keeps what the socket did not, has_output()).
+  void write_queue_now() {
+    std::vector<asio::const_buffer> buffers;
+    std::size_t frames = 0, bytes = 0;
+    for (const Outbound& o : queue_) {
+      if (buffers.size() + 2 > kBatchBuffers) break;
+      if (!o.head.empty()) buffers.push_back(asio::buffer(o.head));
+      const std::string& body = o.shared ? *o.shared : o.body;
+      if (!body.empty()) buffers.push_back(asio::buffer(body));
+      ++frames;
+      bytes += all_bytes(o);
+    }
+    std::size_t sent = 0;
     if constexpr (std::is_same_v<Stream, TlsStream>) {
       boost::system::error_code ec;
-      if (!stream_.write_now(buffers, ec)) return false;
-      sent_since_beat_ = true;
+      if (!stream_.write_now(buffers, ec)) return;
+      sent = bytes;
       if (ec)  // (closed from the executor: the caller may be iterating over its links)
         asio::post(stream_.get_executor(), [self = this->shared_from_this(), why = ec.message()] { self->close(why); });
-      else if (has_output(stream_)) wake_.cancel();  // the write loop sends what the socket did not take
-      return true;
     } else {
-      iovec parts[2] = {{o.head.data(), o.head.size()}, {const_cast<char*>(body.data()), body.size()}};
+      std::vector<iovec> parts;
+      parts.reserve(buffers.size());
+      for (const auto& b : buffers) parts.push_back({const_cast<void*>(b.data()), b.size()});
       msghdr m{};
-      m.msg_iov = parts;
-      m.msg_iovlen = body.empty() ? 1 : 2;
+      m.msg_iov = parts.data();
+      m.msg_iovlen = parts.size();
       ssize_t n;
       do n = ::sendmsg(stream_.native_handle(), &m, MSG_DONTWAIT | MSG_NOSIGNAL);
       while (n < 0 && errno == EINTR);
-      const std::size_t sent = n > 0 ? static_cast<std::size_t>(n) : 0;
-      if (sent == 0) return false;  // full, or failed: the write loop tries (and meets the error)
-      sent_since_beat_ = true;
-      if (sent == o.head.size() + body.size()) {
-        if (recycle_) recycle_(std::move(o.head));
-        return true;
+      if (n <= 0) return;  // full, or failed: the write loop tries (and meets the error)
+      sent = static_cast<std::size_t>(n);
+    }
+    sent_since_beat_ = true;
+    queued_bytes_ -= sent;
+    for (; sent > 0 && !queue_.empty(); queue_.pop_front()) {
+      Outbound& o = queue_.front();
+      const std::size_t size = all_bytes(o);
+      if (sent < size) {  // (a plain socket's) the rest of this frame stays queued
+        if (sent < o.head.size()) {
+          o.head.erase(0, sent);
+        } else {
+          const std::string& body = o.shared ? *o.shared : o.body;
+          o.body = body.substr(sent - o.head.size());
+          o.shared.reset();
+          o.head.clear();
+        }
+        return;
       }
-      if (sent < o.head.size()) {
-        o.head.erase(0, sent);
-      } else {
-        o.body = body.substr(sent - o.head.size());
-        o.shared.reset();
-        o.head.clear();
-      }
-      return false;
+      sent -= size;
+      if (recycle_) recycle_(std::move(o.head));
     }
   }
   // Queues a frame for the write loop (the writers' lock held).
@@ -464,6 +529,7 @@ template <typename Stream> class Link : public std::enable_shared_from_this<Link
   std::function<void(std::string&&)> recycle_;        // recycle_written
   std::unique_ptr<std::mutex> shared_;                // share_writing
   bool writing_ = false;                              // the link's thread has a batch out, or is about to
+  bool holding_ = false;                              // among held_writes::holders
   std::chrono::steady_clock::time_point last_write_;  // the last frame given to write (kBurstGap)
   bool closing_ = false;
   bool closed_ = false;

@@ -102,7 +102,7 @@ WanLine& Relay::wan_line(const std::string& site) {
 void Relay::transmit(const std::string& cluster, PeerLink& pl, Frame& f) {
   const LinkResume::Kept& k = pl.session.keep(std::move(f));
   if (pl.up) {
-    asio::post(link_io_, [link = pl.link, header = k.header, body = k.body]() mutable { link->send_shared(header, std::move(body)); });
+    hand_over(link_io_, [link = pl.link, header = k.header, body = k.body]() mutable { link->send_shared(header, std::move(body)); });
     return;
   }
   if (pl.session.kept_bytes() > kMaxLinkBacklog)
@@ -127,7 +127,7 @@ asio::awaitable<void> Relay::dial_link(std::string cluster, tcp::endpoint ep) {
   auto link = std::make_shared<TlsLink>(std::move(stream), "relay " + cluster);
   start_link(cluster, link);
   // Posted before the link's first frame can be (its read loop starts after this returns).
-  asio::post(io_, [this, cluster, link] { on_dialled(cluster, link); });
+  hand_over(io_, [this, cluster, link] { on_dialled(cluster, link); });
 }
 
 void Relay::on_dial_failed(const std::string& cluster, const std::string& why) {
@@ -150,8 +150,8 @@ void Relay::on_dialled(const std::string& cluster, const std::shared_ptr<TlsLink
   if (stopped_) return;
   pl.link = link;
   pl.up = false;
-  asio::post(link_io_,
-             [link, hello = pl.session.hello(opt_.cluster.name)] { link->send(wire::make_frame(Type::kLinkHello, hello.encode())); });
+  hand_over(link_io_,
+            [link, hello = pl.session.hello(opt_.cluster.name)] { link->send(wire::make_frame(Type::kLinkHello, hello.encode())); });
   log::info("linked to the relay of cluster ", cluster, "; waiting for its hello");
 }
 
@@ -161,7 +161,7 @@ void Relay::start_link(const std::string& cluster, const std::shared_ptr<TlsLink
   link->report_pauses();
   link->start(
       [this, cluster, weak = std::weak_ptr<TlsLink>(link)](Frame& f) {
-        if (auto l = weak.lock()) asio::post(io_, [this, cluster, l, f = std::move(f)]() mutable { on_link_frame(cluster, l, f); });
+        if (auto l = weak.lock()) hand_over(io_, [this, cluster, l, f = std::move(f)]() mutable { on_link_frame(cluster, l, f); });
       },
       [this, cluster, link](const std::string& why) { asio::post(io_, [this, cluster, link, why] { on_link_lost(cluster, link, why); }); });
 }
@@ -211,7 +211,7 @@ asio::awaitable<void> Relay::serve_link(tcp::socket s) {
         auto l = weak.lock();
         if (!l) return;
         if (!name->empty()) {
-          asio::post(io_, [this, cluster = *name, l, f = std::move(f)]() mutable { on_link_frame(cluster, l, f); });
+          hand_over(io_, [this, cluster = *name, l, f = std::move(f)]() mutable { on_link_frame(cluster, l, f); });
           return;
         }
         if (f.header.type != Type::kLinkHello) return l->fail("the first frame must be LinkHello");
@@ -225,7 +225,7 @@ asio::awaitable<void> Relay::serve_link(tcp::socket s) {
         }
         *name = hello.cluster;
         l->set_peer("relay " + *name);
-        asio::post(io_, [this, hello, l] { on_accepted_hello(hello.cluster, l, hello); });
+        hand_over(io_, [this, hello, l] { on_accepted_hello(hello.cluster, l, hello); });
       },
       [this, name, link](const std::string& why) {
         if (name->empty()) return;
@@ -289,7 +289,7 @@ void Relay::on_peer_hello(const std::string& cluster, PeerLink& pl, const LinkHe
     log::warn("the relay of cluster ", cluster, " ", a.why, ": a new link session begins");
   }
   std::vector<LinkResume::Kept> again(pl.session.kept().begin(), pl.session.kept().end());
-  asio::post(link_io_, [link, again = std::move(again), ours = answer ? std::optional(pl.session.hello(opt_.cluster.name)) : std::nullopt] {
+  hand_over(link_io_, [link, again = std::move(again), ours = answer ? std::optional(pl.session.hello(opt_.cluster.name)) : std::nullopt] {
     if (ours) link->send(wire::make_frame(Type::kLinkHello, ours->encode()));
     for (const auto& k : again) link->send_shared(k.header, k.body);
   });
@@ -421,7 +421,7 @@ void Relay::on_link_frame(const std::string& cluster, const std::shared_ptr<TlsL
   if (const auto count = pl.session.received(f.body.size())) {
     Frame ack = wire::make_frame(Type::kLinkAck);
     ack.header.seq = *count;
-    asio::post(link_io_, [link, ack = std::move(ack)]() mutable { link->send(std::move(ack)); });
+    hand_over(link_io_, [link, ack = std::move(ack)]() mutable { link->send(std::move(ack)); });
   }
   if (!is_process_traffic(f.header.type)) {
     log::warn("ignoring ", wire::type_name(f.header.type), " frame on the link from cluster ", cluster);

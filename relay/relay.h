@@ -192,6 +192,21 @@ class Relay {
   int kill_leftovers(Job& job);  // in its cgroup, if it has one; how many
   void remove_cgroup(std::uint64_t id, int attempts_left);
 
+  // A hand-off between the two halves of the relay that carries frames or puts a link into
+  // service (to the main thread from a link's reader: its frames, its hello; to the link
+  // thread from routing: frames to send, hellos, acknowledgements): queued for the other
+  // thread where there is a link thread; done at once where one thread runs both. Queued,
+  // each cost the relay a turn of its event loop that polled the sockets for nothing (an
+  // epoll_wait that found no event) before the handler ran: one of the five system calls of a
+  // forwarded frame. All of these go the same way, so that they keep the order they were
+  // given in (a resumed link's hello and the frames sent again before new ones; a hello
+  // before the frames read with it). A link's end and closes stay queued: on_link_lost runs
+  // after the frames before it, never inside a call that is still using the link's state.
+  template <typename Work> void hand_over(asio::io_context& to, Work&& work) {
+    if (own_link_io_) asio::post(to, std::forward<Work>(work));
+    else work();
+  }
+
   asio::io_context& io_;  // main thread: broker, local processes, routing, job life
   // Link thread: relay-to-relay links (their TLS work); or the main thread's own loop
   // (Options::link_thread false).

@@ -104,6 +104,12 @@ void PeerPaths::write(std::int32_t dst, std::string bytes) {
   }
 }
 
+bool PeerPaths::relayed(std::int32_t dst) {
+  Peer& p = peers_[dst];
+  if (p.path == Peer::Path::kUndecided) decide(dst, p);
+  return p.path == Peer::Path::kRelay;
+}
+
 // The first frame for `dst`: choose the path (common/ladder.h), start a direct connection
 // if there is to be one. Ranks in this cluster never get here (they use MPI).
 void PeerPaths::decide(std::int32_t dst, Peer& p) {

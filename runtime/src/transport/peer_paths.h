@@ -59,6 +59,9 @@ class PeerPaths {
   // The rest run with the lock held.
   // Writes a frame for `dst` on its pair's path (deciding it on the first frame).
   void write(std::int32_t dst, std::string bytes);
+  // Whether `dst`'s frames go through the relays (the path decided now if it was not): there
+  // one write may hold several frames; a direct connection keeps and counts them one by one.
+  bool relayed(std::int32_t dst);
   void connect_back(std::int32_t peer);   // the peer asked us to dial it (ConnectBack)
   void direct_failed(std::int32_t peer);  // it could not (DirectFailed)
   // The peer's direct connection with us broke; it had received `count` frames on it

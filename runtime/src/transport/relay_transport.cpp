@@ -316,23 +316,34 @@ void RelayTransport::grant(const Envelope& from, std::size_t bytes, bool may_wai
   if (!may_wait) give_held_credit(from.source);
 }
 
-void RelayTransport::give_held_credit(std::int32_t peer) {
+// Through the relays the held Credit frames go in one write, and in the same write as a small
+// frame that follows them (`ahead_of`): a ping-pong's answer and the credit of the message it
+// answers were two writes, and so two frames for each relay to read, forward and wake the
+// other side for. A direct connection keeps and counts its frames one by one (KeptFrames), so
+// there each goes alone.
+void RelayTransport::give_held_credit(std::int32_t peer, std::string* ahead_of) {
   const auto held = held_credit_.find(peer);
   if (held == held_credit_.end()) return;
+  const bool together = paths_.relayed(peer);
+  std::string credit;
   for (const auto& [context, bytes] : held->second) {
     Frame f = wire::make_frame(Type::kCredit, {}, job_);
     f.header.src = control_.rank();
     f.header.dst = peer;
     f.header.context = context;
     f.header.seq = bytes;
-    paths_.write(peer, wire::encode(f));
+    if (together) credit += wire::encode(f);
+    else paths_.write(peer, wire::encode(f));
   }
   held_credit_.erase(held);
+  if (credit.empty()) return;
+  if (ahead_of && ahead_of->size() < kCreditRidesBelow) ahead_of->insert(0, credit);
+  else paths_.write(peer, std::move(credit));
 }
 
 // Every frame to a peer goes this way: the credit held for it goes first, in the same batch.
 void RelayTransport::write_to(std::int32_t dst, std::string frame) {
-  give_held_credit(dst);
+  give_held_credit(dst, &frame);
   paths_.write(dst, std::move(frame));
 }
 

@@ -128,7 +128,7 @@ class RelayTransport : public MessageTransport {
   void on_closed(const std::string& why);
   // The rest of these run with mu_ held.
   void grant(const Envelope& from, std::size_t bytes, bool may_wait);
-  void give_held_credit(std::int32_t peer);
+  void give_held_credit(std::int32_t peer, std::string* ahead_of = nullptr);
   void write_to(std::int32_t dst, std::string frame);
   void tell_matched(const Envelope& from, std::uint64_t number);
   void notify();
@@ -177,6 +177,9 @@ class RelayTransport : public MessageTransport {
   std::uint64_t activity_ = 0;                                                // bumped, with cv_ notified, by every completion and arrival
   std::vector<std::pair<Envelope, std::size_t>> owed_;                        // credit for data that came before our rank was known
   std::map<std::int32_t, std::map<std::uint32_t, std::size_t>> held_credit_;  // by sender and context: waits for our next frame to it
+  // Held credit is written in front of a frame smaller than this (give_held_credit); a larger
+  // one would be copied whole to make room for it.
+  static constexpr std::size_t kCreditRidesBelow = 16 * 1024;
   Receiver receiver_;
   Sender sender_;
   const bool survive_cluster_loss_;  // GRIDRT_ON_CLUSTER_LOSS=continue (the job's profile)
