@@ -450,13 +450,12 @@ template <typename Stream> class Link : public held_writes::Holder, public std::
   // stream takes it all and keeps what the socket did not, has_output()).
   void write_queue_now() {
     std::vector<asio::const_buffer> buffers;
-    std::size_t frames = 0, bytes = 0;
+    std::size_t bytes = 0;
     for (const Outbound& o : queue_) {
       if (buffers.size() + 2 > kBatchBuffers) break;
       if (!o.head.empty()) buffers.push_back(asio::buffer(o.head));
       const std::string& body = o.shared ? *o.shared : o.body;
       if (!body.empty()) buffers.push_back(asio::buffer(body));
-      ++frames;
       bytes += all_bytes(o);
     }
     std::size_t sent = 0;
