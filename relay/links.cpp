@@ -126,7 +126,7 @@ asio::awaitable<void> Relay::dial_link(std::string cluster, tcp::endpoint ep) {
   }
   auto link = std::make_shared<TlsLink>(std::move(stream), "relay " + cluster);
   start_link(cluster, link);
-  // Posted before the link's first frame can be (its read loop starts after this returns).
+  // Handed over before the link's first frame can be (its read loop starts after this returns).
   hand_over(io_, [this, cluster, link] { on_dialled(cluster, link); });
 }
 
