@@ -10,6 +10,7 @@
 
 #include "common/tls.h"
 #include "common/tls_stream.h"
+#include "socket_pair.h"
 
 using namespace gridrt;
 
@@ -25,14 +26,7 @@ class TlsStreamTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  // A connected pair of sockets on `io`.
-  std::pair<tcp::socket, tcp::socket> socket_pair() {
-    tcp::acceptor acceptor(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-    tcp::socket a(io_), b(io_);
-    a.connect(acceptor.local_endpoint());
-    acceptor.accept(b);
-    return {std::move(a), std::move(b)};
-  }
+  std::pair<tcp::socket, tcp::socket> socket_pair() { return test_support::socket_pair(io_); }
 
   asio::io_context io_;
   std::filesystem::path dir_;
