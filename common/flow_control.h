@@ -69,6 +69,15 @@ inline std::size_t settled_window(const Window& w, double rate, double round_tri
 
 inline constexpr std::size_t kFrameCost = 64;  // credit a frame costs beyond its body
 inline constexpr std::size_t kMaxFragment = 64 * 1024;
+// Where the least round trip to a destination is under kGrowFrom (a machine room's path, or
+// one machine's), frames may be twice as large. Each frame costs both relays and both ends a
+// read, a write and a Credit frame back, whatever its size; on a short path that per-frame
+// work, not a line, is what a stream waits on (one stream through two relays on two cores, the
+// window the same: more bandwidth and less CPU per byte with 128 KiB frames than with 64 KiB
+// in each of eight alternations; docs/benchmarks.md). On a wide-area line a frame's time on the line is
+// what a small message queued behind it waits (64 KiB at 100 Mbit/s is 5 ms), so there they
+// stay at kMaxFragment, which is also what the models play (they predict wide-area lines).
+inline constexpr std::size_t kMaxShortPathFragment = 128 * 1024;
 // A message above this goes as rendezvous: its first frame, then the rest once the receiver
 // has matched it (its Matched back a round trip after the first frame left, the receive
 // taken as posted).
@@ -76,7 +85,9 @@ inline constexpr std::size_t kRendezvousAbove = 4u << 20;
 // The body of a message's frames: small enough that the relays, which store and forward
 // whole frames, work on several at once, and that a window holds several (four or more),
 // so that a stream flows while credit comes back.
-inline std::size_t fragment_bytes(std::size_t window) { return std::min(kMaxFragment, window / 4 - kFrameCost); }
+inline std::size_t fragment_bytes(std::size_t window, bool short_path = false) {
+  return std::min(short_path ? kMaxShortPathFragment : kMaxFragment, window / 4 - kFrameCost);
+}
 
 // May the credit of a message of one frame wait at its receiver (wire::kCreditMayWait)? When
 // the frame leaves its sender `credit_left` of a `window`: yes if that is three quarters of

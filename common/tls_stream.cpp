@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -18,10 +19,56 @@ constexpr std::size_t kSocketRead = 256 * 1024;  // ciphertext taken from the so
 // connection that says nothing (or garbage) costs a few KiB, not kSocketRead.
 constexpr std::size_t kHandshakeRead = kRecord + 512;
 
-BIO* new_memory_bio() {
-  BIO* b = BIO_new(BIO_s_mem());
+// Where TLS reads its ciphertext: the buffer the socket is read into, so that a record's bytes
+// are copied once, into OpenSSL's record buffer. (A memory BIO took them in a copy of its
+// own first: one more pass over every byte a relay receives.) Empty means "wait for more",
+// not end of stream.
+struct Ciphertext {
+  std::vector<char> bytes;
+  std::size_t begin = 0, end = 0;  // what TLS has not read yet
+};
+Ciphertext& input_of(BIO* b) { return *static_cast<Ciphertext*>(BIO_get_data(b)); }
+BIO_METHOD* input_method() {
+  static BIO_METHOD* const method = [] {
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "gridrt ciphertext in");
+    if (!m) throw std::bad_alloc();
+    BIO_meth_set_create(m, [](BIO* b) {
+      BIO_set_data(b, new Ciphertext());
+      BIO_set_init(b, 1);
+      return 1;
+    });
+    BIO_meth_set_destroy(m, [](BIO* b) {
+      delete static_cast<Ciphertext*>(BIO_get_data(b));
+      BIO_set_data(b, nullptr);
+      return 1;
+    });
+    BIO_meth_set_read_ex(m, [](BIO* b, char* out, std::size_t size, std::size_t* read) {
+      BIO_clear_retry_flags(b);
+      Ciphertext& in = input_of(b);
+      const std::size_t n = std::min(size, in.end - in.begin);
+      *read = n;
+      if (n == 0) {
+        BIO_set_retry_read(b);
+        return 0;
+      }
+      std::memcpy(out, in.bytes.data() + in.begin, n);
+      in.begin += n;
+      return 1;
+    });
+    BIO_meth_set_ctrl(m, [](BIO* b, int cmd, long, void*) -> long {
+      switch (cmd) {
+        case BIO_CTRL_PENDING: return static_cast<long>(input_of(b).end - input_of(b).begin);
+        case BIO_CTRL_FLUSH: return 1;
+        default: return 0;
+      }
+    });
+    return m;
+  }();
+  return method;
+}
+BIO* new_input_bio() {
+  BIO* b = BIO_new(input_method());
   if (!b) throw std::bad_alloc();
-  BIO_set_mem_eof_return(b, -1);  // empty means "wait for more", not end of stream
   return b;
 }
 
@@ -83,7 +130,7 @@ TlsStream::TlsStream(tcp::socket socket) : socket_(std::move(socket)), socket_re
 TlsStream::TlsStream(tcp::socket socket, asio::ssl::context& ctx) : socket_(std::move(socket)), socket_read_(kHandshakeRead) {
   ssl_ = SSL_new(ctx.native_handle());
   if (!ssl_) throw std::bad_alloc();
-  SSL_set_bio(ssl_, new_memory_bio(), new_output_bio());
+  SSL_set_bio(ssl_, new_input_bio(), new_output_bio());
   spare_output_ = new_output_bio();
 }
 
@@ -91,7 +138,6 @@ TlsStream::TlsStream(TlsStream&& o) noexcept
     : socket_(std::move(o.socket_)),
       ssl_(std::exchange(o.ssl_, nullptr)),
       spare_output_(std::exchange(o.spare_output_, nullptr)),
-      input_(std::move(o.input_)),
       staging_(std::move(o.staging_)),
       socket_read_(o.socket_read_) {}
 
@@ -126,11 +172,19 @@ asio::awaitable<boost::system::error_code> TlsStream::handshake(HandshakeType ty
 }
 
 asio::awaitable<bool> TlsStream::fill(boost::system::error_code& ec) {
-  input_.resize(socket_read_);
-  const std::size_t n = co_await socket_.async_read_some(asio::buffer(input_), asio::redirect_error(asio::use_awaitable, ec));
+  if (!ssl_) co_return false;
+  // TLS asks for more only when what is left cannot make a record: at most a record's start
+  // moves to the front.
+  Ciphertext& in = input_of(SSL_get_rbio(ssl_));
+  if (in.begin > 0) {
+    std::memmove(in.bytes.data(), in.bytes.data() + in.begin, in.end - in.begin);
+    in.end -= std::exchange(in.begin, 0);
+  }
+  if (in.bytes.size() < in.end + socket_read_) in.bytes.resize(in.end + socket_read_);
+  const std::size_t n =
+      co_await socket_.async_read_some(asio::buffer(in.bytes.data() + in.end, socket_read_), asio::redirect_error(asio::use_awaitable, ec));
   if (ec) co_return false;
-  // A memory BIO only fails to take bytes when memory runs out.
-  if (BIO_write(SSL_get_rbio(ssl_), input_.data(), static_cast<int>(n)) != static_cast<int>(n)) throw std::bad_alloc();
+  in.end += n;
   co_return true;
 }
 

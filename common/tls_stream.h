@@ -69,7 +69,6 @@ class TlsStream {
   tcp::socket socket_;
   SSL* ssl_ = nullptr;           // none when unencrypted
   BIO* spare_output_ = nullptr;  // an empty memory BIO to swap in while the last one is sent
-  std::vector<char> input_;      // ciphertext as read from the socket
   std::vector<char> staging_;    // small buffers gathered into one full record
   std::size_t socket_read_;      // how much ciphertext one read takes (small before the handshake)
 };

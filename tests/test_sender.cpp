@@ -238,10 +238,20 @@ TEST(Sender, AWindowStaysWhereItsLineIsShortAndAFixedOneStaysAnywhere) {
   lan.stream(1, 16 << 20, 2);
   EXPECT_EQ(lan.sender.window_to(1), flow::kDefaultWindowBytes);
   EXPECT_EQ(flow::settled_window(flow::Window{}, 1.25e9, 2e-3), flow::kDefaultWindowBytes);
+  // There, once a round trip has shown the path short, frames are larger (fewer for the relays
+  // and ends to handle); to a destination not yet heard from, and on a long line, they are not.
+  EXPECT_EQ(lan.sender.slot(1, 2).fragment, flow::fragment_bytes(flow::kDefaultWindowBytes, true));
+  EXPECT_GT(flow::fragment_bytes(flow::kDefaultWindowBytes, true), flow::kMaxFragment);
+  EXPECT_EQ(lan.sender.slot(2, 2).fragment, flow::kMaxFragment);
+  EXPECT_EQ(full.sender.slot(1, 3).fragment, flow::kMaxFragment);
   // A window GRIDRT_WINDOW set stays, however long the line.
   Line fixed(25e6, 0.05, flow::Window{flow::kDefaultWindowBytes, false});
   const double took = fixed.stream(1, 16 << 20, 1);
   EXPECT_EQ(fixed.sender.window_to(1), flow::kDefaultWindowBytes);
+  EXPECT_EQ(fixed.sender.slot(1, 2).fragment, flow::kMaxFragment);
+  Line fixed_lan(1.25e9, 2e-3, flow::Window{flow::kDefaultWindowBytes, false});  // (a set window learns the path too)
+  fixed_lan.stream(1, 4 << 20, 1);
+  EXPECT_EQ(fixed_lan.sender.slot(1, 2).fragment, flow::fragment_bytes(flow::kDefaultWindowBytes, true));
   EXPECT_GT(took, 0.9 * (16 << 20) / (flow::kDefaultWindowBytes / 0.05));  // a window per round trip
   // The largest a window grows to: 1 GB/s over 100 ms would take 100 MB.
   Line huge(1e9, 0.1, flow::Window{});

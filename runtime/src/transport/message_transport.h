@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 #include <string_view>
 
 #include "matching.h"
@@ -40,14 +41,14 @@ struct RemoteOp {
 // (to a posted receive, or by a matched probe); until then the fragments wait here.
 struct Arrival {
   Envelope env;
-  std::size_t total = 0;     // the whole message's size, known from its first fragment
-  std::uint64_t number = 0;  // its place among the messages of its stream (source, context)
-  bool synchronous = false;  // its sender waits to hear that it was matched
-  bool rendezvous = false;   // its rest comes once it is matched
-  std::string data;          // fragments not yet delivered (while nobody took it)
-  std::size_t withheld = 0;  // flow-control credit owed for them, granted when delivered
-  std::size_t buffered = 0;  // credit granted already for them (the receiver's unexpected budget)
-  std::size_t filled = 0;    // bytes delivered into the bound receive
+  std::size_t total = 0;          // the whole message's size, known from its first fragment
+  std::uint64_t number = 0;       // its place among the messages of its stream (source, context)
+  bool synchronous = false;       // its sender waits to hear that it was matched
+  bool rendezvous = false;        // its rest comes once it is matched
+  std::vector<std::string> data;  // fragments not yet delivered (while nobody took it), each as it came
+  std::size_t withheld = 0;       // flow-control credit owed for them, granted when delivered
+  std::size_t buffered = 0;       // credit granted already for them (the receiver's unexpected budget)
+  std::size_t filled = 0;         // bytes delivered into the bound receive
   std::shared_ptr<RemoteOp> bound;
   bool complete = false;  // its last fragment is here
 };

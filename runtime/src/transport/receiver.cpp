@@ -24,7 +24,12 @@ bool Receiver::on_fragment(const Fragment& f) {
     deliver(*in, f.data, f.size);
     hooks_.grant(f.env, f.cost, f.credit_may_wait);
   } else {
-    in->data.append(f.data, f.size);
+    // A large fragment is kept as it came, its frame's body taken whole rather than copied
+    // once more before its receive copies it out; not a buffer much larger than its bytes
+    // (the budget counts bytes, not what holds them).
+    if (f.owner && f.owner->data() == f.data && f.owner->size() == f.size && f.size >= kTakeWholeFrom && f.owner->capacity() <= 2 * f.size)
+      in->data.push_back(std::move(*f.owner));
+    else in->data.emplace_back(f.data, f.size);
     if (buffered_ + f.cost <= budget_) {  // buffered here: its sender may go on
       buffered_ += f.cost;
       in->buffered += f.cost;
@@ -87,9 +92,7 @@ void Receiver::bind(const std::shared_ptr<Arrival>& in, const std::shared_ptr<Re
   in->bound = op;
   op->got = in->env;
   op->total = in->total;
-  const std::string held = std::move(in->data);
-  in->data.clear();
-  deliver(*in, held.data(), held.size());
+  for (const std::string& held : std::exchange(in->data, {})) deliver(*in, held.data(), held.size());
   buffered_ -= std::exchange(in->buffered, 0);
   hooks_.grant(in->env, std::exchange(in->withheld, 0), false);
   if (in->synchronous || in->rendezvous) hooks_.matched(in->env, in->number);

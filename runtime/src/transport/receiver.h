@@ -35,6 +35,7 @@ class Receiver {
     std::function<void(const Envelope& from, std::uint64_t number)> matched;
   };
   static constexpr std::size_t kUnexpectedBudget = 32u << 20;
+  static constexpr std::size_t kTakeWholeFrom = 16u << 10;  // (Fragment::owner)
   explicit Receiver(Hooks hooks, std::size_t unexpected_budget = kUnexpectedBudget)
       : hooks_(std::move(hooks)), budget_(unexpected_budget) {}
 
@@ -42,6 +43,7 @@ class Receiver {
     Envelope env;
     const char* data = nullptr;
     std::size_t size = 0;
+    std::string* owner = nullptr;  // the string `data` lies in, if it may be taken whole (else copied)
     std::size_t total = 0;         // the whole message's size (first part)
     bool last = false;             // no more fragments of this part of the message follow
     bool synchronous = false;      // (first fragment) its sender waits for the match

@@ -417,6 +417,7 @@ void RelayTransport::on_data(Frame& f) {
   fragment.env = {f.header.context, f.header.src, f.header.tag};
   fragment.data = f.body.data();
   fragment.size = f.body.size();
+  fragment.owner = &f.body;
   fragment.last = !(f.header.flags & kMore);
   fragment.cost = f.body.size() + kFrameCost;
   fragment.credit_may_wait = (f.header.flags & wire::kCreditMayWait) != 0;

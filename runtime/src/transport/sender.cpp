@@ -26,8 +26,11 @@ Sender::Slot Sender::slot(std::int32_t dst, std::uint32_t context) {
   const Stream& s = stream(dst, context);
   // Relays store and forward whole frames, so small fragments let the hops work at once
   // (a pipeline); a window holds several, so the stream flows while credit comes back
-  // (models/flow_window.h, where the model plays the same frames).
-  return {s.messages, flow::fragment_bytes(s.window)};
+  // (models/flow_window.h, where the model plays the same frames). Larger ones on a short
+  // path, once a round trip to its destination says it is one (common/flow_control.h).
+  const auto d = destinations_.find(dst);
+  const bool short_path = d != destinations_.end() && d->second.least_round_trip < std::chrono::duration<double>(flow::kGrowFrom);
+  return {s.messages, flow::fragment_bytes(s.window, short_path)};
 }
 
 Sender::Frames Sender::encode(wire::Header h, const Slot& slot, std::string_view head, const void* buf, std::size_t bytes, bool synchronous,
@@ -78,10 +81,8 @@ bool Sender::pump(Stream& s, bool clocked) {
     s.credit -= static_cast<std::int64_t>(o.cost);
     const bool may_wait = o.whole && flow::credit_may_wait(static_cast<std::size_t>(s.credit), s.window);
     if (may_wait) wire::add_flags(o.bytes, wire::kCreditMayWait);
-    if (s.grows) {
-      s.taken += o.cost;
-      s.in_flight.push_back({s.taken, o.cost, clock_(), clocked, may_wait});
-    }
+    s.taken += o.cost;
+    s.in_flight.push_back({s.taken, o.cost, clock_(), clocked, may_wait});
     write_(s.dst, std::move(o.bytes));
     if (o.completes) {
       // A frame that could not go (the peer's direct connection is gone) fails its send.
@@ -101,16 +102,14 @@ bool Sender::credit(std::int32_t dst, std::uint32_t context, std::size_t bytes) 
   if (it == out_.end()) return false;  // credit for a stream never used: nothing waits on it
   Stream& s = it->second;
   s.credit += static_cast<std::int64_t>(bytes);
-  if (s.grows) {
-    s.returned += bytes;
-    learn(s, !s.queue.empty());
-  }
+  s.returned += bytes;
+  learn(s, !s.queue.empty());
   return pump(s, true);
 }
 
-// Credit came back (s.returned): each frame it covers gives a round trip. `waiting`: frames
-// of the stream were waiting for that credit. common/flow_control.h says why and when the window
-// doubles.
+// Credit came back (s.returned): each frame it covers gives a round trip (the least of them
+// tells a short path: slot()). `waiting`: frames of the stream were waiting for that credit.
+// common/flow_control.h says why and when a growing window doubles.
 void Sender::learn(Stream& s, bool waiting) {
   Destination& d = destinations_[s.dst];
   const auto now = clock_();
@@ -127,7 +126,7 @@ void Sender::learn(Stream& s, bool waiting) {
     if (round_trip <= d.least_round_trip * flow::kGrowWithin) s.unqueued += f.cost;
     else s.unqueued = 0;
   }
-  if (!waiting || s.unqueued < s.window || s.window >= flow::kMaxGrownWindowBytes ||
+  if (!s.grows || !waiting || s.unqueued < s.window || s.window >= flow::kMaxGrownWindowBytes ||
       d.least_round_trip < std::chrono::duration<double>(flow::kGrowFrom))
     return;
   const std::size_t grown = std::min(2 * s.window, flow::kMaxGrownWindowBytes);

@@ -85,8 +85,8 @@ class Sender {
     std::size_t window = 0;  // its window: as the stream began, then as grown
     bool grows = false;
     std::int64_t credit = 0;
-    // For a growing window: the credit its frames took so far (in all) and given back, and
-    // its frames on their way. A frame judges the window only if credit coming back sent
+    // The credit its frames took so far (in all) and given back, and its frames on their way,
+    // each timed (the round trips of their credit). A frame judges a growing window only if credit coming back sent
     // it (clocked: the frames of a burst from full credit queue behind each other whatever
     // the window) and it left after those the window's last growth let go and a round trip
     // of frames behind them (its end past judged_after).
@@ -109,8 +109,8 @@ class Sender {
   bool pump(Stream& s, bool clocked = false);  // clocked: by credit that came back
   void learn(Stream& s, bool waiting);
 
-  // What a destination's streams learned: the least round trip of a frame's credit, and the
-  // largest window grown.
+  // What a destination's streams learned: the least round trip of a frame's credit (which
+  // tells a short path, common/flow_control.h), and the largest window grown.
   struct Destination {
     std::chrono::steady_clock::duration least_round_trip = std::chrono::steady_clock::duration::max();
     std::size_t window = 0;
