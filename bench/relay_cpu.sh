@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Where a stream through the relays spends CPU: CPU-seconds per GB of each relay and each end
+# process, and the share of the time both cores were idle, over a window in the middle of one
+# long stream (bench/relay.sh with 1 MiB messages).
+#
+#   bench/relay_cpu.sh [BYTES] [SECONDS]
+#       BYTES     the stream's length (default 8589934592: long enough for the window)
+#       SECONDS   the window measured, from the 5th second on (default 6)
+# Thread times from /proc (utime + stime of every gridrelay and relay_bench), idle from
+# /proc/stat. The stream's rate is relay_bench's own figure for the whole stream, so the
+# window must lie within it. GRIDRT_WINDOW and the like pass through to the job.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bytes=${1:-8589934592}; seconds=${2:-6}
+[ -x build/bin/relay_bench ] || { echo "build first: scripts/build.sh" >&2; exit 1; }
+log=$(mktemp /tmp/relay-cpu.XXXXXX)
+trap 'rm -f "$log"' EXIT
+tick=$(getconf CLK_TCK)
+cpus=$(nproc)
+times() { for p in $(pgrep -x gridrelay) $(pgrep -x relay_bench); do echo "$(cat /proc/$p/comm) $(awk '{print $14 + $15}' /proc/$p/stat)"; done; }
+bash bench/relay.sh 1 1048576:1048576 "$bytes" 1 > "$log" 2>&1 &
+sleep 5
+before=$(times); idle_before=$(awk '/^cpu /{print $5}' /proc/stat)
+sleep "$seconds"
+after=$(times); idle_after=$(awk '/^cpu /{print $5}' /proc/stat)
+wait
+rate=$(awk '/bandwidth/{print $6}' "$log")
+[ -n "$rate" ] || { cat "$log" >&2; echo "relay_cpu: the stream gave no figure" >&2; exit 1; }
+paste <(echo "$before") <(echo "$after") | awk -v t="$tick" -v s="$seconds" -v rate="$rate" -v cpus="$cpus" \
+  -v idle=$((idle_after - idle_before)) '
+  { used = ($4 - $2) / t; total += used; line = line sprintf("  %s %.2f", $1, used / s / (rate / 1000)) }
+  END { printf "stream %s MB/s; CPU-s per GB:%s; in all %.2f; cores idle %.0f%%\n", rate, line, total / s / (rate / 1000), idle / t / (s * cpus) * 100 }'
