@@ -10,6 +10,7 @@
 # /proc/stat. The stream's rate is relay_bench's own figure for the whole stream, so the
 # window must lie within it. GRIDRT_WINDOW and the like pass through to the job.
 set -euo pipefail
+case "${1:-}" in -h | --help) sed -n '2,11p' "$0" | cut -c3-; exit 0 ;; esac
 cd "$(dirname "$0")/.."
 bytes=${1:-8589934592}; seconds=${2:-6}
 [ -x build/bin/relay_bench ] || { echo "build first: scripts/build.sh" >&2; exit 1; }
