@@ -172,7 +172,6 @@ asio::awaitable<boost::system::error_code> TlsStream::handshake(HandshakeType ty
 }
 
 asio::awaitable<bool> TlsStream::fill(boost::system::error_code& ec) {
-  if (!ssl_) co_return false;
   // TLS asks for more only when what is left cannot make a record: at most a record's start
   // moves to the front.
   Ciphertext& in = input_of(SSL_get_rbio(ssl_));
