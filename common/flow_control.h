@@ -15,8 +15,26 @@
 
 namespace gridrt::flow {
 
-// The flow-control window per stream (GRIDRT_WINDOW), and what it may be.
-inline constexpr std::size_t kDefaultWindowBytes = 512 * 1024;
+inline constexpr std::size_t kFrameCost = 64;  // credit a frame costs beyond its body
+inline constexpr std::size_t kMaxFragment = 64 * 1024;
+// Where the least round trip to a destination is under kGrowFrom (a machine room's path, or
+// one machine's), frames may be twice as large. Each frame costs both relays and both ends a
+// read, a write and a Credit frame back, whatever its size; on a short path that per-frame
+// work, not a line, is what a stream waits on (one stream through two relays on two cores, the
+// window the same: more bandwidth and less CPU per byte with 128 KiB frames than with 64 KiB
+// in each of eight alternations; docs/benchmarks.md). On a wide-area line a frame's time on the line is
+// what a small message queued behind it waits (64 KiB at 100 Mbit/s is 5 ms), so there they
+// stay at kMaxFragment, which is also what the models play (they predict wide-area lines).
+inline constexpr std::size_t kMaxShortPathFragment = 128 * 1024;
+
+// The flow-control window per stream (GRIDRT_WINDOW), and what it may be. The default holds
+// 512 KiB of a stream's messages in whole frames with their cost: eight frames of 64 KiB, or
+// four of 128 KiB on a short path. A window of 512 KiB even held seven and three: a message
+// of 512 KiB waited a round trip for its eighth frame on a wide-area line, and on a short path
+// the frames were cut 64 bytes short of 128 KiB, so that a message of 1 MiB went as nine frames,
+// the last of 512 bytes, with three on their way at a time (one stream through two relays on
+// two cores: more bandwidth in 16 of 19 alternations, median +9%; docs/benchmarks.md).
+inline constexpr std::size_t kDefaultWindowBytes = 8 * (kMaxFragment + kFrameCost);
 inline constexpr std::size_t kMinWindowBytes = 4096, kMaxWindowBytes = std::size_t{1} << 32;
 
 // Where GRIDRT_WINDOW is unset, a stream's window starts at the default and grows where its
@@ -67,17 +85,6 @@ inline std::size_t settled_window(const Window& w, double rate, double round_tri
   return bytes;
 }
 
-inline constexpr std::size_t kFrameCost = 64;  // credit a frame costs beyond its body
-inline constexpr std::size_t kMaxFragment = 64 * 1024;
-// Where the least round trip to a destination is under kGrowFrom (a machine room's path, or
-// one machine's), frames may be twice as large. Each frame costs both relays and both ends a
-// read, a write and a Credit frame back, whatever its size; on a short path that per-frame
-// work, not a line, is what a stream waits on (one stream through two relays on two cores, the
-// window the same: more bandwidth and less CPU per byte with 128 KiB frames than with 64 KiB
-// in each of eight alternations; docs/benchmarks.md). On a wide-area line a frame's time on the line is
-// what a small message queued behind it waits (64 KiB at 100 Mbit/s is 5 ms), so there they
-// stay at kMaxFragment, which is also what the models play (they predict wide-area lines).
-inline constexpr std::size_t kMaxShortPathFragment = 128 * 1024;
 // A message above this goes as rendezvous: its first frame, then the rest once the receiver
 // has matched it (its Matched back a round trip after the first frame left, the receive
 // taken as posted).

@@ -14,9 +14,10 @@
 // 1992, on "long fat pipes").
 //
 // Frame by frame, not as a fluid rate: credit comes back whole frames at a time, so a
-// message one frame beyond what the credit holds waits a whole round trip for it. With the
-// default window of 512 KiB, seven frames of 64 KiB fit (each costs 64 KiB and 64 bytes):
-// over 10 ms, 1 Gbit/s, a message of 384 KiB crossed in 13.8 ms and one of 512 KiB in 32.6.
+// message one frame beyond what the credit holds waits a whole round trip for it. A window
+// of 512 KiB holds seven frames of 64 KiB (each costs 64 KiB and 64 bytes): over 10 ms, 1
+// Gbit/s, a message of 384 KiB crossed in 13.8 ms and one of 512 KiB in 32.6. (The default
+// window is 512 KiB and the cost of eight frames, so that it holds eight.)
 #pragma once
 
 #include <algorithm>

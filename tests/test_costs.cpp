@@ -269,19 +269,20 @@ TEST(Costs, AnAccessLineMakesASitesMessagesWaitForEachOther) {
 // 1 MiB (16 frames) leaves its last frame at 2 (R + tau) + 2 tau; with a window the line
 // never fills, after its 16 tau. Two such streams at once share the line (32 tau) but are
 // held by their windows; eight fill the line (128 tau) before their windows hold them. The
-// default window, which grows, settles at 4 MiB there (2.5 MB in flight): the line's pace.
+// default window, which grows, settles at eight times its start there (2.5 MB in flight):
+// the line's pace.
 TEST(Costs, AStreamAcrossALongFatLineGoesAtItsWindowsPace) {
   models::GridModel m = simple_model();
   m.between_sites[{"*", "*"}] = line(10e-3, 0.008);  // 1e6 bytes in 8 ms
   CostShape s = shape(m, {8, 8}, {"A", "B"});
   const double L = 10e-3, R = 20e-3, tau = 65536 * 8e-9, mib = 1048576;
-  EXPECT_EQ(s.pair_window[1].window, 4194304.0);
+  EXPECT_EQ(s.pair_window[1].window, 8.0 * flow::kDefaultWindowBytes);
   {
     Timeline tl(s);
     EXPECT_NEAR(tl.send(0, 0, 1, mib, 0, 8), L + 16 * tau, 1e-12);
   }
-  s.set_window(flow::Window{flow::kDefaultWindowBytes, false});
-  EXPECT_EQ(s.pair_window[1].window, static_cast<double>(flow::kDefaultWindowBytes));
+  s.set_window(flow::Window{512 * 1024, false});
+  EXPECT_EQ(s.pair_window[1].window, 512.0 * 1024);
   {
     Timeline tl(s);
     EXPECT_NEAR(tl.send(0, 0, 1, mib, 0, 8), L + 2 * (R + tau) + 2 * tau, 1e-12);
@@ -946,7 +947,7 @@ TEST(EventTimeline, ALoneMessageCostsWhatTheTimelineSays) {
 }
 
 // Two streams of 1 MiB (16 frames of 64 KiB, tau = 65.5 ms each on a line of 1 byte/us)
-// from site A to site B at once, the default window holding 7 frames, whose credit is back
+// from site A to site B at once, a window of 512 KiB holding 7 frames, whose credit is back
 // (R = 20 ms) long before the line has served them: the first stream's 7 frames, the
 // second's 7, then the first's next 7 (queued as its credit came back, while the second's
 // were on the line), the second's, and the last two of each: the first ends after 30 tau,
@@ -955,6 +956,7 @@ TEST(EventTimeline, ALoneMessageCostsWhatTheTimelineSays) {
 // ready earlier is served earlier, whatever the order the schedule added it in.
 TEST(EventTimeline, StreamsBeyondTheirWindowShareTheLineFrameByFrame) {
   CostShape s = shape(simple_model(), {2, 2}, {"A", "B"});
+  s.set_window(flow::Window{512 * 1024, false});
   const double L = 10e-3, tau = 65536e-6, mib = 1048576;
   auto both = [&](auto& tl) {
     const auto first = tl.send(0, 0, 1, mib, {}, 2);
@@ -999,6 +1001,7 @@ TEST(EventTimeline, StreamsBeyondTheirWindowShareTheLineFrameByFrame) {
 // last at 9 tau + R, while it arrives at 16 tau + L.
 TEST(EventTimeline, ASendIsHandedOverWhenItsLastFrameHasCredit) {
   CostShape s = shape(simple_model(), {2, 2}, {"A", "B"});
+  s.set_window(flow::Window{512 * 1024, false});
   const double L = 10e-3, R = 20e-3, tau = 65536e-6, mib = 1048576;
   EventTimeline ev(s);
   EventTimeline::Time beyond{}, whole{}, inside{};
@@ -1012,7 +1015,8 @@ TEST(EventTimeline, ASendIsHandedOverWhenItsLastFrameHasCredit) {
   EXPECT_NEAR(ev.at(inside), 0, 1e-12);  // (free inside clusters in this model)
 }
 
-// Credit comes back on the line the other way, behind what is queued there. Four members
+// Credit comes back on the line the other way, behind what is queued there (windows of 512
+// KiB, seven frames of 64 KiB). Four members
 // of site B send site A's one member 256 KiB each at once (16 frames on B's line to A,
 // each stream's held whole by its window), while A's member sends B 1 MiB: the grants for
 // its first 7 frames wait behind B's 16 frames and are back at 16 tau + L; its frames 7 to
@@ -1022,7 +1026,8 @@ TEST(EventTimeline, ASendIsHandedOverWhenItsLastFrameHasCredit) {
 // same way, and is not with a window holding its messages whole.
 TEST(EventTimeline, CreditComesBackBehindTheFramesOnTheLineBack) {
   const double L = 10e-3, tau = 65536e-6, mib = 1048576;
-  const CostShape s = shape(simple_model(), {1, 4}, {"A", "B"});
+  CostShape s = shape(simple_model(), {1, 4}, {"A", "B"});
+  s.set_window(flow::Window{512 * 1024, false});
   EventTimeline ev(s);
   EventTimeline::Time handed{};
   const auto arrives = ev.send(0, 0, 1, mib, EventTimeline::kStart, 1, &handed);
@@ -1032,6 +1037,7 @@ TEST(EventTimeline, CreditComesBackBehindTheFramesOnTheLineBack) {
   EXPECT_NEAR(ev.at(handed), 18 * tau + 3 * L, 1e-9);
 
   CostShape two = shape(simple_model(), {1, 1}, {"A", "B"});
+  two.set_window(flow::Window{512 * 1024, false});
   EXPECT_GT(alltoall_pairwise_cost(two, mib), 16 * tau + L + 1e-3);
   two.set_window(flow::Window{64 << 20, false});
   EXPECT_NEAR(alltoall_pairwise_cost(two, mib), 16 * tau + L, 1e-9);

@@ -450,10 +450,10 @@ TEST(FlowWindow, AWindowBelowTheLinesRateTimesItsRoundTripIsFound) {
   EXPECT_FALSE(check_window(m, m / 25e6, rtt0, fixed).limits);                                  // 500 KB: within 1.5 x the window
   EXPECT_TRUE(check_window(m, m / 50e6, rtt0, fixed).limits);                                   // 1 MB: beyond
   EXPECT_FALSE(check_window(m, 0, rtt0, fixed).limits);                                         // no rate to be had: nothing said
-  // Growing: 2.5 MB in flight settle at 4 MiB; 10 Gbit/s over 100 ms (125 MB) beyond 16 MiB.
+  // Growing: 2.5 MB in flight settle at eight default windows (4 MiB and the frames' cost); 10 Gbit/s over 100 ms (125 MB) beyond 16 MiB.
   const WindowCheck grown = check_window(m, m / 125e6, rtt0, gridrt::flow::Window{});
   EXPECT_FALSE(grown.limits);
-  EXPECT_EQ(grown.settled, 4194304.0);
+  EXPECT_EQ(grown.settled, 8.0 * gridrt::flow::kDefaultWindowBytes);
   const WindowCheck huge = check_window(m, m / 1.25e9, 0.1, gridrt::flow::Window{});
   EXPECT_TRUE(huge.limits);
   EXPECT_EQ(huge.settled, static_cast<double>(gridrt::flow::kMaxGrownWindowBytes));

@@ -56,6 +56,25 @@ TEST(Sender, FramesLeaveAsCreditAllowsAndTheMessageCompletesWithItsLastFrame) {
   EXPECT_TRUE(other->done);
 }
 
+TEST(Sender, TheDefaultWindowHolds512KiBOfMessagesInWholeFrames) {
+  Wire w;
+  w.sender.set_window(flow::Window{});
+  // A wide-area line's frames (no round trip seen yet): a message of 512 KiB leaves whole.
+  auto first = w.send(1, 5, 512 * 1024);
+  EXPECT_EQ(w.frames.size(), 8u);
+  EXPECT_TRUE(first->done);
+  w.sender.credit(1, 5, 8 * (flow::kMaxFragment + flow::kFrameCost));  // (at once: a short path)
+  // On a short path, a message of 1 MiB goes as eight frames of 128 KiB, four of them at once.
+  w.frames.clear();
+  auto second = w.send(1, 5, 1024 * 1024);
+  EXPECT_EQ(w.frames.size(), 4u);
+  EXPECT_EQ(w.frames[0].second.seq, 1024u * 1024);
+  EXPECT_FALSE(second->done);
+  EXPECT_TRUE(w.sender.credit(1, 5, 4 * (flow::kMaxShortPathFragment + flow::kFrameCost)));
+  EXPECT_EQ(w.frames.size(), 8u);
+  EXPECT_TRUE(second->done);
+}
+
 TEST(Sender, AHeadAndTheDataBehindItAreOneMessageWhereverTheFramesCutThem) {
   Sender::Slot slot;
   slot.fragment = 7;
@@ -207,11 +226,11 @@ struct Line {
 };
 
 TEST(Sender, AWindowGrowsOnALongFatLineUntilItsFramesQueueThere) {
-  // 200 Mbit/s over 50 ms: 1.25 MB in flight keeps the line full; the default 512 KiB does
-  // not, and doubles while its frames find no queue: to 2 MiB, past which they would.
+  // 200 Mbit/s over 50 ms: 1.25 MB in flight keeps the line full; the default window does
+  // not, and doubles while its frames find no queue: twice, past which they would.
   Line line(25e6, 0.05, flow::Window{});
   const std::size_t settled = flow::settled_window(flow::Window{}, 25e6, 0.05);
-  EXPECT_EQ(settled, std::size_t{2} << 20);
+  EXPECT_EQ(settled, 4 * flow::kDefaultWindowBytes);
   line.stream(3, 16 << 20, 2);
   EXPECT_EQ(line.sender.window_to(1), settled);
   // Settled, 16 MiB cross at the line's rate (plus a round trip), not at a window per round trip.
