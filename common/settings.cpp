@@ -24,7 +24,8 @@ std::vector<Setting> make_table() {
       {"GRIDRT_WAIT", "yield", "how a process waits on MPI", "how a process waits on MPI: `spin`, `yield` (the CPU to others), `sleep`",
        kProcesses, W{"yield", "spin", "sleep"}},
       {"GRIDRT_WINDOW", "524800 (512 KiB in whole frames), growing", "flow-control window per stream (fixed)",
-       "flow-control window per stream, bytes (docs/protocol.md). Unset, each stream's window starts at 524800 bytes (512 KiB of messages in eight whole frames of 64 KiB, four of 128 KiB) and doubles, up to "
+       "flow-control window per stream, bytes (docs/protocol.md). Unset, each stream's window starts at 524800 bytes (512 KiB of messages "
+       "in eight whole frames of 64 KiB, four of 128 KiB) and doubles, up to "
        "16 MiB, where its line carries more per round trip (a long fat WAN); set, it stays as set (`gridrun calibrate` warns where it "
        "holds a line back and names the value; the model's predictions and auto's choices follow the window the job keeps; "
        "docs/models.md)",
