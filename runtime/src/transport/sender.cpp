@@ -120,13 +120,13 @@ void Sender::learn(Stream& s, bool waiting) {
     const auto round_trip = now - f.left;
     d.least_round_trip = std::min(d.least_round_trip, round_trip);
     if (!f.clocked || f.end <= s.judged_after) continue;
-    // A whole window of frames in a row must come back as fast as on an idle line: one
+    // More than a window of frames in a row must come back as fast as on an idle line: one
     // lucky frame among queued ones (a busy machine's scheduling) is not a line held by its
     // window.
     if (round_trip <= d.least_round_trip * flow::kGrowWithin) s.unqueued += f.cost;
     else s.unqueued = 0;
   }
-  if (!s.grows || !waiting || s.unqueued < s.window || s.window >= flow::kMaxGrownWindowBytes ||
+  if (!s.grows || !waiting || s.unqueued <= s.window || s.window >= flow::kMaxGrownWindowBytes ||
       d.least_round_trip < std::chrono::duration<double>(flow::kGrowFrom))
     return;
   const std::size_t grown = std::min(2 * s.window, flow::kMaxGrownWindowBytes);
