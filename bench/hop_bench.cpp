@@ -10,11 +10,16 @@
 // (256 KiB reads, one write each), as an ideal relay would. So "chain / direct" bounds what
 // gridrt's relay path can reach against raw TCP here (bench/relay.sh), with and without TLS.
 //
-//   hop_bench [BYTES] [SIZE] [ROUNDS]
+//   hop_bench [BYTES] [SIZE] [ROUNDS] [PLACEMENT]
 //     bandwidth: the sender writes BYTES in SIZE-byte messages, the receiver acknowledges the
 //     end (default 1 GiB of 1 MiB); latency: 1 KiB round trips. Medians of ROUNDS (default 5).
+//     PLACEMENT: shared (default: the scheduler places every process) or apart (each chain's
+//     two forwarders held on two different cores, as two clusters' front-ends are; the ends
+//     stay free). bench/relay.sh takes the same word for the relays, so that both paths can be
+//     compared under either placement.
 #include "common/program_help.h"
 #include <sys/wait.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -98,7 +103,20 @@ struct ForwarderSpec {
   int next_port;
   asio::ssl::context* tls_in = nullptr;   // accept TLS with this context
   asio::ssl::context* tls_out = nullptr;  // dial TLS with this context
+  int cpu = -1;                           // held on this core (PLACEMENT apart), or placed by the scheduler
 };
+
+// The first two cores this process may run on (PLACEMENT apart), or nothing with fewer.
+std::vector<int> two_cores() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  std::vector<int> cores;
+  if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return cores;
+  for (int c = 0; c < CPU_SETSIZE && cores.size() < 2; ++c)
+    if (CPU_ISSET(c, &allowed)) cores.push_back(c);
+  if (cores.size() < 2) cores.clear();
+  return cores;
+}
 
 template <typename In, typename Out> void forward_pair(asio::io_context& io, In& in, Out& out) {
   asio::co_spawn(io, pump(in, out), asio::detached);
@@ -115,6 +133,12 @@ asio::awaitable<void> shake(TlsStream& s, TlsStream::HandshakeType type) {
 }
 
 [[noreturn]] void forward(const ForwarderSpec& spec) {
+  if (spec.cpu >= 0) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(spec.cpu, &one);
+    if (::sched_setaffinity(0, sizeof one, &one) != 0) die("sched_setaffinity");
+  }
   asio::io_context io;
   asio::ip::tcp::acceptor acceptor(io, asio::ip::tcp::v4(), spec.listener);
   for (;;) {
@@ -184,11 +208,13 @@ std::vector<double> round_trips(const std::vector<int>& ports, int iters) {
 
 }  // namespace
 
-const char* kUsage = R"(usage: hop_bench [BYTES] [SIZE] [ROUNDS]
+const char* kUsage = R"(usage: hop_bench [BYTES] [SIZE] [ROUNDS] [PLACEMENT]
 The ceiling of any two-relay path on this machine: raw TCP sender -> receiver against a chain
 sender -> forwarder -> forwarder -> receiver, plain and with TLS 1.3 between the forwarders.
 Bandwidth: BYTES (default 1 GiB) in SIZE-byte messages (default 1 MiB); latency: 1 KiB round
-trips. Medians of ROUNDS (default 5).
+trips. Medians of ROUNDS (default 5). PLACEMENT: shared (default; the scheduler places every
+process) or apart (each chain's two forwarders held on two different cores, as two clusters'
+front-ends are; needs two cores).
 )";
 
 int main(int argc, char** argv) {
@@ -196,9 +222,22 @@ int main(int argc, char** argv) {
   const std::uint64_t bytes = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1ull << 30;
   const std::size_t size = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1 << 20;
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 5;
-  if (argc > 4 || bytes == 0 || size == 0 || rounds <= 0) {
+  const std::string placement = argc > 4 ? argv[4] : "shared";
+  if (argc > 5 || bytes == 0 || size == 0 || rounds <= 0) {
     std::fprintf(stderr, "hop_bench: BYTES, SIZE and ROUNDS must be positive numbers\n%s", kUsage);
     return 2;
+  }
+  if (placement != "shared" && placement != "apart") {
+    std::fprintf(stderr, "hop_bench: PLACEMENT must be shared or apart, not '%s'\n%s", placement.c_str(), kUsage);
+    return 2;
+  }
+  std::vector<int> cores = {-1, -1};
+  if (placement == "apart") {
+    cores = two_cores();
+    if (cores.empty()) {
+      std::fprintf(stderr, "hop_bench: PLACEMENT apart needs two cores this process may run on\n");
+      return 2;
+    }
   }
   // Throw-away credentials for the TLS hop, made before any child exists.
   const std::string dir = "/tmp/hop-bench-" + std::to_string(::getpid());
@@ -218,15 +257,15 @@ int main(int argc, char** argv) {
   const int f2 = listen_loopback(f2_port), f1 = listen_loopback(f1_port);
   const int t2 = listen_loopback(t2_port), t1 = listen_loopback(t1_port);
   spawn([&] { receive(receiver); });
-  spawn([&] { forward({f2, receiver_port}); });
-  spawn([&] { forward({f1, f2_port}); });
+  spawn([&] { forward({f2, receiver_port, nullptr, nullptr, cores[1]}); });
+  spawn([&] { forward({f1, f2_port, nullptr, nullptr, cores[0]}); });
   spawn([&] {
     auto ctx = tls::make_context(tls::Role::kServer, server);
-    forward({t2, receiver_port, &ctx, nullptr});
+    forward({t2, receiver_port, &ctx, nullptr, cores[1]});
   });
   spawn([&] {
     auto ctx = tls::make_context(tls::Role::kClient, client);
-    forward({t1, t2_port, nullptr, &ctx});
+    forward({t1, t2_port, nullptr, &ctx, cores[0]});
   });
 
   struct Path {
@@ -243,7 +282,8 @@ int main(int argc, char** argv) {
   const std::vector<double> rtts = round_trips(ports, 2000);
   for (std::size_t i = 0; i < paths.size(); ++i) paths[i].rtt = rtts[i];
 
-  std::printf("# hop_bench: %llu bytes in %zu-byte messages, medians of %d rounds\n", static_cast<unsigned long long>(bytes), size, rounds);
+  std::printf("# hop_bench: %llu bytes in %zu-byte messages, medians of %d rounds, forwarders %s\n", static_cast<unsigned long long>(bytes),
+              size, rounds, placement == "apart" ? "on two cores apart" : "placed by the scheduler");
   const double direct_mbs = median(paths[0].mbs), direct_rtt = paths[0].rtt;
   for (const auto& p : paths)
     std::printf("%-10s bandwidth %8.1f MB/s (%5.1f%% of direct)   1 KiB round trip %7.1f us (%4.1fx direct)\n", p.name, median(p.mbs),
