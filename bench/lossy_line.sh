@@ -3,7 +3,7 @@
 # iperf3 (Debian's) with 1 and with 4 streams, and a gridrt job's stream from a process of
 # one cluster to a process of the other through the two relays (relay_bench --all-to-all,
 # 1 MiB messages; the relay link is one TLS connection), with the default flow-control
-# window (which grows on such a line) and with GRIDRT_WINDOW fixing it at 512 KiB.
+# window (which grows on such a line) and with GRIDRT_WINDOW fixing it at the default's start.
 # With COLLECTIVES set, then: `gridrun calibrate` across the line and gridbench's
 # collectives (2 x 2 processes, hier and flat) against the model's predictions.
 #
@@ -103,21 +103,22 @@ for _ in $(seq 100); do
   grep -q "registered" "$dir/relay-c0.log" && grep -q "registered" "$dir/relay-c1.log" && break
   sleep 0.1
 done
-# The job's stream with the default flow-control window per stream (512 KiB, growing where
-# the line asks for more) and with GRIDRT_WINDOW fixing it at 512 KiB (at most a window per
-# round trip: 84 Mbit/s on 50 ms).
+# The job's stream with the default flow-control window per stream (524,800 bytes: 512 KiB of
+# messages in whole frames; growing where the line asks for more) and with GRIDRT_WINDOW
+# fixing it there (at most a window per round trip: 84 Mbit/s on 50 ms).
+fixed_window=524800
 sed 's|</arguments>|</arguments><environment><variable name="GRIDRT_WINDOW">$WINDOW</variable></environment>|' \
   bench/relay_all_to_all.xml >"$dir/stream-fixed.xml"
 cp bench/relay_all_to_all.xml "$dir/stream-default.xml"
 user=(--broker 10.241.0.1:7000 --cert "$ca/user-bench.pem" --key "$ca/user-bench.key" --ca "$ca/ca.pem")
 for window in default fixed; do
-  out=$(in_a build/bin/gridrun "${user[@]}" --var PAIRS=1 --var SECONDS="$secs" --var SIZES=1048576:1048576 --var WINDOW=524288 \
+  out=$(in_a build/bin/gridrun "${user[@]}" --var PAIRS=1 --var SECONDS="$secs" --var SIZES=1048576:1048576 --var WINDOW=$fixed_window \
     "$dir/stream-$window.xml" 2>&1) || {
     echo "$out"; echo "relay c0:"; cat "$dir/relay-c0.log"; echo "relay c1:"; cat "$dir/relay-c1.log"; exit 1; }
   mbs=$(echo "$out" | sed -n 's/.*: \([0-9.]*\) MB\/s aggregate.*/\1/p')
   [ -n "$mbs" ] || { echo "$out"; exit 1; }
   mbit=$(python3 -c "print('%.1f' % ($mbs * 8))")
-  what="the default window (growing)"; [ $window = fixed ] && what="GRIDRT_WINDOW=524288 (fixed)"
+  what="the default window (growing)"; [ $window = fixed ] && what="GRIDRT_WINDOW=$fixed_window (fixed)"
   echo "gridrt 1 stream through the relays, $what: $mbit Mbit/s" \
     "($(python3 -c "print('%.2f' % ($mbit / $one))") of iperf3's 1 stream, $(python3 -c "print('%.2f' % ($mbit / $four))") of its 4)"
 done
