@@ -3,23 +3,24 @@
 # process, and the share of the time both cores were idle, over a window in the middle of one
 # long stream (bench/relay.sh with 1 MiB messages).
 #
-#   bench/relay_cpu.sh [BYTES] [SECONDS]
+#   bench/relay_cpu.sh [BYTES] [SECONDS] [PLACEMENT]
 #       BYTES     the stream's length (default 8589934592: long enough for the window)
 #       SECONDS   the window measured, from the 5th second on (default 6)
+#       PLACEMENT shared (default) or apart: the relays' placement, as bench/relay.sh takes it
 # Thread times from /proc (utime + stime of every gridrelay and relay_bench), idle from
 # /proc/stat. The stream's rate is relay_bench's own figure for the whole stream, so the
 # window must lie within it. GRIDRT_WINDOW and the like pass through to the job.
 set -euo pipefail
-case "${1:-}" in -h | --help) sed -n '2,11p' "$0" | cut -c3-; exit 0 ;; esac
+case "${1:-}" in -h | --help) sed -n '2,12p' "$0" | cut -c3-; exit 0 ;; esac
 cd "$(dirname "$0")/.."
-bytes=${1:-8589934592}; seconds=${2:-6}
+bytes=${1:-8589934592}; seconds=${2:-6}; placement=${3:-shared}
 [ -x build/bin/relay_bench ] || { echo "build first: scripts/build.sh" >&2; exit 1; }
 log=$(mktemp /tmp/relay-cpu.XXXXXX)
 trap 'rm -f "$log"' EXIT
 tick=$(getconf CLK_TCK)
 cpus=$(nproc)
 times() { for p in $(pgrep -x gridrelay) $(pgrep -x relay_bench); do echo "$(cat /proc/$p/comm) $(awk '{print $14 + $15}' /proc/$p/stat)"; done; }
-bash bench/relay.sh 1 1048576:1048576 "$bytes" 1 > "$log" 2>&1 &
+bash bench/relay.sh 1 1048576:1048576 "$bytes" 1 relay "$placement" > "$log" 2>&1 &
 sleep 5
 before=$(times); idle_before=$(awk '/^cpu /{print $5}' /proc/stat)
 sleep "$seconds"
