@@ -45,7 +45,10 @@ cat > "$grid" <<XML
 XML
 job=(build/bin/gridrun --grid "$grid" --var PAIRS="$streams" --var SIZES="$sizes" --var BYTES="$bytes" --var ROUNDS="$rounds"
   bench/relay_bench.xml)
-[ "$placement" = shared ] && { "${job[@]}"; exit; }
+if [ "$placement" = shared ]; then
+  "${job[@]}"
+  exit
+fi
 "${job[@]}" &
 run=$!
 trap 'kill -INT "$run" 2>/dev/null' INT TERM  # (a job started with & ignores the terminal's Ctrl-C)
