@@ -99,6 +99,13 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // (A size of 0 doubled never passes MAX: the loop below would not end.)
+  if (min_size == 0 || max_size < min_size || bytes_per_size == 0 || latency_iters <= 0 || rounds <= 0) {
+    std::fprintf(stderr,
+                 "relay_bench: --sizes takes MIN:MAX with 0 < MIN <= MAX, and --bytes-per-size, --latency-iters and --rounds "
+                 "positive numbers\n");
+    return 2;
+  }
   gridrt::init(&argc, &argv);
   const int me = gridrt::rank(), n = gridrt::size(), pairs = n / 2;
   if (n % 2 || gridrt::level_color(gridrt::Level::kCluster, 0) == gridrt::level_color(gridrt::Level::kCluster, pairs)) {
