@@ -15,12 +15,7 @@ scripts/install-deps.sh
 jobs=$(nproc)
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(fuzz asan tsan)
-# The tests' files go to a directory of this run's own, removed at the end, as in
-# scripts/test.sh (the sanitizer trees run the same tests, which left their files in /tmp).
-TEST_TMPDIR=$(mktemp -d /tmp/gridrt-tests-XXXXXX)
-export TEST_TMPDIR
-trap 'rm -rf "$TEST_TMPDIR"' EXIT
-chmod 1777 "$TEST_TMPDIR"
+. scripts/test-tmpdir.sh  # (the sanitizer trees run the same tests)
 
 # A configured tree in DIR with the given CMake options (and compilers), built whole or only
 # the targets in $targets. Optimised less (-O1) and with line tables only (-g1), which is
