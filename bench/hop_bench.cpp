@@ -13,10 +13,10 @@
 //   hop_bench [BYTES] [SIZE] [ROUNDS] [PLACEMENT]
 //     bandwidth: the sender writes BYTES in SIZE-byte messages, the receiver acknowledges the
 //     end (default 1 GiB of 1 MiB); latency: 1 KiB round trips. Medians of ROUNDS (default 5).
-//     PLACEMENT: shared (default: the scheduler places every process) or apart (each chain's
-//     two forwarders held on two different cores, as two clusters' front-ends are; the ends
-//     stay free). bench/relay.sh takes the same word for the relays, so that both paths can be
-//     compared under either placement.
+//     PLACEMENT: shared (default: the scheduler places every process), apart (each chain's
+//     two forwarders held on two different cores, as two clusters' front-ends are) or
+//     together (both held on one core); the ends stay free. bench/relay.sh takes the same
+//     words for the relays, so that both paths can be compared placed alike.
 #include "common/program_help.h"
 #include <sys/wait.h>
 #include <sched.h>
@@ -103,10 +103,10 @@ struct ForwarderSpec {
   int next_port;
   asio::ssl::context* tls_in = nullptr;   // accept TLS with this context
   asio::ssl::context* tls_out = nullptr;  // dial TLS with this context
-  int cpu = -1;                           // held on this core (PLACEMENT apart), or placed by the scheduler
+  int cpu = -1;                           // held on this core (PLACEMENT apart, together), or placed by the scheduler
 };
 
-// The first two cores this process may run on (PLACEMENT apart), or nothing with fewer.
+// The first two cores this process may run on (PLACEMENT apart, together), or nothing with fewer.
 std::vector<int> two_cores() {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
@@ -213,8 +213,8 @@ The ceiling of any two-relay path on this machine: raw TCP sender -> receiver ag
 sender -> forwarder -> forwarder -> receiver, plain and with TLS 1.3 between the forwarders.
 Bandwidth: BYTES (default 1 GiB) in SIZE-byte messages (default 1 MiB); latency: 1 KiB round
 trips. Medians of ROUNDS (default 5). PLACEMENT: shared (default; the scheduler places every
-process) or apart (each chain's two forwarders held on two different cores, as two clusters'
-front-ends are; needs two cores).
+process), apart (each chain's two forwarders held on two different cores, as two clusters'
+front-ends are) or together (both held on one core); apart and together need two cores.
 )";
 
 int main(int argc, char** argv) {
@@ -227,17 +227,18 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "hop_bench: BYTES, SIZE and ROUNDS must be positive numbers\n%s", kUsage);
     return 2;
   }
-  if (placement != "shared" && placement != "apart") {
-    std::fprintf(stderr, "hop_bench: PLACEMENT must be shared or apart, not '%s'\n%s", placement.c_str(), kUsage);
+  if (placement != "shared" && placement != "apart" && placement != "together") {
+    std::fprintf(stderr, "hop_bench: PLACEMENT must be shared, apart or together, not '%s'\n%s", placement.c_str(), kUsage);
     return 2;
   }
   std::vector<int> cores = {-1, -1};
-  if (placement == "apart") {
+  if (placement != "shared") {
     cores = two_cores();
     if (cores.empty()) {
-      std::fprintf(stderr, "hop_bench: PLACEMENT apart needs two cores this process may run on\n");
+      std::fprintf(stderr, "hop_bench: PLACEMENT %s needs two cores this process may run on\n", placement.c_str());
       return 2;
     }
+    if (placement == "together") cores[1] = cores[0];
   }
   // Throw-away credentials for the TLS hop, made before any child exists.
   const std::string dir = "/tmp/hop-bench-" + std::to_string(::getpid());
@@ -283,7 +284,9 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < paths.size(); ++i) paths[i].rtt = rtts[i];
 
   std::printf("# hop_bench: %llu bytes in %zu-byte messages, medians of %d rounds, forwarders %s\n", static_cast<unsigned long long>(bytes),
-              size, rounds, placement == "apart" ? "on two cores apart" : "placed by the scheduler");
+              size, rounds, placement == "apart"      ? "on two cores apart"
+              : placement == "together" ? "together on one core"
+                                        : "placed by the scheduler");
   const double direct_mbs = median(paths[0].mbs), direct_rtt = paths[0].rtt;
   for (const auto& p : paths)
     std::printf("%-10s bandwidth %8.1f MB/s (%5.1f%% of direct)   1 KiB round trip %7.1f us (%4.1fx direct)\n", p.name, median(p.mbs),

@@ -8,12 +8,13 @@
 #       ROUNDS           rounds per figure; medians are printed (default 5)
 #       PATH             relay (default: nodes declared private, so traffic goes through the
 #                        relays) or direct (nodes public: processes connect to each other)
-#       PLACEMENT        shared (default: the scheduler places every process) or apart (the
+#       PLACEMENT        shared (default: the scheduler places every process), apart (the
 #                        two relays held on two different cores, as two clusters' front-ends
-#                        are; the processes stay free). On one machine the relays wake each
-#                        other over loopback, and the kernel puts a task so woken on its
-#                        waker's core: shared, they take turns on one core. hop_bench takes
-#                        the same word for its forwarders.
+#                        are) or together (both held on one core); the processes stay free.
+#                        On one machine the relays wake each other over loopback, and the
+#                        kernel puts a task so woken on its waker's core: shared, they mostly
+#                        take turns on one core. hop_bench takes the same words for its
+#                        forwarders, so that both paths can be compared placed alike.
 # Runs on a grid of two clusters of STREAMS slots on this machine; every cross-site
 # connection is TLS 1.3 (relay links with certificates, direct ones with the job's key).
 set -euo pipefail
@@ -24,15 +25,16 @@ case "$path" in
   direct) network='<network nodes="public" inbound="yes"/>' ;;
   *) echo "PATH must be relay or direct" >&2; exit 2 ;;
 esac
-# The first two cores this shell may run on (PLACEMENT apart).
+# The first two cores this shell may run on (PLACEMENT apart or together).
 cores=()
 case "$placement" in
   shared) ;;
-  apart)
+  apart | together)
     read -r -a cores <<<"$(taskset -pc $$ | sed 's/.*: //' | tr ',' '\n' |
       awk -F- '{ for (c = $1; c <= ($2 == "" ? $1 : $2); c++) printf "%d ", c }')"
-    [ "${#cores[@]}" -ge 2 ] || { echo "PLACEMENT apart needs two cores" >&2; exit 2; } ;;
-  *) echo "PLACEMENT must be shared or apart" >&2; exit 2 ;;
+    [ "${#cores[@]}" -ge 2 ] || { echo "PLACEMENT $placement needs two cores" >&2; exit 2; }
+    [ "$placement" = apart ] || cores[1]=${cores[0]} ;;
+  *) echo "PLACEMENT must be shared, apart or together" >&2; exit 2 ;;
 esac
 [ -x build/bin/relay_bench ] || { echo "build first: scripts/build.sh" >&2; exit 1; }
 grid=$(mktemp /tmp/relay-bench-grid.XXXXXX)

@@ -6,12 +6,14 @@
 #   bench/relay_cpu.sh [BYTES] [SECONDS] [PLACEMENT]
 #       BYTES     the stream's length (default 8589934592: long enough for the window)
 #       SECONDS   the window measured, from the 5th second on (default 6)
-#       PLACEMENT shared (default) or apart: the relays' placement, as bench/relay.sh takes it
-# Thread times from /proc (utime + stime of every gridrelay and relay_bench), idle from
-# /proc/stat. The stream's rate is relay_bench's own figure for the whole stream, so the
-# window must lie within it. GRIDRT_WINDOW and the like pass through to the job.
+#       PLACEMENT shared (default), apart or together: the relays' placement, as bench/relay.sh
+#                 takes it
+# Thread times from /proc (utime + stime of this stream's own gridrelay and relay_bench
+# processes, not of others on the machine), idle from /proc/stat. The stream's rate is
+# relay_bench's own figure for the whole stream, so the window must lie within it.
+# GRIDRT_WINDOW and the like pass through to the job.
 set -euo pipefail
-case "${1:-}" in -h | --help) sed -n '2,12p' "$0" | cut -c3-; exit 0 ;; esac
+case "${1:-}" in -h | --help) sed -n '2,14p' "$0" | cut -c3-; exit 0 ;; esac
 cd "$(dirname "$0")/.."
 bytes=${1:-8589934592}; seconds=${2:-6}; placement=${3:-shared}
 [ -x build/bin/relay_bench ] || { echo "build first: scripts/build.sh" >&2; exit 1; }
@@ -19,8 +21,17 @@ log=$(mktemp /tmp/relay-cpu.XXXXXX)
 trap 'rm -f "$log"' EXIT
 tick=$(getconf CLK_TCK)
 cpus=$(nproc)
-times() { for p in $(pgrep -x gridrelay) $(pgrep -x relay_bench); do echo "$(cat /proc/$p/comm) $(awk '{print $14 + $15}' /proc/$p/stat)"; done; }
+# The processes started by `run` (the stream), and their descendants.
+descendants() { local c; for c in $(pgrep -P "$1"); do echo "$c"; descendants "$c"; done; }
+times() {
+  local p comm
+  for p in $(descendants "$run"); do
+    comm=$(cat "/proc/$p/comm" 2>/dev/null) || continue
+    case "$comm" in gridrelay | relay_bench) echo "$comm $(awk '{print $14 + $15}' "/proc/$p/stat")" ;; esac
+  done | sort -s -k1,1
+}
 bash bench/relay.sh 1 1048576:1048576 "$bytes" 1 relay "$placement" > "$log" 2>&1 &
+run=$!
 sleep 5
 before=$(times); idle_before=$(awk '/^cpu /{print $5}' /proc/stat)
 sleep "$seconds"
