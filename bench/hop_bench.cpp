@@ -284,7 +284,8 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < paths.size(); ++i) paths[i].rtt = rtts[i];
 
   std::printf("# hop_bench: %llu bytes in %zu-byte messages, medians of %d rounds, forwarders %s\n", static_cast<unsigned long long>(bytes),
-              size, rounds, placement == "apart"      ? "on two cores apart"
+              size, rounds,
+              placement == "apart"      ? "on two cores apart"
               : placement == "together" ? "together on one core"
                                         : "placed by the scheduler");
   const double direct_mbs = median(paths[0].mbs), direct_rtt = paths[0].rtt;
