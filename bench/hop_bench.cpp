@@ -28,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <thread>
 #include <vector>
 
@@ -227,7 +228,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "hop_bench: BYTES, SIZE and ROUNDS must be positive numbers\n%s", kUsage);
     return 2;
   }
-  if (placement != "shared" && placement != "apart" && placement != "together") {
+  // Each placement, and how the report names it.
+  const std::map<std::string, const char*> placements = {
+      {"shared", "placed by the scheduler"}, {"apart", "on two cores apart"}, {"together", "together on one core"}};
+  if (!placements.count(placement)) {
     std::fprintf(stderr, "hop_bench: PLACEMENT must be shared, apart or together, not '%s'\n%s", placement.c_str(), kUsage);
     return 2;
   }
@@ -284,10 +288,7 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < paths.size(); ++i) paths[i].rtt = rtts[i];
 
   std::printf("# hop_bench: %llu bytes in %zu-byte messages, medians of %d rounds, forwarders %s\n", static_cast<unsigned long long>(bytes),
-              size, rounds,
-              placement == "apart"      ? "on two cores apart"
-              : placement == "together" ? "together on one core"
-                                        : "placed by the scheduler");
+              size, rounds, placements.at(placement));
   const double direct_mbs = median(paths[0].mbs), direct_rtt = paths[0].rtt;
   for (const auto& p : paths)
     std::printf("%-10s bandwidth %8.1f MB/s (%5.1f%% of direct)   1 KiB round trip %7.1f us (%4.1fx direct)\n", p.name, median(p.mbs),

@@ -23,12 +23,13 @@ tick=$(getconf CLK_TCK)
 cpus=$(nproc)
 # The processes started by `run` (the stream), and their descendants.
 descendants() { local c; for c in $(pgrep -P "$1"); do echo "$c"; descendants "$c"; done; }
+# "PID COMM TICKS" of each of the stream's relays and end processes, relays first.
 times() {
   local p comm
   for p in $(descendants "$run"); do
     comm=$(cat "/proc/$p/comm" 2>/dev/null) || continue
-    case "$comm" in gridrelay | relay_bench) echo "$comm $(awk '{print $14 + $15}' "/proc/$p/stat")" ;; esac
-  done | sort -s -k1,1
+    case "$comm" in gridrelay | relay_bench) echo "$p $comm $(awk '{print $14 + $15}' "/proc/$p/stat")" ;; esac
+  done | sort -s -k2,2
 }
 bash bench/relay.sh 1 1048576:1048576 "$bytes" 1 relay "$placement" > "$log" 2>&1 &
 run=$!
@@ -39,7 +40,16 @@ after=$(times); idle_after=$(awk '/^cpu /{print $5}' /proc/stat)
 wait
 rate=$(awk '/bandwidth/{print $6}' "$log")
 [ -n "$rate" ] || { cat "$log" >&2; echo "relay_cpu: the stream gave no figure" >&2; exit 1; }
-paste <(echo "$before") <(echo "$after") | awk -v t="$tick" -v s="$seconds" -v rate="$rate" -v cpus="$cpus" \
-  -v idle=$((idle_after - idle_before)) '
-  { used = ($4 - $2) / t; total += used; line = line sprintf("  %s %.2f", $1, used / s / (rate / 1000)) }
-  END { printf "stream %s MB/s; CPU-s per GB:%s; in all %.2f; cores idle %.0f%%\n", rate, line, total / s / (rate / 1000), idle / t / (s * cpus) * 100 }'
+[ -n "$before" ] || { echo "relay_cpu: none of the stream's relays and end processes ran at the window's start" >&2; exit 1; }
+# Each process's ticks over the window, matched by PID. The window must lie within the stream:
+# a process that ended or began within it would leave the figures short, so none are given.
+awk -v t="$tick" -v s="$seconds" -v rate="$rate" -v cpus="$cpus" -v idle=$((idle_after - idle_before)) '
+  NF == 0 { next }
+  NR == FNR { start[$1] = $3; next }
+  !($1 in start) { printf "relay_cpu: %s %s began within the window\n", $2, $1 > "/dev/stderr"; short = 1; next }
+  { used = ($3 - start[$1]) / t; total += used; line = line sprintf("  %s %.2f", $2, used / s / (rate / 1000)); delete start[$1] }
+  END {
+    for (p in start) { printf "relay_cpu: process %s ended within the window\n", p > "/dev/stderr"; short = 1 }
+    if (short) { print "relay_cpu: the window does not lie within the stream: a longer BYTES or fewer SECONDS" > "/dev/stderr"; exit 1 }
+    printf "stream %s MB/s; CPU-s per GB:%s; in all %.2f; cores idle %.0f%%\n", rate, line, total / s / (rate / 1000), idle / t / (s * cpus) * 100
+  }' <(echo "$before") <(echo "$after")
